@@ -1,0 +1,183 @@
+"""Stage 6 — codegen: C99 for one mechanism (``model.c`` + ``model_config.h``).
+
+The generated file holds only model-specific code and data, with no globals
+that change: the kinematic solution sequence, Φ, Φ_q, Φ_t, γ, M, F and the
+user outputs, each with common-subexpression elimination.  The integrators,
+the embedding linear algebra and the FMI glue are hand-written and shared by
+every FMU (``fmigen/runtime``), the same split the Modelica Association's
+Reference FMUs use.
+
+Calling convention of the generated functions (all arrays in model order):
+q[n] coordinates, v[n] velocities, p[] tunable parameters, u[] inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+
+import sympy as sp
+from sympy.printing.c import C99CodePrinter
+
+from .embed import Embedding
+from .model import t
+from .triangular import Triangularization
+
+
+class _Printer(C99CodePrinter):
+    """C99 printer that keeps integer powers as multiplications (cheaper and
+    exact-er than pow) and big integers as doubles (no integer overflow)."""
+
+    def _print_Pow(self, expr):
+        base, exp = expr.args
+        if exp.is_Integer and 1 < exp <= 4:
+            b = self.parenthesize(base, 100)
+            return "(" + "*".join([b] * int(exp)) + ")"
+        if exp.is_Integer and -4 <= exp < 0:
+            return "(1.0/" + self._print_Pow(sp.Pow(base, -exp, evaluate=False)) + ")"
+        return super()._print_Pow(expr)
+
+    def _print_Integer(self, expr):
+        return f"{float(expr)!r}" if abs(int(expr)) > 2**31 else super()._print_Integer(expr)
+
+    def _print_Rational(self, expr):
+        return f"({float(expr.p)!r}/{float(expr.q)!r})"
+
+
+_printer = _Printer()
+
+
+def c(expr) -> str:
+    return _printer.doprint(expr)
+
+
+@dataclass
+class GeneratedModel:
+    model_c: str
+    config_h: str
+    guid: str
+
+
+class SymbolMap:
+    """Maps model symbols to the C arrays they live in."""
+
+    def __init__(self, emb: Embedding):
+        dae = emb.dae
+        self.subs = {}
+        for i, (qs, vs) in enumerate(zip(dae.q_sym, dae.v_sym)):
+            self.subs[qs] = sp.Symbol(f"q[{i}]")
+            self.subs[vs] = sp.Symbol(f"v[{i}]")
+        for k, s in enumerate(dae.tunable):
+            self.subs[s] = sp.Symbol(f"p[{k}]")
+        for k, s in enumerate(dae.inputs):
+            self.subs[s] = sp.Symbol(f"u[{k}]")
+        self.subs[t] = sp.Symbol("t")
+
+    def __call__(self, expr):
+        return sp.sympify(expr).xreplace(self.subs)
+
+
+def assignments(targets, exprs, indent="    ", tmp="x"):
+    """CSE over ``exprs`` and C assignments ``target = expr;``."""
+    exprs = [sp.sympify(e) for e in exprs]
+    reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols(tmp), optimizations="basic")
+    lines = [f"{indent}const double {s} = {c(e)};" for s, e in reps]
+    lines += [f"{indent}{tg} = {c(e)};" for tg, e in zip(targets, reduced)]
+    return "\n".join(lines)
+
+
+def _function(signature, body):
+    return f"{signature}\n{{\n{body}\n}}\n"
+
+
+def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap):
+    """The recursive solution sequence: every dependent coordinate from q_i."""
+    out, failures, nwarm = [], [], 0
+    for tb in tri.blocks:
+        names = [emb.dae.names[i] for i in tb.block.unknowns]
+        out.append(f"    {{ /* block {{{', '.join(names)}}}: {tb.method} */")
+        for K, expr in tb.abstractions.items():
+            out.append(f"        const double {K} = {c(sm(expr))};")
+        out.append("        double " + ", ".join(str(v) for v in tb.variables) + ";")
+        for step in tb.steps:
+            failures.append(f"{step.variable} (block {{{', '.join(names)}}})")
+            code = len(failures)
+            tmp = f"k{code}_"
+            coeff_names = [f"a{d}" for d in range(step.degree, -1, -1)]
+            out.append(f"        {{ /* {step.variable}: degree {step.degree} */")
+            out.append(assignments([f"const double {nm}" for nm in coeff_names],
+                                   step.coeffs, indent="            ", tmp=tmp))
+            if step.degree == 1:
+                out.append(f"            if (fmigen_linear(a1, a0, &{step.variable})) return {code};")
+            elif step.degree == 2:
+                out.append(f"            if (fmigen_quadratic(a2, a1, a0, {step.sign}, &{step.variable})) return {code};")
+            else:
+                arr = ", ".join(coeff_names)
+                out.append(f"            const double coeffs[] = {{{arr}}};")
+                out.append(f"            if (fmigen_poly_root({step.degree}, coeffs, &warm[{nwarm}])) return {code};")
+                out.append(f"            {step.variable} = warm[{nwarm}];")
+                nwarm += 1
+            out.append("        }")
+        for i, expr in tb.recover.items():
+            out.append(f"        q[{i}] = {c(expr)};")
+        out.append("    }")
+    body = "\n".join(out + ["    (void)t; (void)p; (void)warm;", "    return 0;"])
+    fail_table = ",\n    ".join(f'"{f}"' for f in failures) or '""'
+    code = _function("int fmigen_kinematics(double t, double *q, const double *p, double *warm)", body)
+    code += f"\nconst char *const fmigen_kinematics_failure[] = {{\n    \"\",\n    {fail_table}\n}};\n"
+    return code, nwarm
+
+
+def generate(emb: Embedding, tri: Triangularization, model_identifier: str) -> GeneratedModel:
+    dae = emb.dae
+    mech = dae.mechanism
+    sm = SymbolMap(emb)
+    n, m, f = dae.n, dae.m, emb.f
+    parts = ["/* Generated by fmigen for mechanism '%s'. Do not edit. */" % mech.name,
+             '#include "fmigen_runtime.h"', ""]
+    kin, nwarm = kinematics_code(emb, tri, sm)
+    parts.append(kin)
+
+    def matrix_fn(name, sig, M):
+        flat = [sm(e) for e in M]
+        body = assignments([f"out[{k}]" for k in range(len(flat))], flat) or "    (void)out;"
+        return _function(f"void {name}({sig}, double *out)",
+                         "    (void)t; (void)q; (void)v; (void)p; (void)u;\n" + body)
+
+    sig = "double t, const double *q, const double *v, const double *p, const double *u"
+    parts.append(matrix_fn("fmigen_phi", sig, dae.Phi))
+    parts.append(matrix_fn("fmigen_phi_q", sig, emb.Phi_q))
+    parts.append(matrix_fn("fmigen_phi_t", sig, emb.Phi_t))
+    parts.append(matrix_fn("fmigen_gamma", sig, emb.gamma))
+    parts.append(matrix_fn("fmigen_mass", sig, emb.M))
+    parts.append(matrix_fn("fmigen_forcing", sig, emb.F))
+    parts.append(matrix_fn("fmigen_outputs", sig, sp.Matrix(list(dae.outputs.values()))
+                           if dae.outputs else sp.Matrix([])))
+
+    def arr(ctype, name, values, fmt=repr):
+        vals = ", ".join(fmt(v) for v in values) or "0"
+        return f"const {ctype} {name}[] = {{{vals}}};"
+
+    start = tri.start
+    q0 = [start[nm] for nm in dae.names]
+    v0 = [c_.velocity_start for c_ in mech.coordinates]
+    parts += [arr("int", "fmigen_independent", emb.independent, str),
+              arr("int", "fmigen_dependent", emb.dependent, str),
+              arr("double", "fmigen_q_start", q0),
+              arr("double", "fmigen_v_start", v0),
+              arr("double", "fmigen_p_default", dae.tunable_values),
+              arr("double", "fmigen_u_default", dae.input_values), ""]
+    model_c = "\n".join(parts)
+    guid = str(uuid.UUID(hashlib.md5(model_c.encode()).hexdigest()))
+    config_h = "\n".join([
+        "/* Generated by fmigen. Sizes and identity of this model. */",
+        "#ifndef FMIGEN_MODEL_CONFIG_H", "#define FMIGEN_MODEL_CONFIG_H",
+        f'#define MODEL_IDENTIFIER {model_identifier}',
+        f'#define MODEL_IDENTIFIER_STRING "{model_identifier}"',
+        f'#define MODEL_GUID "{{{guid}}}"',
+        f"#define NQ {n}", f"#define NC {m}", f"#define NI {f}",
+        f"#define NP {max(len(dae.tunable), 0)}", f"#define NU {len(dae.inputs)}",
+        f"#define NY {len(dae.outputs)}", f"#define NWARM {nwarm}",
+        "#endif", ""])
+    return GeneratedModel(model_c, config_h, guid)

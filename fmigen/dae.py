@@ -1,0 +1,194 @@
+"""Stage 2 — dae: the index-3 system M q̈ + Φ_qᵀ λ = F, Φ(q, t) = 0.
+
+Everything from here on uses plain symbols: ``q_sym`` for coordinates,
+``v_sym`` for their velocities and ``t`` for time.  Structural parameters
+(geometry) are replaced by exact rationals; tunable ones stay symbols and
+become run-time parameters of the FMU.  This stage also checks the degrees of
+freedom, so a redundant or missing constraint is reported by name here.
+
+The same ``DAE`` object is the input of the independent reference solver in
+``reference.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import sympy as sp
+
+from .model import Mechanism, ModelError, t
+
+
+def exact(value: float) -> sp.Rational:
+    """The decimal a user wrote, as an exact rational (0.1 -> 1/10).
+
+    ``repr`` of a float is the shortest decimal that round-trips, which is what
+    the user typed in the mechanism module."""
+    return sp.Rational(repr(float(value)))
+
+
+@dataclass
+class DAE:
+    mechanism: Mechanism
+    names: list[str]                 # coordinate names, model order
+    q_sym: list[sp.Symbol]
+    v_sym: list[sp.Symbol]
+    tunable: list[sp.Symbol]         # run-time parameters, in order
+    tunable_values: list[float]
+    inputs: list[sp.Symbol]
+    input_values: list[float]
+    M: sp.Matrix                     # n x n, in q and tunable parameters
+    F: sp.Matrix                     # n, in q, v, t, parameters, inputs
+    Phi: sp.Matrix                   # m, in q and t (geometry is exact)
+    constraint_names: list[str]
+    outputs: dict[str, sp.Expr]
+
+    @property
+    def n(self):
+        return len(self.q_sym)
+
+    @property
+    def m(self):
+        return len(self.constraint_names)
+
+    @cached_property
+    def Phi_q(self) -> sp.Matrix:
+        return self.Phi.jacobian(self.q_sym)
+
+    @cached_property
+    def Phi_t(self) -> sp.Matrix:
+        return self.Phi.diff(t)
+
+    @cached_property
+    def gamma(self) -> sp.Matrix:
+        """Right side of the acceleration constraint Φ_q q̈ = γ.
+
+        γ = −(Φ_q q̇)_q q̇ − 2 Φ_qt q̇ − Φ_tt."""
+        v = sp.Matrix(self.v_sym)
+        Phiq_v = self.Phi_q * v
+        return -(Phiq_v.jacobian(self.q_sym) * v) - 2 * (self.Phi_q.diff(t) * v) - self.Phi_t.diff(t)
+
+    @cached_property
+    def numeric(self) -> "NumericDAE":
+        return NumericDAE(self)
+
+    def start_guess(self) -> np.ndarray:
+        return np.array([c.start for c in self.mechanism.coordinates])
+
+    def start_velocity_guess(self) -> np.ndarray:
+        return np.array([c.velocity_start for c in self.mechanism.coordinates])
+
+
+class NumericDAE:
+    """Lambdified numpy callables of a DAE, with the default parameter values."""
+
+    def __init__(self, dae: DAE):
+        args_q = [t, *dae.q_sym]
+        args_qv = [t, *dae.q_sym, *dae.v_sym]
+        pu = [*dae.tunable, *dae.inputs]
+        self._M = sp.lambdify([*args_q, *pu], dae.M, "numpy", cse=True)
+        self._F = sp.lambdify([*args_qv, *pu], dae.F, "numpy", cse=True)
+        self._Phi = sp.lambdify(args_q, dae.Phi, "numpy", cse=True)
+        self._Phi_q = sp.lambdify(args_q, dae.Phi_q, "numpy", cse=True)
+        self._Phi_t = sp.lambdify(args_q, dae.Phi_t, "numpy", cse=True)
+        self._gamma = sp.lambdify(args_qv, dae.gamma, "numpy", cse=True)
+        self.pu = [*dae.tunable_values, *dae.input_values]
+
+    def M(self, tt, q):
+        return np.array(self._M(tt, *q, *self.pu), dtype=float)
+
+    def F(self, tt, q, v):
+        return np.array(self._F(tt, *q, *v, *self.pu), dtype=float).ravel()
+
+    def Phi(self, tt, q):
+        return np.array(self._Phi(tt, *q), dtype=float).ravel()
+
+    def Phi_q(self, tt, q):
+        return np.array(self._Phi_q(tt, *q), dtype=float).reshape(-1, len(q))
+
+    def Phi_t(self, tt, q):
+        return np.array(self._Phi_t(tt, *q), dtype=float).ravel()
+
+    def gamma(self, tt, q, v):
+        return np.array(self._gamma(tt, *q, *v), dtype=float).ravel()
+
+
+def build_dae(mech: Mechanism) -> DAE:
+    """Turn a Mechanism into a DAE and check its degrees of freedom."""
+    if not mech.coordinates:
+        raise ModelError(f"mechanism '{mech.name}' has no coordinates")
+    names = [c.name for c in mech.coordinates]
+    q_sym = [sp.Symbol(n, real=True) for n in names]
+    v_sym = [sp.Symbol(f"v_{n}", real=True) for n in names]
+    dyn = [c.symbol for c in mech.coordinates]
+    # Replace velocities before coordinates so Derivative(q(t)) survives intact.
+    to_plain = {qd.diff(t): v for qd, v in zip(dyn, v_sym)}
+    to_plain_q = dict(zip(dyn, q_sym))
+    structural = {p.symbol: exact(p.value) for p in mech.parameters if not p.tunable}
+    tunable = [p for p in mech.parameters if p.tunable]
+
+    def plain(expr):
+        return sp.sympify(expr).subs(to_plain).subs(to_plain_q).subs(structural)
+
+    M, F = mech.equations_of_motion()
+    M, F = M.applyfunc(plain), F.applyfunc(plain)
+    Phi = sp.Matrix([plain(c.expr) for c in mech.constraints])
+    tunable_syms = {p.symbol for p in tunable} | {i.symbol for i in mech.inputs}
+    for c, e in zip(mech.constraints, Phi):
+        bad = e.free_symbols & tunable_syms
+        if bad:
+            raise ModelError(
+                f"constraint '{c.name}' depends on {sorted(map(str, bad))}: constraints may only use "
+                "coordinates, time and structural (geometry) parameters, because geometry is baked "
+                "into the Gröbner basis")
+        stray = e.free_symbols - set(q_sym) - {t}
+        if stray:
+            raise ModelError(f"constraint '{c.name}' uses undeclared symbols {sorted(map(str, stray))}")
+    dae = DAE(mech, names, q_sym, v_sym,
+              [p.symbol for p in tunable], [float(p.value) for p in tunable],
+              [i.symbol for i in mech.inputs], [i.start for i in mech.inputs],
+              M, F, Phi, [c.name for c in mech.constraints],
+              {k: plain(v) for k, v in mech.outputs.items()})
+    check_dof(dae)
+    return dae
+
+
+def check_dof(dae: DAE, q: np.ndarray | None = None, tol: float = 1e-9):
+    """rank Φ_q must equal m; otherwise name the redundant constraint.
+
+    Evaluated at the user's start guesses: rank is insensitive to the small
+    errors of a guess, and the guesses are all we have before assembly."""
+    mech = dae.mechanism
+    n, m = dae.n, dae.m
+    if mech.dof is not None and n - m != mech.dof:
+        kind = "missing" if n - m > mech.dof else "too many"
+        raise ModelError(
+            f"wrong DOF count in '{mech.name}': {n} coordinates and {m} constraints give "
+            f"{n - m} degrees of freedom, but the mechanism declares dof={mech.dof} "
+            f"({kind} constraints: {abs(n - m - mech.dof)})")
+    if m == 0:
+        return
+    q = dae.start_guess() if q is None else q
+    J = dae.numeric.Phi_q(0.0, q)
+    scale = max(1.0, np.abs(J).max())
+    rank = 0
+    rows = []
+    for j in range(m):
+        rows.append(J[j])
+        r = np.linalg.matrix_rank(np.array(rows), tol=tol * scale)
+        if r == rank:
+            # Which earlier constraints does it depend on?  Least squares tells.
+            if rank:
+                coef, *_ = np.linalg.lstsq(np.array(rows[:-1]).T, J[j], rcond=None)
+                deps = [dae.constraint_names[k] for k in range(j) if abs(coef[k]) > 1e-8]
+            else:
+                deps = []
+            raise ModelError(
+                f"redundant constraint '{dae.constraint_names[j]}' in '{mech.name}': its Jacobian row "
+                f"is a combination of {deps or 'nothing (it is identically zero)'} at the start "
+                f"configuration, so rank Φ_q = {np.linalg.matrix_rank(J, tol=tol * scale)} < m = {m}")
+        rank = r
+    if m >= n:
+        raise ModelError(f"'{mech.name}' has {m} independent constraints for {n} coordinates: no motion is left")

@@ -1,0 +1,110 @@
+"""The Gröbner engine used by ``triangular``: Singular as a subprocess.
+
+Polynomials have rational coefficients and may contain *parameters* (the
+abstraction symbols that stand for known quantities); the basis is computed
+over the rational function field Q(parameters) in lex order, so it is valid
+for generic values of the knowns and its leading coefficients say exactly
+where it is not (a run-time singularity).
+
+Bases are cached on disk, keyed by a hash of the Singular input (the ideal,
+the variable order and the parameters), because a basis is a pure function of
+that text.  When Singular is not installed the sympy ``groebner`` fallback is
+used and says so; it is only practical for small systems.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import sympy as sp
+
+CACHE_DIR = Path(os.environ.get("FMIGEN_CACHE", Path.home() / ".cache" / "fmigen" / "groebner"))
+
+
+class GroebnerError(RuntimeError):
+    pass
+
+
+def singular_available() -> bool:
+    return shutil.which("Singular") is not None
+
+
+def _singular_script(polys, variables, parameters) -> str:
+    params = ",".join(str(p) for p in parameters)
+    coeff_field = f"(0,{params})" if parameters else "0"
+    ideal = ",\n  ".join(sp.sstr(sp.expand(p)).replace("**", "^") for p in polys)
+    return (
+        f"ring r = {coeff_field},({','.join(str(v) for v in variables)}),lp;\n"
+        "option(redSB);\n"
+        f"ideal i =\n  {ideal};\n"
+        "ideal g = std(i);\n"
+        'int k; for (k = 1; k <= size(g); k++) { print("@@" + string(g[k])); }\n'
+        "quit;\n"
+    )
+
+
+def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None) -> list[sp.Expr]:
+    """Reduced lex Gröbner basis of ``polys`` with ``variables`` highest first.
+
+    Returns polynomials with integer-polynomial coefficients (denominators in
+    the parameters cleared)."""
+    log = log or (lambda msg: None)
+    script = _singular_script(polys, variables, parameters)
+    engine = "singular" if singular_available() else "sympy"
+    key = hashlib.sha256((engine + "\n" + script).encode()).hexdigest()
+    cache_file = CACHE_DIR / f"{key}.json"
+    symbols = {str(s): s for s in [*variables, *parameters]}
+    if use_cache and cache_file.exists():
+        log(f"Gröbner basis from cache ({cache_file.name[:12]})")
+        texts = json.loads(cache_file.read_text())
+        return [sp.sympify(x, locals=symbols) for x in texts]
+    if engine == "singular":
+        basis = _run_singular(script, symbols)
+    else:
+        print("fmigen: Singular not found; using the sympy groebner fallback "
+              "(slow: install Singular with apt-get install singular)", file=sys.stderr)
+        basis = _run_sympy(polys, variables, parameters)
+    basis = [_clear_denominators(b) for b in basis]
+    if use_cache:
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = cache_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps([sp.sstr(b) for b in basis]))
+        tmp.replace(cache_file)
+    return basis
+
+
+def _run_singular(script, symbols):
+    with tempfile.NamedTemporaryFile("w", suffix=".sing", delete=False) as f:
+        f.write(script)
+        path = f.name
+    try:
+        proc = subprocess.run(["Singular", "-q", "--no-rc", path], capture_output=True, text=True)
+    finally:
+        os.unlink(path)
+    if proc.returncode != 0 or "? " in proc.stdout:
+        raise GroebnerError(f"Singular failed:\n{proc.stdout}\n{proc.stderr}")
+    basis = []
+    for line in proc.stdout.splitlines():
+        if line.startswith("@@"):
+            basis.append(sp.sympify(line[2:].replace("^", "**"), locals=symbols))
+    if not basis:
+        raise GroebnerError(f"Singular returned no basis:\n{proc.stdout}\n{proc.stderr}")
+    return basis
+
+
+def _run_sympy(polys, variables, parameters):
+    domain = sp.QQ.frac_field(*parameters) if parameters else sp.QQ
+    G = sp.groebner([sp.expand(p) for p in polys], *variables, order="lex", domain=domain)
+    return list(G.exprs)
+
+
+def _clear_denominators(expr):
+    num, _ = sp.fraction(sp.together(expr))
+    return sp.expand(num)

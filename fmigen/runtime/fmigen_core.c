@@ -1,0 +1,269 @@
+/* fmigen runtime core: embedded ODE and fixed-step integrators.
+ *
+ * State x = [q_i, v_i] (2·NI).  For a state, the right-hand side
+ *   1. solves the kinematics q_d = g(q_i) with the generated sequence,
+ *   2. solves Φ_d v_d = −(Φ_i v_i + Φ_t),
+ *   3. forms q̈ = B q̈_i + a_c with B = [−Φ_d⁻¹Φ_i; I], a_c = [Φ_d⁻¹γ; 0],
+ *   4. solves (BᵀMB) q̈_i = Bᵀ(F − M a_c).
+ * All matrices are tiny and dense; one LU of Φ_d serves every right side.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "fmigen_runtime.h"
+
+#define ND (NQ - NI)
+#define NX (2 * NI)
+
+/* In-place LU with partial pivoting of an n×n row-major matrix.  Returns
+ * non-zero when a pivot is negligible against the matrix scale (singular). */
+static int lu_factor(int n, double *A, int *piv)
+{
+    double scale = 0.0;
+    for (int k = 0; k < n * n; k++) if (fabs(A[k]) > scale) scale = fabs(A[k]);
+    if (!(scale > 0.0) || !isfinite(scale)) return 1;
+    for (int k = 0; k < n; k++) {
+        int p = k;
+        for (int i = k + 1; i < n; i++) if (fabs(A[i * n + k]) > fabs(A[p * n + k])) p = i;
+        if (!(fabs(A[p * n + k]) > 1e-13 * scale)) return 1;
+        piv[k] = p;
+        if (p != k) for (int j = 0; j < n; j++) {
+            double tmp = A[k * n + j]; A[k * n + j] = A[p * n + j]; A[p * n + j] = tmp;
+        }
+        for (int i = k + 1; i < n; i++) {
+            double l = A[i * n + k] /= A[k * n + k];
+            for (int j = k + 1; j < n; j++) A[i * n + j] -= l * A[k * n + j];
+        }
+    }
+    return 0;
+}
+
+static void lu_solve(int n, const double *LU, const int *piv, double *b)
+{
+    for (int k = 0; k < n; k++) {
+        if (piv[k] != k) { double tmp = b[k]; b[k] = b[piv[k]]; b[piv[k]] = tmp; }
+        for (int i = k + 1; i < n; i++) b[i] -= LU[i * n + k] * b[k];
+    }
+    for (int k = n - 1; k >= 0; k--) {
+        for (int j = k + 1; j < n; j++) b[k] -= LU[k * n + j] * b[j];
+        b[k] /= LU[k * n + k];
+    }
+}
+
+/* Newton on a univariate polynomial from the warm start in *x, with a bounded
+ * number of iterations; if it fails to converge, the real companion-matrix
+ * root nearest the warm start is not available in plain C without LAPACK, so
+ * the step is reported as a lost branch. */
+int fmigen_poly_root(int degree, const double *coeffs, double *x)
+{
+    double z = *x;
+    for (int it = 0; it < 30; it++) {
+        double pv = coeffs[0], dp = 0.0;
+        for (int k = 1; k <= degree; k++) { dp = dp * z + pv; pv = pv * z + coeffs[k]; }
+        if (dp == 0.0 || !isfinite(dp)) return 3;
+        double dz = pv / dp;
+        z -= dz;
+        if (fabs(dz) <= 1e-15 * (1.0 + fabs(z))) { *x = z; return 0; }
+    }
+    return 3;
+}
+
+void fmigen_core_init(FmigenCore *c, int solver)
+{
+    memset(c, 0, sizeof *c);
+    memcpy(c->q, fmigen_q_start, sizeof c->q);
+    memcpy(c->v, fmigen_v_start, sizeof c->v);
+    if (NP) memcpy(c->p, fmigen_p_default, NP * sizeof(double));
+    if (NU) memcpy(c->u, fmigen_u_default, NU * sizeof(double));
+    c->solver = solver;
+}
+
+static int kinematics(FmigenCore *c, double t, double *q)
+{
+    int k = fmigen_kinematics(t, q, c->p, c->warm);
+    if (k) snprintf(c->message, sizeof c->message,
+                    "singular configuration at t=%.9g: no regular solution for %s "
+                    "(leading coefficient or discriminant vanishes)", t, fmigen_kinematics_failure[k]);
+    return k;
+}
+
+/* Given q (complete) and v_i in v, fill v_d; returns Φ_d's LU, B's upper part
+ * X = Φ_d⁻¹Φ_i (ND×NI, row-major) for reuse. */
+static int velocities(FmigenCore *c, double t, const double *q, double *v,
+                      double *LU, int *piv, double *X)
+{
+#if NC > 0
+    double J[NC * NQ], pt[NC];
+    fmigen_phi_q(t, q, v, c->p, c->u, J);
+    fmigen_phi_t(t, q, v, c->p, c->u, pt);
+    for (int r = 0; r < ND; r++)
+        for (int k = 0; k < ND; k++) LU[r * ND + k] = J[r * NQ + fmigen_dependent[k]];
+    if (lu_factor(ND, LU, piv)) {
+        snprintf(c->message, sizeof c->message,
+                 "singular configuration at t=%.9g: the constraint Jacobian with respect to the "
+                 "dependent coordinates is singular", t);
+        return 1;
+    }
+    double col[FMIGEN_DIM(ND)];
+    for (int k = 0; k < NI; k++) {
+        for (int r = 0; r < ND; r++) col[r] = J[r * NQ + fmigen_independent[k]];
+        lu_solve(ND, LU, piv, col);
+        for (int r = 0; r < ND; r++) X[r * NI + k] = col[r];
+    }
+    lu_solve(ND, LU, piv, pt);
+    for (int r = 0; r < ND; r++) {
+        double s = pt[r];
+        for (int k = 0; k < NI; k++) s += X[r * NI + k] * v[fmigen_independent[k]];
+        v[fmigen_dependent[r]] = -s;
+    }
+#else
+    (void)c; (void)t; (void)q; (void)v; (void)LU; (void)piv; (void)X;
+#endif
+    return 0;
+}
+
+int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
+{
+    double q[NQ], v[NQ];
+    double LU[FMIGEN_DIM(ND * ND)], X[FMIGEN_DIM(ND * NI)];
+    int piv[FMIGEN_DIM(ND)];
+    for (int k = 0; k < NI; k++) {
+        q[fmigen_independent[k]] = x[k];
+        v[fmigen_independent[k]] = x[NI + k];
+    }
+    if (kinematics(c, t, q)) return 1;
+    if (velocities(c, t, q, v, LU, piv, X)) return 1;
+    double ac[NQ] = {0};
+#if NC > 0
+    double g[NC];
+    fmigen_gamma(t, q, v, c->p, c->u, g);
+    lu_solve(ND, LU, piv, g);
+    for (int r = 0; r < ND; r++) ac[fmigen_dependent[r]] = g[r];
+#endif
+    double M[NQ * NQ], F[NQ], B[NQ * NI];
+    fmigen_mass(t, q, v, c->p, c->u, M);
+    fmigen_forcing(t, q, v, c->p, c->u, F);
+    memset(B, 0, sizeof B);
+    for (int k = 0; k < NI; k++) B[fmigen_independent[k] * NI + k] = 1.0;
+    for (int r = 0; r < ND; r++)
+        for (int k = 0; k < NI; k++) B[fmigen_dependent[r] * NI + k] = -X[r * NI + k];
+    /* r = F − M a_c;  MB = M B */
+    double MB[NQ * NI], res[NQ];
+    for (int i = 0; i < NQ; i++) {
+        double s = F[i];
+        for (int j = 0; j < NQ; j++) s -= M[i * NQ + j] * ac[j];
+        res[i] = s;
+        for (int k = 0; k < NI; k++) {
+            double mb = 0.0;
+            for (int j = 0; j < NQ; j++) mb += M[i * NQ + j] * B[j * NI + k];
+            MB[i * NI + k] = mb;
+        }
+    }
+    double Mh[NI * NI], rh[NI];
+    int pivh[NI];
+    for (int a = 0; a < NI; a++) {
+        double s = 0.0;
+        for (int i = 0; i < NQ; i++) s += B[i * NI + a] * res[i];
+        rh[a] = s;
+        for (int b = 0; b < NI; b++) {
+            double m = 0.0;
+            for (int i = 0; i < NQ; i++) m += B[i * NI + a] * MB[i * NI + b];
+            Mh[a * NI + b] = m;
+        }
+    }
+    if (lu_factor(NI, Mh, pivh)) {
+        snprintf(c->message, sizeof c->message, "singular reduced mass matrix BᵀMB at t=%.9g", t);
+        return 1;
+    }
+    lu_solve(NI, Mh, pivh, rh);
+    for (int k = 0; k < NI; k++) { dx[k] = x[NI + k]; dx[NI + k] = rh[k]; }
+    for (int k = 0; k < NX; k++) if (!isfinite(dx[k])) {
+        snprintf(c->message, sizeof c->message, "non-finite state derivative at t=%.9g", t);
+        return 1;
+    }
+    return 0;
+}
+
+int fmigen_core_assemble(FmigenCore *c)
+{
+    double LU[FMIGEN_DIM(ND * ND)], X[FMIGEN_DIM(ND * NI)];
+    int piv[FMIGEN_DIM(ND)];
+    for (int k = 0; k < NI; k++)
+        if (!isfinite(c->q[fmigen_independent[k]]) || !isfinite(c->v[fmigen_independent[k]])) {
+            snprintf(c->message, sizeof c->message, "non-finite independent coordinate or velocity");
+            return 1;
+        }
+    if (kinematics(c, c->t, c->q)) return 1;
+    if (velocities(c, c->t, c->q, c->v, LU, piv, X)) return 1;
+#if NC > 0
+    double phi[NC];
+    fmigen_phi(c->t, c->q, c->v, c->p, c->u, phi);
+    c->residual = 0.0;
+    for (int j = 0; j < NC; j++) if (fabs(phi[j]) > c->residual) c->residual = fabs(phi[j]);
+#endif
+#if NY > 0
+    fmigen_outputs(c->t, c->q, c->v, c->p, c->u, c->y);
+#endif
+    return 0;
+}
+
+static int one_step(FmigenCore *c, double *x, double t, double h)
+{
+    double k1[NX];
+    if (fmigen_core_rhs(c, t, x, k1)) return 1;
+    if (c->solver == FMIGEN_EULER) {
+        for (int i = 0; i < NX; i++) x[i] += h * k1[i];
+        return 0;
+    }
+    double k2[NX], k3[NX], k4[NX], xs[NX];
+    for (int i = 0; i < NX; i++) xs[i] = x[i] + 0.5 * h * k1[i];
+    if (fmigen_core_rhs(c, t + 0.5 * h, xs, k2)) return 1;
+    for (int i = 0; i < NX; i++) xs[i] = x[i] + 0.5 * h * k2[i];
+    if (fmigen_core_rhs(c, t + 0.5 * h, xs, k3)) return 1;
+    for (int i = 0; i < NX; i++) xs[i] = x[i] + h * k3[i];
+    if (fmigen_core_rhs(c, t + h, xs, k4)) return 1;
+    for (int i = 0; i < NX; i++) x[i] += h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
+    return 0;
+}
+
+int fmigen_core_step(FmigenCore *c, double H)
+{
+    double x[NX];
+    for (int k = 0; k < NI; k++) {
+        x[k] = c->q[fmigen_independent[k]];
+        x[NI + k] = c->v[fmigen_independent[k]];
+    }
+    const double t_end = c->t + H;
+    double t = c->t;
+    /* Full internal steps of h, then one shorter step to land on t_end.  A
+     * remainder below 1e-9·h is rounding in the communication points (fmpy
+     * computes them as start + n·interval), not a real step: it is absorbed
+     * into the last full step. */
+    long nfull = (long)floor(H / c->h);
+    double rem = H - nfull * c->h;
+    if (rem < 1e-9 * c->h && nfull > 0) { rem = 0.0; }
+    else if (c->h - rem < 1e-9 * c->h) { nfull += 1; rem = 0.0; }
+    for (long s = 0; s < nfull; s++) {
+        double h = (s == nfull - 1 && rem == 0.0) ? t_end - t : c->h;
+        if (one_step(c, x, t, h)) return 1;
+        t = c->t + (s + 1) * c->h;
+    }
+    if (rem > 0.0 && one_step(c, x, t, t_end - t)) return 1;
+    for (int k = 0; k < NX; k++) if (!isfinite(x[k])) {
+        snprintf(c->message, sizeof c->message, "state became non-finite before t=%.9g", t_end);
+        return 1;
+    }
+    double q[NQ], v[NQ];
+    memcpy(q, c->q, sizeof q); memcpy(v, c->v, sizeof v);
+    double t_old = c->t;
+    for (int k = 0; k < NI; k++) {
+        c->q[fmigen_independent[k]] = x[k];
+        c->v[fmigen_independent[k]] = x[NI + k];
+    }
+    c->t = t_end;
+    if (fmigen_core_assemble(c)) {
+        /* keep the last good state so fmi2LastSuccessfulTime is honest */
+        memcpy(c->q, q, sizeof q); memcpy(c->v, v, sizeof v); c->t = t_old;
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,266 @@
+"""Stage 5 — triangular: each constraint block becomes a recursive solution
+sequence q_d = g(q_i) by a lex Gröbner basis.
+
+Per block:
+
+1. *Polynomialize.*  For every unknown angle x, sin x -> s_x and cos x -> c_x
+   and s_x² + c_x² − 1 is added; unknown lengths stay as they are.  Anything
+   else (sin 2x is expanded first; exp x, sqrt x, x·sin x ...) is an error that
+   names the constraint.
+2. *Abstract.*  Each coefficient (w.r.t. the unknowns' monomials) that depends
+   on known quantities (independent coordinates, earlier blocks, time) becomes
+   a fresh symbol K_j.  The basis is then computed over Q(K), which keeps it
+   tiny: a four-bar loop takes milliseconds instead of expanding cos θ terms.
+3. *Gröbner basis* in lex order, unknowns' polynomial variables highest
+   first as the mechanism (or the default: declaration order, c_x ≻ s_x)
+   gives them.
+4. *Extract*, last variable first: for each variable the basis element of
+   smallest degree in it that contains no higher variable.  Degree 1 is an
+   explicit formula; degree 2 a square root whose sign (the assembly branch)
+   is fixed at build time from the start configuration.
+5. *Recover* coordinates: angle = atan2(s_x, c_x), length = its variable.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy as sp
+
+from .dae import DAE
+from .groebner import groebner_lex
+from .model import ModelError, t
+from .partition import Block, Partition
+
+
+@dataclass
+class Step:
+    variable: sp.Symbol
+    degree: int
+    coeffs: list[sp.Expr]        # highest power first; polynomials in K and lower variables
+    poly: sp.Expr                # the basis element used
+    sign: int = 1                # square-root branch for degree 2
+
+    @property
+    def terms(self):
+        return len(sp.Add.make_args(sp.expand(self.poly)))
+
+    @property
+    def max_coeff_digits(self):
+        p = sp.Poly(self.poly, *sorted(self.poly.free_symbols, key=str))
+        return max(len(str(abs(int(c)))) for c in p.coeffs())
+
+
+@dataclass
+class TriangularBlock:
+    block: Block
+    method: str                                  # "groebner"
+    variables: list[sp.Symbol]                   # polynomial variables, highest first
+    abstractions: dict[sp.Symbol, sp.Expr]       # K_j -> expression in known q and t
+    steps: list[Step]                            # in solving order
+    recover: dict[int, sp.Expr]                  # coordinate index -> expression in variables
+    polys: list[sp.Expr] = field(default_factory=list)
+
+
+@dataclass
+class Triangularization:
+    blocks: list[TriangularBlock]
+    partition: Partition
+
+
+def poly_variables(dae: DAE, block: Block):
+    """(variables in default order, substitution, recovery, circle identities)."""
+    subs, recover, circles, angle_vars, length_vars = {}, {}, [], [], []
+    exprs = [sp.expand_trig(dae.Phi[j]) for j in block.equations]
+    for i in block.unknowns:
+        q = dae.q_sym[i]
+        trig = any(e.has(sp.sin(q)) or e.has(sp.cos(q)) for e in exprs)
+        if trig:
+            s, c = sp.Symbol(f"s_{q}"), sp.Symbol(f"c_{q}")
+            subs[sp.sin(q)] = s
+            subs[sp.cos(q)] = c
+            circles.append(s**2 + c**2 - 1)
+            angle_vars += [c, s]
+            recover[i] = sp.atan2(s, c)
+        else:
+            length_vars.append(q)
+            recover[i] = q
+    return angle_vars + length_vars, subs, recover, circles, exprs
+
+
+def rationalize(expr, tol=1e-6):
+    """Floats to rationals: an exact decimal stays exact; other floats get a
+    rational within ``tol`` relative error (paper 000 uses < 1e-6)."""
+    def conv(f):
+        r = sp.Rational(repr(float(f)))
+        if len(str(r.q)) <= 12:
+            return r
+        return sp.nsimplify(f, rational=True, tolerance=tol * max(1.0, abs(float(f))))
+    return expr.xreplace({f: conv(f) for f in expr.atoms(sp.Float)})
+
+
+def polynomialize(dae: DAE, block: Block, order: list[str] | None = None):
+    variables, subs, recover, circles, exprs = poly_variables(dae, block)
+    if order:
+        by_name = {str(v): v for v in variables}
+        missing = set(by_name) - set(order)
+        if missing:
+            raise ModelError(f"Gröbner order {order} misses variables {sorted(missing)}")
+        variables = [by_name[n] for n in order if n in by_name]
+    unknown_q = {dae.q_sym[i] for i in block.unknowns}
+    polys = []
+    for j, e in zip(block.equations, exprs):
+        p = rationalize(sp.expand(e.xreplace(subs)))
+        leftover = p.free_symbols & (unknown_q - set(variables))
+        if leftover or any(a.has(*variables) and not a.is_Symbol for a in sp.preorder_traversal(p)
+                           if isinstance(a, sp.Function)):
+            raise ModelError(
+                f"constraint '{dae.constraint_names[j]}' is not polynomial in sin/cos of the angles "
+                f"and in the lengths of {sorted(str(dae.q_sym[i]) for i in block.unknowns)} "
+                f"(left over: {sorted(map(str, leftover)) or 'a non-polynomial function'})")
+        polys.append(p)
+    return variables, polys, circles, recover
+
+
+def abstract(polys, variables, counter):
+    """Replace each non-constant coefficient by a fresh symbol K_j."""
+    table: dict[sp.Expr, sp.Symbol] = {}
+    out = []
+    for p in polys:
+        P = sp.Poly(p, *variables)
+        new = 0
+        for monom, coeff in P.terms():
+            coeff = sp.nsimplify(coeff) if coeff.is_Number else coeff
+            if not coeff.free_symbols:
+                k = coeff
+            else:
+                if coeff not in table and -coeff in table:
+                    k = -table[-coeff]
+                else:
+                    if coeff not in table:
+                        counter[0] += 1
+                        table[coeff] = sp.Symbol(f"K_{counter[0]}")
+                    k = table[coeff]
+            new += k * sp.Mul(*[v**e for v, e in zip(variables, monom)])
+        out.append(new)
+    return out, {sym: expr for expr, sym in table.items()}
+
+
+def extract(basis, variables, block_name) -> list[Step]:
+    steps = []
+    for j in range(len(variables) - 1, -1, -1):
+        v = variables[j]
+        higher = set(variables[:j])
+        cands = [g for g in basis if g.has(v) and not (g.free_symbols & higher)]
+        if not cands:
+            raise ModelError(f"block {block_name}: the Gröbner basis has no element that solves for {v}")
+        best = min(cands, key=lambda g: (sp.degree(g, v), len(sp.Add.make_args(g))))
+        P = sp.Poly(best, v)
+        steps.append(Step(v, P.degree(), [sp.expand(c) for c in P.all_coeffs()], best))
+    return steps
+
+
+def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
+                  use_cache=True, log=None) -> Triangularization:
+    log = log or (lambda msg: None)
+    order = order or dae.mechanism.groebner_order
+    counter = [0]
+    tblocks = []
+    for b in part.blocks:
+        name = "{" + ", ".join(dae.names[i] for i in b.unknowns) + "}"
+        block_order = [o for o in order if o.split("_", 1)[-1] in {dae.names[i] for i in b.unknowns}
+                       or o in {dae.names[i] for i in b.unknowns}] if order else None
+        variables, polys, circles, recover = polynomialize(dae, b, block_order)
+        apolys, abstractions = abstract(polys, variables, counter)
+        log(f"Gröbner basis of block {name}: {len(apolys)} equations, "
+            f"{len(variables)} variables, {len(abstractions)} abstracted knowns")
+        basis = groebner_lex(apolys + circles, variables, list(abstractions), use_cache=use_cache, log=log)
+        if basis == [1] or any(g.is_Number and g != 0 for g in basis):
+            raise ModelError(f"inconsistent constraints in block {name}: "
+                             f"{[dae.constraint_names[j] for j in b.equations]} have no common solution")
+        steps = extract(basis, variables, name)
+        tblocks.append(TriangularBlock(b, "groebner", variables, abstractions, steps, recover, apolys))
+    tri = Triangularization(tblocks, part)
+    choose_branches(dae, tri)
+    return tri
+
+
+# --- numeric evaluation (build time: assembly and branch choice) -------------
+
+def _eval(expr, env):
+    return complex(expr.xreplace(env).evalf(30)) if expr.free_symbols else complex(expr)
+
+
+def _roots_in_branch_order(coeffs):
+    """Both roots of a quadratic, in (sign = +1, sign = −1) order."""
+    a, b, c = coeffs
+    disc = b * b - 4 * a * c
+    r = disc**0.5
+    return {+1: (-b + r) / (2 * a), -1: (-b - r) / (2 * a)}
+
+
+def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_from=None):
+    """Evaluate one block's sequence at known values ``q`` (name -> value).
+
+    With ``choose_from`` (user guesses by coordinate name) the square-root
+    branches are picked to match the guesses and stored in the steps."""
+    known = {s: sp.Float(q[s.name], 30) for s in dae.q_sym if s.name in q}
+    known[t] = sp.Float(tt, 30)
+    env = {K: sp.Float(expr.xreplace(known).evalf(30), 30) for K, expr in tb.abstractions.items()}
+    guess_vars = {}
+    if choose_from is not None:
+        for i, expr in tb.recover.items():
+            g = choose_from[dae.names[i]]
+            if isinstance(expr, sp.atan2):
+                guess_vars[expr.args[0]] = math.sin(g)
+                guess_vars[expr.args[1]] = math.cos(g)
+            else:
+                guess_vars[expr] = g
+    for step in tb.steps:
+        coeffs = [_eval(c, env) for c in step.coeffs]
+        if abs(coeffs[0]) < 1e-12 * max(1.0, max(abs(c) for c in coeffs)):
+            raise ModelError(f"singular configuration: leading coefficient of {step.variable} vanishes")
+        if step.degree == 1:
+            value = -coeffs[1] / coeffs[0]
+        elif step.degree == 2:
+            roots = _roots_in_branch_order(coeffs)
+            if choose_from is not None:
+                step.sign = min(roots, key=lambda s: abs(roots[s] - guess_vars[step.variable]))
+            value = roots[step.sign]
+        else:
+            roots = np.roots(coeffs)
+            target = guess_vars.get(step.variable, env.get(step.variable, 0.0))
+            value = min(roots, key=lambda r: abs(r - complex(target)))
+        if abs(value.imag) > 1e-9 * max(1.0, abs(value)):
+            names = [dae.names[i] for i in tb.block.unknowns]
+            raise ModelError(
+                f"the start cannot be assembled: block {names} has no real solution for "
+                f"{step.variable} at the given independent coordinates "
+                f"({', '.join(f'{k}={v:.6g}' for k, v in q.items() if k in [dae.names[i] for i in tb.block.knowns])})")
+        env[step.variable] = sp.Float(value.real, 30)
+    return {dae.names[i]: float(expr.xreplace(env).evalf(30)) for i, expr in tb.recover.items()}
+
+
+def assemble(dae: DAE, tri: Triangularization, qi: dict, tt=0.0, choose_from=None) -> dict:
+    """All coordinates from the independent ones via the recursive sequence."""
+    q = dict(qi)
+    for tb in tri.blocks:
+        q.update(solve_block_numeric(dae, tb, q, tt, choose_from))
+    return q
+
+
+def choose_branches(dae: DAE, tri: Triangularization):
+    """Pick each square-root sign so the assembly is nearest the user's guesses,
+    then check that the assembled start satisfies every constraint."""
+    guesses = {c.name: c.start for c in dae.mechanism.coordinates}
+    qi = {dae.names[i]: guesses[dae.names[i]] for i in tri.partition.independent}
+    q = assemble(dae, tri, qi, 0.0, choose_from=guesses)
+    qv = np.array([q[n] for n in dae.names])
+    res = np.abs(dae.numeric.Phi(0.0, qv)).max() if dae.m else 0.0
+    if res > 1e-9:
+        raise ModelError(f"the start cannot be assembled: residual {res:.3g} after solving "
+                         "the triangular sequence")
+    tri.start = q
+    return q
