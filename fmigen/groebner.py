@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import sympy as sp
@@ -30,6 +31,10 @@ CACHE_DIR = Path(os.environ.get("FMIGEN_CACHE", Path.home() / ".cache" / "fmigen
 
 class GroebnerError(RuntimeError):
     pass
+
+
+class GroebnerTimeout(GroebnerError):
+    """The engine did not finish within the time allowed for one block."""
 
 
 def singular_available() -> bool:
@@ -50,7 +55,7 @@ def _singular_script(polys, variables, parameters) -> str:
     )
 
 
-def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None) -> list[sp.Expr]:
+def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, timeout=None) -> list[sp.Expr]:
     """Reduced lex Gröbner basis of ``polys`` with ``variables`` highest first.
 
     Returns polynomials with integer-polynomial coefficients (denominators in
@@ -65,13 +70,15 @@ def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None) -> l
         log(f"Gröbner basis from cache ({cache_file.name[:12]})")
         texts = json.loads(cache_file.read_text())
         return [sp.sympify(x, locals=symbols) for x in texts]
+    started = time.perf_counter()
     if engine == "singular":
-        basis = _run_singular(script, symbols)
+        basis = _run_singular(script, symbols, timeout)
     else:
         print("fmigen: Singular not found; using the sympy groebner fallback "
               "(slow: install Singular with apt-get install singular)", file=sys.stderr)
         basis = _run_sympy(polys, variables, parameters)
     basis = [_clear_denominators(b) for b in basis]
+    log(f"Gröbner basis ({engine}): {len(basis)} polynomials in {time.perf_counter() - started:.2f} s")
     if use_cache:
         CACHE_DIR.mkdir(parents=True, exist_ok=True)
         tmp = cache_file.with_suffix(".tmp")
@@ -80,12 +87,16 @@ def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None) -> l
     return basis
 
 
-def _run_singular(script, symbols):
+def _run_singular(script, symbols, timeout=None):
     with tempfile.NamedTemporaryFile("w", suffix=".sing", delete=False) as f:
         f.write(script)
         path = f.name
     try:
-        proc = subprocess.run(["Singular", "-q", "--no-rc", path], capture_output=True, text=True)
+        try:
+            proc = subprocess.run(["Singular", "-q", "--no-rc", path], capture_output=True, text=True,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            raise GroebnerTimeout(f"Singular did not finish in {timeout} s") from e
     finally:
         os.unlink(path)
     if proc.returncode != 0 or "? " in proc.stdout:

@@ -30,7 +30,7 @@ import numpy as np
 import sympy as sp
 
 from .dae import DAE
-from .groebner import groebner_lex
+from .groebner import GroebnerTimeout, groebner_lex
 from .model import ModelError, t
 from .partition import Block, Partition
 
@@ -42,6 +42,7 @@ class Step:
     coeffs: list[sp.Expr]        # highest power first; polynomials in K and lower variables
     poly: sp.Expr                # the basis element used
     sign: int = 1                # square-root branch for degree 2
+    start: float = 0.0           # value at the start (warm start for degree > 2)
 
     @property
     def terms(self):
@@ -56,12 +57,18 @@ class Step:
 @dataclass
 class TriangularBlock:
     block: Block
-    method: str                                  # "groebner"
-    variables: list[sp.Symbol]                   # polynomial variables, highest first
+    method: str                                  # "groebner" or "newton"
+    variables: list[sp.Symbol]                   # unknown polynomial variables, highest first
     abstractions: dict[sp.Symbol, sp.Expr]       # K_j -> expression in known q and t
     steps: list[Step]                            # in solving order
     recover: dict[int, sp.Expr]                  # coordinate index -> expression in variables
     polys: list[sp.Expr] = field(default_factory=list)
+    #: known quantities kept as (lowest) ring variables because the order
+    #: names them, e.g. p_BC for the landing gear: symbol -> expression in q.
+    known_ring: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)
+    #: why a block is solved by Newton ("forced by the mechanism", "Gröbner
+    #: basis not finished in 60 s", ...)
+    reason: str = ""
 
 
 @dataclass
@@ -102,14 +109,35 @@ def rationalize(expr, tol=1e-6):
 
 
 def polynomialize(dae: DAE, block: Block, order: list[str] | None = None):
+    """Polynomial form of a block.  Returns (unknown variables in order,
+    polynomials, circle identities, recovery, known ring variables)."""
     variables, subs, recover, circles, exprs = poly_variables(dae, block)
+    known_ring = {}
     if order:
         by_name = {str(v): v for v in variables}
         missing = set(by_name) - set(order)
         if missing:
             raise ModelError(f"Gröbner order {order} misses variables {sorted(missing)}")
         variables = [by_name[n] for n in order if n in by_name]
+        # Names in the order that are not unknowns must be knowns of this
+        # block: they stay polynomial variables, lowest in the order.
+        for name in order:
+            if name in by_name:
+                continue
+            for i in block.knowns:
+                q = dae.q_sym[i]
+                if name == str(q):
+                    known_ring[q] = q
+                elif name == f"s_{q}":
+                    v = sp.Symbol(name)
+                    subs[sp.sin(q)] = v
+                    known_ring[v] = sp.sin(q)
+                elif name == f"c_{q}":
+                    v = sp.Symbol(name)
+                    subs[sp.cos(q)] = v
+                    known_ring[v] = sp.cos(q)
     unknown_q = {dae.q_sym[i] for i in block.unknowns}
+    ring = [*variables, *known_ring]
     polys = []
     for j, e in zip(block.equations, exprs):
         p = rationalize(sp.expand(e.xreplace(subs)))
@@ -121,7 +149,7 @@ def polynomialize(dae: DAE, block: Block, order: list[str] | None = None):
                 f"and in the lengths of {sorted(str(dae.q_sym[i]) for i in block.unknowns)} "
                 f"(left over: {sorted(map(str, leftover)) or 'a non-polynomial function'})")
         polys.append(p)
-    return variables, polys, circles, recover
+    return variables, polys, circles, recover, known_ring
 
 
 def abstract(polys, variables, counter):
@@ -149,6 +177,8 @@ def abstract(polys, variables, counter):
 
 
 def extract(basis, variables, block_name) -> list[Step]:
+    """Solution sequence for ``variables`` (unknowns, highest first); any
+    lower ring variables are knowns."""
     steps = []
     for j in range(len(variables) - 1, -1, -1):
         v = variables[j]
@@ -163,28 +193,53 @@ def extract(basis, variables, block_name) -> list[Step]:
 
 
 def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
-                  use_cache=True, log=None) -> Triangularization:
+                  use_cache=True, log=None, timeout=60.0) -> Triangularization:
     log = log or (lambda msg: None)
     order = order or dae.mechanism.groebner_order
+    forced = [set(b) for b in (getattr(dae.mechanism, "newton_blocks", None) or [])]
     counter = [0]
     tblocks = []
     for b in part.blocks:
+        unknown_names = {dae.names[i] for i in b.unknowns}
         name = "{" + ", ".join(dae.names[i] for i in b.unknowns) + "}"
-        block_order = [o for o in order if o.split("_", 1)[-1] in {dae.names[i] for i in b.unknowns}
-                       or o in {dae.names[i] for i in b.unknowns}] if order else None
-        variables, polys, circles, recover = polynomialize(dae, b, block_order)
-        apolys, abstractions = abstract(polys, variables, counter)
+        if any(unknown_names <= f for f in forced):
+            log(f"block {name}: Newton iteration (forced by the mechanism)")
+            tblocks.append(newton_block(b, "forced by the mechanism"))
+            continue
+        block_order = _block_order(dae, b, order) if order else None
+        variables, polys, circles, recover, known_ring = polynomialize(dae, b, block_order)
+        ring = [*variables, *known_ring]
+        apolys, abstractions = abstract(polys, ring, counter)
         log(f"Gröbner basis of block {name}: {len(apolys)} equations, "
-            f"{len(variables)} variables, {len(abstractions)} abstracted knowns")
-        basis = groebner_lex(apolys + circles, variables, list(abstractions), use_cache=use_cache, log=log)
-        if basis == [1] or any(g.is_Number and g != 0 for g in basis):
+            f"{len(ring)} variables, {len(abstractions)} abstracted knowns")
+        try:
+            basis = groebner_lex(apolys + circles, ring, list(abstractions), use_cache=use_cache,
+                                 log=log, timeout=timeout)
+        except GroebnerTimeout:
+            reason = f"Gröbner basis not finished in {timeout:g} s"
+            log(f"block {name}: {reason}; falling back to Newton iteration on this block")
+            tblocks.append(newton_block(b, reason))
+            continue
+        if any(g.is_Number and g != 0 for g in basis):
             raise ModelError(f"inconsistent constraints in block {name}: "
                              f"{[dae.constraint_names[j] for j in b.equations]} have no common solution")
         steps = extract(basis, variables, name)
-        tblocks.append(TriangularBlock(b, "groebner", variables, abstractions, steps, recover, apolys))
+        tblocks.append(TriangularBlock(b, "groebner", variables, abstractions, steps, recover, apolys,
+                                       known_ring))
     tri = Triangularization(tblocks, part)
     choose_branches(dae, tri)
     return tri
+
+
+def newton_block(b: Block, reason: str) -> TriangularBlock:
+    return TriangularBlock(b, "newton", [], {}, [], {}, reason=reason)
+
+
+def _block_order(dae, b, order):
+    """The part of a user order that concerns block ``b``: its unknowns' and
+    knowns' polynomial variables."""
+    names = {dae.names[i] for i in [*b.unknowns, *b.knowns]}
+    return [o for o in order if o in names or (o[:2] in ("s_", "c_") and o[2:] in names)]
 
 
 # --- numeric evaluation (build time: assembly and branch choice) -------------
@@ -201,23 +256,62 @@ def _roots_in_branch_order(coeffs):
     return {+1: (-b + r) / (2 * a), -1: (-b - r) / (2 * a)}
 
 
-def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_from=None):
+def _poly_var_value(expr, q_value):
+    """Value of a polynomial variable (s_x, c_x or a length) from a coordinate."""
+    return {sp.sin: math.sin, sp.cos: math.cos}.get(type(expr), lambda v: v)(q_value)
+
+
+def _target_values(dae, tb, guesses):
+    """Polynomial-variable values implied by coordinate guesses."""
+    out = {}
+    for i, expr in tb.recover.items():
+        g = guesses[dae.names[i]]
+        if isinstance(expr, sp.atan2):
+            out[expr.args[0]] = math.sin(g)
+            out[expr.args[1]] = math.cos(g)
+        else:
+            out[expr] = g
+    return out
+
+
+def newton_numeric(dae, tb: TriangularBlock, q: dict, tt: float, start: dict, tol=1e-14, max_iter=50):
+    """Newton on the block's own equations, from ``start`` (coordinate guesses)."""
+    num = dae.numeric
+    eqs, unk = tb.block.equations, tb.block.unknowns
+    x = np.array([start[n] for n in dae.names], dtype=float)
+    for n_, v in q.items():
+        x[dae.names.index(n_)] = v
+    for i in unk:
+        x[i] = start[dae.names[i]]
+    for _ in range(max_iter):
+        r = num.Phi(tt, x)[eqs]
+        J = num.Phi_q(tt, x)[np.ix_(eqs, unk)]
+        dx = np.linalg.solve(J, r)
+        x[unk] -= dx
+        if np.abs(dx).max() <= 1e-15 * (1 + np.abs(x[unk]).max()) or np.abs(r).max() <= tol:
+            if np.abs(num.Phi(tt, x)[eqs]).max() <= 1e-12:
+                return {dae.names[i]: float(x[i]) for i in unk}
+    names = [dae.names[i] for i in unk]
+    raise ModelError(f"the start cannot be assembled: Newton on block {names} did not converge "
+                     f"(residual {np.abs(num.Phi(tt, x)[eqs]).max():.3g})")
+
+
+def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_from=None, warm=None):
     """Evaluate one block's sequence at known values ``q`` (name -> value).
 
     With ``choose_from`` (user guesses by coordinate name) the square-root
-    branches are picked to match the guesses and stored in the steps."""
+    branches are picked to match the guesses and stored in the steps.
+    ``warm`` (coordinate values, default the guesses) starts Newton blocks and
+    picks the real root of a degree > 2 step nearest to it."""
+    warm = warm or choose_from or {c.name: c.start for c in dae.mechanism.coordinates}
+    if tb.method == "newton":
+        return newton_numeric(dae, tb, q, tt, warm)
     known = {s: sp.Float(q[s.name], 30) for s in dae.q_sym if s.name in q}
     known[t] = sp.Float(tt, 30)
     env = {K: sp.Float(expr.xreplace(known).evalf(30), 30) for K, expr in tb.abstractions.items()}
-    guess_vars = {}
-    if choose_from is not None:
-        for i, expr in tb.recover.items():
-            g = choose_from[dae.names[i]]
-            if isinstance(expr, sp.atan2):
-                guess_vars[expr.args[0]] = math.sin(g)
-                guess_vars[expr.args[1]] = math.cos(g)
-            else:
-                guess_vars[expr] = g
+    env.update({v: sp.Float(expr.xreplace(known).evalf(30), 30) for v, expr in tb.known_ring.items()})
+    guess_vars = _target_values(dae, tb, choose_from) if choose_from is not None else {}
+    warm_vars = _target_values(dae, tb, warm)
     for step in tb.steps:
         coeffs = [_eval(c, env) for c in step.coeffs]
         if abs(coeffs[0]) < 1e-12 * max(1.0, max(abs(c) for c in coeffs)):
@@ -230,9 +324,10 @@ def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_fro
                 step.sign = min(roots, key=lambda s: abs(roots[s] - guess_vars[step.variable]))
             value = roots[step.sign]
         else:
-            roots = np.roots(coeffs)
-            target = guess_vars.get(step.variable, env.get(step.variable, 0.0))
-            value = min(roots, key=lambda r: abs(r - complex(target)))
+            roots = [r for r in np.roots(coeffs) if abs(r.imag) <= 1e-9 * max(1.0, abs(r))] or list(np.roots(coeffs))
+            value = complex(min(roots, key=lambda r: abs(r - warm_vars[step.variable])))
+            if choose_from is not None:
+                step.start = value.real
         if abs(value.imag) > 1e-9 * max(1.0, abs(value)):
             names = [dae.names[i] for i in tb.block.unknowns]
             raise ModelError(
@@ -243,11 +338,15 @@ def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_fro
     return {dae.names[i]: float(expr.xreplace(env).evalf(30)) for i, expr in tb.recover.items()}
 
 
-def assemble(dae: DAE, tri: Triangularization, qi: dict, tt=0.0, choose_from=None) -> dict:
-    """All coordinates from the independent ones via the recursive sequence."""
+def assemble(dae: DAE, tri: Triangularization, qi: dict, tt=0.0, choose_from=None, warm=None) -> dict:
+    """All coordinates from the independent ones via the recursive sequence.
+
+    ``warm``: coordinate values to start Newton blocks and high-degree roots
+    from (default: the assembled start), e.g. the previous point of a sweep."""
     q = dict(qi)
+    warm = warm or getattr(tri, "start", None)
     for tb in tri.blocks:
-        q.update(solve_block_numeric(dae, tb, q, tt, choose_from))
+        q.update(solve_block_numeric(dae, tb, q, tt, choose_from, warm))
     return q
 
 
@@ -256,7 +355,7 @@ def choose_branches(dae: DAE, tri: Triangularization):
     then check that the assembled start satisfies every constraint."""
     guesses = {c.name: c.start for c in dae.mechanism.coordinates}
     qi = {dae.names[i]: guesses[dae.names[i]] for i in tri.partition.independent}
-    q = assemble(dae, tri, qi, 0.0, choose_from=guesses)
+    q = assemble(dae, tri, qi, 0.0, choose_from=guesses, warm=guesses)
     qv = np.array([q[n] for n in dae.names])
     res = np.abs(dae.numeric.Phi(0.0, qv)).max() if dae.m else 0.0
     if res > 1e-9:

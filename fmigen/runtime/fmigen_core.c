@@ -16,7 +16,7 @@
 
 /* In-place LU with partial pivoting of an n×n row-major matrix.  Returns
  * non-zero when a pivot is negligible against the matrix scale (singular). */
-static int lu_factor(int n, double *A, int *piv)
+int fmigen_lu_factor(int n, double *A, int *piv)
 {
     double scale = 0.0;
     for (int k = 0; k < n * n; k++) if (fabs(A[k]) > scale) scale = fabs(A[k]);
@@ -37,7 +37,7 @@ static int lu_factor(int n, double *A, int *piv)
     return 0;
 }
 
-static void lu_solve(int n, const double *LU, const int *piv, double *b)
+void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b)
 {
     for (int k = 0; k < n; k++) {
         if (piv[k] != k) { double tmp = b[k]; b[k] = b[piv[k]]; b[piv[k]] = tmp; }
@@ -49,22 +49,94 @@ static void lu_solve(int n, const double *LU, const int *piv, double *b)
     }
 }
 
-/* Newton on a univariate polynomial from the warm start in *x, with a bounded
- * number of iterations; if it fails to converge, the real companion-matrix
- * root nearest the warm start is not available in plain C without LAPACK, so
- * the step is reported as a lost branch. */
+static void poly_eval(int degree, const double *a, double z, double *p, double *dp)
+{
+    double pv = a[0], d = 0.0;
+    for (int k = 1; k <= degree; k++) { d = d * z + pv; pv = pv * z + a[k]; }
+    *p = pv; *dp = d;
+}
+
+/* All complex roots by Aberth–Ehrlich iteration (simultaneous Newton with
+ * repulsion; converges cubically to every root, the same roots as the
+ * companion-matrix eigenvalues).  Returns 0 when converged. */
+#define FMIGEN_MAX_DEGREE 32
+static int all_roots(int degree, const double *a, double *re, double *im)
+{
+    if (degree > FMIGEN_MAX_DEGREE || a[0] == 0.0) return 1;
+    /* initial points on a circle of the Cauchy-bound radius, rotated off the axes */
+    double R = 0.0;
+    for (int k = 1; k <= degree; k++) { double r = fabs(a[k] / a[0]); if (r > R) R = r; }
+    R = 1.0 + R;
+    for (int k = 0; k < degree; k++) {
+        double ang = 6.283185307179586 * k / degree + 0.4;
+        re[k] = 0.5 * R * cos(ang); im[k] = 0.5 * R * sin(ang);
+    }
+    for (int it = 0; it < 500; it++) {
+        double worst = 0.0;
+        for (int k = 0; k < degree; k++) {
+            /* p(z) and p'(z) in complex arithmetic (Horner) */
+            double pr = a[0], pi = 0.0, dr = 0.0, di = 0.0, zr = re[k], zi = im[k];
+            for (int j = 1; j <= degree; j++) {
+                double ndr = dr * zr - di * zi + pr, ndi = dr * zi + di * zr + pi;
+                dr = ndr; di = ndi;
+                double npr = pr * zr - pi * zi + a[j], npi = pr * zi + pi * zr;
+                pr = npr; pi = npi;
+            }
+            double den = dr * dr + di * di;
+            if (den == 0.0) { re[k] += 1e-8 * R; continue; }
+            double nr = (pr * dr + pi * di) / den, ni = (pi * dr - pr * di) / den; /* p/p' */
+            double sr = 0.0, si = 0.0; /* sum 1/(z_k - z_j) */
+            for (int j = 0; j < degree; j++) if (j != k) {
+                double ar = zr - re[j], ai = zi - im[j], d2 = ar * ar + ai * ai;
+                if (d2 > 0.0) { sr += ar / d2; si -= ai / d2; }
+            }
+            /* w = N / (1 - N*S) */
+            double br = 1.0 - (nr * sr - ni * si), bi = -(nr * si + ni * sr), b2 = br * br + bi * bi;
+            if (b2 == 0.0) continue;
+            double wr = (nr * br + ni * bi) / b2, wi = (ni * br - nr * bi) / b2;
+            re[k] -= wr; im[k] -= wi;
+            double step = sqrt(wr * wr + wi * wi) / (1.0 + sqrt(re[k] * re[k] + im[k] * im[k]));
+            if (step > worst) worst = step;
+        }
+        if (worst < 1e-15) return 0;
+    }
+    return 0; /* best effort: the caller verifies the chosen root by Newton polishing */
+}
+
 int fmigen_poly_root(int degree, const double *coeffs, double *x)
 {
-    double z = *x;
-    for (int it = 0; it < 30; it++) {
-        double pv = coeffs[0], dp = 0.0;
-        for (int k = 1; k <= degree; k++) { dp = dp * z + pv; pv = pv * z + coeffs[k]; }
-        if (dp == 0.0 || !isfinite(dp)) return 3;
-        double dz = pv / dp;
+    const double x0 = *x;
+    double z = x0, p, dp;
+    /* Newton from the previous value: a few iterations, and the result must
+     * stay close to it (continuity), otherwise the branch may have been lost. */
+    for (int it = 0; it < 8; it++) {
+        poly_eval(degree, coeffs, z, &p, &dp);
+        if (dp == 0.0 || !isfinite(dp)) break;
+        double dz = p / dp;
         z -= dz;
-        if (fabs(dz) <= 1e-15 * (1.0 + fabs(z))) { *x = z; return 0; }
+        if (fabs(dz) <= 1e-15 * (1.0 + fabs(z))) {
+            if (fabs(z - x0) <= 0.05 * (1.0 + fabs(x0))) { *x = z; return 0; }
+            break;
+        }
     }
-    return 3;
+    /* Fallback: every root, then the real one nearest the previous value. */
+    double re[FMIGEN_MAX_DEGREE], im[FMIGEN_MAX_DEGREE];
+    if (all_roots(degree, coeffs, re, im)) return 3;
+    int best = -1;
+    for (int k = 0; k < degree; k++) {
+        if (fabs(im[k]) > 1e-7 * (1.0 + fabs(re[k]))) continue;
+        if (best < 0 || fabs(re[k] - x0) < fabs(re[best] - x0)) best = k;
+    }
+    if (best < 0) return 3;  /* no real root left: singular configuration */
+    z = re[best];
+    for (int it = 0; it < 5; it++) {  /* polish */
+        poly_eval(degree, coeffs, z, &p, &dp);
+        if (dp == 0.0) break;
+        z -= p / dp;
+    }
+    if (!isfinite(z)) return 3;
+    *x = z;
+    return 0;
 }
 
 void fmigen_core_init(FmigenCore *c, int solver)
@@ -74,6 +146,7 @@ void fmigen_core_init(FmigenCore *c, int solver)
     memcpy(c->v, fmigen_v_start, sizeof c->v);
     if (NP) memcpy(c->p, fmigen_p_default, NP * sizeof(double));
     if (NU) memcpy(c->u, fmigen_u_default, NU * sizeof(double));
+    if (NWARM) memcpy(c->warm, fmigen_warm_start, NWARM * sizeof(double));
     c->solver = solver;
 }
 
@@ -97,7 +170,7 @@ static int velocities(FmigenCore *c, double t, const double *q, double *v,
     fmigen_phi_t(t, q, v, c->p, c->u, pt);
     for (int r = 0; r < ND; r++)
         for (int k = 0; k < ND; k++) LU[r * ND + k] = J[r * NQ + fmigen_dependent[k]];
-    if (lu_factor(ND, LU, piv)) {
+    if (fmigen_lu_factor(ND, LU, piv)) {
         snprintf(c->message, sizeof c->message,
                  "singular configuration at t=%.9g: the constraint Jacobian with respect to the "
                  "dependent coordinates is singular", t);
@@ -106,10 +179,10 @@ static int velocities(FmigenCore *c, double t, const double *q, double *v,
     double col[FMIGEN_DIM(ND)];
     for (int k = 0; k < NI; k++) {
         for (int r = 0; r < ND; r++) col[r] = J[r * NQ + fmigen_independent[k]];
-        lu_solve(ND, LU, piv, col);
+        fmigen_lu_solve(ND, LU, piv, col);
         for (int r = 0; r < ND; r++) X[r * NI + k] = col[r];
     }
-    lu_solve(ND, LU, piv, pt);
+    fmigen_lu_solve(ND, LU, piv, pt);
     for (int r = 0; r < ND; r++) {
         double s = pt[r];
         for (int k = 0; k < NI; k++) s += X[r * NI + k] * v[fmigen_independent[k]];
@@ -136,7 +209,7 @@ int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
 #if NC > 0
     double g[NC];
     fmigen_gamma(t, q, v, c->p, c->u, g);
-    lu_solve(ND, LU, piv, g);
+    fmigen_lu_solve(ND, LU, piv, g);
     for (int r = 0; r < ND; r++) ac[fmigen_dependent[r]] = g[r];
 #endif
     double M[NQ * NQ], F[NQ], B[NQ * NI];
@@ -170,11 +243,11 @@ int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
             Mh[a * NI + b] = m;
         }
     }
-    if (lu_factor(NI, Mh, pivh)) {
+    if (fmigen_lu_factor(NI, Mh, pivh)) {
         snprintf(c->message, sizeof c->message, "singular reduced mass matrix BᵀMB at t=%.9g", t);
         return 1;
     }
-    lu_solve(NI, Mh, pivh, rh);
+    fmigen_lu_solve(NI, Mh, pivh, rh);
     for (int k = 0; k < NI; k++) { dx[k] = x[NI + k]; dx[NI + k] = rh[k]; }
     for (int k = 0; k < NX; k++) if (!isfinite(dx[k])) {
         snprintf(c->message, sizeof c->message, "non-finite state derivative at t=%.9g", t);

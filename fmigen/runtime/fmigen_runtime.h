@@ -31,6 +31,7 @@ extern const double fmigen_q_start[];
 extern const double fmigen_v_start[];
 extern const double fmigen_p_default[];
 extern const double fmigen_u_default[];
+extern const double fmigen_warm_start[];
 
 /* ---- solution-sequence helpers used by the generated kinematics ----
  * Each returns non-zero at a singularity (vanishing leading coefficient or a
@@ -65,7 +66,18 @@ static inline int fmigen_quadratic(double a2, double a1, double a0, int sign, do
     return 0;
 }
 
+/* Real root of a univariate polynomial (coefficients highest power first)
+ * continuing the branch of the warm start *x: Newton from *x, and if that does
+ * not converge or jumps away, all roots (Aberth iteration, i.e. the
+ * eigenvalues of the companion matrix) and the real one nearest *x. */
 int fmigen_poly_root(int degree, const double *coeffs, double *x);
+
+/* Dense LU with partial pivoting (row-major n×n), shared by the embedding and
+ * the Newton blocks.  factor returns non-zero when the matrix is singular. */
+int fmigen_lu_factor(int n, double *A, int *piv);
+void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b);
+
+#define FMIGEN_NEWTON_MAX_ITER 20
 
 /* ---- core state and stepping ---- */
 enum { FMIGEN_EULER = 0, FMIGEN_RK4 = 1 };
