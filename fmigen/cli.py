@@ -28,16 +28,19 @@ def cmd_build(args):
     t0 = time.perf_counter()
     order = args.order.split(",") if args.order else None
     path, compiled = build_fmu(args.mechanism, args.output, solver=args.solver, step=args.step,
-                               order=order, use_cache=not args.no_cache, log=_log(args))
+                               order=order, use_cache=not args.no_cache, log=_log(args),
+                               fmi=args.fmi, kind=args.kind)
     seconds = time.perf_counter() - t0
-    info = {"fmu": str(path), "mechanism": compiled.mechanism.name, "solver": args.solver,
+    info = {"fmu": str(path), "mechanism": compiled.mechanism.name, "fmi": args.fmi, "kind": args.kind,
+            "solver": args.solver,
             "step": args.step, "seconds": round(seconds, 3),
             "independent": [compiled.dae.names[i] for i in compiled.partition.independent],
             "start": compiled.triangular.start}
     if args.json:
         print(json.dumps(info))
     else:
-        print(f"wrote {path} ({args.solver}, h = {args.step:g} s) in {seconds:.2f} s; "
+        print(f"wrote {path} (FMI {args.fmi}.0 {args.kind.upper()}, {args.solver}, h = {args.step:g} s) "
+              f"in {seconds:.2f} s; "
               f"independent: {', '.join(info['independent'])}")
     return 0
 
@@ -111,9 +114,15 @@ def main(argv=None):
             p.add_argument("--step", type=_positive, default=1e-3,
                            help="internal step in seconds (default 1e-3); tunable later as parameter internal_step")
 
-    p = sub.add_parser("build", help="build an FMI 2.0 Co-Simulation FMU",
-                       description="Build an FMI 2.0 Co-Simulation FMU of a mechanism.")
+    p = sub.add_parser("build", help="build an FMU (FMI 2.0/3.0, Co-Simulation or Model Exchange)",
+                       description="Build an FMU of a mechanism: FMI 2.0 or 3.0, Co-Simulation or Model "
+                                   "Exchange, with sources (buildDescription.xml for FMI 3.0) and, when "
+                                   "mingw-w64 is installed, a cross-compiled win64 DLL.")
     common(p)
+    p.add_argument("--fmi", choices=["2", "3"], default="2", help="FMI version (default 2)")
+    p.add_argument("--kind", choices=["cs", "me"], default="cs",
+                   help="interface type: cs = Co-Simulation (fixed-step integrator inside), "
+                        "me = Model Exchange (states q_i and their velocities; default cs)")
     p.add_argument("-o", "--output", required=True, help="output .fmu path")
     p.add_argument("--order", help="Gröbner variable order, highest first, e.g. c_alpha,s_alpha,c_phi,s_phi")
     p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases instead of using the disk cache")

@@ -3,10 +3,18 @@
 Layout of the FMU:
 
     modelDescription.xml
-    binaries/linux64/<id>.so
-    sources/  model.c model_config.h fmigen_runtime.h fmigen_core.c fmi2_cs.c
-              + the FMI 2.0 headers (from fmpy's copy of the standard headers)
+    binaries/linux64/<id>.so        (FMI 3: binaries/x86_64-linux/)
+    binaries/win64/<id>.dll         (FMI 3: binaries/x86_64-windows/; only when
+                                     x86_64-w64-mingw32-gcc is installed)
+    sources/  model.c model_config.h fmu_config.h fmigen_runtime.h fmigen_instance.h
+              fmigen_core.c fmigen_instance.c fmi2.c | fmi3.c
+              + the FMI headers (from fmpy's copy of the standard headers)
+              + buildDescription.xml (FMI 3)
     documentation/index.html
+
+``--fmi 2|3`` picks the standard, ``--kind cs|me`` the interface type; the
+modelDescription declares exactly that one.  Model Exchange states are the
+independent coordinates and their velocities.
 
 Variable names follow DESIGN.md: coordinates by name, velocities as
 ``der(name)``, ``constraint_residual``, inputs and parameters by name.
@@ -28,11 +36,19 @@ from lxml import etree
 from .codegen import GeneratedModel
 from .dae import DAE
 from .embed import Embedding
+from . import structure
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
-RUNTIME_SOURCES = ["fmigen_core.c", "fmi2_cs.c"]
-RUNTIME_HEADERS = ["fmigen_runtime.h"]
-FMI2_HEADERS = ["fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h"]
+RUNTIME_SOURCES = ["fmigen_core.c", "fmigen_instance.c"]
+RUNTIME_HEADERS = ["fmigen_runtime.h", "fmigen_instance.h"]
+GLUE = {"2": "fmi2.c", "3": "fmi3.c"}
+FMI_HEADERS = {"2": ["fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h"],
+               "3": ["fmi3Functions.h", "fmi3FunctionTypes.h", "fmi3PlatformTypes.h"]}
+FMI2_HEADERS = FMI_HEADERS["2"]
+PLATFORMS = {"2": {"linux": "linux64", "windows": "win64"},
+             "3": {"linux": "x86_64-linux", "windows": "x86_64-windows"}}
+MINGW_CC = "x86_64-w64-mingw32-gcc"
+KINDS = ("cs", "me")
 SOLVERS = {"euler": 0, "rk4": 1}
 CFLAGS = ["-O2", "-std=c99", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unused-variable"]
 
@@ -51,10 +67,15 @@ class Variable:
     start: float | None
     unit: str = ""
     description: str = ""
+    derivative: str | None = None   # name of the variable this one is the derivative of (ME)
 
 
-def variables(emb: Embedding, gen_start: dict, step: float) -> list[Variable]:
-    """All model variables with value references matching fmi2_cs.c."""
+def variables(emb: Embedding, gen_start: dict, step: float, kind: str = "cs") -> list[Variable]:
+    """All model variables with value references matching runtime/fmigen_instance.h.
+
+    Model Exchange adds the accelerations ``der(q_i,2)`` (derivatives of the
+    velocity states) and leaves out ``internal_step``, which only the
+    Co-Simulation integrator uses."""
     dae = emb.dae
     mech = dae.mechanism
     n = dae.n
@@ -69,7 +90,8 @@ def variables(emb: Embedding, gen_start: dict, step: float) -> list[Variable]:
         vunit = c.unit + "/s" if c.unit else ""
         out.append(Variable(f"der({c.name})", n + i, "output", "continuous",
                             "exact" if indep else "calculated",
-                            c.velocity_start if indep else None, vunit, f"velocity of {c.name}"))
+                            c.velocity_start if indep else None, vunit, f"velocity of {c.name}",
+                            derivative=c.name if (indep and kind == "me") else None))
     out.append(Variable("constraint_residual", 2 * n, "output", "continuous", "calculated", None, "",
                         "max |Phi_j(q)| after the last internal step"))
     vr = 2 * n + 1
@@ -81,18 +103,29 @@ def variables(emb: Embedding, gen_start: dict, step: float) -> list[Variable]:
             out.append(Variable(p.name, vr, "parameter", "fixed", "exact", float(p.value), p.unit,
                                 p.description))
             vr += 1
-    out.append(Variable("internal_step", vr, "parameter", "fixed", "exact", step, "s",
-                        "fixed internal integration step; a communication step that is not a multiple "
-                        "ends with one shorter step"))
+    if kind == "cs":
+        out.append(Variable("internal_step", vr, "parameter", "fixed", "exact", step, "s",
+                            "fixed internal integration step; a communication step that is not a multiple "
+                            "ends with one shorter step"))
     vr += 1
     for name in dae.outputs:
         out.append(Variable(name, vr, "output", "continuous", "calculated", None))
+        vr += 1
+    for i in emb.independent:
+        c = mech.coordinates[i]
+        if kind == "me":
+            aunit = c.unit + "/s2" if c.unit else ""
+            out.append(Variable(f"der({c.name},2)", vr, "local", "continuous", "calculated", None, aunit,
+                                f"acceleration of {c.name} from the embedded ODE",
+                                derivative=f"der({c.name})"))
         vr += 1
     return out
 
 
 def model_description(emb: Embedding, gen: GeneratedModel, identifier: str, vars_: list[Variable],
-                      solver: str) -> bytes:
+                      solver: str, kind: str = "cs", deps=None, step: float = 1e-3) -> bytes:
+    """FMI 2.0 modelDescription.xml declaring exactly one interface type (``kind``)."""
+    deps = deps or structure.dependencies(emb)
     mech = emb.dae.mechanism
     root = etree.Element("fmiModelDescription", fmiVersion="2.0", modelName=mech.name,
                          guid="{" + gen.guid + "}",
@@ -102,14 +135,20 @@ def model_description(emb: Embedding, gen: GeneratedModel, identifier: str, vars
                          .strftime("%Y-%m-%dT%H:%M:%SZ"),
                          variableNamingConvention="structured",
                          numberOfEventIndicators="0")
-    cs = etree.SubElement(root, "CoSimulation", modelIdentifier=identifier,
-                          canHandleVariableCommunicationStepSize="true",
-                          canGetAndSetFMUstate="true", canSerializeFMUstate="true",
-                          canNotUseMemoryManagementFunctions="true",
-                          canBeInstantiatedOnlyOncePerProcess="false",
-                          providesDirectionalDerivative="false")
+    common = dict(modelIdentifier=identifier, needsExecutionTool="false",
+                  canGetAndSetFMUstate="true", canSerializeFMUstate="true",
+                  canNotUseMemoryManagementFunctions="true",
+                  canBeInstantiatedOnlyOncePerProcess="false",
+                  providesDirectionalDerivative="false")
+    if kind == "me":
+        cs = etree.SubElement(root, "ModelExchange", **common, completedIntegratorStepNotNeeded="true")
+    else:
+        cs = etree.SubElement(root, "CoSimulation", **common,
+                              canHandleVariableCommunicationStepSize="true",
+                              canInterpolateInputs="false", maxOutputDerivativeOrder="0",
+                              canRunAsynchronuously="false")
     files = etree.SubElement(cs, "SourceFiles")
-    for src in ["model.c", *RUNTIME_SOURCES]:
+    for src in ["model.c", *RUNTIME_SOURCES, GLUE["2"]]:
         etree.SubElement(files, "File", name=src)
     units = sorted({v.unit for v in vars_ if v.unit})
     if units:
@@ -120,8 +159,7 @@ def model_description(emb: Embedding, gen: GeneratedModel, identifier: str, vars
     for name, desc in [("logStatusError", "errors: singular configurations, bad input, wrong calls"),
                        ("logStatusWarning", "warnings"), ("logEvents", "informational messages")]:
         etree.SubElement(cats, "Category", name=name, description=desc)
-    etree.SubElement(root, "DefaultExperiment", startTime="0", stopTime="2",
-                     stepSize=repr(float(vars_[[v.name for v in vars_].index("internal_step")].start)))
+    etree.SubElement(root, "DefaultExperiment", startTime="0", stopTime="2", stepSize=repr(float(step)))
     mv = etree.SubElement(root, "ModelVariables")
     index = {}
     for k, v in enumerate(vars_, start=1):
@@ -138,43 +176,123 @@ def model_description(emb: Embedding, gen: GeneratedModel, identifier: str, vars
         if v.start is not None:
             real.set("start", repr(float(v.start)))
         index[v.name] = k
+    for k, v in enumerate(vars_, start=1):
+        if v.derivative:
+            mv[k - 1].find("Real").set("derivative", str(index[v.derivative]))
     ms = etree.SubElement(root, "ModelStructure")
-    outs = etree.SubElement(ms, "Outputs")
-    for v in vars_:
-        if v.causality == "output":
-            etree.SubElement(outs, "Unknown", index=str(index[v.name]))
-    init = etree.SubElement(ms, "InitialUnknowns")
-    for v in vars_:
-        if v.causality == "output" and v.initial in ("calculated", "approx"):
-            etree.SubElement(init, "Unknown", index=str(index[v.name]))
+    for tag, group, names in structure_lists(vars_, deps, kind, set(index)):
+        el = etree.SubElement(ms, tag)
+        for name in names:
+            etree.SubElement(el, "Unknown", index=str(index[name]),
+                             dependencies=" ".join(str(index[d]) for d in group[name]))
     return etree.tostring(root, pretty_print=True, xml_declaration=True, encoding="UTF-8")
+
+
+def structure_lists(vars_: list[Variable], deps, kind: str, declared: set):
+    """(element, dependency table, unknowns) for Outputs, Derivatives and
+    InitialUnknowns, with dependencies restricted to the knowns that exist in
+    this variant: Co-Simulation outputs depend on inputs only, Model Exchange
+    unknowns on states and inputs; initial unknowns on exact variables."""
+    inputs = {v.name for v in vars_ if v.causality == "input"}
+    states = {v.derivative for v in vars_ if v.derivative}
+    exact = {v.name for v in vars_ if v.initial == "exact" or v.causality == "input"}
+    runtime_known = inputs | ({"time"} if "time" in declared else set())
+    if kind == "me":
+        runtime_known |= states
+    rt = {n: [d for d in deps.runtime[n] if d in runtime_known] for n in deps.runtime}
+    init = {n: [d for d in deps.initial[n] if d in exact] for n in deps.initial}
+    # a state's own value as a derivative (der(theta) of theta) depends on itself
+    for v in vars_:
+        if v.derivative and v.name in states:
+            rt[v.name] = [v.name]
+    outputs = [v.name for v in vars_ if v.causality == "output"]
+    derivatives = [v.name for v in vars_ if v.derivative]
+    initial = [v.name for v in vars_
+               if (v.causality == "output" and v.initial in ("calculated", "approx"))
+               or (v.derivative and v.initial in ("calculated", "approx"))]
+    out = [("Outputs", rt, outputs)]
+    if kind == "me":
+        out.append(("Derivatives", rt, derivatives))
+    out.append(("InitialUnknowns", init, initial))
+    return out
 
 
 def fmi2_header_dir() -> Path:
     return Path(fmpy.__file__).parent / "c-code"
 
 
-def write_sources(dest: Path, gen: GeneratedModel):
+def source_files(fmi: str = "2") -> list[str]:
+    """The C files an importer compiles, in <SourceFiles> / buildDescription.xml order."""
+    return ["model.c", *RUNTIME_SOURCES, GLUE[fmi]]
+
+
+def fmu_config(solver: str, step: float, kind: str) -> str:
+    """sources/fmu_config.h: the build options, so a rebuild from sources alone
+    (which passes no -D flags) gives the same binary behaviour."""
+    return "\n".join([
+        "/* Generated by fmigen: options of this FMU build. */",
+        "#ifndef FMIGEN_FMU_CONFIG_H", "#define FMIGEN_FMU_CONFIG_H",
+        f"#define FMIGEN_DEFAULT_SOLVER {SOLVERS[solver]} /* {solver} */",
+        f"#define FMIGEN_DEFAULT_STEP {float(step)!r}",
+        f"#define FMIGEN_HAS_CS {int(kind == 'cs')}",
+        f"#define FMIGEN_HAS_ME {int(kind == 'me')}",
+        "#endif", ""])
+
+
+def build_description(identifier: str) -> bytes:
+    """sources/buildDescription.xml (FMI 3.0 source FMUs)."""
+    root = etree.Element("fmiBuildDescription", fmiVersion="3.0")
+    bc = etree.SubElement(root, "BuildConfiguration", modelIdentifier=identifier,
+                          description="any C99 compiler; link with the math library where it is separate")
+    fs = etree.SubElement(bc, "SourceFileSet", language="C99")
+    for f in source_files("3"):
+        etree.SubElement(fs, "SourceFile", name=f)
+    etree.SubElement(fs, "IncludeDirectory", name=".")
+    return etree.tostring(root, pretty_print=True, xml_declaration=True, encoding="UTF-8")
+
+
+def write_sources(dest: Path, gen: GeneratedModel, fmi: str = "2", kind: str = "cs", solver: str = "rk4",
+                  step: float = 1e-3):
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "model.c").write_text(gen.model_c)
     (dest / "model_config.h").write_text(gen.config_h)
-    for f in RUNTIME_SOURCES + RUNTIME_HEADERS:
+    (dest / "fmu_config.h").write_text(fmu_config(solver, step, kind))
+    for f in RUNTIME_SOURCES + RUNTIME_HEADERS + [GLUE[fmi]]:
         shutil.copy(RUNTIME_DIR / f, dest / f)
-    for f in FMI2_HEADERS:
+    for f in FMI_HEADERS[fmi]:
         shutil.copy(fmi2_header_dir() / f, dest / f)
+    if fmi == "3":
+        identifier = gen.config_h.split("#define MODEL_IDENTIFIER ")[1].split()[0]
+        (dest / "buildDescription.xml").write_bytes(build_description(identifier))
 
 
-def compile_shared(src: Path, out: Path, solver: str, step: float, cc="gcc", extra=()):
-    cmd = [cc, *CFLAGS, "-shared", f"-I{src}", f"-DFMIGEN_DEFAULT_SOLVER={SOLVERS[solver]}",
-           f"-DFMIGEN_DEFAULT_STEP={step!r}", "-fvisibility=default",
-           *[str(src / f) for f in ["model.c", *RUNTIME_SOURCES]], "-o", str(out), "-lm", *extra]
+def mingw_available() -> bool:
+    return shutil.which(MINGW_CC) is not None
+
+
+def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=()):
+    windows = "mingw32" in Path(cc).name
+    flags = [f for f in CFLAGS if not (windows and f == "-fPIC")]
+    flags += ["-static-libgcc"] if windows else ["-fvisibility=default"]
+    cmd = [cc, *flags, "-shared", f"-I{src}", *[str(src / f) for f in source_files(fmi)],
+           "-o", str(out), "-lm", *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"C compilation failed:\n{' '.join(cmd)}\n{proc.stderr}")
     return proc.stderr
 
 
-def package(emb: Embedding, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3) -> Path:
+def package(emb: Embedding, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi="2",
+            kind="cs", windows=None) -> Path:
+    """Write the FMU.  ``windows``: cross-compile the win64 DLL (default: when
+    mingw-w64 is installed)."""
+    fmi, kind = str(fmi), str(kind).lower()
+    if fmi not in GLUE:
+        raise BuildError(f"unknown FMI version '{fmi}' (choose 2 or 3)")
+    if kind not in KINDS:
+        raise BuildError(f"unknown interface type '{kind}' (choose cs or me)")
+    if windows is None:
+        windows = mingw_available()
     if solver not in SOLVERS:
         raise BuildError(f"unknown solver '{solver}' (choose from {sorted(SOLVERS)})")
     if not (step > 0):
@@ -182,19 +300,31 @@ def package(emb: Embedding, gen: GeneratedModel, out: Path, solver="rk4", step=1
     identifier = emb.dae.mechanism.name
     dae: DAE = emb.dae
     start = {c.name: c.start for c in dae.mechanism.coordinates}
-    vars_ = variables(emb, start, step)
-    xml = model_description(emb, gen, identifier, vars_, solver)
+    vars_ = variables(emb, start, step, kind)
+    deps = structure.dependencies(emb)
+    if fmi == "2":
+        xml = model_description(emb, gen, identifier, vars_, solver, kind, deps, step)
+    else:
+        from .fmi3 import model_description_3
+        xml = model_description_3(emb, gen, identifier, vars_, kind, deps, step, source_files("3"))
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        write_sources(root / "sources", gen)
-        (root / "binaries" / "linux64").mkdir(parents=True)
-        compile_shared(root / "sources", root / "binaries" / "linux64" / f"{identifier}.so", solver, step)
+        write_sources(root / "sources", gen, fmi, kind, solver, step)
+        plat = PLATFORMS[fmi]
+        (root / "binaries" / plat["linux"]).mkdir(parents=True)
+        compile_shared(root / "sources", root / "binaries" / plat["linux"] / f"{identifier}.so", fmi)
+        if windows:
+            (root / "binaries" / plat["windows"]).mkdir(parents=True)
+            compile_shared(root / "sources", root / "binaries" / plat["windows"] / f"{identifier}.dll", fmi,
+                           cc=MINGW_CC)
         (root / "modelDescription.xml").write_bytes(xml)
         doc = root / "documentation"
         doc.mkdir()
         (doc / "index.html").write_text(
             f"<html><body><h1>{identifier}</h1><p>{dae.mechanism.description}</p>"
-            f"<p>Generated by fmigen: {solver} with internal step {step} s (parameter internal_step). "
+            f"<p>Generated by fmigen: FMI {fmi}.0 {'Model Exchange' if kind == 'me' else 'Co-Simulation'}; "
+            + (f"{solver} with internal step {step} s (parameter internal_step). " if kind == "cs" else
+               "continuous states: the independent coordinates and their velocities. ") +
             "Geometry is structural (baked into the Gröbner basis); masses, inertias, gravity and "
             "force amplitudes are tunable parameters.</p></body></html>")
         out = Path(out)

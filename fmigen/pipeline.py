@@ -75,12 +75,14 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None) -> Comp
     return Compiled(mech, dae, part, emb, tri, gen, times)
 
 
-def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=True, log=None):
+def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=True, log=None,
+              fmi="2", kind="cs", windows=None):
     log = log or (lambda msg: None)
     mech = load_mechanism(spec_or_mech) if isinstance(spec_or_mech, (str, Path)) else spec_or_mech
     compiled = compile_model(mech, order=order, use_cache=use_cache, log=log)
     t0 = time.perf_counter()
     log(f"[5/5] compiling and packaging {out}")
-    path = fmu.package(compiled.embedding, compiled.generated, Path(out), solver=solver, step=step)
+    path = fmu.package(compiled.embedding, compiled.generated, Path(out), solver=solver, step=step,
+                       fmi=fmi, kind=kind, windows=windows)
     compiled.seconds["fmu"] = time.perf_counter() - t0
     return path, compiled

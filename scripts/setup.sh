@@ -13,6 +13,16 @@ if ! command -v gcc >/dev/null 2>&1; then
     apt-get update
     apt-get install -y --no-install-recommends gcc libc6-dev
 fi
+if ! command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1; then
+    echo "setup: installing mingw-w64 (cross-compiles the win64 DLL of every FMU)" >&2
+    apt-get update
+    apt-get install -y --no-install-recommends gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64
+fi
+if ! command -v valgrind >/dev/null 2>&1; then
+    echo "setup: installing valgrind (leak check of the FMU runtime)" >&2
+    apt-get update
+    apt-get install -y --no-install-recommends valgrind
+fi
 PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv" >&2

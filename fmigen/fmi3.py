@@ -1,0 +1,87 @@
+"""FMI 3.0 modelDescription.xml (Co-Simulation or Model Exchange).
+
+Same variables and value references as the FMI 2.0 FMU (runtime/fmigen_instance.h),
+as ``<Float64>`` elements, plus the independent variable ``time``.  The
+ModelStructure refers to value references.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from lxml import etree
+
+from .codegen import GeneratedModel
+from .embed import Embedding
+
+
+def time_value_reference(emb: Embedding) -> int:
+    dae = emb.dae
+    return 2 * dae.n + 1 + len(dae.inputs) + len(dae.tunable) + 1 + len(dae.outputs) + emb.f
+
+
+def model_description_3(emb: Embedding, gen: GeneratedModel, identifier: str, vars_, kind: str, deps,
+                        step: float, sources: list[str]) -> bytes:
+    from .fmu import structure_lists   # shared with the FMI 2 writer
+    mech = emb.dae.mechanism
+    root = etree.Element("fmiModelDescription", fmiVersion="3.0", modelName=mech.name,
+                         instantiationToken="{" + gen.guid + "}",
+                         description=mech.description or mech.name,
+                         generationTool=f"fmigen {__import__('fmigen').__version__}",
+                         generationDateAndTime=datetime.datetime.now(datetime.timezone.utc)
+                         .strftime("%Y-%m-%dT%H:%M:%SZ"),
+                         variableNamingConvention="structured")
+    common = dict(modelIdentifier=identifier, needsExecutionTool="false",
+                  canBeInstantiatedOnlyOncePerProcess="false",
+                  canGetAndSetFMUState="true", canSerializeFMUState="true",
+                  providesDirectionalDerivatives="false", providesAdjointDerivatives="false",
+                  providesPerElementDependencies="false")
+    if kind == "me":
+        etree.SubElement(root, "ModelExchange", **common, needsCompletedIntegratorStep="false",
+                         providesEvaluateDiscreteStates="false")
+    else:
+        # fixedInternalStepSize is the start value of the tunable parameter
+        # internal_step; a communication step that is not a multiple of it
+        # ends with one shorter internal step (README, FMU conventions).
+        etree.SubElement(root, "CoSimulation", **common,
+                         canHandleVariableCommunicationStepSize="true",
+                         fixedInternalStepSize=repr(float(step)),
+                         maxOutputDerivativeOrder="0", recommendedIntermediateInputSmoothness="0",
+                         providesIntermediateUpdate="false", mightReturnEarlyFromDoStep="false",
+                         canReturnEarlyAfterIntermediateUpdate="false", hasEventMode="false",
+                         providesEvaluateDiscreteStates="false")
+    units = sorted({v.unit for v in vars_ if v.unit} | {"s"})
+    ud = etree.SubElement(root, "UnitDefinitions")
+    for u in units:
+        etree.SubElement(ud, "Unit", name=u)
+    cats = etree.SubElement(root, "LogCategories")
+    for name, desc in [("logStatusError", "errors: singular configurations, bad input, wrong calls"),
+                       ("logStatusWarning", "warnings"), ("logEvents", "informational messages")]:
+        etree.SubElement(cats, "Category", name=name, description=desc)
+    etree.SubElement(root, "DefaultExperiment", startTime="0", stopTime="2", stepSize=repr(float(step)))
+    mv = etree.SubElement(root, "ModelVariables")
+    vr = {"time": time_value_reference(emb)}
+    etree.SubElement(mv, "Float64", name="time", valueReference=str(vr["time"]), causality="independent",
+                     variability="continuous", unit="s", description="simulation time")
+    for v in vars_:
+        vr[v.name] = v.vr
+    for v in vars_:
+        attrs = dict(name=v.name, valueReference=str(v.vr), causality=v.causality, variability=v.variability)
+        if v.description:
+            attrs["description"] = v.description
+        if v.initial:
+            attrs["initial"] = v.initial
+        if v.unit:
+            attrs["unit"] = v.unit
+        if v.start is not None:
+            attrs["start"] = repr(float(v.start))
+        if v.derivative:
+            attrs["derivative"] = str(vr[v.derivative])
+        etree.SubElement(mv, "Float64", **attrs)
+    ms = etree.SubElement(root, "ModelStructure")
+    tags = {"Outputs": "Output", "Derivatives": "ContinuousStateDerivative", "InitialUnknowns": "InitialUnknown"}
+    for group_tag, table, names in structure_lists(vars_, deps, kind, set(vr)):
+        for name in names:
+            etree.SubElement(ms, tags[group_tag], valueReference=str(vr[name]),
+                             dependencies=" ".join(str(vr[d]) for d in table[name]))
+    return etree.tostring(root, pretty_print=True, xml_declaration=True, encoding="UTF-8")

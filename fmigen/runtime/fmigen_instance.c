@@ -1,0 +1,433 @@
+/* fmigen instance layer: the FMI-version-independent half of the glue (see
+ * fmigen_instance.h).  No globals and no static mutable state. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmigen_instance.h"
+
+const char *const fg_category_names[N_CATS] = {"logStatusError", "logStatusWarning", "logEvents"};
+
+static const char *const state_names[] = {"instantiated", "initialization mode", "step mode", "event mode",
+                                          "continuous-time mode", "step failed (discarded)", "terminated",
+                                          "error"};
+
+void fg_log(FgInstance *in, int status, int category, const char *fmt, ...)
+{
+    if (!in || !in->emit) return;
+    if (status == FG_OK && !(in->logging_on && in->category_on[category])) return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    in->emit(in, status, fg_category_names[category], buf);
+}
+
+int fg_fail(FgInstance *in, const char *fmt, ...)
+{
+    if (!in) return FG_ERROR;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fg_log(in, FG_ERROR, CAT_ERROR, "%s", buf);
+    return FG_ERROR;
+}
+
+int fg_allowed(FgInstance *in, const char *fn, unsigned mask)
+{
+    if (!in) return 0;
+    if (mask & M_(in->s.state)) return 1;
+    fg_log(in, FG_ERROR, CAT_ERROR, "%s is not allowed in %s", fn, state_names[in->s.state]);
+    in->s.state = S_ERROR;
+    return 0;
+}
+
+static void defaults(FgInstance *in)
+{
+    memset(&in->s, 0, sizeof in->s);
+    fmigen_core_init(&in->s.core, FMIGEN_DEFAULT_SOLVER);
+    in->s.core.h = FMIGEN_DEFAULT_STEP;
+    in->s.state = S_INSTANTIATED;
+}
+
+FgInstance *fg_new(const char *name, int kind, int logging_on, FgEmit emit, const void *callbacks, void *env)
+{
+    if (!name) return NULL;
+    FgInstance *in = calloc(1, sizeof *in);
+    if (!in) return NULL;
+    in->name = malloc(strlen(name) + 1);
+    if (!in->name) { free(in); return NULL; }
+    strcpy(in->name, name);
+    in->kind = kind;
+    in->logging_on = logging_on != 0;
+    for (int k = 0; k < N_CATS; k++) in->category_on[k] = 1;
+    in->emit = emit;
+    in->callbacks = callbacks;
+    in->environment = env;
+    defaults(in);
+    return in;
+}
+
+void fg_free(FgInstance *in)
+{
+    if (!in) return;
+    free(in->name);
+    free(in);
+}
+
+int fg_set_debug_logging(FgInstance *in, int on, size_t n, const char *const categories[])
+{
+    if (!fg_allowed(in, "SetDebugLogging", ANY_LIVE)) return FG_ERROR;
+    if (n && !categories) return fg_fail(in, "SetDebugLogging: NULL category array");
+    int want[N_CATS] = {0};
+    for (size_t i = 0; i < n; i++) {
+        int found = -1;
+        for (int k = 0; k < N_CATS; k++)
+            if (categories[i] && strcmp(categories[i], fg_category_names[k]) == 0) found = k;
+        if (found < 0)
+            return fg_fail(in, "SetDebugLogging: unknown log category '%s'", categories[i] ? categories[i] : "(null)");
+        want[found] = 1;
+    }
+    in->logging_on = on != 0;
+    for (int k = 0; k < N_CATS; k++) in->category_on[k] = n ? want[k] : 1;
+    return FG_OK;
+}
+
+int fg_enter_initialization(FgInstance *in, double start_time)
+{
+    if (!fg_allowed(in, "EnterInitializationMode", M_(S_INSTANTIATED))) return FG_ERROR;
+    if (!isfinite(start_time)) return fg_fail(in, "start time is not finite");
+    in->s.core.t = start_time;
+    in->s.assembled = 0;
+    in->s.have_rhs = 0;
+    in->s.state = S_INIT;
+    return FG_OK;
+}
+
+int fg_exit_initialization(FgInstance *in)
+{
+    if (!fg_allowed(in, "ExitInitializationMode", M_(S_INIT))) return FG_ERROR;
+    if (fmigen_core_assemble(&in->s.core)) {
+        in->s.state = S_ERROR;
+        return fg_fail(in, "the start cannot be assembled: %s", in->s.core.message);
+    }
+    in->s.assembled = 1;
+    in->s.have_rhs = 0;
+    in->s.last_successful_time = in->s.core.t;
+    in->s.state = in->kind == FG_ME ? S_EVENT : S_STEP;
+    fg_log(in, FG_OK, CAT_EVENTS, "initialized at t=%.17g; constraint residual %.3g", in->s.core.t,
+           in->s.core.residual);
+    return FG_OK;
+}
+
+int fg_terminate(FgInstance *in)
+{
+    if (!fg_allowed(in, "Terminate", M_(S_STEP) | M_(S_DISCARDED) | M_(S_EVENT) | M_(S_CONT))) return FG_ERROR;
+    in->s.state = S_TERMINATED;
+    fg_log(in, FG_OK, CAT_EVENTS, "terminated at t=%.17g", in->s.core.t);
+    return FG_OK;
+}
+
+int fg_reset(FgInstance *in)
+{
+    if (!fg_allowed(in, "Reset", ANY_LIVE)) return FG_ERROR;
+    defaults(in);
+    fg_log(in, FG_OK, CAT_EVENTS, "reset to the start values");
+    return FG_OK;
+}
+
+/* ---- variable access ---- */
+
+/* Dependent coordinates, velocities, residual and outputs are computed from
+ * t, q_i, v_i, p, u on demand (initialization mode, Model Exchange, or after
+ * an input change).  Done on a copy so a failure changes nothing. */
+static int ensure_assembled(FgInstance *in)
+{
+    if (in->s.assembled) return 0;
+    FmigenCore tmp = in->s.core;
+    if (fmigen_core_assemble(&tmp)) {
+        memcpy(in->s.core.message, tmp.message, sizeof tmp.message);
+        return 1;
+    }
+    in->s.core = tmp;
+    in->s.assembled = 1;
+    return 0;
+}
+
+static int ensure_rhs(FgInstance *in)
+{
+    if (in->s.have_rhs) return 0;
+    double x[FMIGEN_DIM(FG_NX)];
+    for (int k = 0; k < NI; k++) {
+        x[k] = in->s.core.q[fmigen_independent[k]];
+        x[NI + k] = in->s.core.v[fmigen_independent[k]];
+    }
+    if (fmigen_core_rhs(&in->s.core, in->s.core.t, x, in->s.dx)) return 1;
+    in->s.have_rhs = 1;
+    return 0;
+}
+
+/* A model evaluation that fails is a Discard in Model Exchange (the importer
+ * may retry with a smaller step) and an Error elsewhere. */
+static int eval_failure(FgInstance *in, const char *what)
+{
+    int st = (in->s.state == S_EVENT || in->s.state == S_CONT) ? FG_DISCARD : FG_ERROR;
+    fg_log(in, st, CAT_ERROR, "%s: %s", what, in->s.core.message);
+    return st;
+}
+
+int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[])
+{
+    if (!fg_allowed(in, "GetReal/GetFloat64", ANY_LIVE & ~M_(S_INSTANTIATED))) return FG_ERROR;
+    if (n && (!vr || !value)) return fg_fail(in, "GetReal/GetFloat64: NULL array");
+    if (in->s.state != S_ERROR && in->s.state != S_DISCARDED && ensure_assembled(in))
+        return eval_failure(in, in->s.state == S_INIT ? "the start cannot be assembled" : "GetReal");
+    const FmigenCore *k = &in->s.core;
+    for (size_t i = 0; i < n; i++) {
+        unsigned r = vr[i];
+        if (r < VR_V) value[i] = k->q[r - VR_Q];
+        else if (r < VR_RES) value[i] = k->v[r - VR_V];
+        else if (r == VR_RES) value[i] = k->residual;
+        else if (r < VR_P) value[i] = k->u[r - VR_U];
+        else if (r < VR_H) value[i] = k->p[r - VR_P];
+        else if (r == VR_H) value[i] = k->h;
+        else if (r < VR_A) value[i] = k->y[r - VR_Y];
+        else if (r < VR_TIME && in->kind == FG_ME) {
+            if (ensure_rhs(in)) return eval_failure(in, "GetReal (acceleration)");
+            value[i] = in->s.dx[NI + (r - VR_A)];
+        }
+        else if (r == VR_TIME) value[i] = k->t;
+        else return fg_fail(in, "GetReal/GetFloat64: unknown value reference %u", r);
+    }
+    return FG_OK;
+}
+
+static int is_independent(int i)
+{
+    for (int k = 0; k < NI; k++) if (fmigen_independent[k] == i) return 1;
+    return 0;
+}
+
+int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double value[])
+{
+    if (!fg_allowed(in, "SetReal/SetFloat64",
+                    M_(S_INSTANTIATED) | M_(S_INIT) | M_(S_STEP) | M_(S_EVENT) | M_(S_CONT)))
+        return FG_ERROR;
+    if (n && (!vr || !value)) return fg_fail(in, "SetReal/SetFloat64: NULL array");
+    const int before_init = in->s.state == S_INSTANTIATED || in->s.state == S_INIT;
+    /* Validate everything first so a rejected call changes nothing. */
+    for (size_t i = 0; i < n; i++) {
+        unsigned r = vr[i];
+        if (!isfinite(value[i]))
+            return fg_fail(in, "SetReal/SetFloat64: value reference %u set to a non-finite value (NaN or Inf)", r);
+        int ok = 0;
+        if (r < VR_RES) ok = before_init && is_independent(r < VR_V ? (int)r : (int)(r - VR_V));
+        else if (r >= VR_U && r < VR_P) ok = 1;
+        else if (r >= VR_P && r < VR_H) ok = before_init;
+        else if (r == VR_H) {
+            ok = before_init;
+            if (ok && !(value[i] > 0.0))
+                return fg_fail(in, "internal_step must be > 0 (got %g)", value[i]);
+        }
+        if (!ok)
+            return fg_fail(in, "SetReal/SetFloat64: value reference %u cannot be set %s", r,
+                           before_init ? "(it is calculated or unknown)" : "after initialization");
+    }
+    FmigenCore *k = &in->s.core;
+    int changed = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned r = vr[i];
+        double *dst;
+        if (r < VR_V) dst = &k->q[r];
+        else if (r < VR_RES) dst = &k->v[r - VR_V];
+        else if (r < VR_P) dst = &k->u[r - VR_U];
+        else if (r < VR_H) dst = &k->p[r - VR_P];
+        else dst = &k->h;
+        if (*dst != value[i]) changed = 1;
+        *dst = value[i];
+    }
+    if (changed) { in->s.assembled = 0; in->s.have_rhs = 0; }
+    return FG_OK;
+}
+
+int fg_no_variables(FgInstance *in, const char *fn, const char *type, size_t n)
+{
+    if (!in) return FG_ERROR;
+    if (!n) return FG_OK;
+    return fg_fail(in, "%s: this FMU has no %s variables", fn, type);
+}
+
+/* ---- Co-Simulation ---- */
+
+int fg_do_step(FgInstance *in, double t, double H)
+{
+    if (!fg_allowed(in, "DoStep", M_(S_STEP))) return FG_ERROR;
+    FmigenCore *c = &in->s.core;
+    if (!(H > 0.0) || !isfinite(H))
+        return fg_fail(in, "DoStep: communication step size must be > 0 (got %g)", H);
+    if (!isfinite(t) || fabs(t - c->t) > 1e-9 * (1.0 + fabs(t)) + 1e-12 * H)
+        return fg_fail(in, "DoStep: currentCommunicationPoint %.17g does not match the FMU time %.17g", t, c->t);
+    c->t = t;  /* absorb rounding of the importer's time grid */
+    if (fmigen_core_step(c, H)) {
+        fg_log(in, FG_DISCARD, CAT_ERROR, "%s", c->message);
+        in->s.state = S_DISCARDED;
+        in->s.last_successful_time = c->t;
+        in->s.terminated = 1;
+        return FG_DISCARD;
+    }
+    in->s.assembled = 1;
+    in->s.last_successful_time = c->t;
+    return FG_OK;
+}
+
+/* ---- Model Exchange ---- */
+
+#define ME_MODES (M_(S_EVENT) | M_(S_CONT))
+
+int fg_enter_event_mode(FgInstance *in)
+{
+    if (!fg_allowed(in, "EnterEventMode", ME_MODES)) return FG_ERROR;
+    in->s.state = S_EVENT;
+    return FG_OK;
+}
+
+int fg_enter_continuous_time_mode(FgInstance *in)
+{
+    if (!fg_allowed(in, "EnterContinuousTimeMode", M_(S_EVENT))) return FG_ERROR;
+    in->s.state = S_CONT;
+    return FG_OK;
+}
+
+int fg_update_discrete_states(FgInstance *in)
+{
+    if (!fg_allowed(in, "NewDiscreteStates/UpdateDiscreteStates", M_(S_EVENT))) return FG_ERROR;
+    return FG_OK;  /* no discrete states, no time events */
+}
+
+int fg_set_time(FgInstance *in, double t)
+{
+    if (!fg_allowed(in, "SetTime", ME_MODES)) return FG_ERROR;
+    if (!isfinite(t)) return fg_fail(in, "SetTime: time is not finite");
+    if (t != in->s.core.t) { in->s.core.t = t; in->s.assembled = 0; in->s.have_rhs = 0; }
+    return FG_OK;
+}
+
+int fg_set_states(FgInstance *in, const double x[], size_t nx)
+{
+    if (!fg_allowed(in, "SetContinuousStates", ME_MODES)) return FG_ERROR;
+    if (nx != FG_NX) return fg_fail(in, "SetContinuousStates: expected %d states, got %lu", FG_NX, (unsigned long)nx);
+    if (nx && !x) return fg_fail(in, "SetContinuousStates: NULL array");
+    for (size_t i = 0; i < nx; i++)
+        if (!isfinite(x[i])) return fg_fail(in, "SetContinuousStates: state %lu is not finite", (unsigned long)i);
+    for (int k = 0; k < NI; k++) {
+        in->s.core.q[fmigen_independent[k]] = x[k];
+        in->s.core.v[fmigen_independent[k]] = x[NI + k];
+    }
+    in->s.assembled = 0;
+    in->s.have_rhs = 0;
+    return FG_OK;
+}
+
+#define ME_READ (M_(S_INIT) | M_(S_EVENT) | M_(S_CONT) | M_(S_TERMINATED) | M_(S_ERROR))
+
+int fg_get_states(FgInstance *in, double x[], size_t nx)
+{
+    if (!fg_allowed(in, "GetContinuousStates", ME_READ)) return FG_ERROR;
+    if (nx != FG_NX) return fg_fail(in, "GetContinuousStates: expected %d states, got %lu", FG_NX, (unsigned long)nx);
+    if (nx && !x) return fg_fail(in, "GetContinuousStates: NULL array");
+    for (int k = 0; k < NI; k++) {
+        x[k] = in->s.core.q[fmigen_independent[k]];
+        x[NI + k] = in->s.core.v[fmigen_independent[k]];
+    }
+    return FG_OK;
+}
+
+int fg_get_derivatives(FgInstance *in, double dx[], size_t nx)
+{
+    if (!fg_allowed(in, "GetDerivatives", ME_READ)) return FG_ERROR;
+    if (nx != FG_NX) return fg_fail(in, "GetDerivatives: expected %d derivatives, got %lu", FG_NX, (unsigned long)nx);
+    if (nx && !dx) return fg_fail(in, "GetDerivatives: NULL array");
+    if (ensure_rhs(in)) return eval_failure(in, "GetDerivatives");
+    memcpy(dx, in->s.dx, nx * sizeof(double));
+    return FG_OK;
+}
+
+int fg_get_nominals(FgInstance *in, double x[], size_t nx)
+{
+    if (!fg_allowed(in, "GetNominalsOfContinuousStates", ANY_LIVE)) return FG_ERROR;
+    if (nx != FG_NX) return fg_fail(in, "GetNominalsOfContinuousStates: expected %d states, got %lu", FG_NX, (unsigned long)nx);
+    if (nx && !x) return fg_fail(in, "GetNominalsOfContinuousStates: NULL array");
+    for (size_t i = 0; i < nx; i++) x[i] = 1.0;
+    return FG_OK;
+}
+
+int fg_get_event_indicators(FgInstance *in, size_t ni)
+{
+    if (!fg_allowed(in, "GetEventIndicators", ME_READ)) return FG_ERROR;
+    if (ni != 0) return fg_fail(in, "GetEventIndicators: this FMU has no event indicators (got %lu)", (unsigned long)ni);
+    return FG_OK;
+}
+
+int fg_completed_integrator_step(FgInstance *in)
+{
+    if (!fg_allowed(in, "CompletedIntegratorStep", M_(S_CONT))) return FG_ERROR;
+    /* The importer's step is accepted here: the kinematics must assemble. */
+    if (ensure_assembled(in)) return eval_failure(in, "CompletedIntegratorStep");
+    in->s.last_successful_time = in->s.core.t;
+    return FG_OK;
+}
+
+/* ---- FMU state: one fixed-size struct ---- */
+
+int fg_get_state(FgInstance *in, void **state)
+{
+    if (!fg_allowed(in, "GetFMUState", ANY_LIVE & ~M_(S_ERROR))) return FG_ERROR;
+    if (!state) return fg_fail(in, "GetFMUState: NULL pointer");
+    FgSnapshot *snap = *state ? *state : calloc(1, sizeof *snap);
+    if (!snap) return fg_fail(in, "GetFMUState: out of memory");
+    *snap = in->s;
+    *state = snap;
+    return FG_OK;
+}
+
+int fg_set_state(FgInstance *in, const void *state)
+{
+    if (!fg_allowed(in, "SetFMUState", ANY_LIVE & ~M_(S_ERROR))) return FG_ERROR;
+    if (!state) return fg_fail(in, "SetFMUState: NULL state");
+    in->s = *(const FgSnapshot *)state;
+    return FG_OK;
+}
+
+int fg_free_state(FgInstance *in, void **state)
+{
+    if (!in) return FG_ERROR;
+    if (state && *state) { free(*state); *state = NULL; }
+    return FG_OK;
+}
+
+size_t fg_serialized_size(void) { return sizeof(MODEL_GUID) + sizeof(FgSnapshot); }
+
+int fg_serialize(FgInstance *in, const void *state, unsigned char bytes[], size_t size)
+{
+    if (!in) return FG_ERROR;
+    if (!state || !bytes || size < fg_serialized_size())
+        return fg_fail(in, "SerializeFMUState: NULL state or buffer smaller than %lu bytes", (unsigned long)fg_serialized_size());
+    memcpy(bytes, MODEL_GUID, sizeof(MODEL_GUID));
+    memcpy(bytes + sizeof(MODEL_GUID), state, sizeof(FgSnapshot));
+    return FG_OK;
+}
+
+int fg_deserialize(FgInstance *in, const unsigned char bytes[], size_t size, void **state)
+{
+    if (!in) return FG_ERROR;
+    if (!bytes || !state || size != fg_serialized_size() || memcmp(bytes, MODEL_GUID, sizeof(MODEL_GUID)) != 0)
+        return fg_fail(in, "DeserializeFMUState: the bytes are not a state of this FMU");
+    FgSnapshot *snap = *state ? *state : calloc(1, sizeof *snap);
+    if (!snap) return fg_fail(in, "DeserializeFMUState: out of memory");
+    memcpy(snap, bytes + sizeof(MODEL_GUID), sizeof *snap);
+    *state = snap;
+    return FG_OK;
+}

@@ -1,0 +1,134 @@
+/* fmigen instance layer: everything an FMU instance does that does not depend
+ * on the FMI version (state machine, variable access, Co-Simulation stepping,
+ * Model Exchange state/derivative access, FMU state snapshots, logging).
+ *
+ * fmi2.c and fmi3.c are thin wrappers that map the standard's types and
+ * function signatures onto these calls.  Status codes are numbered like
+ * fmi2Status and fmi3Status (OK 0, Warning 1, Discard 2, Error 3, Fatal 4).
+ *
+ * Value references (mirrored by fmigen/fmu.py):
+ *   [0, NQ)            coordinates q            (independent: initial=exact)
+ *   [NQ, 2NQ)          velocities der(q)
+ *   2NQ                constraint_residual
+ *   VR_U + k           inputs
+ *   VR_P + k           tunable parameters
+ *   VR_H               internal_step
+ *   VR_Y + k           user outputs
+ *   VR_A + k           accelerations der(q_i,2) of the independent coordinates
+ *                      (Model Exchange: derivatives of the velocity states)
+ *   VR_TIME            time (FMI 3 independent variable)
+ */
+#ifndef FMIGEN_INSTANCE_H
+#define FMIGEN_INSTANCE_H
+
+#include "fmigen_runtime.h"
+#include "fmu_config.h"
+
+#define VR_Q 0
+#define VR_V NQ
+#define VR_RES (2 * NQ)
+#define VR_U (VR_RES + 1)
+#define VR_P (VR_U + NU)
+#define VR_H (VR_P + NP)
+#define VR_Y (VR_H + 1)
+#define VR_A (VR_Y + NY)
+#define VR_TIME (VR_A + NI)
+#define VR_END (VR_TIME + 1)
+
+#define FG_NX (2 * NI)
+
+#ifndef FMIGEN_DEFAULT_SOLVER
+#define FMIGEN_DEFAULT_SOLVER FMIGEN_RK4
+#endif
+#ifndef FMIGEN_DEFAULT_STEP
+#define FMIGEN_DEFAULT_STEP 1e-3
+#endif
+
+enum { FG_OK = 0, FG_WARNING = 1, FG_DISCARD = 2, FG_ERROR = 3, FG_FATAL = 4 };
+enum { FG_CS = 0, FG_ME = 1 };
+
+/* Life cycle.  CS: INSTANTIATED -> INIT -> STEP -> (DISCARDED) -> TERMINATED.
+ * ME: INSTANTIATED -> INIT -> EVENT <-> CONT -> TERMINATED. */
+typedef enum { S_INSTANTIATED, S_INIT, S_STEP, S_EVENT, S_CONT, S_DISCARDED, S_TERMINATED, S_ERROR } FgState;
+#define M_(s) (1u << (s))
+#define ANY_LIVE (M_(S_INSTANTIATED) | M_(S_INIT) | M_(S_STEP) | M_(S_EVENT) | M_(S_CONT) | \
+                  M_(S_DISCARDED) | M_(S_TERMINATED) | M_(S_ERROR))
+
+/* Log categories, as declared in modelDescription.xml. */
+enum { CAT_ERROR = 0, CAT_WARNING = 1, CAT_EVENTS = 2, N_CATS = 3 };
+extern const char *const fg_category_names[N_CATS];
+
+struct FgInstance;
+typedef void (*FgEmit)(struct FgInstance *in, int status, const char *category, const char *message);
+
+/* Everything that an FMU state snapshot holds. */
+typedef struct {
+    FmigenCore core;
+    FgState state;
+    double last_successful_time;
+    int terminated;
+    int assembled;      /* ME: q_d, v_d, outputs are up to date with t, x, u */
+    int have_rhs;       /* ME: dx is up to date */
+    double dx[FMIGEN_DIM(FG_NX)];
+} FgSnapshot;
+
+typedef struct FgInstance {
+    FgSnapshot s;
+    int kind;
+    int logging_on;
+    int category_on[N_CATS];
+    FgEmit emit;
+    const void *callbacks;   /* the FMI version's callback data, owned by the wrapper */
+    void *environment;
+    char *name;
+} FgInstance;
+
+FgInstance *fg_new(const char *name, int kind, int logging_on, FgEmit emit, const void *callbacks, void *env);
+void fg_free(FgInstance *in);
+void fg_log(FgInstance *in, int status, int category, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+int fg_fail(FgInstance *in, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* 1 when the current state is in `mask`; otherwise logs, moves to S_ERROR and returns 0. */
+int fg_allowed(FgInstance *in, const char *fn, unsigned mask);
+
+int fg_set_debug_logging(FgInstance *in, int on, size_t n, const char *const categories[]);
+int fg_enter_initialization(FgInstance *in, double start_time);
+int fg_exit_initialization(FgInstance *in);
+int fg_terminate(FgInstance *in);
+int fg_reset(FgInstance *in);
+
+int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[]);
+int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double value[]);
+int fg_no_variables(FgInstance *in, const char *fn, const char *type, size_t n);
+
+/* Co-Simulation */
+int fg_do_step(FgInstance *in, double t, double H);
+
+/* Model Exchange */
+int fg_enter_event_mode(FgInstance *in);
+int fg_enter_continuous_time_mode(FgInstance *in);
+int fg_update_discrete_states(FgInstance *in);
+int fg_set_time(FgInstance *in, double t);
+int fg_set_states(FgInstance *in, const double x[], size_t nx);
+int fg_get_states(FgInstance *in, double x[], size_t nx);
+int fg_get_derivatives(FgInstance *in, double dx[], size_t nx);
+int fg_get_nominals(FgInstance *in, double x[], size_t nx);
+int fg_get_event_indicators(FgInstance *in, size_t ni);
+int fg_completed_integrator_step(FgInstance *in);
+
+/* FMU state */
+int fg_get_state(FgInstance *in, void **state);
+int fg_set_state(FgInstance *in, const void *state);
+int fg_free_state(FgInstance *in, void **state);
+size_t fg_serialized_size(void);
+int fg_serialize(FgInstance *in, const void *state, unsigned char bytes[], size_t size);
+int fg_deserialize(FgInstance *in, const unsigned char bytes[], size_t size, void **state);
+
+#endif

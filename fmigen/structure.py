@@ -1,0 +1,125 @@
+"""Exact ModelStructure for the FMU: which knowns every unknown depends on.
+
+The dependencies are structural, read off the symbolic model:
+
+* a dependent coordinate is solved from the constraints of its loop (the
+  connected component of the constraint/dependent-coordinate incidence graph),
+  so it depends on the independent coordinates that appear in that loop;
+* its velocity comes from Φ_d v_d = −Φ_i v_i − Φ_t over the same loop, so it
+  also depends on those independent velocities;
+* ``constraint_residual`` depends on every independent coordinate in Φ;
+* a user output depends on the symbols of its expression, with dependent
+  coordinates and velocities replaced by their own dependencies;
+* the acceleration of an independent coordinate (Model Exchange only) comes
+  from the embedded ODE: every state, the inputs in F, the tunable parameters
+  in M and F.
+
+Knowns are named by FMU variable name (``theta``, ``der(theta)``, ``tau``,
+``m1``) plus ``time``.  ``runtime`` lists the knowns after initialization
+(states, inputs, time); ``initial`` those in initialization mode (exact
+states, inputs, tunable parameters).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from .embed import Embedding
+from .model import t
+
+
+@dataclass
+class Dependencies:
+    runtime: dict[str, list[str]] = field(default_factory=dict)
+    initial: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _components(emb: Embedding):
+    """For each dependent coordinate index, the independent coordinate indices of its loop."""
+    dae = emb.dae
+    dep = set(emb.dependent)
+    uses = [{i for i, q in enumerate(dae.q_sym) if q in phi.free_symbols} for phi in dae.Phi]
+    parent = {d: d for d in dep}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for u in uses:
+        ds = sorted(u & dep)
+        for a, b in zip(ds, ds[1:]):
+            parent[find(a)] = find(b)
+    loop_indep = {}
+    for u in uses:
+        ds = u & dep
+        if ds:
+            root = find(next(iter(ds)))
+            loop_indep.setdefault(root, set()).update(u - dep)
+    return {d: loop_indep.get(find(d), set()) for d in dep}
+
+
+def dependencies(emb: Embedding) -> Dependencies:
+    dae = emb.dae
+    names = dae.names
+    qname = {i: names[i] for i in range(dae.n)}
+    vname = {i: f"der({names[i]})" for i in range(dae.n)}
+    indep = list(emb.independent)
+    loop = _components(emb)
+    param_name = {s: p.name for s, p in zip(dae.tunable, [p for p in dae.mechanism.parameters if p.tunable])}
+    input_name = {s: i.name for s, i in zip(dae.inputs, dae.mechanism.inputs)}
+
+    def of_q(i):
+        return {qname[i]} if i in indep else {qname[k] for k in loop[i]}
+
+    def of_v(i):
+        return {vname[i]} if i in indep else {qname[k] for k in loop[i]} | {vname[k] for k in loop[i]}
+
+    def of_expr(expr):
+        rt, params = set(), set()
+        for s in sp.sympify(expr).free_symbols:
+            if s in dae.q_sym:
+                rt |= of_q(dae.q_sym.index(s))
+            elif s in dae.v_sym:
+                rt |= of_v(dae.v_sym.index(s))
+            elif s in input_name:
+                rt.add(input_name[s])
+            elif s in param_name:
+                params.add(param_name[s])
+            elif s == t:
+                rt.add("time")
+        return rt, params
+
+    order = {nm: k for k, nm in enumerate(
+        [qname[i] for i in range(dae.n)] + [vname[i] for i in range(dae.n)]
+        + list(input_name.values()) + list(param_name.values()) + ["time"])}
+
+    def sort(xs):
+        return sorted(xs, key=lambda x: order.get(x, len(order)))
+
+    deps = Dependencies()
+
+    def put(name, rt, params=()):
+        deps.runtime[name] = sort(rt)
+        deps.initial[name] = sort((set(rt) - {"time"}) | set(params))
+
+    for i in range(dae.n):
+        put(qname[i], of_q(i))
+        put(vname[i], of_v(i))
+    phi_rt, _ = of_expr(sum(dae.Phi, sp.Integer(0)))
+    put("constraint_residual", {x for x in phi_rt if not x.startswith("der(")})
+    for name, expr in dae.outputs.items():
+        rt, params = of_expr(expr)
+        put(name, rt, params)
+    _, m_params = of_expr(sum(emb.M, sp.Integer(0)))
+    f_rt, f_params = of_expr(sum(emb.F, sp.Integer(0)))
+    g_rt, _ = of_expr(sum(emb.gamma, sp.Integer(0)) + sum(emb.Phi_t, sp.Integer(0)))
+    states = {qname[i] for i in indep} | {vname[i] for i in indep}
+    acc_rt = states | {x for x in f_rt | g_rt if x not in states and not x.startswith("der(")
+                       and x not in {qname[i] for i in range(dae.n)}}
+    for i in indep:
+        put(f"der({names[i]},2)", acc_rt, m_params | f_params)
+    return deps
