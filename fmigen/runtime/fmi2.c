@@ -23,7 +23,18 @@
 static void emit2(FgInstance *in, int status, const char *category, const char *message)
 {
     const fmi2CallbackFunctions *cb = in->callbacks;
-    if (cb && cb->logger) cb->logger(cb->componentEnvironment, in->name, (fmi2Status)status, category, "%s", message);
+    if (!cb || !cb->logger) return;
+    /* The message is passed as the format itself (with '%' doubled), so
+     * importers that do not expand the variadic arguments — every ctypes or
+     * cffi logger, e.g. fmpy's — still see the text. */
+    char fmt[1024];
+    size_t k = 0;
+    for (const char *p = message; *p && k + 2 < sizeof fmt; p++) {
+        if (*p == '%') fmt[k++] = '%';
+        fmt[k++] = *p;
+    }
+    fmt[k] = '\0';
+    cb->logger(cb->componentEnvironment, in->name, (fmi2Status)status, category, fmt);
 }
 
 
@@ -38,13 +49,13 @@ fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String guid, f
     int ok = (type == fmi2CoSimulation && FMIGEN_HAS_CS) || (type == fmi2ModelExchange && FMIGEN_HAS_ME);
     if (!ok) {
         if (cb->logger) cb->logger(cb->componentEnvironment, name, fmi2Error, "logStatusError",
-                                   "this FMU cannot be instantiated as %s",
-                                   type == fmi2CoSimulation ? "Co-Simulation" : "Model Exchange");
+                                   type == fmi2CoSimulation ? "this FMU cannot be instantiated as Co-Simulation"
+                                                            : "this FMU cannot be instantiated as Model Exchange");
         return NULL;
     }
     if (!guid || strcmp(guid, MODEL_GUID) != 0) {
         if (cb->logger) cb->logger(cb->componentEnvironment, name, fmi2Error, "logStatusError",
-                                   "GUID mismatch: expected %s", MODEL_GUID);
+                                   "GUID mismatch: expected " MODEL_GUID);
         return NULL;
     }
     /* The callbacks struct is copied into the instance allocation. */

@@ -1,0 +1,435 @@
+"""Robustness of the real FMU binaries (through fmpy's ctypes classes and a C
+harness): bad calls give error statuses and change nothing, many
+instantiate/free cycles, no leaks under valgrind, parallel instances,
+logging categories, singular configurations reported as Discard."""
+import math
+import os
+import shutil
+import subprocess
+import threading
+import zipfile
+from ctypes import POINTER, byref, c_double
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fmpy import extract, read_model_description, simulate_fmu
+from fmpy.fmi1 import FMICallException
+from fmpy.fmi2 import FMU2Model, FMU2Slave, fmi2CallbackFunctions, fmi2CallbackLoggerTYPE, fmi2LastSuccessfulTime, fmi2Terminated
+from fmpy.fmi3 import FMU3Model, FMU3Slave
+
+from fmigen import fmu as fmu_mod
+from fmigen.pipeline import compile_model, load_mechanism
+
+
+@pytest.fixture(scope="module")
+def fmus(tmp_path_factory):
+    d = tmp_path_factory.mktemp("robust")
+    c = compile_model(load_mechanism("fourbar"))
+    out = {}
+    for fmi in "23":
+        for kind in ("cs", "me"):
+            p = fmu_mod.package(c.embedding, c.generated, d / f"fb{fmi}{kind}.fmu", fmi=fmi, kind=kind,
+                                windows=False)
+            out[fmi, kind] = (p, read_model_description(str(p)), extract(str(p), unzipdir=str(d / f"u{fmi}{kind}")))
+    return out
+
+
+def _slave(fmus, fmi="2", kind="cs", name="r", **inst):
+    path, md, unzip = fmus[fmi, kind]
+    cls = {("2", "cs"): FMU2Slave, ("2", "me"): FMU2Model, ("3", "cs"): FMU3Slave, ("3", "me"): FMU3Model}[fmi, kind]
+    ident = (md.coSimulation or md.modelExchange).modelIdentifier
+    s = cls(guid=md.guid, unzipDirectory=unzip, modelIdentifier=ident, instanceName=name)
+    s.instantiate(**inst)
+    return s, {v.name: v.valueReference for v in md.modelVariables}
+
+
+def _init(s, fmi="2"):
+    if fmi == "2":
+        s.setupExperiment(startTime=0.0)
+        s.enterInitializationMode()
+    else:
+        s.enterInitializationMode(startTime=0.0)
+    s.exitInitializationMode()
+
+
+def _status(excinfo):
+    return excinfo.value.status
+
+
+# ---- bad calls: error status, nothing changed ----
+
+@pytest.mark.parametrize("fmi", "23")
+def test_bad_doStep_arguments_are_errors_and_change_nothing(fmus, fmi):
+    s, vr = _slave(fmus, fmi)
+    _init(s, fmi)
+    get = s.getReal if fmi == "2" else s.getFloat64
+    s.doStep(0.0, 0.01)
+    before = get([vr["theta"], vr["der(theta)"], vr["alpha"]])
+    for t, h in [(0.01, 0.0), (0.01, -1e-3), (0.01, math.nan), (0.01, math.inf), (0.5, 0.01),
+                 (0.0, 0.01), (math.nan, 0.01)]:
+        with pytest.raises(FMICallException) as e:
+            s.doStep(t, h)
+        assert _status(e) == 3   # Error
+        assert get([vr["theta"], vr["der(theta)"], vr["alpha"]]) == before
+    s.doStep(0.01, 0.01)   # still usable at the right point
+    assert get([vr["theta"]]) != before[:1]
+    s.terminate()
+    s.freeInstance()
+
+
+@pytest.mark.parametrize("fmi,kind", [("2", "cs"), ("3", "cs"), ("2", "me"), ("3", "me")])
+def test_nan_and_inf_inputs_are_errors_and_change_nothing(fmus, fmi, kind):
+    s, vr = _slave(fmus, fmi, kind)
+    _init(s, fmi)
+    get = s.getReal if fmi == "2" else s.getFloat64
+    set_ = s.setReal if fmi == "2" else s.setFloat64
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(FMICallException) as e:
+            set_([vr["tau"], vr["tau"]], [1.0, bad])   # the whole call is rejected
+        assert _status(e) == 3
+        assert get([vr["tau"]]) == [6.0]
+    if kind == "me":
+        x = np.array([1.0, math.nan])
+        with pytest.raises(FMICallException):
+            s.setContinuousStates(x.ctypes.data_as(POINTER(c_double)), 2)
+    s.terminate()
+    s.freeInstance()
+
+
+@pytest.mark.parametrize("fmi", "23")
+def test_calls_in_the_wrong_state_are_errors(fmus, fmi):
+    s, vr = _slave(fmus, fmi)
+    get = s.getReal if fmi == "2" else s.getFloat64
+    with pytest.raises(FMICallException) as e:
+        s.doStep(0.0, 0.01)                       # before initialization
+    assert _status(e) == 3
+    s.reset()                                     # reset leaves the error state
+    with pytest.raises(FMICallException):
+        s.exitInitializationMode()                # not in initialization mode
+    s.reset()
+    _init(s, fmi)
+    with pytest.raises(FMICallException):
+        if fmi == "2":
+            s.setupExperiment(startTime=0.0)      # after initialization
+        else:
+            s.enterInitializationMode(startTime=0.0)
+    with pytest.raises(FMICallException):
+        s.doStep(0.0, 0.01)                       # the instance is now in the error state
+    s.reset()
+    _init(s, fmi)
+    s.doStep(0.0, 0.01)
+    with pytest.raises(FMICallException):
+        (s.setReal if fmi == "2" else s.setFloat64)([vr["m1"]], [2.0])   # parameter after init
+    s.terminate()
+    with pytest.raises(FMICallException):
+        s.doStep(0.01, 0.01)                      # after terminate
+    s.freeInstance()
+
+
+def test_me_functions_check_state_and_sizes(fmus):
+    s, vr = _slave(fmus, "2", "me")
+    dx = np.zeros(2)
+    with pytest.raises(FMICallException):
+        s.getDerivatives(dx.ctypes.data_as(POINTER(c_double)), 2)   # before initialization
+    s.reset()
+    _init(s, "2")
+    with pytest.raises(FMICallException):
+        s.getDerivatives(dx.ctypes.data_as(POINTER(c_double)), 3)   # wrong number of states
+    s.reset()
+    _init(s, "2")
+    s.enterContinuousTimeMode()
+    s.getDerivatives(dx.ctypes.data_as(POINTER(c_double)), 2)
+    assert dx[0] == 0.0 and dx[1] > 0     # at rest, the torque accelerates the crank
+    s.terminate()
+    s.freeInstance()
+
+
+# ---- many instances ----
+
+def test_1000_instantiate_free_cycles_in_one_process(fmus):
+    path, md, unzip = fmus["2", "cs"]
+    s = FMU2Slave(guid=md.guid, unzipDirectory=unzip, modelIdentifier="fourbar", instanceName="cyc")
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+
+    def rss_kb():
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+    first = None
+    for k in range(1000):
+        s.instantiate()
+        _init(s)
+        s.doStep(0.0, 0.01)
+        state = s.getFMUstate()
+        s.freeFMUstate(state)
+        val = s.getReal([vr["theta"], vr["alpha"]])
+        if first is None:
+            first = val
+            rss0 = rss_kb()
+        assert val == first
+        s.terminate()
+        s.fmi2FreeInstance(s.component)   # fmpy's freeInstance() would also unload the library
+    s.freeLibrary()
+    growth = rss_kb() - rss0
+    assert growth < 512, f"resident memory grew by {growth} kB over 1000 cycles"
+
+
+def test_four_instances_in_parallel_threads_match_sequential_runs(fmus):
+    path, md, unzip = fmus["2", "cs"]
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    torques = [6.0, 3.0, -4.0, 10.0]
+
+    def run(k, out):
+        s = FMU2Slave(guid=md.guid, unzipDirectory=unzip, modelIdentifier="fourbar", instanceName=f"p{k}")
+        s.instantiate()
+        s.setReal([vr["tau"]], [torques[k]])
+        _init(s)
+        t, traj = 0.0, []
+        for _ in range(300):
+            s.doStep(t, 0.005)
+            t += 0.005
+            traj.append(s.getReal([vr["theta"], vr["alpha"], vr["phi"], vr["der(phi)"]]))
+        s.terminate()
+        s.freeInstance()
+        out[k] = np.array(traj)
+
+    sequential = {}
+    for k in range(4):
+        run(k, sequential)
+    parallel = {}
+    threads = [threading.Thread(target=run, args=(k, parallel)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for k in range(4):
+        assert np.array_equal(parallel[k], sequential[k])
+    assert not np.array_equal(sequential[0], sequential[1])   # the torques matter
+
+
+# ---- logging ----
+
+@pytest.mark.parametrize("fmi", "23")
+def test_logging_categories_reach_the_logger(fmus, fmi):
+    messages = []
+    if fmi == "2":
+        def log(env, name, status, category, message):
+            messages.append((status, category.decode(), message.decode()))
+        cb = fmi2CallbackFunctions()
+        cb.logger = fmi2CallbackLoggerTYPE(log)
+        s, vr = _slave(fmus, fmi, callbacks=cb, loggingOn=True)
+    else:
+        path, md, unzip = fmus["3", "cs"]
+        s = FMU3Slave(guid=md.guid, unzipDirectory=unzip, modelIdentifier="fourbar", instanceName="log")
+
+        def log3(env, status, category, message):
+            messages.append((status, category.decode(), message.decode()))
+        s.instantiate(loggingOn=True, logMessage=log3)
+        vr = {v.name: v.valueReference for v in md.modelVariables}
+    _init(s, fmi)
+    assert any(c == "logEvents" and st == 0 and "initialized at t=0" in m for st, c, m in messages)
+    messages.clear()
+    with pytest.raises(FMICallException):
+        s.doStep(0.0, -1.0)
+    assert messages == [(3, "logStatusError", "DoStep: communication step size must be > 0 (got -1)")]
+    # only errors: informational messages are filtered, errors still arrive
+    s.setDebugLogging(True, ["logStatusError"])
+    messages.clear()
+    s.terminate()
+    assert messages == []
+    with pytest.raises(FMICallException):
+        s.setDebugLogging(True, ["noSuchCategory"])
+    assert messages and messages[-1][1] == "logStatusError" and "noSuchCategory" in messages[-1][2]
+    s.freeInstance()
+
+
+# ---- singular configuration: Discard, Terminated, LastSuccessfulTime ----
+
+@pytest.fixture(scope="module")
+def toggle_fmus(tmp_path_factory):
+    """A non-Grashof four-bar (l1 = 2, l2 = 2.5, l3 = 2, d = 3: s + l = 5 >
+    p + q = 4.5): under the 6 N·m torque the crank reaches its limit angle
+    (A, B, D aligned, θ = arccos(-29/48) ≈ 2.2195) at t ≈ 0.85 s, where the
+    rocker angle has no regular solution."""
+    m = load_mechanism("fourbar")
+    for p in m.parameters:
+        p.value = {"l1": 2.0, "l2": 2.5, "l3": 2.0, "d": 3.0}.get(p.name, p.value)
+    for c in m.coordinates:
+        c.start = {"alpha": -0.0255, "phi": 1.8239}.get(c.name, c.start)
+    m.name = "fourbar_toggle"
+    c = compile_model(m)
+    d = tmp_path_factory.mktemp("toggle")
+    return {fmi: fmu_mod.package(c.embedding, c.generated, d / f"toggle{fmi}.fmu", fmi=fmi, windows=False)
+            for fmi in "23"}
+
+
+def test_singular_configuration_gives_discard_with_status_functions(toggle_fmus, tmp_path):
+    path = toggle_fmus["2"]
+    md = read_model_description(str(path))
+    unzip = extract(str(path), unzipdir=str(tmp_path / "u"))
+    s = FMU2Slave(guid=md.guid, unzipDirectory=unzip, modelIdentifier="fourbar_toggle", instanceName="tg")
+    s.instantiate()
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    _init(s)
+    t, h = 0.0, 0.01
+    with pytest.raises(FMICallException) as e:
+        for _ in range(300):
+            s.doStep(t, h)
+            assert s.getBooleanStatus(fmi2Terminated) is False
+            t += h
+    assert _status(e) == 2                      # fmi2Discard
+    assert 0.8 < t < 0.9
+    assert s.getBooleanStatus(fmi2Terminated) is True
+    assert s.getRealStatus(fmi2LastSuccessfulTime) == pytest.approx(t, abs=1e-12)
+    theta, r = s.getReal([vr["theta"], vr["constraint_residual"]])
+    assert theta < math.acos(-29 / 48) and theta > 2.2 and r <= 1e-12   # the last good state
+    with pytest.raises(FMICallException):
+        s.doStep(t, h)                          # no stepping after a Discard
+    s.freeInstance()
+    # fmpy's own master handles it and stops at the last successful time
+    res = simulate_fmu(str(path), stop_time=3.0, output_interval=0.01, output=["theta"])
+    assert 0.8 < res["time"][-1] < 0.9
+
+
+def test_singular_configuration_fmi3_reports_last_successful_time(toggle_fmus, tmp_path):
+    path = toggle_fmus["3"]
+    md = read_model_description(str(path))
+    unzip = extract(str(path), unzipdir=str(tmp_path / "u"))
+    s = FMU3Slave(guid=md.guid, unzipDirectory=unzip, modelIdentifier="fourbar_toggle", instanceName="tg3")
+    s.instantiate()
+    _init(s, "3")
+    from fmpy.fmi3 import fmi3Boolean, fmi3Float64
+    ev, term, early, last = fmi3Boolean(), fmi3Boolean(), fmi3Boolean(), fmi3Float64()
+    raw = s.dll.fmi3DoStep
+    t, h, status = 0.0, 0.01, 0
+    while status == 0 and t < 3.0:
+        status = raw(s.component, c_double(t), c_double(h), fmi3Boolean(True), byref(ev), byref(term),
+                     byref(early), byref(last))
+        if status == 0:
+            t += h
+    assert status == 2 and term.value and not ev.value and not early.value
+    assert 0.8 < t < 0.9 and last.value == pytest.approx(t, abs=1e-12)
+    s.terminate()
+    s.freeInstance()
+
+
+# ---- leaks: a C harness against the FMU sources, under valgrind ----
+
+HARNESS_FMI2 = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "fmi2Functions.h"
+#include "fmigen_instance.h"
+static int nlog = 0;
+static void logger(fmi2ComponentEnvironment e, fmi2String n, fmi2Status s, fmi2String c, fmi2String m, ...)
+{ (void)e; (void)n; (void)s; (void)c; (void)m; nlog++; }
+int main(void)
+{
+    fmi2CallbackFunctions cb = {logger, NULL, NULL, NULL, NULL};
+    double theta0 = 0.0;
+    for (int k = 0; k < 40; k++) {
+        fmi2Component c = fmi2Instantiate("h", fmi2CoSimulation, MODEL_GUID, "", &cb, fmi2False, fmi2True);
+        fmi2Component other = fmi2Instantiate("h2", fmi2CoSimulation, MODEL_GUID, "", &cb, fmi2False, fmi2False);
+        if (!c || !other) return 2;
+        if (fmi2Instantiate("bad", fmi2CoSimulation, "{wrong}", "", &cb, fmi2False, fmi2False)) return 2;
+        fmi2SetupExperiment(c, fmi2False, 0.0, 0.0, fmi2False, 0.0);
+        fmi2EnterInitializationMode(c);
+        fmi2ExitInitializationMode(c);
+        double t = 0.0;
+        for (int i = 0; i < 10; i++) { if (fmi2DoStep(c, t, 0.01, fmi2True) != fmi2OK) return 3; t += 0.01; }
+        fmi2FMUstate s = NULL, s2 = NULL;
+        size_t n = 0;
+        fmi2GetFMUstate(c, &s);
+        fmi2SerializedFMUstateSize(c, s, &n);
+        fmi2Byte *buf = malloc(n);
+        fmi2SerializeFMUstate(c, s, buf, n);
+        fmi2DeSerializeFMUstate(c, buf, n, &s2);
+        fmi2SetFMUstate(c, s2);
+        free(buf);
+        fmi2FreeFMUstate(c, &s);
+        fmi2FreeFMUstate(c, &s2);
+        fmi2ValueReference vr[2] = {0, VR_U};
+        double x[2] = {0.0, NAN};
+        if (fmi2DoStep(c, t, -1.0, fmi2True) != fmi2Error) return 4;
+        if (fmi2SetReal(c, &vr[1], 1, &x[1]) != fmi2Error) return 4;
+        fmi2GetReal(c, vr, 1, x);
+        if (k == 0) theta0 = x[0]; else if (x[0] != theta0) return 5;
+        fmi2Reset(c);
+        fmi2FreeInstance(c);
+        fmi2FreeInstance(other);   /* freed without initialization */
+    }
+    printf("ok %d log messages\n", nlog);
+    return nlog > 0 ? 0 : 6;
+}
+"""
+
+HARNESS_FMI3_ME = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "fmi3Functions.h"
+#include "fmigen_instance.h"
+static void logger(fmi3InstanceEnvironment e, fmi3Status s, fmi3String c, fmi3String m)
+{ (void)e; (void)s; (void)c; (void)m; }
+int main(void)
+{
+    for (int k = 0; k < 40; k++) {
+        fmi3Instance c = fmi3InstantiateModelExchange("h", MODEL_GUID, "", fmi3False, fmi3True, NULL, logger);
+        if (!c) return 2;
+        if (fmi3InstantiateCoSimulation("cs", MODEL_GUID, "", fmi3False, fmi3False, fmi3False, fmi3False,
+                                         NULL, 0, NULL, logger, NULL)) return 2;  /* ME-only FMU */
+        fmi3EnterInitializationMode(c, fmi3False, 0.0, 0.0, fmi3False, 0.0);
+        fmi3ExitInitializationMode(c);
+        fmi3Boolean a, b, d, e; fmi3Float64 f;
+        fmi3UpdateDiscreteStates(c, &a, &b, &d, &e, &d, &f);
+        fmi3EnterContinuousTimeMode(c);
+        double x[2], dx[2], t = 0.0, h = 1e-3;
+        fmi3GetContinuousStates(c, x, 2);
+        fmi3FMUState s = NULL;
+        for (int i = 0; i < 100; i++) {
+            if (fmi3GetContinuousStateDerivatives(c, dx, 2) != fmi3OK) return 3;
+            x[0] += h * dx[0]; x[1] += h * dx[1]; t += h;
+            fmi3SetTime(c, t);
+            fmi3SetContinuousStates(c, x, 2);
+            fmi3CompletedIntegratorStep(c, fmi3True, &a, &b);
+            if (i == 50) fmi3GetFMUState(c, &s);
+        }
+        fmi3SetFMUState(c, s);
+        size_t n = 0;
+        fmi3SerializedFMUStateSize(c, s, &n);
+        fmi3Byte *buf = malloc(n);
+        fmi3SerializeFMUState(c, s, buf, n);
+        fmi3FMUState s2 = NULL;
+        fmi3DeserializeFMUState(c, buf, n, &s2);
+        free(buf);
+        fmi3FreeFMUState(c, &s);
+        fmi3FreeFMUState(c, &s2);
+        fmi3Terminate(c);
+        fmi3Reset(c);
+        fmi3FreeInstance(c);
+    }
+    printf("ok\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None,
+                    reason="valgrind is not installed (scripts/setup.sh installs it): leak check not run")
+@pytest.mark.parametrize("fmi,kind,harness", [("2", "cs", HARNESS_FMI2), ("3", "me", HARNESS_FMI3_ME)])
+def test_c_harness_has_no_leaks_under_valgrind(fmus, fmi, kind, harness, tmp_path):
+    path, md, unzip = fmus[fmi, kind]
+    src = Path(unzip) / "sources"
+    (tmp_path / "harness.c").write_text(harness)
+    exe = tmp_path / "harness"
+    files = [str(src / f) for f in fmu_mod.source_files(fmi)]
+    subprocess.run(["gcc", "-g", "-O1", "-std=c99", "-Wall", f"-I{src}", str(tmp_path / "harness.c"), *files,
+                    "-o", str(exe), "-lm"], check=True, capture_output=True, text=True)
+    proc = subprocess.run(["valgrind", "--leak-check=full", "--show-leak-kinds=all",
+                           "--errors-for-leak-kinds=definite,indirect,possible,reachable",
+                           "--error-exitcode=1", str(exe)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("ok")
+    assert "All heap blocks were freed -- no leaks are possible" in proc.stderr
+    assert "ERROR SUMMARY: 0 errors" in proc.stderr
