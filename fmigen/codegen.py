@@ -91,9 +91,15 @@ def _function(signature, body):
     return f"{signature}\n{{\n{body}\n}}\n"
 
 
-def _newton_block_code(emb, tb, sm, code, woff):
-    """Newton iteration on one block's own equations, warm-started from the
-    previous solution (kept in ``warm``), with a bounded number of iterations."""
+def _newton_code(emb, tb, sm, code, woff=None, iterations=None):
+    """Newton iteration on one block's own equations.
+
+    With ``woff`` it starts from the previous solution kept in ``warm`` and
+    iterates to convergence (at most FMIGEN_NEWTON_MAX_ITER): the Newton-block
+    method.  Without it, it does a fixed number of ``iterations`` from the
+    values already in q: the polish after a triangular sequence whose huge
+    Gröbner coefficients lose digits in double precision; it stops early once
+    converged, so it costs one step where the sequence was already exact."""
     dae = emb.dae
     unk = tb.block.unknowns
     nb = len(unk)
@@ -103,11 +109,21 @@ def _newton_block_code(emb, tb, sm, code, woff):
     body = assignments([f"r[{k}]" for k in range(nb)] + [f"J[{k}]" for k in range(nb * nb)],
                        [sm(e) for e in Phi_b] + [sm(e) for e in J_b], indent="                ",
                        tmp=f"n{code}_")
-    return f"""        static const int idx[{nb}] = {{{idx}}};
+    head = f"""        static const int idx[{nb}] = {{{idx}}};
         double J[{nb * nb}], r[{nb}];
-        int piv[{nb}], converged = 0;
-        for (int i = 0; i < {nb}; i++) q[idx[i]] = warm[{woff} + i];
-        for (int it = 0; it < FMIGEN_NEWTON_MAX_ITER && !converged; it++) {{
+        int piv[{nb}], converged = 0;"""
+    if woff is not None:
+        head += f"""
+        for (int i = 0; i < {nb}; i++) q[idx[i]] = warm[{woff} + i];"""
+        loop = "for (int it = 0; it < FMIGEN_NEWTON_MAX_ITER && !converged; it++)"
+    else:
+        loop = f"for (int it = 0; it < {iterations} && !converged; it++)"
+    tail = f"""
+        if (!converged) return {code};
+        for (int i = 0; i < {nb}; i++) warm[{woff} + i] = q[idx[i]];""" if woff is not None else \
+        "\n        (void)converged;"
+    return f"""{head}
+        {loop} {{
 {body}
             if (fmigen_lu_factor({nb}, J, piv)) return {code};
             fmigen_lu_solve({nb}, J, piv, r);
@@ -119,9 +135,7 @@ def _newton_block_code(emb, tb, sm, code, woff):
             }}
             if (!(dmax == dmax)) return {code};
             converged = dmax <= 1e-14 * (1.0 + qmax);
-        }}
-        if (!converged) return {code};
-        for (int i = 0; i < {nb}; i++) warm[{woff} + i] = q[idx[i]];"""
+        }}{tail}"""
 
 
 def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap):
@@ -136,7 +150,7 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap):
         if tb.method == "newton":
             failures.append(f"block {{{', '.join(names)}}} (Newton iteration did not converge "
                             "or its Jacobian is singular)")
-            out.append(_newton_block_code(emb, tb, sm, len(failures), len(warm_start)))
+            out.append(_newton_code(emb, tb, sm, len(failures), woff=len(warm_start)))
             warm_start += [tri.start[n] for n in names]
             out.append("    }")
             continue
@@ -166,6 +180,11 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap):
             out.append("        }")
         for i, expr in tb.recover.items():
             out.append(f"        q[{i}] = {c(expr)};")
+        if tb.polish:
+            failures.append(f"block {{{', '.join(names)}}} (singular Jacobian while polishing)")
+            out.append(f"        {{ /* polish: {tb.polish} Newton steps, see TriangularBlock.polish */")
+            out.append(_newton_code(emb, tb, sm, len(failures), iterations=tb.polish))
+            out.append("        }")
         out.append("    }")
     body = "\n".join(out + ["    (void)t; (void)p; (void)warm;", "    return 0;"])
     fail_table = ",\n    ".join(f'"{f}"' for f in failures) or '""'

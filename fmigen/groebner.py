@@ -49,7 +49,7 @@ def _singular_script(polys, variables, parameters) -> str:
         f"ring r = {coeff_field},({','.join(str(v) for v in variables)}),lp;\n"
         "option(redSB);\n"
         f"ideal i =\n  {ideal};\n"
-        "ideal g = std(i);\n"
+        "ideal g = groebner(i);\n"
         'int k; for (k = 1; k <= size(g); k++) { print("@@" + string(g[k])); }\n'
         "quit;\n"
     )
