@@ -39,10 +39,12 @@ int fmigen_lu_factor(int n, double *A, int *piv)
 
 void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b)
 {
-    for (int k = 0; k < n; k++) {
+    /* fmigen_lu_factor swaps whole rows, L included, so LU = P·A with the
+     * final permutation: apply every swap to b first, then substitute. */
+    for (int k = 0; k < n; k++)
         if (piv[k] != k) { double tmp = b[k]; b[k] = b[piv[k]]; b[piv[k]] = tmp; }
+    for (int k = 0; k < n; k++)
         for (int i = k + 1; i < n; i++) b[i] -= LU[i * n + k] * b[k];
-    }
     for (int k = n - 1; k >= 0; k--) {
         for (int j = k + 1; j < n; j++) b[k] -= LU[k * n + j] * b[j];
         b[k] /= LU[k * n + k];
