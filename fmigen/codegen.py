@@ -41,6 +41,10 @@ class _Printer(C99CodePrinter):
     def _print_Integer(self, expr):
         return f"{float(expr)!r}" if abs(int(expr)) > 2**31 else super()._print_Integer(expr)
 
+    def _print_Pi(self, expr):
+        # M_PI is not part of strict C99 (-std=c99 hides it)
+        return "3.141592653589793"
+
     def _print_Rational(self, expr):
         return f"({float(expr.p)!r}/{float(expr.q)!r})"
 
@@ -81,7 +85,7 @@ class SymbolMap:
 def assignments(targets, exprs, indent="    ", tmp="x"):
     """CSE over ``exprs`` and C assignments ``target = expr;``."""
     exprs = [sp.sympify(e) for e in exprs]
-    reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols(tmp), optimizations="basic")
+    reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols(tmp))
     lines = [f"{indent}const double {s} = {c(e)};" for s, e in reps]
     lines += [f"{indent}{tg} = {c(e)};" for tg, e in zip(targets, reduced)]
     return "\n".join(lines)

@@ -82,19 +82,43 @@ class DAE:
 
 
 class NumericDAE:
-    """Lambdified numpy callables of a DAE, with the default parameter values."""
+    """Lambdified numpy callables of a DAE, with the default parameter values.
+
+    Each function is lambdified on first use: the DOF check needs only Φ_q,
+    and lambdifying M, F and γ of the Stewart platform costs seconds."""
 
     def __init__(self, dae: DAE):
-        args_q = [t, *dae.q_sym]
-        args_qv = [t, *dae.q_sym, *dae.v_sym]
-        pu = [*dae.tunable, *dae.inputs]
-        self._M = sp.lambdify([*args_q, *pu], dae.M, "numpy", cse=True)
-        self._F = sp.lambdify([*args_qv, *pu], dae.F, "numpy", cse=True)
-        self._Phi = sp.lambdify(args_q, dae.Phi, "numpy", cse=True)
-        self._Phi_q = sp.lambdify(args_q, dae.Phi_q, "numpy", cse=True)
-        self._Phi_t = sp.lambdify(args_q, dae.Phi_t, "numpy", cse=True)
-        self._gamma = sp.lambdify(args_qv, dae.gamma, "numpy", cse=True)
+        self.dae = dae
         self.pu = [*dae.tunable_values, *dae.input_values]
+
+    def _lambdify(self, expr, with_v=False, with_pu=False):
+        d = self.dae
+        args = [t, *d.q_sym] + (list(d.v_sym) if with_v else []) + ([*d.tunable, *d.inputs] if with_pu else [])
+        return sp.lambdify(args, expr, "numpy", cse=True)
+
+    @cached_property
+    def _M(self):
+        return self._lambdify(self.dae.M, with_pu=True)
+
+    @cached_property
+    def _F(self):
+        return self._lambdify(self.dae.F, with_v=True, with_pu=True)
+
+    @cached_property
+    def _Phi(self):
+        return self._lambdify(self.dae.Phi)
+
+    @cached_property
+    def _Phi_q(self):
+        return self._lambdify(self.dae.Phi_q)
+
+    @cached_property
+    def _Phi_t(self):
+        return self._lambdify(self.dae.Phi_t)
+
+    @cached_property
+    def _gamma(self):
+        return self._lambdify(self.dae.gamma, with_v=True)
 
     def M(self, tt, q):
         return np.array(self._M(tt, *q, *self.pu), dtype=float)
@@ -130,7 +154,9 @@ def build_dae(mech: Mechanism) -> DAE:
     tunable = [p for p in mech.parameters if p.tunable]
 
     def plain(expr):
-        return sp.sympify(expr).subs(to_plain).subs(to_plain_q).subs(structural)
+        # xreplace, not subs: structural replacement is all that is needed and
+        # subs is ~50x slower on the Stewart platform's forcing vector.
+        return sp.sympify(expr).xreplace(to_plain).xreplace(to_plain_q).xreplace(structural)
 
     M, F = mech.equations_of_motion()
     M, F = M.applyfunc(plain), F.applyfunc(plain)

@@ -196,7 +196,7 @@ class Mechanism:
         g = self._vec(self.gravity)
         for b in self.bodies:
             p = origin.locatenew(f"P_{b.name}", self._vec(b.com))
-            p.set_vel(self.world, self._vec(b.com).dt(self.world).subs(to_u))
+            p.set_vel(self.world, self._vec(b.com).dt(self.world).xreplace(to_u))
             frame = b.frame
             I = me.inertia(frame, b.inertia[0, 0], b.inertia[1, 1], b.inertia[2, 2],
                            b.inertia[0, 1], b.inertia[1, 2], b.inertia[0, 2])
@@ -205,12 +205,12 @@ class Mechanism:
                 loads.append((p, b.mass * g))
         for k, (point, force) in enumerate(self.point_forces):
             p = origin.locatenew(f"F_{k}", self._vec(point))
-            p.set_vel(self.world, self._vec(point).dt(self.world).subs(to_u))
+            p.set_vel(self.world, self._vec(point).dt(self.world).xreplace(to_u))
             loads.append((p, self._vec(force)))
         # Angular velocities of frames are written in q̇; express them in u.
         for b in bodies:
             w = b.frame.ang_vel_in(self.world)
-            b.frame.set_ang_vel(self.world, w.subs(to_u))
+            b.frame.set_ang_vel(self.world, w.xreplace(to_u))
         kane = me.KanesMethod(self.world, q_ind=q, u_ind=u,
                               kd_eqs=[qd - ui for qd, ui in zip(qdot, u)])
         kane.kanes_equations(bodies, loads)
@@ -220,4 +220,4 @@ class Mechanism:
             if c.name in self.generalized_forces:
                 F[i] += self.generalized_forces[c.name]
         back = {ui: qd for ui, qd in zip(u, qdot)}
-        return M.subs(back), F.subs(back)
+        return M.xreplace(back), F.xreplace(back)
