@@ -179,12 +179,6 @@ def dynamic(built):
     return dae, result, ref
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "fmigen_lu_solve (fmigen/runtime/fmigen_core.c) interleaves row swaps with forward "
-    "elimination although fmigen_lu_factor swaps whole rows: wrong for n >= 3 (Φ_d is "
-    "15×15 here), so z̈ at rest is −0.178 m/s² instead of −4.8e-7 and z is off by 0.5 m. "
-    "With the swaps applied first the error is 4.8e-11; see docs/five_link.md.  Remove "
-    "this marker when the runtime is fixed (strict: an unexpected pass fails)."))
 def test_rk4_6s_matches_dae_reference(dynamic):
     dae, result, ref = dynamic
     assert len(result["time"]) == 601 and result["time"][-1] == pytest.approx(STOP_TIME)
