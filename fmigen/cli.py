@@ -29,10 +29,11 @@ def cmd_build(args):
     order = args.order.split(",") if args.order else None
     path, compiled = build_fmu(args.mechanism, args.output, solver=args.solver, step=args.step,
                                order=order, use_cache=not args.no_cache, log=_log(args),
-                               fmi=args.fmi, kind=args.kind)
+                               fmi=args.fmi, kind=args.kind, kinematics=args.kinematics,
+                               newton_tol=args.newton_tol)
     seconds = time.perf_counter() - t0
     info = {"fmu": str(path), "mechanism": compiled.mechanism.name, "fmi": args.fmi, "kind": args.kind,
-            "solver": args.solver,
+            "solver": args.solver, "kinematics": args.kinematics,
             "step": args.step, "seconds": round(seconds, 3),
             "independent": [compiled.dae.names[i] for i in compiled.partition.independent],
             "start": compiled.triangular.start}
@@ -126,7 +127,15 @@ def main(argv=None):
     p.add_argument("-o", "--output", required=True, help="output .fmu path")
     p.add_argument("--order", help="Gröbner variable order, highest first, e.g. c_alpha,s_alpha,c_phi,s_phi")
     p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases instead of using the disk cache")
+    p.add_argument("--kinematics", choices=["groebner", "newton", "newton-loop"], default="groebner",
+                   help="kinematics formulation: groebner (triangular sequences, default), newton (one Newton "
+                        "iteration over all dependent coordinates) or newton-loop (Newton on each loop)")
+    p.add_argument("--newton-tol", type=_positive, default=None,
+                   help="Newton step tolerance of --kinematics newton|newton-loop (absolute, default 1e-10)")
     p.set_defaults(func=cmd_build)
+
+    from .bench import add_parser as add_bench_parser
+    add_bench_parser(sub, _log)
 
     p = sub.add_parser("validate", help="build, run in fmpy and compare with the DAE reference",
                        description="Build the FMU, simulate it in fmpy, integrate the full DAE with IDA, "

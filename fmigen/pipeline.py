@@ -53,7 +53,8 @@ class Compiled:
     seconds: dict
 
 
-def compile_model(mech: Mechanism, order=None, use_cache=True, log=None) -> Compiled:
+def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinematics="groebner",
+                  newton_tol=None) -> Compiled:
     log = log or (lambda msg: None)
     times = {}
     t0 = time.perf_counter()
@@ -66,7 +67,8 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None) -> Comp
     emb = embed(dae, part)
     t1 = time.perf_counter()
     log("[3/5] triangularizing the constraint blocks")
-    tri = triangularize(dae, part, order=order, use_cache=use_cache, log=lambda m: log("      " + m))
+    tri = triangularize(dae, part, order=order, use_cache=use_cache, log=lambda m: log("      " + m),
+                        kinematics=kinematics, newton_tol=newton_tol)
     times["triangular"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     log("[4/5] generating C")
@@ -76,10 +78,11 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None) -> Comp
 
 
 def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=True, log=None,
-              fmi="2", kind="cs", windows=None):
+              fmi="2", kind="cs", windows=None, kinematics="groebner", newton_tol=None):
     log = log or (lambda msg: None)
     mech = load_mechanism(spec_or_mech) if isinstance(spec_or_mech, (str, Path)) else spec_or_mech
-    compiled = compile_model(mech, order=order, use_cache=use_cache, log=log)
+    compiled = compile_model(mech, order=order, use_cache=use_cache, log=log, kinematics=kinematics,
+                             newton_tol=newton_tol)
     t0 = time.perf_counter()
     log(f"[5/5] compiling and packaging {out}")
     path = fmu.package(compiled.embedding, compiled.generated, Path(out), solver=solver, step=step,

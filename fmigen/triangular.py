@@ -74,6 +74,19 @@ class TriangularBlock:
     #: landing gear's 264-digit coefficients cancel to 1e-3 residuals); 0 when
     #: the sequence alone is exact to round-off.
     polish: int = 0
+    #: Newton blocks of an alternative formulation (``kinematics`` "newton" or
+    #: "newton-loop", see ``triangularize``): absolute tolerance on the Newton
+    #: step; None keeps the default 1e-14·(1 + max|q|) convergence test.
+    tol: float | None = None
+
+
+#: Kinematics formulations (``triangularize(kinematics=...)``, ``fmigen build
+#: --kinematics``, ``fmigen bench``): "groebner" (default: triangular sequences,
+#: Newton only where the mechanism forces it or the basis times out),
+#: "newton" (one Newton iteration over all dependent coordinates, all
+#: constraints as one block), "newton-loop" (Newton on each block separately).
+KINEMATICS = ("groebner", "newton", "newton-loop")
+DEFAULT_NEWTON_TOL = 1e-10
 
 
 @dataclass
@@ -198,8 +211,11 @@ def extract(basis, variables, block_name) -> list[Step]:
 
 
 def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
-                  use_cache=True, log=None, timeout=60.0) -> Triangularization:
+                  use_cache=True, log=None, timeout=60.0, kinematics="groebner",
+                  newton_tol=None) -> Triangularization:
     log = log or (lambda msg: None)
+    if kinematics != "groebner":
+        return newton_formulation(dae, part, kinematics, newton_tol, log)
     order = order or dae.mechanism.groebner_order
     forced = [set(b) for b in (getattr(dae.mechanism, "newton_blocks", None) or [])]
     counter = [0]
@@ -238,6 +254,38 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
 
 def newton_block(b: Block, reason: str) -> TriangularBlock:
     return TriangularBlock(b, "newton", [], {}, [], {}, reason=reason)
+
+
+def newton_formulation(dae: DAE, part: Partition, kinematics: str, tol=None, log=None) -> Triangularization:
+    """The iterative alternatives to Gröbner (paper 000, §4.1 approaches 2
+    and 3), for benchmarks: "newton" merges every block into one Newton block
+    over all dependent coordinates; "newton-loop" solves each block (loop) by
+    its own Newton iteration.  Both converge when the Newton step is at most
+    ``tol`` (absolute; default DEFAULT_NEWTON_TOL) and warm-start from the
+    previous solution."""
+    log = log or (lambda msg: None)
+    if kinematics not in KINEMATICS:
+        raise ModelError(f"unknown kinematics formulation '{kinematics}' (known: {', '.join(KINEMATICS)})")
+    tol = DEFAULT_NEWTON_TOL if tol is None else float(tol)
+    if not tol > 0:
+        raise ModelError(f"the Newton tolerance must be > 0 (got {tol})")
+    if kinematics == "newton" and part.blocks:
+        unknowns = [i for b in part.blocks for i in b.unknowns]
+        knowns = sorted({i for b in part.blocks for i in b.knowns} - set(unknowns))
+        blocks = [Block([j for b in part.blocks for j in b.equations], unknowns, knowns)]
+        reason = "single Newton iteration over all dependent coordinates"
+    else:
+        blocks = list(part.blocks)
+        reason = "Newton iteration per block"
+    log(f"kinematics '{kinematics}': {len(blocks)} Newton block(s), step tolerance {tol:g}")
+    tblocks = []
+    for b in blocks:
+        tb = newton_block(b, f"{reason} (tol {tol:g})")
+        tb.tol = tol
+        tblocks.append(tb)
+    tri = Triangularization(tblocks, part)
+    choose_branches(dae, tri)
+    return tri
 
 
 def _block_order(dae, b, order):

@@ -161,18 +161,80 @@ static int kinematics(FmigenCore *c, double t, double *q)
     return k;
 }
 
-/* Given q (complete) and v_i in v, fill v_d; returns Φ_d's LU, B's upper part
- * X = Φ_d⁻¹Φ_i (ND×NI, row-major) for reuse. */
-static int velocities(FmigenCore *c, double t, const double *q, double *v,
-                      double *LU, int *piv, double *X)
+/* Φ_d = ∂Φ/∂q_d and its factorization.  With the block structure from
+ * model_config.h (FMIGEN_NBLOCKS ..., emitted by codegen from the partition)
+ * only the diagonal blocks are factored (packed one after the other) and the
+ * solve is block forward substitution over the structurally non-zero
+ * couplings; without it, one dense LU. */
+#if NC > 0 && defined(FMIGEN_NBLOCKS)
+#define FMIGEN_BLOCKED 1
+static const int blk_ptr[] = FMIGEN_BLOCK_PTR;
+static const int blk_rows[] = FMIGEN_BLOCK_ROWS;
+static const int blk_cols[] = FMIGEN_BLOCK_COLS;
+static const int blk_couple[] = FMIGEN_COUPLE;
+#endif
+
+typedef struct {
+    double J[FMIGEN_DIM(NC * NQ)];   /* Φ_q */
+    double lu[FMIGEN_DIM(ND * ND)];  /* LU of Φ_d (dense) or of its diagonal blocks */
+    int piv[FMIGEN_DIM(ND)];
+} PhiD;
+
+#if NC > 0
+static int phid_factor(PhiD *f)
+{
+#ifdef FMIGEN_BLOCKED
+    int off = 0;
+    for (int b = 0; b < FMIGEN_NBLOCKS; b++) {
+        const int p0 = blk_ptr[b], nb = blk_ptr[b + 1] - p0;
+        double *A = f->lu + off;
+        for (int r = 0; r < nb; r++)
+            for (int k = 0; k < nb; k++)
+                A[r * nb + k] = f->J[blk_rows[p0 + r] * NQ + fmigen_dependent[blk_cols[p0 + k]]];
+        if (fmigen_lu_factor(nb, A, f->piv + p0)) return 1;
+        off += nb * nb;
+    }
+    return 0;
+#else
+    for (int r = 0; r < ND; r++)
+        for (int k = 0; k < ND; k++) f->lu[r * ND + k] = f->J[r * NQ + fmigen_dependent[k]];
+    return fmigen_lu_factor(ND, f->lu, f->piv);
+#endif
+}
+
+/* b (indexed by constraint) := Φ_d⁻¹ b (indexed by dependent position) */
+static void phid_solve(const PhiD *f, double *b)
+{
+#ifdef FMIGEN_BLOCKED
+    double tmp[ND], x[ND];
+    int off = 0, c = 0;
+    for (int bl = 0; bl < FMIGEN_NBLOCKS; bl++) {
+        const int p0 = blk_ptr[bl], nb = blk_ptr[bl + 1] - p0;
+        for (int r = 0; r < nb; r++) tmp[p0 + r] = b[blk_rows[p0 + r]];
+        for (; c < FMIGEN_NCOUPLE && blk_couple[2 * c] < p0 + nb; c++) {
+            const int pr = blk_couple[2 * c], pc = blk_couple[2 * c + 1];
+            tmp[pr] -= f->J[blk_rows[pr] * NQ + fmigen_dependent[blk_cols[pc]]] * x[blk_cols[pc]];
+        }
+        fmigen_lu_solve(nb, f->lu + off, f->piv + p0, tmp + p0);
+        for (int r = 0; r < nb; r++) x[blk_cols[p0 + r]] = tmp[p0 + r];
+        off += nb * nb;
+    }
+    memcpy(b, x, sizeof x);
+#else
+    fmigen_lu_solve(ND, f->lu, f->piv, b);
+#endif
+}
+#endif
+
+/* Given q (complete) and v_i in v, fill v_d; returns Φ_d's factorization and
+ * B's upper part X = Φ_d⁻¹Φ_i (ND×NI, row-major) for reuse. */
+static int velocities(FmigenCore *c, double t, const double *q, double *v, PhiD *f, double *X)
 {
 #if NC > 0
-    double J[NC * NQ], pt[NC];
-    fmigen_phi_q(t, q, v, c->p, c->u, J);
+    double pt[NC];
+    fmigen_phi_q(t, q, v, c->p, c->u, f->J);
     fmigen_phi_t(t, q, v, c->p, c->u, pt);
-    for (int r = 0; r < ND; r++)
-        for (int k = 0; k < ND; k++) LU[r * ND + k] = J[r * NQ + fmigen_dependent[k]];
-    if (fmigen_lu_factor(ND, LU, piv)) {
+    if (phid_factor(f)) {
         snprintf(c->message, sizeof c->message,
                  "singular configuration at t=%.9g: the constraint Jacobian with respect to the "
                  "dependent coordinates is singular", t);
@@ -180,18 +242,18 @@ static int velocities(FmigenCore *c, double t, const double *q, double *v,
     }
     double col[FMIGEN_DIM(ND)];
     for (int k = 0; k < NI; k++) {
-        for (int r = 0; r < ND; r++) col[r] = J[r * NQ + fmigen_independent[k]];
-        fmigen_lu_solve(ND, LU, piv, col);
+        for (int r = 0; r < ND; r++) col[r] = f->J[r * NQ + fmigen_independent[k]];
+        phid_solve(f, col);
         for (int r = 0; r < ND; r++) X[r * NI + k] = col[r];
     }
-    fmigen_lu_solve(ND, LU, piv, pt);
+    phid_solve(f, pt);
     for (int r = 0; r < ND; r++) {
         double s = pt[r];
         for (int k = 0; k < NI; k++) s += X[r * NI + k] * v[fmigen_independent[k]];
         v[fmigen_dependent[r]] = -s;
     }
 #else
-    (void)c; (void)t; (void)q; (void)v; (void)LU; (void)piv; (void)X;
+    (void)c; (void)t; (void)q; (void)v; (void)f; (void)X;
 #endif
     return 0;
 }
@@ -199,19 +261,19 @@ static int velocities(FmigenCore *c, double t, const double *q, double *v,
 int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
 {
     double q[NQ], v[NQ];
-    double LU[FMIGEN_DIM(ND * ND)], X[FMIGEN_DIM(ND * NI)];
-    int piv[FMIGEN_DIM(ND)];
+    double X[FMIGEN_DIM(ND * NI)];
+    PhiD f;
     for (int k = 0; k < NI; k++) {
         q[fmigen_independent[k]] = x[k];
         v[fmigen_independent[k]] = x[NI + k];
     }
     if (kinematics(c, t, q)) return 1;
-    if (velocities(c, t, q, v, LU, piv, X)) return 1;
+    if (velocities(c, t, q, v, &f, X)) return 1;
     double ac[NQ] = {0};
 #if NC > 0
     double g[NC];
     fmigen_gamma(t, q, v, c->p, c->u, g);
-    fmigen_lu_solve(ND, LU, piv, g);
+    phid_solve(&f, g);
     for (int r = 0; r < ND; r++) ac[fmigen_dependent[r]] = g[r];
 #endif
     double M[NQ * NQ], F[NQ], B[NQ * NI];
@@ -223,6 +285,19 @@ int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
         for (int k = 0; k < NI; k++) B[fmigen_dependent[r] * NI + k] = -X[r * NI + k];
     /* r = F − M a_c;  MB = M B */
     double MB[NQ * NI], res[NQ];
+#ifdef FMIGEN_M_NNZ
+    /* only M's structural non-zeros (model_config.h): the same sums in the
+     * same order as the dense loop below, without the exact zeros */
+    static const int m_rows[] = FMIGEN_M_ROWS, m_cols[] = FMIGEN_M_COLS;
+    memcpy(res, F, sizeof res);
+    memset(MB, 0, sizeof MB);
+    for (int e = 0; e < FMIGEN_M_NNZ; e++) {
+        const int i = m_rows[e], j = m_cols[e];
+        const double m = M[i * NQ + j];
+        res[i] -= m * ac[j];
+        for (int k = 0; k < NI; k++) MB[i * NI + k] += m * B[j * NI + k];
+    }
+#else
     for (int i = 0; i < NQ; i++) {
         double s = F[i];
         for (int j = 0; j < NQ; j++) s -= M[i * NQ + j] * ac[j];
@@ -233,6 +308,7 @@ int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
             MB[i * NI + k] = mb;
         }
     }
+#endif
     double Mh[NI * NI], rh[NI];
     int pivh[NI];
     for (int a = 0; a < NI; a++) {
@@ -260,15 +336,15 @@ int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
 
 int fmigen_core_assemble(FmigenCore *c)
 {
-    double LU[FMIGEN_DIM(ND * ND)], X[FMIGEN_DIM(ND * NI)];
-    int piv[FMIGEN_DIM(ND)];
+    double X[FMIGEN_DIM(ND * NI)];
+    PhiD f;
     for (int k = 0; k < NI; k++)
         if (!isfinite(c->q[fmigen_independent[k]]) || !isfinite(c->v[fmigen_independent[k]])) {
             snprintf(c->message, sizeof c->message, "non-finite independent coordinate or velocity");
             return 1;
         }
     if (kinematics(c, c->t, c->q)) return 1;
-    if (velocities(c, c->t, c->q, c->v, LU, piv, X)) return 1;
+    if (velocities(c, c->t, c->q, c->v, &f, X)) return 1;
 #if NC > 0
     double phi[NC];
     fmigen_phi(c->t, c->q, c->v, c->p, c->u, phi);

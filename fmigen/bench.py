@@ -1,0 +1,256 @@
+"""``fmigen bench``: time the kinematics formulations natively (paper 000,
+Tables 1 and 3).
+
+Every formulation goes through the same pipeline and codegen (only the
+``kinematics`` argument of ``triangularize`` differs), is compiled with -O2
+like the FMU together with ``runtime/fmigen_core.c`` and the native harness
+``runtime/bench_harness.c`` (no FMI layer, no ctypes, no fmpy), and runs the
+paper's experiment: explicit Euler, h = 1 ms, 3 s, the mechanism's default
+forces.  Per row:
+
+- ``ms_per_simulated_s``: median over ``repeats`` runs of the CPU time
+  (CLOCK_PROCESS_CPUTIME_ID around the whole loop) / simulated seconds;
+- ``median_step_us`` / ``max_step_us``: per-step times (CLOCK_MONOTONIC) in a
+  second set of repeats; ``max_step_us`` is the median over those repeats of
+  each repeat's largest step (one preemption does not decide it),
+  ``max_step_us_worst`` the largest step seen at all;
+- ``instructions_per_step``: ``valgrind --tool=callgrind`` instructions (Ir) of
+  the integration loop (``--toggle-collect=run_steps``) / steps, one run;
+  None when valgrind is missing;
+- ``peak_constraint_violation``: max_j |Φ_j(q)| over every state the
+  integrator evaluated, q_d as the formulation's kinematics returned it;
+- ``final_q``: the assembled coordinates at the stop time, and
+  ``core_step_max_diff``: max |Δ| against one ``fmigen_core_step`` call over
+  the whole run (the FMU's code path; 0 means bit-identical).
+
+Newton formulations stop when the Newton step is at most the tolerance
+(absolute), as in the paper (10⁻³ and 10⁻⁶); one generated model per
+formulation, the tolerance is a compile-time ``-DFMIGEN_NEWTON_TOL``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import codegen
+from .dae import build_dae
+from .embed import embed
+from .model import ModelError
+from .partition import choose_partition
+from .triangular import KINEMATICS, triangularize
+
+RUNTIME_DIR = Path(__file__).parent / "runtime"
+CFLAGS = ["-O2", "-std=c99", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unused-variable"]
+DEFAULT_TOLERANCES = (1e-3, 1e-6)
+
+
+@dataclass
+class Formulation:
+    kinematics: str
+    tolerance: float | None = None
+
+    @property
+    def label(self):
+        return self.kinematics if self.tolerance is None else f"{self.kinematics} (tol {self.tolerance:g})"
+
+
+def formulations(kinematics=KINEMATICS, tolerances=DEFAULT_TOLERANCES):
+    out = []
+    for k in kinematics:
+        if k not in KINEMATICS:
+            raise ModelError(f"unknown kinematics formulation '{k}' (known: {', '.join(KINEMATICS)})")
+        if k == "groebner":
+            out.append(Formulation(k))
+        else:
+            out += [Formulation(k, float(tol)) for tol in tolerances]
+    return out
+
+
+def generate_sources(mech, kinematics, log=None):
+    """{kinematics: GeneratedModel}: the DAE, partition and embedding once,
+    then triangularize + codegen per formulation."""
+    log = log or (lambda m: None)
+    dae = build_dae(mech)
+    part = choose_partition(dae)
+    emb = embed(dae, part)
+    out = {}
+    for k in kinematics:
+        log(f"generating C for kinematics '{k}'")
+        tri = triangularize(dae, part, kinematics=k, log=lambda m: log("  " + m))
+        out[k] = (codegen.generate(emb, tri, mech.name), dae.names)
+    return out
+
+
+def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, cc="gcc") -> Path:
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "model.c").write_text(gen.model_c)
+    (workdir / "model_config.h").write_text(gen.config_h)
+    exe = workdir / "bench_harness"
+    defs = [f"-DFMIGEN_NEWTON_TOL={tolerance!r}"] if tolerance is not None else []
+    cmd = [cc, *CFLAGS, *defs, f"-I{workdir}", f"-I{RUNTIME_DIR}", str(workdir / "model.c"),
+           str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "bench_harness.c"), "-lm", "-o", str(exe)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise ModelError(f"compiling the benchmark harness failed:\n{' '.join(cmd)}\n{r.stderr}")
+    return exe
+
+
+def run_harness(exe: Path, stop_time: float, step: float, repeats: int) -> dict:
+    r = subprocess.run([str(exe), repr(stop_time), repr(step), str(repeats)], capture_output=True, text=True)
+    if r.returncode:
+        raise ModelError(f"benchmark harness failed: {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
+def callgrind_instructions(exe: Path, stop_time: float, step: float) -> float | None:
+    """Instructions (Ir) per step of the integration loop, or None without valgrind."""
+    if not shutil.which("valgrind"):
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "callgrind.out"
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--toggle-collect=run_steps",
+                            f"--callgrind-out-file={out}", str(exe), repr(stop_time), repr(step), "1",
+                            "callgrind"], capture_output=True, text=True)
+        if r.returncode:
+            raise ModelError(f"callgrind run failed: {r.stderr[-2000:]}")
+        steps = json.loads(r.stdout)["steps"]
+        for line in out.read_text().splitlines():
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1]) / steps
+    return None
+
+
+def bench(spec, kinematics=KINEMATICS, tolerances=DEFAULT_TOLERANCES, stop_time=3.0, step=1e-3,
+          repeats=5, callgrind=True, log=None, keep=None) -> dict:
+    """Run every formulation; the JSON of ``fmigen bench --json``."""
+    from .pipeline import load_mechanism
+    log = log or (lambda m: None)
+    mech = load_mechanism(spec) if isinstance(spec, (str, Path)) else spec
+    forms = formulations(kinematics, tolerances)
+    t0 = time.perf_counter()
+    sources = generate_sources(mech, sorted({f.kinematics for f in forms}, key=list(KINEMATICS).index), log)
+    rows = []
+    tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="fmigen-bench-"))
+    try:
+        exes = []
+        for i, f in enumerate(forms):
+            gen, names = sources[f.kinematics]
+            log(f"[{i + 1}/{len(forms)}] compiling the harness for {f.label}")
+            exes.append(compile_harness(gen, tmp / f"{f.kinematics}_{f.tolerance}", f.tolerance))
+        # repeats interleaved round-robin, so a slow phase of a shared machine
+        # hits every formulation alike (ratios from the same run)
+        runs = [[] for _ in forms]
+        for r in range(repeats):
+            log(f"timing round {r + 1}/{repeats}: {len(forms)} formulations x {stop_time:g} s at h = {step:g} s")
+            for i, exe in enumerate(exes):
+                runs[i].append(run_harness(exe, stop_time, step, 1))
+        for i, f in enumerate(forms):
+            names = sources[f.kinematics][1]
+            res = {k: [x for run in runs[i] for x in run[k]] for k in runs[i][0] if isinstance(runs[i][0][k], list)}
+            first = runs[i][0]
+            if any(run["final_q"] != first["final_q"] or run["peak_violation"] != first["peak_violation"]
+                   for run in runs[i]):
+                raise ModelError(f"{f.label}: the harness is not deterministic across repeats")
+            ir = None
+            if callgrind:
+                log(f"callgrind: {f.label}")
+                ir = callgrind_instructions(exes[i], stop_time, step)
+            row = {
+                "kinematics": f.kinematics,
+                "tolerance": f.tolerance,
+                "ms_per_simulated_s": statistics.median(res["cpu_ms_per_run"]) / stop_time,
+                "max_step_us": statistics.median(res["step_ns_max"]) / 1e3,
+                "max_step_us_worst": max(res["step_ns_max"]) / 1e3,
+                "median_step_us": statistics.median(res["step_ns_median"]) / 1e3,
+                "p99_step_us": statistics.median(res["step_ns_p99"]) / 1e3,
+                "max_step_cpu_us": statistics.median(res["step_cpu_ns_max"]) / 1e3,
+                "median_step_cpu_us": statistics.median(res["step_cpu_ns_median"]) / 1e3,
+                "cpu_ms_per_run": res["cpu_ms_per_run"],
+                "instructions_per_step": ir,
+                "peak_constraint_violation": first["peak_violation"],
+                "core_step_max_diff": first["core_step_max_diff"],
+                "final_q": dict(zip(names, first["final_q"])),
+            }
+            log(f"      {f.label}: {row['ms_per_simulated_s']:.3f} ms/s, max step {row['max_step_us']:.2f} us, "
+                f"peak |Phi| {row['peak_constraint_violation']:.2e}"
+                + (f", {ir:.0f} instructions/step" if ir else ""))
+            rows.append(row)
+    finally:
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return {"mechanism": mech.name, "stop_time": stop_time, "step": step, "solver": "euler",
+            "repeats": repeats, "cpu": _cpu_name(), "compiler": f"gcc {' '.join(CFLAGS[:2])}",
+            "seconds": round(time.perf_counter() - t0, 2), "rows": rows}
+
+
+def _cpu_name():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return os.uname().machine
+
+
+def format_table(result: dict) -> str:
+    """A table shaped like paper 000's Tables 1/3 (rows = formulations)."""
+    head = (f"{result['mechanism']}: explicit Euler, h = {result['step'] * 1e3:g} ms, "
+            f"{result['stop_time']:g} s, median of {result['repeats']} runs ({result['cpu']})")
+    cols = ["formulation", "ms CPU / simulated s", "median step us", "max step us",
+            "instructions / step", "peak |Phi|"]
+    lines = [head, "  ".join(f"{c:>22s}" if k else f"{c:<28s}" for k, c in enumerate(cols))]
+    for r in result["rows"]:
+        label = r["kinematics"] + ("" if r["tolerance"] is None else f" (tol {r['tolerance']:g})")
+        ir = "-" if r["instructions_per_step"] is None else f"{r['instructions_per_step']:.0f}"
+        vals = [f"{r['ms_per_simulated_s']:.3f}", f"{r['median_step_us']:.2f}", f"{r['max_step_us']:.2f}",
+                ir, f"{r['peak_constraint_violation']:.2e}"]
+        lines.append(f"{label:<28s}  " + "  ".join(f"{v:>22s}" for v in vals))
+    return "\n".join(lines)
+
+
+def _floats(text):
+    return [float(x) for x in text.split(",") if x.strip()]
+
+
+def add_parser(sub, common_log):
+    """The ``bench`` verb of the CLI (fmigen/cli.py calls this)."""
+    p = sub.add_parser("bench", help="time the kinematics formulations in a native C harness",
+                       description="Build the mechanism with every kinematics formulation (Gröbner, one "
+                                   "Newton iteration over all dependent coordinates, Newton per loop) and "
+                                   "time paper 000's experiment (explicit Euler, h = 1 ms, 3 s) natively: "
+                                   "ms of CPU per simulated second, per-step maximum, callgrind "
+                                   "instructions per step, peak constraint violation.")
+    p.add_argument("mechanism", help="mechanism module: a path or a bare name (stewart)")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.add_argument("--kinematics", default=",".join(KINEMATICS),
+                   help=f"comma-separated formulations (default {','.join(KINEMATICS)})")
+    p.add_argument("--tolerances", default=",".join(f"{t:g}" for t in DEFAULT_TOLERANCES),
+                   help="Newton step tolerances, one row each (default 1e-3,1e-6 as in paper 000)")
+    p.add_argument("--stop-time", type=float, default=3.0, help="simulated seconds (default 3)")
+    p.add_argument("--step", type=float, default=1e-3, help="explicit Euler step (default 1e-3)")
+    p.add_argument("--repeats", type=int, default=5, help="timed repeats, median reported (default 5)")
+    p.add_argument("--no-callgrind", action="store_true", help="skip the valgrind instruction count")
+    p.add_argument("--keep", help="keep the generated sources and harness binaries in this directory")
+
+    def run(args):
+        if args.repeats < 1 or not args.step > 0 or not args.stop_time >= args.step:
+            raise ModelError("need --repeats >= 1, --step > 0 and --stop-time >= --step")
+        result = bench(args.mechanism, kinematics=[k.strip() for k in args.kinematics.split(",") if k.strip()],
+                       tolerances=_floats(args.tolerances), stop_time=args.stop_time, step=args.step,
+                       repeats=args.repeats, callgrind=not args.no_callgrind,
+                       log=lambda m: print(m, file=sys.stderr, flush=True), keep=args.keep)
+        print(json.dumps(result) if args.json else format_table(result))
+        return 0
+
+    p.set_defaults(func=run)
+    return p

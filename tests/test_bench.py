@@ -1,0 +1,91 @@
+"""fmigen bench: the kinematics formulations in the native C harness
+(paper 000's Stewart experiment: explicit Euler, h = 1 ms, 3 s).
+
+Correctness only, no timing assertions: the timings of a shared machine are
+reported (docs/benchmarks.md), not tested."""
+import contextlib
+import io
+import json
+
+import pytest
+
+from fmigen.cli import main as cli_main
+
+TOLERANCES = (1e-6, 1e-10)
+
+
+@pytest.fixture(scope="module")
+def stewart_bench():
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli_main(["bench", "stewart", "--json", "--repeats", "1",
+                         "--tolerances", ",".join(f"{t:g}" for t in TOLERANCES)]) == 0
+    return json.loads(out.getvalue())
+
+
+def test_json_has_the_documented_shape(stewart_bench):
+    r = stewart_bench
+    assert r["mechanism"] == "stewart"
+    assert (r["stop_time"], r["step"], r["solver"]) == (3.0, 1e-3, "euler")
+    labels = [(row["kinematics"], row["tolerance"]) for row in r["rows"]]
+    assert labels == [("groebner", None)] + [(k, t) for k in ("newton", "newton-loop") for t in TOLERANCES]
+    for row in r["rows"]:
+        for key in ("ms_per_simulated_s", "max_step_us", "instructions_per_step", "peak_constraint_violation"):
+            assert isinstance(row[key], float), (key, row)
+        assert row["ms_per_simulated_s"] > 0 and row["max_step_us"] > 0
+        assert row["max_step_us"] >= row["median_step_us"]
+        # callgrind counts the integration loop only: thousands of
+        # instructions per step (measured 41 411 for Gröbner), never zero
+        assert 1e3 < row["instructions_per_step"] < 1e6
+        assert len(row["final_q"]) == 24
+
+
+def test_groebner_is_exact_and_newton_within_its_tolerance(stewart_bench):
+    rows = stewart_bench["rows"]
+    assert rows[0]["peak_constraint_violation"] <= 1e-12          # measured 8.9e-16
+    for row in rows[1:]:
+        assert row["peak_constraint_violation"] <= row["tolerance"], row   # measured 8.7e-13 at 1e-6
+
+
+def test_harness_is_the_fmu_core_bit_for_bit(stewart_bench):
+    # the harness's Euler loop over fmigen_core_rhs against one
+    # fmigen_core_step(3 s), the call the FMU's doStep makes
+    for row in stewart_bench["rows"]:
+        assert row["core_step_max_diff"] == 0.0, row
+
+
+def test_every_formulation_ends_in_the_same_state(stewart_bench):
+    rows = stewart_bench["rows"]
+    ref = rows[0]["final_q"]
+    assert abs(ref["psi"]) > 1.0          # the platform yaws (test_stewart)
+    for row in rows[1:]:
+        diff = max(abs(row["final_q"][k] - ref[k]) for k in ref)
+        # a Newton tolerance of 1e-6 (1e-10) on the step leaves a residual of
+        # its square: measured 1.4e-15 for both
+        assert diff <= 1e-12, (row["kinematics"], row["tolerance"], diff)
+
+
+def test_newton_formulations_share_the_pipeline():
+    from fmigen.dae import build_dae
+    from fmigen.partition import choose_partition
+    from fmigen.pipeline import load_mechanism
+    from fmigen.triangular import triangularize
+    dae = build_dae(load_mechanism("stewart"))
+    part = choose_partition(dae)
+    groebner = triangularize(dae, part)
+    single = triangularize(dae, part, kinematics="newton", newton_tol=1e-8)
+    loop = triangularize(dae, part, kinematics="newton-loop")
+    assert [tb.method for tb in groebner.blocks] == ["groebner"] * 6
+    assert len(single.blocks) == 1 and single.blocks[0].method == "newton"
+    assert sorted(single.blocks[0].block.unknowns) == sorted(part.dependent)
+    assert sorted(single.blocks[0].block.equations) == list(range(18))
+    assert single.blocks[0].tol == 1e-8
+    assert [tb.method for tb in loop.blocks] == ["newton"] * 6 and loop.blocks[0].tol == 1e-10
+    # the same assembled start by every route
+    for tri in (single, loop):
+        assert max(abs(tri.start[k] - groebner.start[k]) for k in tri.start) <= 1e-12
+
+
+def test_bad_formulation_is_a_clear_error(capsys):
+    assert cli_main(["bench", "stewart", "--kinematics", "baumgarte"]) == 2
+    assert "unknown kinematics formulation 'baumgarte'" in capsys.readouterr().err
