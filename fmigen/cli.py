@@ -1,4 +1,4 @@
-"""Command-line interface: ``fmigen build | validate | triangularize``."""
+"""Command-line interface: ``fmigen build | validate | triangularize | assemble``."""
 
 from __future__ import annotations
 
@@ -99,6 +99,11 @@ def cmd_triangularize(args):
     return 0
 
 
+def cmd_assemble(args):
+    from .assemble import cli_assemble
+    return cli_assemble(args, _log(args))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="fmigen",
@@ -160,6 +165,24 @@ def main(argv=None):
     p.add_argument("--order", help="Gröbner variable order, highest first")
     p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases")
     p.set_defaults(func=cmd_triangularize)
+
+    p = sub.add_parser("assemble", help="list all assembly configurations, complex and real",
+                       description="All assembly configurations at the given independent coordinates: "
+                                   "grevlex Gröbner basis (Singular), Sylvester matrix, I/O polynomial "
+                                   "(paper 001), back-substitution; each with its relative constraint residual.")
+    common(p, solver=False)
+    p.add_argument("--inputs", help="independent coordinates (or geometry parameters), name=value,... "
+                                    "in SI units, angles in radians (or with a deg suffix); default: start values")
+    p.add_argument("--hidden", help="variable hidden in the Sylvester matrix (default: the mechanism's choice or the last)")
+    p.add_argument("--method", choices=["auto", "sylvester", "lex"], default="auto",
+                   help="sylvester (paper 001), lex (lex basis + back-substitution) or auto (default)")
+    p.add_argument("--sylvester", choices=["smallest", "full"], default="smallest",
+                   help="Sylvester matrix from the smallest square subset of the basis (default) or all of it")
+    p.add_argument("--cross-check", action="store_true", help="also solve by the lex route and compare")
+    p.add_argument("--imag-tol", type=_positive, default=1e-9,
+                   help="a solution is complex when a coordinate's imaginary part exceeds this (relative, default 1e-9)")
+    p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases and determinants")
+    p.set_defaults(func=cmd_assemble)
 
     args = parser.parse_args(argv)
     try:
