@@ -129,7 +129,7 @@ def _newton_code(emb, tb, sm, code, woff=None, iterations=None):
     tail = f"""
         if (!converged) return {code};
         for (int i = 0; i < {nb}; i++) warm[{woff} + i] = q[idx[i]];""" if woff is not None else \
-        "\n        (void)converged;"
+        "\n        polished = converged;"
     return f"""{head}
         {loop} {{
 {body}
@@ -189,10 +189,29 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap):
         for i, expr in tb.recover.items():
             out.append(f"        q[{i}] = {c(expr)};")
         if tb.polish:
-            failures.append(f"block {{{', '.join(names)}}} (singular Jacobian while polishing)")
-            out.append(f"        {{ /* polish: {tb.polish} Newton steps, see TriangularBlock.polish */")
-            out.append(_newton_code(emb, tb, sm, len(failures), iterations=tb.polish))
+            # Polish the sequence's result; where the sequence is unreliable
+            # (near a representation singularity of the basis its linear
+            # steps turn 0/0) the polish may land on another branch, so a
+            # result that jumps away from the previous solution is redone
+            # by Newton from the previous solution, which keeps continuity.
+            nb, woff = len(tb.block.unknowns), len(warm_start)
+            failures.append(f"block {{{', '.join(names)}}} (no convergence near the previous solution)")
+            code = len(failures)
+            out.append(f"        int polished = 0;")
+            out.append(f"        {{ /* polish: at most {tb.polish} Newton steps */")
+            out.append(_newton_code(emb, tb, sm, code, iterations=tb.polish))
             out.append("        }")
+            idx = ", ".join(str(i) for i in tb.block.unknowns)
+            out.append(f"""        {{
+            static const int jdx[{nb}] = {{{idx}}};
+            double jump = 0.0;
+            for (int i = 0; i < {nb}; i++) jump = fmax(jump, fabs(q[jdx[i]] - warm[{woff} + i]));
+            if (!polished || jump > FMIGEN_CONTINUITY_JUMP) {{""")
+            out.append(_newton_code(emb, tb, sm, code, woff=woff))
+            out.append("            }")
+            out.append(f"            for (int i = 0; i < {nb}; i++) warm[{woff} + i] = q[jdx[i]];")
+            out.append("        }")
+            warm_start += [tri.start[n] for n in names]
         out.append("    }")
     body = "\n".join(out + ["    (void)t; (void)p; (void)warm;", "    return 0;"])
     fail_table = ",\n    ".join(f'"{f}"' for f in failures) or '""'
@@ -257,6 +276,7 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str) -> G
         f"#define NP {max(len(dae.tunable), 0)}", f"#define NU {len(dae.inputs)}",
         f"#define NY {len(dae.outputs)}", f"#define NWARM {nwarm}",
         *_structure_macros(emb, tri),
+        f"#define FMIGEN_KINEMATIC {int(mech.kinematic)}",
         "#endif", ""])
     return GeneratedModel(model_c, config_h, guid)
 

@@ -80,16 +80,19 @@ def variables(emb: Embedding, gen_start: dict, step: float, kind: str = "cs") ->
     mech = dae.mechanism
     n = dae.n
     out = []
+    # A kinematic FMU takes the independent coordinates and velocities as inputs.
+    indep_causality, indep_initial = ("input", None) if mech.kinematic else ("output", "exact")
     for i, c in enumerate(mech.coordinates):
         indep = i in emb.independent
-        out.append(Variable(c.name, i, "output", "continuous", "exact" if indep else "calculated",
+        out.append(Variable(c.name, i, indep_causality if indep else "output", "continuous",
+                            indep_initial if indep else "calculated",
                             gen_start[c.name] if indep else None, c.unit,
                             c.description + (" (independent)" if indep else " (dependent)")))
     for i, c in enumerate(mech.coordinates):
         indep = i in emb.independent
         vunit = c.unit + "/s" if c.unit else ""
-        out.append(Variable(f"der({c.name})", n + i, "output", "continuous",
-                            "exact" if indep else "calculated",
+        out.append(Variable(f"der({c.name})", n + i, indep_causality if indep else "output", "continuous",
+                            indep_initial if indep else "calculated",
                             c.velocity_start if indep else None, vunit, f"velocity of {c.name}",
                             derivative=c.name if (indep and kind == "me") else None))
     out.append(Variable("constraint_residual", 2 * n, "output", "continuous", "calculated", None, "",
@@ -291,6 +294,9 @@ def package(emb: Embedding, gen: GeneratedModel, out: Path, solver="rk4", step=1
         raise BuildError(f"unknown FMI version '{fmi}' (choose 2 or 3)")
     if kind not in KINDS:
         raise BuildError(f"unknown interface type '{kind}' (choose cs or me)")
+    if emb.dae.mechanism.kinematic and kind != "cs":
+        raise BuildError(f"'{emb.dae.mechanism.name}' is a kinematic mechanism (independent coordinates "
+                         "are inputs, no dynamics): it builds as Co-Simulation only")
     if windows is None:
         windows = mingw_available()
     if solver not in SOLVERS:

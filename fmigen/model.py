@@ -93,6 +93,9 @@ class Mechanism:
     #: Optional polynomial-variable order per block for the Gröbner basis,
     #: highest first, e.g. ["c_alpha", "s_alpha", "c_phi", "s_phi"].
     groebner_order: list[str] | None = None
+    #: Kinematic FMU: the independent coordinates and their velocities are FMU
+    #: inputs and a step only re-solves the kinematics (no dynamics).
+    kinematic: bool = False
 
     def __post_init__(self):
         self.world = me.ReferenceFrame("N")

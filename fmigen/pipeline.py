@@ -36,6 +36,10 @@ def load_mechanism(spec: str) -> Mechanism:
     module_spec = importlib.util.spec_from_file_location(mod_name, path)
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[mod_name] = module
+    # Mechanism modules may import their siblings (``from mechanisms.x import``).
+    root = str(path.resolve().parent.parent)
+    if root not in sys.path:
+        sys.path.append(root)
     module_spec.loader.exec_module(module)
     if not hasattr(module, "build"):
         raise ModelError(f"{path} has no build() -> Mechanism function")

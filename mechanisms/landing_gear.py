@@ -15,11 +15,10 @@ vector loops with A at the origin and D = (−231, −62):
 
 Eqs. (16) and (18) are the x components, (17) and (19) minus the y components.
 
-With ``p_BC`` independent (1 DOF) there is no dynamics to speak of in the
-paper; this module gives the mechanism with a prescribed piston velocity so
-that the FMU integrates p_BC' = ``piston_rate`` (an input, default 0) — a
-kinematic drive.  The dynamic variant with assumed masses is
-``landing_gear_dynamic``.
+This is the kinematic FMU: ``p_BC`` and ``der(p_BC)`` are inputs, and each
+step re-solves the angles (and their rates) from the triangular sequence
+(sextic in s_theta_B, then seven linear steps).  The dynamic variant with
+assumed masses is ``landing_gear_dynamic``.
 """
 import sympy as sp
 from sympy import cos, sin
@@ -61,13 +60,7 @@ def build() -> Mechanism:
     thA, thB, thD, thF, p = add_coordinates(m, GUESSES)
     for name, expr in constraints(thA, thB, thD, thF, p).items():
         m.constraint(name, expr)
-    # A unit point mass on the piston coordinate makes the drive an ODE:
-    # p_BC'' = force; the gear links themselves are massless in this variant.
-    mass = m.parameter("piston_mass", 1.0, "kg", tunable=True)
-    force = m.input("piston_force", 0.0, "N", description="force along the piston")
-    frame = m.planar_frame("piston", 0)
-    m.body("piston", mass, (0, 0, 0), (p, 0, 0), frame)
-    m.generalized_force("p_BC", force)
+    m.kinematic = True
     m.independent = ["p_BC"]
     m.dof = 1
     m.groebner_order = ["c_theta_F", "s_theta_F", "c_theta_A", "s_theta_A", "c_theta_D", "s_theta_D",

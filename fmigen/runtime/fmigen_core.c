@@ -378,6 +378,14 @@ static int one_step(FmigenCore *c, double *x, double t, double h)
 
 int fmigen_core_step(FmigenCore *c, double H)
 {
+#if FMIGEN_KINEMATIC
+    /* Kinematic FMU: q_i and v_i are inputs held over the step; the step
+     * re-solves the dependent coordinates and velocities at its end. */
+    const double t_start = c->t;
+    c->t += H;
+    if (fmigen_core_assemble(c)) { c->t = t_start; return 1; }
+    return 0;
+#else
     double x[NX];
     for (int k = 0; k < NI; k++) {
         x[k] = c->q[fmigen_independent[k]];
@@ -417,4 +425,5 @@ int fmigen_core_step(FmigenCore *c, double H)
         return 1;
     }
     return 0;
+#endif
 }

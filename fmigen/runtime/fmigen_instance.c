@@ -224,7 +224,7 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
         if (!isfinite(value[i]))
             return fg_fail(in, "SetReal/SetFloat64: value reference %u set to a non-finite value (NaN or Inf)", r);
         int ok = 0;
-        if (r < VR_RES) ok = before_init && is_independent(r < VR_V ? (int)r : (int)(r - VR_V));
+        if (r < VR_RES) ok = (before_init || FMIGEN_KINEMATIC) && is_independent(r < VR_V ? (int)r : (int)(r - VR_V));
         else if (r >= VR_U && r < VR_P) ok = 1;
         else if (r >= VR_P && r < VR_H) ok = before_init;
         else if (r == VR_H) {

@@ -78,6 +78,10 @@ int fmigen_lu_factor(int n, double *A, int *piv);
 void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b);
 
 #define FMIGEN_NEWTON_MAX_ITER 20
+/* Largest change of a polished block's coordinates from the previous
+ * solution that is accepted without re-solving from that solution (rad or m);
+ * a fixed step moves far less (1 ms at 10 rad/s is 0.01). */
+#define FMIGEN_CONTINUITY_JUMP 0.05
 
 /* ---- core state and stepping ---- */
 enum { FMIGEN_EULER = 0, FMIGEN_RK4 = 1 };
