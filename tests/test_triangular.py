@@ -69,3 +69,20 @@ def test_rationalization_keeps_decimals_exact_and_bounds_the_rest():
         r = rationalize(sp.Float(v))
         assert abs(float(r) - v) <= 1e-6 * abs(v)
         assert len(str(r.q)) <= 8
+
+
+def test_sympy_fallback_without_singular_says_so_and_agrees(tmp_path):
+    """With Singular off the PATH the sympy engine is used, announced on
+    stderr, and gives the same solution sequence as Singular."""
+    import json
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PATH=str(tmp_path), FMIGEN_CACHE=str(tmp_path / "cache"))
+    cmd = [sys.executable, "-m", "fmigen.cli", "triangularize", "fourbar", "--json", "--no-cache"]
+    fallback = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert fallback.returncode == 0, fallback.stderr
+    assert "Singular not found; using the sympy groebner fallback" in fallback.stderr
+    singular = subprocess.run(cmd, capture_output=True, text=True)
+    seq = lambda p: [(s["variable"], s["degree"]) for b in json.loads(p.stdout)["blocks"] for s in b["sequence"]]
+    assert seq(fallback) == seq(singular) == [("s_phi", 2), ("c_phi", 1), ("s_alpha", 1), ("c_alpha", 1)]
