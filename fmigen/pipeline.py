@@ -85,6 +85,11 @@ def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=
               fmi="2", kind="cs", windows=None, kinematics="groebner", newton_tol=None):
     log = log or (lambda msg: None)
     mech = load_mechanism(spec_or_mech) if isinstance(spec_or_mech, (str, Path)) else spec_or_mech
+    # all real assemblies at the start input; the one nearest the guesses
+    # becomes the start, with a warning when two are close (small systems only,
+    # never fatal; ~0.1 s for the four-bar)
+    from .assemble import start_assembly_hook
+    start_assembly_hook(mech, log=log)
     compiled = compile_model(mech, order=order, use_cache=use_cache, log=log, kinematics=kinematics,
                              newton_tol=newton_tol)
     t0 = time.perf_counter()
