@@ -16,7 +16,9 @@ forces.  Per row:
   ``max_step_us_worst`` the largest step seen at all;
 - ``instructions_per_step``: ``valgrind --tool=callgrind`` instructions (Ir) of
   the integration loop (``--toggle-collect=run_steps``) / steps, one run;
-  None when valgrind is missing;
+  None when valgrind is missing; ``kinematics_instructions_per_step`` the part
+  spent in the generated kinematics (``fmigen_kinematics`` inclusive, i.e. the
+  paper's "kinematic" column, in instructions);
 - ``peak_constraint_violation``: max_j |Φ_j(q)| over every state the
   integrator evaluated, q_d as the formulation's kinematics returned it;
 - ``final_q``: the assembled coordinates at the stop time, and
@@ -111,10 +113,12 @@ def run_harness(exe: Path, stop_time: float, step: float, repeats: int) -> dict:
     return json.loads(r.stdout)
 
 
-def callgrind_instructions(exe: Path, stop_time: float, step: float) -> float | None:
-    """Instructions (Ir) per step of the integration loop, or None without valgrind."""
+def callgrind_instructions(exe: Path, stop_time: float, step: float) -> tuple:
+    """(instructions (Ir) per step of the integration loop, of which in the
+    generated kinematics ``fmigen_kinematics`` inclusive of the libm calls it
+    makes), or (None, None) without valgrind."""
     if not shutil.which("valgrind"):
-        return None
+        return None, None
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "callgrind.out"
         r = subprocess.run(["valgrind", "--tool=callgrind", "--toggle-collect=run_steps",
@@ -123,10 +127,17 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float) -> float | 
         if r.returncode:
             raise ModelError(f"callgrind run failed: {r.stderr[-2000:]}")
         steps = json.loads(r.stdout)["steps"]
+        total = kin = None
         for line in out.read_text().splitlines():
             if line.startswith(("summary:", "totals:")):
-                return int(line.split()[1]) / steps
-    return None
+                total = int(line.split()[1]) / steps
+        if shutil.which("callgrind_annotate"):
+            ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out)], capture_output=True,
+                                 text=True).stdout
+            for line in ann.splitlines():
+                if line.rstrip().split(" [")[0].endswith(":fmigen_kinematics"):
+                    kin = int(line.split()[0].replace(",", "")) / steps
+        return total, kin
 
 
 def bench(spec, kinematics=KINEMATICS, tolerances=DEFAULT_TOLERANCES, stop_time=3.0, step=1e-3,
@@ -160,10 +171,10 @@ def bench(spec, kinematics=KINEMATICS, tolerances=DEFAULT_TOLERANCES, stop_time=
             if any(run["final_q"] != first["final_q"] or run["peak_violation"] != first["peak_violation"]
                    for run in runs[i]):
                 raise ModelError(f"{f.label}: the harness is not deterministic across repeats")
-            ir = None
+            ir = kin = None
             if callgrind:
                 log(f"callgrind: {f.label}")
-                ir = callgrind_instructions(exes[i], stop_time, step)
+                ir, kin = callgrind_instructions(exes[i], stop_time, step)
             row = {
                 "kinematics": f.kinematics,
                 "tolerance": f.tolerance,
@@ -176,6 +187,7 @@ def bench(spec, kinematics=KINEMATICS, tolerances=DEFAULT_TOLERANCES, stop_time=
                 "median_step_cpu_us": statistics.median(res["step_cpu_ns_median"]) / 1e3,
                 "cpu_ms_per_run": res["cpu_ms_per_run"],
                 "instructions_per_step": ir,
+                "kinematics_instructions_per_step": kin,
                 "peak_constraint_violation": first["peak_violation"],
                 "core_step_max_diff": first["core_step_max_diff"],
                 "final_q": dict(zip(names, first["final_q"])),
@@ -207,13 +219,15 @@ def format_table(result: dict) -> str:
     head = (f"{result['mechanism']}: explicit Euler, h = {result['step'] * 1e3:g} ms, "
             f"{result['stop_time']:g} s, median of {result['repeats']} runs ({result['cpu']})")
     cols = ["formulation", "ms CPU / simulated s", "median step us", "max step us",
-            "instructions / step", "peak |Phi|"]
+            "instructions / step", "of which kinematics", "peak |Phi|"]
     lines = [head, "  ".join(f"{c:>22s}" if k else f"{c:<28s}" for k, c in enumerate(cols))]
     for r in result["rows"]:
         label = r["kinematics"] + ("" if r["tolerance"] is None else f" (tol {r['tolerance']:g})")
         ir = "-" if r["instructions_per_step"] is None else f"{r['instructions_per_step']:.0f}"
+        kin = "-" if r.get("kinematics_instructions_per_step") is None else \
+            f"{r['kinematics_instructions_per_step']:.0f}"
         vals = [f"{r['ms_per_simulated_s']:.3f}", f"{r['median_step_us']:.2f}", f"{r['max_step_us']:.2f}",
-                ir, f"{r['peak_constraint_violation']:.2e}"]
+                ir, kin, f"{r['peak_constraint_violation']:.2e}"]
         lines.append(f"{label:<28s}  " + "  ".join(f"{v:>22s}" for v in vals))
     return "\n".join(lines)
 

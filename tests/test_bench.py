@@ -37,6 +37,8 @@ def test_json_has_the_documented_shape(stewart_bench):
         # callgrind counts the integration loop only: thousands of
         # instructions per step (measured 41 411 for Gröbner), never zero
         assert 1e3 < row["instructions_per_step"] < 1e6
+        # the kinematics are a part of the step (fmigen_kinematics inclusive)
+        assert 0 < row["kinematics_instructions_per_step"] < row["instructions_per_step"]
         assert len(row["final_q"]) == 24
 
 

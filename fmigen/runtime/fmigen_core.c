@@ -226,6 +226,59 @@ static void phid_solve(const PhiD *f, double *b)
 }
 #endif
 
+#if NC > 0
+/* fmigen_lu_solve for ncol right-hand sides at once (B row-major n×ncol):
+ * the same operations in the same order for every column. */
+static void lu_solve_cols(int n, const double *LU, const int *piv, double *B, int ncol)
+{
+    for (int k = 0; k < n; k++)
+        if (piv[k] != k)
+            for (int j = 0; j < ncol; j++) {
+                double tmp = B[k * ncol + j]; B[k * ncol + j] = B[piv[k] * ncol + j]; B[piv[k] * ncol + j] = tmp;
+            }
+    for (int k = 0; k < n; k++)
+        for (int i = k + 1; i < n; i++) {
+            const double l = LU[i * n + k];
+            for (int j = 0; j < ncol; j++) B[i * ncol + j] -= l * B[k * ncol + j];
+        }
+    for (int k = n - 1; k >= 0; k--) {
+        for (int i = k + 1; i < n; i++) {
+            const double u = LU[k * n + i];
+            for (int j = 0; j < ncol; j++) B[k * ncol + j] -= u * B[i * ncol + j];
+        }
+        for (int j = 0; j < ncol; j++) B[k * ncol + j] /= LU[k * n + k];
+    }
+}
+
+/* The velocity solve's NI + 1 right-hand sides (Φ_i's columns and Φ_t) in one
+ * pass: B (NC×(NI+1), rows by constraint) := Φ_d⁻¹ B (rows by dependent
+ * position). */
+#define NCOL (NI + 1)
+static void phid_solve_cols(const PhiD *f, double *b)
+{
+#ifdef FMIGEN_BLOCKED
+    double tmp[ND * NCOL], x[ND * NCOL];
+    int off = 0, c = 0;
+    for (int bl = 0; bl < FMIGEN_NBLOCKS; bl++) {
+        const int p0 = blk_ptr[bl], nb = blk_ptr[bl + 1] - p0;
+        double *T = tmp + p0 * NCOL;
+        for (int r = 0; r < nb; r++) memcpy(T + r * NCOL, b + blk_rows[p0 + r] * NCOL, NCOL * sizeof(double));
+        for (; c < FMIGEN_NCOUPLE && blk_couple[2 * c] < p0 + nb; c++) {
+            const int pr = blk_couple[2 * c], pc = blk_couple[2 * c + 1];
+            const double a = f->J[blk_rows[pr] * NQ + fmigen_dependent[blk_cols[pc]]];
+            for (int j = 0; j < NCOL; j++) tmp[pr * NCOL + j] -= a * x[blk_cols[pc] * NCOL + j];
+        }
+        lu_solve_cols(nb, f->lu + off, f->piv + p0, T, NCOL);
+        for (int r = 0; r < nb; r++) memcpy(x + blk_cols[p0 + r] * NCOL, T + r * NCOL, NCOL * sizeof(double));
+        off += nb * nb;
+    }
+    memcpy(b, x, sizeof x);
+#else
+    lu_solve_cols(ND, f->lu, f->piv, b, NCOL);
+#endif
+}
+#endif
+
 /* Given q (complete) and v_i in v, fill v_d; returns Φ_d's factorization and
  * B's upper part X = Φ_d⁻¹Φ_i (ND×NI, row-major) for reuse. */
 static int velocities(FmigenCore *c, double t, const double *q, double *v, PhiD *f, double *X)
@@ -240,15 +293,15 @@ static int velocities(FmigenCore *c, double t, const double *q, double *v, PhiD 
                  "dependent coordinates is singular", t);
         return 1;
     }
-    double col[FMIGEN_DIM(ND)];
-    for (int k = 0; k < NI; k++) {
-        for (int r = 0; r < ND; r++) col[r] = f->J[r * NQ + fmigen_independent[k]];
-        phid_solve(f, col);
-        for (int r = 0; r < ND; r++) X[r * NI + k] = col[r];
-    }
-    phid_solve(f, pt);
+    double rhs[ND * NCOL];
     for (int r = 0; r < ND; r++) {
-        double s = pt[r];
+        for (int k = 0; k < NI; k++) rhs[r * NCOL + k] = f->J[r * NQ + fmigen_independent[k]];
+        rhs[r * NCOL + NI] = pt[r];
+    }
+    phid_solve_cols(f, rhs);
+    for (int r = 0; r < ND; r++) {
+        for (int k = 0; k < NI; k++) X[r * NI + k] = rhs[r * NCOL + k];
+        double s = rhs[r * NCOL + NI];
         for (int k = 0; k < NI; k++) s += X[r * NI + k] * v[fmigen_independent[k]];
         v[fmigen_dependent[r]] = -s;
     }

@@ -1,0 +1,242 @@
+"""Run `fmigen bench` on the paper-000 mechanisms and write docs/benchmarks.md,
+docs/benchmarks.json (the raw bench JSON) and docs/benchmarks.png.
+
+    .venv/bin/python scripts/bench_report.py [--mechanisms stewart,five_link] [--repeats 7]
+
+Numbers are measured, never edited: the markdown is generated from the JSON,
+including the verdict on each target.  The prose notes at the end explain the
+numbers of the run they were written against; re-read them when the numbers
+move.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from fmigen.bench import bench  # noqa: E402
+
+DOCS = ROOT / "docs"
+
+PAPER = {  # paper 000, MS compiler, dynamic simulation, ms per simulated second
+    "stewart": {("groebner", None): 10.3, ("newton-loop", 1e-3): 13.3, ("newton-loop", 1e-6): 16.6,
+                ("newton", 1e-3): 45.3, ("newton", 1e-6): 80.6},
+}
+
+
+def label(row):
+    return row["kinematics"] + ("" if row["tolerance"] is None else f" (tol {row['tolerance']:g})")
+
+
+def table(result):
+    paper = PAPER.get(result["mechanism"], {})
+    head = ["formulation", "ms CPU / simulated s", "instructions / step", "of which kinematics",
+            "median step µs", "p99 step µs",
+            "max step µs", "peak max\\|Φ\\|", "vs Gröbner (instructions)"]
+    if paper:
+        head.append("paper 000 (P4 3 GHz, MS C) ms/s")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    g = result["rows"][0]
+    for r in result["rows"]:
+        ir = r["instructions_per_step"]
+        kin = r.get("kinematics_instructions_per_step")
+        cells = [label(r), f"{r['ms_per_simulated_s']:.2f}", "–" if ir is None else f"{ir:,.0f}",
+                 "–" if kin is None else f"{kin:,.0f}",
+                 f"{r['median_step_us']:.2f}", f"{r['p99_step_us']:.2f}", f"{r['max_step_us']:.1f}",
+                 f"{r['peak_constraint_violation']:.1e}",
+                 "–" if ir is None or g["instructions_per_step"] is None else f"{ir / g['instructions_per_step']:.2f}×"]
+        if paper:
+            v = paper.get((r["kinematics"], r["tolerance"]))
+            cells.append("–" if v is None else f"{v:g}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def verdicts(result):
+    rows = result["rows"]
+    g = rows[0]
+    assert g["kinematics"] == "groebner"
+    out = []
+    others = rows[1:]
+    acc_ok = all(g["peak_constraint_violation"] <= r["peak_constraint_violation"] for r in others)
+    ir_ok = all(g["instructions_per_step"] < r["instructions_per_step"] for r in others)
+    ms_ok = all(g["ms_per_simulated_s"] < r["ms_per_simulated_s"] for r in others)
+    closest = min(others, key=lambda r: r["instructions_per_step"])
+    closest_ms = min(others, key=lambda r: r["ms_per_simulated_s"])
+    out.append(
+        f"- **Gröbner faster than every other formulation at equal or better accuracy** — "
+        f"accuracy: {'met' if acc_ok else 'MISSED'} (Gröbner peak max|Φ| "
+        f"{g['peak_constraint_violation']:.1e}, the others "
+        f"{min(r['peak_constraint_violation'] for r in others):.1e} … "
+        f"{max(r['peak_constraint_violation'] for r in others):.1e}); "
+        f"instructions per step: {'met' if ir_ok else 'MISSED'} (closest: {label(closest)} needs "
+        f"{closest['instructions_per_step'] / g['instructions_per_step']:.2f}× Gröbner's); "
+        f"CPU time: {'met' if ms_ok else 'MISSED'} in this run (closest: {label(closest_ms)} at "
+        f"{closest_ms['ms_per_simulated_s'] / g['ms_per_simulated_s']:.2f}× Gröbner's ms/s).")
+    if result["mechanism"] == "stewart":
+        v = g["ms_per_simulated_s"]
+        out.append(f"- **Stewart ≤ 1 ms CPU per simulated second** — "
+                   f"{'met' if v <= 1 else 'MISSED'}: {v:.2f} ms/s"
+                   + ("" if v <= 1 else f", {v:.1f}× the target"))
+    ratio = g["max_step_us"] / g["median_step_us"]
+    out.append(f"- **max step ≤ 3× median** (Gröbner) — {'met' if ratio <= 3 else 'MISSED'}: max "
+               f"{g['max_step_us']:.1f} µs / median {g['median_step_us']:.2f} µs = {ratio:.1f}× "
+               f"(p99 {g['p99_step_us']:.2f} µs = {g['p99_step_us'] / g['median_step_us']:.1f}× the median; "
+               f"thread-CPU clock: max {g['max_step_cpu_us']:.1f} µs)")
+    return "\n".join(out)
+
+
+def chart(results, path):
+    fig, axes = plt.subplots(len(results), 2, figsize=(11, 3.6 * len(results)), squeeze=False)
+    for ax_row, res in zip(axes, results):
+        labels = [label(r).replace(" (", "\n(") for r in res["rows"]]
+        colors = ["tab:green" if r["kinematics"] == "groebner" else
+                  ("tab:orange" if r["kinematics"] == "newton-loop" else "tab:red") for r in res["rows"]]
+        ax_row[0].bar(labels, [r["ms_per_simulated_s"] for r in res["rows"]], color=colors)
+        ax_row[0].set_ylabel("ms CPU / simulated s")
+        ax_row[0].set_title(f"{res['mechanism']}: CPU time (median of {res['repeats']})")
+        ax_row[1].bar(labels, [r["instructions_per_step"] or 0 for r in res["rows"]], color=colors)
+        ax_row[1].set_ylabel("instructions / step (callgrind)")
+        ax_row[1].set_title(f"{res['mechanism']}: instructions per Euler step")
+        for ax in ax_row:
+            ax.tick_params(axis="x", labelsize=8)
+            ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+NOTES = """\
+## What the numbers mean, and why targets are missed
+
+- **Instructions per step are the number to compare.** This machine is a
+  shared 2-vCPU virtual machine on which other test suites ran at the same
+  time; the CPU time of one and the same binary moves by up to 2× between
+  runs (e.g. 4.3 and 7.4 µs median step for the Stewart Gröbner build in two
+  runs minutes apart). The repeats are interleaved round-robin over the
+  formulations so a slow phase hits all of them, but the ms/s column still
+  carries that noise — a CPU-time "MISSED" between rows within ~10 % of each
+  other is noise, not a measurement. callgrind's counts are exact and repeat
+  to the instruction.
+- **Stewart, Gröbner vs Newton per leg.** With a warm start from the previous
+  step (1 ms earlier) and a step tolerance of 10⁻³, Newton per leg converges
+  in one iteration: one 3×3 Jacobian and LU per leg, which costs about what
+  the triangular sequence (two square roots, divisions, atan2) costs. So the
+  margin is small — as in the paper, where Newton per leg took 1.29× Gröbner's
+  time (MS compiler, 13.3 vs 10.3 ms/s); here it is 1.12× in instructions. At
+  10⁻³ the Newton solution is also ~10⁸× less accurate (peak max|Φ| 1.2·10⁻⁷
+  vs 8.9·10⁻¹⁶). At 10⁻⁶ (peak 8.7·10⁻¹³ — the step test leaves about the
+  square of the last step as residual) each leg needs a second iteration.
+- **The kinematic part alone** ("of which kinematics": `fmigen_kinematics`
+  inclusive of its libm calls) reproduces the paper's kinematic column: for the
+  Stewart platform, Newton per leg needs 2.2× (10⁻³) and 4.3× (10⁻⁶) Gröbner's
+  instructions, the single Newton 8× and 16×; paper 000 (MS, kinematic
+  simulation) had 2.1×, 3.4×, 14× and 27×. Whole steps differ less because the
+  embedding, identical for all formulations, dominates the step.
+- **Single Newton over all 18 dependent coordinates** pays for the dense 18×18
+  LU of the whole kinematic Jacobian in every iteration: the slowest row, as in
+  the paper.
+- **Five-link: Gröbner is not faster than Newton per loop at 10⁻³.** The
+  "groebner" build of the five-link suspension is the paper's block-triangular
+  hybrid: the 5 × 5 pose block (x, y, φ, θ, ψ given z) does not triangularize
+  and is solved by Newton to round-off (1e-14·(1+|q|) on the step), then each
+  link's (α_k, β_k) comes from its triangular sequence. The newton-loop row at
+  10⁻³ stops that same pose block after one iteration with a 10⁻³ test, so it
+  does less work at 10⁶× less accuracy (peak max|Φ| 1.6·10⁻¹⁰ vs 2.2·10⁻¹⁶).
+  At 10⁻⁶ (still 1000× less accurate than Gröbner) it costs 1.2× Gröbner's
+  instructions. The target "Gröbner faster at equal or better accuracy" holds
+  against every row of equal-or-better accuracy — there is none: no Newton
+  row reaches Gröbner's accuracy — but Gröbner is not faster than every row.
+- **1 ms per simulated second (Stewart) is missed by the factor in the
+  verdict.** Per step the Gröbner build spends ~37 k instructions, of which the
+  kinematics (sequence + atan2) are the column "of which kinematics"; the rest
+  is the embedding: the velocity and acceleration solves with Φ_d (block
+  diagonal now, see below), the 24×24 products BᵀMB, and sin/cos — every
+  generated function (Φ_q, Φ_t, γ, M, F) evaluates sin/cos of all 15 angles
+  again, ~8 k instructions per step in libm. Reaching ~1 µs per step would
+  need the trigonometric values shared across the generated functions (one
+  sincos per angle per step) and the embedding (Φ_d solve, BᵀMB) specialised
+  per block in the generated code instead of the generic runtime loops.
+- **max step ≤ 3× median is missed on this machine for every formulation**,
+  for a reason outside the code: the largest step of a 3000-step run is tens
+  to hundreds of µs whatever the formulation, also on the thread-CPU clock,
+  which points at hypervisor/interrupt noise of the shared VM; the 99th
+  percentile stays within ~1.3× the median. The Gröbner build of the Stewart
+  platform has no data-dependent work (no iteration; the only branch is the
+  degree > 2 root fallback, which the Stewart platform does not have), so its
+  per-step work is constant; a pinned core on an idle host is where the 3×
+  target can be checked.
+
+## Optimisations done for this benchmark
+
+`fmigen_core_rhs` solved Φ_d (18×18 for the Stewart platform) with a dense LU
+and 8 dense triangular solves per step — 53 % of all instructions. Codegen now
+emits the partition's block structure into `model_config.h` (`FMIGEN_BLOCK_*`:
+rows, columns and below-diagonal couplings of Φ_d in block-triangular form;
+`FMIGEN_M_*`: the structural non-zeros of M); the runtime factors only the
+diagonal blocks, solves the velocity system's NI + 1 right-hand sides in one
+pass, and multiplies only M's non-zeros. Stewart, Gröbner: 91 k → 41 k → 37 k
+instructions per step, with the final state of the 3 s run unchanged to the
+last bit for every formulation (same operations in the same order, minus
+exact zeros). It helps every formulation alike: all use the same runtime.
+"""
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mechanisms", default="stewart,five_link")
+    ap.add_argument("--repeats", type=int, default=7)
+    args = ap.parse_args(argv)
+    results = []
+    for mech in args.mechanisms.split(","):
+        print(f"== {mech}", file=sys.stderr)
+        results.append(bench(mech, repeats=args.repeats, log=lambda m: print(m, file=sys.stderr, flush=True)))
+    DOCS.mkdir(exist_ok=True)
+    (DOCS / "benchmarks.json").write_text(json.dumps(results, indent=1) + "\n")
+    chart(results, DOCS / "benchmarks.png")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    valgrind = subprocess.run(["valgrind", "--version"], capture_output=True, text=True).stdout.strip()
+    md = ["# Benchmarks: kinematics formulations (paper 000, Tables 1 and 3)", "",
+          "Generated by `scripts/bench_report.py` (raw data: `docs/benchmarks.json`; chart: "
+          "`docs/benchmarks.png`). Reproduce one mechanism with `fmigen bench stewart [--json]`.", "",
+          "Setup: every formulation goes through the same pipeline and code generator — only "
+          "`triangularize(kinematics=...)` differs — and is compiled with "
+          f"`{results[0]['compiler']}` together with `fmigen/runtime/fmigen_core.c` and the native "
+          "harness `fmigen/runtime/bench_harness.c` (no FMI layer, no Python in the loop). The "
+          "harness runs paper 000's experiment: explicit Euler, h = 1 ms, 3 s, the mechanism's "
+          "default forces, exactly the arithmetic of `fmigen_core_step` (tested bit for bit).", "",
+          "- *ms CPU / simulated s*: median over the repeats of CLOCK_PROCESS_CPUTIME_ID around "
+          "the whole 3 s loop / 3.",
+          "- *instructions / step*: `valgrind --tool=callgrind --toggle-collect=run_steps`, total "
+          "Ir of the integration loop / 3000 (deterministic).",
+          "- *median / p99 / max step*: per-step CLOCK_MONOTONIC in separate repeats; *max* is "
+          "the median over repeats of each repeat's largest step.",
+          "- *peak max|Φ|*: the largest constraint violation over every state the integrator "
+          "evaluated, with q_d as that formulation's kinematics returned it.",
+          "- Newton rows stop when the Newton step is ≤ tol (absolute), warm-started from the "
+          "previous step, as paper 000's 10⁻³ / 10⁻⁶ rows. *newton* = one iteration over all "
+          "dependent coordinates (all constraints as one block); *newton-loop* = Newton on each "
+          "block (loop) separately.", "",
+          f"Machine: {results[0]['cpu']}, {gcc}, {valgrind}; commit {commit}; "
+          f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC.", ""]
+    for res in results:
+        md += [f"## {res['mechanism']}", "", table(res), "", "Targets:", "", verdicts(res), ""]
+    md += ["![CPU time and instructions per step](benchmarks.png)", "", NOTES]
+    (DOCS / "benchmarks.md").write_text("\n".join(md))
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
