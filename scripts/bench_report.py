@@ -168,10 +168,10 @@ NOTES = """\
   sincos per angle per step) and the embedding (Φ_d solve, BᵀMB) specialised
   per block in the generated code instead of the generic runtime loops.
 - **max step ≤ 3× median is missed on this machine for every formulation**,
-  for a reason outside the code: the largest step of a 3000-step run is tens
-  to hundreds of µs whatever the formulation, also on the thread-CPU clock,
-  which points at hypervisor/interrupt noise of the shared VM; the 99th
-  percentile stays within ~1.3× the median. The Gröbner build of the Stewart
+  for a reason outside the code: the largest step of a 3000-step run is
+  50 µs to a few ms (wall clock) whatever the formulation, and still ~80–170 µs
+  on the thread-CPU clock, which points at preemption and hypervisor/interrupt
+  noise of the shared VM; the 99th percentile stays within ~1.3× the median. The Gröbner build of the Stewart
   platform has no data-dependent work (no iteration; the only branch is the
   degree > 2 root fallback, which the Stewart platform does not have), so its
   per-step work is constant; a pinned core on an idle host is where the 3×
