@@ -28,6 +28,12 @@ forces.  Per row:
 Newton formulations stop when the Newton step is at most the tolerance
 (absolute), as in the paper (10⁻³ and 10⁻⁶); one generated model per
 formulation, the tolerance is a compile-time ``-DFMIGEN_NEWTON_TOL``.
+
+The constraint-stabilization rows ``baumgarte`` and ``penalty`` (paper 000
+eqs. 6-9, its parameters α = 1, β = 18; ρ = 10³, ζ = 1, ω = 18) exist only
+here, not as FMUs: the harness integrates all n coordinates of the augmented
+system from the same generated M, F, Φ, Φ_q, Φ_t, γ (``-DFMIGEN_BENCH_STAB``,
+see ``runtime/bench_harness.c``), with dense LU like the paper.
 """
 
 from __future__ import annotations
@@ -53,6 +59,9 @@ from .triangular import KINEMATICS, triangularize
 RUNTIME_DIR = Path(__file__).parent / "runtime"
 CFLAGS = ["-O2", "-std=c99", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unused-variable"]
 DEFAULT_TOLERANCES = (1e-3, 1e-6)
+#: bench-only formulations: constraint stabilization of the augmented system
+STABILIZED = {"baumgarte": 1, "penalty": 2}
+FORMULATIONS = (*KINEMATICS, *STABILIZED)
 
 
 @dataclass
@@ -65,12 +74,12 @@ class Formulation:
         return self.kinematics if self.tolerance is None else f"{self.kinematics} (tol {self.tolerance:g})"
 
 
-def formulations(kinematics=KINEMATICS, tolerances=DEFAULT_TOLERANCES):
+def formulations(kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES):
     out = []
     for k in kinematics:
-        if k not in KINEMATICS:
-            raise ModelError(f"unknown kinematics formulation '{k}' (known: {', '.join(KINEMATICS)})")
-        if k == "groebner":
+        if k not in FORMULATIONS:
+            raise ModelError(f"unknown kinematics formulation '{k}' (known: {', '.join(FORMULATIONS)})")
+        if k == "groebner" or k in STABILIZED:
             out.append(Formulation(k))
         else:
             out += [Formulation(k, float(tol)) for tol in tolerances]
@@ -92,12 +101,13 @@ def generate_sources(mech, kinematics, log=None):
     return out
 
 
-def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, cc="gcc") -> Path:
+def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, cc="gcc", stab=0) -> Path:
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "model.c").write_text(gen.model_c)
     (workdir / "model_config.h").write_text(gen.config_h)
     exe = workdir / "bench_harness"
     defs = [f"-DFMIGEN_NEWTON_TOL={tolerance!r}"] if tolerance is not None else []
+    defs += [f"-DFMIGEN_BENCH_STAB={stab}"] if stab else []
     cmd = [cc, *CFLAGS, *defs, f"-I{workdir}", f"-I{RUNTIME_DIR}", str(workdir / "model.c"),
            str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "bench_harness.c"), "-lm", "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -140,7 +150,7 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float) -> tuple:
         return total, kin
 
 
-def bench(spec, kinematics=KINEMATICS, tolerances=DEFAULT_TOLERANCES, stop_time=3.0, step=1e-3,
+def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_time=3.0, step=1e-3,
           repeats=5, callgrind=True, log=None, keep=None) -> dict:
     """Run every formulation; the JSON of ``fmigen bench --json``."""
     from .pipeline import load_mechanism
@@ -148,15 +158,18 @@ def bench(spec, kinematics=KINEMATICS, tolerances=DEFAULT_TOLERANCES, stop_time=
     mech = load_mechanism(spec) if isinstance(spec, (str, Path)) else spec
     forms = formulations(kinematics, tolerances)
     t0 = time.perf_counter()
-    sources = generate_sources(mech, sorted({f.kinematics for f in forms}, key=list(KINEMATICS).index), log)
+    # the stabilized rows use the Gröbner build's model functions (not its kinematics)
+    needed = {"groebner" if f.kinematics in STABILIZED else f.kinematics for f in forms}
+    sources = generate_sources(mech, sorted(needed, key=list(KINEMATICS).index), log)
     rows = []
     tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="fmigen-bench-"))
     try:
         exes = []
         for i, f in enumerate(forms):
-            gen, names = sources[f.kinematics]
+            gen, names = sources["groebner" if f.kinematics in STABILIZED else f.kinematics]
             log(f"[{i + 1}/{len(forms)}] compiling the harness for {f.label}")
-            exes.append(compile_harness(gen, tmp / f"{f.kinematics}_{f.tolerance}", f.tolerance))
+            exes.append(compile_harness(gen, tmp / f"{f.kinematics}_{f.tolerance}", f.tolerance,
+                                        stab=STABILIZED.get(f.kinematics, 0)))
         # repeats interleaved round-robin, so a slow phase of a shared machine
         # hits every formulation alike (ratios from the same run)
         runs = [[] for _ in forms]
@@ -165,7 +178,7 @@ def bench(spec, kinematics=KINEMATICS, tolerances=DEFAULT_TOLERANCES, stop_time=
             for i, exe in enumerate(exes):
                 runs[i].append(run_harness(exe, stop_time, step, 1))
         for i, f in enumerate(forms):
-            names = sources[f.kinematics][1]
+            names = sources["groebner" if f.kinematics in STABILIZED else f.kinematics][1]
             res = {k: [x for run in runs[i] for x in run[k]] for k in runs[i][0] if isinstance(runs[i][0][k], list)}
             first = runs[i][0]
             if any(run["final_q"] != first["final_q"] or run["peak_violation"] != first["peak_violation"]
@@ -246,8 +259,9 @@ def add_parser(sub, common_log):
                                    "instructions per step, peak constraint violation.")
     p.add_argument("mechanism", help="mechanism module: a path or a bare name (stewart)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    p.add_argument("--kinematics", default=",".join(KINEMATICS),
-                   help=f"comma-separated formulations (default {','.join(KINEMATICS)})")
+    p.add_argument("--kinematics", default=",".join(FORMULATIONS),
+                   help=f"comma-separated formulations (default {','.join(FORMULATIONS)}; the last two "
+                        "are constraint stabilizations of the augmented system, bench only)")
     p.add_argument("--tolerances", default=",".join(f"{t:g}" for t in DEFAULT_TOLERANCES),
                    help="Newton step tolerances, one row each (default 1e-3,1e-6 as in paper 000)")
     p.add_argument("--stop-time", type=float, default=3.0, help="simulated seconds (default 3)")

@@ -11,7 +11,7 @@ import pytest
 
 from fmigen.cli import main as cli_main
 
-TOLERANCES = (1e-6, 1e-10)
+TOLERANCES = (1e-6,)
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +28,8 @@ def test_json_has_the_documented_shape(stewart_bench):
     assert r["mechanism"] == "stewart"
     assert (r["stop_time"], r["step"], r["solver"]) == (3.0, 1e-3, "euler")
     labels = [(row["kinematics"], row["tolerance"]) for row in r["rows"]]
-    assert labels == [("groebner", None)] + [(k, t) for k in ("newton", "newton-loop") for t in TOLERANCES]
+    assert labels == [("groebner", None)] + [(k, t) for k in ("newton", "newton-loop") for t in TOLERANCES] \
+        + [("baumgarte", None), ("penalty", None)]
     for row in r["rows"]:
         for key in ("ms_per_simulated_s", "max_step_us", "instructions_per_step", "peak_constraint_violation"):
             assert isinstance(row[key], float), (key, row)
@@ -37,23 +38,35 @@ def test_json_has_the_documented_shape(stewart_bench):
         # callgrind counts the integration loop only: thousands of
         # instructions per step (measured 41 411 for Gröbner), never zero
         assert 1e3 < row["instructions_per_step"] < 1e6
-        # the kinematics are a part of the step (fmigen_kinematics inclusive)
-        assert 0 < row["kinematics_instructions_per_step"] < row["instructions_per_step"]
+        # the kinematics are a part of the step (fmigen_kinematics inclusive);
+        # the stabilized formulations integrate q_d and solve no kinematics
+        if row["kinematics"] in ("baumgarte", "penalty"):
+            assert row["kinematics_instructions_per_step"] is None
+        else:
+            assert 0 < row["kinematics_instructions_per_step"] < row["instructions_per_step"]
         assert len(row["final_q"]) == 24
 
 
 def test_groebner_is_exact_and_newton_within_its_tolerance(stewart_bench):
-    rows = stewart_bench["rows"]
-    assert rows[0]["peak_constraint_violation"] <= 1e-12          # measured 8.9e-16
-    for row in rows[1:]:
-        assert row["peak_constraint_violation"] <= row["tolerance"], row   # measured 8.7e-13 at 1e-6
+    rows = {(r["kinematics"], r["tolerance"]): r for r in stewart_bench["rows"]}
+    assert rows["groebner", None]["peak_constraint_violation"] <= 1e-12          # measured 8.9e-16
+    for (k, tol), row in rows.items():
+        if tol is not None:
+            assert row["peak_constraint_violation"] <= tol, row   # measured 8.7e-13 at 1e-6
+    # constraint stabilization drifts: paper 000 reports 9.5e-6 (Baumgarte,
+    # alpha 1, beta 18) and 1.3e-5 (penalty); measured here 3.5e-6 and 2.9e-5
+    assert 1e-7 < rows["baumgarte", None]["peak_constraint_violation"] <= 1e-5
+    assert 1e-6 < rows["penalty", None]["peak_constraint_violation"] <= 5e-5
 
 
 def test_harness_is_the_fmu_core_bit_for_bit(stewart_bench):
     # the harness's Euler loop over fmigen_core_rhs against one
     # fmigen_core_step(3 s), the call the FMU's doStep makes
     for row in stewart_bench["rows"]:
-        assert row["core_step_max_diff"] == 0.0, row
+        if row["kinematics"] in ("baumgarte", "penalty"):
+            assert row["core_step_max_diff"] is None      # no FMU path for these
+        else:
+            assert row["core_step_max_diff"] == 0.0, row
 
 
 def test_every_formulation_ends_in_the_same_state(stewart_bench):
@@ -62,9 +75,16 @@ def test_every_formulation_ends_in_the_same_state(stewart_bench):
     assert abs(ref["psi"]) > 1.0          # the platform yaws (test_stewart)
     for row in rows[1:]:
         diff = max(abs(row["final_q"][k] - ref[k]) for k in ref)
-        # a Newton tolerance of 1e-6 (1e-10) on the step leaves a residual of
-        # its square: measured 1.4e-15 for both
-        assert diff <= 1e-12, (row["kinematics"], row["tolerance"], diff)
+        if row["kinematics"] in ("baumgarte", "penalty"):
+            # Euler on all 24 coordinates of the stabilized system is another
+            # discretization than Euler on the 6 embedded ODEs; both are
+            # first order with ~8e-4 error on psi at 1 ms (test_stewart):
+            # measured 9.6e-4 (Baumgarte) and 8.9e-4 (penalty)
+            assert diff <= 2e-3, (row["kinematics"], diff)
+        else:
+            # a Newton tolerance of 1e-6 on the step leaves a residual of about
+            # its square: measured 1.4e-15
+            assert diff <= 1e-12, (row["kinematics"], row["tolerance"], diff)
 
 
 def test_newton_formulations_share_the_pipeline():
@@ -89,5 +109,5 @@ def test_newton_formulations_share_the_pipeline():
 
 
 def test_bad_formulation_is_a_clear_error(capsys):
-    assert cli_main(["bench", "stewart", "--kinematics", "baumgarte"]) == 2
-    assert "unknown kinematics formulation 'baumgarte'" in capsys.readouterr().err
+    assert cli_main(["bench", "stewart", "--kinematics", "spring"]) == 2
+    assert "unknown kinematics formulation 'spring'" in capsys.readouterr().err
