@@ -27,20 +27,32 @@ def cmd_build(args):
     from .pipeline import build_fmu
     t0 = time.perf_counter()
     order = args.order.split(",") if args.order else None
-    path, compiled = build_fmu(args.mechanism, args.output, solver=args.solver, step=args.step,
-                               order=order, use_cache=not args.no_cache, log=_log(args),
-                               fmi=args.fmi, kind=args.kind, kinematics=args.kinematics,
-                               newton_tol=args.newton_tol)
+    if args.runtime == "python":
+        # the same reduced model as a pure-Python FMU through pythonfmu
+        # (FMI 2.0 Co-Simulation only; fmigen/pyruntime.py)
+        from .pyruntime import build_python_fmu
+        if args.fmi != "2" or args.kind != "cs":
+            raise ModelError("--runtime python builds FMI 2.0 Co-Simulation only (pythonfmu); "
+                             f"got --fmi {args.fmi} --kind {args.kind}")
+        path, compiled = build_python_fmu(args.mechanism, args.output, solver=args.solver, step=args.step,
+                                          order=order, use_cache=not args.no_cache, log=_log(args),
+                                          kinematics=args.kinematics, newton_tol=args.newton_tol)
+    else:
+        path, compiled = build_fmu(args.mechanism, args.output, solver=args.solver, step=args.step,
+                                   order=order, use_cache=not args.no_cache, log=_log(args),
+                                   fmi=args.fmi, kind=args.kind, kinematics=args.kinematics,
+                                   newton_tol=args.newton_tol)
     seconds = time.perf_counter() - t0
     info = {"fmu": str(path), "mechanism": compiled.mechanism.name, "fmi": args.fmi, "kind": args.kind,
-            "solver": args.solver, "kinematics": args.kinematics,
+            "runtime": args.runtime, "solver": args.solver, "kinematics": args.kinematics,
             "step": args.step, "seconds": round(seconds, 3),
             "independent": [compiled.dae.names[i] for i in compiled.partition.independent],
             "start": compiled.triangular.start}
     if args.json:
         print(json.dumps(info))
     else:
-        print(f"wrote {path} (FMI {args.fmi}.0 {args.kind.upper()}, {args.solver}, h = {args.step:g} s) "
+        print(f"wrote {path} (FMI {args.fmi}.0 {args.kind.upper()}, {args.runtime} runtime, {args.solver}, "
+              f"h = {args.step:g} s) "
               f"in {seconds:.2f} s; "
               f"independent: {', '.join(info['independent'])}")
     return 0
@@ -130,6 +142,10 @@ def main(argv=None):
                    help="interface type: cs = Co-Simulation (fixed-step integrator inside), "
                         "me = Model Exchange (states q_i and their velocities; default cs)")
     p.add_argument("-o", "--output", required=True, help="output .fmu path")
+    p.add_argument("--runtime", choices=["c", "python"], default="c",
+                   help="c: generated C compiled into the FMU (default); python: the same model as generated "
+                        "pure Python packaged with pythonfmu (FMI 2.0 CS only; no compiler needed, needs a "
+                        "Python interpreter with the FMU)")
     p.add_argument("--order", help="Gröbner variable order, highest first, e.g. c_alpha,s_alpha,c_phi,s_phi")
     p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases instead of using the disk cache")
     p.add_argument("--kinematics", choices=["groebner", "newton", "newton-loop"], default="groebner",

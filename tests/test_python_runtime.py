@@ -1,0 +1,279 @@
+"""The Python runtime (fmigen/pyruntime.py, ``fmigen build --runtime python``):
+the same reduced model as a pure-Python FMI 2.0 Co-Simulation FMU through
+pythonfmu, checked against the C FMU in fmpy."""
+import json
+import math
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+from fmpy import extract, read_model_description, simulate_fmu
+from fmpy.fmi1 import FMICallException
+from fmpy.fmi2 import FMU2Slave
+from fmpy.validation import validate_fmu
+
+from fmigen import fmu as fmu_mod
+from fmigen import pyruntime
+from fmigen.pipeline import build_fmu, compile_model, load_mechanism
+
+MECHS = ["fourbar", "slider_crank"]
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory):
+    """C FMU (fmigen build MECH, default RK4, h = 1 ms) and the Python FMU of
+    the same compiled model, per mechanism."""
+    d = tmp_path_factory.mktemp("pyrt")
+    out = {}
+    for mech in MECHS:
+        c_path, compiled = build_fmu(mech, d / f"{mech}_c.fmu", windows=False)
+        py_path, _ = pyruntime.build_python_fmu(mech, d / f"{mech}_py.fmu", compiled=compiled)
+        out[mech] = (c_path, py_path, compiled)
+    return out
+
+
+def _outputs(compiled):
+    names = [c.name for c in compiled.mechanism.coordinates]
+    return names, names + [f"der({n})" for n in names] + ["constraint_residual"]
+
+
+def _max_diffs(a, b, names):
+    assert len(a) == len(b) and np.array_equal(a["time"], b["time"])
+    return {n: float(np.max(np.abs(a[n] - b[n]))) for n in names}
+
+
+@pytest.mark.parametrize("mech", MECHS)
+def test_python_fmu_agrees_with_c_fmu(pairs, mech):
+    c_path, py_path, compiled = pairs[mech]
+    coords, outs = _outputs(compiled)
+    rc = simulate_fmu(str(c_path), stop_time=1.0, output_interval=0.01, output=outs)
+    rp = simulate_fmu(str(py_path), stop_time=1.0, output_interval=0.01, output=outs)
+    assert len(rp) == 101
+    diffs = _max_diffs(rc, rp, outs)
+    print(f"{mech}: max |C - Python| over 1 s (RK4, h = 1 ms, 100 communication steps): {diffs}")
+    # Measured: 0.0 for every coordinate, velocity and the residual of both
+    # mechanisms — the generated Python evaluates the same expressions (same
+    # CSE, integer powers as products, same libm) with the same LU, RK4 and
+    # step rule as the C, so the 1000 RK4 steps are bit-identical.  The bound
+    # is the task's round-off level, not the measurement.
+    for n in outs:
+        assert diffs[n] <= 1e-9, (n, diffs[n])
+    assert rp["constraint_residual"].max() <= 1e-12
+    # the motion is real (a few radians), not a trivially equal rest state
+    assert np.ptp(rp[coords[0]]) > 1.0
+
+
+@pytest.mark.parametrize("mech", MECHS)
+def test_python_fmu_validates_without_messages(pairs, mech):
+    assert validate_fmu(str(pairs[mech][1])) == []
+
+
+@pytest.mark.parametrize("mech", MECHS)
+def test_interface_is_the_c_fmus(pairs, mech):
+    """Same variables (names, value references, causality, variability,
+    initial, start, unit) and FMI 2.0 Co-Simulation only."""
+    c_path, py_path, _ = pairs[mech]
+    mc, mp = read_model_description(str(c_path)), read_model_description(str(py_path))
+    assert mp.fmiVersion == "2.0" and mp.modelExchange is None
+    assert mp.coSimulation.modelIdentifier == mech
+    assert "pythonfmu" in mp.generationTool
+
+    def table(md):
+        return [(v.name, v.valueReference, v.causality, v.variability, v.initial, v.start, v.unit)
+                for v in md.modelVariables]
+
+    assert table(mp) == table(mc)
+    with zipfile.ZipFile(py_path) as z:
+        names = z.namelist()
+    assert f"binaries/linux64/{mech}.so" in names
+    assert any(n.startswith("resources/fmigen_") and n.endswith(".py") for n in names)
+    assert "resources/pythonfmu/fmi2slave.py" in names
+
+
+def test_start_values_parameters_and_euler_with_shortened_steps(tmp_path):
+    """Independent start values, a tunable parameter, an input, Euler with an
+    internal step that does not divide the communication step (2 full steps of
+    4 ms + one of 2 ms per 10 ms): still the C FMU's trajectory."""
+    compiled = compile_model(load_mechanism("fourbar"))
+    c_path = fmu_mod.package(compiled.embedding, compiled.generated, tmp_path / "fb_e.fmu", solver="euler",
+                             step=4e-3, windows=False)
+    py_path = pyruntime.package(compiled, tmp_path / "fb_e_py.fmu", solver="euler", step=4e-3)
+    _, outs = _outputs(compiled)
+    start = {"theta": 1.2, "der(theta)": -0.5, "tau": 4.0, "m2": 1.5}
+    rc = simulate_fmu(str(c_path), stop_time=0.5, output_interval=0.01, output=outs, start_values=start)
+    rp = simulate_fmu(str(py_path), stop_time=0.5, output_interval=0.01, output=outs, start_values=start)
+    assert rp["theta"][0] == 1.2 and rp["der(theta)"][0] == -0.5
+    diffs = _max_diffs(rc, rp, outs)
+    # measured 0.0 here as well
+    assert max(diffs.values()) <= 1e-9, diffs
+    default = simulate_fmu(str(py_path), stop_time=0.5, output_interval=0.01, output=["theta"])
+    assert abs(default["theta"][-1] - rp["theta"][-1]) > 0.1   # the start values took effect
+
+
+def _slave(path, tmp_path, name="p"):
+    md = read_model_description(str(path))
+    unzip = extract(str(path), unzipdir=str(tmp_path / name))
+    s = FMU2Slave(guid=md.guid, unzipDirectory=unzip, modelIdentifier=md.coSimulation.modelIdentifier,
+                  instanceName=name)
+    s.instantiate()
+    return s, {v.name: v.valueReference for v in md.modelVariables}
+
+
+_BAD_CALL = r"""
+import json, math, sys
+from fmpy import extract, read_model_description
+from fmpy.fmi1 import FMICallException
+from fmpy.fmi2 import FMU2Slave, fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
+path, unzip, which = sys.argv[1], sys.argv[2], sys.argv[3]
+md = read_model_description(path)
+vr = {v.name: v.valueReference for v in md.modelVariables}
+msgs = []
+def log(env, name, status, category, message):
+    msgs.append((status, (message or b"").decode()))
+cb = fmi2CallbackFunctions()
+cb.logger = fmi2CallbackLoggerTYPE(log)
+s = FMU2Slave(guid=md.guid, unzipDirectory=unzip, modelIdentifier=md.coSimulation.modelIdentifier,
+              instanceName="bad")
+s.instantiate(callbacks=cb, loggingOn=True)
+bad = {
+    "dependent": lambda: s.setReal([vr["alpha"]], [0.3]),
+    "nan_input": lambda: s.setReal([vr["tau"], vr["tau"]], [1.0, math.nan]),
+    "inf_input": lambda: s.setReal([vr["tau"]], [math.inf]),
+    "zero_step": lambda: s.doStep(0.01, 0.0),
+    "negative_step": lambda: s.doStep(0.01, -1e-3),
+    "wrong_time": lambda: s.doStep(0.5, 0.01),
+    "parameter_after_init": lambda: s.setReal([vr["m1"]], [2.0]),
+}[which]
+if which != "dependent":
+    s.setupExperiment(startTime=0.0)
+    s.enterInitializationMode()
+    s.exitInitializationMode()
+    s.doStep(0.0, 0.01)
+status = 0
+try:
+    bad()
+except FMICallException as e:
+    status = e.status
+s.freeInstance()
+print(json.dumps({"status": status, "messages": msgs}))
+"""
+
+
+@pytest.mark.parametrize("which,text", [
+    ("dependent", "value reference 1 cannot be set (it is calculated or unknown)"),
+    ("nan_input", "set to a non-finite value (NaN or Inf)"),
+    ("inf_input", "set to a non-finite value (NaN or Inf)"),
+    ("zero_step", "communication step size must be > 0 (got 0)"),
+    ("negative_step", "communication step size must be > 0 (got -0.001)"),
+    ("wrong_time", "currentCommunicationPoint 0.5 does not match the FMU time 0.01"),
+    ("parameter_after_init", "cannot be set after initialization"),
+])
+def test_bad_calls_are_rejected_with_fatal(pairs, tmp_path, which, text):
+    """pythonfmu 0.7.0 turns every Python exception into fmi2Fatal (its
+    handle_py_exception throws cppfmu::FatalError) and frees the Python class
+    object, after which the process cannot instantiate the FMU again (use
+    after free; a later call on the instance even segfaults).  No fmi2Error
+    is reachable from Python code, so the Python FMU rejects a bad call with
+    fmi2Fatal and our message in the log — in a subprocess here, as that
+    status announces ("the model computations are irreparably corrupted for
+    all FMU instances")."""
+    path = pairs["fourbar"][1]
+    unzip = extract(str(path), unzipdir=str(tmp_path / "u"))
+    p = subprocess.run([sys.executable, "-c", _BAD_CALL, str(path), unzip, which], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["status"] == 4
+    assert any(st == 4 and text in m for st, m in out["messages"]), out["messages"]
+
+
+def test_fmu_state_restores_the_trajectory_bit_for_bit(pairs, tmp_path):
+    s, vr = _slave(pairs["fourbar"][1], tmp_path)
+    s.setupExperiment(startTime=0.0)
+    s.enterInitializationMode()
+    s.exitInitializationMode()
+    for k in range(10):
+        s.doStep(k * 0.01, 0.01)
+    state = s.getFMUstate()
+    blob = s.serializeFMUstate(state)
+    first = []
+    for k in range(10, 20):
+        s.doStep(k * 0.01, 0.01)
+        first.append(s.getReal([vr["theta"], vr["phi"]]))
+    for restored in (state, s.deSerializeFMUstate(blob)):
+        s.setFMUstate(restored)
+        again = []
+        for k in range(10, 20):
+            s.doStep(k * 0.01, 0.01)
+            again.append(s.getReal([vr["theta"], vr["phi"]]))
+        assert again == first
+    s.terminate()
+    s.freeInstance()
+
+
+def test_singular_configuration_is_a_discard_like_the_c_fmu(tmp_path):
+    """Non-Grashof four-bar (as in test_fmu_robustness): the crank reaches its
+    limit angle at t ≈ 0.85 s; both FMUs stop at the same last good time."""
+    m = load_mechanism("fourbar")
+    for p in m.parameters:
+        p.value = {"l1": 2.0, "l2": 2.5, "l3": 2.0, "d": 3.0}.get(p.name, p.value)
+    for c in m.coordinates:
+        c.start = {"alpha": -0.0255, "phi": 1.8239}.get(c.name, c.start)
+    m.name = "fourbar_toggle"
+    compiled = compile_model(m)
+    c_path = fmu_mod.package(compiled.embedding, compiled.generated, tmp_path / "tg.fmu", windows=False)
+    py_path = pyruntime.package(compiled, tmp_path / "tg_py.fmu")
+    s, vr = _slave(py_path, tmp_path)
+    s.setupExperiment(startTime=0.0)
+    s.enterInitializationMode()
+    s.exitInitializationMode()
+    t, h = 0.0, 0.01
+    with pytest.raises(FMICallException) as e:
+        for _ in range(300):
+            s.doStep(t, h)
+            t += h
+    assert e.value.status == 2                  # fmi2Discard
+    assert 0.8 < t < 0.9
+    theta, r = s.getReal([vr["theta"], vr["constraint_residual"]])
+    assert 2.2 < theta < math.acos(-29 / 48) and r <= 1e-12   # the last good state
+    s.freeInstance()
+    rc = simulate_fmu(str(c_path), stop_time=3.0, output_interval=0.01, output=["theta"])
+    rp = simulate_fmu(str(py_path), stop_time=3.0, output_interval=0.01, output=["theta"])
+    assert rp["time"][-1] == rc["time"][-1] and 0.8 < rp["time"][-1] < 0.9
+    assert np.array_equal(rp["theta"], rc["theta"])
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "fmigen.cli", *args], capture_output=True, text=True)
+
+
+def test_cli_build_runtime_python(tmp_path):
+    out = tmp_path / "sc.fmu"
+    p = _cli("build", "slider_crank", "-o", str(out), "--runtime", "python", "--json")
+    assert p.returncode == 0, p.stderr
+    info = json.loads(p.stdout)
+    assert info["runtime"] == "python" and info["independent"] == ["theta"]
+    assert validate_fmu(str(out)) == []
+    r = simulate_fmu(str(out), stop_time=0.1, output_interval=0.01, output=["theta"])
+    assert len(r) == 11 and np.isfinite(r["theta"]).all()
+
+
+@pytest.mark.parametrize("extra", [["--kind", "me"], ["--fmi", "3"]])
+def test_cli_runtime_python_is_fmi2_cs_only(tmp_path, extra):
+    p = _cli("build", "fourbar", "-o", str(tmp_path / "x.fmu"), "--runtime", "python", *extra)
+    assert p.returncode == 2
+    assert "--runtime python builds FMI 2.0 Co-Simulation only" in p.stderr
+    assert not (tmp_path / "x.fmu").exists()
+
+
+def test_cli_without_pythonfmu_says_what_is_missing(tmp_path):
+    """With pythonfmu not importable (blocked in sys.modules, as on a machine
+    without it) the build stops with exit 2 and a message naming the fix."""
+    code = ("import sys; sys.modules['pythonfmu'] = None; from fmigen.cli import main; "
+            f"sys.exit(main(['build', 'fourbar', '-o', {str(tmp_path / 'x.fmu')!r}, '--runtime', 'python']))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert "--runtime python needs pythonfmu" in p.stderr and "pip install pythonfmu" in p.stderr
+    assert not (tmp_path / "x.fmu").exists()
