@@ -42,7 +42,7 @@ def label(row):
 
 def table(result):
     paper = PAPER.get(result["mechanism"], {})
-    head = ["formulation", "ms CPU / simulated s", "instructions / step", "of which kinematics",
+    head = ["formulation", "ms CPU / simulated s", "(min)", "instructions / step", "of which kinematics",
             "median step µs", "p99 step µs",
             "max step µs", "peak max\\|Φ\\|", "vs Gröbner (instructions)"]
     if paper:
@@ -52,7 +52,8 @@ def table(result):
     for r in result["rows"]:
         ir = r["instructions_per_step"]
         kin = r.get("kinematics_instructions_per_step")
-        cells = [label(r), f"{r['ms_per_simulated_s']:.2f}", "–" if ir is None else f"{ir:,.0f}",
+        cells = [label(r), f"{r['ms_per_simulated_s']:.2f}", f"{r['ms_per_simulated_s_min']:.2f}",
+                 "–" if ir is None else f"{ir:,.0f}",
                  "–" if kin is None else f"{kin:,.0f}",
                  f"{r['median_step_us']:.2f}", f"{r['p99_step_us']:.2f}", f"{r['max_step_us']:.1f}",
                  f"{r['peak_constraint_violation']:.1e}",
@@ -182,7 +183,7 @@ NOTES = """\
   for a reason outside the code: the largest step of a 3000-step run is
   50 µs to a few ms (wall clock) whatever the formulation, and still ~80–170 µs
   on the thread-CPU clock, which points at preemption and hypervisor/interrupt
-  noise of the shared VM; the 99th percentile stays within ~1.3× the median. The Gröbner build of the Stewart
+  noise of the shared VM; the 99th percentile stays within ~2× the median. The Gröbner build of the Stewart
   platform has no data-dependent work (no iteration; the only branch is the
   degree > 2 root fallback, which the Stewart platform does not have), so its
   per-step work is constant; a pinned core on an idle host is where the 3×
@@ -229,7 +230,7 @@ def main(argv=None):
           "harness runs paper 000's experiment: explicit Euler, h = 1 ms, 3 s, the mechanism's "
           "default forces, exactly the arithmetic of `fmigen_core_step` (tested bit for bit).", "",
           "- *ms CPU / simulated s*: median over the repeats of CLOCK_PROCESS_CPUTIME_ID around "
-          "the whole 3 s loop / 3.",
+          "the whole 3 s loop / 3; *(min)* the least disturbed repeat.",
           "- *instructions / step*: `valgrind --tool=callgrind --toggle-collect=run_steps`, total "
           "Ir of the integration loop / 3000 (deterministic).",
           "- *median / p99 / max step*: per-step CLOCK_MONOTONIC in separate repeats; *max* is "
