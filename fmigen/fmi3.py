@@ -22,7 +22,7 @@ def time_value_reference(emb: Embedding) -> int:
 
 def model_description_3(emb: Embedding, gen: GeneratedModel, identifier: str, vars_, kind: str, deps,
                         step: float, sources: list[str]) -> bytes:
-    from .fmu import structure_lists   # shared with the FMI 2 writer
+    from .fmu import structure_lists, units_categories_experiment   # shared with the FMI 2 writer
     mech = emb.dae.mechanism
     root = etree.Element("fmiModelDescription", fmiVersion="3.0", modelName=mech.name,
                          instantiationToken="{" + gen.guid + "}",
@@ -50,15 +50,8 @@ def model_description_3(emb: Embedding, gen: GeneratedModel, identifier: str, va
                          providesIntermediateUpdate="false", mightReturnEarlyFromDoStep="false",
                          canReturnEarlyAfterIntermediateUpdate="false", hasEventMode="false",
                          providesEvaluateDiscreteStates="false")
-    units = sorted({v.unit for v in vars_ if v.unit} | {"s"})
-    ud = etree.SubElement(root, "UnitDefinitions")
-    for u in units:
-        etree.SubElement(ud, "Unit", name=u)
-    cats = etree.SubElement(root, "LogCategories")
-    for name, desc in [("logStatusError", "errors: singular configurations, bad input, wrong calls"),
-                       ("logStatusWarning", "warnings"), ("logEvents", "informational messages")]:
-        etree.SubElement(cats, "Category", name=name, description=desc)
-    etree.SubElement(root, "DefaultExperiment", startTime="0", stopTime="2", stepSize=repr(float(step)))
+    # "s" for the time variable FMI 3.0 declares
+    units_categories_experiment(root, {v.unit for v in vars_ if v.unit} | {"s"}, step)
     mv = etree.SubElement(root, "ModelVariables")
     vr = {"time": time_value_reference(emb)}
     etree.SubElement(mv, "Float64", name="time", valueReference=str(vr["time"]), causality="independent",

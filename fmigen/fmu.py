@@ -153,16 +153,7 @@ def model_description(emb: Embedding, gen: GeneratedModel, identifier: str, vars
     files = etree.SubElement(cs, "SourceFiles")
     for src in ["model.c", *RUNTIME_SOURCES, GLUE["2"]]:
         etree.SubElement(files, "File", name=src)
-    units = sorted({v.unit for v in vars_ if v.unit})
-    if units:
-        ud = etree.SubElement(root, "UnitDefinitions")
-        for u in units:
-            etree.SubElement(ud, "Unit", name=u)
-    cats = etree.SubElement(root, "LogCategories")
-    for name, desc in [("logStatusError", "errors: singular configurations, bad input, wrong calls"),
-                       ("logStatusWarning", "warnings"), ("logEvents", "informational messages")]:
-        etree.SubElement(cats, "Category", name=name, description=desc)
-    etree.SubElement(root, "DefaultExperiment", startTime="0", stopTime="2", stepSize=repr(float(step)))
+    units_categories_experiment(root, {v.unit for v in vars_ if v.unit}, step)
     mv = etree.SubElement(root, "ModelVariables")
     index = {}
     for k, v in enumerate(vars_, start=1):
@@ -189,6 +180,20 @@ def model_description(emb: Embedding, gen: GeneratedModel, identifier: str, vars
             etree.SubElement(el, "Unknown", index=str(index[name]),
                              dependencies=" ".join(str(index[d]) for d in group[name]))
     return etree.tostring(root, pretty_print=True, xml_declaration=True, encoding="UTF-8")
+
+
+def units_categories_experiment(root, units: set, step: float):
+    """UnitDefinitions, LogCategories and DefaultExperiment, the same in the
+    FMI 2.0 and 3.0 model descriptions."""
+    if units:
+        ud = etree.SubElement(root, "UnitDefinitions")
+        for u in sorted(units):
+            etree.SubElement(ud, "Unit", name=u)
+    cats = etree.SubElement(root, "LogCategories")
+    for name, desc in [("logStatusError", "errors: singular configurations, bad input, wrong calls"),
+                       ("logStatusWarning", "warnings"), ("logEvents", "informational messages")]:
+        etree.SubElement(cats, "Category", name=name, description=desc)
+    etree.SubElement(root, "DefaultExperiment", startTime="0", stopTime="2", stepSize=repr(float(step)))
 
 
 def structure_lists(vars_: list[Variable], deps, kind: str, declared: set):
