@@ -191,8 +191,8 @@ int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[])
         if (r < VR_V) value[i] = k->q[r - VR_Q];
         else if (r < VR_RES) value[i] = k->v[r - VR_V];
         else if (r == VR_RES) value[i] = k->residual;
-        else if (r < VR_P) value[i] = k->u[r - VR_U];
-        else if (r < VR_H) value[i] = k->p[r - VR_P];
+        else if (r >= VR_U && r < VR_P) value[i] = k->u[r - VR_U];
+        else if (r >= VR_P && r < VR_H) value[i] = k->p[r - VR_P];
         else if (r == VR_H) value[i] = k->h;
         else if (r < VR_A) value[i] = k->y[r - VR_Y];
         else if (r < VR_TIME && in->kind == FG_ME) {
@@ -243,8 +243,8 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
         double *dst;
         if (r < VR_V) dst = &k->q[r];
         else if (r < VR_RES) dst = &k->v[r - VR_V];
-        else if (r < VR_P) dst = &k->u[r - VR_U];
-        else if (r < VR_H) dst = &k->p[r - VR_P];
+        else if (r >= VR_U && r < VR_P) dst = &k->u[r - VR_U];
+        else if (r >= VR_P && r < VR_H) dst = &k->p[r - VR_P];
         else dst = &k->h;
         if (*dst != value[i]) changed = 1;
         *dst = value[i];
