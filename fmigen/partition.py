@@ -18,7 +18,7 @@ import scipy.sparse as sps
 from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
 
 from .dae import DAE
-from .model import ModelError, t
+from .model import ModelError
 
 
 @dataclass
@@ -116,6 +116,3 @@ def block_decomposition(dae: DAE, indep: list[int], dep: list[int]) -> list[Bloc
         solved |= set(unknowns)
     return blocks
 
-
-def uses_time(dae: DAE, block: Block) -> bool:
-    return any(t in dae.Phi[j].free_symbols for j in block.equations)

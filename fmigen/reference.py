@@ -41,9 +41,6 @@ class ReferenceSolution:
     rtol: float
     names: list[str]
 
-    def coordinate(self, name):
-        return self.q[:, self.names.index(name)]
-
 
 def assemble_newton(dae: DAE, q_guess, hold: list[str], tt=0.0, tol=1e-14, max_iter=50):
     """Newton on Φ(q) = 0 for the coordinates not in ``hold``, from a guess."""

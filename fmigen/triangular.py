@@ -449,7 +449,7 @@ def sequence_float64(dae, tb: TriangularBlock, q: dict, tt=0.0) -> dict:
     """The block's sequence evaluated in IEEE double, as the generated C does."""
     env = {s: float(q[s.name]) for s in dae.q_sym if s.name in q}
     env[t] = tt
-    vals = {K: float(sp.lambdify(list(env), expr.xreplace({}), "math")(*env.values()))
+    vals = {K: float(sp.lambdify(list(env), expr, "math")(*env.values()))
             for K, expr in tb.abstractions.items()}
     vals.update({v: float(sp.lambdify(list(env), expr, "math")(*env.values())) for v, expr in tb.known_ring.items()})
     for step in tb.steps:
