@@ -75,8 +75,9 @@ def test_stroke_sweep_stays_on_one_branch(gear_fmu):
         guess = _independent_solution(r["p_BC"][k], guess)
         got = np.array([r[n][k] for n in ANGLES])
         assert np.abs(got - guess).max() < 1e-9, (r["p_BC"][k], got, guess)
-    # constraints to round-off except near p = 302, see the closing note
-    assert np.abs(r["constraint_residual"]).max() <= 1e-10
+    # constraints to round-off, also near p = 302 where the lex sequence is
+    # 0/0 and the continuity-guarded Newton polish takes over (measured 1.1e-13)
+    assert np.abs(r["constraint_residual"]).max() <= 1e-12
     # angle rates from the velocity solve match finite differences of the angles
     fd = np.gradient(r["theta_A"], r["time"])
     assert np.abs(fd[5:-5] - r["der(theta_A)"][5:-5]).max() < 1e-4
