@@ -2,9 +2,12 @@
 Tables 1 and 3).
 
 Every formulation goes through the same pipeline and codegen (only the
-``kinematics`` argument of ``triangularize`` differs), is compiled with -O2
-like the FMU together with ``runtime/fmigen_core.c`` and the native harness
-``runtime/bench_harness.c`` (no FMI layer, no ctypes, no fmpy), and runs the
+``kinematics`` argument of ``triangularize`` differs, or, for the augmented
+formulations, the ``FMIGEN_FORMULATION`` macros in model_config.h), is
+compiled with -O2 like the FMU together with the FMU's runtime
+(``runtime/fmigen_core.c``, ``runtime/fmigen_augmented.c``) and the native
+harness ``runtime/bench_harness.c`` (no FMI layer, no ctypes, no fmpy), and
+runs the
 paper's experiment: explicit Euler, h = 1 ms, 3 s, the mechanism's default
 forces.  Per row:
 
@@ -21,19 +24,23 @@ forces.  Per row:
   paper's "kinematic" column, in instructions);
 - ``peak_constraint_violation``: max_j |Φ_j(q)| over every state the
   integrator evaluated, q_d as the formulation's kinematics returned it;
-- ``final_q``: the assembled coordinates at the stop time, and
-  ``core_step_max_diff``: max |Δ| against one ``fmigen_core_step`` call over
-  the whole run (the FMU's code path; 0 means bit-identical).
+- ``final_q``: the coordinates at the stop time (assembled, or as
+  integrated for the augmented formulations), and ``core_step_max_diff``:
+  max |Δ| against one ``fmigen_core_step`` call over the whole run (the FMU's
+  code path; 0 means bit-identical).
 
 Newton formulations stop when the Newton step is at most the tolerance
 (absolute), as in the paper (10⁻³ and 10⁻⁶); one generated model per
 formulation, the tolerance is a compile-time ``-DFMIGEN_NEWTON_TOL``.
 
-The constraint-stabilization rows ``baumgarte`` and ``penalty`` (paper 000
-eqs. 6-9, its parameters α = 1, β = 18; ρ = 10³, ζ = 1, ω = 18) exist only
-here, not as FMUs: the harness integrates all n coordinates of the augmented
-system from the same generated M, F, Φ, Φ_q, Φ_t, γ (``-DFMIGEN_BENCH_STAB``,
-see ``runtime/bench_harness.c``), with dense LU like the paper.
+The augmented rows ``baumgarte``, ``penalty`` (paper 000 eqs. 6-9, its
+parameters α = 1, β = 18; ρ = 10³, ζ = 1, ω = 18) and ``spring`` (virtual
+springs and dampers, paper 003; k = 5·10⁴, b = 60 by default) are the same
+formulations ``fmigen build --kinematics baumgarte|penalty|spring`` builds as
+FMUs (fmigen/formulation.py, ``runtime/fmigen_augmented.c``): all n
+coordinates of the augmented system integrated from the Gröbner build's
+generated M, F, Φ, Φ_q, Φ_t, γ, with dense LU like the paper; their
+parameters come from the same CLI options.
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import codegen
+from . import codegen, formulation
 from .dae import build_dae
 from .embed import embed
 from .model import ModelError
@@ -59,8 +66,8 @@ from .triangular import KINEMATICS, triangularize
 RUNTIME_DIR = Path(__file__).parent / "runtime"
 CFLAGS = ["-O2", "-std=c99", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unused-variable"]
 DEFAULT_TOLERANCES = (1e-3, 1e-6)
-#: bench-only formulations: constraint stabilization of the augmented system
-STABILIZED = {"baumgarte": 1, "penalty": 2}
+#: augmented formulations (fmigen/formulation.py), built on the Gröbner model
+STABILIZED = formulation.AUGMENTED
 FORMULATIONS = (*KINEMATICS, *STABILIZED)
 
 
@@ -86,30 +93,36 @@ def formulations(kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES):
     return out
 
 
-def generate_sources(mech, kinematics, log=None):
-    """{kinematics: GeneratedModel}: the DAE, partition and embedding once,
-    then triangularize + codegen per formulation."""
+def generate_sources(mech, kinematics, log=None, augmented=()):
+    """{kinematics: (GeneratedModel, coordinate names)}: the DAE, partition and
+    embedding once, then triangularize + codegen per formulation; the
+    ``augmented`` formulations (formulation.Augmented) are checked against the
+    model and added on the Gröbner build, keyed by their name."""
     log = log or (lambda m: None)
     dae = build_dae(mech)
     part = choose_partition(dae)
     emb = embed(dae, part)
+    for form in augmented:
+        formulation.check_model(emb, form)
     out = {}
     for k in kinematics:
         log(f"generating C for kinematics '{k}'")
         tri = triangularize(dae, part, kinematics=k, log=lambda m: log("  " + m))
         out[k] = (codegen.generate(emb, tri, mech.name), dae.names)
+    for form in augmented:
+        out[form.name] = (formulation.apply(out["groebner"][0], form), dae.names)
     return out
 
 
-def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, cc="gcc", stab=0) -> Path:
+def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, cc="gcc") -> Path:
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "model.c").write_text(gen.model_c)
     (workdir / "model_config.h").write_text(gen.config_h)
     exe = workdir / "bench_harness"
     defs = [f"-DFMIGEN_NEWTON_TOL={tolerance!r}"] if tolerance is not None else []
-    defs += [f"-DFMIGEN_BENCH_STAB={stab}"] if stab else []
     cmd = [cc, *CFLAGS, *defs, f"-I{workdir}", f"-I{RUNTIME_DIR}", str(workdir / "model.c"),
-           str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "bench_harness.c"), "-lm", "-o", str(exe)]
+           str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "fmigen_augmented.c"),
+           str(RUNTIME_DIR / "bench_harness.c"), "-lm", "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise ModelError(f"compiling the benchmark harness failed:\n{' '.join(cmd)}\n{r.stderr}")
@@ -151,25 +164,30 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float) -> tuple:
 
 
 def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_time=3.0, step=1e-3,
-          repeats=5, callgrind=True, log=None, keep=None) -> dict:
-    """Run every formulation; the JSON of ``fmigen bench --json``."""
+          repeats=5, callgrind=True, log=None, keep=None, formulation_params=None) -> dict:
+    """Run every formulation; the JSON of ``fmigen bench --json``.
+    ``formulation_params``: {augmented formulation: {parameter: value}}."""
     from .pipeline import load_mechanism
     log = log or (lambda m: None)
     mech = load_mechanism(spec) if isinstance(spec, (str, Path)) else spec
     forms = formulations(kinematics, tolerances)
+    formulation_params = formulation_params or {}
+    augmented = {f.kinematics: formulation.make(f.kinematics, **formulation_params.get(f.kinematics, {}))
+                 for f in forms if f.kinematics in STABILIZED}
     t0 = time.perf_counter()
-    # the stabilized rows use the Gröbner build's model functions (not its kinematics)
+    # the augmented rows use the Gröbner build's model functions (its
+    # kinematics only for the start)
     needed = {"groebner" if f.kinematics in STABILIZED else f.kinematics for f in forms}
-    sources = generate_sources(mech, sorted(needed, key=list(KINEMATICS).index), log)
+    sources = generate_sources(mech, sorted(needed, key=list(KINEMATICS).index), log,
+                               augmented=list(augmented.values()))
     rows = []
     tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="fmigen-bench-"))
     try:
         exes = []
         for i, f in enumerate(forms):
-            gen, names = sources["groebner" if f.kinematics in STABILIZED else f.kinematics]
+            gen, names = sources[f.kinematics]
             log(f"[{i + 1}/{len(forms)}] compiling the harness for {f.label}")
-            exes.append(compile_harness(gen, tmp / f"{f.kinematics}_{f.tolerance}", f.tolerance,
-                                        stab=STABILIZED.get(f.kinematics, 0)))
+            exes.append(compile_harness(gen, tmp / f"{f.kinematics}_{f.tolerance}", f.tolerance))
         # repeats interleaved round-robin, so a slow phase of a shared machine
         # hits every formulation alike (ratios from the same run)
         runs = [[] for _ in forms]
@@ -178,7 +196,7 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
             for i, exe in enumerate(exes):
                 runs[i].append(run_harness(exe, stop_time, step, 1))
         for i, f in enumerate(forms):
-            names = sources["groebner" if f.kinematics in STABILIZED else f.kinematics][1]
+            names = sources[f.kinematics][1]
             res = {k: [x for run in runs[i] for x in run[k]] for k in runs[i][0] if isinstance(runs[i][0][k], list)}
             first = runs[i][0]
             if any(run["final_q"] != first["final_q"] or run["peak_violation"] != first["peak_violation"]
@@ -206,6 +224,8 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
                 "core_step_max_diff": first["core_step_max_diff"],
                 "final_q": dict(zip(names, first["final_q"])),
             }
+            if f.kinematics in STABILIZED:
+                row["parameters"] = dict(augmented[f.kinematics].values)
             log(f"      {f.label}: {row['ms_per_simulated_s']:.3f} ms/s, max step {row['max_step_us']:.2f} us, "
                 f"peak |Phi| {row['peak_constraint_violation']:.2e}"
                 + (f", {ir:.0f} instructions/step" if ir else ""))
@@ -252,17 +272,21 @@ def _floats(text):
 
 def add_parser(sub, common_log):
     """The ``bench`` verb of the CLI (fmigen/cli.py calls this)."""
-    p = sub.add_parser("bench", help="time the kinematics formulations in a native C harness",
-                       description="Build the mechanism with every kinematics formulation (Gröbner, one "
-                                   "Newton iteration over all dependent coordinates, Newton per loop) and "
-                                   "time paper 000's experiment (explicit Euler, h = 1 ms, 3 s) natively: "
-                                   "ms of CPU per simulated second, per-step maximum, callgrind "
-                                   "instructions per step, peak constraint violation.")
+    p = sub.add_parser("bench", help="time the formulations in a native C harness",
+                       description="Build the mechanism with every formulation -- the embedded ODE with "
+                                   "Gröbner kinematics, one Newton iteration over all dependent coordinates, "
+                                   "Newton per loop; and the augmented systems Baumgarte, penalty (paper 000) "
+                                   "and virtual springs (paper 003), the same runtime code as "
+                                   "`fmigen build --kinematics ...` -- and time paper 000's experiment "
+                                   "(explicit Euler, h = 1 ms, 3 s) natively: ms of CPU per simulated second, "
+                                   "per-step maximum, callgrind instructions per step, peak constraint "
+                                   "violation.")
     p.add_argument("mechanism", help="mechanism module: a path or a bare name (stewart)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.add_argument("--kinematics", default=",".join(FORMULATIONS),
-                   help=f"comma-separated formulations (default {','.join(FORMULATIONS)}; the last two "
-                        "are constraint stabilizations of the augmented system, bench only)")
+                   help=f"comma-separated formulations (default {','.join(FORMULATIONS)}; the last three "
+                        "integrate all coordinates of the augmented system, as FMUs built with "
+                        "--kinematics baumgarte|penalty|spring)")
     p.add_argument("--tolerances", default=",".join(f"{t:g}" for t in DEFAULT_TOLERANCES),
                    help="Newton step tolerances, one row each (default 1e-3,1e-6 as in paper 000)")
     p.add_argument("--stop-time", type=float, default=3.0, help="simulated seconds (default 3)")
@@ -270,6 +294,7 @@ def add_parser(sub, common_log):
     p.add_argument("--repeats", type=int, default=5, help="timed repeats, median reported (default 5)")
     p.add_argument("--no-callgrind", action="store_true", help="skip the valgrind instruction count")
     p.add_argument("--keep", help="keep the generated sources and harness binaries in this directory")
+    formulation.add_options(p)
 
     def run(args):
         if args.repeats < 1 or not args.step > 0 or not args.stop_time >= args.step:
@@ -277,7 +302,8 @@ def add_parser(sub, common_log):
         result = bench(args.mechanism, kinematics=[k.strip() for k in args.kinematics.split(",") if k.strip()],
                        tolerances=_floats(args.tolerances), stop_time=args.stop_time, step=args.step,
                        repeats=args.repeats, callgrind=not args.no_callgrind,
-                       log=lambda m: print(m, file=sys.stderr, flush=True), keep=args.keep)
+                       log=lambda m: print(m, file=sys.stderr, flush=True), keep=args.keep,
+                       formulation_params=formulation.params_from_args(args))
         print(json.dumps(result) if args.json else format_table(result))
         return 0
 

@@ -27,6 +27,15 @@ def cmd_build(args):
     from .pipeline import build_fmu
     t0 = time.perf_counter()
     order = args.order.split(",") if args.order else None
+    from .formulation import AUGMENTED, option_name, params_from_args
+    given = params_from_args(args)
+    for name, values in given.items():
+        if name != args.kinematics:
+            raise ModelError(f"{', '.join(option_name(name, k) for k in values)} applies to --kinematics {name} "
+                             f"only (got --kinematics {args.kinematics})")
+    if args.runtime == "python" and args.kinematics in AUGMENTED:
+        raise ModelError(f"--runtime python builds the embedded formulations only; --kinematics "
+                         f"{args.kinematics} needs the C runtime")
     if args.runtime == "python":
         # the same reduced model as a pure-Python FMU through pythonfmu
         # (FMI 2.0 Co-Simulation only; fmigen/pyruntime.py)
@@ -41,13 +50,15 @@ def cmd_build(args):
         path, compiled = build_fmu(args.mechanism, args.output, solver=args.solver, step=args.step,
                                    order=order, use_cache=not args.no_cache, log=_log(args),
                                    fmi=args.fmi, kind=args.kind, kinematics=args.kinematics,
-                                   newton_tol=args.newton_tol)
+                                   newton_tol=args.newton_tol, formulation_params=given.get(args.kinematics))
     seconds = time.perf_counter() - t0
     info = {"fmu": str(path), "mechanism": compiled.mechanism.name, "fmi": args.fmi, "kind": args.kind,
             "runtime": args.runtime, "solver": args.solver, "kinematics": args.kinematics,
             "step": args.step, "seconds": round(seconds, 3),
             "independent": [compiled.dae.names[i] for i in compiled.partition.independent],
             "start": compiled.triangular.start}
+    if compiled.generated.formulation is not None:
+        info["formulation_parameters"] = dict(compiled.generated.formulation.values)
     if args.json:
         print(json.dumps(info))
     else:
@@ -148,11 +159,17 @@ def main(argv=None):
                         "Python interpreter with the FMU)")
     p.add_argument("--order", help="Gröbner variable order, highest first, e.g. c_alpha,s_alpha,c_phi,s_phi")
     p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases instead of using the disk cache")
-    p.add_argument("--kinematics", choices=["groebner", "newton", "newton-loop"], default="groebner",
-                   help="kinematics formulation: groebner (triangular sequences, default), newton (one Newton "
-                        "iteration over all dependent coordinates) or newton-loop (Newton on each loop)")
+    p.add_argument("--kinematics", choices=["groebner", "newton", "newton-loop", "baumgarte", "penalty", "spring"],
+                   default="groebner",
+                   help="formulation: groebner (triangular sequences, default), newton (one Newton "
+                        "iteration over all dependent coordinates) or newton-loop (Newton on each loop) solve "
+                        "the kinematics of the embedded ODE; baumgarte, penalty (paper 000) and spring (virtual "
+                        "springs, paper 003) integrate all coordinates of the augmented system instead (states "
+                        "q, v; the constraints drift, see constraint_residual)")
     p.add_argument("--newton-tol", type=_positive, default=None,
                    help="Newton step tolerance of --kinematics newton|newton-loop (absolute, default 1e-10)")
+    from .formulation import add_options as add_formulation_options
+    add_formulation_options(p)
     p.set_defaults(func=cmd_build)
 
     from .bench import add_parser as add_bench_parser

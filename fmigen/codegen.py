@@ -61,6 +61,7 @@ class GeneratedModel:
     model_c: str
     config_h: str
     guid: str
+    formulation: object = None   # formulation.Augmented, None for the embedded ODE
 
 
 class SymbolMap:

@@ -14,7 +14,10 @@ Layout of the FMU:
 
 ``--fmi 2|3`` picks the standard, ``--kind cs|me`` the interface type; the
 modelDescription declares exactly that one.  Model Exchange states are the
-independent coordinates and their velocities.
+independent coordinates and their velocities; with an augmented formulation
+(``--kinematics baumgarte|penalty|spring``, fmigen/formulation.py) every
+coordinate and velocity, and the formulation's parameters are declared as
+fixed parameters (after ``time`` in the value references).
 
 Variable names follow DESIGN.md: coordinates by name, velocities as
 ``der(name)``, ``constraint_residual``, inputs and parameters by name.
@@ -39,7 +42,7 @@ from .embed import Embedding
 from . import structure
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
-RUNTIME_SOURCES = ["fmigen_core.c", "fmigen_instance.c"]
+RUNTIME_SOURCES = ["fmigen_core.c", "fmigen_augmented.c", "fmigen_instance.c"]
 RUNTIME_HEADERS = ["fmigen_runtime.h", "fmigen_instance.h"]
 GLUE = {"2": "fmi2.c", "3": "fmi3.c"}
 FMI_HEADERS = {"2": ["fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h"],
@@ -70,13 +73,15 @@ class Variable:
     derivative: str | None = None   # name of the variable this one is the derivative of (ME)
 
 
-def variables(emb: Embedding, gen_start: dict, step: float, kind: str = "cs") -> list[Variable]:
+def variables(emb: Embedding, gen_start: dict, step: float, kind: str = "cs", form=None) -> list[Variable]:
     """All model variables with value references matching runtime/fmigen_instance.h.
 
     Model Exchange adds the accelerations ``der(q_i,2)`` (derivatives of the
     velocity states) and leaves out ``internal_step``, which only the
-    Co-Simulation integrator uses."""
+    Co-Simulation integrator uses.  ``form`` (an augmented formulation): all
+    coordinates are states, and its parameters follow ``time``."""
     dae = emb.dae
+    states = range(dae.n) if form is not None else emb.independent
     mech = dae.mechanism
     n = dae.n
     out = []
@@ -94,7 +99,7 @@ def variables(emb: Embedding, gen_start: dict, step: float, kind: str = "cs") ->
         out.append(Variable(f"der({c.name})", n + i, indep_causality if indep else "output", "continuous",
                             indep_initial if indep else "calculated",
                             c.velocity_start if indep else None, vunit, f"velocity of {c.name}",
-                            derivative=c.name if (indep and kind == "me") else None))
+                            derivative=c.name if (i in states and kind == "me") else None))
     out.append(Variable("constraint_residual", 2 * n, "output", "continuous", "calculated", None, "",
                         "max |Phi_j(q)| after the last internal step"))
     vr = 2 * n + 1
@@ -114,14 +119,20 @@ def variables(emb: Embedding, gen_start: dict, step: float, kind: str = "cs") ->
     for name in dae.outputs:
         out.append(Variable(name, vr, "output", "continuous", "calculated", None))
         vr += 1
-    for i in emb.independent:
+    for i in states:
         c = mech.coordinates[i]
         if kind == "me":
             aunit = c.unit + "/s2" if c.unit else ""
             out.append(Variable(f"der({c.name},2)", vr, "local", "continuous", "calculated", None, aunit,
-                                f"acceleration of {c.name} from the embedded ODE",
+                                f"acceleration of {c.name} from the "
+                                + (f"{form.name} formulation" if form is not None else "embedded ODE"),
                                 derivative=f"der({c.name})"))
         vr += 1
+    vr += 1   # time (FMI 3)
+    if form is not None:
+        for name, value, _, desc in form.parameters():
+            out.append(Variable(name, vr, "parameter", "fixed", "exact", value, "", desc))
+            vr += 1
     return out
 
 
@@ -311,13 +322,17 @@ def package(emb: Embedding, gen: GeneratedModel, out: Path, solver="rk4", step=1
     identifier = emb.dae.mechanism.name
     dae: DAE = emb.dae
     start = {c.name: c.start for c in dae.mechanism.coordinates}
-    vars_ = variables(emb, start, step, kind)
-    deps = structure.dependencies(emb)
+    form = gen.formulation
+    if form is not None:
+        from .formulation import check_model
+        check_model(emb, form)
+    vars_ = variables(emb, start, step, kind, form)
+    deps = structure.dependencies(emb) if form is None else structure.augmented_dependencies(emb, form)
     if fmi == "2":
         xml = model_description(emb, gen, identifier, vars_, solver, kind, deps, step)
     else:
         from .fmi3 import model_description_3
-        xml = model_description_3(emb, gen, identifier, vars_, kind, deps, step, source_files("3"))
+        xml = model_description_3(emb, gen, identifier, vars_, kind, deps, step, source_files("3"), form)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_sources(root / "sources", gen, fmi, kind, solver, step)
@@ -335,7 +350,11 @@ def package(emb: Embedding, gen: GeneratedModel, out: Path, solver="rk4", step=1
             f"<html><body><h1>{identifier}</h1><p>{dae.mechanism.description}</p>"
             f"<p>Generated by fmigen: FMI {fmi}.0 {'Model Exchange' if kind == 'me' else 'Co-Simulation'}; "
             + (f"{solver} with internal step {step} s (parameter internal_step). " if kind == "cs" else
-               "continuous states: the independent coordinates and their velocities. ") +
+               "continuous states: the independent coordinates and their velocities. "
+               if form is None else "continuous states: all coordinates and velocities. ")
+            + (f"Formulation: {form.name} ({', '.join(f'{n} = {v:g}' for n, v, _, _ in form.parameters())}); "
+               "the coordinates are integrated, not projected onto the constraints. " if form is not None
+               else "") +
             "Geometry is structural (baked into the Gröbner basis); masses, inertias, gravity and "
             "force amplitudes are tunable parameters.</p></body></html>")
         out = Path(out)

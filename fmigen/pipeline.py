@@ -82,8 +82,20 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
 
 
 def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=True, log=None,
-              fmi="2", kind="cs", windows=None, kinematics="groebner", newton_tol=None):
+              fmi="2", kind="cs", windows=None, kinematics="groebner", newton_tol=None, formulation_params=None):
+    """``kinematics`` baumgarte|penalty|spring: an augmented formulation
+    (fmigen/formulation.py) with ``formulation_params`` ({name: value}, None =
+    defaults) on the Gröbner build's model functions, which also assemble the
+    start."""
+    from . import formulation
     log = log or (lambda msg: None)
+    form = None
+    if kinematics in formulation.AUGMENTED:
+        form = formulation.make(kinematics, **(formulation_params or {}))
+        kinematics = "groebner"
+    elif formulation_params:
+        raise ModelError(f"formulation parameters {sorted(formulation_params)} apply to --kinematics "
+                         f"{'|'.join(formulation.AUGMENTED)} only")
     mech = load_mechanism(spec_or_mech) if isinstance(spec_or_mech, (str, Path)) else spec_or_mech
     # all real assemblies at the start input; the one nearest the guesses
     # becomes the start, with a warning when two are close (small systems only,
@@ -92,6 +104,10 @@ def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=
     start_assembly_hook(mech, log=log)
     compiled = compile_model(mech, order=order, use_cache=use_cache, log=log, kinematics=kinematics,
                              newton_tol=newton_tol)
+    if form is not None:
+        formulation.check_model(compiled.embedding, form)
+        log(f"      formulation: {form.name} ({', '.join(f'{n} = {v:g}' for n, v, _, _ in form.parameters())})")
+        compiled.generated = formulation.apply(compiled.generated, form)
     t0 = time.perf_counter()
     log(f"[5/5] compiling and packaging {out}")
     path = fmu.package(compiled.embedding, compiled.generated, Path(out), solver=solver, step=step,

@@ -123,3 +123,60 @@ def dependencies(emb: Embedding) -> Dependencies:
     for i in indep:
         put(f"der({names[i]},2)", acc_rt, m_params | f_params)
     return deps
+
+
+def augmented_dependencies(emb: Embedding, form) -> Dependencies:
+    """Dependencies for an augmented formulation (fmigen/formulation.py):
+    every coordinate and velocity is a state.  After initialization each
+    depends on itself, the residual on the coordinates in Φ, a user output on
+    the symbols of its expression, and the acceleration der(q,2) of every
+    coordinate on the structural dependencies of the formulation's linear
+    system.  The start is assembled as in the embedded FMU, so the initial
+    dependencies are the embedded ones, mapped through the kinematics."""
+    from .formulation import acceleration_dependencies
+    dae = emb.dae
+    names = dae.names
+    base = dependencies(emb)
+    sym_name = {}
+    for i in range(dae.n):
+        sym_name[dae.q_sym[i]] = names[i]
+        sym_name[dae.v_sym[i]] = f"der({names[i]})"
+    sym_name.update({s: i.name for s, i in zip(dae.inputs, dae.mechanism.inputs)})
+    sym_name[t] = "time"
+    param_name = {s: p.name for s, p in zip(dae.tunable, [p for p in dae.mechanism.parameters if p.tunable])}
+    order = {nm: k for k, nm in enumerate(
+        list(names) + [f"der({x})" for x in names] + [i.name for i in dae.mechanism.inputs]
+        + list(param_name.values()) + [n for n, *_ in form.parameters()] + ["time"])}
+
+    def sort(xs):
+        return sorted(set(xs), key=lambda x: order.get(x, len(order)))
+
+    def split(symbols):
+        rt = {sym_name[s] for s in symbols if s in sym_name}
+        params = {param_name[s] for s in symbols if s in param_name}
+        return rt, params
+
+    def initial_of(rt, params):
+        out = set(params)
+        for x in rt:
+            if x == "time":
+                continue
+            out |= set(base.initial.get(x, [x]))
+        return sort(out)
+
+    deps = Dependencies(runtime={}, initial=dict(base.initial))
+    for i in range(dae.n):
+        deps.runtime[names[i]] = [names[i]]
+        deps.runtime[f"der({names[i]})"] = [f"der({names[i]})"]
+    phi_rt, _ = split(sp.Add(*dae.Phi).free_symbols if dae.m else set())
+    deps.runtime["constraint_residual"] = sort(x for x in phi_rt if not x.startswith("der("))
+    for name, expr in dae.outputs.items():
+        rt, _ = split(sp.sympify(expr).free_symbols)
+        deps.runtime[name] = sort(rt)
+    fparams = {n for n, *_ in form.parameters()}
+    for i, symbols in acceleration_dependencies(emb, form).items():
+        rt, params = split(symbols)
+        name = f"der({names[i]},2)"
+        deps.runtime[name] = sort(rt)
+        deps.initial[name] = initial_of(rt, params | fparams)
+    return deps

@@ -23,18 +23,12 @@
  *   core_step_max_diff max |Δ| between final_q/v and one call of
  *                      fmigen_core_step(T) from the start (the FMU's path)
  *
- * Compiled with -DFMIGEN_BENCH_STAB=1 (Baumgarte) or 2 (penalty), the harness
- * instead integrates all n coordinates of the augmented index-3 system with
- * a constraint stabilization (paper 000 eqs. 6-9), from the same generated
- * M, F, Φ, Φ_q, Φ_t, γ; q_d is then not solved but integrated, and
- * core_step_max_diff is null (there is no such FMU path).
- *   Baumgarte: M q̈ + Φ_qᵀλ = F, Φ_q q̈ = γ − 2αΦ̇ − β²Φ, through the Schur
- *     complement (Φ_q M⁻¹ Φ_qᵀ) λ = Φ_q M⁻¹ F − (γ − 2αΦ̇ − β²Φ), dense LU
- *     with partial pivoting of M (n×n) and of the m×m complement;
- *   penalty (one iteration, q̈⁽⁰⁾ = M⁻¹F): (M + ρΦ_qᵀΦ_q) q̈ =
- *     F − ρΦ_qᵀ(−γ + 2ζωΦ̇ + ω²Φ), dense LU of the n×n matrix;
- * with the paper's parameters α = 1, β = 18 and ρ = 10³, ζ = 1, ω = 18
- * (override with -DFMIGEN_STAB_ALPHA=..., _BETA, _RHO, _ZETA, _OMEGA).
+ * With an augmented formulation in model_config.h (FMIGEN_FORMULATION:
+ * Baumgarte, penalty or virtual springs, runtime/fmigen_augmented.c) the
+ * state is x = [q, v] of all n coordinates and fmigen_core_rhs is the
+ * formulation's right-hand side; q_d is then integrated, not solved, and the
+ * violation is max|Φ(q)| of the integrated q.  Everything else is the same
+ * code path (fmigen_state_get/_set, fmigen_core_refresh) as the FMU's.
  *
  * usage: bench_harness T h repeats [mode]
  *   mode "full" (default): all of the above;
@@ -48,29 +42,7 @@
 #include <time.h>
 #include "fmigen_runtime.h"
 
-#ifndef FMIGEN_BENCH_STAB
-#define FMIGEN_BENCH_STAB 0
-#endif
-#if FMIGEN_BENCH_STAB
-#define NX (2 * NQ)   /* x = [q, v], all coordinates */
-#else
-#define NX (2 * NI)   /* x = [q_i, v_i] */
-#endif
-#ifndef FMIGEN_STAB_ALPHA
-#define FMIGEN_STAB_ALPHA 1.0
-#endif
-#ifndef FMIGEN_STAB_BETA
-#define FMIGEN_STAB_BETA 18.0
-#endif
-#ifndef FMIGEN_STAB_RHO
-#define FMIGEN_STAB_RHO 1e3
-#endif
-#ifndef FMIGEN_STAB_ZETA
-#define FMIGEN_STAB_ZETA 1.0
-#endif
-#ifndef FMIGEN_STAB_OMEGA
-#define FMIGEN_STAB_OMEGA 18.0
-#endif
+#define NX FMIGEN_NX   /* [q_i, v_i], or [q, v] for an augmented formulation */
 
 static double seconds(clockid_t id)
 {
@@ -83,15 +55,7 @@ static void start_state(FmigenCore *c, double *x)
 {
     fmigen_core_init(c, FMIGEN_EULER);
     if (fmigen_core_assemble(c)) { fprintf(stderr, "assemble failed: %s\n", c->message); exit(2); }
-#if FMIGEN_BENCH_STAB
-    memcpy(x, c->q, NQ * sizeof(double));
-    memcpy(x + NQ, c->v, NQ * sizeof(double));
-    return;
-#endif
-    for (int k = 0; k < NI; k++) {
-        x[k] = c->q[fmigen_independent[k]];
-        x[NI + k] = c->v[fmigen_independent[k]];
-    }
+    fmigen_state_get(c, x);
 }
 
 /* The time of step s, as fmigen_core_step computes it from c->t = 0. */
@@ -100,102 +64,17 @@ static double step_h(long s, long nsteps, double h, double T)
     return s == nsteps - 1 ? T - (double)s * h : h;
 }
 
-#if FMIGEN_BENCH_STAB
-/* q̈ of the stabilized augmented system at x = [q, v] (see the top). */
-static int stab_rhs(FmigenCore *c, double t, const double *x, double *dx)
-{
-    const double *q = x, *v = x + NQ;
-    double M[NQ * NQ], F[NQ], J[NC * NQ], g[NC], phi[NC], pt[NC], s[NC];
-    int piv[NQ];
-    fmigen_mass(t, q, v, c->p, c->u, M);
-    fmigen_forcing(t, q, v, c->p, c->u, F);
-    fmigen_phi_q(t, q, v, c->p, c->u, J);
-    fmigen_gamma(t, q, v, c->p, c->u, g);
-    fmigen_phi(t, q, v, c->p, c->u, phi);
-    fmigen_phi_t(t, q, v, c->p, c->u, pt);
-    for (int j = 0; j < NC; j++) {
-        double pd = pt[j];                                   /* Φ̇ = Φ_q v + Φ_t */
-        for (int i = 0; i < NQ; i++) pd += J[j * NQ + i] * v[i];
-#if FMIGEN_BENCH_STAB == 1
-        s[j] = g[j] - 2.0 * FMIGEN_STAB_ALPHA * pd - FMIGEN_STAB_BETA * FMIGEN_STAB_BETA * phi[j];
-#else
-        s[j] = -g[j] + 2.0 * FMIGEN_STAB_ZETA * FMIGEN_STAB_OMEGA * pd
-               + FMIGEN_STAB_OMEGA * FMIGEN_STAB_OMEGA * phi[j];
-#endif
-    }
-    double *a = dx + NQ;
-#if FMIGEN_BENCH_STAB == 1
-    double MiJt[NQ * NC], S[NC * NC], lam[NC], col[NQ];
-    int pivs[NC];
-    if (fmigen_lu_factor(NQ, M, piv)) return 1;
-    memcpy(a, F, sizeof F);
-    fmigen_lu_solve(NQ, M, piv, a);                          /* a = M⁻¹F */
-    for (int j = 0; j < NC; j++) {
-        for (int i = 0; i < NQ; i++) col[i] = J[j * NQ + i];
-        fmigen_lu_solve(NQ, M, piv, col);
-        for (int i = 0; i < NQ; i++) MiJt[i * NC + j] = col[i];
-    }
-    for (int j = 0; j < NC; j++) {
-        double r = -s[j];
-        for (int i = 0; i < NQ; i++) r += J[j * NQ + i] * a[i];
-        lam[j] = r;
-        for (int k = 0; k < NC; k++) {
-            double m = 0.0;
-            for (int i = 0; i < NQ; i++) m += J[j * NQ + i] * MiJt[i * NC + k];
-            S[j * NC + k] = m;
-        }
-    }
-    if (fmigen_lu_factor(NC, S, pivs)) return 1;
-    fmigen_lu_solve(NC, S, pivs, lam);
-    for (int i = 0; i < NQ; i++) {
-        double r = a[i];
-        for (int j = 0; j < NC; j++) r -= MiJt[i * NC + j] * lam[j];
-        a[i] = r;
-    }
-#else
-    for (int i = 0; i < NQ; i++) {
-        double r = F[i];
-        for (int j = 0; j < NC; j++) r -= FMIGEN_STAB_RHO * J[j * NQ + i] * s[j];
-        a[i] = r;
-        for (int k = 0; k < NQ; k++) {
-            double m = 0.0;
-            for (int j = 0; j < NC; j++) m += J[j * NQ + i] * J[j * NQ + k];
-            M[i * NQ + k] += FMIGEN_STAB_RHO * m;
-        }
-    }
-    if (fmigen_lu_factor(NQ, M, piv)) return 1;
-    fmigen_lu_solve(NQ, M, piv, a);
-#endif
-    memcpy(dx, v, NQ * sizeof(double));
-    for (int i = 0; i < NX; i++) if (!isfinite(dx[i])) return 1;
-    return 0;
-}
-
-static double violation(const FmigenCore *c, const double *x, double t)
-{
-    double phi[NC], r = 0.0;
-    fmigen_phi(t, x, x + NQ, c->p, c->u, phi);
-    for (int j = 0; j < NC; j++) if (fabs(phi[j]) > r) r = fabs(phi[j]);
-    return r;
-}
-#define RHS(c, t, x, dx) stab_rhs(c, t, x, dx)
-#else
-#define RHS(c, t, x, dx) fmigen_core_rhs(c, t, x, dx)
-
-/* Residual max|Φ| the kinematics gives at state x (untimed): on a copy of the
- * core, so the warm start of the real run is untouched. */
+/* Residual max|Φ| at state x (untimed), on a copy of the core so the warm
+ * start of the real run is untouched: the embedded formulation assembles q_d
+ * as its kinematics returns it, an augmented one takes its integrated q. */
 static double violation(const FmigenCore *c, const double *x, double t)
 {
     FmigenCore s = *c;
-    for (int k = 0; k < NI; k++) {
-        s.q[fmigen_independent[k]] = x[k];
-        s.v[fmigen_independent[k]] = x[NI + k];
-    }
+    fmigen_state_set(&s, x);
     s.t = t;
-    if (fmigen_core_assemble(&s)) return INFINITY;
+    if (fmigen_core_refresh(&s)) return INFINITY;
     return s.residual;
 }
-#endif
 
 /* The integration loop.  step_ns (optional) receives each step's time,
  * peak (optional) the constraint violation.  noinline: callgrind counts it. */
@@ -208,7 +87,7 @@ __attribute__((noinline)) int run_steps(FmigenCore *c, double *x, long nsteps, d
         double t0 = 0.0;
         if (step_ns) t0 = seconds(clock);
         if (peak) { double r = violation(c, x, t); if (r > *peak) *peak = r; }
-        if (RHS(c, t, x, k1)) { fprintf(stderr, "step %ld: %s\n", s, c->message); return 1; }
+        if (fmigen_core_rhs(c, t, x, k1)) { fprintf(stderr, "step %ld: %s\n", s, c->message); return 1; }
         for (int i = 0; i < NX; i++) x[i] += hs * k1[i];
         if (step_ns) step_ns[s] = 1e9 * (seconds(clock) - t0);
     }
@@ -291,17 +170,9 @@ int main(int argc, char **argv)
     double peak = 0.0;
     start_state(&c, x);
     if (run_steps(&c, x, nsteps, h, T, NULL, CLOCK_MONOTONIC, &peak)) return 1;
-#if FMIGEN_BENCH_STAB
-    memcpy(c.q, x, NQ * sizeof(double));
-    memcpy(c.v, x + NQ, NQ * sizeof(double));
-    const char *diff_json = "null";
-#else
-    for (int k = 0; k < NI; k++) {
-        c.q[fmigen_independent[k]] = x[k];
-        c.v[fmigen_independent[k]] = x[NI + k];
-    }
+    fmigen_state_set(&c, x);
     c.t = T;
-    if (fmigen_core_assemble(&c)) { fprintf(stderr, "final assemble: %s\n", c.message); return 1; }
+    if (fmigen_core_refresh(&c)) { fprintf(stderr, "final assemble: %s\n", c.message); return 1; }
     /* the FMU's path: one fmigen_core_step over the whole run */
     static FmigenCore f;
     fmigen_core_init(&f, FMIGEN_EULER);
@@ -314,7 +185,6 @@ int main(int argc, char **argv)
     }
     char diff_json[32];
     snprintf(diff_json, sizeof diff_json, "%.17g", diff);
-#endif
 
     printf("{\"T\": %.17g, \"h\": %.17g, \"steps\": %ld, \"repeats\": %d, ", T, h, nsteps, repeats);
     print_array("cpu_ms_per_run", cpu, repeats, ", ");

@@ -150,6 +150,7 @@ void fmigen_core_init(FmigenCore *c, int solver)
     if (NU) memcpy(c->u, fmigen_u_default, NU * sizeof(double));
     if (NWARM) memcpy(c->warm, fmigen_warm_start, NWARM * sizeof(double));
     c->solver = solver;
+    fmigen_formulation_init(c);
 }
 
 static int kinematics(FmigenCore *c, double t, double *q)
@@ -313,6 +314,9 @@ static int velocities(FmigenCore *c, double t, const double *q, double *v, PhiD 
 
 int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
 {
+#if FMIGEN_FORMULATION
+    return fmigen_augmented_rhs(c, t, x, dx);   /* fmigen_augmented.c, x = [q, v] */
+#endif
     double q[NQ], v[NQ];
     double X[FMIGEN_DIM(ND * NI)];
     PhiD f;
@@ -410,22 +414,23 @@ int fmigen_core_assemble(FmigenCore *c)
     return 0;
 }
 
+/* x has FMIGEN_NX entries: [q_i, v_i], or [q, v] for an augmented formulation */
 static int one_step(FmigenCore *c, double *x, double t, double h)
 {
-    double k1[NX];
+    double k1[FMIGEN_NX];
     if (fmigen_core_rhs(c, t, x, k1)) return 1;
     if (c->solver == FMIGEN_EULER) {
-        for (int i = 0; i < NX; i++) x[i] += h * k1[i];
+        for (int i = 0; i < FMIGEN_NX; i++) x[i] += h * k1[i];
         return 0;
     }
-    double k2[NX], k3[NX], k4[NX], xs[NX];
-    for (int i = 0; i < NX; i++) xs[i] = x[i] + 0.5 * h * k1[i];
+    double k2[FMIGEN_NX], k3[FMIGEN_NX], k4[FMIGEN_NX], xs[FMIGEN_NX];
+    for (int i = 0; i < FMIGEN_NX; i++) xs[i] = x[i] + 0.5 * h * k1[i];
     if (fmigen_core_rhs(c, t + 0.5 * h, xs, k2)) return 1;
-    for (int i = 0; i < NX; i++) xs[i] = x[i] + 0.5 * h * k2[i];
+    for (int i = 0; i < FMIGEN_NX; i++) xs[i] = x[i] + 0.5 * h * k2[i];
     if (fmigen_core_rhs(c, t + 0.5 * h, xs, k3)) return 1;
-    for (int i = 0; i < NX; i++) xs[i] = x[i] + h * k3[i];
+    for (int i = 0; i < FMIGEN_NX; i++) xs[i] = x[i] + h * k3[i];
     if (fmigen_core_rhs(c, t + h, xs, k4)) return 1;
-    for (int i = 0; i < NX; i++) x[i] += h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
+    for (int i = 0; i < FMIGEN_NX; i++) x[i] += h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
     return 0;
 }
 
@@ -439,11 +444,8 @@ int fmigen_core_step(FmigenCore *c, double H)
     if (fmigen_core_assemble(c)) { c->t = t_start; return 1; }
     return 0;
 #else
-    double x[NX];
-    for (int k = 0; k < NI; k++) {
-        x[k] = c->q[fmigen_independent[k]];
-        x[NI + k] = c->v[fmigen_independent[k]];
-    }
+    double x[FMIGEN_NX];
+    fmigen_state_get(c, x);
     const double t_end = c->t + H;
     double t = c->t;
     /* Full internal steps of h, then one shorter step to land on t_end.  A
@@ -460,19 +462,17 @@ int fmigen_core_step(FmigenCore *c, double H)
         t = c->t + (s + 1) * c->h;
     }
     if (rem > 0.0 && one_step(c, x, t, t_end - t)) return 1;
-    for (int k = 0; k < NX; k++) if (!isfinite(x[k])) {
+    for (int k = 0; k < FMIGEN_NX; k++) if (!isfinite(x[k])) {
         snprintf(c->message, sizeof c->message, "state became non-finite before t=%.9g", t_end);
         return 1;
     }
     double q[NQ], v[NQ];
     memcpy(q, c->q, sizeof q); memcpy(v, c->v, sizeof v);
     double t_old = c->t;
-    for (int k = 0; k < NI; k++) {
-        c->q[fmigen_independent[k]] = x[k];
-        c->v[fmigen_independent[k]] = x[NI + k];
-    }
+    fmigen_state_set(c, x);
     c->t = t_end;
-    if (fmigen_core_assemble(c)) {
+    /* embedded: assemble q_d, v_d; augmented: the integrated q, v as they are */
+    if (fmigen_core_refresh(c)) {
         /* keep the last good state so fmi2LastSuccessfulTime is honest */
         memcpy(c->q, q, sizeof q); memcpy(c->v, v, sizeof v); c->t = t_old;
         return 1;

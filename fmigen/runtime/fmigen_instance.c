@@ -148,7 +148,10 @@ static int ensure_assembled(FgInstance *in)
 {
     if (in->s.assembled) return 0;
     FmigenCore tmp = in->s.core;
-    if (fmigen_core_assemble(&tmp)) {
+    /* an augmented formulation solves q_d, v_d only for the start; after
+     * initialization its q, v are the integrated states */
+    const int project = !FMIGEN_FORMULATION || in->s.state == S_INIT;
+    if (project ? fmigen_core_assemble(&tmp) : fmigen_core_refresh(&tmp)) {
         memcpy(in->s.core.message, tmp.message, sizeof tmp.message);
         return 1;
     }
@@ -161,10 +164,7 @@ static int ensure_rhs(FgInstance *in)
 {
     if (in->s.have_rhs) return 0;
     double x[FMIGEN_DIM(FG_NX)];
-    for (int k = 0; k < NI; k++) {
-        x[k] = in->s.core.q[fmigen_independent[k]];
-        x[NI + k] = in->s.core.v[fmigen_independent[k]];
-    }
+    fmigen_state_get(&in->s.core, x);
     if (fmigen_core_rhs(&in->s.core, in->s.core.t, x, in->s.dx)) return 1;
     in->s.have_rhs = 1;
     return 0;
@@ -197,12 +197,28 @@ int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[])
         else if (r < VR_A) value[i] = k->y[r - VR_Y];
         else if (r < VR_TIME && in->kind == FG_ME) {
             if (ensure_rhs(in)) return eval_failure(in, "GetReal (acceleration)");
-            value[i] = in->s.dx[NI + (r - VR_A)];
+            value[i] = in->s.dx[FG_NA + (r - VR_A)];
         }
         else if (r == VR_TIME) value[i] = k->t;
+        else if (r >= VR_F && r < VR_END) value[i] = k->fp[r - VR_F];
         else return fg_fail(in, "GetReal/GetFloat64: unknown value reference %u", r);
     }
     return FG_OK;
+}
+
+/* Parameters of an augmented formulation (FMIGEN_FP_NAMES / _STRICT from
+ * model_config.h): finite, > 0 (stiffness-like) or >= 0 (damping-like). */
+#if FMIGEN_NFP > 0
+static const char *const fg_fp_names[] = FMIGEN_FP_NAMES;
+static const int fg_fp_strict[] = FMIGEN_FP_STRICT;
+#else
+static const char *const fg_fp_names[] = {""};
+static const int fg_fp_strict[] = {1};
+#endif
+
+static int fg_formulation_parameter_ok(int k, double value)
+{
+    return isfinite(value) && (fg_fp_strict[k] ? value > 0.0 : value >= 0.0);
 }
 
 static int is_independent(int i)
@@ -232,6 +248,12 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
             if (ok && !(value[i] > 0.0))
                 return fg_fail(in, "internal_step must be > 0 (got %g)", value[i]);
         }
+        else if (r >= VR_F && r < VR_END) {
+            ok = before_init;
+            if (ok && !fg_formulation_parameter_ok((int)(r - VR_F), value[i]))
+                return fg_fail(in, "formulation parameter %s must be %s (got %g)",
+                               fg_fp_names[r - VR_F], fg_fp_strict[r - VR_F] ? "> 0" : ">= 0", value[i]);
+        }
         if (!ok)
             return fg_fail(in, "SetReal/SetFloat64: value reference %u cannot be set %s", r,
                            before_init ? "(it is calculated or unknown)" : "after initialization");
@@ -245,6 +267,7 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
         else if (r < VR_RES) dst = &k->v[r - VR_V];
         else if (r >= VR_U && r < VR_P) dst = &k->u[r - VR_U];
         else if (r >= VR_P && r < VR_H) dst = &k->p[r - VR_P];
+        else if (r >= VR_F && r < VR_END) dst = &k->fp[r - VR_F];
         else dst = &k->h;
         if (*dst != value[i]) changed = 1;
         *dst = value[i];
@@ -322,10 +345,7 @@ int fg_set_states(FgInstance *in, const double x[], size_t nx)
     if (nx && !x) return fg_fail(in, "SetContinuousStates: NULL array");
     for (size_t i = 0; i < nx; i++)
         if (!isfinite(x[i])) return fg_fail(in, "SetContinuousStates: state %lu is not finite", (unsigned long)i);
-    for (int k = 0; k < NI; k++) {
-        in->s.core.q[fmigen_independent[k]] = x[k];
-        in->s.core.v[fmigen_independent[k]] = x[NI + k];
-    }
+    fmigen_state_set(&in->s.core, x);
     in->s.assembled = 0;
     in->s.have_rhs = 0;
     return FG_OK;
@@ -338,10 +358,7 @@ int fg_get_states(FgInstance *in, double x[], size_t nx)
     if (!fg_allowed(in, "GetContinuousStates", ME_READ)) return FG_ERROR;
     if (nx != FG_NX) return fg_fail(in, "GetContinuousStates: expected %d states, got %lu", FG_NX, (unsigned long)nx);
     if (nx && !x) return fg_fail(in, "GetContinuousStates: NULL array");
-    for (int k = 0; k < NI; k++) {
-        x[k] = in->s.core.q[fmigen_independent[k]];
-        x[NI + k] = in->s.core.v[fmigen_independent[k]];
-    }
+    fmigen_state_get(&in->s.core, x);
     return FG_OK;
 }
 

@@ -15,8 +15,10 @@
  *   VR_H               internal_step
  *   VR_Y + k           user outputs
  *   VR_A + k           accelerations der(q_i,2) of the independent coordinates
- *                      (Model Exchange: derivatives of the velocity states)
+ *                      (Model Exchange: derivatives of the velocity states);
+ *                      an augmented formulation: der(q,2) of every coordinate
  *   VR_TIME            time (FMI 3 independent variable)
+ *   VR_F + k           parameters of an augmented formulation (fixed)
  */
 #ifndef FMIGEN_INSTANCE_H
 #define FMIGEN_INSTANCE_H
@@ -32,10 +34,11 @@
 #define VR_H (VR_P + NP)
 #define VR_Y (VR_H + 1)
 #define VR_A (VR_Y + NY)
-#define VR_TIME (VR_A + NI)
-#define VR_END (VR_TIME + 1)
-
-#define FG_NX (2 * NI)
+#define FG_NX FMIGEN_NX
+#define FG_NA (FG_NX / 2)   /* accelerations: NI, or NQ when augmented */
+#define VR_TIME (VR_A + FG_NA)
+#define VR_F (VR_TIME + 1)
+#define VR_END (VR_F + FMIGEN_NFP)
 
 #ifndef FMIGEN_DEFAULT_SOLVER
 #define FMIGEN_DEFAULT_SOLVER FMIGEN_RK4

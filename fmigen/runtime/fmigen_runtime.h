@@ -86,6 +86,16 @@ void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b);
 /* ---- core state and stepping ---- */
 enum { FMIGEN_EULER = 0, FMIGEN_RK4 = 1 };
 
+/* Formulation (fmigen_augmented.c): 0 the embedded ODE, x = [q_i, v_i];
+ * 1 Baumgarte, 2 penalty, 3 virtual springs: all coordinates, x = [q, v]. */
+#ifndef FMIGEN_FORMULATION
+#define FMIGEN_FORMULATION 0
+#endif
+#ifndef FMIGEN_NFP
+#define FMIGEN_NFP 0
+#endif
+#define FMIGEN_NX (FMIGEN_FORMULATION ? 2 * NQ : 2 * NI)
+
 typedef struct {
     double t;                    /* time of the current state */
     double q[NQ], v[NQ];         /* all coordinates and velocities, consistent */
@@ -95,6 +105,7 @@ typedef struct {
     double warm[FMIGEN_DIM(NWARM)]; /* warm starts of high-degree roots */
     double h;                    /* internal step */
     double residual;             /* max |Φ_j(q)| of the current state */
+    double fp[FMIGEN_DIM(FMIGEN_NFP)]; /* parameters of an augmented formulation */
     int solver;
     char message[256];           /* last error, for the logger */
 } FmigenCore;
@@ -107,5 +118,15 @@ int fmigen_core_assemble(FmigenCore *c);
  * so the state lands exactly on t + H.  0 on success. */
 int fmigen_core_step(FmigenCore *c, double H);
 int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx);
+
+/* fmigen_augmented.c */
+void fmigen_formulation_init(FmigenCore *c);
+/* x (FMIGEN_NX) from / into c->q, c->v: [q_i, v_i] or, augmented, [q, v] */
+void fmigen_state_get(const FmigenCore *c, double *x);
+void fmigen_state_set(FmigenCore *c, const double *x);
+/* After a step or a state change: the embedded formulation assembles (solves
+ * q_d, v_d); an augmented one only refreshes residual and outputs at its q, v. */
+int fmigen_core_refresh(FmigenCore *c);
+int fmigen_augmented_rhs(FmigenCore *c, double t, const double *x, double *dx);
 
 #endif

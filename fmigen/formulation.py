@@ -1,0 +1,227 @@
+"""Augmented formulations: Baumgarte, penalty and virtual springs.
+
+Alternatives to the embedded ODE for comparison (paper 000 eqs. 6–9, paper
+003): they integrate all n coordinates, x = [q, v], from the same generated
+M, F, Φ, Φ_q, Φ_t, γ as the embedded build (the Gröbner build's model.c), and
+never solve the kinematics after the start, so Φ(q) drifts.  The arithmetic
+is ``runtime/fmigen_augmented.c``; this module holds their parameters, the
+``model_config.h`` macros that select them, the CLI options, and the
+structural dependencies of their accelerations for the FMU's ModelStructure.
+
+Parameters (defaults):
+
+- baumgarte: α = 1, β = 18 (paper 000's values):
+  Φ_q q̈ = γ − 2αΦ̇ − β²Φ;
+- penalty: ρ = 10³, ω = 18, ζ = 1 (paper 000's values, one iteration):
+  (M + ρΦ_qᵀΦ_q) q̈ = F − ρΦ_qᵀ(−γ + 2ζωΦ̇ + ω²Φ);
+- spring: k = 10⁵, b = 10³ (see ``SPRING_DEFAULTS``):
+  M q̈ = F − Φ_qᵀ(kΦ + bΦ̇).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import uuid
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from .model import ModelError
+
+#: formulation -> FMIGEN_FORMULATION code
+CODES = {"baumgarte": 1, "penalty": 2, "spring": 3}
+AUGMENTED = tuple(CODES)
+
+#: (name, default, strictly positive?, description) per formulation, in the
+#: order of FmigenCore.fp.  Stiffness-like parameters must be > 0,
+#: damping-like ones >= 0.
+PARAMETERS = {
+    "baumgarte": [("alpha", 1.0, False, "Baumgarte velocity feedback alpha (Phi_q qdd = gamma - 2 alpha dPhi "
+                                        "- beta^2 Phi)"),
+                  ("beta", 18.0, True, "Baumgarte position feedback beta")],
+    "penalty": [("rho", 1e3, True, "penalty factor rho"),
+                ("omega", 18.0, True, "penalty natural frequency omega"),
+                ("zeta", 1.0, False, "penalty damping ratio zeta")],
+    # Paper 003 used k = 1e6 with an adaptive RK45 (four-bar, no damper) and
+    # k = 5e4, b = 50 for the Gough–Stewart platform.  A fixed step of 1 ms
+    # bounds k: with the four-bar's cut-joint mass (~0.1 kg) k = 1e6 is a
+    # 3000 rad/s mode, beyond RK4's stability limit (2.8/h); k = 1e5 is
+    # ~1000 rad/s.  Explicit Euler (fmigen bench) is unstable on an undamped
+    # oscillation at any step; b = 1e3 makes the spring mode overdamped
+    # (for the four-bar a ~1e4 1/s decay and a ~1e2 1/s one, both inside
+    # Euler's and RK4's stability regions at h = 1 ms).
+    "spring": [("k", 5e4, True, "virtual spring stiffness k (M qdd = F - Phi_q^T (k Phi + b dPhi))"),
+               ("b", 60.0, False, "virtual damper coefficient b")],
+}
+
+
+@dataclass(frozen=True)
+class Augmented:
+    name: str
+    values: dict = field(default_factory=dict)
+
+    @property
+    def code(self) -> int:
+        return CODES[self.name]
+
+    def parameters(self):
+        """[(FMU variable name, value, strict, description)] in FmigenCore.fp order."""
+        return [(f"{self.name}_{p}", self.values[p], strict, desc)
+                for p, _, strict, desc in PARAMETERS[self.name]]
+
+
+def option_name(formulation: str, param: str) -> str:
+    return f"--{formulation}-{param}"
+
+
+def make(name: str, **values) -> Augmented:
+    """Validated formulation parameters (None = default); ModelError names the CLI option."""
+    if name not in CODES:
+        raise ModelError(f"unknown augmented formulation '{name}' (known: {', '.join(AUGMENTED)})")
+    known = {p for p, *_ in PARAMETERS[name]}
+    for k in values:
+        if k not in known:
+            raise ModelError(f"{name} has no parameter '{k}' (known: {', '.join(sorted(known))})")
+    out = {}
+    for p, default, strict, _ in PARAMETERS[name]:
+        v = values.get(p)
+        v = default if v is None else v
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            raise ModelError(f"{option_name(name, p)} must be a number (got {v!r})") from None
+        if not math.isfinite(v) or not (v > 0 if strict else v >= 0):
+            raise ModelError(f"{option_name(name, p)} must be a finite number {'> 0' if strict else '>= 0'} "
+                             f"(got {v!r})")
+        out[p] = v
+    return Augmented(name, out)
+
+
+def config_macros(form: Augmented) -> list[str]:
+    """model_config.h lines selecting the formulation for the runtime."""
+    params = form.parameters()
+    return [f"#define FMIGEN_FORMULATION {form.code} /* {form.name} */",
+            f"#define FMIGEN_NFP {len(params)}",
+            "#define FMIGEN_FP_DEFAULT {" + ", ".join(repr(v) for _, v, _, _ in params) + "}",
+            "#define FMIGEN_FP_NAMES {" + ", ".join(f'"{n}"' for n, *_ in params) + "}",
+            "#define FMIGEN_FP_STRICT {" + ", ".join(str(int(s)) for _, _, s, _ in params) + "}"]
+
+
+def apply(gen, form: Augmented):
+    """The generated model (of the Gröbner build) with the formulation's macros
+    in model_config.h and its own GUID (same model.c, different FMU)."""
+    if form is None:
+        return gen
+    guid = str(uuid.UUID(hashlib.md5((gen.model_c + "\n".join(config_macros(form))).encode()).hexdigest()))
+    lines = gen.config_h.replace(gen.guid, guid).splitlines()
+    end = max(i for i, line in enumerate(lines) if line.strip() == "#endif")
+    lines[end:end] = config_macros(form)
+    return dataclasses.replace(gen, config_h="\n".join(lines) + "\n", guid=guid, formulation=form)
+
+
+def check_model(emb, form: Augmented):
+    """Build-time checks: a structurally zero row of M makes M singular, which
+    Baumgarte and spring need invertible (penalty adds ρΦ_qᵀΦ_q, checked at
+    run time); a kinematic mechanism has no dynamics to integrate."""
+    dae = emb.dae
+    if dae.mechanism.kinematic:
+        raise ModelError(f"'{dae.mechanism.name}' is a kinematic mechanism (no dynamics): the {form.name} "
+                         "formulation integrates the equations of motion and does not apply")
+    names = {p.name for p in dae.mechanism.parameters} | {i.name for i in dae.mechanism.inputs} | set(dae.names)
+    for n, *_ in form.parameters():
+        if n in names:
+            raise ModelError(f"the {form.name} parameter '{n}' clashes with a variable of the mechanism")
+    if form.name in ("baumgarte", "spring"):
+        zero = [dae.names[i] for i in range(dae.n) if all(emb.M[i, j] == 0 for j in range(dae.n))]
+        if zero:
+            raise ModelError(f"the {form.name} formulation needs an invertible mass matrix M, but M's row of "
+                             f"{', '.join(zero)} is structurally zero (massless coordinate); use the "
+                             "embedded (groebner) or penalty formulation")
+
+
+def acceleration_dependencies(emb, form: Augmented):
+    """{coordinate index: (runtime symbol set, parameter symbol set)} of q̈_i.
+
+    Structural: the linear system the formulation solves for q̈ (and λ for
+    Baumgarte) is split into the connected components of its sparsity graph;
+    generically the inverse of a connected (irreducible) block is full, so q̈_i
+    depends on every matrix entry and right-hand side of its component."""
+    dae = emb.dae
+    n, m = dae.n, dae.m
+    J, M = emb.Phi_q, emb.M
+
+    def syms(*exprs):
+        out = set()
+        for e in exprs:
+            out |= sp.sympify(e).free_symbols
+        return out
+
+    phidot = [syms(*(J[j, k] * dae.v_sym[k] for k in range(n) if J[j, k] != 0), emb.Phi_t[j])
+              for j in range(m)]
+    if form.name == "spring":
+        stab = [syms(dae.Phi[j]) | phidot[j] for j in range(m)]
+    else:
+        stab = [syms(dae.Phi[j], emb.gamma[j]) | phidot[j] for j in range(m)]
+    nodes = n + (m if form.name == "baumgarte" else 0)
+    parent = list(range(nodes))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    content = [set() for _ in range(nodes)]
+
+    def link(a, b, s):
+        content[a] |= s
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+
+    for i in range(n):
+        content[i] |= syms(emb.F[i])
+        for k in range(n):
+            if M[i, k] != 0:
+                link(i, k, syms(M[i, k]))
+    for j in range(m):
+        cols = [k for k in range(n) if J[j, k] != 0]
+        if form.name == "baumgarte":
+            content[n + j] |= stab[j]
+            for k in cols:
+                link(n + j, k, syms(J[j, k]))
+        elif form.name == "penalty":
+            for a in cols:
+                content[a] |= syms(J[j, a]) | stab[j]
+                for b in cols:
+                    link(a, b, syms(J[j, a], J[j, b]))
+        else:
+            for a in cols:
+                content[a] |= syms(J[j, a]) | stab[j]
+    comp = {}
+    for x in range(nodes):
+        comp.setdefault(find(x), set()).update(content[x])
+    return {i: comp[find(i)] for i in range(n)}
+
+
+def add_options(p):
+    """--baumgarte-alpha ... --spring-b on a CLI parser (build and bench)."""
+    g = p.add_argument_group("augmented formulations (--kinematics baumgarte|penalty|spring)")
+    for name, params in PARAMETERS.items():
+        for param, default, strict, desc in params:
+            g.add_argument(option_name(name, param), dest=f"{name}_{param}", type=float, default=None,
+                           metavar=param.upper(),
+                           help=f"{desc} (default {default:g}; {'> 0' if strict else '>= 0'})")
+
+
+def params_from_args(args) -> dict:
+    """{formulation: {parameter: value}} of the options given on the command line."""
+    out = {}
+    for name, params in PARAMETERS.items():
+        for param, *_ in params:
+            v = getattr(args, f"{name}_{param}", None)
+            if v is not None:
+                out.setdefault(name, {})[param] = v
+    return out

@@ -1,0 +1,182 @@
+/* fmigen runtime: the augmented formulations (constraint stabilization and
+ * virtual springs) and the state packing shared by every formulation.
+ *
+ * model_config.h selects the formulation (codegen/formulation.py):
+ *   FMIGEN_FORMULATION 0   embedded ODE (fmigen_core.c), x = [q_i, v_i]
+ *                      1   Baumgarte (paper 000 eq. 6), fp = {α, β}
+ *                      2   penalty, one iteration (paper 000 eqs. 7-9), fp = {ρ, ω, ζ}
+ *                      3   virtual springs/dampers (paper 003), fp = {k, b}
+ * The augmented formulations integrate all n coordinates, x = [q, v] (2·NQ),
+ * from the same generated M, F, Φ, Φ_q, Φ_t, γ; the dependent coordinates are
+ * integrated, not solved, so Φ(q) drifts (reported as constraint_residual).
+ * Their parameters live in FmigenCore.fp (defaults FMIGEN_FP_DEFAULT, the
+ * values given at build time), so an FMU can declare them as fixed
+ * parameters.  Dense LU with partial pivoting throughout, as paper 000 did:
+ *
+ *   Baumgarte: M q̈ + Φ_qᵀλ = F, Φ_q q̈ = γ − 2αΦ̇ − β²Φ, through the Schur
+ *     complement (Φ_q M⁻¹ Φ_qᵀ) λ = Φ_q M⁻¹ F − (γ − 2αΦ̇ − β²Φ);
+ *   penalty (q̈⁽⁰⁾ = M⁻¹F, one iteration):
+ *     (M + ρΦ_qᵀΦ_q) q̈ = F − ρΦ_qᵀ(−γ + 2ζωΦ̇ + ω²Φ);
+ *   spring: M q̈ = F − Φ_qᵀ(kΦ + bΦ̇), i.e. the potential ½k|Φ|² and the
+ *     Rayleigh dissipation ½b|Φ̇|² of paper 003 with Φ in the role of its cut
+ *     joint's displacement vector Δ;
+ * where Φ̇ = Φ_q v + Φ_t.  Baumgarte and spring need M invertible.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "fmigen_runtime.h"
+
+#if FMIGEN_FORMULATION
+static const double fp_default[FMIGEN_NFP] = FMIGEN_FP_DEFAULT;
+static const char *const form_name[] = {"embedded", "baumgarte", "penalty", "spring"};
+#endif
+
+void fmigen_formulation_init(FmigenCore *c)
+{
+#if FMIGEN_FORMULATION
+    memcpy(c->fp, fp_default, sizeof fp_default);
+#else
+    (void)c;
+#endif
+}
+
+void fmigen_state_get(const FmigenCore *c, double *x)
+{
+#if FMIGEN_FORMULATION
+    memcpy(x, c->q, NQ * sizeof(double));
+    memcpy(x + NQ, c->v, NQ * sizeof(double));
+#else
+    for (int k = 0; k < NI; k++) {
+        x[k] = c->q[fmigen_independent[k]];
+        x[NI + k] = c->v[fmigen_independent[k]];
+    }
+#endif
+}
+
+void fmigen_state_set(FmigenCore *c, const double *x)
+{
+#if FMIGEN_FORMULATION
+    memcpy(c->q, x, NQ * sizeof(double));
+    memcpy(c->v, x + NQ, NQ * sizeof(double));
+#else
+    for (int k = 0; k < NI; k++) {
+        c->q[fmigen_independent[k]] = x[k];
+        c->v[fmigen_independent[k]] = x[NI + k];
+    }
+#endif
+}
+
+int fmigen_core_refresh(FmigenCore *c)
+{
+#if FMIGEN_FORMULATION
+    for (int i = 0; i < NQ; i++)
+        if (!isfinite(c->q[i]) || !isfinite(c->v[i])) {
+            snprintf(c->message, sizeof c->message, "non-finite coordinate or velocity at t=%.9g", c->t);
+            return 1;
+        }
+#if NC > 0
+    double phi[NC];
+    fmigen_phi(c->t, c->q, c->v, c->p, c->u, phi);
+    c->residual = 0.0;
+    for (int j = 0; j < NC; j++) if (fabs(phi[j]) > c->residual) c->residual = fabs(phi[j]);
+#endif
+#if NY > 0
+    fmigen_outputs(c->t, c->q, c->v, c->p, c->u, c->y);
+#endif
+    return 0;
+#else
+    return fmigen_core_assemble(c);
+#endif
+}
+
+#if FMIGEN_FORMULATION
+static int singular(FmigenCore *c, double t, const char *what)
+{
+    snprintf(c->message, sizeof c->message, "singular %s at t=%.9g: the %s formulation cannot solve for the "
+             "accelerations", what, t, form_name[FMIGEN_FORMULATION]);
+    return 1;
+}
+
+int fmigen_augmented_rhs(FmigenCore *c, double t, const double *x, double *dx)
+{
+    const double *q = x, *v = x + NQ;
+    double M[NQ * NQ], F[NQ], J[FMIGEN_DIM(NC * NQ)], g[FMIGEN_DIM(NC)], phi[FMIGEN_DIM(NC)];
+    double pt[FMIGEN_DIM(NC)], s[FMIGEN_DIM(NC)];
+    int piv[NQ];
+    fmigen_mass(t, q, v, c->p, c->u, M);
+    fmigen_forcing(t, q, v, c->p, c->u, F);
+    fmigen_phi_q(t, q, v, c->p, c->u, J);
+    fmigen_gamma(t, q, v, c->p, c->u, g);
+    fmigen_phi(t, q, v, c->p, c->u, phi);
+    fmigen_phi_t(t, q, v, c->p, c->u, pt);
+    for (int j = 0; j < NC; j++) {
+        double pd = pt[j];                                   /* Φ̇ = Φ_q v + Φ_t */
+        for (int i = 0; i < NQ; i++) pd += J[j * NQ + i] * v[i];
+#if FMIGEN_FORMULATION == 1
+        s[j] = g[j] - 2.0 * c->fp[0] * pd - c->fp[1] * c->fp[1] * phi[j];
+#elif FMIGEN_FORMULATION == 2
+        s[j] = -g[j] + 2.0 * c->fp[2] * c->fp[1] * pd + c->fp[1] * c->fp[1] * phi[j];
+#else
+        s[j] = c->fp[0] * phi[j] + c->fp[1] * pd;
+#endif
+    }
+    double *a = dx + NQ;
+#if FMIGEN_FORMULATION == 1
+    double MiJt[FMIGEN_DIM(NQ * NC)], S[FMIGEN_DIM(NC * NC)], lam[FMIGEN_DIM(NC)], col[NQ];
+    int pivs[FMIGEN_DIM(NC)];
+    if (fmigen_lu_factor(NQ, M, piv)) return singular(c, t, "mass matrix M");
+    memcpy(a, F, sizeof F);
+    fmigen_lu_solve(NQ, M, piv, a);                          /* a = M⁻¹F */
+    for (int j = 0; j < NC; j++) {
+        for (int i = 0; i < NQ; i++) col[i] = J[j * NQ + i];
+        fmigen_lu_solve(NQ, M, piv, col);
+        for (int i = 0; i < NQ; i++) MiJt[i * NC + j] = col[i];
+    }
+    for (int j = 0; j < NC; j++) {
+        double r = -s[j];
+        for (int i = 0; i < NQ; i++) r += J[j * NQ + i] * a[i];
+        lam[j] = r;
+        for (int k = 0; k < NC; k++) {
+            double m = 0.0;
+            for (int i = 0; i < NQ; i++) m += J[j * NQ + i] * MiJt[i * NC + k];
+            S[j * NC + k] = m;
+        }
+    }
+    if (NC > 0 && fmigen_lu_factor(NC, S, pivs))
+        return singular(c, t, "constraint matrix Φ_q M⁻¹ Φ_qᵀ (redundant or dependent constraints)");
+    if (NC > 0) fmigen_lu_solve(NC, S, pivs, lam);
+    for (int i = 0; i < NQ; i++) {
+        double r = a[i];
+        for (int j = 0; j < NC; j++) r -= MiJt[i * NC + j] * lam[j];
+        a[i] = r;
+    }
+#elif FMIGEN_FORMULATION == 2
+    for (int i = 0; i < NQ; i++) {
+        double r = F[i];
+        for (int j = 0; j < NC; j++) r -= c->fp[0] * J[j * NQ + i] * s[j];
+        a[i] = r;
+        for (int k = 0; k < NQ; k++) {
+            double m = 0.0;
+            for (int j = 0; j < NC; j++) m += J[j * NQ + i] * J[j * NQ + k];
+            M[i * NQ + k] += c->fp[0] * m;
+        }
+    }
+    if (fmigen_lu_factor(NQ, M, piv)) return singular(c, t, "penalty matrix M + ρΦ_qᵀΦ_q");
+    fmigen_lu_solve(NQ, M, piv, a);
+#else
+    for (int i = 0; i < NQ; i++) {
+        double r = F[i];
+        for (int j = 0; j < NC; j++) r -= J[j * NQ + i] * s[j];
+        a[i] = r;
+    }
+    if (fmigen_lu_factor(NQ, M, piv)) return singular(c, t, "mass matrix M");
+    fmigen_lu_solve(NQ, M, piv, a);
+#endif
+    memcpy(dx, v, NQ * sizeof(double));
+    for (int i = 0; i < 2 * NQ; i++) if (!isfinite(dx[i])) {
+        snprintf(c->message, sizeof c->message, "non-finite state derivative at t=%.9g", t);
+        return 1;
+    }
+    return 0;
+}
+#endif
