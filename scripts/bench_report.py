@@ -125,7 +125,8 @@ def chart(results, path):
     fig, axes = plt.subplots(len(results), 2, figsize=(11, 3.6 * len(results)), squeeze=False)
     for ax_row, res in zip(axes, results):
         labels = [label(r).replace(" (", "\n(") for r in res["rows"]]
-        colors = [{"groebner": "tab:green", "newton-loop": "tab:orange", "newton": "tab:red"}.get(
+        colors = [{"groebner": "tab:green", "newton-loop": "tab:orange", "newton": "tab:red",
+                     "spring": "tab:brown"}.get(
             r["kinematics"], "tab:purple") for r in res["rows"]]
         ax_row[0].bar(labels, [r["ms_per_simulated_s"] for r in res["rows"]], color=colors)
         ax_row[0].set_ylabel("ms CPU / simulated s")
@@ -167,16 +168,41 @@ NOTES = """\
   instructions, the single Newton 8× and 16×; paper 000 (MS, kinematic
   simulation) had 2.1×, 3.4×, 14× and 27×. Whole steps differ less because the
   embedding, identical for all formulations, dominates the step.
-- **Baumgarte and penalty** (paper 000's parameters: α = 1, β = 18; ρ = 10³,
-  ζ = 1, ω = 18, one iteration) integrate all n coordinates of the augmented
-  system with the same generated M, F, Φ, Φ_q, Φ_t, γ and dense LU with
-  partial pivoting, as in the paper. Their peak violations (paper: 9.5·10⁻⁶
-  and 1.3·10⁻⁵) are 10⁹–10¹¹× Gröbner's. They are an upper bound on cost:
-  unlike the embedded runtime they do not exploit the block structure of M
-  (block-diagonal for both mechanisms), which would cut their dense n×n LU.
-  Their final state differs from Gröbner's by ~10⁻³ — the Euler error of a
-  different discretization (all 24 coordinates instead of the 6 embedded
-  ODEs), the same size as the embedded Euler run's error against IDA.
+- **Baumgarte, penalty and virtual springs** (paper 000's parameters: α = 1,
+  β = 18; ρ = 10³, ζ = 1, ω = 18, one iteration; springs k = 5·10⁴, b = 60,
+  see below) integrate all n coordinates of the augmented system with the
+  same generated M, F, Φ, Φ_q, Φ_t, γ and dense LU with partial pivoting, as
+  in the paper — the code of the FMUs `fmigen build --kinematics
+  baumgarte|penalty|spring` builds (`runtime/fmigen_augmented.c`). Their peak
+  violations (paper: 9.5·10⁻⁶ and 1.3·10⁻⁵) are 10⁹–10¹¹× Gröbner's. They are
+  an upper bound on cost: unlike the embedded runtime they do not exploit the
+  block structure of M (block-diagonal for both mechanisms), which would cut
+  their dense n×n LU — for the spring row, whose only solve is M q̈ = …, that
+  block-diagonal M is paper 003's whole point (one small solve per body, in
+  parallel). Their final state differs from Gröbner's by ~10⁻³ — the Euler
+  error of a different discretization (all 24 coordinates instead of the 6
+  embedded ODEs), the same size as the embedded Euler run's error against
+  IDA.
+- **Virtual springs (paper 003)**: M q̈ = F − Φ_qᵀ(kΦ + bΦ̇), i.e. the
+  potential ½k|Φ|² and the dissipation ½b|Φ̇|² on the loop-closure residual.
+  Where Φ is a cut joint's position closure (the four-bar's loop_x, loop_y
+  are exactly paper 003's Δ = (Δx, Δy) of eq. 13) this is the paper's spring
+  and damper at the cut joint, eqs. 12–19 and 40–42; for other constraint
+  forms it is the same construction on whatever Φ measures. With explicit
+  Euler at step h a spring mode of effective mass m is stable only for
+  h·k < b < 2m/h + h·k/2 (Jury's test on m s² + b s + k); the Stewart
+  platform's smallest cut-joint mass is 0.023 kg, so k = 5·10⁴ (paper 003's
+  platform value) needs 50 < b < 71 at h = 1 ms: b = 60 (the paper's b = 50
+  sits exactly on the bound: an undamped spring mode). Stiffer springs need
+  RK4 or a smaller step (`--spring-k/--spring-b`). The error is O(1/k):
+  on the four-bar (RK4, 1 ms, 2 s against IDA) k = 4·10⁵ → 8·10⁵ halves
+  both the coordinate error (6.6·10⁻³ → 3.1·10⁻³ rad) and the drift
+  (1.2·10⁻³ → 5.6·10⁻⁴ m); the default k = 5·10⁴ gives 0.23 rad.
+  Paper 003's number: at k = 10⁶, t = 0.1 s, its cut-joint gap
+  e = |Δ| is "around 10^−5.5" (Fig. 6); ours (same four-bar, no damper, RK4
+  at h = 0.1 ms) is 1.6·10⁻⁵ ≈ 10^−4.8 and scales exactly as 1/k — the
+  quasi-static gap λ/k of a ~16 N joint force; the paper's figure is not
+  precise enough to say more than "same order, within 5×".
 - **Single Newton over all 18 dependent coordinates** pays for the dense 18×18
   LU of the whole kinematic Jacobian in every iteration: the slowest row, as in
   the paper.
@@ -218,8 +244,18 @@ builds a regular FMU with the single-Newton kinematics. Run in fmpy for the
 same 3 s (communication step 1 ms), its final state agrees with the harness's
 Gröbner run to 8.2·10⁻¹⁵ (psi, x, alpha1, s3) and its `constraint_residual`
 stays ≤ 8.9·10⁻¹⁶ — checked once by hand when this page was written, not a test
-(a Stewart FMU build takes ~20 s). `baumgarte` and `penalty` exist only in
-the benchmark harness.
+(a Stewart FMU build takes ~20 s).
+
+`fmigen build MECH --kinematics baumgarte|penalty|spring` builds the augmented
+formulations as FMUs (FMI 2/3, CS/ME) with the runtime code of the benchmark
+rows: continuous states q and v of all n coordinates, the start assembled by
+the Gröbner kinematics as for the embedded FMU, then integrated without any
+projection (`constraint_residual` shows the drift); the parameters are baked in
+from `--baumgarte-alpha/-beta`, `--penalty-rho/-omega/-zeta`,
+`--spring-k/-b` and declared as fixed parameters (`spring_k`, ...).
+tests/test_formulations.py runs them on the four-bar against IDA (RK4,
+1 ms, 2 s): Baumgarte 6.2·10⁻⁸ rad (drift 3.7·10⁻⁹ m), penalty 1.2·10⁻²
+(halved by doubling ρ), springs as above.
 
 ## Optimisations done for this benchmark
 
@@ -256,11 +292,14 @@ def main(argv=None):
           "Generated by `scripts/bench_report.py` (raw data: `docs/benchmarks.json`; chart: "
           "`docs/benchmarks.png`). Reproduce one mechanism with `fmigen bench stewart [--json]`.", "",
           "Setup: every formulation goes through the same pipeline and code generator — only "
-          "`triangularize(kinematics=...)` differs — and is compiled with "
-          f"`{results[0]['compiler']}` together with `fmigen/runtime/fmigen_core.c` and the native "
+          "`triangularize(kinematics=...)` differs, or for the augmented rows (baumgarte, penalty, "
+          "spring) the formulation macros in `model_config.h` — and is compiled with "
+          f"`{results[0]['compiler']}` together with the FMU's runtime (`fmigen/runtime/fmigen_core.c`, "
+          "`fmigen_augmented.c`) and the native "
           "harness `fmigen/runtime/bench_harness.c` (no FMI layer, no Python in the loop). The "
           "harness runs paper 000's experiment: explicit Euler, h = 1 ms, 3 s, the mechanism's "
-          "default forces, exactly the arithmetic of `fmigen_core_step` (tested bit for bit).", "",
+          "default forces, exactly the arithmetic of `fmigen_core_step` (tested bit for bit, every "
+          "row).", "",
           "- *ms CPU / simulated s*: median over the repeats of CLOCK_PROCESS_CPUTIME_ID around "
           "the whole 3 s loop / 3; *(min)* the least disturbed repeat.",
           "- *instructions / step*: `valgrind --tool=callgrind --toggle-collect=run_steps`, total "
@@ -268,7 +307,8 @@ def main(argv=None):
           "- *median / p99 / max step*: per-step CLOCK_MONOTONIC in separate repeats; *max* is "
           "the median over repeats of each repeat's largest step.",
           "- *peak max|Φ|*: the largest constraint violation over every state the integrator "
-          "evaluated, with q_d as that formulation's kinematics returned it.",
+          "evaluated, with q_d as that formulation's kinematics returned it (augmented rows: as "
+          "integrated).",
           "- Newton rows stop when the Newton step is ≤ tol (absolute), warm-started from the "
           "previous step, as paper 000's 10⁻³ / 10⁻⁶ rows. *newton* = one iteration over all "
           "dependent coordinates (all constraints as one block); *newton-loop* = Newton on each "
