@@ -14,8 +14,9 @@ Parameters (defaults):
   Φ_q q̈ = γ − 2αΦ̇ − β²Φ;
 - penalty: ρ = 10³, ω = 18, ζ = 1 (paper 000's values, one iteration):
   (M + ρΦ_qᵀΦ_q) q̈ = F − ρΦ_qᵀ(−γ + 2ζωΦ̇ + ω²Φ);
-- spring: k = 10⁵, b = 10³ (see ``SPRING_DEFAULTS``):
-  M q̈ = F − Φ_qᵀ(kΦ + bΦ̇).
+- spring: k = 5·10⁴, b = 60 (see the comment at ``PARAMETERS``):
+  M q̈ = F − Φ_qᵀ(kΦ + bΦ̇), paper 003's virtual spring and damper with the
+  loop-closure residual Φ in the role of its cut joint's displacement Δ.
 """
 
 from __future__ import annotations
@@ -45,13 +46,16 @@ PARAMETERS = {
                 ("omega", 18.0, True, "penalty natural frequency omega"),
                 ("zeta", 1.0, False, "penalty damping ratio zeta")],
     # Paper 003 used k = 1e6 with an adaptive RK45 (four-bar, no damper) and
-    # k = 5e4, b = 50 for the Gough–Stewart platform.  A fixed step of 1 ms
-    # bounds k: with the four-bar's cut-joint mass (~0.1 kg) k = 1e6 is a
-    # 3000 rad/s mode, beyond RK4's stability limit (2.8/h); k = 1e5 is
-    # ~1000 rad/s.  Explicit Euler (fmigen bench) is unstable on an undamped
-    # oscillation at any step; b = 1e3 makes the spring mode overdamped
-    # (for the four-bar a ~1e4 1/s decay and a ~1e2 1/s one, both inside
-    # Euler's and RK4's stability regions at h = 1 ms).
+    # k = 5e4, b = 50 for the Gough–Stewart platform.  The defaults must be
+    # stable with explicit Euler at h = 1 ms (fmigen bench, paper 000's
+    # experiment): Jury's test on m s² + b s + k (m the effective mass of a
+    # spring mode, the eigenvalues of (Φ_q M⁻¹ Φ_qᵀ)⁻¹) gives
+    # h·k < b < 2m/h + h·k/2, independent of m on the left.  The Stewart
+    # platform's smallest m is 0.023 kg (four-bar 0.20, slider-crank 0.15,
+    # five-link 0.58), so k = 5e4 needs 50 < b < 71: b = 60 (the paper's
+    # b = 50 is exactly neutral).  Measured: k = 1e5, b = 60 diverges under
+    # Euler on the four-bar within 0.2 s.  The price is accuracy (four-bar,
+    # RK4: 0.23 rad against IDA); with RK4 raise k (4e5: 6.6e-3 rad).
     "spring": [("k", 5e4, True, "virtual spring stiffness k (M qdd = F - Phi_q^T (k Phi + b dPhi))"),
                ("b", 60.0, False, "virtual damper coefficient b")],
 }
