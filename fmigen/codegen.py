@@ -147,12 +147,70 @@ def _newton_code(emb, tb, sm, code, woff=None, iterations=None):
         }}{tail}"""
 
 
-def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap):
+def trig_plan(emb: Embedding):
+    """The angles whose sin/cos the model functions use, and the substitution
+    sin(q_k) → trig[2k], cos(q_k) → trig[2k+1].
+
+    Why: the kinematics already holds s = sin ϑ and c = cos ϑ of every angle it
+    solves through a triangular sequence (the polynomial variables), so it
+    hands them over in ``trig`` instead of the embedding re-evaluating sin/cos
+    and the sequence evaluating atan2 for an angle nobody reads bare."""
+    dae = emb.dae
+    exprs = [*emb.Phi_q, *emb.Phi_t, *emb.gamma, *emb.M, *emb.F]
+    qset = set(dae.q_sym)
+    angles = set()
+    for e in exprs:
+        for a in sp.sympify(e).atoms(sp.sin, sp.cos):
+            if a.args[0] in qset:
+                angles.add(dae.q_sym.index(a.args[0]))
+    subs = {}
+    for k in sorted(angles):
+        subs[sp.sin(dae.q_sym[k])] = sp.Symbol(f"trig[{2 * k}]")
+        subs[sp.cos(dae.q_sym[k])] = sp.Symbol(f"trig[{2 * k + 1}]")
+    return angles, subs
+
+
+def _bare(exprs, dae):
+    """Coordinates that occur in exprs outside the trig substitution."""
+    out = set()
+    for e in exprs:
+        for s_ in sp.sympify(e).free_symbols:
+            if s_ in dae.q_sym:
+                out.add(dae.q_sym.index(s_))
+    return out
+
+
+def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=None):
     """The recursive solution sequence: every dependent coordinate from q_i.
+
+    ``trig`` = (angles, substitution) from ``trig_plan``: the sequence also
+    fills trig[2k], trig[2k+1] = sin, cos of every such angle (independent ones
+    first, a dependent one right after its block), and computes a dependent
+    angle itself by atan2 only when ``angles`` is set or something downstream
+    reads it bare (``bare``).
 
     Returns (C code, warm-start values): ``warm`` holds the previous value of
     every degree > 2 root and of every Newton block's unknowns."""
+    dae = emb.dae
+    trig_angles, trig_subs = trig or (set(), {})
+    ts = lambda e: sp.sympify(e).xreplace(trig_subs)  # noqa: E731
+    # coordinates read bare by the embedding or by later blocks: always computed
+    bare = _bare([ts(e) for e in [*emb.Phi_q, *emb.Phi_t, *emb.gamma, *emb.M, *emb.F]], dae)
+    for tb in tri.blocks:
+        if tb.method == "newton" or tb.polish:
+            bare |= _bare([dae.Phi[j] for j in tb.block.equations], dae)
+        else:
+            bare |= _bare([ts(e) for e in [*tb.abstractions.values(), *tb.known_ring.values()]], dae)
     out, failures, warm_start = [], [], []
+    for k in sorted(trig_angles & set(emb.independent)):
+        # through a local: gcc then makes one sincos call of the pair
+        out.append(f"    {{ const double a = q[{k}]; trig[{2 * k}] = sin(a); trig[{2 * k + 1}] = cos(a); }}")
+
+    def trig_from_q(unknowns):
+        for i in unknowns:
+            if i in trig_angles:
+                out.append(f"        {{ const double a = q[{i}]; trig[{2 * i}] = sin(a); trig[{2 * i + 1}] = cos(a); }}")
+
     for tb in tri.blocks:
         names = [emb.dae.names[i] for i in tb.block.unknowns]
         out.append(f"    {{ /* block {{{', '.join(names)}}}: {tb.method} {tb.reason} */")
@@ -161,12 +219,13 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap):
                             "or its Jacobian is singular)")
             out.append(_newton_code(emb, tb, sm, len(failures), woff=len(warm_start)))
             warm_start += [tri.start[n] for n in names]
+            trig_from_q(tb.block.unknowns)
             out.append("    }")
             continue
         for K, expr in tb.abstractions.items():
-            out.append(f"        const double {K} = {c(sm(expr))};")
+            out.append(f"        const double {K} = {c(sm(ts(expr)))};")
         for v, expr in tb.known_ring.items():
-            out.append(f"        const double {v} = {c(sm(expr))};")
+            out.append(f"        const double {v} = {c(sm(ts(expr)))};")
         out.append("        double " + ", ".join(str(v) for v in tb.variables) + ";")
         for step in tb.steps:
             failures.append(f"{step.variable} (block {{{', '.join(names)}}})")
@@ -188,7 +247,11 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap):
                 warm_start.append(step.start)
             out.append("        }")
         for i, expr in tb.recover.items():
-            out.append(f"        q[{i}] = {c(expr)};")
+            sc = expr.args if isinstance(expr, sp.atan2) else None
+            if sc and i in trig_angles and not tb.polish:
+                out.append(f"        trig[{2 * i}] = {sc[0]}; trig[{2 * i + 1}] = {sc[1]};")
+            guard = "" if (i in bare or tb.polish or not sc) else "if (angles) "
+            out.append(f"        {guard}q[{i}] = {c(expr)};")
         if tb.polish:
             # Polish the sequence's result; where the sequence is unreliable
             # (near a representation singularity of the basis its linear
@@ -213,10 +276,12 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap):
             out.append(f"            for (int i = 0; i < {nb}; i++) warm[{woff} + i] = q[jdx[i]];")
             out.append("        }")
             warm_start += [tri.start[n] for n in names]
+            trig_from_q(tb.block.unknowns)
         out.append("    }")
-    body = "\n".join(out + ["    (void)t; (void)p; (void)warm;", "    return 0;"])
+    body = "\n".join(out + ["    (void)t; (void)p; (void)warm; (void)trig; (void)angles;", "    return 0;"])
     fail_table = ",\n    ".join(f'"{f}"' for f in failures) or '""'
-    code = _function("int fmigen_kinematics(double t, double *q, const double *p, double *warm)", body)
+    code = _function("int fmigen_kinematics(double t, double *q, const double *p, double *warm, double *trig, "
+                     "int angles)", body)
     code += f"\nconst char *const fmigen_kinematics_failure[] = {{\n    \"\",\n    {fail_table}\n}};\n"
     return code, warm_start
 
@@ -231,7 +296,8 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str) -> G
     tols = {tb.tol for tb in tri.blocks if tb.method == "newton" and tb.tol is not None}
     if tols:
         parts += ["#ifndef FMIGEN_NEWTON_TOL", f"#define FMIGEN_NEWTON_TOL {min(tols)!r}", "#endif", ""]
-    kin, warm_start = kinematics_code(emb, tri, sm)
+    trig = trig_plan(emb)
+    kin, warm_start = kinematics_code(emb, tri, sm, trig)
     nwarm = len(warm_start)
     parts.append(kin)
 
@@ -248,6 +314,7 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str) -> G
     parts.append(matrix_fn("fmigen_gamma", sig, emb.gamma))
     parts.append(matrix_fn("fmigen_mass", sig, emb.M))
     parts.append(matrix_fn("fmigen_forcing", sig, emb.F))
+    parts.append(embedding_code(emb, tri, sm, trig[1]))
     parts.append(matrix_fn("fmigen_outputs", sig, sp.Matrix(list(dae.outputs.values()))
                            if dae.outputs else sp.Matrix([])))
 
@@ -320,3 +387,7 @@ def _structure_macros(emb: Embedding, tri: Triangularization) -> list[str]:
     out += [f"#define FMIGEN_M_NNZ {len(nz)}", f"#define FMIGEN_M_ROWS {arr([i for i, _ in nz])}",
             f"#define FMIGEN_M_COLS {arr([j for _, j in nz])}"]
     return out
+
+
+# imported last: codegen_embedding uses this module's printer and SymbolMap
+from .codegen_embedding import embedding_code  # noqa: E402

@@ -3,15 +3,15 @@
  * State x = [q_i, v_i] (2·NI).  For a state, the right-hand side
  *   1. solves the kinematics q_d = g(q_i) with the generated sequence,
  *   2. solves Φ_d v_d = −(Φ_i v_i + Φ_t),
- *   3. forms q̈ = B q̈_i + a_c with B = [−Φ_d⁻¹Φ_i; I], a_c = [Φ_d⁻¹γ; 0],
- *   4. solves (BᵀMB) q̈_i = Bᵀ(F − M a_c).
- * All matrices are tiny and dense; one LU of Φ_d serves every right side.
+ *   3. solves (BᵀMB) q̈_i = Bᵀ(F − M a_c), B = [−Φ_d⁻¹Φ_i; I], a_c = [Φ_d⁻¹γ; 0].
+ * Steps 2–3 are generated per model as straight-line code over the
+ * structural non-zeros (fmigen/codegen_embedding.py): the matrices are tiny
+ * and sparse, and generic loops cost several times the arithmetic.
  */
 #include <stdio.h>
 #include <string.h>
 #include "fmigen_runtime.h"
 
-#define ND (NQ - NI)
 #define NX (2 * NI)
 
 /* In-place LU with partial pivoting of an n×n row-major matrix.  Returns
@@ -153,163 +153,28 @@ void fmigen_core_init(FmigenCore *c, int solver)
     fmigen_formulation_init(c);
 }
 
-static int kinematics(FmigenCore *c, double t, double *q)
+static int kinematics(FmigenCore *c, double t, double *q, double *trig, int angles)
 {
-    int k = fmigen_kinematics(t, q, c->p, c->warm);
+    int k = fmigen_kinematics(t, q, c->p, c->warm, trig, angles);
     if (k) snprintf(c->message, sizeof c->message,
                     "singular configuration at t=%.9g: no regular solution for %s "
                     "(leading coefficient or discriminant vanishes)", t, fmigen_kinematics_failure[k]);
     return k;
 }
 
-/* Φ_d = ∂Φ/∂q_d and its factorization.  With the block structure from
- * model_config.h (FMIGEN_NBLOCKS ..., emitted by codegen from the partition)
- * only the diagonal blocks are factored (packed one after the other) and the
- * solve is block forward substitution over the structurally non-zero
- * couplings; without it, one dense LU. */
-#if NC > 0 && defined(FMIGEN_NBLOCKS)
-#define FMIGEN_BLOCKED 1
-static const int blk_ptr[] = FMIGEN_BLOCK_PTR;
-static const int blk_rows[] = FMIGEN_BLOCK_ROWS;
-static const int blk_cols[] = FMIGEN_BLOCK_COLS;
-static const int blk_couple[] = FMIGEN_COUPLE;
-#endif
-
-typedef struct {
-    double J[FMIGEN_DIM(NC * NQ)];   /* Φ_q */
-    double lu[FMIGEN_DIM(ND * ND)];  /* LU of Φ_d (dense) or of its diagonal blocks */
-    int piv[FMIGEN_DIM(ND)];
-} PhiD;
-
-#if NC > 0
-static int phid_factor(PhiD *f)
+static const char *embedding_failure(int code)
 {
-#ifdef FMIGEN_BLOCKED
-    int off = 0;
-    for (int b = 0; b < FMIGEN_NBLOCKS; b++) {
-        const int p0 = blk_ptr[b], nb = blk_ptr[b + 1] - p0;
-        double *A = f->lu + off;
-        for (int r = 0; r < nb; r++)
-            for (int k = 0; k < nb; k++)
-                A[r * nb + k] = f->J[blk_rows[p0 + r] * NQ + fmigen_dependent[blk_cols[p0 + k]]];
-        if (fmigen_lu_factor(nb, A, f->piv + p0)) return 1;
-        off += nb * nb;
-    }
-    return 0;
-#else
-    for (int r = 0; r < ND; r++)
-        for (int k = 0; k < ND; k++) f->lu[r * ND + k] = f->J[r * NQ + fmigen_dependent[k]];
-    return fmigen_lu_factor(ND, f->lu, f->piv);
-#endif
+    return code == 1 ? "the constraint Jacobian with respect to the dependent coordinates is singular"
+                     : "the reduced mass matrix B^T M B is not positive definite";
 }
 
-/* b (indexed by constraint) := Φ_d⁻¹ b (indexed by dependent position) */
-static void phid_solve(const PhiD *f, double *b)
+/* Given q (complete) and v_i in v, fill v_d (generated, codegen_embedding.py). */
+static int velocities(FmigenCore *c, double t, const double *q, double *v, const double *trig)
 {
-#ifdef FMIGEN_BLOCKED
-    double tmp[ND], x[ND];
-    int off = 0, c = 0;
-    for (int bl = 0; bl < FMIGEN_NBLOCKS; bl++) {
-        const int p0 = blk_ptr[bl], nb = blk_ptr[bl + 1] - p0;
-        for (int r = 0; r < nb; r++) tmp[p0 + r] = b[blk_rows[p0 + r]];
-        for (; c < FMIGEN_NCOUPLE && blk_couple[2 * c] < p0 + nb; c++) {
-            const int pr = blk_couple[2 * c], pc = blk_couple[2 * c + 1];
-            tmp[pr] -= f->J[blk_rows[pr] * NQ + fmigen_dependent[blk_cols[pc]]] * x[blk_cols[pc]];
-        }
-        fmigen_lu_solve(nb, f->lu + off, f->piv + p0, tmp + p0);
-        for (int r = 0; r < nb; r++) x[blk_cols[p0 + r]] = tmp[p0 + r];
-        off += nb * nb;
-    }
-    memcpy(b, x, sizeof x);
-#else
-    fmigen_lu_solve(ND, f->lu, f->piv, b);
-#endif
-}
-#endif
-
-#if NC > 0
-/* fmigen_lu_solve for ncol right-hand sides at once (B row-major n×ncol):
- * the same operations in the same order for every column. */
-static void lu_solve_cols(int n, const double *LU, const int *piv, double *B, int ncol)
-{
-    for (int k = 0; k < n; k++)
-        if (piv[k] != k)
-            for (int j = 0; j < ncol; j++) {
-                double tmp = B[k * ncol + j]; B[k * ncol + j] = B[piv[k] * ncol + j]; B[piv[k] * ncol + j] = tmp;
-            }
-    for (int k = 0; k < n; k++)
-        for (int i = k + 1; i < n; i++) {
-            const double l = LU[i * n + k];
-            for (int j = 0; j < ncol; j++) B[i * ncol + j] -= l * B[k * ncol + j];
-        }
-    for (int k = n - 1; k >= 0; k--) {
-        for (int i = k + 1; i < n; i++) {
-            const double u = LU[k * n + i];
-            for (int j = 0; j < ncol; j++) B[k * ncol + j] -= u * B[i * ncol + j];
-        }
-        for (int j = 0; j < ncol; j++) B[k * ncol + j] /= LU[k * n + k];
-    }
-}
-
-/* The velocity solve's NI + 1 right-hand sides (Φ_i's columns and Φ_t) in one
- * pass: B (NC×(NI+1), rows by constraint) := Φ_d⁻¹ B (rows by dependent
- * position). */
-#define NCOL (NI + 1)
-static void phid_solve_cols(const PhiD *f, double *b)
-{
-#ifdef FMIGEN_BLOCKED
-    double tmp[ND * NCOL], x[ND * NCOL];
-    int off = 0, c = 0;
-    for (int bl = 0; bl < FMIGEN_NBLOCKS; bl++) {
-        const int p0 = blk_ptr[bl], nb = blk_ptr[bl + 1] - p0;
-        double *T = tmp + p0 * NCOL;
-        for (int r = 0; r < nb; r++) memcpy(T + r * NCOL, b + blk_rows[p0 + r] * NCOL, NCOL * sizeof(double));
-        for (; c < FMIGEN_NCOUPLE && blk_couple[2 * c] < p0 + nb; c++) {
-            const int pr = blk_couple[2 * c], pc = blk_couple[2 * c + 1];
-            const double a = f->J[blk_rows[pr] * NQ + fmigen_dependent[blk_cols[pc]]];
-            for (int j = 0; j < NCOL; j++) tmp[pr * NCOL + j] -= a * x[blk_cols[pc] * NCOL + j];
-        }
-        lu_solve_cols(nb, f->lu + off, f->piv + p0, T, NCOL);
-        for (int r = 0; r < nb; r++) memcpy(x + blk_cols[p0 + r] * NCOL, T + r * NCOL, NCOL * sizeof(double));
-        off += nb * nb;
-    }
-    memcpy(b, x, sizeof x);
-#else
-    lu_solve_cols(ND, f->lu, f->piv, b, NCOL);
-#endif
-}
-#endif
-
-/* Given q (complete) and v_i in v, fill v_d; returns Φ_d's factorization and
- * B's upper part X = Φ_d⁻¹Φ_i (ND×NI, row-major) for reuse. */
-static int velocities(FmigenCore *c, double t, const double *q, double *v, PhiD *f, double *X)
-{
-#if NC > 0
-    double pt[NC];
-    fmigen_phi_q(t, q, v, c->p, c->u, f->J);
-    fmigen_phi_t(t, q, v, c->p, c->u, pt);
-    if (phid_factor(f)) {
-        snprintf(c->message, sizeof c->message,
-                 "singular configuration at t=%.9g: the constraint Jacobian with respect to the "
-                 "dependent coordinates is singular", t);
-        return 1;
-    }
-    double rhs[ND * NCOL];
-    for (int r = 0; r < ND; r++) {
-        for (int k = 0; k < NI; k++) rhs[r * NCOL + k] = f->J[r * NQ + fmigen_independent[k]];
-        rhs[r * NCOL + NI] = pt[r];
-    }
-    phid_solve_cols(f, rhs);
-    for (int r = 0; r < ND; r++) {
-        for (int k = 0; k < NI; k++) X[r * NI + k] = rhs[r * NCOL + k];
-        double s = rhs[r * NCOL + NI];
-        for (int k = 0; k < NI; k++) s += X[r * NI + k] * v[fmigen_independent[k]];
-        v[fmigen_dependent[r]] = -s;
-    }
-#else
-    (void)c; (void)t; (void)q; (void)v; (void)f; (void)X;
-#endif
-    return 0;
+    int k = fmigen_embedded_velocities(t, q, v, c->p, c->u, trig);
+    if (k) snprintf(c->message, sizeof c->message, "singular configuration at t=%.9g: %s", t,
+                    embedding_failure(k));
+    return k;
 }
 
 int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
@@ -317,74 +182,22 @@ int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
 #if FMIGEN_FORMULATION
     return fmigen_augmented_rhs(c, t, x, dx);   /* fmigen_augmented.c, x = [q, v] */
 #endif
-    double q[NQ], v[NQ];
-    double X[FMIGEN_DIM(ND * NI)];
-    PhiD f;
+    double q[NQ], v[NQ], trig[2 * NQ];
     for (int k = 0; k < NI; k++) {
         q[fmigen_independent[k]] = x[k];
         v[fmigen_independent[k]] = x[NI + k];
     }
-    if (kinematics(c, t, q)) return 1;
-    if (velocities(c, t, q, v, &f, X)) return 1;
-    double ac[NQ] = {0};
-#if NC > 0
-    double g[NC];
-    fmigen_gamma(t, q, v, c->p, c->u, g);
-    phid_solve(&f, g);
-    for (int r = 0; r < ND; r++) ac[fmigen_dependent[r]] = g[r];
-#endif
-    double M[NQ * NQ], F[NQ], B[NQ * NI];
-    fmigen_mass(t, q, v, c->p, c->u, M);
-    fmigen_forcing(t, q, v, c->p, c->u, F);
-    memset(B, 0, sizeof B);
-    for (int k = 0; k < NI; k++) B[fmigen_independent[k] * NI + k] = 1.0;
-    for (int r = 0; r < ND; r++)
-        for (int k = 0; k < NI; k++) B[fmigen_dependent[r] * NI + k] = -X[r * NI + k];
-    /* r = F − M a_c;  MB = M B */
-    double MB[NQ * NI], res[NQ];
-#ifdef FMIGEN_M_NNZ
-    /* only M's structural non-zeros (model_config.h): the same sums in the
-     * same order as the dense loop below, without the exact zeros */
-    static const int m_rows[] = FMIGEN_M_ROWS, m_cols[] = FMIGEN_M_COLS;
-    memcpy(res, F, sizeof res);
-    memset(MB, 0, sizeof MB);
-    for (int e = 0; e < FMIGEN_M_NNZ; e++) {
-        const int i = m_rows[e], j = m_cols[e];
-        const double m = M[i * NQ + j];
-        res[i] -= m * ac[j];
-        for (int k = 0; k < NI; k++) MB[i * NI + k] += m * B[j * NI + k];
-    }
-#else
-    for (int i = 0; i < NQ; i++) {
-        double s = F[i];
-        for (int j = 0; j < NQ; j++) s -= M[i * NQ + j] * ac[j];
-        res[i] = s;
-        for (int k = 0; k < NI; k++) {
-            double mb = 0.0;
-            for (int j = 0; j < NQ; j++) mb += M[i * NQ + j] * B[j * NI + k];
-            MB[i * NI + k] = mb;
-        }
-    }
-#endif
-    double Mh[NI * NI], rh[NI];
-    int pivh[NI];
-    for (int a = 0; a < NI; a++) {
-        double s = 0.0;
-        for (int i = 0; i < NQ; i++) s += B[i * NI + a] * res[i];
-        rh[a] = s;
-        for (int b = 0; b < NI; b++) {
-            double m = 0.0;
-            for (int i = 0; i < NQ; i++) m += B[i * NI + a] * MB[i * NI + b];
-            Mh[a * NI + b] = m;
-        }
-    }
-    if (fmigen_lu_factor(NI, Mh, pivh)) {
-        snprintf(c->message, sizeof c->message, "singular reduced mass matrix BᵀMB at t=%.9g", t);
+    /* angles = 0: the embedding reads the dependent angles' sin/cos from trig */
+    if (kinematics(c, t, q, trig, 0)) return 1;
+    /* the generated embedding (codegen_embedding.py): v_d, then q̈_i */
+    int k = fmigen_embedded_rhs(t, q, v, c->p, c->u, trig, dx + NI);
+    if (k) {
+        snprintf(c->message, sizeof c->message, "singular configuration at t=%.9g: %s", t,
+                 embedding_failure(k));
         return 1;
     }
-    fmigen_lu_solve(NI, Mh, pivh, rh);
-    for (int k = 0; k < NI; k++) { dx[k] = x[NI + k]; dx[NI + k] = rh[k]; }
-    for (int k = 0; k < NX; k++) if (!isfinite(dx[k])) {
+    for (int i = 0; i < NI; i++) dx[i] = x[NI + i];
+    for (int i = 0; i < NX; i++) if (!isfinite(dx[i])) {
         snprintf(c->message, sizeof c->message, "non-finite state derivative at t=%.9g", t);
         return 1;
     }
@@ -393,15 +206,14 @@ int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
 
 int fmigen_core_assemble(FmigenCore *c)
 {
-    double X[FMIGEN_DIM(ND * NI)];
-    PhiD f;
     for (int k = 0; k < NI; k++)
         if (!isfinite(c->q[fmigen_independent[k]]) || !isfinite(c->v[fmigen_independent[k]])) {
             snprintf(c->message, sizeof c->message, "non-finite independent coordinate or velocity");
             return 1;
         }
-    if (kinematics(c, c->t, c->q)) return 1;
-    if (velocities(c, c->t, c->q, c->v, &f, X)) return 1;
+    double trig[2 * NQ];
+    if (kinematics(c, c->t, c->q, trig, 1)) return 1;
+    if (velocities(c, c->t, c->q, c->v, trig)) return 1;
 #if NC > 0
     double phi[NC];
     fmigen_phi(c->t, c->q, c->v, c->p, c->u, phi);

@@ -1,0 +1,309 @@
+"""Stage 6b — the embedded right-hand side as straight-line generated C.
+
+For a state (q complete after the kinematics, v_i) the embedding needs
+
+    v_d = −Φ_d⁻¹ (Φ_i v_i + Φ_t),      a_c = Φ_d⁻¹ γ,      B = [−Φ_d⁻¹ Φ_i ; I],
+    (Bᵀ M B) q̈_i = Bᵀ (F − M a_c)                             (paper 000, eq. 11).
+
+Why generated and not a runtime loop: the matrices are tiny and sparse
+(Φ_d block-diagonal with six 3×3 blocks for the Stewart platform, M block
+diagonal), and generic loops over index arrays spent ~10 instructions per
+useful flop; every separately generated model function also re-evaluated
+sin/cos of every angle.  Here one function evaluates Φ_q, Φ_t, γ, M and F with
+one joint common-subexpression elimination, then the
+linear algebra unrolled over the structural non-zeros only:
+
+- each diagonal block of Φ_d (the partition's blocks, in block-triangular
+  order) up to 3×3 is inverted by its adjugate, with a singularity test on
+  the determinant relative to the product of its rows' largest entries;
+  larger blocks use the runtime's LU with partial pivoting;
+- the couplings below the diagonal blocks enter by block forward
+  substitution;
+- Bᵀ M B is formed from M's non-zeros, upper triangle only (it is
+  symmetric), and solved by an unrolled LDLᵀ factorization (symmetric
+  positive definite: the kinetic energy in the independent velocities).
+
+Nothing is expanded symbolically across the linear algebra: every
+intermediate is a named double, so the code grows like the number of
+non-zeros, not like the inverse's expression.
+
+Generated functions (declared in ``runtime/fmigen_runtime.h``):
+
+- ``int fmigen_embedded_velocities(t, q, v, p, u, trig)``: fills v_d in v
+  from v_i;
+- ``int fmigen_embedded_rhs(t, q, v, p, u, trig, qdd_i)``: the same, then q̈_i;
+
+with ``trig`` the sines and cosines of the angles as the kinematics left them
+(``codegen.trig_plan``): one joint CSE over Φ_q, Φ_t, γ, M and F
+(each remaining sin/cos once) then uses no libm call for an angle the
+kinematics solved.
+
+Both return 0, 1 when a diagonal block of Φ_d is singular, 2 when Bᵀ M B is
+not positive definite.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from .codegen import SymbolMap, c
+from .embed import Embedding
+from .triangular import Triangularization
+
+#: largest diagonal block of Φ_d inverted by its adjugate; larger blocks are
+#: factored by the runtime's LU with partial pivoting
+ADJUGATE_MAX = 3
+#: a block is singular when |det| <= this · Π_rows max |entry| (the LU's test
+#: in the runtime uses the same 1e-13 against the largest entry)
+SINGULAR_REL = 1e-13
+
+
+class _Code:
+    """Straight-line C with structural zeros tracked: a value is a C name or
+    None (exactly zero)."""
+
+    def __init__(self, indent="    "):
+        self.lines: list[str] = []
+        self.indent = indent
+        self.count = 0
+
+    def emit(self, line):
+        self.lines.append(self.indent + line)
+
+    def let(self, prefix, expr):
+        """``const double <fresh> = expr;`` or None for an exact zero."""
+        if expr is None:
+            return None
+        self.count += 1
+        name = f"{prefix}{self.count}"
+        self.emit(f"const double {name} = {expr};")
+        return name
+
+    def dot(self, prefix, first, terms, sign="-"):
+        """first − Σ a·b (sign "-") or first + Σ a·b (sign "+") over the pairs
+        with both factors non-zero; None when nothing is left."""
+        prods = [f"{a}*{b}" for a, b in terms if a is not None and b is not None]
+        if first is None and not prods:
+            return None
+        if first is None:
+            expr = ("-" if sign == "-" else "") + prods[0]
+            prods = prods[1:]
+        else:
+            expr = first
+        expr += "".join(f" {sign} {x}" for x in prods)
+        return self.let(prefix, expr)
+
+
+def _late(reps, seeds):
+    """The CSE temporaries that depend (transitively) on any symbol in seeds."""
+    late = set(seeds)
+    out = set()
+    for s, e in reps:
+        if e.free_symbols & late:
+            late.add(s)
+            out.add(s)
+    return out
+
+
+def _needed(reps, exprs):
+    """The CSE temporaries the given expressions use, transitively."""
+    need = set().union(*(e.free_symbols for e in exprs)) if exprs else set()
+    out = set()
+    for s, e in reversed(reps):
+        if s in need:
+            out.add(s)
+            need |= e.free_symbols
+    return out
+
+
+def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_subs: dict) -> str:
+    """The two functions' C; ``trig_subs`` (codegen.trig_plan) maps sin/cos of
+    each angle to the ``trig`` array the kinematics filled."""
+    dae = emb.dae
+    n, m, f = dae.n, dae.m, emb.f
+    ind, dep = emb.independent, emb.dependent
+
+    # ---- the model quantities, their structural non-zeros and one joint CSE
+    J = {(j, i): emb.Phi_q[j, i] for j in range(m) for i in range(n) if emb.Phi_q[j, i] != 0}
+    Pt = {j: emb.Phi_t[j] for j in range(m) if emb.Phi_t[j] != 0}
+    G = {j: emb.gamma[j] for j in range(m) if emb.gamma[j] != 0}
+    Mm = {}
+    for i in range(n):
+        for k in range(n):
+            if emb.M[i, k] != 0 and not (k < i and emb.M[k, i] == emb.M[i, k]):
+                Mm[(i, k)] = emb.M[i, k]
+    Fv = {i: emb.F[i] for i in range(n) if emb.F[i] != 0}
+    groups = [("J", J), ("Pt", Pt), ("G", G), ("M", Mm), ("F", Fv)]
+    exprs = [sm(sp.sympify(e).xreplace(trig_subs)) for _, d in groups for e in d.values()]
+    reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none")
+    vd_syms = {sp.Symbol(f"v[{i}]") for i in dep}
+    late = _late(reps, vd_syms)
+    values, pos = {}, 0
+    for g, d in groups:
+        for key in d:
+            values[(g, key)] = reduced[pos]
+            pos += 1
+    early_exprs = [values[("J", k)] for k in J] + [values[("Pt", k)] for k in Pt]
+    velocity_temps = _needed(reps, early_exprs)
+
+    def stage(code: _Code, keep, group_names, prefix):
+        """Emit the CSE temporaries in ``keep`` and name the group values."""
+        for s, e in reps:
+            if s in keep:
+                code.emit(f"const double {s} = {c(e)};")
+        names = {}
+        for g in group_names:
+            for key in dict(groups)[g]:
+                names[(g, key)] = code.let(prefix + g + "_", c(values[(g, key)]))
+        return names
+
+    def body(with_rhs: bool) -> str:
+        code = _Code()
+        code.emit("(void)t; (void)p; (void)u;")
+        early = {s for s, _ in reps if s not in late}
+        names = stage(code, early if with_rhs else velocity_temps, ["J", "Pt"], "")
+        Jn = {k: names[("J", k)] for k in J}
+        Ptn = {j: names[("Pt", j)] for j in Pt}
+
+        blocks = _blocks(emb, tri)
+        inv = [_factor_block(code, b, bi, Jn) for bi, b in enumerate(blocks)]
+
+        def solve(rhs: dict, tag: str) -> dict:
+            """Φ_d⁻¹ rhs (rhs by constraint, result by dependent coordinate),
+            block forward substitution."""
+            x = {}
+            solved = []
+            for bi, (eqs, unk) in enumerate(blocks):
+                r = [code.dot(tag, rhs.get(j), [(Jn.get((j, i)), x.get(i)) for i in solved]) for j in eqs]
+                for i, val in zip(unk, inv[bi](r, tag)):
+                    x[i] = val
+                solved += unk
+            return x
+
+        X = [solve({j: Jn.get((j, ind[k])) for j in range(m)}, f"X{k}_") for k in range(f)]
+        Y = solve(Ptn, "Y_")
+        for i in dep:
+            terms = [(X[k].get(i), f"v[{ind[k]}]") for k in range(f)]
+            val = code.dot("vd", Y.get(i), terms, sign="+")
+            code.emit(f"v[{i}] = {'-' + val if val else '0.0'};")
+        if not with_rhs:
+            code.emit("return 0;")
+            return "\n".join(code.lines)
+
+        names2 = stage(code, late, ["G", "M", "F"], "")
+        Gn = {j: names2[("G", j)] for j in G}
+        Mn = {}
+        for (i, k) in Mm:
+            Mn[(i, k)] = names2[("M", (i, k))]
+            if (k, i) not in Mm:
+                Mn[(k, i)] = Mn[(i, k)]
+        Fn = {i: names2[("F", i)] for i in Fv}
+        ac = solve(Gn, "ac_")
+        # res = F − M a_c, only where needed: every coordinate
+        res = {i: code.dot("res", Fn.get(i), [(Mn.get((i, d)), ac.get(d)) for d in dep]) for i in range(n)}
+        # MB[:, k] = M[:, ind k] − Σ_d M[:, d] X_d,k  (B = [−X ; I])
+        MB = {}
+        for k in range(f):
+            for i in range(n):
+                MB[(i, k)] = code.dot("mb", Mn.get((i, ind[k])), [(Mn.get((i, d)), X[k].get(d)) for d in dep])
+        # M̄ = Bᵀ M B (upper triangle), r̄ = Bᵀ res
+        Mb, rb = {}, {}
+        for a in range(f):
+            rb[a] = code.dot("rb", res.get(ind[a]), [(X[a].get(d), res.get(d)) for d in dep])
+            for b in range(a, f):
+                Mb[(a, b)] = code.dot("mh", MB.get((ind[a], b)), [(X[a].get(d), MB.get((d, b))) for d in dep])
+        _ldlt_solve(code, f, Mb, rb)
+        code.emit("return 0;")
+        return "\n".join(code.lines)
+
+    sig = "double t, const double *q, double *v, const double *p, const double *u, const double *trig"
+    return (f"int fmigen_embedded_velocities({sig})\n{{\n{body(False)}\n}}\n\n"
+            f"int fmigen_embedded_rhs({sig}, double *qdd)\n{{\n{body(True)}\n}}\n")
+
+
+def _blocks(emb: Embedding, tri: Triangularization):
+    """Φ_d's diagonal blocks as (constraint rows, dependent coordinates), in
+    block-triangular order; one dense block when the partition's blocks do not
+    cover Φ_d exactly."""
+    blocks = [(list(b.equations), list(b.unknowns)) for b in tri.partition.blocks]
+    rows = sorted(j for eqs, _ in blocks for j in eqs)
+    cols = sorted(i for _, unk in blocks for i in unk)
+    if rows != list(range(emb.dae.m)) or cols != sorted(emb.dependent):
+        return [(list(range(emb.dae.m)), list(emb.dependent))] if emb.dae.m else []
+    return blocks
+
+
+def _factor_block(code: _Code, block, bi, Jn):
+    """Emit the factorization of one diagonal block; returns solve(r, tag)
+    mapping the block's right-hand side names to its solution names."""
+    eqs, unk = block
+    nb = len(eqs)
+    A = [[Jn.get((j, i)) for i in unk] for j in eqs]
+    if nb <= ADJUGATE_MAX:
+        S = sp.Matrix(nb, nb, lambda r, k: sp.Symbol(A[r][k]) if A[r][k] else 0)
+        det = S.det(method="berkowitz") if nb > 1 else S[0, 0]
+        if det == 0:
+            raise ValueError(f"diagonal block {bi} of Φ_d is structurally singular")
+        d = code.let(f"det{bi}_", c(sp.expand(det)))
+        rowmax = []
+        for r in range(nb):
+            entries = [f"fabs({a})" for a in A[r] if a]
+            expr = entries[0]
+            for e in entries[1:]:
+                expr = f"fmigen_max({expr}, {e})"
+            rowmax.append(expr)
+        code.emit(f"if (!(fabs({d}) > {SINGULAR_REL!r} * {' * '.join(rowmax)})) return 1;")
+        dinv = code.let(f"dinv{bi}_", f"1.0/{d}")
+        adj = S.adjugate() if nb > 1 else sp.Matrix([[1]])
+        Ai = [[code.let(f"ai{bi}_", f"{dinv}*({c(sp.expand(adj[r, k]))})") if adj[r, k] != 0 else None
+               for k in range(nb)] for r in range(nb)]
+
+        def solve(rhs, tag):
+            return [code.dot(tag, None, [(Ai[r][k], rhs[k]) for k in range(nb)], sign="+") for r in range(nb)]
+        return solve
+
+    entries = ", ".join(a or "0.0" for row in A for a in row)
+    code.emit(f"double A{bi}[{nb * nb}] = {{{entries}}};")
+    code.emit(f"int P{bi}[{nb}];")
+    code.emit(f"if (fmigen_lu_factor({nb}, A{bi}, P{bi})) return 1;")
+
+    def solve(rhs, tag):
+        if all(r is None for r in rhs):
+            return [None] * nb
+        code.count += 1
+        arr = f"{tag}b{bi}_{code.count}"
+        code.emit(f"double {arr}[{nb}] = {{{', '.join(r or '0.0' for r in rhs)}}};")
+        code.emit(f"fmigen_lu_solve({nb}, A{bi}, P{bi}, {arr});")
+        return [f"{arr}[{r}]" for r in range(nb)]
+    return solve
+
+
+def _ldlt_solve(code: _Code, f: int, Mb: dict, rb: dict):
+    """qdd = M̄⁻¹ r̄ by an unrolled LDLᵀ (M̄ symmetric positive definite; a
+    pivot not above 1e-13 of its diagonal entry means singular → return 2)."""
+    if f == 0:
+        return
+    L, D, Dinv = {}, {}, {}
+    for j in range(f):
+        dj = code.dot("dd", Mb[(j, j)], [(L[(j, k)], f"{L[(j, k)]}*{D[k]}" if L[(j, k)] else None)
+                                         for k in range(j)])
+        if dj is None:
+            code.emit("return 2;")
+            return
+        code.emit(f"if (!({dj} > {SINGULAR_REL!r} * fabs({Mb[(j, j)]}))) return 2;")
+        D[j] = dj
+        dinv = Dinv[j] = code.let("di", f"1.0/{dj}")
+        for i in range(j + 1, f):
+            num = code.dot("ln", Mb.get((j, i)), [(L[(i, k)], f"{L[(j, k)]}*{D[k]}" if L[(j, k)] else None)
+                                                 for k in range(j)])
+            L[(i, j)] = code.let("l", f"{num}*{dinv}") if num else None
+    # forward: L z = r̄; then z /= D; back: Lᵀ x = z
+    z = {}
+    for i in range(f):
+        z[i] = code.dot("z", rb.get(i), [(L[(i, k)], z[k]) for k in range(i)])
+    y = {i: code.let("y", f"{z[i]}*{Dinv[i]}") if z[i] else None for i in range(f)}
+    x = {}
+    for i in reversed(range(f)):
+        x[i] = code.dot("x", y[i], [(L[(k, i)], x[k]) for k in range(i + 1, f)])
+    for i in range(f):
+        code.emit(f"qdd[{i}] = {x[i] or '0.0'};")
