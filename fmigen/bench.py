@@ -15,7 +15,9 @@ forces.  Per row:
   (CLOCK_PROCESS_CPUTIME_ID around the whole loop) / simulated seconds;
 - ``median_step_us`` / ``max_step_us``: per-step times (CLOCK_MONOTONIC) in a
   second set of repeats; ``max_step_us`` is the median over those repeats of
-  each repeat's largest step (one preemption does not decide it),
+  each repeat's largest step (one preemption does not decide it); the
+  harness pins itself to one CPU, runs SCHED_FIFO and locks its pages where
+  it may (``realtime`` in the row says what it got),
   ``max_step_us_worst`` the largest step seen at all;
 - ``instructions_per_step``: ``valgrind --tool=callgrind`` instructions (Ir) of
   the integration loop (``--toggle-collect=run_steps``) / steps, one run;
@@ -222,6 +224,8 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
                 "kinematics_instructions_per_step": kin,
                 "peak_constraint_violation": first["peak_violation"],
                 "core_step_max_diff": first["core_step_max_diff"],
+                # what the harness got of pinning / SCHED_FIFO / mlockall
+                "realtime": first.get("realtime"),
                 "final_q": dict(zip(names, first["final_q"])),
             }
             if f.kinematics in STABILIZED:

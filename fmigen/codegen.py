@@ -350,8 +350,10 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str) -> G
 
 
 def _structure_macros(emb: Embedding, tri: Triangularization) -> list[str]:
-    """Sparsity the runtime exploits (fmigen_core.c), as macros in
-    model_config.h; a model without them gets the dense path.
+    """Sparsity for the Python runtime's embedding (pyruntime.py), as macros in
+    model_config.h; a model without them gets the dense path there.  (The C
+    runtime no longer loops over them: its embedding is generated straight
+    -line code, codegen_embedding.py.)
 
     - Φ_d in block-triangular form (the partition's blocks, e.g. six 3×3 leg
       blocks for the Stewart platform): FMIGEN_BLOCK_ROWS / _COLS list the

@@ -33,9 +33,13 @@
  * usage: bench_harness T h repeats [mode]
  *   mode "full" (default): all of the above;
  *   mode "callgrind": one untimed run only; run_steps is the function to
- *   count with valgrind --tool=callgrind --toggle-collect=run_steps.
+ *   count with valgrind --tool=callgrind --toggle-collect=run_steps;
+ *   mode "nort": "full" without the real-time setup (see realtime()).
  */
-#define _POSIX_C_SOURCE 199309L
+#define _GNU_SOURCE   /* sched_setaffinity, CPU_SET */
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,9 +118,25 @@ static void print_array(const char *name, const double *v, long n, const char *s
     printf("]%s", sep);
 }
 
+/* Real-time determinism as a HIL rig would set it up: pin to one CPU, run
+ * SCHED_FIFO above every normal task, lock the pages.  Each is best effort
+ * (needs root or CAP_SYS_NICE / CAP_IPC_LOCK); what was obtained is reported
+ * ("realtime" in the JSON) so a number is never read as more than it is. */
+static void realtime(int *pinned, int *fifo, int *locked)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    CPU_SET(ncpu > 1 ? (int)ncpu - 1 : 0, &set);
+    *pinned = sched_setaffinity(0, sizeof set, &set) == 0;
+    struct sched_param sp = { .sched_priority = sched_get_priority_max(SCHED_FIFO) / 2 };
+    *fifo = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
+    *locked = mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 4) { fprintf(stderr, "usage: %s T h repeats [full|callgrind]\n", argv[0]); return 2; }
+    if (argc < 4) { fprintf(stderr, "usage: %s T h repeats [full|callgrind|nort]\n", argv[0]); return 2; }
     const double T = atof(argv[1]), h = atof(argv[2]);
     const int repeats = atoi(argv[3]);
     const int callgrind = argc > 4 && strcmp(argv[4], "callgrind") == 0;
@@ -133,6 +153,8 @@ int main(int argc, char **argv)
         return 0;
     }
 
+    int pinned = 0, fifo = 0, locked = 0;
+    if (!(argc > 4 && strcmp(argv[4], "nort") == 0)) realtime(&pinned, &fifo, &locked);
     /* warm-up (page faults, caches) */
     start_state(&c, x);
     if (run_steps(&c, x, nsteps, h, T, NULL, CLOCK_MONOTONIC, NULL)) return 1;
@@ -187,6 +209,7 @@ int main(int argc, char **argv)
     snprintf(diff_json, sizeof diff_json, "%.17g", diff);
 
     printf("{\"T\": %.17g, \"h\": %.17g, \"steps\": %ld, \"repeats\": %d, ", T, h, nsteps, repeats);
+    printf("\"realtime\": {\"pinned\": %d, \"fifo\": %d, \"mlocked\": %d}, ", pinned, fifo, locked);
     print_array("cpu_ms_per_run", cpu, repeats, ", ");
     print_array("step_ns_median", smed, repeats, ", ");
     print_array("step_ns_max", smax, repeats, ", ");
