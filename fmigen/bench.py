@@ -30,6 +30,11 @@ forces.  Per row:
   integrated for the augmented formulations), and ``core_step_max_diff``:
   max |Δ| against one ``fmigen_core_step`` call over the whole run (the FMU's
   code path; 0 means bit-identical).
+- ``kinematic_run`` (embedded formulations of a mechanism with a
+  ``kinematic_drive``, e.g. the five-link suspension): paper 000's kinematic
+  simulation, Table 3 — the independent coordinates driven through
+  q_i(0) + A sin(2πt/P), every step solving q_d and v_d; its ms per simulated
+  second, instructions per step (``run_kinematic``) and peak violation.
 
 Newton formulations stop when the Newton step is at most the tolerance
 (absolute), as in the paper (10⁻³ and 10⁻⁶); one generated model per
@@ -138,17 +143,29 @@ def run_harness(exe: Path, stop_time: float, step: float, repeats: int) -> dict:
     return json.loads(r.stdout)
 
 
-def callgrind_instructions(exe: Path, stop_time: float, step: float) -> tuple:
+def run_kinematic(exe: Path, stop_time: float, step: float, repeats: int, drive: list) -> dict:
+    """Paper 000's kinematic simulation in the harness (mode "kinematic")."""
+    r = subprocess.run([str(exe), repr(stop_time), repr(step), str(repeats), "kinematic", *map(repr, drive)],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise ModelError(f"benchmark harness (kinematic run) failed: {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
+def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None) -> tuple:
     """(instructions (Ir) per step of the integration loop, of which in the
     generated kinematics ``fmigen_kinematics`` inclusive of the libm calls it
-    makes), or (None, None) without valgrind."""
+    makes), or (None, None) without valgrind.  With ``drive`` (period and
+    amplitudes) the loop counted is the kinematic run's instead."""
     if not shutil.which("valgrind"):
         return None, None
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "callgrind.out"
-        r = subprocess.run(["valgrind", "--tool=callgrind", "--toggle-collect=run_steps",
+        loop, mode = ("run_kinematic", ["callgrind-kinematic", *map(repr, drive)]) if drive else \
+            ("run_steps", ["callgrind"])
+        r = subprocess.run(["valgrind", "--tool=callgrind", f"--toggle-collect={loop}",
                             f"--callgrind-out-file={out}", str(exe), repr(stop_time), repr(step), "1",
-                            "callgrind"], capture_output=True, text=True)
+                            *mode], capture_output=True, text=True)
         if r.returncode:
             raise ModelError(f"callgrind run failed: {r.stderr[-2000:]}")
         steps = json.loads(r.stdout)["steps"]
@@ -193,10 +210,15 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
         # repeats interleaved round-robin, so a slow phase of a shared machine
         # hits every formulation alike (ratios from the same run)
         runs = [[] for _ in forms]
+        kin_runs = [[] for _ in forms]
+        drive = kinematic_drive(mech, sources)
         for r in range(repeats):
-            log(f"timing round {r + 1}/{repeats}: {len(forms)} formulations x {stop_time:g} s at h = {step:g} s")
+            log(f"timing round {r + 1}/{repeats}: {len(forms)} formulations x {stop_time:g} s at h = {step:g} s"
+                + (" (dynamic and kinematic runs)" if drive else ""))
             for i, exe in enumerate(exes):
                 runs[i].append(run_harness(exe, stop_time, step, 1))
+                if drive and forms[i].kinematics not in STABILIZED:
+                    kin_runs[i].append(run_kinematic(exe, stop_time, step, 1, drive))
         for i, f in enumerate(forms):
             names = sources[f.kinematics][1]
             res = {k: [x for run in runs[i] for x in run[k]] for k in runs[i][0] if isinstance(runs[i][0][k], list)}
@@ -228,6 +250,18 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
                 "realtime": first.get("realtime"),
                 "final_q": dict(zip(names, first["final_q"])),
             }
+            if kin_runs[i]:
+                # paper 000 Table 3's "kinematic" row: the driven run
+                cpu = [x for run in kin_runs[i] for x in run["cpu_ms_per_run"]]
+                kir = callgrind_instructions(exes[i], stop_time, step, drive)[0] if callgrind else None
+                row["kinematic_run"] = {
+                    "drive": dict(zip(["period", *mech.kinematic_drive], drive)),
+                    "ms_per_simulated_s": statistics.median(cpu) / stop_time,
+                    "ms_per_simulated_s_min": min(cpu) / stop_time,
+                    "instructions_per_step": kir,
+                    "peak_constraint_violation": kin_runs[i][0]["peak_violation"],
+                    "final_q": dict(zip(names, kin_runs[i][0]["final_q"])),
+                    "final_v": dict(zip(names, kin_runs[i][0]["final_v"]))}
             if f.kinematics in STABILIZED:
                 row["parameters"] = dict(augmented[f.kinematics].values)
             log(f"      {f.label}: {row['ms_per_simulated_s']:.3f} ms/s, max step {row['max_step_us']:.2f} us, "
@@ -240,6 +274,21 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
     return {"mechanism": mech.name, "stop_time": stop_time, "step": step, "solver": "euler",
             "repeats": repeats, "cpu": _cpu_name(), "compiler": f"gcc {' '.join(CFLAGS[:2])}",
             "seconds": round(time.perf_counter() - t0, 2), "rows": rows}
+
+
+def kinematic_drive(mech, sources) -> list | None:
+    """[period, amplitude per independent coordinate in partition order] of
+    the mechanism's kinematic run, or None."""
+    if not mech.kinematic_drive:
+        return None
+    gen, names = next(iter(sources.values()))
+    independent = gen.independent
+    unknown = set(mech.kinematic_drive) - {names[i] for i in independent}
+    if unknown:
+        raise ModelError(f"kinematic_drive names {sorted(unknown)}, which are not independent coordinates "
+                         f"(independent: {[names[i] for i in independent]})")
+    return [float(mech.kinematic_drive_period)] + [float(mech.kinematic_drive.get(names[i], 0.0))
+                                                    for i in independent]
 
 
 def _cpu_name():
@@ -258,6 +307,8 @@ def format_table(result: dict) -> str:
             f"{result['stop_time']:g} s, median of {result['repeats']} runs ({result['cpu']})")
     cols = ["formulation", "ms CPU / simulated s", "median step us", "max step us",
             "instructions / step", "of which kinematics", "peak |Phi|"]
+    if any(r.get("kinematic_run") for r in result["rows"]):
+        cols += ["kinematic run ms/s", "kinematic run instr."]
     lines = [head, "  ".join(f"{c:>22s}" if k else f"{c:<28s}" for k, c in enumerate(cols))]
     for r in result["rows"]:
         label = r["kinematics"] + ("" if r["tolerance"] is None else f" (tol {r['tolerance']:g})")
@@ -266,6 +317,10 @@ def format_table(result: dict) -> str:
             f"{r['kinematics_instructions_per_step']:.0f}"
         vals = [f"{r['ms_per_simulated_s']:.3f}", f"{r['median_step_us']:.2f}", f"{r['max_step_us']:.2f}",
                 ir, kin, f"{r['peak_constraint_violation']:.2e}"]
+        k = r.get("kinematic_run")
+        if k:  # paper 000 Table 3's kinematic simulation
+            vals.append(f"{k['ms_per_simulated_s']:.3f}")
+            vals.append("-" if k["instructions_per_step"] is None else f"{k['instructions_per_step']:.0f}")
         lines.append(f"{label:<28s}  " + "  ".join(f"{v:>22s}" for v in vals))
     return "\n".join(lines)
 

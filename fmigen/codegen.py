@@ -62,6 +62,7 @@ class GeneratedModel:
     config_h: str
     guid: str
     formulation: object = None   # formulation.Augmented, None for the embedded ODE
+    independent: tuple = ()      # model indices of the independent coordinates
 
 
 class SymbolMap:
@@ -346,7 +347,7 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str) -> G
         *_structure_macros(emb, tri),
         f"#define FMIGEN_KINEMATIC {int(mech.kinematic)}",
         "#endif", ""])
-    return GeneratedModel(model_c, config_h, guid)
+    return GeneratedModel(model_c, config_h, guid, independent=tuple(emb.independent))
 
 
 def _structure_macros(emb: Embedding, tri: Triangularization) -> list[str]:

@@ -96,6 +96,11 @@ class Mechanism:
     #: Kinematic FMU: the independent coordinates and their velocities are FMU
     #: inputs and a step only re-solves the kinematics (no dynamics).
     kinematic: bool = False
+    #: Paper 000's kinematic simulation for ``fmigen bench``: amplitude per
+    #: independent coordinate name of the drive q_i(t) = q_i(0) + A sin(2πt/P),
+    #: and its period P (s).  None: the mechanism has no kinematic run.
+    kinematic_drive: dict[str, float] | None = None
+    kinematic_drive_period: float = 3.0
 
     def __post_init__(self):
         self.world = me.ReferenceFrame("N")

@@ -34,7 +34,11 @@
  *   mode "full" (default): all of the above;
  *   mode "callgrind": one untimed run only; run_steps is the function to
  *   count with valgrind --tool=callgrind --toggle-collect=run_steps;
- *   mode "nort": "full" without the real-time setup (see realtime()).
+ *   mode "nort": "full" without the real-time setup (see realtime());
+ *   mode "kinematic P A_1 .. A_NI": paper 000's kinematic simulation instead
+ *   (see run_kinematic), CPU time per run and peak violation;
+ *   mode "callgrind-kinematic P A_1 .. A_NI": one untimed kinematic run, to
+ *   count with --toggle-collect=run_kinematic.
  */
 #define _GNU_SOURCE   /* sched_setaffinity, CPU_SET */
 #include <sched.h>
@@ -134,15 +138,93 @@ static void realtime(int *pinned, int *fifo, int *locked)
     *locked = mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
 }
 
+/* Paper 000's kinematic simulation (Table 3): the independent coordinates are
+ * driven, q_i(t) = q_i(0) + A_k sin(2πt/P) with v_i its derivative (the
+ * trajectory tabulated before the timed loop), and every step solves the
+ * dependent coordinates (kinematics) and velocities, as the kinematic part of
+ * a dynamic step does.  peak gets max|Φ| over the run when non-NULL. */
+__attribute__((noinline)) int run_kinematic(FmigenCore *c, long nsteps, const double *qi, const double *vi,
+                                            double *peak)
+{
+#if FMIGEN_FORMULATION
+    (void)c; (void)nsteps; (void)qi; (void)vi; (void)peak;
+    fprintf(stderr, "the kinematic run is for the embedded formulations\n");
+    return 1;
+#else
+    double trig[2 * NQ];
+    for (long s = 0; s < nsteps; s++) {
+        const double t = (double)s * c->h;
+        for (int k = 0; k < NI; k++) {
+            c->q[fmigen_independent[k]] = qi[s * NI + k];
+            c->v[fmigen_independent[k]] = vi[s * NI + k];
+        }
+        int e = fmigen_kinematics(t, c->q, c->p, c->warm, trig, 1);
+        if (!e) e = fmigen_embedded_velocities(t, c->q, c->v, c->p, c->u, trig);
+        if (e) { fprintf(stderr, "kinematic step %ld (t=%g): failure %d\n", s, t, e); return 1; }
+        if (peak) {
+            double phi[FMIGEN_DIM(NC)];
+            fmigen_phi(t, c->q, c->v, c->p, c->u, phi);
+            for (int j = 0; j < NC; j++) if (fabs(phi[j]) > *peak) *peak = fabs(phi[j]);
+        }
+    }
+    return 0;
+#endif
+}
+
+static int kinematic_main(double T, double h, long nsteps, int repeats, int callgrind, int argc, char **argv)
+{
+    if (argc != 6 + NI) { fprintf(stderr, "kinematic run: need the period and %d amplitudes\n", NI); return 2; }
+    const double P = atof(argv[5]), w = 6.283185307179586 / P;
+    double *qi = malloc(sizeof(double) * (size_t)(nsteps * NI)), *vi = malloc(sizeof(double) * (size_t)(nsteps * NI));
+    for (long s = 0; s < nsteps; s++)
+        for (int k = 0; k < NI; k++) {
+            const double A = atof(argv[6 + k]), t = (double)s * h;
+            qi[s * NI + k] = fmigen_q_start[fmigen_independent[k]] + A * sin(w * t);
+            vi[s * NI + k] = A * w * cos(w * t);
+        }
+    static FmigenCore c;
+    fmigen_core_init(&c, FMIGEN_EULER);
+    c.h = h;
+    if (fmigen_core_assemble(&c)) { fprintf(stderr, "assemble failed: %s\n", c.message); return 2; }
+    const FmigenCore start = c;
+    if (callgrind) {
+        if (run_kinematic(&c, nsteps, qi, vi, NULL)) return 1;
+        printf("{\"steps\": %ld}\n", nsteps);
+        return 0;
+    }
+    if (run_kinematic(&c, nsteps, qi, vi, NULL)) return 1;  /* warm-up */
+    printf("{\"T\": %.17g, \"h\": %.17g, \"steps\": %ld, \"cpu_ms_per_run\": [", T, h, nsteps);
+    for (int r = 0; r < repeats; r++) {
+        c = start;
+        double t0 = seconds(CLOCK_PROCESS_CPUTIME_ID);
+        if (run_kinematic(&c, nsteps, qi, vi, NULL)) return 1;
+        printf("%s%.17g", r ? ", " : "", 1e3 * (seconds(CLOCK_PROCESS_CPUTIME_ID) - t0));
+    }
+    double peak = 0.0;
+    c = start;
+    if (run_kinematic(&c, nsteps, qi, vi, &peak)) return 1;
+    printf("], \"peak_violation\": %.17g, ", peak);
+    print_array("final_q", c.q, NQ, ", ");
+    print_array("final_v", c.v, NQ, "}\n");
+    free(qi); free(vi);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 4) { fprintf(stderr, "usage: %s T h repeats [full|callgrind|nort]\n", argv[0]); return 2; }
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s T h repeats [full|callgrind|nort|kinematic P A...|callgrind-kinematic P A...]\n",
+                argv[0]);
+        return 2;
+    }
     const double T = atof(argv[1]), h = atof(argv[2]);
     const int repeats = atoi(argv[3]);
     const int callgrind = argc > 4 && strcmp(argv[4], "callgrind") == 0;
     /* as fmigen_core_step: full steps of h, the last one landing on T */
     long nsteps = (long)floor(T / h + 0.5);
     if (nsteps < 1 || repeats < 1) { fprintf(stderr, "need T >= h and repeats >= 1\n"); return 2; }
+    if (argc > 4 && strstr(argv[4], "kinematic"))
+        return kinematic_main(T, h, nsteps, repeats, strcmp(argv[4], "callgrind-kinematic") == 0, argc, argv);
     static FmigenCore c;
     double x[NX];
 
