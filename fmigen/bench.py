@@ -121,13 +121,16 @@ def generate_sources(mech, kinematics, log=None, augmented=()):
     return out
 
 
-def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, cc="gcc") -> Path:
+def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, cc="gcc", opt=None) -> Path:
+    """``opt``: optimization flags replacing the FMU's -O2 (e.g. what a HIL
+    target would rebuild the source FMU with)."""
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "model.c").write_text(gen.model_c)
     (workdir / "model_config.h").write_text(gen.config_h)
     exe = workdir / "bench_harness"
     defs = [f"-DFMIGEN_NEWTON_TOL={tolerance!r}"] if tolerance is not None else []
-    cmd = [cc, *CFLAGS, *defs, f"-I{workdir}", f"-I{RUNTIME_DIR}", str(workdir / "model.c"),
+    flags = CFLAGS if not opt else [*opt, *CFLAGS[1:]]
+    cmd = [cc, *flags, *defs, f"-I{workdir}", f"-I{RUNTIME_DIR}", str(workdir / "model.c"),
            str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "fmigen_augmented.c"),
            str(RUNTIME_DIR / "bench_harness.c"), "-lm", "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -183,7 +186,7 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None)
 
 
 def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_time=3.0, step=1e-3,
-          repeats=5, callgrind=True, log=None, keep=None, formulation_params=None) -> dict:
+          repeats=5, callgrind=True, log=None, keep=None, formulation_params=None, opt=None) -> dict:
     """Run every formulation; the JSON of ``fmigen bench --json``.
     ``formulation_params``: {augmented formulation: {parameter: value}}."""
     from .pipeline import load_mechanism
@@ -206,7 +209,7 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
         for i, f in enumerate(forms):
             gen, names = sources[f.kinematics]
             log(f"[{i + 1}/{len(forms)}] compiling the harness for {f.label}")
-            exes.append(compile_harness(gen, tmp / f"{f.kinematics}_{f.tolerance}", f.tolerance))
+            exes.append(compile_harness(gen, tmp / f"{f.kinematics}_{f.tolerance}", f.tolerance, opt=opt))
         # repeats interleaved round-robin, so a slow phase of a shared machine
         # hits every formulation alike (ratios from the same run)
         runs = [[] for _ in forms]
@@ -272,7 +275,7 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
     return {"mechanism": mech.name, "stop_time": stop_time, "step": step, "solver": "euler",
-            "repeats": repeats, "cpu": _cpu_name(), "compiler": f"gcc {' '.join(CFLAGS[:2])}",
+            "repeats": repeats, "cpu": _cpu_name(), "compiler": f"gcc {' '.join(opt or CFLAGS[:1])} {CFLAGS[1]}",
             "seconds": round(time.perf_counter() - t0, 2), "rows": rows}
 
 
@@ -353,6 +356,9 @@ def add_parser(sub, common_log):
     p.add_argument("--repeats", type=int, default=5, help="timed repeats, median reported (default 5)")
     p.add_argument("--no-callgrind", action="store_true", help="skip the valgrind instruction count")
     p.add_argument("--keep", help="keep the generated sources and harness binaries in this directory")
+    p.add_argument("--opt", default=None,
+                   help="optimization flags instead of the FMU's portable -O2, for a source FMU rebuilt "
+                        "on its target; write it with '=': --opt=\"-O3 -march=native\"")
     formulation.add_options(p)
 
     def run(args):
@@ -362,6 +368,7 @@ def add_parser(sub, common_log):
                        tolerances=_floats(args.tolerances), stop_time=args.stop_time, step=args.step,
                        repeats=args.repeats, callgrind=not args.no_callgrind,
                        log=lambda m: print(m, file=sys.stderr, flush=True), keep=args.keep,
+                       opt=args.opt.split() if args.opt else None,
                        formulation_params=formulation.params_from_args(args))
         print(json.dumps(result) if args.json else format_table(result))
         return 0

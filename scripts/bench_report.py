@@ -2,6 +2,7 @@
 docs/benchmarks.json (the raw bench JSON) and docs/benchmarks.png.
 
     .venv/bin/python scripts/bench_report.py [--mechanisms stewart,five_link] [--repeats 7]
+        [--mujoco-dir <site-packages>/mujoco] [--render-only]
 
 Numbers are measured, never edited: the markdown is generated from the JSON,
 including the verdict on each target.  The prose notes at the end explain the
@@ -45,6 +46,9 @@ def table(result):
     head = ["formulation", "ms CPU / simulated s", "(min)", "instructions / step", "of which kinematics",
             "median step µs", "p99 step µs",
             "max step µs", "peak max\\|Φ\\|", "vs Gröbner (instructions)"]
+    kinematic = any(r.get("kinematic_run") for r in result["rows"])
+    if kinematic:
+        head += ["kinematic run ms/s", "kinematic run instructions / step", "kinematic run peak max\\|Φ\\|"]
     if paper:
         head.append("paper 000 (P4 3 GHz, MS C) ms/s")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -58,6 +62,12 @@ def table(result):
                  f"{r['median_step_us']:.2f}", f"{r['p99_step_us']:.2f}", f"{r['max_step_us']:.1f}",
                  f"{r['peak_constraint_violation']:.1e}",
                  "–" if ir is None or g["instructions_per_step"] is None else f"{ir / g['instructions_per_step']:.2f}×"]
+        if kinematic:
+            k = r.get("kinematic_run")
+            cells += ["–"] * 3 if not k else [
+                f"{k['ms_per_simulated_s']:.2f}",
+                "–" if k["instructions_per_step"] is None else f"{k['instructions_per_step']:,.0f}",
+                f"{k['peak_constraint_violation']:.1e}"]
         if paper:
             v = paper.get((r["kinematics"], r["tolerance"]))
             cells.append("–" if v is None else f"{v:g}")
@@ -102,7 +112,9 @@ def verdicts(result):
 def peer_section(mj, res):
     """MuJoCo rows (scripts/bench_mujoco.py, measured separately)."""
     g = res["rows"][0]
-    lines = ["### Peer: MuJoCo (scripts/bench_mujoco.py, measured in a separate run)", "",
+    when = ("measured in the same `bench_report.py --mujoco-dir` run, right after the fmigen rows"
+            if mj.get("same_run_as_fmigen") else "measured in a separate run")
+    lines = [f"### Peer: MuJoCo (scripts/bench_mujoco.py, {when})", "",
              "| model | ms CPU / simulated s | (min) | instructions / step | vs Gröbner (instructions) | "
              "median step µs | max step µs | peak violation (m) | final yaw ψ (fmigen Gröbner: "
              f"{g['final_q']['psi']:.6f}) |", "|" + "---|" * 9]
@@ -121,21 +133,28 @@ def peer_section(mj, res):
                     "of the Euler discretization error.", ""]
 
 
-def chart(results, path):
-    fig, axes = plt.subplots(len(results), 2, figsize=(11, 3.6 * len(results)), squeeze=False)
+def chart(results, path, peers=None):
+    """Bars per formulation; ``peers`` ({mechanism: rows}) adds grey peer bars
+    (MuJoCo) to that mechanism's charts."""
+    peers = peers or {}
+    fig, axes = plt.subplots(len(results), 2, figsize=(12, 4.2 * len(results)), squeeze=False)
     for ax_row, res in zip(axes, results):
-        labels = [label(r).replace(" (", "\n(") for r in res["rows"]]
+        rows = res["rows"] + peers.get(res["mechanism"], [])
+        labels = [label(r) if "tolerance" in r else r["kinematics"].replace(" soft constraints", "")
+                  for r in rows]
         colors = [{"groebner": "tab:green", "newton-loop": "tab:orange", "newton": "tab:red",
-                     "spring": "tab:brown"}.get(
-            r["kinematics"], "tab:purple") for r in res["rows"]]
-        ax_row[0].bar(labels, [r["ms_per_simulated_s"] for r in res["rows"]], color=colors)
+                   "spring": "tab:brown", "baumgarte": "tab:purple", "penalty": "tab:purple"}.get(
+            r["kinematics"], "tab:gray") for r in rows]
+        ax_row[0].bar(labels, [r["ms_per_simulated_s"] for r in rows], color=colors)
         ax_row[0].set_ylabel("ms CPU / simulated s")
         ax_row[0].set_title(f"{res['mechanism']}: CPU time (median of {res['repeats']})")
-        ax_row[1].bar(labels, [r["instructions_per_step"] or 0 for r in res["rows"]], color=colors)
+        ax_row[1].bar(labels, [r["instructions_per_step"] or 0 for r in rows], color=colors)
         ax_row[1].set_ylabel("instructions / step (callgrind)")
         ax_row[1].set_title(f"{res['mechanism']}: instructions per Euler step")
         for ax in ax_row:
-            ax.tick_params(axis="x", labelsize=8)
+            ax.tick_params(axis="x", labelsize=8, labelrotation=35)
+            for t in ax.get_xticklabels():
+                t.set_horizontalalignment("right")
             ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -147,27 +166,31 @@ NOTES = """\
 - **Instructions per step are the number to compare.** This machine is a
   shared 2-vCPU virtual machine on which other test suites ran at the same
   time; the CPU time of one and the same binary moves by up to 2× between
-  runs (e.g. 4.3 and 7.4 µs median step for the Stewart Gröbner build in two
-  runs minutes apart). The repeats are interleaved round-robin over the
+  runs (the Stewart Gröbner harness measured 1.1 to 2.8 ms/s in back-to-back
+  invocations on the otherwise idle machine; compare its median and min
+  columns). The repeats are interleaved round-robin over the
   formulations so a slow phase hits all of them, but the ms/s column still
   carries that noise — a CPU-time "MISSED" between rows within ~10 % of each
   other is noise, not a measurement. callgrind's counts are exact and repeat
   to the instruction.
 - **Stewart, Gröbner vs Newton per leg.** With a warm start from the previous
   step (1 ms earlier) and a step tolerance of 10⁻³, Newton per leg converges
-  in one iteration: one 3×3 Jacobian and LU per leg, which costs about what
-  the triangular sequence (two square roots, divisions, atan2) costs. So the
-  margin is small — as in the paper, where Newton per leg took 1.29× Gröbner's
-  time (MS compiler, 13.3 vs 10.3 ms/s); here it is 1.12× in instructions. At
-  10⁻³ the Newton solution is also ~10⁸× less accurate (peak max|Φ| 1.2·10⁻⁷
-  vs 8.9·10⁻¹⁶). At 10⁻⁶ (peak 8.7·10⁻¹³ — the step test leaves about the
+  in one iteration: one 3×3 Jacobian (with its sines and cosines) and LU per
+  leg. The triangular sequence costs two square roots and a few divisions per
+  leg, and its polynomial variables *are* the sines and cosines of the leg
+  angles, which it hands to the embedding (no atan2, no sin/cos); a Newton leg
+  yields angles, whose sin/cos the embedding then needs. Newton per leg takes
+  1.70× Gröbner's instructions (paper 000: 1.29× the time, MS compiler,
+  13.3 vs 10.3 ms/s), at ~10⁸× less accuracy (peak max|Φ| 1.2·10⁻⁷ vs
+  8.9·10⁻¹⁶). At 10⁻⁶ (peak 8.7·10⁻¹³ — the step test leaves about the
   square of the last step as residual) each leg needs a second iteration.
 - **The kinematic part alone** ("of which kinematics": `fmigen_kinematics`
-  inclusive of its libm calls) reproduces the paper's kinematic column: for the
-  Stewart platform, Newton per leg needs 2.2× (10⁻³) and 4.3× (10⁻⁶) Gröbner's
-  instructions, the single Newton 8× and 16×; paper 000 (MS, kinematic
-  simulation) had 2.1×, 3.4×, 14× and 27×. Whole steps differ less because the
-  embedding, identical for all formulations, dominates the step.
+  inclusive of its libm calls, which now includes handing sin/cos to the
+  embedding): for the Stewart platform Newton per leg needs 5.4× (10⁻³) and
+  9.6× (10⁻⁶) Gröbner's instructions, the single Newton 17× and 33×; paper
+  000 (MS, kinematic simulation) had 2.1×, 3.4×, 14× and 27×. Whole steps
+  differ less because the embedding, the same generated code for all
+  embedded formulations, is most of the step.
 - **Baumgarte, penalty and virtual springs** (paper 000's parameters: α = 1,
   β = 18; ρ = 10³, ζ = 1, ω = 18, one iteration; springs k = 5·10⁴, b = 60,
   see below) integrate all n coordinates of the augmented system with the
@@ -206,36 +229,52 @@ NOTES = """\
 - **Single Newton over all 18 dependent coordinates** pays for the dense 18×18
   LU of the whole kinematic Jacobian in every iteration: the slowest row, as in
   the paper.
-- **Five-link: Gröbner is not faster than Newton per loop at 10⁻³.** The
-  "groebner" build of the five-link suspension is the paper's block-triangular
-  hybrid: the 5 × 5 pose block (x, y, φ, θ, ψ given z) does not triangularize
-  and is solved by Newton to round-off (1e-14·(1+|q|) on the step), then each
-  link's (α_k, β_k) comes from its triangular sequence. The newton-loop row at
-  10⁻³ stops that same pose block after one iteration with a 10⁻³ test, so it
-  does less work at 10⁶× less accuracy (peak max|Φ| 1.6·10⁻¹⁰ vs 2.2·10⁻¹⁶).
-  At 10⁻⁶ (still 1000× less accurate than Gröbner) it costs 1.2× Gröbner's
-  instructions. The target "Gröbner faster at equal or better accuracy" holds
-  against every row of equal-or-better accuracy — there is none: no Newton
-  row reaches Gröbner's accuracy — but Gröbner is not faster than every row.
-- **1 ms per simulated second (Stewart) is missed by the factor in the
-  verdict.** Per step the Gröbner build spends ~37 k instructions, of which the
-  kinematics (sequence + atan2) are the column "of which kinematics"; the rest
-  is the embedding: the velocity and acceleration solves with Φ_d (block
-  diagonal now, see below), the 24×24 products BᵀMB, and sin/cos — every
-  generated function (Φ_q, Φ_t, γ, M, F) evaluates sin/cos of all 15 angles
-  again, ~8 k instructions per step in libm. Reaching ~1 µs per step would
-  need the trigonometric values shared across the generated functions (one
-  sincos per angle per step) and the embedding (Φ_d solve, BᵀMB) specialised
-  per block in the generated code instead of the generic runtime loops.
+- **Five-link, dynamic run.** The "groebner" build of the five-link
+  suspension is the paper's block-triangular hybrid: the 5 × 5 pose block
+  (x, y, φ, θ, ψ given z) does not triangularize and is solved by Newton to
+  round-off (1e-14·(1+|q|) on the step), then each link's (α_k, β_k) comes
+  from its triangular sequence. The newton-loop row at 10⁻³ stops that same
+  pose block after one iteration with a 10⁻³ test (peak max|Φ| 1.6·10⁻¹⁰ vs
+  2.2·10⁻¹⁶); it still needs 1.11× Gröbner's instructions, because Gröbner's
+  link sequences hand the ten link angles' sin/cos to the embedding. (Before
+  the generated embedding, newton-loop at 10⁻³ was 4 % *cheaper* than
+  Gröbner.)
+- **Five-link, kinematic run** (paper 000 Table 3's "kinematic" rows: z driven
+  through 0.08 sin(2πt/3) m, every step solving q_d and v_d, no dynamics):
+  Gröbner 14,721 instructions per step, Newton per loop at 10⁻³ 15,059
+  (1.02×) and at 10⁻⁶ 24,604 (1.67×), the single Newton 1.7× and 3.0×. The
+  pose block's Newton iteration, the same in the Gröbner and newton-loop
+  builds, is most of it; the kinematic run computes every angle by atan2 for
+  the state, so the sin/cos hand-over does not apply. Checked against an
+  independent least-squares solve of Φ = 0, Φ_q v = −Φ_t at the last driven
+  state: 5.6·10⁻¹⁶ (tests/test_bench.py).
+- **1 ms per simulated second (Stewart) is still missed, by the factor in the
+  verdict.** A Gröbner step is now 11,256 instructions (37,179 before the
+  generated embedding, see below): the kinematics 1,785; the model
+  expressions Φ_q, γ, M and F after one joint CSE, ~2,000 operations
+  (~4,400 instructions — γ and F are ~2,100 operations each before CSE,
+  expanded polynomials in the platform's Euler angles and rates); the
+  unrolled linear algebra, ~1,100 multiplications (~4,500 instructions, 378
+  of them Bᵀ M B's upper triangle). This machine retires ~7 instructions per
+  ns in this code, so 1 µs per step needs ~7 k instructions. Rebuilt for the
+  host (`fmigen bench --opt="-O3 -march=native"`: FMA, AVX2 — what a HIL
+  target compiling the source FMU would use) the step is 9,218 instructions
+  and measured 1.12–1.9 ms/s. Getting below needs γ and F written in body
+  quantities shared by the six legs (angular velocity, R̈ of the platform)
+  instead of expanded Euler-angle polynomials: a model-level change, not done.
 - **max step ≤ 3× median is missed on this machine for every formulation**,
   for a reason outside the code: the largest step of a 3000-step run is
-  50 µs to a few ms (wall clock) whatever the formulation, and still ~80–170 µs
-  on the thread-CPU clock, which points at preemption and hypervisor/interrupt
-  noise of the shared VM; the 99th percentile stays within ~2× the median. The Gröbner build of the Stewart
-  platform has no data-dependent work (no iteration; the only branch is the
-  degree > 2 root fallback, which the Stewart platform does not have), so its
-  per-step work is constant; a pinned core on an idle host is where the 3×
-  target can be checked.
+  50–170 µs whatever the formulation, also on the thread-CPU clock, while the
+  99th percentile stays within ~1.3–2× the median. The harness now runs as a
+  HIL rig would (pinned to one CPU, SCHED_FIFO, mlockall; `realtime` in the
+  JSON says it got all three here), and that did not move the maximum: in
+  seven repeats the largest step fell on steps 253, 1095, 1332, 1368, 1461,
+  1950 and 2668 — one spike per ~5 ms run at a random place, i.e. an
+  interrupt or the hypervisor taking the vCPU, not the code. The Gröbner
+  build of the Stewart platform has no data-dependent work (no iteration; the
+  only branch is the degree > 2 root fallback, which the Stewart platform does
+  not have), so its per-step work is constant; an isolated core on bare metal
+  is where the 3× target can be checked.
 
 ## The Newton formulations as FMUs
 
@@ -243,8 +282,8 @@ NOTES = """\
 builds a regular FMU with the single-Newton kinematics. Run in fmpy for the
 same 3 s (communication step 1 ms), its final state agrees with the harness's
 Gröbner run to 8.2·10⁻¹⁵ (psi, x, alpha1, s3) and its `constraint_residual`
-stays ≤ 8.9·10⁻¹⁶ — checked once by hand when this page was written, not a test
-(a Stewart FMU build takes ~20 s).
+stays ≤ 8.9·10⁻¹⁶ — checked once by hand with the runtime before the generated
+embedding, not a test (a Stewart FMU build takes ~20 s).
 
 `fmigen build MECH --kinematics baumgarte|penalty|spring` builds the augmented
 formulations as FMUs (FMI 2/3, CS/ME) with the runtime code of the benchmark
@@ -258,6 +297,23 @@ tests/test_formulations.py runs them on the four-bar against IDA (RK4,
 (halved by doubling ρ), springs as above.
 
 ## Optimisations done for this benchmark
+
+**Generated embedding** (`fmigen/codegen_embedding.py`). The runtime's
+generic embedding (block LU of Φ_d and loops over index arrays for Bᵀ M B)
+plus every model function re-evaluating sin/cos were ~90 % of a Stewart step.
+Codegen now emits `fmigen_embedded_velocities` / `fmigen_embedded_rhs` per
+model: one joint CSE over Φ_q, Φ_t, γ, M and F; Φ_d's diagonal blocks up to
+3×3 inverted by their adjugate (a relative determinant test for
+singularity), larger ones by the runtime LU; block forward substitution over
+the couplings; Bᵀ M B's upper triangle from M's non-zeros; an unrolled LDLᵀ
+for the f × f solve. The kinematics hands sin/cos of every angle to it (the
+triangular sequences solve for s = sin ϑ and c = cos ϑ anyway) and skips
+atan2 for angles nothing reads bare. Stewart, Gröbner: 37,179 → 11,256
+instructions per step; newton-loop (10⁻³) 41,456 → 19,086; five-link
+Gröbner 34,997 → 17,874. The results agree with the previous runtime to
+round-off (all validation tests against IDA unchanged), no longer bit for bit.
+
+**Block-structured runtime** (before the generated embedding):
 
 `fmigen_core_rhs` solved Φ_d (18×18 for the Stewart platform) with a dense LU
 and 8 dense triangular solves per step — 53 % of all instructions. Codegen now
@@ -276,14 +332,34 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mechanisms", default="stewart,five_link")
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--mujoco-dir", default=None,
+                    help="an installed mujoco package directory: run the MuJoCo peer rows "
+                         "(scripts/bench_mujoco.py) in this same run, right after the fmigen rows")
+    ap.add_argument("--render-only", action="store_true",
+                    help="no new measurement: rewrite the markdown and chart from docs/benchmarks.json "
+                         "(e.g. after a new docs/benchmarks_mujoco.json)")
     args = ap.parse_args(argv)
-    results = []
-    for mech in args.mechanisms.split(","):
-        print(f"== {mech}", file=sys.stderr)
-        results.append(bench(mech, repeats=args.repeats, log=lambda m: print(m, file=sys.stderr, flush=True)))
     DOCS.mkdir(exist_ok=True)
-    (DOCS / "benchmarks.json").write_text(json.dumps(results, indent=1) + "\n")
-    chart(results, DOCS / "benchmarks.png")
+    if args.render_only:
+        results = json.loads((DOCS / "benchmarks.json").read_text())
+    else:
+        results = []
+        for mech in args.mechanisms.split(","):
+            print(f"== {mech}", file=sys.stderr)
+            results.append(bench(mech, repeats=args.repeats,
+                                 log=lambda m: print(m, file=sys.stderr, flush=True)))
+        (DOCS / "benchmarks.json").write_text(json.dumps(results, indent=1) + "\n")
+        if args.mujoco_dir:
+            print("== MuJoCo peer (scripts/bench_mujoco.py)", file=sys.stderr)
+            sys.path.insert(0, str(ROOT / "scripts"))
+            import bench_mujoco
+            bench_mujoco.main(["--mujoco-dir", args.mujoco_dir, "--repeats", str(args.repeats)])
+            mj = json.loads((DOCS / "benchmarks_mujoco.json").read_text())
+            mj["same_run_as_fmigen"] = True
+            (DOCS / "benchmarks_mujoco.json").write_text(json.dumps(mj, indent=1) + "\n")
+    mj_path = DOCS / "benchmarks_mujoco.json"
+    mj = json.loads(mj_path.read_text()) if mj_path.exists() else None
+    chart(results, DOCS / "benchmarks.png", {"stewart": mj["rows"]} if mj else None)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
@@ -315,11 +391,10 @@ def main(argv=None):
           "block (loop) separately.", "",
           f"Machine: {results[0]['cpu']}, {gcc}, {valgrind}; commit {commit}; "
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC.", ""]
-    mj_path = DOCS / "benchmarks_mujoco.json"
     for res in results:
         md += [f"## {res['mechanism']}", "", table(res), "", "Targets:", "", verdicts(res), ""]
         if res["mechanism"] == "stewart" and mj_path.exists():
-            md += peer_section(json.loads(mj_path.read_text()), res)
+            md += peer_section(mj, res)
     md += ["![CPU time and instructions per step](benchmarks.png)", "", NOTES]
     (DOCS / "benchmarks.md").write_text("\n".join(md))
     print("\n".join(md))

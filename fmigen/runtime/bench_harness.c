@@ -86,7 +86,7 @@ static double violation(const FmigenCore *c, const double *x, double t)
 
 /* The integration loop.  step_ns (optional) receives each step's time,
  * peak (optional) the constraint violation.  noinline: callgrind counts it. */
-__attribute__((noinline)) int run_steps(FmigenCore *c, double *x, long nsteps, double h, double T,
+__attribute__((noinline, noclone)) int run_steps(FmigenCore *c, double *x, long nsteps, double h, double T,
                                          double *step_ns, clockid_t clock, double *peak)
 {
     double k1[NX];
@@ -143,7 +143,7 @@ static void realtime(int *pinned, int *fifo, int *locked)
  * trajectory tabulated before the timed loop), and every step solves the
  * dependent coordinates (kinematics) and velocities, as the kinematic part of
  * a dynamic step does.  peak gets max|Φ| over the run when non-NULL. */
-__attribute__((noinline)) int run_kinematic(FmigenCore *c, long nsteps, const double *qi, const double *vi,
+__attribute__((noinline, noclone)) int run_kinematic(FmigenCore *c, long nsteps, const double *qi, const double *vi,
                                             double *peak)
 {
 #if FMIGEN_FORMULATION

@@ -74,15 +74,7 @@ int fmigen_core_refresh(FmigenCore *c)
             snprintf(c->message, sizeof c->message, "non-finite coordinate or velocity at t=%.9g", c->t);
             return 1;
         }
-#if NC > 0
-    double phi[NC];
-    fmigen_phi(c->t, c->q, c->v, c->p, c->u, phi);
-    c->residual = 0.0;
-    for (int j = 0; j < NC; j++) if (fabs(phi[j]) > c->residual) c->residual = fabs(phi[j]);
-#endif
-#if NY > 0
-    fmigen_outputs(c->t, c->q, c->v, c->p, c->u, c->y);
-#endif
+    fmigen_core_observe(c);
     return 0;
 #else
     return fmigen_core_assemble(c);

@@ -214,6 +214,12 @@ int fmigen_core_assemble(FmigenCore *c)
     double trig[2 * NQ];
     if (kinematics(c, c->t, c->q, trig, 1)) return 1;
     if (velocities(c, c->t, c->q, c->v, trig)) return 1;
+    fmigen_core_observe(c);
+    return 0;
+}
+
+void fmigen_core_observe(FmigenCore *c)
+{
 #if NC > 0
     double phi[NC];
     fmigen_phi(c->t, c->q, c->v, c->p, c->u, phi);
@@ -223,7 +229,6 @@ int fmigen_core_assemble(FmigenCore *c)
 #if NY > 0
     fmigen_outputs(c->t, c->q, c->v, c->p, c->u, c->y);
 #endif
-    return 0;
 }
 
 /* x has FMIGEN_NX entries: [q_i, v_i], or [q, v] for an augmented formulation */

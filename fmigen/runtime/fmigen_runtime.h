@@ -127,6 +127,8 @@ void fmigen_core_init(FmigenCore *c, int solver);
 /* Complete q, v from q_i, v_i (kinematics + velocity solve) and refresh
  * outputs and residual.  0 on success, else an error with c->message set. */
 int fmigen_core_assemble(FmigenCore *c);
+/* Refresh residual (max |Φ_j(q)|) and user outputs from the current q, v. */
+void fmigen_core_observe(FmigenCore *c);
 /* Advance by H with fixed internal steps of c->h; the last one is shortened
  * so the state lands exactly on t + H.  0 on success. */
 int fmigen_core_step(FmigenCore *c, double H);
