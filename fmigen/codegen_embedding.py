@@ -135,7 +135,7 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
     Fv = {i: emb.F[i] for i in range(n) if emb.F[i] != 0}
     groups = [("J", J), ("Pt", Pt), ("G", G), ("M", Mm), ("F", Fv)]
     exprs = [sm(sp.sympify(e).xreplace(trig_subs)) for _, d in groups for e in d.values()]
-    reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none")
+    reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none", optimizations="basic")
     vd_syms = {sp.Symbol(f"v[{i}]") for i in dep}
     late = _late(reps, vd_syms)
     values, pos = {}, 0

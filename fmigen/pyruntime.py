@@ -15,10 +15,13 @@ to round-off:
 - the kinematic solution sequence has the same branch signs, the same
   cancellation-free quadratic formula, the same linear formula, the same
   Newton blocks, polish steps and continuity guard;
-- the embedded ODE, the LU with partial pivoting (block-triangular Φ_d and M's
-  structural non-zeros exactly as ``model_config.h`` describes them), Euler /
-  RK4 and the internal-step rule (full steps of h, one shorter last step, a
-  remainder below 1e-9·h absorbed) are ports of ``runtime/fmigen_core.c``.
+- Euler / RK4 and the internal-step rule (full steps of h, one shorter last
+  step, a remainder below 1e-9·h absorbed) are ports of
+  ``runtime/fmigen_core.c``; the embedded ODE is the block LU with partial
+  pivoting over ``model_config.h``'s structure (block-triangular Φ_d, M's
+  structural non-zeros) that the C runtime used before its embedding became
+  generated straight-line code (``codegen_embedding.py``: adjugates, LDLᵀ) —
+  the same equations, so the two FMUs agree to round-off, not bit for bit.
 
 The runtime below (``linear`` ... ``Core``, and ``SlaveMethods``, the FMI
 instance layer of ``fmigen_instance.c`` for Co-Simulation) is real Python,
@@ -74,7 +77,7 @@ class PythonRuntimeError(ModelError):
 
 # --------------------------------------------------------------------------
 # Runtime (copied into the generated module).  Ports of fmigen_runtime.h and
-# fmigen_core.c; keep the operation order identical to the C.
+# fmigen_core.c (the embedding: of its block-LU version, see the top).
 # --------------------------------------------------------------------------
 
 def linear(a1, a0):
