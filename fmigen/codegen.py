@@ -253,6 +253,10 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
                 out.append(f"        trig[{2 * i}] = {sc[0]}; trig[{2 * i + 1}] = {sc[1]};")
             guard = "" if (i in bare or tb.polish or not sc) else "if (angles) "
             out.append(f"        {guard}q[{i}] = {c(expr)};")
+            if i in trig_angles and not sc and not tb.polish:
+                # an angle its block solves as a plain variable (it enters
+                # the block's constraints linearly, e.g. a gear φ − 2θ = 0)
+                trig_from_q([i])
         if tb.polish:
             # Polish the sequence's result; where the sequence is unreliable
             # (near a representation singularity of the basis its linear

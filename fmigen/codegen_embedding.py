@@ -15,7 +15,7 @@ linear algebra unrolled over the structural non-zeros only:
 
 - each diagonal block of Φ_d (the partition's blocks, in block-triangular
   order) up to 3×3 is inverted by its adjugate, with a singularity test on
-  the determinant relative to the product of its rows' largest entries;
+  the determinant relative to the product of its rows' largest Φ_q entries;
   larger blocks use the runtime's LU with partial pivoting;
 - the couplings below the diagonal blocks enter by block forward
   substitution;
@@ -53,8 +53,9 @@ from .triangular import Triangularization
 #: largest diagonal block of Φ_d inverted by its adjugate; larger blocks are
 #: factored by the runtime's LU with partial pivoting
 ADJUGATE_MAX = 3
-#: a block is singular when |det| <= this · Π_rows max |entry| (the LU's test
-#: in the runtime uses the same 1e-13 against the largest entry)
+#: a block is singular when |det| <= this · Π over its rows of the row's
+#: largest |Φ_q entry| (the runtime LU of larger blocks uses the same 1e-13
+#: against the block's largest entry)
 SINGULAR_REL = 1e-13
 
 
@@ -228,8 +229,16 @@ def _blocks(emb: Embedding, tri: Triangularization):
     blocks = [(list(b.equations), list(b.unknowns)) for b in tri.partition.blocks]
     rows = sorted(j for eqs, _ in blocks for j in eqs)
     cols = sorted(i for _, unk in blocks for i in unk)
+    dense = [(list(range(emb.dae.m)), list(emb.dependent))] if emb.dae.m else []
     if rows != list(range(emb.dae.m)) or cols != sorted(emb.dependent):
-        return [(list(range(emb.dae.m)), list(emb.dependent))] if emb.dae.m else []
+        return dense
+    # block-triangular: a block's equations use only its own and earlier
+    # blocks' unknowns (the forward substitution relies on it)
+    later = set(emb.dependent)
+    for eqs, unk in blocks:
+        later -= set(unk)
+        if any(emb.Phi_q[j, i] != 0 for j in eqs for i in later):
+            return dense
     return blocks
 
 
@@ -246,8 +255,9 @@ def _factor_block(code: _Code, block, bi, Jn):
             raise ValueError(f"diagonal block {bi} of Φ_d is structurally singular")
         d = code.let(f"det{bi}_", c(sp.expand(det)))
         rowmax = []
-        for r in range(nb):
-            entries = [f"fabs({a})" for a in A[r] if a]
+        for r, j in enumerate(eqs):
+            # scale: the whole Φ_q row, so a 1×1 block's test is not vacuous
+            entries = [f"fabs({a})" for (jj, _), a in sorted(Jn.items()) if jj == j and a]
             expr = entries[0]
             for e in entries[1:]:
                 expr = f"fmigen_max({expr}, {e})"
