@@ -342,7 +342,11 @@ def add_parser(sub, common_log):
                                    "`fmigen build --kinematics ...` -- and time paper 000's experiment "
                                    "(explicit Euler, h = 1 ms, 3 s) natively: ms of CPU per simulated second, "
                                    "per-step maximum, callgrind instructions per step, peak constraint "
-                                   "violation.")
+                                   "violation.  A mechanism with a kinematic_drive (five_link) also gets "
+                                   "paper 000's kinematic run (independent coordinates driven by a sine, "
+                                   "q_d and v_d solved every step) for the embedded formulations.  The "
+                                   "harness pins itself to one CPU, runs SCHED_FIFO and locks its memory "
+                                   "where permitted (reported as 'realtime').")
     p.add_argument("mechanism", help="mechanism module: a path or a bare name (stewart)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.add_argument("--kinematics", default=",".join(FORMULATIONS),
