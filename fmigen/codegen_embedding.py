@@ -54,8 +54,8 @@ from .triangular import Triangularization
 #: factored by the runtime's LU with partial pivoting
 ADJUGATE_MAX = 3
 #: a block is singular when |det| <= this · Π over its rows of the row's
-#: largest |Φ_q entry| (the runtime LU of larger blocks uses the same 1e-13
-#: against the block's largest entry)
+#: largest entry (a 1×1 block: of the whole Φ_q row); the runtime LU of larger
+#: blocks uses the same 1e-13 against the block's largest entry
 SINGULAR_REL = 1e-13
 
 
@@ -256,8 +256,10 @@ def _factor_block(code: _Code, block, bi, Jn):
         d = code.let(f"det{bi}_", c(sp.expand(det)))
         rowmax = []
         for r, j in enumerate(eqs):
-            # scale: the whole Φ_q row, so a 1×1 block's test is not vacuous
-            entries = [f"fabs({a})" for (jj, _), a in sorted(Jn.items()) if jj == j and a]
+            # scale: the block's row; for a 1×1 block (whose row in the block
+            # is its determinant) the whole Φ_q row, or the test is vacuous
+            entries = [f"fabs({a})" for a in A[r] if a] if nb > 1 else \
+                [f"fabs({a})" for (jj, _), a in sorted(Jn.items()) if jj == j and a]
             expr = entries[0]
             for e in entries[1:]:
                 expr = f"fmigen_max({expr}, {e})"
