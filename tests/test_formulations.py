@@ -49,7 +49,7 @@ def build(fourbar, tmp_path_factory):
     def make(name, fmi="2", kind="cs", **values):
         key = (name, fmi, kind, tuple(sorted(values.items())))
         if key not in cache:
-            gen = formulation.apply(fourbar.generated, formulation.make(name, **values))
+            gen = formulation.apply(fourbar.generated, formulation.make(name, **values), fourbar.embedding)
             cache[key] = fmu_mod.package(fourbar.embedding, gen, d / f"{name}_{len(cache)}.fmu", solver="rk4",
                                          step=1e-3, fmi=fmi, kind=kind, windows=False)
         return cache[key]

@@ -11,7 +11,8 @@
  * integrated, not solved, so Φ(q) drifts (reported as constraint_residual).
  * Their parameters live in FmigenCore.fp (defaults FMIGEN_FP_DEFAULT, the
  * values given at build time), so an FMU can declare them as fixed
- * parameters.  Dense LU with partial pivoting throughout, as paper 000 did:
+ * parameters.  The accelerations are generated per model
+ * (fmigen_augmented_accel, codegen_embedding.augmented_code):
  *
  *   Baumgarte: M q̈ + Φ_qᵀλ = F, Φ_q q̈ = γ − 2αΦ̇ − β²Φ, through the Schur
  *     complement (Φ_q M⁻¹ Φ_qᵀ) λ = Φ_q M⁻¹ F − (γ − 2αΦ̇ − β²Φ);
@@ -92,78 +93,17 @@ static int singular(FmigenCore *c, double t, const char *what)
 int fmigen_augmented_rhs(FmigenCore *c, double t, const double *x, double *dx)
 {
     const double *q = x, *v = x + NQ;
-    double M[NQ * NQ], F[NQ], J[FMIGEN_DIM(NC * NQ)], g[FMIGEN_DIM(NC)], phi[FMIGEN_DIM(NC)];
-    double pt[FMIGEN_DIM(NC)], s[FMIGEN_DIM(NC)];
-    int piv[NQ];
-    fmigen_mass(t, q, v, c->p, c->u, M);
-    fmigen_forcing(t, q, v, c->p, c->u, F);
-    fmigen_phi_q(t, q, v, c->p, c->u, J);
-    fmigen_gamma(t, q, v, c->p, c->u, g);
-    fmigen_phi(t, q, v, c->p, c->u, phi);
-    fmigen_phi_t(t, q, v, c->p, c->u, pt);
-    for (int j = 0; j < NC; j++) {
-        double pd = pt[j];                                   /* Φ̇ = Φ_q v + Φ_t */
-        for (int i = 0; i < NQ; i++) pd += J[j * NQ + i] * v[i];
-#if FMIGEN_FORMULATION == 1
-        s[j] = g[j] - 2.0 * c->fp[0] * pd - c->fp[1] * c->fp[1] * phi[j];
-#elif FMIGEN_FORMULATION == 2
-        s[j] = -g[j] + 2.0 * c->fp[2] * c->fp[1] * pd + c->fp[1] * c->fp[1] * phi[j];
-#else
-        s[j] = c->fp[0] * phi[j] + c->fp[1] * pd;
-#endif
-    }
-    double *a = dx + NQ;
-#if FMIGEN_FORMULATION == 1
-    double MiJt[FMIGEN_DIM(NQ * NC)], S[FMIGEN_DIM(NC * NC)], lam[FMIGEN_DIM(NC)], col[NQ];
-    int pivs[FMIGEN_DIM(NC)];
-    if (fmigen_lu_factor(NQ, M, piv)) return singular(c, t, "mass matrix M");
-    memcpy(a, F, sizeof F);
-    fmigen_lu_solve(NQ, M, piv, a);                          /* a = M⁻¹F */
-    for (int j = 0; j < NC; j++) {
-        for (int i = 0; i < NQ; i++) col[i] = J[j * NQ + i];
-        fmigen_lu_solve(NQ, M, piv, col);
-        for (int i = 0; i < NQ; i++) MiJt[i * NC + j] = col[i];
-    }
-    for (int j = 0; j < NC; j++) {
-        double r = -s[j];
-        for (int i = 0; i < NQ; i++) r += J[j * NQ + i] * a[i];
-        lam[j] = r;
-        for (int k = 0; k < NC; k++) {
-            double m = 0.0;
-            for (int i = 0; i < NQ; i++) m += J[j * NQ + i] * MiJt[i * NC + k];
-            S[j * NC + k] = m;
-        }
-    }
-    if (NC > 0 && fmigen_lu_factor(NC, S, pivs))
-        return singular(c, t, "constraint matrix Φ_q M⁻¹ Φ_qᵀ (redundant or dependent constraints)");
-    if (NC > 0) fmigen_lu_solve(NC, S, pivs, lam);
-    for (int i = 0; i < NQ; i++) {
-        double r = a[i];
-        for (int j = 0; j < NC; j++) r -= MiJt[i * NC + j] * lam[j];
-        a[i] = r;
-    }
-#elif FMIGEN_FORMULATION == 2
-    for (int i = 0; i < NQ; i++) {
-        double r = F[i];
-        for (int j = 0; j < NC; j++) r -= c->fp[0] * J[j * NQ + i] * s[j];
-        a[i] = r;
-        for (int k = 0; k < NQ; k++) {
-            double m = 0.0;
-            for (int j = 0; j < NC; j++) m += J[j * NQ + i] * J[j * NQ + k];
-            M[i * NQ + k] += c->fp[0] * m;
-        }
-    }
-    if (fmigen_lu_factor(NQ, M, piv)) return singular(c, t, "penalty matrix M + ρΦ_qᵀΦ_q");
-    fmigen_lu_solve(NQ, M, piv, a);
-#else
-    for (int i = 0; i < NQ; i++) {
-        double r = F[i];
-        for (int j = 0; j < NC; j++) r -= J[j * NQ + i] * s[j];
-        a[i] = r;
-    }
-    if (fmigen_lu_factor(NQ, M, piv)) return singular(c, t, "mass matrix M");
-    fmigen_lu_solve(NQ, M, piv, a);
-#endif
+    /* generated per model (codegen_embedding.augmented_code), straight-line
+     * over the structural non-zeros:
+     *   Baumgarte  Φ_q q̈ = γ − 2αΦ̇ − β²Φ with M q̈ + Φ_qᵀλ = F, through
+     *              (Φ_q M⁻¹ Φ_qᵀ) λ = Φ_q M⁻¹ F − (γ − 2αΦ̇ − β²Φ);
+     *   penalty    (M + ρΦ_qᵀΦ_q) q̈ = F − ρΦ_qᵀ(−γ + 2ζωΦ̇ + ω²Φ), one iteration;
+     *   springs    M q̈ = F − Φ_qᵀ(kΦ + bΦ̇);
+     * with Φ̇ = Φ_q v + Φ_t and LDLᵀ factorizations of M (penalty: of
+     * M + ρΦ_qᵀΦ_q) and of Φ_q M⁻¹ Φ_qᵀ. */
+    int k = fmigen_augmented_accel(t, q, v, c->p, c->u, c->fp, dx + NQ);
+    if (k == 2) return singular(c, t, FMIGEN_FORMULATION == 2 ? "penalty matrix M + ρΦ_qᵀΦ_q" : "mass matrix M");
+    if (k) return singular(c, t, "constraint matrix Φ_q M⁻¹ Φ_qᵀ (redundant or dependent constraints)");
     memcpy(dx, v, NQ * sizeof(double));
     for (int i = 0; i < 2 * NQ; i++) if (!isfinite(dx[i])) {
         snprintf(c->message, sizeof c->message, "non-finite state derivative at t=%.9g", t);

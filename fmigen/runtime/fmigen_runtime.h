@@ -143,5 +143,12 @@ void fmigen_state_set(FmigenCore *c, const double *x);
  * q_d, v_d); an augmented one only refreshes residual and outputs at its q, v. */
 int fmigen_core_refresh(FmigenCore *c);
 int fmigen_augmented_rhs(FmigenCore *c, double t, const double *x, double *dx);
+#if FMIGEN_FORMULATION
+/* generated with the formulation (codegen_embedding.augmented_code): q̈ of
+ * all coordinates; 0, 2 when M (penalty: M + ρΦ_qᵀΦ_q) is not positive
+ * definite, 3 when Φ_q M⁻¹ Φ_qᵀ is singular. */
+int fmigen_augmented_accel(double t, const double *q, const double *v, const double *p, const double *u,
+                           const double *fp, double *a);
+#endif
 
 #endif
