@@ -212,10 +212,17 @@ NOTES = """\
   every row of the table is generated alike; with the runtime's dense LU they
   cost 224,528 (Baumgarte), 112,531 (penalty) and 71,396 (spring)
   instructions per Stewart step. Their peak violations (paper: 9.5·10⁻⁶ and
-  1.3·10⁻⁵) are 10⁹–10¹¹× Gröbner's. The virtual springs are now the
-  cheapest step of all: M q̈ = F − Φ_qᵀ(kΦ + bΦ̇) needs no constraint solve,
-  only the block-diagonal M — paper 003's point — but at a violation of
-  ~10⁻⁶ and only inside the stability window below. Their final state differs
+  1.3·10⁻⁵) are 10⁹–10¹¹× Gröbner's. Generated alike, the comparison shifts
+  from paper 000's: the virtual springs are the cheapest step of all
+  (M q̈ = F − Φ_qᵀ(kΦ + bΦ̇) needs no constraint solve, only the
+  block-diagonal M — paper 003's point), at a violation of ~10⁻⁶ and only
+  inside the stability window below; and on the five-link suspension
+  Baumgarte and the penalty method are also cheaper per step than the
+  Gröbner build, whose 5 × 5 pose block is a Newton iteration to round-off —
+  paper 000 (Table 3) had them slower, solving dense systems. Gröbner's claim
+  is exactness at a price competitive with formulations that let the
+  constraints drift, and the fastest step at equal accuracy: the Newton rows
+  that come closest (10⁻¹³, still 10³× worse) cost 2.4–6.2× as much. Their final state differs
   from Gröbner's by ~10⁻³ — the Euler error of a different discretization
   (all 24 coordinates instead of the 6 embedded ODEs), the same size as the
   embedded Euler run's error against IDA.
