@@ -45,9 +45,9 @@ parameters α = 1, β = 18; ρ = 10³, ζ = 1, ω = 18) and ``spring`` (virtual
 springs and dampers, paper 003; k = 5·10⁴, b = 60 by default) are the same
 formulations ``fmigen build --kinematics baumgarte|penalty|spring`` builds as
 FMUs (fmigen/formulation.py, ``runtime/fmigen_augmented.c``): all n
-coordinates of the augmented system integrated from the Gröbner build's
-generated M, F, Φ, Φ_q, Φ_t, γ, with dense LU like the paper; their
-parameters come from the same CLI options.
+coordinates of the augmented system integrated with generated accelerations
+(``codegen_embedding.augmented_code``: LDLᵀ over M's structural non-zeros);
+their parameters come from the same CLI options.
 """
 
 from __future__ import annotations
@@ -111,11 +111,11 @@ def generate_sources(mech, kinematics, log=None, augmented=()):
     emb = embed(dae, part)
     for form in augmented:
         formulation.check_model(emb, form)
-    out = {}
+    out, shared = {}, {}
     for k in kinematics:
         log(f"generating C for kinematics '{k}'")
         tri = triangularize(dae, part, kinematics=k, log=lambda m: log("  " + m))
-        out[k] = (codegen.generate(emb, tri, mech.name), dae.names)
+        out[k] = (codegen.generate(emb, tri, mech.name, shared=shared), dae.names)
     for form in augmented:
         out[form.name] = (formulation.apply(out["groebner"][0], form, emb), dae.names)
     return out
@@ -332,7 +332,7 @@ def _floats(text):
     return [float(x) for x in text.split(",") if x.strip()]
 
 
-def add_parser(sub, common_log):
+def add_parser(sub):
     """The ``bench`` verb of the CLI (fmigen/cli.py calls this)."""
     p = sub.add_parser("bench", help="time the formulations in a native C harness",
                        description="Build the mechanism with every formulation -- the embedded ODE with "

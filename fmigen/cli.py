@@ -173,7 +173,7 @@ def main(argv=None):
     p.set_defaults(func=cmd_build)
 
     from .bench import add_parser as add_bench_parser
-    add_bench_parser(sub, _log)
+    add_bench_parser(sub)
 
     p = sub.add_parser("validate", help="build, run in fmpy and compare with the DAE reference",
                        description="Build the FMU, simulate it in fmpy, integrate the full DAE with IDA, "

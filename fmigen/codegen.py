@@ -1,11 +1,12 @@
 """Stage 6 — codegen: C99 for one mechanism (``model.c`` + ``model_config.h``).
 
 The generated file holds only model-specific code and data, with no globals
-that change: the kinematic solution sequence, Φ, Φ_q, Φ_t, γ, M, F and the
-user outputs, each with common-subexpression elimination.  The integrators,
-the embedding linear algebra and the FMI glue are hand-written and shared by
-every FMU (``fmigen/runtime``), the same split the Modelica Association's
-Reference FMUs use.
+that change: the kinematic solution sequence, Φ and the user outputs (each
+with common-subexpression elimination), and the embedding — v_d and q̈_i as
+straight-line code over the structural non-zeros (``codegen_embedding.py``).
+The integrators and the FMI glue are hand-written and shared by every FMU
+(``fmigen/runtime``), the same split the Modelica Association's Reference
+FMUs use.
 
 Calling convention of the generated functions (all arrays in model order):
 q[n] coordinates, v[n] velocities, p[] tunable parameters, u[] inputs.
@@ -291,7 +292,9 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
     return code, warm_start
 
 
-def generate(emb: Embedding, tri: Triangularization, model_identifier: str) -> GeneratedModel:
+def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shared=None) -> GeneratedModel:
+    """model.c and model_config.h.  ``shared``: a dict kept across calls for
+    the same embedding and partition (several kinematics formulations)."""
     dae = emb.dae
     mech = dae.mechanism
     sm = SymbolMap(emb)
@@ -314,12 +317,14 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str) -> G
 
     sig = "double t, const double *q, const double *v, const double *p, const double *u"
     parts.append(matrix_fn("fmigen_phi", sig, dae.Phi))
-    parts.append(matrix_fn("fmigen_phi_q", sig, emb.Phi_q))
-    parts.append(matrix_fn("fmigen_phi_t", sig, emb.Phi_t))
-    parts.append(matrix_fn("fmigen_gamma", sig, emb.gamma))
-    parts.append(matrix_fn("fmigen_mass", sig, emb.M))
-    parts.append(matrix_fn("fmigen_forcing", sig, emb.F))
-    parts.append(embedding_code(emb, tri, sm, trig[1]))
+    # the embedding depends on the model and partition only, not on the
+    # kinematics formulation: ``shared`` (fmigen bench) keeps it across them
+    if shared is not None and "embedding" in shared:
+        parts.append(shared["embedding"])
+    else:
+        parts.append(embedding_code(emb, tri, sm, trig[1]))
+        if shared is not None:
+            shared["embedding"] = parts[-1]
     parts.append(matrix_fn("fmigen_outputs", sig, sp.Matrix(list(dae.outputs.values()))
                            if dae.outputs else sp.Matrix([])))
 

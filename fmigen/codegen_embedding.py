@@ -147,7 +147,7 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
     early_exprs = [values[("J", k)] for k in J] + [values[("Pt", k)] for k in Pt]
     velocity_temps = _needed(reps, early_exprs)
 
-    def stage(code: _Code, keep, group_names, prefix):
+    def stage(code: _Code, keep, group_names):
         """Emit the CSE temporaries in ``keep`` and name the group values."""
         for s, e in reps:
             if s in keep:
@@ -155,14 +155,14 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
         names = {}
         for g in group_names:
             for key in dict(groups)[g]:
-                names[(g, key)] = code.let(prefix + g + "_", c(values[(g, key)]))
+                names[(g, key)] = code.let(g + "_", c(values[(g, key)]))
         return names
 
     def body(with_rhs: bool) -> str:
         code = _Code()
         code.emit("(void)t; (void)p; (void)u;")
         early = {s for s, _ in reps if s not in late}
-        names = stage(code, early if with_rhs else velocity_temps, ["J", "Pt"], "")
+        names = stage(code, early if with_rhs else velocity_temps, ["J", "Pt"])
         Jn = {k: names[("J", k)] for k in J}
         Ptn = {j: names[("Pt", j)] for j in Pt}
 
@@ -191,7 +191,7 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
             code.emit("return 0;")
             return "\n".join(code.lines)
 
-        names2 = stage(code, late, ["G", "M", "F"], "")
+        names2 = stage(code, late, ["G", "M", "F"])
         Gn = {j: names2[("G", j)] for j in G}
         Mn = {}
         for (i, k) in Mm:
@@ -200,7 +200,7 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
                 Mn[(k, i)] = Mn[(i, k)]
         Fn = {i: names2[("F", i)] for i in Fv}
         ac = solve(Gn, "ac_")
-        # res = F − M a_c, only where needed: every coordinate
+        # res = F − M a_c (every coordinate: r̄ = Bᵀ res reads them all)
         res = {i: code.dot("res", Fn.get(i), [(Mn.get((i, d)), ac.get(d)) for d in dep]) for i in range(n)}
         # MB[:, k] = M[:, ind k] − Σ_d M[:, d] X_d,k  (B = [−X ; I])
         MB = {}

@@ -1,10 +1,11 @@
 """Augmented formulations: Baumgarte, penalty and virtual springs.
 
 Alternatives to the embedded ODE for comparison (paper 000 eqs. 6–9, paper
-003): they integrate all n coordinates, x = [q, v], from the same generated
-M, F, Φ, Φ_q, Φ_t, γ as the embedded build (the Gröbner build's model.c), and
-never solve the kinematics after the start, so Φ(q) drifts.  The arithmetic
-is ``runtime/fmigen_augmented.c``; this module holds their parameters, the
+003): they integrate all n coordinates, x = [q, v], and never solve the
+kinematics after the start (the Gröbner build's kinematics assemble it), so
+Φ(q) drifts.  Their accelerations are generated per model
+(``codegen_embedding.augmented_code``, appended to model.c by ``apply``) and
+called by ``runtime/fmigen_augmented.c``; this module holds their parameters, the
 ``model_config.h`` macros that select them, the CLI options, and the
 structural dependencies of their accelerations for the FMU's ModelStructure.
 

@@ -174,7 +174,6 @@ def polynomialize(dae: DAE, block: Block, order: list[str] | None = None):
                     subs[sp.cos(q)] = v
                     known_ring[v] = sp.cos(q)
     unknown_q = {dae.q_sym[i] for i in block.unknowns}
-    ring = [*variables, *known_ring]
     polys = []
     for j, e in zip(block.equations, exprs):
         p = rationalize(sp.expand(e.xreplace(subs)))
@@ -331,11 +330,6 @@ def _roots_in_branch_order(coeffs):
     disc = b * b - 4 * a * c
     r = disc**0.5
     return {+1: (-b + r) / (2 * a), -1: (-b - r) / (2 * a)}
-
-
-def _poly_var_value(expr, q_value):
-    """Value of a polynomial variable (s_x, c_x or a length) from a coordinate."""
-    return {sp.sin: math.sin, sp.cos: math.cos}.get(type(expr), lambda v: v)(q_value)
 
 
 def _target_values(dae, tb, guesses):

@@ -22,11 +22,6 @@
 int fmigen_kinematics(double t, double *q, const double *p, double *warm, double *trig, int angles);
 extern const char *const fmigen_kinematics_failure[];
 void fmigen_phi(double t, const double *q, const double *v, const double *p, const double *u, double *out);
-void fmigen_phi_q(double t, const double *q, const double *v, const double *p, const double *u, double *out);
-void fmigen_phi_t(double t, const double *q, const double *v, const double *p, const double *u, double *out);
-void fmigen_gamma(double t, const double *q, const double *v, const double *p, const double *u, double *out);
-void fmigen_mass(double t, const double *q, const double *v, const double *p, const double *u, double *out);
-void fmigen_forcing(double t, const double *q, const double *v, const double *p, const double *u, double *out);
 void fmigen_outputs(double t, const double *q, const double *v, const double *p, const double *u, double *out);
 /* The embedding (codegen_embedding.py): q complete, v_i set in v; fill v_d
  * (and q̈_i).  0, or 1 when Φ_d is singular, 2 when BᵀMB is not positive
