@@ -181,7 +181,7 @@ int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
 {
 #if FMIGEN_FORMULATION
     return fmigen_augmented_rhs(c, t, x, dx);   /* fmigen_augmented.c, x = [q, v] */
-#endif
+#else
     double q[NQ], v[NQ], trig[2 * NQ];
     for (int k = 0; k < NI; k++) {
         q[fmigen_independent[k]] = x[k];
@@ -202,6 +202,7 @@ int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
         return 1;
     }
     return 0;
+#endif
 }
 
 int fmigen_core_assemble(FmigenCore *c)
@@ -251,15 +252,30 @@ static int one_step(FmigenCore *c, double *x, double t, double h)
     return 0;
 }
 
+/* Make the state at time t from the (already set) independent or integrated
+ * coordinates consistent; on failure restore the last good state (q, v, t),
+ * so fmi2LastSuccessfulTime and what GetReal returns stay honest. */
+static int commit_or_restore(FmigenCore *c, double t, const double *q_good, const double *v_good,
+                             double t_good)
+{
+    c->t = t;
+    /* embedded: assemble q_d, v_d; augmented: the integrated q, v as they are */
+    if (!fmigen_core_refresh(c)) return 0;
+    memcpy(c->q, q_good, NQ * sizeof(double));
+    memcpy(c->v, v_good, NQ * sizeof(double));
+    c->t = t_good;
+    return 1;
+}
+
 int fmigen_core_step(FmigenCore *c, double H)
 {
+    double q_good[NQ], v_good[NQ];
+    memcpy(q_good, c->q, sizeof q_good);
+    memcpy(v_good, c->v, sizeof v_good);
 #if FMIGEN_KINEMATIC
     /* Kinematic FMU: q_i and v_i are inputs held over the step; the step
      * re-solves the dependent coordinates and velocities at its end. */
-    const double t_start = c->t;
-    c->t += H;
-    if (fmigen_core_assemble(c)) { c->t = t_start; return 1; }
-    return 0;
+    return commit_or_restore(c, c->t + H, q_good, v_good, c->t);
 #else
     double x[FMIGEN_NX];
     fmigen_state_get(c, x);
@@ -283,17 +299,8 @@ int fmigen_core_step(FmigenCore *c, double H)
         snprintf(c->message, sizeof c->message, "state became non-finite before t=%.9g", t_end);
         return 1;
     }
-    double q[NQ], v[NQ];
-    memcpy(q, c->q, sizeof q); memcpy(v, c->v, sizeof v);
-    double t_old = c->t;
+    const double t_good = c->t;
     fmigen_state_set(c, x);
-    c->t = t_end;
-    /* embedded: assemble q_d, v_d; augmented: the integrated q, v as they are */
-    if (fmigen_core_refresh(c)) {
-        /* keep the last good state so fmi2LastSuccessfulTime is honest */
-        memcpy(c->q, q, sizeof q); memcpy(c->v, v, sizeof v); c->t = t_old;
-        return 1;
-    }
-    return 0;
+    return commit_or_restore(c, t_end, q_good, v_good, t_good);
 #endif
 }
