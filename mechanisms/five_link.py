@@ -105,9 +105,7 @@ CARRIER_RADIUS = 0.15     # m
 CARRIER_THICKNESS = 0.02  # m
 GRAVITY = 9.81            # m/s^2
 F0 = 183.6                # N
-#: π as a double-precision Float: the committed C99 printer emits M_PI for
-#: sp.pi, which strict -std=c99 does not declare.
-PI = sp.Float(math.pi)
+PI = sp.pi
 #: (amplitude [N], expression in t, upper end of its interval) of the piecewise term
 FZ_PIECES = [(1.84, lambda tt: sp.sin(PI * tt), 1),
              (-2.38, lambda tt: sp.sin(PI * (tt - 1) / 3), 4),

@@ -49,8 +49,6 @@ def _check_classification(res, tol=1e-9):
     for s in res.solutions:
         worst = max(abs(complex(v).imag) / max(1, abs(complex(v))) for v in s.values.values())
         assert s.real == (worst <= tol)
-        if not s.real:
-            assert worst > tol
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +68,12 @@ def test_eight_link_paper_example_c(eight_link):
     # computation; ours is exact (inputs rationalized to ~1e-24)
     ours = [float(c) for c in res.io_polynomial]
     scale = max(abs(c) for c in PAPER_C)
-    assert max(abs(a - b) for a, b in zip(ours, PAPER_C)) <= 1e-9 * scale
+    assert max(abs(a - b) for a, b in zip(ours, PAPER_C)) <= 1e-9 * scale   # measured 5.6e-10
+    # per coefficient: relative ≤ 3.0e-9 (measured) except the x¹³ term, where
+    # the paper prints 0.1203191792 and ours is 0.12031917164 (6.3e-8: a
+    # misprint or rounding in the paper — its neighbours agree to 1e-9)
+    rel = [abs(a - b) / abs(b) for a, b in zip(ours, PAPER_C)]
+    assert rel[3] <= 1e-7 and max(rel[:3] + rel[4:]) <= 5e-9
     # lex route (FGLM): the same polynomial exactly and the same 16 solutions
     cc = res.cross_check
     assert cc["io_polynomials_equal"] is True

@@ -43,6 +43,7 @@ def test_lu_solve_matches_numpy(tmp_path):
             cases.append(f"{n} " + " ".join(repr(float(v)) for v in A.ravel()) + " " + " ".join(repr(float(v)) for v in b))
             expected.append(np.linalg.solve(A, b))
     out = subprocess.run([str(exe)], input="\n".join(cases), capture_output=True, text=True, check=True)
+    assert len(out.stdout.splitlines()) == len(expected)
     for line, x in zip(out.stdout.splitlines(), expected):
         got = np.array([float(v) for v in line.split()])
         assert np.abs(got - x).max() <= 1e-10 * (1 + np.abs(x).max())
