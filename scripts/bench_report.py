@@ -5,9 +5,9 @@ docs/benchmarks.json (the raw bench JSON) and docs/benchmarks.png.
         [--mujoco-dir <site-packages>/mujoco] [--render-only]
 
 Numbers are measured, never edited: the markdown is generated from the JSON,
-including the verdict on each target.  The prose notes at the end explain the
-numbers of the run they were written against; re-read them when the numbers
-move.
+including the verdict on each target, and the numbers in the prose notes are
+filled from the same run — except those marked "one-off", measured by hand
+once on 2026-11-26 and said to be so.
 """
 from __future__ import annotations
 
@@ -176,7 +176,7 @@ NOTES = """\
 - **Instructions per step are the number to compare.** This machine is a
   shared 2-vCPU virtual machine on which other test suites ran at the same
   time; the CPU time of one and the same binary moves by up to 2× between
-  runs (the Stewart Gröbner harness measured 1.1 to 2.8 ms/s in back-to-back
+  runs (one-off: the Stewart Gröbner harness measured 1.1 to 2.8 ms/s in back-to-back
   invocations on the otherwise idle machine; compare its median and min
   columns). The repeats are interleaved round-robin over the
   formulations so a slow phase hits all of them, but the ms/s column still
@@ -191,8 +191,8 @@ NOTES = """\
   angles, which it hands to the embedding (no atan2, no sin/cos); a Newton leg
   yields angles, whose sin/cos the embedding then needs. Newton per leg takes
   {s_nl3:.2f}× Gröbner's instructions (paper 000: 1.29× the time, MS compiler,
-  13.3 vs 10.3 ms/s), at ~10⁸× less accuracy (peak max|Φ| 1.2·10⁻⁷ vs
-  8.9·10⁻¹⁶). At 10⁻⁶ (peak 8.7·10⁻¹³ — the step test leaves about the
+  13.3 vs 10.3 ms/s), at ~10⁸× less accuracy (peak max|Φ| {s_nl3_peak:.1e} vs
+  {s_g_peak:.1e}). At 10⁻⁶ (peak 8.7·10⁻¹³ — the step test leaves about the
   square of the last step as residual) each leg needs a second iteration.
 - **The kinematic part alone** ("of which kinematics": `fmigen_kinematics`
   inclusive of its libm calls, which now includes handing sin/cos to the
@@ -287,10 +287,19 @@ NOTES = """\
   50–170 µs whatever the formulation, also on the thread-CPU clock, while the
   99th percentile stays within ~1.3–2× the median. The harness now runs as a
   HIL rig would (pinned to one CPU, SCHED_FIFO, mlockall; `realtime` in the
-  JSON says it got all three here), and that did not move the maximum: in
-  seven repeats the largest step fell on steps 253, 1095, 1332, 1368, 1461,
-  1950 and 2668 — one spike per ~5 ms run at a random place, i.e. an
-  interrupt or the hypervisor taking the vCPU, not the code. The Gröbner
+  JSON says it got all three here), and that did not move the maximum (one-off:
+  in seven repeats the largest step fell on steps 253, 1095, 1332, 1368, 1461,
+  1950 and 2668) — one spike per ~5 ms run at a random place, i.e. an
+  interrupt or the hypervisor taking the vCPU, not the code.
+- **An FMU stepped at 1 ms communication intervals costs more than the
+  harness step**, which times the integration loop only. Each `doStep`
+  also assembles the state at its end for the outputs (kinematics with
+  atan2, velocities, Φ for `constraint_residual`), and the next step's first
+  right-hand side then solves the kinematics again at that same point.
+  One-off: 3000 × `fmigen_core_step(c, 1 ms)` on the Stewart Gröbner build,
+  callgrind, 19,699 instructions per step against the harness's 10,836.
+  Keeping the assembled sin/cos in the core and starting the next step from
+  the assembled state would remove the repeated kinematics; not done. The Gröbner
   build of the Stewart platform has no data-dependent work (no iteration; the
   only branch is the degree > 2 root fallback, which the Stewart platform does
   not have), so its per-step work is constant; an isolated core on bare metal
@@ -302,8 +311,8 @@ NOTES = """\
 builds a regular FMU with the single-Newton kinematics. Run in fmpy for the
 same 3 s (communication step 1 ms), its final state agrees with the harness's
 Gröbner run to 8.2·10⁻¹⁵ (psi, x, alpha1, s3) and its `constraint_residual`
-stays ≤ 8.9·10⁻¹⁶ — checked once by hand with the runtime before the generated
-embedding, not a test (a Stewart FMU build takes ~20 s).
+stays ≤ 8.9·10⁻¹⁶ — one-off, checked by hand with the runtime before the
+generated embedding, not a test (a Stewart FMU build takes ~20 s).
 
 `fmigen build MECH --kinematics baumgarte|penalty|spring` builds the augmented
 formulations as FMUs (FMI 2/3, CS/ME) with the runtime code of the benchmark
@@ -358,7 +367,9 @@ def notes(results, host=None):
         g = s["groebner", None]
         d.update(s_g=g["instructions_per_step"], s_gk=g["kinematics_instructions_per_step"],
                  s_nl3=s["newton-loop", 1e-3]["instructions_per_step"] / g["instructions_per_step"],
-                 s_nl3_ir=s["newton-loop", 1e-3]["instructions_per_step"])
+                 s_nl3_ir=s["newton-loop", 1e-3]["instructions_per_step"],
+                 s_nl3_peak=s["newton-loop", 1e-3]["peak_constraint_violation"],
+                 s_g_peak=g["peak_constraint_violation"])
         gk = g["kinematics_instructions_per_step"]
         d.update(k_nl3=s["newton-loop", 1e-3]["kinematics_instructions_per_step"] / gk,
                  k_nl6=s["newton-loop", 1e-6]["kinematics_instructions_per_step"] / gk,
@@ -400,6 +411,12 @@ def main(argv=None):
             print(f"== {mech}", file=sys.stderr)
             results.append(bench(mech, repeats=args.repeats,
                                  log=lambda m: print(m, file=sys.stderr, flush=True)))
+        # what was measured, and when: a later --render-only must not claim HEAD
+        commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
+                                text=True).stdout.strip()
+        for res in results:
+            res["commit"] = commit
+            res["measured_utc"] = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}"
         (DOCS / "benchmarks.json").write_text(json.dumps(results, indent=1) + "\n")
         if "stewart" in args.mechanisms.split(","):
             # the Gröbner build rebuilt for this host (FMA, AVX2), for the 1 ms/s discussion
@@ -418,8 +435,6 @@ def main(argv=None):
     mj_path = DOCS / "benchmarks_mujoco.json"
     mj = json.loads(mj_path.read_text()) if mj_path.exists() else None
     chart(results, DOCS / "benchmarks.png", {"stewart": mj["rows"]} if mj else None)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
     gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     valgrind = subprocess.run(["valgrind", "--version"], capture_output=True, text=True).stdout.strip()
     md = ["# Benchmarks: kinematics formulations (paper 000, Tables 1 and 3)", "",
@@ -447,8 +462,8 @@ def main(argv=None):
           "previous step, as paper 000's 10⁻³ / 10⁻⁶ rows. *newton* = one iteration over all "
           "dependent coordinates (all constraints as one block); *newton-loop* = Newton on each "
           "block (loop) separately.", "",
-          f"Machine: {results[0]['cpu']}, {gcc}, {valgrind}; commit {commit}; "
-          f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC.", ""]
+          f"Machine: {results[0]['cpu']}, {gcc}, {valgrind}; measured at commit "
+          f"{results[0].get('commit', '?')}, {results[0].get('measured_utc', '?')} UTC.", ""]
     for res in results:
         md += [f"## {res['mechanism']}", "", table(res), "", "Targets:", "", verdicts(res), ""]
         if res["mechanism"] == "stewart" and mj_path.exists():
