@@ -46,11 +46,8 @@ import hashlib
 import itertools
 import json
 import math
-import os
 import random
-import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -62,6 +59,7 @@ import scipy.linalg
 import sympy as sp
 
 from .dae import exact
+from . import groebner
 from .groebner import CACHE_DIR, GroebnerError, singular_available
 from .model import Mechanism, ModelError, t
 
@@ -246,19 +244,7 @@ def _sing(expr) -> str:
 def run_singular(script: str, timeout: float | None = None) -> str:
     if not singular_available():
         raise GroebnerError("Singular is required for assembly (apt-get install singular)")
-    with tempfile.NamedTemporaryFile("w", suffix=".sing", delete=False) as f:
-        f.write(script)
-        path = f.name
-    try:
-        proc = subprocess.run(["Singular", "-q", "--no-rc", path], capture_output=True, text=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise GroebnerError(f"Singular did not finish within {timeout} s") from None
-    finally:
-        os.unlink(path)
-    if proc.returncode != 0 or "? " in proc.stdout:
-        raise GroebnerError(f"Singular failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc.stdout
+    return groebner.run_singular(script, timeout)
 
 
 def _parse_polys(out: str, nvars: int) -> list[dict]:

@@ -87,7 +87,10 @@ def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, time
     return basis
 
 
-def _run_singular(script, symbols, timeout=None):
+def run_singular(script: str, timeout: float | None = None) -> str:
+    """Run a Singular script (quiet, no init file) and return its output;
+    GroebnerTimeout after ``timeout`` s, GroebnerError when Singular reports
+    an error.  Shared by the triangularization and the assembly."""
     with tempfile.NamedTemporaryFile("w", suffix=".sing", delete=False) as f:
         f.write(script)
         path = f.name
@@ -100,13 +103,18 @@ def _run_singular(script, symbols, timeout=None):
     finally:
         os.unlink(path)
     if proc.returncode != 0 or "? " in proc.stdout:
-        raise GroebnerError(f"Singular failed:\n{proc.stdout}\n{proc.stderr}")
+        raise GroebnerError(f"Singular failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def _run_singular(script, symbols, timeout=None):
+    out = run_singular(script, timeout)
     basis = []
-    for line in proc.stdout.splitlines():
+    for line in out.splitlines():
         if line.startswith("@@"):
             basis.append(sp.sympify(line[2:].replace("^", "**"), locals=symbols))
     if not basis:
-        raise GroebnerError(f"Singular returned no basis:\n{proc.stdout}\n{proc.stderr}")
+        raise GroebnerError(f"Singular returned no basis:\n{out}")
     return basis
 
 
