@@ -24,6 +24,13 @@ forces.  Per row:
   None when valgrind is missing; ``kinematics_instructions_per_step`` the part
   spent in the generated kinematics (``fmigen_kinematics`` inclusive, i.e. the
   paper's "kinematic" column, in instructions);
+- ``fmu_instructions_per_step``: the same count for the co-simulation FMU's
+  path stepped at a communication interval of h (``run_fmu_steps``: one
+  ``fmigen_core_step(h)`` per step, which commits the state at t + h, plus
+  what the first GetReal after it computes: the angles left to atan2,
+  the residual and the outputs), i.e. a HIL rig at 1 kHz reading outputs;
+  ``fmu_kinematics_instructions_per_step`` its part in ``fmigen_kinematics``
+  (one solve per step: the next step's first stage reuses the commit's);
 - ``peak_constraint_violation``: max_j |Φ_j(q)| over every state the
   integrator evaluated, q_d as the formulation's kinematics returned it;
 - ``final_q``: the coordinates at the stop time (assembled, or as
@@ -155,17 +162,18 @@ def run_kinematic(exe: Path, stop_time: float, step: float, repeats: int, drive:
     return json.loads(r.stdout)
 
 
-def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None) -> tuple:
+def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None, fmu=False) -> tuple:
     """(instructions (Ir) per step of the integration loop, of which in the
     generated kinematics ``fmigen_kinematics`` inclusive of the libm calls it
     makes), or (None, None) without valgrind.  With ``drive`` (period and
-    amplitudes) the loop counted is the kinematic run's instead."""
+    amplitudes) the loop counted is the kinematic run's instead; with ``fmu``
+    the FMU's doStep path at a communication interval of ``step``."""
     if not shutil.which("valgrind"):
         return None, None
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "callgrind.out"
         loop, mode = ("run_kinematic", ["callgrind-kinematic", *map(repr, drive)]) if drive else \
-            ("run_steps", ["callgrind"])
+            ("run_fmu_steps", ["callgrind-fmu"]) if fmu else ("run_steps", ["callgrind"])
         r = subprocess.run(["valgrind", "--tool=callgrind", f"--toggle-collect={loop}",
                             f"--callgrind-out-file={out}", str(exe), repr(stop_time), repr(step), "1",
                             *mode], capture_output=True, text=True)
@@ -229,10 +237,11 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
             if any(run["final_q"] != first["final_q"] or run["peak_violation"] != first["peak_violation"]
                    for run in runs[i]):
                 raise ModelError(f"{f.label}: the harness is not deterministic across repeats")
-            ir = kin = None
+            ir = kin = fmu_ir = fmu_kin = None
             if callgrind:
                 log(f"callgrind: {f.label}")
                 ir, kin = callgrind_instructions(exes[i], stop_time, step)
+                fmu_ir, fmu_kin = callgrind_instructions(exes[i], stop_time, step, fmu=True)
             row = {
                 "kinematics": f.kinematics,
                 "tolerance": f.tolerance,
@@ -247,6 +256,8 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
                 "cpu_ms_per_run": res["cpu_ms_per_run"],
                 "instructions_per_step": ir,
                 "kinematics_instructions_per_step": kin,
+                "fmu_instructions_per_step": fmu_ir,
+                "fmu_kinematics_instructions_per_step": fmu_kin,
                 "peak_constraint_violation": first["peak_violation"],
                 "core_step_max_diff": first["core_step_max_diff"],
                 # what the harness got of pinning / SCHED_FIFO / mlockall
@@ -309,7 +320,7 @@ def format_table(result: dict) -> str:
     head = (f"{result['mechanism']}: explicit Euler, h = {result['step'] * 1e3:g} ms, "
             f"{result['stop_time']:g} s, median of {result['repeats']} runs ({result['cpu']})")
     cols = ["formulation", "ms CPU / simulated s", "median step us", "max step us",
-            "instructions / step", "of which kinematics", "peak |Phi|"]
+            "instructions / step", "of which kinematics", "FMU doStep instr.", "peak |Phi|"]
     if any(r.get("kinematic_run") for r in result["rows"]):
         cols += ["kinematic run ms/s", "kinematic run instr."]
     lines = [head, "  ".join(f"{c:>22s}" if k else f"{c:<28s}" for k, c in enumerate(cols))]
@@ -318,8 +329,9 @@ def format_table(result: dict) -> str:
         ir = "-" if r["instructions_per_step"] is None else f"{r['instructions_per_step']:.0f}"
         kin = "-" if r.get("kinematics_instructions_per_step") is None else \
             f"{r['kinematics_instructions_per_step']:.0f}"
+        fmu_ir = "-" if r.get("fmu_instructions_per_step") is None else f"{r['fmu_instructions_per_step']:.0f}"
         vals = [f"{r['ms_per_simulated_s']:.3f}", f"{r['median_step_us']:.2f}", f"{r['max_step_us']:.2f}",
-                ir, kin, f"{r['peak_constraint_violation']:.2e}"]
+                ir, kin, fmu_ir, f"{r['peak_constraint_violation']:.2e}"]
         k = r.get("kinematic_run")
         if k:  # paper 000 Table 3's kinematic simulation
             vals.append(f"{k['ms_per_simulated_s']:.3f}")

@@ -172,6 +172,25 @@ def trig_plan(emb: Embedding):
     return angles, subs
 
 
+def _sincos_prelude(exprs, dae):
+    """sin and cos of each angle in exprs, evaluated once up front through a
+    local (gcc then makes one sincos call of the pair; reading q[k] twice
+    between stores to out[] defeats that).  Returns (C lines, substitution)."""
+    qset = set(dae.q_sym)
+    found = {}
+    for e in exprs:
+        for a in sp.sympify(e).atoms(sp.sin, sp.cos):
+            if a.args[0] in qset:
+                found.setdefault(dae.q_sym.index(a.args[0]), set()).add(a.func)
+    lines, subs = [], {}
+    for k in sorted(found):
+        s_, c_ = sp.Symbol(f"sin_q{k}"), sp.Symbol(f"cos_q{k}")
+        subs[sp.sin(dae.q_sym[k])], subs[sp.cos(dae.q_sym[k])] = s_, c_
+        lines.append(f"    double {s_}, {c_}; {{ const double a = q[{k}]; {s_} = sin(a); {c_} = cos(a); }}"
+                     f" (void){s_}; (void){c_};")
+    return "".join(line + "\n" for line in lines), subs
+
+
 def _bare(exprs, dae):
     """Coordinates that occur in exprs outside the trig substitution."""
     out = set()
@@ -187,9 +206,13 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
 
     ``trig`` = (angles, substitution) from ``trig_plan``: the sequence also
     fills trig[2k], trig[2k+1] = sin, cos of every such angle (independent ones
-    first, a dependent one right after its block), and computes a dependent
-    angle itself by atan2 only when ``angles`` is set or something downstream
-    reads it bare (``bare``).
+    first, a dependent one right after its block).  A dependent angle that a
+    block recovers from its (sin, cos) pair is computed by atan2 in the
+    sequence only when something downstream reads it bare (``bare``);
+    otherwise its pair goes to trig and ``fmigen_kinematic_angles`` computes
+    the angle later, when the outputs are read (the core does that lazily:
+    an FMU stepped at 1 kHz whose importer reads a few outputs does not pay
+    an atan2 per angle per step).
 
     Returns (C code, warm-start values): ``warm`` holds the previous value of
     every degree > 2 root and of every Newton block's unknowns."""
@@ -203,7 +226,7 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
             bare |= _bare([dae.Phi[j] for j in tb.block.equations], dae)
         else:
             bare |= _bare([ts(e) for e in [*tb.abstractions.values(), *tb.known_ring.values()]], dae)
-    out, failures, warm_start = [], [], []
+    out, failures, warm_start, deferred = [], [], [], []
     for k in sorted(trig_angles & set(emb.independent)):
         # through a local: gcc then makes one sincos call of the pair
         out.append(f"    {{ const double a = q[{k}]; trig[{2 * k}] = sin(a); trig[{2 * k + 1}] = cos(a); }}")
@@ -250,10 +273,13 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
             out.append("        }")
         for i, expr in tb.recover.items():
             sc = expr.args if isinstance(expr, sp.atan2) else None
-            if sc and i in trig_angles and not tb.polish:
+            defer = bool(sc) and i not in bare and not tb.polish
+            if sc and (i in trig_angles or defer) and not tb.polish:
                 out.append(f"        trig[{2 * i}] = {sc[0]}; trig[{2 * i + 1}] = {sc[1]};")
-            guard = "" if (i in bare or tb.polish or not sc) else "if (angles) "
-            out.append(f"        {guard}q[{i}] = {c(expr)};")
+            if defer:
+                deferred.append(i)
+            else:
+                out.append(f"        q[{i}] = {c(expr)};")
             if i in trig_angles and not sc and not tb.polish:
                 # an angle its block solves as a plain variable (it enters
                 # the block's constraints linearly, e.g. a gear φ − 2θ = 0)
@@ -284,11 +310,14 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
             warm_start += [tri.start[n] for n in names]
             trig_from_q(tb.block.unknowns)
         out.append("    }")
-    body = "\n".join(out + ["    (void)t; (void)p; (void)warm; (void)trig; (void)angles;", "    return 0;"])
+    body = "\n".join(out + ["    (void)t; (void)p; (void)warm; (void)trig;", "    return 0;"])
     fail_table = ",\n    ".join(f'"{f}"' for f in failures) or '""'
-    code = _function("int fmigen_kinematics(double t, double *q, const double *p, double *warm, double *trig, "
-                     "int angles)", body)
+    code = _function("int fmigen_kinematics(double t, double *q, const double *p, double *warm, double *trig)",
+                     body)
     code += f"\nconst char *const fmigen_kinematics_failure[] = {{\n    \"\",\n    {fail_table}\n}};\n"
+    angles = [f"    q[{i}] = atan2(trig[{2 * i}], trig[{2 * i + 1}]);" for i in deferred]
+    code += _function("void fmigen_kinematic_angles(double *q, const double *trig)",
+                      "\n".join(angles + ["    (void)q; (void)trig;"]))
     return code, warm_start
 
 
@@ -310,10 +339,11 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     parts.append(kin)
 
     def matrix_fn(name, sig, M):
-        flat = [sm(e) for e in M]
+        prelude, subs = _sincos_prelude(list(M), dae)
+        flat = [sm(sp.sympify(e).xreplace(subs)) for e in M]
         body = assignments([f"out[{k}]" for k in range(len(flat))], flat) or "    (void)out;"
         return _function(f"void {name}({sig}, double *out)",
-                         "    (void)t; (void)q; (void)v; (void)p; (void)u;\n" + body)
+                         "    (void)t; (void)q; (void)v; (void)p; (void)u;\n" + prelude + body)
 
     sig = "double t, const double *q, const double *v, const double *p, const double *u"
     parts.append(matrix_fn("fmigen_phi", sig, dae.Phi))
@@ -355,6 +385,8 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
         f"#define NY {len(dae.outputs)}", f"#define NWARM {nwarm}",
         *_structure_macros(emb, tri),
         f"#define FMIGEN_KINEMATIC {int(mech.kinematic)}",
+        # rheonomic constraints (a kinematic drive): the solve depends on t
+        f"#define FMIGEN_KINEMATICS_TIME {int(any(sp.sympify(e).has(t) for e in dae.Phi))}",
         "#endif", ""])
     return GeneratedModel(model_c, config_h, guid, independent=tuple(emb.independent))
 

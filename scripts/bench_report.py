@@ -45,7 +45,7 @@ def label(row):
 def table(result):
     paper = PAPER.get(result["mechanism"], {})
     head = ["formulation", "ms CPU / simulated s", "(min)", "instructions / step", "of which kinematics",
-            "median step µs", "p99 step µs",
+            "FMU doStep at h, instructions", "median step µs", "p99 step µs",
             "max step µs", "peak max\\|Φ\\|", "vs Gröbner (instructions)"]
     kinematic = any(r.get("kinematic_run") for r in result["rows"])
     if kinematic:
@@ -60,6 +60,7 @@ def table(result):
         cells = [label(r), f"{r['ms_per_simulated_s']:.2f}", f"{r['ms_per_simulated_s_min']:.2f}",
                  "–" if ir is None else f"{ir:,.0f}",
                  "–" if kin is None else f"{kin:,.0f}",
+                 "–" if r.get("fmu_instructions_per_step") is None else f"{r['fmu_instructions_per_step']:,.0f}",
                  f"{r['median_step_us']:.2f}", f"{r['p99_step_us']:.2f}", f"{r['max_step_us']:.1f}",
                  f"{r['peak_constraint_violation']:.1e}",
                  "–" if ir is None or g["instructions_per_step"] is None else f"{ir / g['instructions_per_step']:.2f}×"]
@@ -292,14 +293,19 @@ NOTES = """\
   1950 and 2668) — one spike per ~5 ms run at a random place, i.e. an
   interrupt or the hypervisor taking the vCPU, not the code.
 - **An FMU stepped at 1 ms communication intervals costs more than the
-  harness step**, which times the integration loop only. Each `doStep`
-  also assembles the state at its end for the outputs (kinematics with
-  atan2, velocities, Φ for `constraint_residual`), and the next step's first
-  right-hand side then solves the kinematics again at that same point.
-  One-off: 3000 × `fmigen_core_step(c, 1 ms)` on the Stewart Gröbner build,
-  callgrind, 19,699 instructions per step against the harness's 10,836.
-  Keeping the assembled sin/cos in the core and starting the next step from
-  the assembled state would remove the repeated kinematics; not done. The Gröbner
+  harness step** ("FMU doStep at h": `run_fmu_steps`, 3000 ×
+  `fmigen_core_step(c, 1 ms)` each followed by what the first GetReal
+  computes; Stewart Gröbner {s_fmu:,.0f} instructions against the harness's
+  {s_g:,.0f}). Each `doStep` commits the state at its end: the kinematics
+  and the velocity solve, so that a singular end state fails that step, not
+  a later one. The next step's first stage takes its kinematics from that
+  commit (`FmigenCore.solved`, a memo keyed by t, q_i and p; {s_fmu_k:,.0f}
+  instructions of kinematics per FMU step against {s_gk:,.0f} in the
+  harness: one solve per step, where there used to be two, 19,699
+  instructions per step before). The angles nobody reads bare (atan2),
+  Φ for `constraint_residual` and the outputs are computed when the
+  importer first reads a value after the step, so an importer that reads
+  nothing that step does not pay for them. The Gröbner
   build of the Stewart platform has no data-dependent work (no iteration; the
   only branch is the degree > 2 root fallback, which the Stewart platform does
   not have), so its per-step work is constant; an isolated core on bare metal
@@ -366,6 +372,8 @@ def notes(results, host=None):
         s = by["stewart"]
         g = s["groebner", None]
         d.update(s_g=g["instructions_per_step"], s_gk=g["kinematics_instructions_per_step"],
+                 s_fmu=g.get("fmu_instructions_per_step") or float("nan"),
+                 s_fmu_k=g.get("fmu_kinematics_instructions_per_step") or float("nan"),
                  s_nl3=s["newton-loop", 1e-3]["instructions_per_step"] / g["instructions_per_step"],
                  s_nl3_ir=s["newton-loop", 1e-3]["instructions_per_step"],
                  s_nl3_peak=s["newton-loop", 1e-3]["peak_constraint_violation"],
@@ -452,7 +460,10 @@ def main(argv=None):
           "- *ms CPU / simulated s*: median over the repeats of CLOCK_PROCESS_CPUTIME_ID around "
           "the whole 3 s loop / 3; *(min)* the least disturbed repeat.",
           "- *instructions / step*: `valgrind --tool=callgrind --toggle-collect=run_steps`, total "
-          "Ir of the integration loop / 3000 (deterministic).",
+          "Ir of the integration loop / 3000 (deterministic). *FMU doStep at h*: the same for the "
+          "co-simulation FMU's path at a 1 ms communication interval (`run_fmu_steps`: "
+          "`fmigen_core_step` plus the completion of angles, residual and outputs a GetReal "
+          "triggers).",
           "- *median / p99 / max step*: per-step CLOCK_MONOTONIC in separate repeats; *max* is "
           "the median over repeats of each repeat's largest step.",
           "- *peak max|Φ|*: the largest constraint violation over every state the integrator "

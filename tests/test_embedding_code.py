@@ -39,7 +39,8 @@ int main(int argc, char **argv)
         v[fmigen_independent[k]] = atof(argv[3 + NI + k]);
     }
     if (NWARM) memcpy(warm, fmigen_warm_start, NWARM * sizeof(double));
-    int k = fmigen_kinematics(t, q, fmigen_p_default, warm, trig, angles);
+    int k = fmigen_kinematics(t, q, fmigen_p_default, warm, trig);
+    if (!k && angles) fmigen_kinematic_angles(q, trig);
     int e = k ? -1 : fmigen_embedded_rhs(t, q, v, fmigen_p_default, fmigen_u_default, trig, qdd);
     printf("%d %d\n", k, e);
     for (int i = 0; i < NQ; i++) printf("%.17g ", q[i]);

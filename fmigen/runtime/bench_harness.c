@@ -38,7 +38,10 @@
  *   mode "kinematic P A_1 .. A_NI": paper 000's kinematic simulation instead
  *   (see run_kinematic), CPU time per run and peak violation;
  *   mode "callgrind-kinematic P A_1 .. A_NI": one untimed kinematic run, to
- *   count with --toggle-collect=run_kinematic.
+ *   count with --toggle-collect=run_kinematic;
+ *   mode "callgrind-fmu": one untimed run of T/h calls fmigen_core_step(h),
+ *   what an FMU's doStep does when the importer communicates every internal
+ *   step (HIL at 1 kHz), to count with --toggle-collect=run_fmu_steps.
  */
 #define _GNU_SOURCE   /* sched_setaffinity, CPU_SET */
 #include <sched.h>
@@ -81,6 +84,7 @@ static double violation(const FmigenCore *c, const double *x, double t)
     fmigen_state_set(&s, x);
     s.t = t;
     if (fmigen_core_refresh(&s)) return INFINITY;
+    fmigen_core_observe(&s);
     return s.residual;
 }
 
@@ -100,6 +104,21 @@ __attribute__((noinline, noclone)) int run_steps(FmigenCore *c, double *x, long 
         if (step_ns) step_ns[s] = 1e9 * (seconds(clock) - t0);
     }
     if (peak) { double r = violation(c, x, T); if (r > *peak) *peak = r; }
+    return 0;
+}
+
+/* The co-simulation FMU's path at a communication interval of h, with an
+ * importer that reads outputs after every step: fmigen_core_step integrates
+ * one internal step and commits the state at t + h (kinematics, velocities),
+ * as fmi2DoStep / fmi3DoStep do, and fmigen_core_observe completes angles,
+ * residual and outputs, as the first fmi2GetReal after it does.  noinline:
+ * callgrind counts it. */
+__attribute__((noinline, noclone)) int run_fmu_steps(FmigenCore *c, long nsteps, double h)
+{
+    for (long s = 0; s < nsteps; s++) {
+        if (fmigen_core_step(c, h)) { fprintf(stderr, "step %ld: %s\n", s, c->message); return 1; }
+        fmigen_core_observe(c);
+    }
     return 0;
 }
 
@@ -158,9 +177,10 @@ __attribute__((noinline, noclone)) int run_kinematic(FmigenCore *c, long nsteps,
             c->q[fmigen_independent[k]] = qi[s * NI + k];
             c->v[fmigen_independent[k]] = vi[s * NI + k];
         }
-        int e = fmigen_kinematics(t, c->q, c->p, c->warm, trig, 1);
+        int e = fmigen_kinematics(t, c->q, c->p, c->warm, trig);
         if (!e) e = fmigen_embedded_velocities(t, c->q, c->v, c->p, c->u, trig);
         if (e) { fprintf(stderr, "kinematic step %ld (t=%g): failure %d\n", s, t, e); return 1; }
+        fmigen_kinematic_angles(c->q, trig);   /* every angle, as a Newton formulation gives */
         if (peak) {
             double phi[FMIGEN_DIM(NC)];
             fmigen_phi(t, c->q, c->v, c->p, c->u, phi);
@@ -213,7 +233,8 @@ static int kinematic_main(double T, double h, long nsteps, int repeats, int call
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s T h repeats [full|callgrind|nort|kinematic P A...|callgrind-kinematic P A...]\n",
+        fprintf(stderr, "usage: %s T h repeats [full|callgrind|callgrind-fmu|nort|kinematic P A...|"
+                "callgrind-kinematic P A...]\n",
                 argv[0]);
         return 2;
     }
@@ -228,6 +249,13 @@ int main(int argc, char **argv)
     static FmigenCore c;
     double x[NX];
 
+    if (argc > 4 && strcmp(argv[4], "callgrind-fmu") == 0) {
+        start_state(&c, x);
+        c.h = h;
+        if (run_fmu_steps(&c, nsteps, h)) return 1;
+        printf("{\"steps\": %ld}\n", nsteps);
+        return 0;
+    }
     if (callgrind) {
         start_state(&c, x);
         if (run_steps(&c, x, nsteps, h, T, NULL, CLOCK_MONOTONIC, NULL)) return 1;
@@ -277,11 +305,13 @@ int main(int argc, char **argv)
     fmigen_state_set(&c, x);
     c.t = T;
     if (fmigen_core_refresh(&c)) { fprintf(stderr, "final assemble: %s\n", c.message); return 1; }
+    fmigen_core_observe(&c);
     /* the FMU's path: one fmigen_core_step over the whole run */
     static FmigenCore f;
     fmigen_core_init(&f, FMIGEN_EULER);
     f.h = h;
     if (fmigen_core_assemble(&f) || fmigen_core_step(&f, T)) { fprintf(stderr, "core step: %s\n", f.message); return 1; }
+    fmigen_core_observe(&f);
     double diff = 0.0;
     for (int i = 0; i < NQ; i++) {
         if (fabs(c.q[i] - f.q[i]) > diff) diff = fabs(c.q[i] - f.q[i]);

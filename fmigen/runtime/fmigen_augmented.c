@@ -75,7 +75,7 @@ int fmigen_core_refresh(FmigenCore *c)
             snprintf(c->message, sizeof c->message, "non-finite coordinate or velocity at t=%.9g", c->t);
             return 1;
         }
-    fmigen_core_observe(c);
+    c->observe_pending = 1;
     return 0;
 #else
     return fmigen_core_assemble(c);

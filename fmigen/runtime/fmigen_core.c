@@ -153,14 +153,31 @@ void fmigen_core_init(FmigenCore *c, int solver)
     fmigen_formulation_init(c);
 }
 
-static int kinematics(FmigenCore *c, double t, double *q, double *trig, int angles)
+static int kinematics(FmigenCore *c, double t, double *q, double *trig)
 {
-    int k = fmigen_kinematics(t, q, c->p, c->warm, trig, angles);
+    int k = fmigen_kinematics(t, q, c->p, c->warm, trig);
     if (k) snprintf(c->message, sizeof c->message,
                     "singular configuration at t=%.9g: no regular solution for %s "
                     "(leading coefficient or discriminant vanishes)", t, fmigen_kinematics_failure[k]);
     return k;
 }
+
+#if !FMIGEN_FORMULATION
+/* Does the memo hold the kinematics of (t, q_i = x[0..NI), c->p)?  Exact
+ * comparison: a hit returns bit for bit what the solve would (up to the
+ * warm start of a degree > 2 root, which the solve itself just set).  t
+ * counts only for rheonomic constraints: an importer's communication points
+ * (start + n·H) differ from the FMU's summed times in the last bit, and
+ * fmi2DoStep takes the importer's. */
+static int solved_matches(const FmigenCore *c, double t, const double *x)
+{
+    const FmigenSolved *m = &c->solved;
+    if (!m->valid || (FMIGEN_KINEMATICS_TIME && m->t != t)) return 0;
+    for (int k = 0; k < NI; k++) if (m->qi[k] != x[k]) return 0;
+    for (int k = 0; k < NP; k++) if (m->p[k] != c->p[k]) return 0;
+    return 1;
+}
+#endif
 
 static const char *embedding_failure(int code)
 {
@@ -183,12 +200,14 @@ int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
     return fmigen_augmented_rhs(c, t, x, dx);   /* fmigen_augmented.c, x = [q, v] */
 #else
     double q[NQ], v[NQ], trig[2 * NQ];
-    for (int k = 0; k < NI; k++) {
-        q[fmigen_independent[k]] = x[k];
-        v[fmigen_independent[k]] = x[NI + k];
+    for (int k = 0; k < NI; k++) v[fmigen_independent[k]] = x[NI + k];
+    if (solved_matches(c, t, x)) {
+        memcpy(q, c->solved.q, sizeof q);
+        memcpy(trig, c->solved.trig, sizeof trig);
+    } else {
+        for (int k = 0; k < NI; k++) q[fmigen_independent[k]] = x[k];
+        if (kinematics(c, t, q, trig)) return 1;
     }
-    /* angles = 0: the embedding reads the dependent angles' sin/cos from trig */
-    if (kinematics(c, t, q, trig, 0)) return 1;
     /* the generated embedding (codegen_embedding.py): v_d, then q̈_i */
     int k = fmigen_embedded_rhs(t, q, v, c->p, c->u, trig, dx + NI);
     if (k) {
@@ -213,14 +232,31 @@ int fmigen_core_assemble(FmigenCore *c)
             return 1;
         }
     double trig[2 * NQ];
-    if (kinematics(c, c->t, c->q, trig, 1)) return 1;
+    if (kinematics(c, c->t, c->q, trig)) return 1;
     if (velocities(c, c->t, c->q, c->v, trig)) return 1;
-    fmigen_core_observe(c);
+#if FMIGEN_FORMULATION
+    /* the start of an augmented formulation: it integrates every angle */
+    fmigen_kinematic_angles(c->q, trig);
+#else
+    FmigenSolved *m = &c->solved;
+    m->valid = 1;
+    m->t = c->t;
+    for (int k = 0; k < NI; k++) m->qi[k] = c->q[fmigen_independent[k]];
+    if (NP) memcpy(m->p, c->p, NP * sizeof(double));
+    memcpy(m->q, c->q, sizeof m->q);
+    memcpy(m->trig, trig, sizeof m->trig);
+#endif
+    c->observe_pending = 1;
     return 0;
 }
 
 void fmigen_core_observe(FmigenCore *c)
 {
+    if (!c->observe_pending) return;
+    c->observe_pending = 0;
+#if !FMIGEN_FORMULATION
+    fmigen_kinematic_angles(c->q, c->solved.trig);
+#endif
 #if NC > 0
     double phi[NC];
     fmigen_phi(c->t, c->q, c->v, c->p, c->u, phi);

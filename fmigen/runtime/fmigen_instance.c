@@ -118,6 +118,7 @@ int fg_exit_initialization(FgInstance *in)
     in->s.have_rhs = 0;
     in->s.last_successful_time = in->s.core.t;
     in->s.state = in->kind == FG_ME ? S_EVENT : S_STEP;
+    fmigen_core_observe(&in->s.core);
     fg_log(in, FG_OK, CAT_EVENTS, "initialized at t=%.17g; constraint residual %.3g", in->s.core.t,
            in->s.core.residual);
     return FG_OK;
@@ -185,6 +186,7 @@ int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[])
     if (n && (!vr || !value)) return fg_fail(in, "GetReal/GetFloat64: NULL array");
     if (in->s.state != S_ERROR && in->s.state != S_DISCARDED && ensure_assembled(in))
         return eval_failure(in, in->s.state == S_INIT ? "the start cannot be assembled" : "GetReal");
+    fmigen_core_observe(&in->s.core);   /* deferred angles, residual, outputs */
     const FmigenCore *k = &in->s.core;
     for (size_t i = 0; i < n; i++) {
         unsigned r = vr[i];
