@@ -210,9 +210,9 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
     block recovers from its (sin, cos) pair is computed by atan2 in the
     sequence only when something downstream reads it bare (``bare``);
     otherwise its pair goes to trig and ``fmigen_kinematic_angles`` computes
-    the angle later, when the outputs are read (the core does that lazily:
-    an FMU stepped at 1 kHz whose importer reads a few outputs does not pay
-    an atan2 per angle per step).
+    the angle later, when q is read (``fmigen_core_observe``: an FMU step
+    after which the importer reads no coordinate, residual or output pays
+    no atan2).
 
     Returns (C code, warm-start values): ``warm`` holds the previous value of
     every degree > 2 root and of every Newton block's unknowns."""

@@ -304,8 +304,9 @@ NOTES = """\
   harness: one solve per step, where there used to be two, 19,699
   instructions per step before). The angles nobody reads bare (atan2),
   Φ for `constraint_residual` and the outputs are computed when the
-  importer first reads a value after the step, so an importer that reads
-  nothing that step does not pay for them. The Gröbner
+  importer first reads a coordinate, the residual or an output after the
+  step, so an importer that reads none of them that step does not pay for
+  them. The Gröbner
   build of the Stewart platform has no data-dependent work (no iteration; the
   only branch is the degree > 2 root fallback, which the Stewart platform does
   not have), so its per-step work is constant; an isolated core on bare metal

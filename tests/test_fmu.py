@@ -139,7 +139,8 @@ def test_stepping_at_the_internal_step_is_bit_identical_to_one_long_step(slave):
     """At a communication interval of h each doStep commits its end state
     (kinematics, velocities) and the next step's first stage takes the
     kinematics from that commit (FmigenCore.solved) instead of solving again;
-    one 128-step doStep solves every stage itself.  The two must agree bit
+    one 128-step doStep solves every later stage itself (only its first
+    stage reuses the assembly of ExitInitializationMode).  The two must agree bit
     for bit (h = 2⁻¹⁰ s, so every time and step size is exact in binary and
     both paths take the same steps), and the outputs read between steps
     must be those of each step's end (angles completed, residual of the new

@@ -125,10 +125,10 @@ def test_vector_loop_reading_of_the_paper_polynomials():
     assert np.abs(E_from_F - E_from_D).max() < 1e-12
 
 
-def test_a_failed_kinematic_step_keeps_the_last_good_state(gear_fmu):
-    """Past the stroke end the step returns Discard; GetReal then reports the
-    last assembled state (a consistent one) for everything but the input,
-    never angles half-solved for the rejected input."""
+def _stroke_until_discard(gear_fmu, read_every_step):
+    """Drive p_BC down by 0.5 per 0.1 s step until the step returns Discard;
+    (the values read after the last good step, or None, and after the
+    Discard)."""
     from fmpy import extract, read_model_description
     from fmpy.fmi2 import FMU2Slave
     md = read_model_description(str(gear_fmu))
@@ -147,12 +147,24 @@ def test_a_failed_kinematic_step_keeps_the_last_good_state(gear_fmu):
             s.doStep(t, 0.1)
         except Exception:                       # fmpy raises on fmi2Discard
             break
-        last = dict(zip(names, s.getReal([vr[n] for n in names])))
+        if read_every_step:
+            last = dict(zip(names, s.getReal([vr[n] for n in names])))
         t, p = t + 0.1, p - 0.5
         assert p > 170.0, "no Discard before the end of the stroke"
-    after = dict(zip(names, s.getReal([vr[n] for n in names])))
+    return last, dict(zip(names, s.getReal([vr[n] for n in names])))
+
+
+def test_a_failed_kinematic_step_keeps_the_last_good_state(gear_fmu):
+    """Past the stroke end the step returns Discard; GetReal then reports the
+    last assembled state (a consistent one) for everything but the input,
+    never angles half-solved for the rejected input -- also when nothing was
+    read after the last good step, so its angles and residual were still to
+    be computed (FmigenCore.observe_pending) when the rejected input came."""
+    last, after = _stroke_until_discard(gear_fmu, read_every_step=True)
     assert 178.0 < last["p_BC"] < 179.5
     assert after["p_BC"] == last["p_BC"] - 0.5   # the input reads back as set
     for n in [*ANGLES, "constraint_residual"]:    # the rest: the last good state
         assert after[n] == last[n], n
     assert after["constraint_residual"] <= 1e-12
+    _, unread = _stroke_until_discard(gear_fmu, read_every_step=False)
+    assert unread == after

@@ -1,7 +1,8 @@
 /* fmigen runtime core: embedded ODE and fixed-step integrators.
  *
  * State x = [q_i, v_i] (2·NI).  For a state, the right-hand side
- *   1. solves the kinematics q_d = g(q_i) with the generated sequence,
+ *   1. solves the kinematics q_d = g(q_i) with the generated sequence (or
+ *      takes it from the last assembly of the same t, q_i, p: FmigenSolved),
  *   2. solves Φ_d v_d = −(Φ_i v_i + Φ_t),
  *   3. solves (BᵀMB) q̈_i = Bᵀ(F − M a_c), B = [−Φ_d⁻¹Φ_i; I], a_c = [Φ_d⁻¹γ; 0].
  * Steps 2–3 are generated per model as straight-line code over the
@@ -163,19 +164,18 @@ static int kinematics(FmigenCore *c, double t, double *q, double *trig)
 }
 
 #if !FMIGEN_FORMULATION
-/* Does the memo hold the kinematics of (t, q_i = x[0..NI), c->p)?  Exact
- * comparison: a hit returns bit for bit what the solve would (up to the
- * warm start of a degree > 2 root, which the solve itself just set).  t
- * counts only for rheonomic constraints: an importer's communication points
- * (start + n·H) differ from the FMU's summed times in the last bit, and
- * fmi2DoStep takes the importer's. */
+/* Does the memo hold the kinematics of (t, q_i = x[0..NI), c->p)?  The
+ * bits are compared (memcmp: −0.0 is not +0.0, atan2 tells them apart), so
+ * a hit returns bit for bit what a solve would: the solve's other input,
+ * the warm start of its Newton blocks and degree > 2 roots, is what that
+ * very solve left behind.  t counts only for rheonomic constraints: an
+ * importer's communication points (start + n·H) differ from the FMU's
+ * summed times in the last bit, and fmi2DoStep takes the importer's. */
 static int solved_matches(const FmigenCore *c, double t, const double *x)
 {
     const FmigenSolved *m = &c->solved;
-    if (!m->valid || (FMIGEN_KINEMATICS_TIME && m->t != t)) return 0;
-    for (int k = 0; k < NI; k++) if (m->qi[k] != x[k]) return 0;
-    for (int k = 0; k < NP; k++) if (m->p[k] != c->p[k]) return 0;
-    return 1;
+    if (!m->valid || (FMIGEN_KINEMATICS_TIME && memcmp(&m->t, &t, sizeof t) != 0)) return 0;
+    return memcmp(m->qi, x, NI * sizeof(double)) == 0 && (NP == 0 || memcmp(m->p, c->p, NP * sizeof(double)) == 0);
 }
 #endif
 
@@ -231,7 +231,10 @@ int fmigen_core_assemble(FmigenCore *c)
             snprintf(c->message, sizeof c->message, "non-finite independent coordinate or velocity");
             return 1;
         }
-    double trig[2 * NQ];
+    /* zeroed: the sequence fills the entries of angles only, and the memo
+     * keeps the whole array in the FMU state (serialized bytes must not
+     * carry stack garbage) */
+    double trig[2 * NQ] = {0};
     if (kinematics(c, c->t, c->q, trig)) return 1;
     if (velocities(c, c->t, c->q, c->v, trig)) return 1;
 #if FMIGEN_FORMULATION

@@ -186,7 +186,12 @@ int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[])
     if (n && (!vr || !value)) return fg_fail(in, "GetReal/GetFloat64: NULL array");
     if (in->s.state != S_ERROR && in->s.state != S_DISCARDED && ensure_assembled(in))
         return eval_failure(in, in->s.state == S_INIT ? "the start cannot be assembled" : "GetReal");
-    fmigen_core_observe(&in->s.core);   /* deferred angles, residual, outputs */
+    /* deferred angles, residual and outputs, when one of them is asked for */
+    for (size_t i = 0; i < n; i++)
+        if (vr[i] < VR_V || vr[i] == VR_RES || (vr[i] >= VR_Y && vr[i] < VR_A)) {
+            fmigen_core_observe(&in->s.core);
+            break;
+        }
     const FmigenCore *k = &in->s.core;
     for (size_t i = 0; i < n; i++) {
         unsigned r = vr[i];
@@ -271,6 +276,10 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
         else if (r >= VR_P && r < VR_H) dst = &k->p[r - VR_P];
         else if (r >= VR_F && r < VR_END) dst = &k->fp[r - VR_F];
         else dst = &k->h;
+        /* a coordinate about to change: complete the current state's angles,
+         * residual and outputs first, so that a step that then fails and
+         * restores this state (q with the new q_i) still reports its own */
+        if (r < VR_V && *dst != value[i]) fmigen_core_observe(k);
         if (*dst != value[i]) changed = 1;
         *dst = value[i];
     }

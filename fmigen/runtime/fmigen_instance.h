@@ -70,7 +70,7 @@ typedef struct {
     FgState state;
     double last_successful_time;
     int terminated;
-    int assembled;      /* ME: q_d, v_d, outputs are up to date with t, x, u */
+    int assembled;      /* ME: q_d, v_d are solved for t, x (outputs: core.observe_pending) */
     int have_rhs;       /* ME: dx is up to date */
     double dx[FMIGEN_DIM(FG_NX)];
 } FgSnapshot;

@@ -126,20 +126,21 @@ typedef struct {
 
 typedef struct {
     double t;                    /* time of the current state */
-    double q[NQ], v[NQ];         /* all coordinates and velocities, consistent */
+    double q[NQ], v[NQ];         /* all coordinates and velocities, consistent
+                                    (deferred angles: see observe_pending) */
     double p[FMIGEN_DIM(NP)];    /* tunable parameters */
     double u[FMIGEN_DIM(NU)];    /* inputs, held constant over a communication step */
     double y[FMIGEN_DIM(NY)];    /* user outputs */
     double warm[FMIGEN_DIM(NWARM)]; /* warm starts of high-degree roots */
     double h;                    /* internal step */
-    double residual;             /* max |Φ_j(q)| of the current state */
+    double residual;             /* max |Φ_j(q)| of the state last observed */
     double fp[FMIGEN_DIM(FMIGEN_NFP)]; /* parameters of an augmented formulation */
     int solver;
     FmigenSolved solved;         /* memo of the kinematics (see FmigenSolved) */
     /* 1: q's deferred angles, residual and y are not computed yet (the state
      * was assembled and solved.trig holds its sin/cos); fmigen_core_observe
-     * computes them when they are read, so a step whose importer reads few
-     * outputs does not pay for all of them. */
+     * computes all of them at the first read of q, the residual or y, so a
+     * step after which the importer reads none of those does not pay. */
     int observe_pending;
     char message[256];           /* last error, for the logger */
 } FmigenCore;
