@@ -197,9 +197,9 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
           repeats=5, callgrind=True, log=None, keep=None, formulation_params=None, opt=None) -> dict:
     """Run every formulation; the JSON of ``fmigen bench --json``.
     ``formulation_params``: {augmented formulation: {parameter: value}}."""
-    from .pipeline import load_mechanism
+    from .pipeline import prepare_mechanism
     log = log or (lambda m: None)
-    mech = load_mechanism(spec) if isinstance(spec, (str, Path)) else spec
+    mech = prepare_mechanism(spec, log)   # the start the FMU would have
     forms = formulations(kinematics, tolerances)
     formulation_params = formulation_params or {}
     augmented = {f.kinematics: formulation.make(f.kinematics, **formulation_params.get(f.kinematics, {}))

@@ -46,6 +46,18 @@ def load_mechanism(spec: str) -> Mechanism:
     return module.build()
 
 
+def prepare_mechanism(spec_or_mech, log=None) -> Mechanism:
+    """The mechanism as every build simulates it (the C and Python FMUs and
+    ``fmigen bench``): loaded, and its start taken as the real assembly at
+    the start input nearest the guesses (``assemble.start_assembly_hook``:
+    small systems only, a warning when two are close, never fatal; ~0.1 s
+    for the four-bar)."""
+    from .assemble import start_assembly_hook
+    mech = load_mechanism(spec_or_mech) if isinstance(spec_or_mech, (str, Path)) else spec_or_mech
+    start_assembly_hook(mech, log=log or (lambda msg: None))
+    return mech
+
+
 @dataclass
 class Compiled:
     mechanism: Mechanism
@@ -96,12 +108,7 @@ def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=
     elif formulation_params:
         raise ModelError(f"formulation parameters {sorted(formulation_params)} apply to --kinematics "
                          f"{'|'.join(formulation.AUGMENTED)} only")
-    mech = load_mechanism(spec_or_mech) if isinstance(spec_or_mech, (str, Path)) else spec_or_mech
-    # all real assemblies at the start input; the one nearest the guesses
-    # becomes the start, with a warning when two are close (small systems only,
-    # never fatal; ~0.1 s for the four-bar)
-    from .assemble import start_assembly_hook
-    start_assembly_hook(mech, log=log)
+    mech = prepare_mechanism(spec_or_mech, log)
     compiled = compile_model(mech, order=order, use_cache=use_cache, log=log, kinematics=kinematics,
                              newton_tol=newton_tol)
     if form is not None:

@@ -1089,17 +1089,11 @@ def package(compiled, out, solver="rk4", step=1e-3) -> Path:
 def build_python_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=True, log=None,
                      kinematics="groebner", newton_tol=None, compiled=None):
     """``pipeline.build_fmu`` for the Python runtime: same stages, pythonfmu at the end."""
-    from .pipeline import compile_model, load_mechanism
+    from .pipeline import compile_model, prepare_mechanism
     log = log or (lambda msg: None)
     check_pythonfmu()
     if compiled is None:
-        mech = load_mechanism(spec_or_mech) if isinstance(spec_or_mech, (str, Path)) else spec_or_mech
-        try:
-            from .assemble import start_assembly_hook
-        except ImportError:  # pragma: no cover
-            start_assembly_hook = None
-        if start_assembly_hook is not None:
-            start_assembly_hook(mech, log=log)
+        mech = prepare_mechanism(spec_or_mech, log)
         compiled = compile_model(mech, order=order, use_cache=use_cache, log=log, kinematics=kinematics,
                                  newton_tol=newton_tol)
     t0 = time.perf_counter()
