@@ -1,7 +1,21 @@
 import pytest
 
-from fmigen.pipeline import build_fmu
+from fmigen.pipeline import build_fmu, load_mechanism
 from fmigen.validate import validate
+
+
+def toggle_fourbar():
+    """A non-Grashof four-bar (l1 = 2, l2 = 2.5, l3 = 2, d = 3: s + l = 5 >
+    p + q = 4.5): under the 6 N·m torque the crank reaches its limit angle
+    (A, B, D aligned, θ = arccos(-29/48) ≈ 2.2195) at t ≈ 0.85 s, where the
+    rocker angle has no regular solution."""
+    m = load_mechanism("fourbar")
+    for p in m.parameters:
+        p.value = {"l1": 2.0, "l2": 2.5, "l3": 2.0, "d": 3.0}.get(p.name, p.value)
+    for c in m.coordinates:
+        c.start = {"alpha": -0.0255, "phi": 1.8239}.get(c.name, c.start)
+    m.name = "fourbar_toggle"
+    return m
 
 
 @pytest.fixture(scope="session")

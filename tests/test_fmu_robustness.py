@@ -20,6 +20,7 @@ from fmpy.fmi3 import FMU3Model, FMU3Slave
 
 from fmigen import fmu as fmu_mod
 from fmigen.pipeline import compile_model, load_mechanism
+from conftest import toggle_fourbar
 
 
 @pytest.fixture(scope="module")
@@ -248,17 +249,8 @@ def test_logging_categories_reach_the_logger(fmus, fmi):
 
 @pytest.fixture(scope="module")
 def toggle_fmus(tmp_path_factory):
-    """A non-Grashof four-bar (l1 = 2, l2 = 2.5, l3 = 2, d = 3: s + l = 5 >
-    p + q = 4.5): under the 6 N·m torque the crank reaches its limit angle
-    (A, B, D aligned, θ = arccos(-29/48) ≈ 2.2195) at t ≈ 0.85 s, where the
-    rocker angle has no regular solution."""
-    m = load_mechanism("fourbar")
-    for p in m.parameters:
-        p.value = {"l1": 2.0, "l2": 2.5, "l3": 2.0, "d": 3.0}.get(p.name, p.value)
-    for c in m.coordinates:
-        c.start = {"alpha": -0.0255, "phi": 1.8239}.get(c.name, c.start)
-    m.name = "fourbar_toggle"
-    c = compile_model(m)
+    """conftest.toggle_fourbar as C FMUs (FMI 2 and 3)."""
+    c = compile_model(toggle_fourbar())
     d = tmp_path_factory.mktemp("toggle")
     return {fmi: fmu_mod.package(c.embedding, c.generated, d / f"toggle{fmi}.fmu", fmi=fmi, windows=False)
             for fmi in "23"}

@@ -17,6 +17,7 @@ from fmpy.validation import validate_fmu
 from fmigen import fmu as fmu_mod
 from fmigen import pyruntime
 from fmigen.pipeline import build_fmu, compile_model, load_mechanism
+from conftest import toggle_fourbar
 
 MECHS = ["fourbar", "slider_crank"]
 
@@ -224,13 +225,7 @@ def test_fmu_state_restores_the_trajectory_bit_for_bit(pairs, tmp_path):
 def test_singular_configuration_is_a_discard_like_the_c_fmu(tmp_path):
     """Non-Grashof four-bar (as in test_fmu_robustness): the crank reaches its
     limit angle at t ≈ 0.85 s; both FMUs stop at the same last good time."""
-    m = load_mechanism("fourbar")
-    for p in m.parameters:
-        p.value = {"l1": 2.0, "l2": 2.5, "l3": 2.0, "d": 3.0}.get(p.name, p.value)
-    for c in m.coordinates:
-        c.start = {"alpha": -0.0255, "phi": 1.8239}.get(c.name, c.start)
-    m.name = "fourbar_toggle"
-    compiled = compile_model(m)
+    compiled = compile_model(toggle_fourbar())
     c_path = fmu_mod.package(compiled.embedding, compiled.generated, tmp_path / "tg.fmu", windows=False)
     py_path = pyruntime.package(compiled, tmp_path / "tg_py.fmu")
     s, vr = _slave(py_path, tmp_path)
