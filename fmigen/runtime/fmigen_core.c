@@ -165,10 +165,11 @@ static int kinematics(FmigenCore *c, double t, double *q, double *trig)
 
 #if !FMIGEN_FORMULATION
 /* Does the memo hold the kinematics of (t, q_i = x[0..NI), c->p)?  The
- * bits are compared (memcmp: −0.0 is not +0.0, atan2 tells them apart), so
- * a hit returns bit for bit what a solve would: the solve's other input,
- * the warm start of its Newton blocks and degree > 2 roots, is what that
- * very solve left behind.  t counts only for rheonomic constraints: an
+ * bits are compared (memcmp: −0.0 is not +0.0, atan2 tells them apart), and
+ * a hit returns what that solve returned.  For a triangular sequence that is
+ * bit for bit what a new solve would give; a Newton block or degree > 2 root
+ * started again from the warm start that solve left behind could take one
+ * more iteration and differ within its tolerance.  t counts only for rheonomic constraints: an
  * importer's communication points (start + n·H) differ from the FMU's
  * summed times in the last bit, and fmi2DoStep takes the importer's. */
 static int solved_matches(const FmigenCore *c, double t, const double *x)

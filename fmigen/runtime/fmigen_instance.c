@@ -266,6 +266,12 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
                            before_init ? "(it is calculated or unknown)" : "after initialization");
     }
     FmigenCore *k = &in->s.core;
+    /* Coordinates or velocities about to change: complete the current
+     * state's pending angles, residual and outputs from the state they
+     * belong to, so that a step that then fails and restores this state
+     * (with the new inputs) still reports its own. */
+    for (size_t i = 0; i < n; i++)
+        if (vr[i] < VR_RES) { fmigen_core_observe(k); break; }
     int changed = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned r = vr[i];
@@ -276,10 +282,6 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
         else if (r >= VR_P && r < VR_H) dst = &k->p[r - VR_P];
         else if (r >= VR_F && r < VR_END) dst = &k->fp[r - VR_F];
         else dst = &k->h;
-        /* a coordinate about to change: complete the current state's angles,
-         * residual and outputs first, so that a step that then fails and
-         * restores this state (q with the new q_i) still reports its own */
-        if (r < VR_V && *dst != value[i]) fmigen_core_observe(k);
         if (*dst != value[i]) changed = 1;
         *dst = value[i];
     }
