@@ -506,17 +506,24 @@ class Core:
             x[i] += h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i])
         return 0
 
+    def commit_or_restore(self, t, q_good, v_good, t_good):
+        """fmigen_core.c's commit_or_restore: assemble the state at t (its
+        independent coordinates already set); on failure put back the last
+        good q, v and t, so GetReal never reports a half-solved state."""
+        self.t = t
+        if not self.assemble():
+            return 0
+        self.q, self.v, self.t = q_good, v_good, t_good
+        return 1
+
     def step(self, H):
         """fmigen_core_step: full internal steps of h, then one shorter step."""
         m = self.m
         NI = m.NI
+        q_good, v_good = list(self.q), list(self.v)
         if m.kinematic:
-            t_start = self.t
-            self.t += H
-            if self.assemble():
-                self.t = t_start
-                return 1
-            return 0
+            # q_i, v_i are inputs held over the step: re-solve at its end
+            return self.commit_or_restore(self.t + H, q_good, v_good, self.t)
         x = [self.q[m.independent[k]] for k in range(NI)] + [self.v[m.independent[k]] for k in range(NI)]
         t_end = self.t + H
         t = self.t
@@ -538,15 +545,10 @@ class Core:
             if not isfinite(x[k]):
                 self.message = "state became non-finite before t=%.9g" % t_end
                 return 1
-        q, v, t_old = list(self.q), list(self.v), self.t
         for k in range(NI):
             self.q[m.independent[k]] = x[k]
             self.v[m.independent[k]] = x[NI + k]
-        self.t = t_end
-        if self.assemble():
-            self.q, self.v, self.t = q, v, t_old
-            return 1
-        return 0
+        return self.commit_or_restore(t_end, q_good, v_good, self.t)
 
 
 class FmuError(Exception):

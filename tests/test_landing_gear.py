@@ -7,6 +7,7 @@ from scipy.optimize import fsolve
 
 from fmigen.cli import main as cli_main
 from fmigen.pipeline import build_fmu
+from fmigen.pyruntime import build_python_fmu
 from mechanisms.landing_gear import GUESSES, constraints
 
 PAPER_ORDER = "c_theta_F,s_theta_F,c_theta_A,s_theta_A,c_theta_D,s_theta_D,c_theta_B,s_theta_B,p_BC"
@@ -38,9 +39,17 @@ def _independent_solution(p, guess):
 
 
 @pytest.fixture(scope="module")
-def gear_fmu(tmp_path_factory):
-    path, _ = build_fmu("landing_gear", tmp_path_factory.mktemp("lg") / "landing_gear.fmu")
-    return path
+def gear_fmu(gear_fmus):
+    return gear_fmus[0]
+
+
+@pytest.fixture(scope="module")
+def gear_fmus(tmp_path_factory):
+    """The kinematic landing gear as a C FMU and as a Python FMU (pythonfmu)."""
+    d = tmp_path_factory.mktemp("lg")
+    path, compiled = build_fmu("landing_gear", d / "landing_gear.fmu")
+    py_path, _ = build_python_fmu("landing_gear", d / "landing_gear_py.fmu", compiled=compiled)
+    return path, py_path
 
 
 def _ramp(p0, rate, stop):
@@ -154,12 +163,14 @@ def _stroke_until_discard(gear_fmu, read_every_step):
     return last, dict(zip(names, s.getReal([vr[n] for n in names])))
 
 
-def test_a_failed_kinematic_step_keeps_the_last_good_state(gear_fmu):
+@pytest.mark.parametrize("runtime", ["c", "python"])
+def test_a_failed_kinematic_step_keeps_the_last_good_state(gear_fmus, runtime):
     """Past the stroke end the step returns Discard; GetReal then reports the
     last assembled state (a consistent one) for everything but the input,
     never angles half-solved for the rejected input -- also when nothing was
     read after the last good step, so its angles and residual were still to
     be computed (FmigenCore.observe_pending) when the rejected input came."""
+    gear_fmu = gear_fmus[runtime == "python"]
     last, after = _stroke_until_discard(gear_fmu, read_every_step=True)
     assert 178.0 < last["p_BC"] < 179.5
     assert after["p_BC"] == last["p_BC"] - 0.5   # the input reads back as set
