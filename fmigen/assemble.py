@@ -800,18 +800,19 @@ def _solve_lex(system, hidden, use_cache, timeout):
 def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = None,
              method: str = "auto", cross_check: bool = False, imag_tol: float = 1e-9,
              use_cache: bool = True, timeout: float | None = None, log=None,
-             sylvester: str = "smallest") -> AssemblyResult:
+             sylvester: str = "smallest", system: PolySystem | None = None) -> AssemblyResult:
     """Every assembly configuration of ``mech`` at the given independent
     coordinates (``inputs``, name -> value, angles in radians; default: the
     mechanism's start values).  ``method`` is "sylvester" (paper 001), "lex"
     (lex basis and triangular back-substitution) or "auto" (Sylvester, and lex
     when no square Sylvester matrix exists).  ``sylvester`` is "smallest" (the
     smallest square nonsingular subset of G) or "full" (all of G, as the
-    paper does for examples A and C)."""
+    paper does for examples A and C).  ``system``: ``polynomial_system(mech,
+    inputs)`` when the caller has it already."""
     log = log or (lambda msg: None)
     times = {}
     t0 = time.perf_counter()
-    system = polynomial_system(mech, inputs)
+    system = system or polynomial_system(mech, inputs)
     hints = getattr(mech, "assembly_hints", None) or AssemblyHints()
     names = [str(v) for v in system.variables]
     hname = hidden or hints.hidden or names[-1]
@@ -902,7 +903,7 @@ def _angle_distance(a, b):
 
 
 def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2, timeout: float | None = 30,
-                          log=None, apply: bool = True) -> dict:
+                          log=None, apply: bool = True, system: PolySystem | None = None) -> dict:
     """All real assemblies at the start input; the one nearest the user's
     guesses (max over dependent coordinates, angles compared modulo 2π) is
     returned and, with ``apply``, written into the dependent coordinates'
@@ -910,7 +911,7 @@ def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2, timeout: flo
     assembly is within ``close_tol`` of the chosen one or when the guesses are
     about equally far from two assemblies."""
     log = log or (lambda msg: None)
-    res = assemble(mech, timeout=timeout)
+    res = assemble(mech, timeout=timeout, system=system)
     reals = res.real_solutions
     if not reals:
         raise AssemblyError(f"'{mech.name}' has no real assembly at the start input "
@@ -952,7 +953,7 @@ def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2, timeout: flo
 
 
 def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12, timeout: float = 20.0):
-    """Build-time check called by ``pipeline.build_fmu``: list the real
+    """Build-time check called by ``pipeline.prepare_mechanism``: list the real
     assemblies at the start input and take the one nearest the guesses
     (``choose_start_assembly``).  Only for small constraint systems (at most
     ``max_variables`` polynomial variables; bigger ones, like a Stewart
@@ -962,11 +963,17 @@ def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12, time
     try:
         if not mech.constraints or not singular_available():
             return None
+        # every dependent coordinate is at least one polynomial variable:
+        # skip a big system (Stewart: 18) before polynomializing it
+        dependent = len(mech.coordinates) - mech.dof if mech.dof is not None else 0
+        if dependent > max_variables:
+            log(f"assembly check skipped: {dependent} dependent coordinates > {max_variables}")
+            return None
         system = polynomial_system(mech)
         if len(system.variables) > max_variables:
             log(f"assembly check skipped: {len(system.variables)} polynomial variables > {max_variables}")
             return None
-        return choose_start_assembly(mech, timeout=timeout, log=log)
+        return choose_start_assembly(mech, timeout=timeout, log=log, system=system)
     except (ModelError, GroebnerError, OSError) as e:
         log(f"assembly check skipped: {e}")
         return None
