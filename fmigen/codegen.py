@@ -383,54 +383,11 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
         f"#define NQ {n}", f"#define NC {m}", f"#define NI {f}",
         f"#define NP {max(len(dae.tunable), 0)}", f"#define NU {len(dae.inputs)}",
         f"#define NY {len(dae.outputs)}", f"#define NWARM {nwarm}",
-        *_structure_macros(emb, tri),
         f"#define FMIGEN_KINEMATIC {int(mech.kinematic)}",
         # rheonomic constraints (a kinematic drive): the solve depends on t
         f"#define FMIGEN_KINEMATICS_TIME {int(any(sp.sympify(e).has(t) for e in dae.Phi))}",
         "#endif", ""])
     return GeneratedModel(model_c, config_h, guid, independent=tuple(emb.independent))
-
-
-def _structure_macros(emb: Embedding, tri: Triangularization) -> list[str]:
-    """Sparsity for the Python runtime's embedding (pyruntime.py), as macros in
-    model_config.h; a model without them gets the dense path there.  (The C
-    runtime no longer loops over them: its embedding is generated straight
-    -line code, codegen_embedding.py.)
-
-    - Φ_d in block-triangular form (the partition's blocks, e.g. six 3×3 leg
-      blocks for the Stewart platform): FMIGEN_BLOCK_ROWS / _COLS list the
-      constraint and dependent position of each block position,
-      FMIGEN_BLOCK_PTR the block starts, FMIGEN_COUPLE the structurally
-      non-zero (row position, column position) pairs of Φ_d below the diagonal
-      blocks, sorted by row position.
-    - The structurally non-zero entries of M (FMIGEN_M_ROWS / _COLS, row-major
-      order), so M·B and M·a_c skip exact zeros (same sums, same order)."""
-    dae = emb.dae
-    blocks = tri.partition.blocks
-    dep_pos = {i: k for k, i in enumerate(emb.dependent)}
-    rows = [j for b in blocks for j in b.equations]
-    cols = [dep_pos.get(i, -1) for b in blocks for i in b.unknowns]
-    out = []
-
-    def arr(vals):
-        return "{" + ", ".join(str(v) for v in vals) + "}" if vals else "{0}"
-
-    if dae.m and sorted(rows) == list(range(dae.m)) and sorted(cols) == list(range(len(emb.dependent))):
-        ptr, couple = [0], []
-        for b in blocks:
-            ptr.append(ptr[-1] + len(b.equations))
-        for bi, b in enumerate(blocks):
-            for r in range(ptr[bi], ptr[bi + 1]):
-                for pc in range(ptr[bi]):
-                    if emb.Phi_q[rows[r], emb.dependent[cols[pc]]] != 0:
-                        couple += [r, pc]
-        out += [f"#define FMIGEN_NBLOCKS {len(blocks)}", f"#define FMIGEN_BLOCK_PTR {arr(ptr)}",
-                f"#define FMIGEN_BLOCK_ROWS {arr(rows)}", f"#define FMIGEN_BLOCK_COLS {arr(cols)}",
-                f"#define FMIGEN_NCOUPLE {len(couple) // 2}", f"#define FMIGEN_COUPLE {arr(couple)}"]
-    nz = [(i, j) for i in range(dae.n) for j in range(dae.n) if emb.M[i, j] != 0]
-    out += [f"#define FMIGEN_M_NNZ {len(nz)}", f"#define FMIGEN_M_ROWS {arr([i for i, _ in nz])}",
-            f"#define FMIGEN_M_COLS {arr([j for _, j in nz])}"]
-    return out
 
 
 # imported last: codegen_embedding uses this module's printer and SymbolMap

@@ -242,6 +242,33 @@ def _blocks(emb: Embedding, tri: Triangularization):
     return blocks
 
 
+def structure_tables(emb: Embedding, tri: Triangularization) -> dict:
+    """The same structure as plain data for the Python runtime's embedding
+    (pyruntime.py), which loops over it instead of being generated:
+
+    - Φ_d's diagonal blocks (``_blocks``): ``blk_rows`` / ``blk_cols`` the
+      constraint and dependent position of each block position, ``blk_ptr``
+      the block starts, ``couple`` the structurally non-zero (row position,
+      column position) pairs below the diagonal blocks, by row position;
+    - ``m_nz``: the structurally non-zero entries (i, j) of M, row-major, so
+      M·B and M·a_c skip exact zeros."""
+    blocks = _blocks(emb, tri)
+    dep_pos = {i: k for k, i in enumerate(emb.dependent)}
+    rows = [j for eqs, _ in blocks for j in eqs]
+    cols = [dep_pos[i] for _, unk in blocks for i in unk]
+    ptr, couple = [0], []
+    for eqs, _ in blocks:
+        ptr.append(ptr[-1] + len(eqs))
+    for bi in range(len(blocks)):
+        for r in range(ptr[bi], ptr[bi + 1]):
+            couple += [x for pc in range(ptr[bi]) if emb.Phi_q[rows[r], emb.dependent[cols[pc]]] != 0
+                       for x in (r, pc)]
+    n = emb.dae.n
+    return dict(blocked=bool(blocks), nblocks=len(blocks), blk_ptr=ptr, blk_rows=rows, blk_cols=cols,
+                ncouple=len(couple) // 2, couple=couple,
+                m_nz=[(i, j) for i in range(n) for j in range(n) if emb.M[i, j] != 0])
+
+
 def _factor_block(code: _Code, block, bi, Jn):
     """Emit the factorization of one diagonal block; returns solve(r, tag)
     mapping the block's right-hand side names to its solution names."""

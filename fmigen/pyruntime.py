@@ -18,8 +18,8 @@ to round-off:
 - Euler / RK4 and the internal-step rule (full steps of h, one shorter last
   step, a remainder below 1e-9·h absorbed) are ports of
   ``runtime/fmigen_core.c``; the embedded ODE is the block LU with partial
-  pivoting over ``model_config.h``'s structure (block-triangular Φ_d, M's
-  structural non-zeros) that the C runtime used before its embedding became
+  pivoting over the model's structure (``codegen_embedding.structure_tables``:
+  block-triangular Φ_d, M's structural non-zeros) that the C runtime used before its embedding became
   generated straight-line code (``codegen_embedding.py``: adjugates, LDLᵀ) —
   the same equations, so the two FMUs agree to round-off, not bit for bit.
 
@@ -62,6 +62,7 @@ import sympy as sp
 
 from . import codegen, fmu, structure
 from .codegen import SymbolMap
+from .codegen_embedding import structure_tables
 from .model import ModelError
 
 FMIGEN_NEWTON_MAX_ITER = 20
@@ -300,8 +301,8 @@ class Core:
                             "(leading coefficient or discriminant vanishes)" % (t, self.m.failure[k]))
         return k
 
-    # Φ_d = ∂Φ/∂q_d and its factorization: per diagonal block (block
-    # structure from model_config.h) or one dense LU.
+    # Φ_d = ∂Φ/∂q_d and its factorization: per diagonal block
+    # (codegen_embedding.structure_tables), or none without constraints.
     def phid_factor(self, J):
         m = self.m
         NQ, ND, dep = m.NQ, m.ND, m.dependent
@@ -415,25 +416,12 @@ class Core:
             for k in range(NI):
                 B[m.dependent[r] * NI + k] = -X[r * NI + k]
         MB = [0.0] * (NQ * NI)
-        if m.m_nz is not None:
-            res = list(F)
-            for i, j in m.m_nz:
-                mij = M[i * NQ + j]
-                res[i] -= mij * ac[j]
-                for k in range(NI):
-                    MB[i * NI + k] += mij * B[j * NI + k]
-        else:
-            res = [0.0] * NQ
-            for i in range(NQ):
-                s = F[i]
-                for j in range(NQ):
-                    s -= M[i * NQ + j] * ac[j]
-                res[i] = s
-                for k in range(NI):
-                    mb = 0.0
-                    for j in range(NQ):
-                        mb += M[i * NQ + j] * B[j * NI + k]
-                    MB[i * NI + k] = mb
+        res = list(F)
+        for i, j in m.m_nz:   # M's structural non-zeros
+            mij = M[i * NQ + j]
+            res[i] -= mij * ac[j]
+            for k in range(NI):
+                MB[i * NI + k] += mij * B[j * NI + k]
         Mh, rh, pivh = [0.0] * (NI * NI), [0.0] * NI, [0] * NI
         for a in range(NI):
             s = 0.0
@@ -901,20 +889,6 @@ def kinematics_source(emb, tri, sm):
     return src, [""] + failures, warm_start
 
 
-def _config_macros(config_h: str) -> dict:
-    """The sizes and structure macros of model_config.h (codegen's output)."""
-    out = {}
-    for name, val in re.findall(r"^#define (\w+) (.+)$", config_h, flags=re.M):
-        val = val.strip()
-        if val.startswith("{"):
-            out[name] = [int(x) for x in val.strip("{}").split(",") if x.strip()]
-        elif re.fullmatch(r"-?\d+", val):
-            out[name] = int(val)
-        else:
-            out[name] = val
-    return out
-
-
 def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
     """The Python FMU module for a compiled model: (module source, model identifier, GUID)."""
     emb, tri, gen = compiled.embedding, compiled.triangular, compiled.generated
@@ -928,7 +902,6 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
     if not identifier.isidentifier():
         raise PythonRuntimeError(f"mechanism name '{identifier}' is not a Python identifier")
     sm = SymbolMap(emb)
-    cfg = _config_macros(gen.config_h)
     n, m = dae.n, dae.m
     kin_src, failures, warm_start = kinematics_source(emb, tri, sm)
 
@@ -955,9 +928,6 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
     vr["VR_Y"] = vr["VR_H"] + 1
     vr["VR_A"] = vr["VR_Y"] + len(dae.outputs)
 
-    blocked = "FMIGEN_NBLOCKS" in cfg and m > 0
-    m_nz = (list(zip(cfg["FMIGEN_M_ROWS"], cfg["FMIGEN_M_COLS"]))[:cfg["FMIGEN_M_NNZ"]]
-            if "FMIGEN_M_NNZ" in cfg else None)
     model = dict(
         identifier=identifier, description=mech.description or mech.name,
         NQ=n, NC=m, NI=emb.f, ND=n - emb.f, NP=np_, NU=nu, NY=len(dae.outputs), NWARM=len(warm_start),
@@ -967,11 +937,7 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
         p_default=[float(x) for x in dae.tunable_values], u_default=[float(x) for x in dae.input_values],
         warm_start=[float(x) for x in warm_start], failure=failures,
         kinematic=bool(mech.kinematic), default_solver=fmu.SOLVERS[solver], default_step=float(step),
-        blocked=blocked,
-        nblocks=cfg.get("FMIGEN_NBLOCKS", 0), blk_ptr=cfg.get("FMIGEN_BLOCK_PTR", []),
-        blk_rows=cfg.get("FMIGEN_BLOCK_ROWS", []), blk_cols=cfg.get("FMIGEN_BLOCK_COLS", []),
-        ncouple=cfg.get("FMIGEN_NCOUPLE", 0), couple=cfg.get("FMIGEN_COUPLE", []),
-        m_nz=m_nz, **vr)
+        **structure_tables(emb, tri), **vr)
     runtime = "\n\n".join(inspect.getsource(o) for o in RUNTIME_OBJECTS)
     methods = "\n".join(f"    {name} = SlaveMethods.{name}" for name in SLAVE_METHODS)
     parts = [

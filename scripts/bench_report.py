@@ -352,15 +352,16 @@ round-off (all validation tests against IDA unchanged), no longer bit for bit.
 **Block-structured runtime** (before the generated embedding):
 
 `fmigen_core_rhs` solved Φ_d (18×18 for the Stewart platform) with a dense LU
-and 8 dense triangular solves per step — 53 % of all instructions. Codegen now
-emits the partition's block structure into `model_config.h` (`FMIGEN_BLOCK_*`:
+and 8 dense triangular solves per step — 53 % of all instructions. Codegen then
+emitted the partition's block structure into `model_config.h` (`FMIGEN_BLOCK_*`:
 rows, columns and below-diagonal couplings of Φ_d in block-triangular form;
-`FMIGEN_M_*`: the structural non-zeros of M); the runtime factors only the
-diagonal blocks, solves the velocity system's NI + 1 right-hand sides in one
-pass, and multiplies only M's non-zeros. Stewart, Gröbner: 91 k → 41 k → 37 k
+`FMIGEN_M_*`: the structural non-zeros of M); the runtime factored only the
+diagonal blocks, solved the velocity system's NI + 1 right-hand sides in one
+pass, and multiplied only M's non-zeros (the Python runtime still does, from
+`codegen_embedding.structure_tables`). Stewart, Gröbner: 91 k → 41 k → 37 k
 instructions per step, with the final state of the 3 s run unchanged to the
 last bit for every formulation (same operations in the same order, minus
-exact zeros). It helps every formulation alike: all use the same runtime.
+exact zeros). It helped every formulation alike: all used the same runtime.
 """
 
 
