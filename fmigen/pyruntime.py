@@ -894,6 +894,9 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
     emb, tri, gen = compiled.embedding, compiled.triangular, compiled.generated
     dae = emb.dae
     mech = dae.mechanism
+    if gen.formulation is not None:
+        raise PythonRuntimeError(f"the Python runtime builds the embedded formulations only; "
+                                 f"--kinematics {gen.formulation.name} needs the C runtime")
     if solver not in fmu.SOLVERS:
         raise PythonRuntimeError(f"unknown solver '{solver}' (choose from {sorted(fmu.SOLVERS)})")
     if not (step > 0):

@@ -280,3 +280,11 @@ def test_cli_without_pythonfmu_says_what_is_missing(tmp_path):
     assert p.returncode == 2
     assert "--runtime python needs pythonfmu" in p.stderr and "pip install pythonfmu" in p.stderr
     assert not (tmp_path / "x.fmu").exists()
+
+
+def test_an_augmented_build_is_refused_not_packaged_as_embedded(tmp_path):
+    """A compiled model carrying an augmented formulation (build_fmu with
+    --kinematics spring) cannot silently become an embedded Python FMU."""
+    _, compiled = build_fmu("fourbar", tmp_path / "fb_spring.fmu", kinematics="spring", windows=False)
+    with pytest.raises(pyruntime.PythonRuntimeError, match="--kinematics spring needs the C runtime"):
+        pyruntime.package(compiled, tmp_path / "fb_spring_py.fmu")
