@@ -269,7 +269,10 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
                 cpu = [x for run in kin_runs[i] for x in run["cpu_ms_per_run"]]
                 kir = callgrind_instructions(exes[i], stop_time, step, drive)[0] if callgrind else None
                 row["kinematic_run"] = {
-                    "drive": dict(zip(["period", *mech.kinematic_drive], drive)),
+                    # labels in the drive's own order: the period, then every
+                    # independent coordinate in partition order
+                    "drive": dict(zip(["period", *(names[j] for j in sources[f.kinematics][0].independent)],
+                                      drive)),
                     "ms_per_simulated_s": statistics.median(cpu) / stop_time,
                     "ms_per_simulated_s_min": min(cpu) / stop_time,
                     "instructions_per_step": kir,
