@@ -193,7 +193,7 @@ NOTES = """\
   yields angles, whose sin/cos the embedding then needs. Newton per leg takes
   {s_nl3:.2f}× Gröbner's instructions (paper 000: 1.29× the time, MS compiler,
   13.3 vs 10.3 ms/s), at ~10⁸× less accuracy (peak max|Φ| {s_nl3_peak:.1e} vs
-  {s_g_peak:.1e}). At 10⁻⁶ (peak 8.7·10⁻¹³ — the step test leaves about the
+  {s_g_peak:.1e}). At 10⁻⁶ (peak {s_nl6_peak:.1e} — the step test leaves about the
   square of the last step as residual) each leg needs a second iteration.
 - **The kinematic part alone** ("of which kinematics": `fmigen_kinematics`
   inclusive of its libm calls, which now includes handing sin/cos to the
@@ -210,20 +210,21 @@ NOTES = """\
   (`codegen_embedding.augmented_code`: one CSE over Φ, Φ_q, Φ_t, γ, M, F, then
   LDLᵀ of M — of M + ρΦ_qᵀΦ_q for the penalty — over its structural non-zeros,
   block-diagonal for both mechanisms, and of Φ_q M⁻¹ Φ_qᵀ for Baumgarte), so
-  every row of the table is generated alike; with the runtime's dense LU they
-  cost 224,528 (Baumgarte), 112,531 (penalty) and 71,396 (spring)
-  instructions per Stewart step. Their peak violations (paper: 9.5·10⁻⁶ and
+  every row of the table is generated alike; with the runtime's dense LU,
+  before that, they cost 224,528 (Baumgarte), 112,531 (penalty) and 71,396
+  (spring) instructions per Stewart step (one-off, an earlier build). Their peak violations (paper: 9.5·10⁻⁶ and
   1.3·10⁻⁵) are 10⁹–10¹¹× Gröbner's. Generated alike, the comparison shifts
   from paper 000's: the virtual springs are the cheapest step of all
   (M q̈ = F − Φ_qᵀ(kΦ + bΦ̇) needs no constraint solve, only the
-  block-diagonal M — paper 003's point), at a violation of ~10⁻⁶ and only
+  block-diagonal M — paper 003's point), at a violation of {s_sp_peak:.1e} (five-link
+  {f_sp_peak:.1e}) and only
   inside the stability window below; and on the five-link suspension
   Baumgarte and the penalty method are also cheaper per step than the
   Gröbner build, whose 5 × 5 pose block is a Newton iteration to round-off —
   paper 000 (Table 3) had them slower, solving dense systems. Gröbner's claim
   is exactness at a price competitive with formulations that let the
   constraints drift, and the fastest step at equal accuracy: the Newton rows
-  that come closest (10⁻¹³, still 10³× worse) cost 2.4–6.2× as much. Their final state differs
+  that come closest ({s_nl6_peak:.1e}, still 10³× worse) cost {s_nl6:.1f}–{s_n6:.1f}× as much. Their final state differs
   from Gröbner's by ~10⁻³ — the Euler error of a different discretization
   (all 24 coordinates instead of the 6 embedded ODEs), the same size as the
   embedded Euler run's error against IDA.
@@ -255,8 +256,8 @@ NOTES = """\
   (x, y, φ, θ, ψ given z) does not triangularize and is solved by Newton to
   round-off (1e-14·(1+|q|) on the step), then each link's (α_k, β_k) comes
   from its triangular sequence. The newton-loop row at 10⁻³ stops that same
-  pose block after one iteration with a 10⁻³ test (peak max|Φ| 1.6·10⁻¹⁰ vs
-  2.2·10⁻¹⁶); it still needs {f_nl3:.2f}× Gröbner's instructions, because Gröbner's
+  pose block after one iteration with a 10⁻³ test (peak max|Φ| {f_nl3_peak:.1e} vs
+  {f_g_peak:.1e}); it still needs {f_nl3:.2f}× Gröbner's instructions, because Gröbner's
   link sequences hand the ten link angles' sin/cos to the embedding. (Before
   the generated embedding, newton-loop at 10⁻³ was 4 % *cheaper* than
   Gröbner.)
@@ -272,12 +273,14 @@ NOTES = """\
 - **1 ms per simulated second (Stewart) is still missed, by the factor in the
   verdict.** A Gröbner step is now {s_g:,.0f} instructions (37,179 before the
   generated embedding, see below): the kinematics {s_gk:,.0f}; the model
-  expressions Φ_q, γ, M and F after one joint CSE, ~2,000 operations
+  expressions Φ_q, γ, M and F after one joint CSE (one-off operation counts
+  of the generated code), ~2,000 operations
   (~4,000 instructions — γ and F are ~2,100 operations each before CSE,
   expanded polynomials in the platform's Euler angles and rates); the
   unrolled linear algebra, ~1,100 multiplications (~4,500 instructions, 378
-  of them Bᵀ M B's upper triangle). This machine retires ~7 instructions per
-  ns in this code, so 1 µs per step needs ~7 k instructions. Rebuilt for the
+  of them Bᵀ M B's upper triangle). In this run's least disturbed repeat
+  this machine retired {ipn:.1f} instructions per ns in this code ({h_ipn:.1f} for the
+  host build below), so 1 µs per step needs ~{need:.1f} k instructions. Rebuilt for the
   host (`fmigen bench --opt="-O3 -march=native"`: FMA, AVX2 — what a HIL
   target compiling the source FMU would use) the step is {h_ir:,.0f} instructions
   and measured {h_ms:.2f} ms/s (median; min {h_min:.2f}) in this run. Getting below needs γ and F written in body
@@ -285,8 +288,8 @@ NOTES = """\
   instead of expanded Euler-angle polynomials: a model-level change, not done.
 - **max step ≤ 3× median is missed on this machine for every formulation**,
   for a reason outside the code: the largest step of a 3000-step run is
-  50–170 µs whatever the formulation, also on the thread-CPU clock, while the
-  99th percentile stays within ~1.3–2× the median. The harness now runs as a
+  {max_lo:.0f}–{max_hi:.0f} µs whatever the formulation, also on the thread-CPU clock,
+  while the 99th percentile stays within {p99_lo:.1f}–{p99_hi:.1f}× the median. The harness now runs as a
   HIL rig would (pinned to one CPU, SCHED_FIFO, mlockall; `realtime` in the
   JSON says it got all three here), and that did not move the maximum (one-off:
   in seven repeats the largest step fell on steps 253, 1095, 1332, 1368, 1461,
@@ -373,13 +376,20 @@ def notes(results, host=None):
     if "stewart" in by:
         s = by["stewart"]
         g = s["groebner", None]
+        ir = lambda k, tol: s[k, tol]["instructions_per_step"] / g["instructions_per_step"]  # noqa: E731
         d.update(s_g=g["instructions_per_step"], s_gk=g["kinematics_instructions_per_step"],
                  s_fmu=g.get("fmu_instructions_per_step") or float("nan"),
                  s_fmu_k=g.get("fmu_kinematics_instructions_per_step") or float("nan"),
-                 s_nl3=s["newton-loop", 1e-3]["instructions_per_step"] / g["instructions_per_step"],
+                 s_nl3=ir("newton-loop", 1e-3), s_nl6=ir("newton-loop", 1e-6), s_n6=ir("newton", 1e-6),
                  s_nl3_ir=s["newton-loop", 1e-3]["instructions_per_step"],
                  s_nl3_peak=s["newton-loop", 1e-3]["peak_constraint_violation"],
-                 s_g_peak=g["peak_constraint_violation"])
+                 s_nl6_peak=s["newton-loop", 1e-6]["peak_constraint_violation"],
+                 s_sp_peak=s["spring", None]["peak_constraint_violation"],
+                 s_g_peak=g["peak_constraint_violation"],
+                 # instructions per ns = instructions per step / ns per step
+                 # (ms per simulated s at h = 1 ms is µs per step)
+                 ipn=g["instructions_per_step"] / (g["ms_per_simulated_s_min"] * 1e3))
+        d["need"] = d["ipn"]
         gk = g["kinematics_instructions_per_step"]
         d.update(k_nl3=s["newton-loop", 1e-3]["kinematics_instructions_per_step"] / gk,
                  k_nl6=s["newton-loop", 1e-6]["kinematics_instructions_per_step"] / gk,
@@ -391,13 +401,21 @@ def notes(results, host=None):
         kr = {k: row["kinematic_run"]["instructions_per_step"] for k, row in f.items() if row.get("kinematic_run")}
         d.update(f_g=g["instructions_per_step"],
                  f_nl3=f["newton-loop", 1e-3]["instructions_per_step"] / g["instructions_per_step"],
+                 f_nl3_peak=f["newton-loop", 1e-3]["peak_constraint_violation"],
+                 f_g_peak=g["peak_constraint_violation"], f_sp_peak=f["spring", None]["peak_constraint_violation"],
                  kr_g=kr["groebner", None], kr_nl3=kr["newton-loop", 1e-3], kr_nl6=kr["newton-loop", 1e-6],
                  kr_nl3r=kr["newton-loop", 1e-3] / kr["groebner", None],
                  kr_nl6r=kr["newton-loop", 1e-6] / kr["groebner", None],
                  kr_n3r=kr["newton", 1e-3] / kr["groebner", None], kr_n6r=kr["newton", 1e-6] / kr["groebner", None])
+    rows = [row for r in results for row in r["rows"]]
+    d.update(max_lo=min(r["max_step_us"] for r in rows), max_hi=max(r["max_step_us"] for r in rows),
+             p99_lo=min(r["p99_step_us"] / r["median_step_us"] for r in rows),
+             p99_hi=max(r["p99_step_us"] / r["median_step_us"] for r in rows))
     h = (host or {}).get("rows", [{}])[0]
-    d.update(h_ir=h.get("instructions_per_step") or float("nan"), h_ms=h.get("ms_per_simulated_s", float("nan")),
-             h_min=h.get("ms_per_simulated_s_min", float("nan")))
+    nan = float("nan")
+    d.update(h_ir=h.get("instructions_per_step") or nan, h_ms=h.get("ms_per_simulated_s", nan),
+             h_min=h.get("ms_per_simulated_s_min", nan),
+             h_ipn=(h.get("instructions_per_step") or nan) / (h.get("ms_per_simulated_s_min", nan) * 1e3))
     return NOTES.format(**d)
 
 
@@ -424,16 +442,19 @@ def main(argv=None):
         # what was measured, and when: a later --render-only must not claim HEAD
         commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
                                 text=True).stdout.strip()
-        for res in results:
+        def stamp(res):
             res["commit"] = commit
             res["measured_utc"] = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}"
+            return res
+        for res in results:
+            stamp(res)
         (DOCS / "benchmarks.json").write_text(json.dumps(results, indent=1) + "\n")
         if "stewart" in args.mechanisms.split(","):
             # the Gröbner build rebuilt for this host (FMA, AVX2), for the 1 ms/s discussion
             print("== stewart, Gröbner, -O3 -march=native", file=sys.stderr)
             host = bench("stewart", kinematics=["groebner"], repeats=args.repeats, opt=HOST_OPT,
                          log=lambda m: print(m, file=sys.stderr, flush=True))
-            (DOCS / "benchmarks_host.json").write_text(json.dumps(host, indent=1) + "\n")
+            (DOCS / "benchmarks_host.json").write_text(json.dumps(stamp(host), indent=1) + "\n")
         if args.mujoco_dir:
             print("== MuJoCo peer (scripts/bench_mujoco.py)", file=sys.stderr)
             sys.path.insert(0, str(ROOT / "scripts"))
@@ -441,6 +462,7 @@ def main(argv=None):
             bench_mujoco.main(["--mujoco-dir", args.mujoco_dir, "--repeats", str(args.repeats)])
             mj = json.loads((DOCS / "benchmarks_mujoco.json").read_text())
             mj["same_run_as_fmigen"] = True
+            stamp(mj)
             (DOCS / "benchmarks_mujoco.json").write_text(json.dumps(mj, indent=1) + "\n")
     mj_path = DOCS / "benchmarks_mujoco.json"
     mj = json.loads(mj_path.read_text()) if mj_path.exists() else None
