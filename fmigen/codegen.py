@@ -98,7 +98,7 @@ def _function(signature, body):
     return f"{signature}\n{{\n{body}\n}}\n"
 
 
-def _newton_code(emb, tb, sm, code, woff=None, iterations=None):
+def _newton_code(emb, tb, sm, code, woff=None, iterations=None, on_fail=None):
     """Newton iteration on one block's own equations.
 
     With ``woff`` it starts from the previous solution kept in ``warm`` and
@@ -106,7 +106,10 @@ def _newton_code(emb, tb, sm, code, woff=None, iterations=None):
     method.  Without it, it does a fixed number of ``iterations`` from the
     values already in q: the polish after a triangular sequence whose huge
     Gröbner coefficients lose digits in double precision; it stops early once
-    converged, so it costs one step where the sequence was already exact."""
+    converged, so it costs one step where the sequence was already exact.
+    ``on_fail``: the C statement for a singular Jacobian or a NaN step
+    (default: return the block's failure code)."""
+    on_fail = on_fail or f"return {code};"
     dae = emb.dae
     unk = tb.block.unknowns
     nb = len(unk)
@@ -136,7 +139,7 @@ def _newton_code(emb, tb, sm, code, woff=None, iterations=None):
     return f"""{head}
         {loop} {{
 {body}
-            if (fmigen_lu_factor({nb}, J, piv)) return {code};
+            if (fmigen_lu_factor({nb}, J, piv)) {on_fail}
             fmigen_lu_solve({nb}, J, piv, r);
             double dmax = 0.0, qmax = 0.0;
             for (int i = 0; i < {nb}; i++) {{
@@ -144,7 +147,7 @@ def _newton_code(emb, tb, sm, code, woff=None, iterations=None):
                 if (fabs(r[i]) > dmax) dmax = fabs(r[i]);
                 if (fabs(q[idx[i]]) > qmax) qmax = fabs(q[idx[i]]);
             }}
-            if (!(dmax == dmax)) return {code};
+            if (!(dmax == dmax)) {on_fail}
             {test}
         }}{tail}"""
 
@@ -252,22 +255,26 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         for v, expr in tb.known_ring.items():
             out.append(f"        const double {v} = {c(sm(ts(expr)))};")
         out.append("        double " + ", ".join(str(v) for v in tb.variables) + ";")
+        # a polished block falls back to Newton from the previous solution
+        # wherever its sequence or polish fails, not only on a jump
+        fallback = f"fallback{len(warm_start)}" if tb.polish else None
         for step in tb.steps:
             failures.append(f"{step.variable} (block {{{', '.join(names)}}})")
             code = len(failures)
+            fail = f"goto {fallback};" if fallback else f"return {code};"
             tmp = f"k{code}_"
             coeff_names = [f"a{d}" for d in range(step.degree, -1, -1)]
             out.append(f"        {{ /* {step.variable}: degree {step.degree} */")
             out.append(assignments([f"const double {nm}" for nm in coeff_names],
                                    step.coeffs, indent="            ", tmp=tmp))
             if step.degree == 1:
-                out.append(f"            if (fmigen_linear(a1, a0, &{step.variable})) return {code};")
+                out.append(f"            if (fmigen_linear(a1, a0, &{step.variable})) {fail}")
             elif step.degree == 2:
-                out.append(f"            if (fmigen_quadratic(a2, a1, a0, {step.sign}, &{step.variable})) return {code};")
+                out.append(f"            if (fmigen_quadratic(a2, a1, a0, {step.sign}, &{step.variable})) {fail}")
             else:
                 arr = ", ".join(coeff_names)
                 out.append(f"            const double coeffs[] = {{{arr}}};")
-                out.append(f"            if (fmigen_poly_root({step.degree}, coeffs, &warm[{len(warm_start)}])) return {code};")
+                out.append(f"            if (fmigen_poly_root({step.degree}, coeffs, &warm[{len(warm_start)}])) {fail}")
                 out.append(f"            {step.variable} = warm[{len(warm_start)}];")
                 warm_start.append(step.start)
             out.append("        }")
@@ -287,26 +294,31 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         if tb.polish:
             # Polish the sequence's result; where the sequence is unreliable
             # (near a representation singularity of the basis its linear
-            # steps turn 0/0) the polish may land on another branch, so a
-            # result that jumps away from the previous solution is redone
-            # by Newton from the previous solution, which keeps continuity.
+            # steps turn 0/0) it may fail outright or the polish may land on
+            # another branch, so a failure anywhere in the sequence or the
+            # polish, or a result that jumps away from the previous solution,
+            # is redone by Newton from the previous solution, which keeps
+            # continuity (``fallback``).
             nb, woff = len(tb.block.unknowns), len(warm_start)
             failures.append(f"block {{{', '.join(names)}}} (no convergence near the previous solution)")
             code = len(failures)
             out.append(f"        int polished = 0;")
             out.append(f"        {{ /* polish: at most {tb.polish} Newton steps */")
-            out.append(_newton_code(emb, tb, sm, code, iterations=tb.polish))
+            out.append(_newton_code(emb, tb, sm, code, iterations=tb.polish, on_fail=f"goto {fallback};"))
             out.append("        }")
             idx = ", ".join(str(i) for i in tb.block.unknowns)
-            out.append(f"""        {{
-            static const int jdx[{nb}] = {{{idx}}};
+            out.append(f"""        static const int jdx[{nb}] = {{{idx}}};
+        {{
             double jump = 0.0;
             for (int i = 0; i < {nb}; i++) jump = fmax(jump, fabs(q[jdx[i]] - warm[{woff} + i]));
-            if (!polished || jump > FMIGEN_CONTINUITY_JUMP) {{""")
+            if (polished && jump <= FMIGEN_CONTINUITY_JUMP) goto accepted{woff};
+        }}
+    {fallback}: ;
+        {{""")
             out.append(_newton_code(emb, tb, sm, code, woff=woff))
-            out.append("            }")
-            out.append(f"            for (int i = 0; i < {nb}; i++) warm[{woff} + i] = q[jdx[i]];")
             out.append("        }")
+            out.append(f"    accepted{woff}:")
+            out.append(f"        for (int i = 0; i < {nb}; i++) warm[{woff} + i] = q[jdx[i]];")
             warm_start += [tri.start[n] for n in names]
             trig_from_q(tb.block.unknowns)
         out.append("    }")

@@ -539,6 +539,12 @@ class Core:
         return self.commit_or_restore(t_end, q_good, v_good, self.t)
 
 
+class ContinuityFallback(Exception):
+    """Raised by a polished block's sequence or polish when it fails: the
+    generated kinematics then solves that block by Newton from the previous
+    solution (codegen's ``goto fallback``)."""
+
+
 class FmuError(Exception):
     """Raised inside the FMU: pythonfmu turns it into fmi2Error with the message."""
 
@@ -712,7 +718,7 @@ class SlaveMethods:
 
 
 RUNTIME_OBJECTS = [linear, quadratic, fmax, fmin, lu_factor, lu_solve, poly_eval, all_roots, poly_root,
-                   Core, FmuError, SlaveMethods]
+                   ContinuityFallback, Core, FmuError, SlaveMethods]
 SLAVE_METHODS = ["__init__", "_defaults", "to_xml", "_fail", "_allowed", "setup_experiment",
                  "enter_initialization_mode", "exit_initialization_mode", "terminate", "_ensure_assembled",
                  "get_real", "set_real", "do_step", "_get_fmu_state", "_set_fmu_state"]
@@ -789,8 +795,10 @@ def assignments(targets, exprs, indent="    ", tmp="x"):
     return lines
 
 
-def _newton_lines(emb, tb, sm, code, ind, woff=None, iterations=None):
-    """codegen._newton_code in Python."""
+def _newton_lines(emb, tb, sm, code, ind, woff=None, iterations=None, on_fail=None):
+    """codegen._newton_code in Python (``on_fail``: the statement for a
+    singular Jacobian or a NaN step, default returning the failure code)."""
+    on_fail = on_fail or f"return {code}"
     dae = emb.dae
     unk = tb.block.unknowns
     nb = len(unk)
@@ -814,7 +822,7 @@ def _newton_lines(emb, tb, sm, code, ind, woff=None, iterations=None):
     L += [f"{ind}it = 0",
           f"{ind}while it < {limit} and not converged:",
           *body,
-          f"{ind}    if lu_factor({nb}, J, piv): return {code}",
+          f"{ind}    if lu_factor({nb}, J, piv): {on_fail}",
           f"{ind}    lu_solve({nb}, J, piv, r)",
           f"{ind}    dmax = 0.0",
           f"{ind}    qmax = 0.0",
@@ -822,7 +830,7 @@ def _newton_lines(emb, tb, sm, code, ind, woff=None, iterations=None):
           f"{ind}        q[idx[i]] -= r[i]",
           f"{ind}        if fabs(r[i]) > dmax: dmax = fabs(r[i])",
           f"{ind}        if fabs(q[idx[i]]) > qmax: qmax = fabs(q[idx[i]])",
-          f"{ind}    if not (dmax == dmax): return {code}",
+          f"{ind}    if not (dmax == dmax): {on_fail}",
           f"{ind}    {test}",
           f"{ind}    it += 1"]
     if woff is not None:
@@ -846,45 +854,55 @@ def kinematics_source(emb, tri, sm):
             out += _newton_lines(emb, tb, sm, len(failures), ind, woff=len(warm_start))
             warm_start += [tri.start[n] for n in names]
             continue
+        # a polished block falls back to Newton from the previous solution
+        # wherever its sequence or polish fails (raise ContinuityFallback),
+        # as codegen's goto fallback
+        seq, sind = [], ind + ("    " if tb.polish else "")
+        fail = (lambda code: "raise ContinuityFallback") if tb.polish else (lambda code: f"return {code}")
         for K, expr in tb.abstractions.items():
-            out.append(f"{ind}{K} = {pyexpr(sm(expr))}")
+            seq.append(f"{sind}{K} = {pyexpr(sm(expr))}")
         for v, expr in tb.known_ring.items():
-            out.append(f"{ind}{v} = {pyexpr(sm(expr))}")
+            seq.append(f"{sind}{v} = {pyexpr(sm(expr))}")
         for step in tb.steps:
             failures.append(f"{step.variable} (block {{{', '.join(names)}}})")
             code = len(failures)
             coeff_names = [f"a{d}" for d in range(step.degree, -1, -1)]
-            out.append(f"{ind}# {step.variable}: degree {step.degree}")
-            out += assignments(coeff_names, step.coeffs, indent=ind, tmp=f"k{code}_")
+            seq.append(f"{sind}# {step.variable}: degree {step.degree}")
+            seq += assignments(coeff_names, step.coeffs, indent=sind, tmp=f"k{code}_")
             if step.degree == 1:
-                out.append(f"{ind}_st, {step.variable} = linear(a1, a0)")
-                out.append(f"{ind}if _st: return {code}")
+                seq.append(f"{sind}_st, {step.variable} = linear(a1, a0)")
+                seq.append(f"{sind}if _st: {fail(code)}")
             elif step.degree == 2:
-                out.append(f"{ind}_st, {step.variable} = quadratic(a2, a1, a0, {int(step.sign)})")
-                out.append(f"{ind}if _st: return {code}")
+                seq.append(f"{sind}_st, {step.variable} = quadratic(a2, a1, a0, {int(step.sign)})")
+                seq.append(f"{sind}if _st: {fail(code)}")
             else:
                 w = len(warm_start)
-                out.append(f"{ind}_st, _root = poly_root({step.degree}, [{', '.join(coeff_names)}], warm[{w}])")
-                out.append(f"{ind}if _st: return {code}")
-                out.append(f"{ind}warm[{w}] = _root")
-                out.append(f"{ind}{step.variable} = warm[{w}]")
+                seq.append(f"{sind}_st, _root = poly_root({step.degree}, [{', '.join(coeff_names)}], warm[{w}])")
+                seq.append(f"{sind}if _st: {fail(code)}")
+                seq.append(f"{sind}warm[{w}] = _root")
+                seq.append(f"{sind}{step.variable} = warm[{w}]")
                 warm_start.append(step.start)
         for i, expr in tb.recover.items():
-            out.append(f"{ind}q[{i}] = {pyexpr(expr)}")
-        if tb.polish:
-            nb, woff = len(tb.block.unknowns), len(warm_start)
-            failures.append(f"block {{{', '.join(names)}}} (no convergence near the previous solution)")
-            code = len(failures)
-            out.append(f"{ind}polished = False")
-            out.append(f"{ind}# polish: at most {tb.polish} Newton steps")
-            out += _newton_lines(emb, tb, sm, code, ind, iterations=tb.polish)
-            out += [f"{ind}jdx = {list(tb.block.unknowns)!r}",
-                    f"{ind}jump = 0.0",
-                    f"{ind}for i in range({nb}): jump = fmax(jump, fabs(q[jdx[i]] - warm[{woff} + i]))",
-                    f"{ind}if not polished or jump > FMIGEN_CONTINUITY_JUMP:"]
-            out += _newton_lines(emb, tb, sm, code, ind + "    ", woff=woff)
-            out.append(f"{ind}for i in range({nb}): warm[{woff} + i] = q[jdx[i]]")
-            warm_start += [tri.start[n] for n in names]
+            seq.append(f"{sind}q[{i}] = {pyexpr(expr)}")
+        if not tb.polish:
+            out += seq
+            continue
+        nb, woff = len(tb.block.unknowns), len(warm_start)
+        failures.append(f"block {{{', '.join(names)}}} (no convergence near the previous solution)")
+        code = len(failures)
+        out.append(f"{ind}jdx = {list(tb.block.unknowns)!r}")
+        out.append(f"{ind}try:")
+        out += seq
+        out.append(f"{sind}polished = False")
+        out.append(f"{sind}# polish: at most {tb.polish} Newton steps")
+        out += _newton_lines(emb, tb, sm, code, sind, iterations=tb.polish, on_fail="raise ContinuityFallback")
+        out += [f"{sind}jump = 0.0",
+                f"{sind}for i in range({nb}): jump = fmax(jump, fabs(q[jdx[i]] - warm[{woff} + i]))",
+                f"{sind}if not polished or jump > FMIGEN_CONTINUITY_JUMP: raise ContinuityFallback",
+                f"{ind}except ContinuityFallback:"]
+        out += _newton_lines(emb, tb, sm, code, ind + "    ", woff=woff)
+        out.append(f"{ind}for i in range({nb}): warm[{woff} + i] = q[jdx[i]]")
+        warm_start += [tri.start[n] for n in names]
     src = "def fmigen_kinematics(t, q, p, warm):\n" + "\n".join(out + [f"{ind}return 0"]) + "\n"
     return src, [""] + failures, warm_start
 
