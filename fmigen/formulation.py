@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from .model import ModelError
+from .structure import component_roots
 
 #: formulation -> FMIGEN_FORMULATION code
 CODES = {"baumgarte": 1, "penalty": 2, "spring": 3}
@@ -176,21 +177,12 @@ def acceleration_dependencies(emb, form: Augmented):
     else:
         stab = [syms(dae.Phi[j], emb.gamma[j]) | phidot[j] for j in range(m)]
     nodes = n + (m if form.name == "baumgarte" else 0)
-    parent = list(range(nodes))
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
     content = [set() for _ in range(nodes)]
+    edges = []
 
     def link(a, b, s):
         content[a] |= s
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[ra] = rb
+        edges.append((a, b))
 
     for i in range(n):
         content[i] |= syms(emb.F[i])
@@ -211,10 +203,11 @@ def acceleration_dependencies(emb, form: Augmented):
         else:
             for a in cols:
                 content[a] |= syms(J[j, a]) | stab[j]
+    root = component_roots(range(nodes), edges)
     comp = {}
     for x in range(nodes):
-        comp.setdefault(find(x), set()).update(content[x])
-    return {i: comp[find(i)] for i in range(n)}
+        comp.setdefault(root[x], set()).update(content[x])
+    return {i: comp[root[i]] for i in range(n)}
 
 
 def add_options(p):

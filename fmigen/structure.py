@@ -36,12 +36,10 @@ class Dependencies:
     initial: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _components(emb: Embedding):
-    """For each dependent coordinate index, the independent coordinate indices of its loop."""
-    dae = emb.dae
-    dep = set(emb.dependent)
-    uses = [{i for i, q in enumerate(dae.q_sym) if q in phi.free_symbols} for phi in dae.Phi]
-    parent = {d: d for d in dep}
+def component_roots(nodes, edges) -> dict:
+    """Connected components of an undirected graph: {node: its component's
+    representative} (union-find with path halving)."""
+    parent = {x: x for x in nodes}
 
     def find(x):
         while parent[x] != x:
@@ -49,17 +47,25 @@ def _components(emb: Embedding):
             x = parent[x]
         return x
 
-    for u in uses:
-        ds = sorted(u & dep)
-        for a, b in zip(ds, ds[1:]):
-            parent[find(a)] = find(b)
+    for a, b in edges:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+    return {x: find(x) for x in parent}
+
+
+def _components(emb: Embedding):
+    """For each dependent coordinate index, the independent coordinate indices of its loop."""
+    dae = emb.dae
+    dep = set(emb.dependent)
+    uses = [{i for i, q in enumerate(dae.q_sym) if q in phi.free_symbols} for phi in dae.Phi]
+    root = component_roots(dep, [(a, b) for u in uses for a, b in zip(sorted(u & dep), sorted(u & dep)[1:])])
     loop_indep = {}
     for u in uses:
         ds = u & dep
         if ds:
-            root = find(next(iter(ds)))
-            loop_indep.setdefault(root, set()).update(u - dep)
-    return {d: loop_indep.get(find(d), set()) for d in dep}
+            loop_indep.setdefault(root[next(iter(ds))], set()).update(u - dep)
+    return {d: loop_indep.get(root[d], set()) for d in dep}
 
 
 def dependencies(emb: Embedding) -> Dependencies:
