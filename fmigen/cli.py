@@ -159,7 +159,9 @@ def main(argv=None):
                         "Python interpreter with the FMU)")
     p.add_argument("--order", help="Gröbner variable order, highest first, e.g. c_alpha,s_alpha,c_phi,s_phi")
     p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases instead of using the disk cache")
-    p.add_argument("--kinematics", choices=["groebner", "newton", "newton-loop", "baumgarte", "penalty", "spring"],
+    from .formulation import AUGMENTED
+    from .triangular import KINEMATICS
+    p.add_argument("--kinematics", choices=[*KINEMATICS, *AUGMENTED],
                    default="groebner",
                    help="formulation: groebner (triangular sequences, default), newton (one Newton "
                         "iteration over all dependent coordinates) or newton-loop (Newton on each loop) solve "

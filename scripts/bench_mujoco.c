@@ -2,7 +2,9 @@
  * Stewart platform of paper 000 as an MJCF model (free platform, per leg two
  * hinges + a slide, `connect` equality constraints at the S-joints), 3 s at
  * h = 1 ms with MuJoCo's Euler integrator (semi-implicit), the paper's leg
- * forces as motor controls.  Same statistics as fmigen/runtime/bench_harness.c.
+ * forces as motor controls.  CPU time per run as fmigen/runtime/bench_harness.c
+ * measures it; per-step times of the last repeat only, and without the
+ * harness's pinning / SCHED_FIFO / mlockall.
  * usage: bench_mujoco model.xml T repeats [callgrind] */
 #define _POSIX_C_SOURCE 199309L
 #include <math.h>

@@ -10,7 +10,7 @@
  *                      around the whole loop, no per-step timers inside)
  *   step_ns_median[], step_ns_max[]
  *                      per repeat of a second set of repeats that time every
- *                      step (CLOCK_MONOTONIC, vDSO, ~20 ns per call);
+ *                      step (CLOCK_MONOTONIC, through the vDSO);
  *                      step_ns_p99[] the 99th percentile
  *   step_cpu_ns_median[], step_cpu_ns_max[]
  *                      the same with CLOCK_THREAD_CPUTIME_ID (a system call

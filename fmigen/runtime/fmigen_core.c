@@ -13,8 +13,6 @@
 #include <string.h>
 #include "fmigen_runtime.h"
 
-#define NX (2 * NI)
-
 /* In-place LU with partial pivoting of an n×n row-major matrix.  Returns
  * non-zero when a pivot is negligible against the matrix scale (singular). */
 int fmigen_lu_factor(int n, double *A, int *piv)
@@ -217,7 +215,7 @@ int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
         return 1;
     }
     for (int i = 0; i < NI; i++) dx[i] = x[NI + i];
-    for (int i = 0; i < NX; i++) if (!isfinite(dx[i])) {
+    for (int i = 0; i < FMIGEN_NX; i++) if (!isfinite(dx[i])) {
         snprintf(c->message, sizeof c->message, "non-finite state derivative at t=%.9g", t);
         return 1;
     }
