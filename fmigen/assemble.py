@@ -42,7 +42,6 @@ assemblies are close to each other.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import math
@@ -60,7 +59,7 @@ import sympy as sp
 
 from .dae import exact
 from . import groebner
-from .groebner import CACHE_DIR, GroebnerError, singular_available
+from .groebner import GroebnerError, singular_available
 from .model import Mechanism, ModelError, t
 
 #: rational approximations of sin/cos of known values: denominators up to this
@@ -237,16 +236,6 @@ _DUMP_PROC = """proc dumpideal(ideal g)
 """
 
 
-def _sing(expr) -> str:
-    return sp.sstr(sp.expand(expr)).replace("**", "^")
-
-
-def run_singular(script: str, timeout: float | None = None) -> str:
-    if not singular_available():
-        raise GroebnerError("Singular is required for assembly (apt-get install singular)")
-    return groebner.run_singular(script, timeout)
-
-
 def _parse_polys(out: str, nvars: int) -> list[dict]:
     # exact coefficients can have tens of thousands of digits
     old = sys.get_int_max_str_digits()
@@ -272,17 +261,7 @@ def _parse_polys_unlimited(out, nvars):
 
 
 def _cached(kind, script, compute, use_cache):
-    key = hashlib.sha256((kind + "\n" + script).encode()).hexdigest()
-    path = CACHE_DIR / "assemble" / f"{key}.txt"
-    if use_cache and path.exists():
-        return path.read_text()
-    out = compute()
-    if use_cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(out)
-        tmp.replace(path)
-    return out
+    return groebner.disk_cache(kind + "\n" + script, compute, use_cache, subdir="assemble", suffix=".txt")[0]
 
 
 def groebner_basis(polys, variables, order="dp", use_cache=True, timeout=None):
@@ -290,7 +269,7 @@ def groebner_basis(polys, variables, order="dp", use_cache=True, timeout=None):
     or "lp" (lex, by FGLM from the grevlex basis).  Returns (basis as
     {exponent tuple: Fraction} dicts, vdim)."""
     vs = ",".join(str(v) for v in variables)
-    ideal = ",\n  ".join(_sing(p) for p in polys)
+    ideal = ",\n  ".join(groebner.singular_poly(p) for p in polys)
     script = (f"{_DUMP_PROC}ring fmgR = 0,({vs}),dp;\noption(redSB);\nideal fmgI =\n  {ideal};\n"
               "ideal fmgG = std(fmgI);\nint fmgD = vdim(fmgG);\nprint(\"@@V \" + string(fmgD));\n")
     if order == "dp":
@@ -301,7 +280,7 @@ def groebner_basis(polys, variables, order="dp", use_cache=True, timeout=None):
     else:
         raise ValueError(order)
     script += "quit;\n"
-    out = _cached("gb", script, lambda: run_singular(script, timeout), use_cache)
+    out = _cached("gb", script, lambda: groebner.run_singular(script, timeout), use_cache)
     vdim = int(next(line.split()[1] for line in out.splitlines() if line.startswith("@@V ")))
     return _parse_polys(out, len(variables)), vdim
 
@@ -405,7 +384,7 @@ def sylvester_determinant(S: Sylvester, hname: str, use_cache=True, timeout=None
     ent = ",\n".join(",".join(entry(d) for d in row) for row in S.entries)
     script = (f"{_DUMP_PROC}ring fmgR = 0,({hname}),dp;\nmatrix fmgS[{n}][{n}] =\n{ent};\n"
               "ideal fmgD = det(fmgS, \"SBareiss\");\ndumpideal(fmgD);\nquit;\n")
-    out = _cached("det", script, lambda: run_singular(script, timeout), use_cache)
+    out = _cached("det", script, lambda: groebner.run_singular(script, timeout), use_cache)
     polys = _parse_polys(out, 1)
     if not polys:
         return [Fraction(0)]

@@ -41,10 +41,32 @@ def singular_available() -> bool:
     return shutil.which("Singular") is not None
 
 
+def singular_poly(expr) -> str:
+    """A polynomial in Singular's syntax."""
+    return sp.sstr(sp.expand(expr)).replace("**", "^")
+
+
+def disk_cache(key_text: str, compute, use_cache=True, subdir=None, suffix=".json"):
+    """(text, cache file, hit): ``compute()``'s text, kept under CACHE_DIR
+    (``subdir``) by the sha256 of ``key_text`` and written atomically, so a
+    build interrupted mid-write never leaves a truncated entry."""
+    key = hashlib.sha256(key_text.encode()).hexdigest()
+    path = (CACHE_DIR / subdir if subdir else CACHE_DIR) / f"{key}{suffix}"
+    if use_cache and path.exists():
+        return path.read_text(), path, True
+    text = compute()
+    if use_cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return text, path, False
+
+
 def _singular_script(polys, variables, parameters) -> str:
     params = ",".join(str(p) for p in parameters)
     coeff_field = f"(0,{params})" if parameters else "0"
-    ideal = ",\n  ".join(sp.sstr(sp.expand(p)).replace("**", "^") for p in polys)
+    ideal = ",\n  ".join(singular_poly(p) for p in polys)
     return (
         f"ring r = {coeff_field},({','.join(str(v) for v in variables)}),lp;\n"
         "option(redSB);\n"
@@ -63,34 +85,32 @@ def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, time
     log = log or (lambda msg: None)
     script = _singular_script(polys, variables, parameters)
     engine = "singular" if singular_available() else "sympy"
-    key = hashlib.sha256((engine + "\n" + script).encode()).hexdigest()
-    cache_file = CACHE_DIR / f"{key}.json"
     symbols = {str(s): s for s in [*variables, *parameters]}
-    if use_cache and cache_file.exists():
-        log(f"Gröbner basis from cache ({cache_file.name[:12]})")
-        texts = json.loads(cache_file.read_text())
-        return [sp.sympify(x, locals=symbols) for x in texts]
-    started = time.perf_counter()
-    if engine == "singular":
-        basis = _run_singular(script, symbols, timeout)
-    else:
-        print("fmigen: Singular not found; using the sympy groebner fallback "
-              "(slow: install Singular with apt-get install singular)", file=sys.stderr)
-        basis = _run_sympy(polys, variables, parameters)
-    basis = [_clear_denominators(b) for b in basis]
-    log(f"Gröbner basis ({engine}): {len(basis)} polynomials in {time.perf_counter() - started:.2f} s")
-    if use_cache:
-        CACHE_DIR.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps([sp.sstr(b) for b in basis]))
-        tmp.replace(cache_file)
-    return basis
+
+    def compute():
+        started = time.perf_counter()
+        if engine == "singular":
+            basis = _run_singular(script, symbols, timeout)
+        else:
+            print("fmigen: Singular not found; using the sympy groebner fallback "
+                  "(slow: install Singular with apt-get install singular)", file=sys.stderr)
+            basis = _run_sympy(polys, variables, parameters)
+        basis = [_clear_denominators(b) for b in basis]
+        log(f"Gröbner basis ({engine}): {len(basis)} polynomials in {time.perf_counter() - started:.2f} s")
+        return json.dumps([sp.sstr(b) for b in basis])
+
+    text, path, hit = disk_cache(engine + "\n" + script, compute, use_cache)
+    if hit:
+        log(f"Gröbner basis from cache ({path.name[:12]})")
+    return [sp.sympify(x, locals=symbols) for x in json.loads(text)]
 
 
 def run_singular(script: str, timeout: float | None = None) -> str:
     """Run a Singular script (quiet, no init file) and return its output;
     GroebnerTimeout after ``timeout`` s, GroebnerError when Singular reports
     an error.  Shared by the triangularization and the assembly."""
+    if not singular_available():
+        raise GroebnerError("Singular is required here (apt-get install singular)")
     with tempfile.NamedTemporaryFile("w", suffix=".sing", delete=False) as f:
         f.write(script)
         path = f.name
