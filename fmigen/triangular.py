@@ -116,8 +116,9 @@ def poly_variables(dae: DAE, block: Block):
 
 
 def rationalize(expr, tol=1e-6):
-    """Floats to rationals: an exact decimal stays exact (0.1 -> 1/10, 2.12 ->
-    53/25); any other float (a computed length, π) becomes the continued-
+    """Floats to rationals: a short decimal stays exact (0.1 -> 1/10, 2.12 ->
+    53/25: denominators up to 8 digits); any other float (a computed length,
+    π, a decimal with a longer denominator) becomes the continued-
     fraction convergent with the fewest digits whose relative error is below
     ``tol`` (paper 000: < 1e-6, i.e. < 1 µm on a metre-sized mechanism), which
     keeps the Gröbner coefficients short."""
