@@ -410,10 +410,7 @@ def poly_roots(coeffs: list[Fraction]):
     part).  Start values from numpy's companion matrix, then Aberth–Ehrlich
     iteration in mpmath with the exact coefficients; mpmath's own
     ``polyroots`` when that does not converge."""
-    x = sp.Symbol("x")
-    P = sp.Poly([sp.Rational(c.numerator, c.denominator) for c in coeffs], x, domain=sp.QQ)
-    P = sp.Poly(sp.quo(P, sp.gcd(P, P.diff(x))), x)
-    c = [Fraction(int(r.p), int(r.q)) for r in P.all_coeffs()]
+    c = _squarefree(coeffs)
     if len(c) <= 1:
         return []
     a = [_mpf(ci) for ci in monic(c)]
@@ -868,6 +865,7 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
 
 
 def _squarefree(coeffs):
+    """The monic squarefree part P / gcd(P, P') of a rational polynomial."""
     x = sp.Symbol("x")
     P = sp.Poly([sp.Rational(c.numerator, c.denominator) for c in coeffs], x, domain=sp.QQ)
     Q = sp.Poly(sp.quo(P, sp.gcd(P, P.diff(x))), x).monic()
