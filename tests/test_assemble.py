@@ -1,7 +1,8 @@
 """Assembly (issue 6): all configurations by the Gröbner–Sylvester hybrid of
 paper 001, checked against the paper's printed I/O polynomials, the lex/FGLM
-route, analytic identities and closed forms.  Everything runs real Singular
-with the cache off."""
+route, analytic identities and closed forms.  Everything runs real Singular;
+the paper-example checks with the cache off (use_cache=False), the start
+choice and CLI tests through the build's disk cache, as a build would."""
 import json
 import math
 import subprocess
