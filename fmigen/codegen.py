@@ -15,6 +15,7 @@ q[n] coordinates, v[n] velocities, p[] tunable parameters, u[] inputs.
 from __future__ import annotations
 
 import hashlib
+import math
 import uuid
 from dataclasses import dataclass
 
@@ -23,7 +24,7 @@ from sympy.printing.c import C99CodePrinter
 
 from .embed import Embedding
 from .model import t
-from .triangular import Triangularization
+from .triangular import Triangularization, abs_sum
 
 
 class _Printer(C99CodePrinter):
@@ -103,58 +104,46 @@ def _function(signature, body):
     return f"{signature}\n{{\n{body}\n}}\n"
 
 
-def _newton_code(emb, tb, sm, code, woff=None, iterations=None, on_fail=None):
-    """Newton iteration on one block's own equations.
-
-    With ``woff`` it starts from the previous solution kept in ``warm`` and
-    iterates to convergence (at most FMIGEN_NEWTON_MAX_ITER): the Newton-block
-    method.  Without it, it does a fixed number of ``iterations`` from the
-    values already in q: the polish after a triangular sequence whose huge
-    Gröbner coefficients lose digits in double precision; it stops early once
-    converged, so it costs one step where the sequence was already exact.
-    ``on_fail``: the C statement for a singular Jacobian or a NaN step
-    (default: return the block's failure code)."""
-    on_fail = on_fail or f"return {code};"
+def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
+    """Newton iteration on one block's own equations, from the values already
+    in q[idx] of its unknowns: at most ``iterations`` steps (a C expression);
+    leaves ``int converged_<tag>`` = 1 when the step fell below the
+    convergence test, 0 when it did not or the Jacobian was singular or the
+    step not finite.  An alternative formulation's block (``tb.tol`` set,
+    kinematics "newton"/"newton-loop") stops at the absolute step tolerance
+    FMIGEN_NEWTON_TOL; every other at 1e-14·(1 + max|q|)."""
     dae = emb.dae
     unk = tb.block.unknowns
     nb = len(unk)
     Phi_b = sp.Matrix([dae.Phi[j] for j in tb.block.equations])
     J_b = Phi_b.jacobian([dae.q_sym[i] for i in unk])
-    idx = ", ".join(str(i) for i in unk)
+    ind = indent
     body = assignments([f"r[{k}]" for k in range(nb)] + [f"J[{k}]" for k in range(nb * nb)],
-                       [sm(e) for e in Phi_b] + [sm(e) for e in J_b], indent="                ",
-                       tmp=f"n{code}_")
-    head = f"""        static const int idx[{nb}] = {{{idx}}};
-        double J[{nb * nb}], r[{nb}];
-        int piv[{nb}], converged = 0;"""
-    if woff is not None:
-        head += f"""
-        for (int i = 0; i < {nb}; i++) q[idx[i]] = warm[{woff} + i];"""
-        loop = "for (int it = 0; it < FMIGEN_NEWTON_MAX_ITER && !converged; it++)"
-    else:
-        loop = f"for (int it = 0; it < {iterations} && !converged; it++)"
-    # an alternative formulation's block (TriangularBlock.tol set) stops at an
-    # absolute step tolerance, FMIGEN_NEWTON_TOL (overridable with -D)
-    test = ("converged = dmax <= FMIGEN_NEWTON_TOL; (void)qmax;" if tb.tol is not None and woff is not None
+                       [sm(e) for e in Phi_b] + [sm(e) for e in J_b], indent=ind + "        ",
+                       tmp=f"n{tag}_")
+    test = ("converged = dmax <= FMIGEN_NEWTON_TOL; (void)qmax;" if tb.tol is not None
             else "converged = dmax <= 1e-14 * (1.0 + qmax);")
-    tail = f"""
-        if (!converged) return {code};
-        for (int i = 0; i < {nb}; i++) warm[{woff} + i] = q[idx[i]];""" if woff is not None else \
-        "\n        polished = converged;"
-    return f"""{head}
-        {loop} {{
+    idx = ", ".join(str(i) for i in unk)
+    return f"""{ind}int converged_{tag} = 0;
+{ind}{{
+{ind}    static const int idx[{nb}] = {{{idx}}};
+{ind}    double J[{nb * nb}], r[{nb}];
+{ind}    int piv[{nb}], converged = 0;
+{ind}    for (int it = 0; it < {iterations} && !converged; it++) {{
 {body}
-            if (fmigen_lu_factor({nb}, J, piv)) {on_fail}
-            fmigen_lu_solve({nb}, J, piv, r);
-            double dmax = 0.0, qmax = 0.0;
-            for (int i = 0; i < {nb}; i++) {{
-                q[idx[i]] -= r[i];
-                if (fabs(r[i]) > dmax) dmax = fabs(r[i]);
-                if (fabs(q[idx[i]]) > qmax) qmax = fabs(q[idx[i]]);
-            }}
-            if (!(dmax == dmax)) {on_fail}
-            {test}
-        }}{tail}"""
+{ind}        if (fmigen_lu_factor({nb}, J, piv)) break;
+{ind}        fmigen_lu_solve({nb}, J, piv, r);
+{ind}        double dmax = 0.0, qmax = 0.0;
+{ind}        for (int i = 0; i < {nb}; i++) {{
+{ind}            q[idx[i]] -= r[i];
+{ind}            if (fabs(r[i]) > dmax) dmax = fabs(r[i]);
+{ind}            if (fabs(q[idx[i]]) > qmax) qmax = fabs(q[idx[i]]);
+{ind}        }}
+{ind}        if (!(dmax == dmax)) break;
+{ind}        {test}
+{ind}    }}
+{ind}    converged_{tag} = converged;
+{ind}}}"""
 
 
 def trig_plan(emb: Embedding):
@@ -209,133 +198,246 @@ def _bare(exprs, dae):
     return out
 
 
+def _block_layout(dae, tb, scales):
+    """Per unknown coordinate of a block: (model index, kind, variables,
+    unit scale); kind "angle" has variables (s, c), "length" (x,), and a
+    Newton block's "q" (the coordinate itself)."""
+    out = []
+    if tb.method == "newton":
+        return [(i, "q", (None,), float(scales[i])) for i in tb.block.unknowns]
+    for i in tb.block.unknowns:
+        expr = tb.recover[i]
+        if isinstance(expr, sp.atan2):
+            out.append((i, "angle", (expr.args[0], expr.args[1]), 1.0))
+        else:
+            out.append((i, "length", (expr,), float(scales[i])))
+    return out
+
+
 def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=None):
-    """The recursive solution sequence: every dependent coordinate from q_i.
+    """The kinematics: every dependent coordinate from q_i, block by block,
+    each result verified and continued from the last accepted solution.
 
-    ``trig`` = (angles, substitution) from ``trig_plan``: the sequence also
-    fills trig[2k], trig[2k+1] = sin, cos of every such angle (independent ones
-    first, a dependent one right after its block).  A dependent angle that a
-    block recovers from its (sin, cos) pair is computed by atan2 in the
-    sequence only when something downstream reads it bare (``bare``);
-    otherwise its pair goes to trig and ``fmigen_kinematic_angles`` computes
-    the angle later, when q is read (``fmigen_core_observe``: an FMU step
-    after which the importer reads no coordinate, residual or output pays
-    no atan2).
+    Per Gröbner block, every call:
 
-    Returns (C code, warm-start values): ``warm`` holds the previous value of
-    every degree > 2 root and of every Newton block's unknowns."""
+    1. *Predict* each polynomial variable from the last accepted solution
+       (``base->sol``) and velocities (``base->v``) over dt = t − base->t:
+       (s, c) of an angle rotated by ω·dt (second order), a length moved by
+       v·dt.
+    2. *Solve* by the primary sequence; a quadratic or higher-degree step
+       takes the root nearest the prediction (no build-time sign), a linear
+       step whose leading coefficient is below FMIGEN_SWITCH_COND of the sum
+       of its terms (a representation singularity of that lex order) fails.
+    3. *Verify*: the block's own polynomials (and s² + c² − 1) at the result,
+       each relative to the sum of its terms' magnitudes, must be ≤
+       FMIGEN_SEQ_TOL; up to FMIGEN_POLISH_TOL a Newton polish (≤ 4 steps,
+       from the result) brings it there.  Then *continuity*: every variable
+       within FMIGEN_BRANCH_TOL (unit-circle chord for an angle, fraction of
+       the mechanism's size for a length) plus the predicted motion of its
+       prediction (skipped at the initial assembly, where there is no
+       previous solution and the prediction is the build-time start).
+    4. On failure, the next sequence (other lex orders, chosen at build time
+       to cover the primary's representation singularities), then Newton
+       from the prediction (≤ FMIGEN_NEWTON_MAX_ITER), verified the same
+       way; if that fails too, a failure code whose message names the block.
+
+    A Newton block predicts its coordinates the same way, iterates from the
+    prediction and checks continuity.
+
+    ``trig`` = (angles, substitution) from ``trig_plan``: the kinematics also
+    fills trig[2k], trig[2k+1] = sin, cos of every such angle and of every
+    dependent angle a sequence solves (from its (s, c) pair); such an angle
+    that nothing reads bare is left out of q (``fmigen_kinematic_angles``
+    computes it when q is read).
+
+    Returns (C code, start values of the solution vector ``sol``: per block
+    its polynomial variables, or a Newton block's coordinates)."""
+    from .workspace import unit_scales
     dae = emb.dae
+    scales = unit_scales(dae)
     trig_angles, trig_subs = trig or (set(), {})
     ts = lambda e: sp.sympify(e).xreplace(trig_subs)  # noqa: E731
-    # coordinates read bare by the embedding or by later blocks: always computed
+    # coordinates read bare by the embedding or by a later block (its
+    # abstractions, or its Newton fallback's equations): always computed
     bare = _bare([ts(e) for e in [*emb.Phi_q, *emb.Phi_t, *emb.gamma, *emb.M, *emb.F]], dae)
     for tb in tri.blocks:
-        if tb.method == "newton" or tb.polish:
-            bare |= _bare([dae.Phi[j] for j in tb.block.equations], dae)
-        else:
-            bare |= _bare([ts(e) for e in [*tb.abstractions.values(), *tb.known_ring.values()]], dae)
-    out, failures, warm_start, deferred = [], [], [], []
+        bare |= _bare([dae.Phi[j] for j in tb.block.equations], dae) - set(tb.block.unknowns)
+        bare |= _bare([ts(e) for e in [*tb.abstractions.values(), *tb.known_ring.values()]], dae)
+    out, failures, sol_start, deferred = [], [], [], []
+    out.append("    const double dt = t - base->t;")
+    out.append("    const int check = base->continuity;")
+    # how far the independent coordinates moved from the base, in unit
+    # scales: a kinematic FMU's inputs may jump, and continuity is relative
+    dq = " + ".join(f"fabs(q[{k}] - base->q[{k}]) / {float(scales[k])!r}" for k in emb.independent) or "0.0"
+    out.append(f"    const double dqi = {dq};")
     for k in sorted(trig_angles & set(emb.independent)):
         # through a local: gcc then makes one sincos call of the pair
         out.append(f"    {{ const double a = q[{k}]; trig[{2 * k}] = sin(a); trig[{2 * k + 1}] = cos(a); }}")
 
-    def trig_from_q(unknowns):
-        for i in unknowns:
-            if i in trig_angles:
-                out.append(f"        {{ const double a = q[{i}]; trig[{2 * i}] = sin(a); trig[{2 * i + 1}] = cos(a); }}")
-
-    for tb in tri.blocks:
-        names = [emb.dae.names[i] for i in tb.block.unknowns]
-        out.append(f"    {{ /* block {{{', '.join(names)}}}: {tb.method} {tb.reason} */")
+    for bi, tb in enumerate(tri.blocks):
+        names = [dae.names[i] for i in tb.block.unknowns]
+        bname = "{" + ", ".join(names) + "}"
+        layout = _block_layout(dae, tb, scales)
+        woff = len(sol_start)
+        failures.append(f"block {bname}: no solution continuing the previous one (every sequence, "
+                        "and Newton from the prediction, failed its residual or continuity check)")
+        code = len(failures)
+        nseq = len(tb.sequences) if tb.method == "groebner" else 0
+        what = (f"groebner, {nseq} sequence(s)" if nseq else f"newton {tb.reason}")
+        out.append(f"    {{ /* block {bname}: {what} */")
+        # --- prediction and continuity tolerances -------------------------
+        slot, pred_lines = {}, []
+        for i, kind, vs, scale in layout:
+            w = f"w{i}"
+            if kind == "angle":
+                s_, c_ = vs
+                slot[s_], slot[c_] = woff + len(slot), woff + len(slot) + 1
+                pred_lines += [
+                    f"        const double {w} = base->v[{i}] * dt;",
+                    f"        const double P_{s_} = base->sol[{slot[s_]}] * (1.0 - 0.5 * {w} * {w}) + base->sol[{slot[c_]}] * {w};",
+                    f"        const double P_{c_} = base->sol[{slot[c_]}] * (1.0 - 0.5 * {w} * {w}) - base->sol[{slot[s_]}] * {w};",
+                    f"        const double T{i} = FMIGEN_BRANCH_TOL + fabs({w}) + dqi;"]
+                sol_start += [math.sin(tri.start[dae.names[i]]), math.cos(tri.start[dae.names[i]])]
+            else:
+                v = vs[0] if kind == "length" else f"q{i}"
+                slot[v] = woff + len(slot)
+                pred_lines += [
+                    f"        const double {w} = base->v[{i}] * dt;",
+                    f"        const double P_{v} = base->sol[{slot[v]}] + {w};",
+                    f"        const double T{i} = (FMIGEN_BRANCH_TOL + dqi) * {scale!r} + fabs({w});"]
+                sol_start.append(tri.start[dae.names[i]])
+        out += pred_lines
         if tb.method == "newton":
-            failures.append(f"block {{{', '.join(names)}}} (Newton iteration did not converge "
-                            "or its Jacobian is singular)")
-            out.append(_newton_code(emb, tb, sm, len(failures), woff=len(warm_start)))
-            warm_start += [tri.start[n] for n in names]
-            trig_from_q(tb.block.unknowns)
+            its = "FMIGEN_NEWTON_MAX_ITER"
+            for i, *_ in layout:
+                out.append(f"        q[{i}] = P_q{i};")
+            out.append(_newton_code(emb, tb, sm, bi, its, indent="        "))
+            cont = " && ".join(f"fabs(q[{i}] - P_q{i}) <= T{i}" for i, *_ in layout)
+            out.append(f"        if (!converged_{bi} || (check && !({cont}))) return {code};")
+            for i, *_ in layout:
+                out.append(f"        sol[{slot[f'q{i}']}] = q[{i}];")
+            _trig_from_q(out, tb.block.unknowns, trig_angles)
             out.append("    }")
             continue
         for K, expr in tb.abstractions.items():
             out.append(f"        const double {K} = {c(sm(ts(expr)))};")
         for v, expr in tb.known_ring.items():
             out.append(f"        const double {v} = {c(sm(ts(expr)))};")
-        out.append("        double " + ", ".join(str(v) for v in tb.variables) + ";")
-        # a polished block falls back to Newton from the previous solution
-        # wherever its sequence or polish fails, not only on a jump
-        fallback = f"fallback{len(warm_start)}" if tb.polish else None
-        for step in tb.steps:
-            failures.append(f"{step.variable} (block {{{', '.join(names)}}})")
-            code = len(failures)
-            fail = f"goto {fallback};" if fallback else f"return {code};"
-            tmp = f"k{code}_"
-            coeff_names = [f"a{d}" for d in range(step.degree, -1, -1)]
-            out.append(f"        {{ /* {step.variable}: degree {step.degree} */")
-            out.append(assignments([f"const double {nm}" for nm in coeff_names],
-                                   step.coeffs, indent="            ", tmp=tmp))
-            if step.degree == 1:
-                out.append(f"            if (fmigen_linear(a1, a0, &{step.variable})) {fail}")
-            elif step.degree == 2:
-                out.append(f"            if (fmigen_quadratic(a2, a1, a0, {step.sign}, &{step.variable})) {fail}")
+        allvars = [v for _, _, vs, _ in layout for v in vs]
+        out.append("        double " + ", ".join(str(v) for v in allvars) + ";")
+        out.append("        int ok = 0;")
+        out.append(f"        for (int attempt = 0; attempt <= {nseq} && !ok; attempt++) {{")
+        out.append("            switch (attempt) {")
+        for si, seq in enumerate(tb.sequences):
+            out.append(f"            case {si}: {{ /* sequence {seq.label} */")
+            for step in seq.steps:
+                tmp = f"k{bi}_{si}_{step.variable}_"
+                coeff_names = [f"a{d}" for d in range(step.degree, -1, -1)]
+                out.append(f"                {{ /* {step.variable}: degree {step.degree} */")
+                lead_scale = abs_sum(step.coeffs[0])
+                scale_ok = len(sp.Add.make_args(lead_scale)) <= 40
+                out.append(assignments([f"const double {nm}" for nm in coeff_names] +
+                                       (["const double lead_scale"] if scale_ok else []),
+                                       step.coeffs + ([lead_scale] if scale_ok else []),
+                                       indent="                    ", tmp=tmp))
+                if not scale_ok:
+                    out.append("                    const double lead_scale = 0.0;")
+                out.append(f"                    if (!(fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale)) break;")
+                var = step.variable
+                if step.degree == 1:
+                    out.append(f"                    if (fmigen_linear(a1, a0, &{var})) break;")
+                elif step.degree == 2:
+                    out.append(f"                    if (fmigen_quadratic_near(a2, a1, a0, P_{var}, &{var})) break;")
+                else:
+                    arr = ", ".join(coeff_names)
+                    out.append(f"                    const double coeffs[] = {{{arr}}};")
+                    out.append(f"                    {var} = P_{var};")
+                    out.append(f"                    if (fmigen_poly_root({step.degree}, coeffs, &{var})) break;")
+                out.append("                }")
+            # a `break` above leaves the switch with ok = 0: the next attempt
+            out.append("                ok = 1;")
+            out.append("                break; }")
+        out.append("            default: { /* Newton from the prediction */")
+        for i, kind, vs, _ in layout:
+            out.append(f"                q[{i}] = " + (f"atan2(P_{vs[0]}, P_{vs[1]});" if kind == "angle"
+                                                    else f"P_{vs[0]};"))
+        out.append(_newton_code(emb, tb, sm, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER", indent="                "))
+        out.append(f"                if (!converged_{bi}_n) break;")
+        out += _vars_from_q(layout, "                ")
+        out.append("                ok = 2;")
+        out.append("                break; }")
+        out.append("            }")
+        out.append("            if (!ok) continue;")
+        # --- verification: the block's own polynomials, relative ----------
+        polys = [*tb.polys, *tb.circles]
+        out.append("            {")
+        out.append(f"                double rv[{len(polys)}], rs[{len(polys)}];")
+        out.append(assignments([f"rv[{k}]" for k in range(len(polys))] + [f"rs[{k}]" for k in range(len(polys))],
+                               polys + [abs_sum(e) for e in polys], indent="                ",
+                               tmp=f"v{bi}_"))
+        out.append("                double res = 0.0;")
+        out.append(f"                for (int k = 0; k < {len(polys)}; k++) "
+                   "res = fmigen_max(res, fabs(rv[k]) / (rs[k] + 1e-300));")
+        out.append("                if (!(res <= FMIGEN_SEQ_TOL)) {")
+        out.append("                    ok = 0;")
+        out.append("                    if (res <= FMIGEN_POLISH_TOL) { /* polish: Newton from the result */")
+        for i, kind, vs, _ in layout:
+            out.append(f"                        q[{i}] = " + (f"atan2({vs[0]}, {vs[1]});" if kind == "angle"
+                                                             else f"{vs[0]};"))
+        out.append(_newton_code(emb, tb, sm, f"{bi}_p", "4", indent="                        "))
+        out.append(f"                        if (converged_{bi}_p) {{")
+        out += _vars_from_q(layout, "                            ")
+        out.append("                            ok = 1;")
+        out.append("                        }")
+        out.append("                    }")
+        out.append("                }")
+        out.append("            }")
+        cont = " && ".join(f"fabs({v} - P_{v}) <= T{i}" for i, _, vs, _ in layout for v in vs)
+        out.append(f"            if (ok && check && !({cont})) ok = 0;")
+        out.append("        }")
+        out.append(f"        if (!ok) return {code};")
+        for v in allvars:
+            out.append(f"        sol[{slot[v]}] = {v};")
+        for i, kind, vs, _ in layout:
+            if kind == "angle":
+                defer = i not in bare
+                if i in trig_angles or defer:
+                    out.append(f"        trig[{2 * i}] = {vs[0]}; trig[{2 * i + 1}] = {vs[1]};")
+                if defer:
+                    deferred.append(i)
+                else:
+                    out.append(f"        q[{i}] = atan2({vs[0]}, {vs[1]});")
             else:
-                arr = ", ".join(coeff_names)
-                out.append(f"            const double coeffs[] = {{{arr}}};")
-                out.append(f"            if (fmigen_poly_root({step.degree}, coeffs, &warm[{len(warm_start)}])) {fail}")
-                out.append(f"            {step.variable} = warm[{len(warm_start)}];")
-                warm_start.append(step.start)
-            out.append("        }")
-        for i, expr in tb.recover.items():
-            sc = expr.args if isinstance(expr, sp.atan2) else None
-            defer = bool(sc) and i not in bare and not tb.polish
-            if sc and (i in trig_angles or defer) and not tb.polish:
-                out.append(f"        trig[{2 * i}] = {sc[0]}; trig[{2 * i + 1}] = {sc[1]};")
-            if defer:
-                deferred.append(i)
-            else:
-                out.append(f"        q[{i}] = {c(expr)};")
-            if i in trig_angles and not sc and not tb.polish:
+                out.append(f"        q[{i}] = {vs[0]};")
                 # an angle its block solves as a plain variable (it enters
                 # the block's constraints linearly, e.g. a gear φ − 2θ = 0)
-                trig_from_q([i])
-        if tb.polish:
-            # Polish the sequence's result; where the sequence is unreliable
-            # (near a representation singularity of the basis its linear
-            # steps turn 0/0) it may fail outright or the polish may land on
-            # another branch, so a failure anywhere in the sequence or the
-            # polish, or a result that jumps away from the previous solution,
-            # is redone by Newton from the previous solution, which keeps
-            # continuity (``fallback``).
-            nb, woff = len(tb.block.unknowns), len(warm_start)
-            failures.append(f"block {{{', '.join(names)}}} (no convergence near the previous solution)")
-            code = len(failures)
-            out.append(f"        int polished = 0;")
-            out.append(f"        {{ /* polish: at most {tb.polish} Newton steps */")
-            out.append(_newton_code(emb, tb, sm, code, iterations=tb.polish, on_fail=f"goto {fallback};"))
-            out.append("        }")
-            idx = ", ".join(str(i) for i in tb.block.unknowns)
-            out.append(f"""        static const int jdx[{nb}] = {{{idx}}};
-        {{
-            double jump = 0.0;
-            for (int i = 0; i < {nb}; i++) jump = fmax(jump, fabs(q[jdx[i]] - warm[{woff} + i]));
-            if (polished && jump <= FMIGEN_CONTINUITY_JUMP) goto accepted{woff};
-        }}
-    {fallback}: ;
-        {{""")
-            out.append(_newton_code(emb, tb, sm, code, woff=woff))
-            out.append("        }")
-            out.append(f"    accepted{woff}:")
-            out.append(f"        for (int i = 0; i < {nb}; i++) warm[{woff} + i] = q[jdx[i]];")
-            warm_start += [tri.start[n] for n in names]
-            trig_from_q(tb.block.unknowns)
+                _trig_from_q(out, [i], trig_angles)
         out.append("    }")
-    body = "\n".join(out + ["    (void)t; (void)p; (void)warm; (void)trig;", "    return 0;"])
+    body = "\n".join(out + ["    (void)t; (void)p; (void)trig; (void)check; (void)dt; (void)dqi;", "    return 0;"])
     fail_table = ",\n    ".join(f'"{f}"' for f in failures) or '""'
-    code = _function("int fmigen_kinematics(double t, double *q, const double *p, double *warm, double *trig)",
-                     body)
+    code = _function("int fmigen_kinematics(double t, double *q, const double *p, const FmigenBase *base, "
+                     "double *sol, double *trig)", body)
     code += f"\nconst char *const fmigen_kinematics_failure[] = {{\n    \"\",\n    {fail_table}\n}};\n"
     angles = [f"    q[{i}] = atan2(trig[{2 * i}], trig[{2 * i + 1}]);" for i in deferred]
     code += _function("void fmigen_kinematic_angles(double *q, const double *trig)",
                       "\n".join(angles + ["    (void)q; (void)trig;"]))
-    return code, warm_start
+    return code, sol_start
+
+
+def _trig_from_q(out, unknowns, trig_angles):
+    for i in unknowns:
+        if i in trig_angles:
+            out.append(f"        {{ const double a = q[{i}]; trig[{2 * i}] = sin(a); trig[{2 * i + 1}] = cos(a); }}")
+
+
+def _vars_from_q(layout, ind):
+    lines = []
+    for i, kind, vs, _ in layout:
+        if kind == "angle":
+            lines.append(f"{ind}{vs[0]} = sin(q[{i}]); {vs[1]} = cos(q[{i}]);")
+        else:
+            lines.append(f"{ind}{vs[0]} = q[{i}];")
+    return lines
 
 
 def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shared=None) -> GeneratedModel:
@@ -351,8 +453,8 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     if tols:
         parts += ["#ifndef FMIGEN_NEWTON_TOL", f"#define FMIGEN_NEWTON_TOL {min(tols)!r}", "#endif", ""]
     trig = trig_plan(emb)
-    kin, warm_start = kinematics_code(emb, tri, sm, trig)
-    nwarm = len(warm_start)
+    kin, sol_start = kinematics_code(emb, tri, sm, trig)
+    nwarm = len(sol_start)
     parts.append(kin)
 
     def matrix_fn(name, sig, M):
@@ -388,7 +490,9 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
               arr("double", "fmigen_v_start", v0),
               arr("double", "fmigen_p_default", dae.tunable_values),
               arr("double", "fmigen_u_default", dae.input_values),
-              arr("double", "fmigen_warm_start", warm_start), ""]
+              arr("double", "fmigen_sol_start", sol_start),
+              "const char *const fmigen_coordinate_names[] = {"
+              + ", ".join(f'"{nm}"' for nm in dae.names) + "};", ""]
     model_c = "\n".join(parts)
     guid = str(uuid.UUID(hashlib.md5(model_c.encode()).hexdigest()))
     config_h = "\n".join([
@@ -399,7 +503,7 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
         f'#define MODEL_GUID "{{{guid}}}"',
         f"#define NQ {n}", f"#define NC {m}", f"#define NI {f}",
         f"#define NP {max(len(dae.tunable), 0)}", f"#define NU {len(dae.inputs)}",
-        f"#define NY {len(dae.outputs)}", f"#define NWARM {nwarm}",
+        f"#define NY {len(dae.outputs)}", f"#define NSOL {nwarm}",
         f"#define FMIGEN_KINEMATIC {int(mech.kinematic)}",
         # rheonomic constraints (a kinematic drive): the solve depends on t
         f"#define FMIGEN_KINEMATICS_TIME {int(any(sp.sympify(e).has(t) for e in dae.Phi))}",

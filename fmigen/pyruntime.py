@@ -12,9 +12,15 @@ to round-off:
   (integer powers as multiplications, rationals as double divisions, the same
   sympy CSE), and the C function names resolve to Python's ``math`` (the same
   libm on the same machine);
-- the kinematic solution sequence has the same branch signs, the same
-  cancellation-free quadratic formula, the same linear formula, the same
-  Newton blocks, polish steps and continuity guard;
+- the kinematics is ``codegen.kinematics_code`` statement for statement:
+  per block the prediction from the last accepted solution (``Core.base``,
+  FmigenBase: continuity, t, sol, q, v; updated after a successful assemble
+  only, as ``fmigen_base_accept``), the primary and alternative sequences
+  with the root nearest the prediction (``quadratic_near``, ``poly_root``),
+  Newton from the prediction last, each result verified by the block's own
+  polynomials with the same optional polish and continuity check, the same
+  constants (read from ``runtime/fmigen_runtime.h``) and the same failure
+  messages (block and independent coordinates);
 - Euler / RK4 and the internal-step rule (full steps of h, one shorter last
   step, a remainder below 1e-9·h absorbed) are ports of
   ``runtime/fmigen_core.c``; the embedded ODE is the block LU with partial
@@ -64,10 +70,28 @@ from . import codegen, fmu, structure
 from .codegen import SymbolMap
 from .codegen_embedding import structure_tables
 from .model import ModelError
+from .triangular import abs_sum
 
-FMIGEN_NEWTON_MAX_ITER = 20
-FMIGEN_CONTINUITY_JUMP = 0.05
-FMIGEN_MAX_DEGREE = 32
+
+def _c_define(name, path="fmigen_runtime.h"):
+    """A constant #defined in the C runtime, so the Python FMU uses exactly
+    the C FMU's value (the C default; a -D override is not seen here)."""
+    text = (Path(__file__).parent / "runtime" / path).read_text()
+    m = re.search(rf"^#define {name} (\S+)\s*$", text, re.M)
+    if m is None:
+        raise RuntimeError(f"runtime/{path} defines no {name}")
+    return int(m.group(1)) if re.fullmatch(r"\d+", m.group(1)) else float(m.group(1))
+
+
+FMIGEN_NEWTON_MAX_ITER = _c_define("FMIGEN_NEWTON_MAX_ITER")
+FMIGEN_MAX_DEGREE = _c_define("FMIGEN_MAX_DEGREE", "fmigen_core.c")
+#: the run-time checks of every kinematics block (fmigen_runtime.h)
+FMIGEN_SWITCH_COND = _c_define("FMIGEN_SWITCH_COND")
+FMIGEN_SEQ_TOL = _c_define("FMIGEN_SEQ_TOL")
+FMIGEN_POLISH_TOL = _c_define("FMIGEN_POLISH_TOL")
+FMIGEN_BRANCH_TOL = _c_define("FMIGEN_BRANCH_TOL")
+#: FmigenCore.message is char[512]: C truncates a longer message to 511 bytes
+FMIGEN_MESSAGE_SIZE = 512
 EULER, RK4 = 0, 1
 
 
@@ -88,23 +112,23 @@ def linear(a1, a0):
     return 0, -a0 / a1
 
 
-def quadratic(a2, a1, a0, sign):
-    """fmigen_quadratic: root on the branch sign·√disc, cancellation-free."""
+def quadratic_near(a2, a1, a0, pred):
+    """fmigen_quadratic_near: (status, root of a2 x² + a1 x + a0 nearest
+    pred), both roots without cancellation.  Status 1 or 2: no root (x is
+    then pred, unused)."""
     scale = fabs(a2) + fabs(a1) + fabs(a0)
     if not (fabs(a2) > 1e-13 * scale):
-        return 1, 0.0
+        return 1, pred
     disc = a1 * a1 - 4.0 * a2 * a0
     if disc < 0.0:
         if disc < -1e-12 * (a1 * a1 + fabs(4.0 * a2 * a0)):
-            return 2, 0.0
+            return 2, pred
         disc = 0.0
-    r = sign * math.sqrt(disc)
-    if -a1 * r > 0.0 or a1 == 0.0:
-        return 0, (-a1 + r) / (2.0 * a2)
-    den = -a1 - r
-    if den == 0.0:
-        return 1, 0.0
-    return 0, 2.0 * a0 / den
+    qq = -0.5 * (a1 + (math.sqrt(disc) if a1 >= 0.0 else -math.sqrt(disc)))
+    x1 = qq / a2
+    x2 = a0 / qq if qq != 0.0 else x1
+    x = x1 if fabs(x1 - pred) <= fabs(x2 - pred) else x2
+    return (0 if x == x else 1), x
 
 
 def fmax(a, b):
@@ -277,29 +301,52 @@ class Core:
         self.p = list(m.p_default)
         self.u = list(m.u_default)
         self.y = [0.0] * m.NY
-        self.warm = list(m.warm_start)
+        # FmigenBase: the last accepted kinematics solution, from which every
+        # solve predicts and against which it checks continuity; before the
+        # first assembly (continuity 0) the prediction is the build-time start
+        self.base = {"continuity": 0, "t": 0.0, "sol": list(m.sol_start), "q": list(m.q_start),
+                     "v": [0.0] * m.NQ}
         self.h = h
         self.residual = 0.0
         self.solver = solver
         self.message = ""
 
     # -- state snapshots (FMU state) --
-    FIELDS = ("t", "q", "v", "p", "u", "y", "warm", "h", "residual", "solver", "message")
+    FIELDS = ("t", "q", "v", "p", "u", "y", "base", "h", "residual", "solver", "message")
+
+    @staticmethod
+    def _copy(x):
+        if isinstance(x, dict):
+            return {k: Core._copy(v) for k, v in x.items()}
+        return list(x) if isinstance(x, list) else x
 
     def snapshot(self):
-        return {k: (list(getattr(self, k)) if isinstance(getattr(self, k), list) else getattr(self, k))
-                for k in self.FIELDS}
+        return {k: Core._copy(getattr(self, k)) for k in self.FIELDS}
 
     def restore(self, s):
         for k in self.FIELDS:
-            setattr(self, k, list(s[k]) if isinstance(s[k], list) else s[k])
+            setattr(self, k, Core._copy(s[k]))
 
-    def kinematics(self, t, q):
-        k = self.m.kinematics(t, q, self.p, self.warm)
+    def kinematics(self, t, q, sol):
+        """fmigen_core.c's kinematics(): the generated solve from self.base,
+        the new solution vector into sol; on failure the message names the
+        configuration and the block (as C, cut to its char[512])."""
+        m = self.m
+        k = m.kinematics(t, q, self.p, self.base, sol)
         if k:
-            self.message = ("singular configuration at t=%.9g: no regular solution for %s "
-                            "(leading coefficient or discriminant vanishes)" % (t, self.m.failure[k]))
+            at = ", ".join(f"{m.names[i]}={q[i]:.9g}" for i in m.independent)
+            msg = f"singular configuration at t={t:.9g} ({at}): {m.failure[k]}"
+            self.message = msg.encode()[:FMIGEN_MESSAGE_SIZE - 1].decode(errors="ignore")
         return k
+
+    def base_accept(self, t, q, v, sol):
+        """fmigen_base_accept: (t, q, v, sol) is what the next solve continues."""
+        b = self.base
+        b["continuity"] = 1
+        b["t"] = t
+        b["sol"] = list(sol)
+        b["q"] = list(q)
+        b["v"] = list(v)
 
     # Φ_d = ∂Φ/∂q_d and its factorization: per diagonal block
     # (codegen_embedding.structure_tables), or none without constraints.
@@ -386,15 +433,18 @@ class Core:
             v[m.dependent[r]] = -s
         return 0, J, lus, X
 
-    def rhs(self, t, x):
-        """fmigen_core_rhs: dx of x = [q_i, v_i], or None (message set)."""
+    def rhs(self, t, x, accept=False):
+        """fmigen_core_rhs: dx of x = [q_i, v_i], or None (message set).
+        ``accept``: fmigen_core_rhs_accept, the solve becomes the base (the
+        first stage of every internal step; no memo here, so always)."""
         m = self.m
         NQ, NI, ND, NC = m.NQ, m.NI, m.ND, m.NC
         q, v = [0.0] * NQ, [0.0] * NQ
         for k in range(NI):
             q[m.independent[k]] = x[k]
             v[m.independent[k]] = x[NI + k]
-        if self.kinematics(t, q):
+        sol = [0.0] * m.NSOL
+        if self.kinematics(t, q, sol):
             return None
         st, J, lus, X = self.velocities(t, q, v)
         if st:
@@ -445,6 +495,8 @@ class Core:
             if not isfinite(dx[k]):
                 self.message = "non-finite state derivative at t=%.9g" % t
                 return None
+        if accept:
+            self.base_accept(t, q, v, sol)
         return dx
 
     def assemble(self):
@@ -454,10 +506,13 @@ class Core:
             if not isfinite(self.q[m.independent[k]]) or not isfinite(self.v[m.independent[k]]):
                 self.message = "non-finite independent coordinate or velocity"
                 return 1
-        if self.kinematics(self.t, self.q):
+        sol = [0.0] * m.NSOL
+        if self.kinematics(self.t, self.q, sol):
             return 1
         if self.velocities(self.t, self.q, self.v)[0]:
             return 1
+        # the accepted solution: the next solve predicts from it
+        self.base_accept(self.t, self.q, self.v, sol)
         if m.NC > 0:
             phi = [0.0] * m.NC
             m.phi(self.t, self.q, self.v, self.p, self.u, phi)
@@ -471,7 +526,7 @@ class Core:
 
     def one_step(self, x, t, h):
         n = len(x)
-        k1 = self.rhs(t, x)
+        k1 = self.rhs(t, x, accept=True)   # the step's start continues the trajectory
         if k1 is None:
             return 1
         if self.solver == EULER:
@@ -537,12 +592,6 @@ class Core:
             self.q[m.independent[k]] = x[k]
             self.v[m.independent[k]] = x[NI + k]
         return self.commit_or_restore(t_end, q_good, v_good, self.t)
-
-
-class ContinuityFallback(Exception):
-    """Raised by a polished block's sequence or polish when it fails: the
-    generated kinematics then solves that block by Newton from the previous
-    solution (codegen's ``goto fallback``)."""
 
 
 class FmuError(Exception):
@@ -717,8 +766,8 @@ class SlaveMethods:
         self.last_successful_time = state["last_successful_time"]
 
 
-RUNTIME_OBJECTS = [linear, quadratic, fmax, fmin, lu_factor, lu_solve, poly_eval, all_roots, poly_root,
-                   ContinuityFallback, Core, FmuError, SlaveMethods]
+RUNTIME_OBJECTS = [linear, quadratic_near, fmax, fmin, lu_factor, lu_solve, poly_eval, all_roots, poly_root,
+                   Core, FmuError, SlaveMethods]
 SLAVE_METHODS = ["__init__", "_defaults", "to_xml", "_fail", "_allowed", "setup_experiment",
                  "enter_initialization_mode", "exit_initialization_mode", "terminate", "_ensure_assembled",
                  "get_real", "set_real", "do_step", "_get_fmu_state", "_set_fmu_state"]
@@ -795,116 +844,228 @@ def assignments(targets, exprs, indent="    ", tmp="x"):
     return lines
 
 
-def _newton_lines(emb, tb, sm, code, ind, woff=None, iterations=None, on_fail=None):
-    """codegen._newton_code in Python (``on_fail``: the statement for a
-    singular Jacobian or a NaN step, default returning the failure code)."""
-    on_fail = on_fail or f"return {code}"
+def _newton_lines(emb, tb, sm, tag, iterations, ind):
+    """codegen._newton_code in Python: Newton on the block's own equations
+    from the values in q, at most ``iterations`` steps; leaves
+    ``converged_<tag>`` true when the step passed the convergence test, false
+    when it did not or the Jacobian was singular or the step not finite."""
     dae = emb.dae
     unk = tb.block.unknowns
     nb = len(unk)
     Phi_b = sp.Matrix([dae.Phi[j] for j in tb.block.equations])
     J_b = Phi_b.jacobian([dae.q_sym[i] for i in unk])
-    body = assignments([f"r[{k}]" for k in range(nb)] + [f"J[{k}]" for k in range(nb * nb)],
+    body = assignments([f"_r[{k}]" for k in range(nb)] + [f"_J[{k}]" for k in range(nb * nb)],
                        [sm(e) for e in Phi_b] + [sm(e) for e in J_b], indent=ind + "    ",
-                       tmp=f"n{code}_")
-    L = [f"{ind}idx = {list(unk)!r}",
-         f"{ind}J = [0.0] * {nb * nb}",
-         f"{ind}r = [0.0] * {nb}",
-         f"{ind}piv = [0] * {nb}",
-         f"{ind}converged = False"]
-    if woff is not None:
-        L.append(f"{ind}for i in range({nb}): q[idx[i]] = warm[{woff} + i]")
-        limit = "FMIGEN_NEWTON_MAX_ITER"
-    else:
-        limit = str(int(iterations))
-    test = ("converged = dmax <= FMIGEN_NEWTON_TOL" if tb.tol is not None and woff is not None
-            else "converged = dmax <= 1e-14 * (1.0 + qmax)")
-    L += [f"{ind}it = 0",
-          f"{ind}while it < {limit} and not converged:",
-          *body,
-          f"{ind}    if lu_factor({nb}, J, piv): {on_fail}",
-          f"{ind}    lu_solve({nb}, J, piv, r)",
-          f"{ind}    dmax = 0.0",
-          f"{ind}    qmax = 0.0",
-          f"{ind}    for i in range({nb}):",
-          f"{ind}        q[idx[i]] -= r[i]",
-          f"{ind}        if fabs(r[i]) > dmax: dmax = fabs(r[i])",
-          f"{ind}        if fabs(q[idx[i]]) > qmax: qmax = fabs(q[idx[i]])",
-          f"{ind}    if not (dmax == dmax): {on_fail}",
-          f"{ind}    {test}",
-          f"{ind}    it += 1"]
-    if woff is not None:
-        L += [f"{ind}if not converged: return {code}",
-              f"{ind}for i in range({nb}): warm[{woff} + i] = q[idx[i]]"]
-    else:
-        L.append(f"{ind}polished = converged")
-    return L
+                       tmp=f"n{tag}_")
+    test = ("_dmax <= FMIGEN_NEWTON_TOL" if tb.tol is not None else "_dmax <= 1e-14 * (1.0 + _qmax)")
+    return [f"{ind}_idx = {list(unk)!r}",
+            f"{ind}_J = [0.0] * {nb * nb}",
+            f"{ind}_r = [0.0] * {nb}",
+            f"{ind}_piv = [0] * {nb}",
+            f"{ind}_conv = False",
+            f"{ind}_it = 0",
+            f"{ind}while _it < {iterations} and not _conv:",
+            *body,
+            f"{ind}    if lu_factor({nb}, _J, _piv): break",
+            f"{ind}    lu_solve({nb}, _J, _piv, _r)",
+            f"{ind}    _dmax = 0.0",
+            f"{ind}    _qmax = 0.0",
+            f"{ind}    for _i in range({nb}):",
+            f"{ind}        q[_idx[_i]] -= _r[_i]",
+            f"{ind}        if fabs(_r[_i]) > _dmax: _dmax = fabs(_r[_i])",
+            f"{ind}        if fabs(q[_idx[_i]]) > _qmax: _qmax = fabs(q[_idx[_i]])",
+            f"{ind}    if not (_dmax == _dmax): break",
+            f"{ind}    _conv = {test}",
+            f"{ind}    _it += 1",
+            f"{ind}converged_{tag} = _conv"]
+
+
+def _vars_from_q(layout, ind):
+    """codegen._vars_from_q in Python."""
+    lines = []
+    for i, kind, vs, _ in layout:
+        if kind == "angle":
+            lines += [f"{ind}{vs[0]} = sin(q[{i}])", f"{ind}{vs[1]} = cos(q[{i}])"]
+        else:
+            lines.append(f"{ind}{vs[0]} = q[{i}]")
+    return lines
+
+
+def _trig_from_q(out, unknowns, trig_angles, ind):
+    for i in unknowns:
+        if i in trig_angles:
+            out += [f"{ind}_a = q[{i}]", f"{ind}trig[{2 * i}] = sin(_a)", f"{ind}trig[{2 * i + 1}] = cos(_a)"]
 
 
 def kinematics_source(emb, tri, sm):
-    """codegen.kinematics_code in Python: (source, failure table, warm start)."""
-    out, failures, warm_start = [], [], []
+    """codegen.kinematics_code in Python, statement for statement: per block
+    the prediction from the last accepted solution (``base``), the sequences
+    in order and Newton from the prediction, each result verified by the
+    block's own polynomials (relative to the sum of their terms), polished
+    by Newton when close, and checked for continuity.  Returns (source,
+    failure table, start of the solution vector ``sol``).
+
+    The sin/cos hand-over ``trig`` is a local here (the Python embedding
+    evaluates its own sin/cos), but later blocks read it as in C, so their
+    coefficients see the sequence's (s, c), not sin(atan2(s, c)).  Every
+    dependent angle is written to q at once: the C defers an angle nobody
+    reads bare to fmigen_kinematic_angles, the same atan2 of the same pair."""
+    from .workspace import unit_scales
+    dae = emb.dae
+    scales = unit_scales(dae)
+    trig_angles, trig_subs = codegen.trig_plan(emb)
+    ts = lambda e: sp.sympify(e).xreplace(trig_subs)  # noqa: E731
     ind = "    "
-    for tb in tri.blocks:
-        names = [emb.dae.names[i] for i in tb.block.unknowns]
-        out.append(f"{ind}# block {{{', '.join(names)}}}: {tb.method} {tb.reason}")
-        if tb.method == "newton":
-            failures.append(f"block {{{', '.join(names)}}} (Newton iteration did not converge "
-                            "or its Jacobian is singular)")
-            out += _newton_lines(emb, tb, sm, len(failures), ind, woff=len(warm_start))
-            warm_start += [tri.start[n] for n in names]
-            continue
-        # a polished block falls back to Newton from the previous solution
-        # wherever its sequence or polish fails (raise ContinuityFallback),
-        # as codegen's goto fallback
-        seq, sind = [], ind + ("    " if tb.polish else "")
-        fail = (lambda code: "raise ContinuityFallback") if tb.polish else (lambda code: f"return {code}")
-        for K, expr in tb.abstractions.items():
-            seq.append(f"{sind}{K} = {pyexpr(sm(expr))}")
-        for v, expr in tb.known_ring.items():
-            seq.append(f"{sind}{v} = {pyexpr(sm(expr))}")
-        for step in tb.steps:
-            failures.append(f"{step.variable} (block {{{', '.join(names)}}})")
-            code = len(failures)
-            coeff_names = [f"a{d}" for d in range(step.degree, -1, -1)]
-            seq.append(f"{sind}# {step.variable}: degree {step.degree}")
-            seq += assignments(coeff_names, step.coeffs, indent=sind, tmp=f"k{code}_")
-            if step.degree == 1:
-                seq.append(f"{sind}_st, {step.variable} = linear(a1, a0)")
-                seq.append(f"{sind}if _st: {fail(code)}")
-            elif step.degree == 2:
-                seq.append(f"{sind}_st, {step.variable} = quadratic(a2, a1, a0, {int(step.sign)})")
-                seq.append(f"{sind}if _st: {fail(code)}")
-            else:
-                w = len(warm_start)
-                seq.append(f"{sind}_st, _root = poly_root({step.degree}, [{', '.join(coeff_names)}], warm[{w}])")
-                seq.append(f"{sind}if _st: {fail(code)}")
-                seq.append(f"{sind}warm[{w}] = _root")
-                seq.append(f"{sind}{step.variable} = warm[{w}]")
-                warm_start.append(step.start)
-        for i, expr in tb.recover.items():
-            seq.append(f"{sind}q[{i}] = {pyexpr(expr)}")
-        if not tb.polish:
-            out += seq
-            continue
-        nb, woff = len(tb.block.unknowns), len(warm_start)
-        failures.append(f"block {{{', '.join(names)}}} (no convergence near the previous solution)")
+    out, failures, sol_start = [], [], []
+    out += [f"{ind}trig = [0.0] * {2 * dae.n}",
+            f"{ind}b_sol, b_q, b_v = base['sol'], base['q'], base['v']",
+            f"{ind}dt = t - base['t']",
+            f"{ind}check = base['continuity']"]
+    dq = " + ".join(f"fabs(q[{k}] - b_q[{k}]) / {float(scales[k])!r}" for k in emb.independent) or "0.0"
+    out.append(f"{ind}dqi = {dq}")
+    for k in sorted(trig_angles & set(emb.independent)):
+        out += [f"{ind}_a = q[{k}]", f"{ind}trig[{2 * k}] = sin(_a)", f"{ind}trig[{2 * k + 1}] = cos(_a)"]
+
+    for bi, tb in enumerate(tri.blocks):
+        names = [dae.names[i] for i in tb.block.unknowns]
+        bname = "{" + ", ".join(names) + "}"
+        layout = codegen._block_layout(dae, tb, scales)
+        woff = len(sol_start)
+        failures.append(f"block {bname}: no solution continuing the previous one (every sequence, "
+                        "and Newton from the prediction, failed its residual or continuity check)")
         code = len(failures)
-        out.append(f"{ind}jdx = {list(tb.block.unknowns)!r}")
-        out.append(f"{ind}try:")
-        out += seq
-        out.append(f"{sind}polished = False")
-        out.append(f"{sind}# polish: at most {tb.polish} Newton steps")
-        out += _newton_lines(emb, tb, sm, code, sind, iterations=tb.polish, on_fail="raise ContinuityFallback")
-        out += [f"{sind}jump = 0.0",
-                f"{sind}for i in range({nb}): jump = fmax(jump, fabs(q[jdx[i]] - warm[{woff} + i]))",
-                f"{sind}if not polished or jump > FMIGEN_CONTINUITY_JUMP: raise ContinuityFallback",
-                f"{ind}except ContinuityFallback:"]
-        out += _newton_lines(emb, tb, sm, code, ind + "    ", woff=woff)
-        out.append(f"{ind}for i in range({nb}): warm[{woff} + i] = q[jdx[i]]")
-        warm_start += [tri.start[n] for n in names]
-    src = "def fmigen_kinematics(t, q, p, warm):\n" + "\n".join(out + [f"{ind}return 0"]) + "\n"
-    return src, [""] + failures, warm_start
+        nseq = len(tb.sequences) if tb.method == "groebner" else 0
+        what = (f"groebner, {nseq} sequence(s)" if nseq else f"newton {tb.reason}")
+        out.append(f"{ind}# block {bname}: {what}")
+        # --- prediction and continuity tolerances ---
+        slot = {}
+        for i, kind, vs, scale in layout:
+            w = f"w{i}"
+            if kind == "angle":
+                s_, c_ = vs
+                slot[s_], slot[c_] = woff + len(slot), woff + len(slot) + 1
+                out += [
+                    f"{ind}{w} = b_v[{i}] * dt",
+                    f"{ind}P_{s_} = b_sol[{slot[s_]}] * (1.0 - 0.5 * {w} * {w}) + b_sol[{slot[c_]}] * {w}",
+                    f"{ind}P_{c_} = b_sol[{slot[c_]}] * (1.0 - 0.5 * {w} * {w}) - b_sol[{slot[s_]}] * {w}",
+                    f"{ind}T{i} = FMIGEN_BRANCH_TOL + fabs({w}) + dqi"]
+                sol_start += [math.sin(tri.start[dae.names[i]]), math.cos(tri.start[dae.names[i]])]
+            else:
+                v = vs[0] if kind == "length" else f"q{i}"
+                slot[v] = woff + len(slot)
+                out += [
+                    f"{ind}{w} = b_v[{i}] * dt",
+                    f"{ind}P_{v} = b_sol[{slot[v]}] + {w}",
+                    f"{ind}T{i} = (FMIGEN_BRANCH_TOL + dqi) * {scale!r} + fabs({w})"]
+                sol_start.append(tri.start[dae.names[i]])
+        if tb.method == "newton":
+            for i, *_ in layout:
+                out.append(f"{ind}q[{i}] = P_q{i}")
+            out += _newton_lines(emb, tb, sm, bi, "FMIGEN_NEWTON_MAX_ITER", ind)
+            cont = " and ".join(f"fabs(q[{i}] - P_q{i}) <= T{i}" for i, *_ in layout)
+            out.append(f"{ind}if not converged_{bi} or (check and not ({cont})): return {code}")
+            for i, *_ in layout:
+                out.append(f"{ind}sol[{slot[f'q{i}']}] = q[{i}]")
+            _trig_from_q(out, tb.block.unknowns, trig_angles, ind)
+            continue
+        for K, expr in tb.abstractions.items():
+            out.append(f"{ind}{K} = {pyexpr(sm(ts(expr)))}")
+        for v, expr in tb.known_ring.items():
+            out.append(f"{ind}{v} = {pyexpr(sm(ts(expr)))}")
+        allvars = [v for _, _, vs, _ in layout for v in vs]
+        # C: for (attempt = 0; attempt <= nseq && !ok; attempt++) switch (attempt)
+        # { case si: the sequence; default: Newton }, a `break` out of a
+        # case leaving ok = 0.  Here each case is a one-pass `while True`.
+        i1, i2, i3 = ind + "    ", ind + "        ", ind + "            "
+        out.append(f"{ind}_ok = 0")
+        out.append(f"{ind}for _attempt in range({nseq + 1}):")
+        for si, seq in enumerate(tb.sequences):
+            out.append(f"{i1}{'if' if si == 0 else 'elif'} _attempt == {si}:  # sequence {seq.label}")
+            out.append(f"{i2}while True:")
+            for step in seq.steps:
+                tmp = f"k{bi}_{si}_{step.variable}_"
+                coeff_names = [f"a{d}" for d in range(step.degree, -1, -1)]
+                out.append(f"{i3}# {step.variable}: degree {step.degree}")
+                lead_scale = abs_sum(step.coeffs[0])
+                scale_ok = len(sp.Add.make_args(lead_scale)) <= 40
+                out += assignments(coeff_names + (["lead_scale"] if scale_ok else []),
+                                   step.coeffs + ([lead_scale] if scale_ok else []), indent=i3, tmp=tmp)
+                if not scale_ok:
+                    out.append(f"{i3}lead_scale = 0.0")
+                out.append(f"{i3}if not (fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale): break")
+                var = step.variable
+                if step.degree == 1:
+                    out.append(f"{i3}_st, {var} = linear(a1, a0)")
+                elif step.degree == 2:
+                    out.append(f"{i3}_st, {var} = quadratic_near(a2, a1, a0, P_{var})")
+                else:
+                    out.append(f"{i3}_st, {var} = poly_root({step.degree}, [{', '.join(coeff_names)}], P_{var})")
+                out.append(f"{i3}if _st: break")
+            out.append(f"{i3}_ok = 1")
+            out.append(f"{i3}break")
+        out.append(f"{i1}else:  # Newton from the prediction")
+        out.append(f"{i2}while True:")
+        for i, kind, vs, _ in layout:
+            out.append(f"{i3}q[{i}] = " + (f"atan2(P_{vs[0]}, P_{vs[1]})" if kind == "angle" else f"P_{vs[0]}"))
+        out += _newton_lines(emb, tb, sm, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER", i3)
+        out.append(f"{i3}if not converged_{bi}_n: break")
+        out += _vars_from_q(layout, i3)
+        out.append(f"{i3}_ok = 2")
+        out.append(f"{i3}break")
+        out.append(f"{i1}if not _ok: continue")
+        # --- verification: the block's own polynomials, relative ---
+        polys = [*tb.polys, *tb.circles]
+        out.append(f"{i1}_rv = [0.0] * {len(polys)}")
+        out.append(f"{i1}_rs = [0.0] * {len(polys)}")
+        out += assignments([f"_rv[{k}]" for k in range(len(polys))] + [f"_rs[{k}]" for k in range(len(polys))],
+                           polys + [abs_sum(e) for e in polys], indent=i1, tmp=f"v{bi}_")
+        out.append(f"{i1}_res = 0.0")
+        out.append(f"{i1}for _k in range({len(polys)}):")
+        # fmigen_max(a, b) = a > b ? a : b (a NaN b wins, a NaN a loses)
+        out.append(f"{i2}_x = fabs(_rv[_k]) / (_rs[_k] + 1e-300)")
+        out.append(f"{i2}_res = _res if _res > _x else _x")
+        out.append(f"{i1}if not (_res <= FMIGEN_SEQ_TOL):")
+        out.append(f"{i2}_ok = 0")
+        out.append(f"{i2}if _res <= FMIGEN_POLISH_TOL:  # polish: Newton from the result")
+        for i, kind, vs, _ in layout:
+            out.append(f"{i3}q[{i}] = " + (f"atan2({vs[0]}, {vs[1]})" if kind == "angle" else f"{vs[0]}"))
+        out += _newton_lines(emb, tb, sm, f"{bi}_p", "4", i3)
+        out.append(f"{i3}if converged_{bi}_p:")
+        out += _vars_from_q(layout, i3 + "    ")
+        out.append(f"{i3}    _ok = 1")
+        cont = " and ".join(f"fabs({v} - P_{v}) <= T{i}" for i, _, vs, _ in layout for v in vs)
+        out.append(f"{i1}if _ok and check and not ({cont}): _ok = 0")
+        out.append(f"{i1}if _ok: break")
+        out.append(f"{ind}if not _ok: return {code}")
+        for v in allvars:
+            out.append(f"{ind}sol[{slot[v]}] = {v}")
+        for i, kind, vs, _ in layout:
+            if kind == "angle":
+                if i in trig_angles:
+                    out += [f"{ind}trig[{2 * i}] = {vs[0]}", f"{ind}trig[{2 * i + 1}] = {vs[1]}"]
+                out.append(f"{ind}q[{i}] = atan2({vs[0]}, {vs[1]})")
+            else:
+                out.append(f"{ind}q[{i}] = {vs[0]}")
+                _trig_from_q(out, [i], trig_angles, ind)
+    src = "def fmigen_kinematics(t, q, p, base, sol):\n" + "\n".join(out + [f"{ind}return 0"]) + "\n"
+    return src, [""] + failures, sol_start
+
+
+def _check_against_c(model_c, failures, sol_start):
+    """The failure table and the start of ``sol`` must be model.c's
+    (fmigen_kinematics_failure, fmigen_sol_start): a guard against the two
+    generators drifting apart."""
+    m_ = re.search(r"const double fmigen_sol_start\[\] = \{(.*)\};", model_c)
+    c_start = [float(x) for x in m_.group(1).split(",")] if m_ else None
+    if c_start != ([float(x) for x in sol_start] or [0.0]):
+        raise PythonRuntimeError("the Python kinematics' solution vector does not match model.c's "
+                                 "fmigen_sol_start (pyruntime.kinematics_source out of step with codegen)")
+    m_ = re.search(r"fmigen_kinematics_failure\[\] = \{\n(.*?)\n\};", model_c, re.S)
+    c_fail = re.findall(r'^\s*"(.*)",?$', m_.group(1), re.M) if m_ else []
+    # (without any block, model.c pads its table with a second "")
+    if [f for f in c_fail if f] != failures[1:]:
+        raise PythonRuntimeError("the Python kinematics' failure messages do not match model.c's "
+                                 "(pyruntime.kinematics_source out of step with codegen)")
 
 
 def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
@@ -924,7 +1085,8 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
         raise PythonRuntimeError(f"mechanism name '{identifier}' is not a Python identifier")
     sm = SymbolMap(emb)
     n, m = dae.n, dae.m
-    kin_src, failures, warm_start = kinematics_source(emb, tri, sm)
+    kin_src, failures, sol_start = kinematics_source(emb, tri, sm)
+    _check_against_c(gen.model_c, failures, sol_start)
 
     def matrix_fn(name, M):
         flat = [sm(e) for e in M]
@@ -951,12 +1113,12 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
 
     model = dict(
         identifier=identifier, description=mech.description or mech.name,
-        NQ=n, NC=m, NI=emb.f, ND=n - emb.f, NP=np_, NU=nu, NY=len(dae.outputs), NWARM=len(warm_start),
+        NQ=n, NC=m, NI=emb.f, ND=n - emb.f, NP=np_, NU=nu, NY=len(dae.outputs), NSOL=len(sol_start),
         independent=list(emb.independent), dependent=list(emb.dependent),
         q_start=[float(tri.start[nm]) for nm in dae.names],
         v_start=[float(c_.velocity_start) for c_ in mech.coordinates],
         p_default=[float(x) for x in dae.tunable_values], u_default=[float(x) for x in dae.input_values],
-        warm_start=[float(x) for x in warm_start], failure=failures,
+        sol_start=[float(x) for x in sol_start], failure=failures, names=list(dae.names),
         kinematic=bool(mech.kinematic), default_solver=fmu.SOLVERS[solver], default_step=float(step),
         **structure_tables(emb, tri), **vr)
     runtime = "\n\n".join(inspect.getsource(o) for o in RUNTIME_OBJECTS)
@@ -974,8 +1136,12 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
         "from pythonfmu.enums import Fmi2Status",
         "",
         f"FMIGEN_NEWTON_MAX_ITER = {FMIGEN_NEWTON_MAX_ITER}",
-        f"FMIGEN_CONTINUITY_JUMP = {FMIGEN_CONTINUITY_JUMP!r}",
         f"FMIGEN_MAX_DEGREE = {FMIGEN_MAX_DEGREE}",
+        f"FMIGEN_SWITCH_COND = {FMIGEN_SWITCH_COND!r}",
+        f"FMIGEN_SEQ_TOL = {FMIGEN_SEQ_TOL!r}",
+        f"FMIGEN_POLISH_TOL = {FMIGEN_POLISH_TOL!r}",
+        f"FMIGEN_BRANCH_TOL = {FMIGEN_BRANCH_TOL!r}",
+        f"FMIGEN_MESSAGE_SIZE = {FMIGEN_MESSAGE_SIZE}",
         f"FMIGEN_NEWTON_TOL = {min(tols)!r}" if tols else "",
         f"EULER, RK4 = {EULER}, {RK4}",
         "",

@@ -16,9 +16,19 @@ Per block:
    gives them.
 4. *Extract*, last variable first: for each variable the basis element of
    smallest degree in it that contains no higher variable.  Degree 1 is an
-   explicit formula; degree 2 a square root whose sign (the assembly branch)
-   is fixed at build time from the start configuration.
+   explicit formula; degree 2 a square root, degree > 2 a univariate root.
+   Which root is the assembly branch is decided at run time, every time, as
+   the root nearest the value predicted from the previous solution (the
+   build-time sign only assembles the start).
 5. *Recover* coordinates: angle = atan2(s_x, c_x), length = its variable.
+6. *Cover the workspace* (``cover_workspace``): a lex sequence has
+   representation singularities, regular configurations where one of its
+   leading coefficients or discriminants vanishes (a Grashof double-crank
+   four-bar divides by l1 cos θ − d).  The reachable workspace is swept by
+   Newton continuation (``workspace.py``, independent of the sequences); where
+   the primary sequence degenerates, sequences of other lex orders are
+   computed and the fewest that cover every swept point are kept as run-time
+   alternatives (tried in order when the one before fails its checks).
 """
 
 from __future__ import annotations
@@ -41,8 +51,8 @@ class Step:
     degree: int
     coeffs: list[sp.Expr]        # highest power first; polynomials in K and lower variables
     poly: sp.Expr                # the basis element used
-    sign: int = 1                # square-root branch for degree 2
-    start: float = 0.0           # value at the start (warm start for degree > 2)
+    sign: int = 1                # square-root branch of the start assembly (build time only)
+    start: float = 0.0           # value at the start (build time only)
 
     @property
     def terms(self):
@@ -52,6 +62,18 @@ class Step:
     def max_coeff_digits(self):
         p = sp.Poly(self.poly, *sorted(self.poly.free_symbols, key=str))
         return max(len(str(abs(int(c)))) for c in p.coeffs())
+
+
+@dataclass
+class Sequence:
+    """One solution sequence of a block: the lex order it comes from and its
+    steps in solving order."""
+    variables: list[sp.Symbol]
+    steps: list[Step]
+
+    @property
+    def label(self):
+        return " > ".join(map(str, self.variables))
 
 
 @dataclass
@@ -69,15 +91,27 @@ class TriangularBlock:
     #: why a block is solved by Newton ("forced by the mechanism", "Gröbner
     #: basis not finished in 60 s", ...)
     reason: str = ""
-    #: Fixed number of Newton steps on the block's own equations after the
-    #: sequence, when evaluating it in double precision loses digits (the
-    #: landing gear's 264-digit coefficients cancel to 1e-3 residuals); 0 when
-    #: the sequence alone is exact to round-off.
-    polish: int = 0
+    #: run-time alternatives to the primary sequence (``steps``), from other
+    #: lex orders, each regular where the ones before degenerate
+    alternatives: list[Sequence] = field(default_factory=list)
+    #: the circle identities s² + c² − 1 of the block's angles
+    circles: list[sp.Expr] = field(default_factory=list)
+    #: swept configurations where the primary sequence, evaluated in double
+    #: precision, misses by more than COVER_ERROR without a vanishing
+    #: coefficient (huge Gröbner coefficients cancelling; the run-time
+    #: polish repairs it)
+    precision_loss: dict = field(default_factory=dict)
+    #: representation singularities the workspace sweep found (see
+    #: ``cover_workspace``), for ``fmigen check``
+    singular_points: list[dict] = field(default_factory=list)
     #: Newton blocks of an alternative formulation (``kinematics`` "newton" or
     #: "newton-loop", see ``triangularize``): absolute tolerance on the Newton
     #: step; None keeps the default 1e-14·(1 + max|q|) convergence test.
     tol: float | None = None
+
+    @property
+    def sequences(self) -> list[Sequence]:
+        return [Sequence(self.variables, self.steps), *self.alternatives] if self.method == "groebner" else []
 
 
 #: Kinematics formulations (``triangularize(kinematics=...)``, ``fmigen build
@@ -93,6 +127,10 @@ DEFAULT_NEWTON_TOL = 1e-10
 class Triangularization:
     blocks: list[TriangularBlock]
     partition: Partition
+    #: the start assembly (coordinate name -> value)
+    start: dict = field(default_factory=dict)
+    #: the workspace sweep the alternatives were chosen on (workspace.Sweep)
+    sweep: object = None
 
 
 def poly_variables(dae: DAE, block: Block):
@@ -231,7 +269,9 @@ def extract(basis, variables, block_name) -> list[Step]:
 
 def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
                   use_cache=True, log=None, timeout=60.0, kinematics="groebner",
-                  newton_tol=None) -> Triangularization:
+                  newton_tol=None, cover=True) -> Triangularization:
+    """``cover``: sweep the workspace and add alternative sequences where the
+    primary one degenerates (``cover_workspace``)."""
     log = log or (lambda msg: None)
     if kinematics != "groebner":
         return newton_formulation(dae, part, kinematics, newton_tol, log)
@@ -241,7 +281,7 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
     tblocks = []
     for b in part.blocks:
         unknown_names = {dae.names[i] for i in b.unknowns}
-        name = "{" + ", ".join(dae.names[i] for i in b.unknowns) + "}"
+        name = block_name(dae, b)
         if any(unknown_names <= f for f in forced):
             log(f"block {name}: Newton iteration (forced by the mechanism)")
             tblocks.append(newton_block(b, "forced by the mechanism"))
@@ -265,10 +305,16 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
                              f"{[dae.constraint_names[j] for j in b.equations]} have no common solution")
         steps = extract(basis, variables, name)
         tblocks.append(TriangularBlock(b, "groebner", variables, abstractions, steps, recover, apolys,
-                                       known_ring))
+                                       known_ring, circles=circles))
     tri = Triangularization(tblocks, part)
     choose_branches(dae, tri)
+    if cover:
+        cover_workspace(dae, tri, use_cache=use_cache, log=log, timeout=min(timeout, 30.0))
     return tri
+
+
+def block_name(dae, b: Block) -> str:
+    return "{" + ", ".join(dae.names[i] for i in b.unknowns) + "}"
 
 
 def newton_block(b: Block, reason: str) -> TriangularBlock:
@@ -434,43 +480,311 @@ def choose_branches(dae: DAE, tri: Triangularization):
         raise ModelError(f"the start cannot be assembled: residual {res:.3g} after solving "
                          "the triangular sequence")
     tri.start = q
-    for tb in tri.blocks:
-        if tb.method == "groebner":
-            tb.polish = polish_needed(dae, tb, q)
     return q
 
 
-def sequence_float64(dae, tb: TriangularBlock, q: dict, tt=0.0) -> dict:
-    """The block's sequence evaluated in IEEE double, as the generated C does."""
-    env = {s: float(q[s.name]) for s in dae.q_sym if s.name in q}
-    env[t] = tt
-    vals = {K: float(sp.lambdify(list(env), expr, "math")(*env.values()))
-            for K, expr in tb.abstractions.items()}
-    vals.update({v: float(sp.lambdify(list(env), expr, "math")(*env.values())) for v, expr in tb.known_ring.items()})
-    for step in tb.steps:
-        f = sp.lambdify(list(vals), step.coeffs, "math")
-        co = [float(x) for x in f(*vals.values())]
-        if step.degree == 1:
-            x = -co[1] / co[0]
-        elif step.degree == 2:
-            x = _roots_in_branch_order(co)[step.sign].real
-        else:
-            roots = np.roots(co)
-            x = float(min(roots, key=lambda r: abs(r - step.start)).real)
-        vals[step.variable] = x
+# --- the workspace cover: alternative sequences where the primary degenerates --
+
+#: a sequence is degenerate at a swept point when it misses the continuation's
+#: solution by more than this (relative to the unit scale) ...
+COVER_ERROR = 1e-6
+#: ... or a leading coefficient falls below this relative to the sum of its
+#: terms' magnitudes (the generated C switches to the next sequence there:
+#: FMIGEN_SWITCH_COND, the same value) ...
+COVER_CONDITION = 1e-3
+#: ... or a quadratic's discriminant below this relative to a1² + |4 a2 a0|
+#: (two roots closer than ~3e-5 of their scale: the nearest-root choice and
+#: its precision need a good prediction there)
+COVER_DISCRIMINANT = 1e-9
+#: at most this many other lex orders are tried per block
+MAX_CANDIDATE_ORDERS = 8
+
+
+def abs_sum(expr) -> sp.Expr:
+    """Σ |term| of a polynomial: the scale its value cancels from."""
+    return sp.Add(*[sp.Abs(a) for a in sp.Add.make_args(sp.expand(expr))])
+
+
+def variable_scales(dae, tb: TriangularBlock, scales) -> dict:
+    """Unit scale per polynomial variable: 1 for s/c, the unit size for a length."""
     out = {}
     for i, expr in tb.recover.items():
-        out[dae.names[i]] = float(sp.lambdify(list(vals), expr, "math")(*vals.values()))
+        if isinstance(expr, sp.atan2):
+            out[expr.args[0]] = out[expr.args[1]] = 1.0
+        else:
+            out[expr] = float(scales[i])
     return out
 
 
-def polish_needed(dae, tb: TriangularBlock, q: dict) -> int:
-    """At most how many Newton polish steps the block gets after its
-    sequence: 0 when the double-precision sequence meets the constraints to
-    round-off at the start, else 4 (quadratic convergence takes the worst
-    loss measured, 1e-3 on the landing gear, to round-off in 3)."""
-    qd = dict(q)
-    qd.update(sequence_float64(dae, tb, q))
-    qv = np.array([qd[n] for n in dae.names])
-    res = float(np.abs(dae.numeric.Phi(0.0, qv)[tb.block.equations]).max())
-    return 0 if res <= 1e-13 else 4
+def _true_values(dae, tb, points):
+    """Polynomial-variable values at the swept configurations (columns)."""
+    out = {}
+    for i, expr in tb.recover.items():
+        if isinstance(expr, sp.atan2):
+            out[expr.args[0]] = np.sin(points[:, i])
+            out[expr.args[1]] = np.cos(points[:, i])
+        else:
+            out[expr] = points[:, i].copy()
+    return out
+
+
+def _known_values(dae, tb, points):
+    env = {}
+    args = [t, *dae.q_sym]
+    cols = [np.zeros(len(points)), *points.T]
+    for sym, expr in [*tb.abstractions.items(), *tb.known_ring.items()]:
+        f = sp.lambdify(args, expr, "numpy")
+        env[sym] = np.broadcast_to(np.asarray(f(*cols), dtype=float), (len(points),))
+    return env
+
+
+def sequence_quality(dae, tb: TriangularBlock, seq: Sequence, points, scales):
+    """Evaluate ``seq`` in double precision at every swept configuration,
+    taking each time the root nearest the true value (the run-time choice
+    with an exact prediction).  Returns (relative error, condition, index of
+    the worst step) per point: the condition is the smallest relative leading
+    coefficient or discriminant along the sequence."""
+    truth = _true_values(dae, tb, points)
+    env = _known_values(dae, tb, points)
+    vscale = variable_scales(dae, tb, scales)
+    npts = len(points)
+    signed = []         # per step: the real leading coefficient (and discriminant)
+    cond = np.full(npts, np.inf)    # normalized: < 1 is degenerate
+    worst = np.zeros(npts, dtype=int)
+    err = np.zeros(npts)
+    with np.errstate(all="ignore"):
+        for k, step in enumerate(seq.steps):
+            args = list(env)
+            vals = [env[a] for a in args]
+            co = [np.broadcast_to(np.asarray(sp.lambdify(args, c_, "numpy")(*vals), dtype=complex), (npts,))
+                  for c_ in step.coeffs]
+            lead_scale = np.broadcast_to(np.asarray(sp.lambdify(args, abs_sum(step.coeffs[0]), "numpy")(*vals),
+                                                    dtype=float), (npts,))
+            c_k = np.abs(co[0]) / np.where(lead_scale > 0, lead_scale, 1.0) / COVER_CONDITION
+            signed.append((f"leading coefficient of the degree-{step.degree} step for {step.variable}",
+                           k, np.real(co[0])))
+            target = truth[step.variable]
+            if step.degree == 1:
+                x = -co[1] / co[0]
+            elif step.degree == 2:
+                a2, a1, a0 = co
+                disc = a1 * a1 - 4 * a2 * a0
+                r = np.sqrt(disc)
+                x1, x2 = (-a1 + r) / (2 * a2), (-a1 - r) / (2 * a2)
+                x = np.where(np.abs(x1 - target) <= np.abs(x2 - target), x1, x2)
+                d_k = np.abs(disc) / (np.abs(a1) ** 2 + np.abs(4 * a2 * a0) + 1e-300) / COVER_DISCRIMINANT
+                c_k = np.minimum(c_k, d_k)
+                signed.append((f"discriminant of the degree-2 step for {step.variable}", k, np.real(disc)))
+            else:
+                x = np.empty(npts, dtype=complex)
+                for j in range(npts):
+                    cj = [c_[j] for c_ in co]
+                    rts = np.roots(cj) if np.all(np.isfinite(cj)) else [np.nan]
+                    x[j] = min(rts, key=lambda z: abs(z - target[j]))
+            c_k = np.where(np.isfinite(c_k), c_k, 0.0)
+            worst = np.where(c_k < cond, k, worst)
+            cond = np.minimum(cond, c_k)
+            e = np.abs(x - target) / vscale[step.variable]
+            err = np.maximum(err, np.where(np.isfinite(e), e, np.inf))
+            env[step.variable] = np.real(x)
+    return err, cond, worst, signed
+
+
+def degenerate(quality, paths):
+    """Points where a sequence cannot be trusted: it misses the swept
+    solution, a leading coefficient or discriminant is (relatively) near zero
+    there, or one changes sign between the point and its neighbour on a
+    sweep path (a zero between two samples: the sampling alone would step
+    over it)."""
+    return representation_singular(quality, paths) | ~(quality[0] <= COVER_ERROR)
+
+
+def representation_singular(quality, paths):
+    """The part of ``degenerate`` that is a vanishing coefficient or
+    discriminant (not a plain loss of digits, which the run-time polish
+    repairs)."""
+    _, cond, _, signed = quality
+    bad = ~(cond >= 1.0)
+    for path in paths:
+        idx = np.array(path)
+        for _, _, val in signed:
+            v = val[idx]
+            flip = np.flatnonzero(np.sign(v[1:]) * np.sign(v[:-1]) <= 0)
+            bad[idx[flip]] = True
+            bad[idx[flip + 1]] = True
+    return bad
+
+
+def candidate_orders(dae, tb: TriangularBlock):
+    """Other lex orders of the block's variables, nearest the primary first:
+    the s/c order of one or more angles flipped, then the unknowns permuted."""
+    import itertools
+    groups, seen = [], set()
+    for v in tb.variables:           # keep the primary's grouping: one group per coordinate
+        i = next(i for i, e in tb.recover.items() if v in getattr(e, "args", ()) or e == v)
+        if i not in seen:
+            seen.add(i)
+            expr = tb.recover[i]
+            groups.append([v for v in tb.variables if v in (expr.args if isinstance(expr, sp.atan2) else (expr,))])
+    flips = [g for g in range(len(groups)) if len(groups[g]) == 2]
+    out = []
+    for perm in itertools.permutations(range(len(groups))):
+        for nflip in range(len(flips) + 1):
+            for fl in itertools.combinations(flips, nflip):
+                order = []
+                for g in perm:
+                    order += list(reversed(groups[g])) if g in fl else groups[g]
+                if order != list(tb.variables) and order not in out:
+                    out.append(order)
+    return out
+
+
+def _alternative(tb: TriangularBlock, order, name, use_cache, log, timeout):
+    ring = [*order, *tb.known_ring]
+    try:
+        basis = groebner_lex(list(tb.polys) + list(tb.circles), ring, list(tb.abstractions),
+                             use_cache=use_cache, log=log, timeout=timeout)
+        return Sequence(list(order), extract(basis, list(order), name))
+    except (GroebnerTimeout, ModelError) as e:
+        log(f"block {name}: order {' > '.join(map(str, order))} gives no sequence ({e})")
+        return None
+
+
+def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None, timeout=30.0):
+    """Sweep the workspace (``workspace.sweep``) and, for every Gröbner block
+    whose primary sequence degenerates somewhere on it, add the fewest
+    sequences of other lex orders that are regular there (greedy cover).
+    Points no sequence covers are left to the run-time Newton fallback and
+    recorded in ``tb.singular_points``."""
+    from .workspace import sweep, unit_scales
+    log = log or (lambda msg: None)
+    tri.sweep = sw = sweep(dae, tri.partition, tri.start, log=log)
+    scales = unit_scales(dae)
+    for tb in tri.blocks:
+        if tb.method != "groebner":
+            continue
+        name = block_name(dae, tb.block)
+        quality = sequence_quality(dae, tb, tb.sequences[0], sw.points, scales)
+        _, cond, worst, _ = quality
+        bad = degenerate(quality, sw.paths)
+        tb.singular_points = _singular_runs(dae, tri, tb, tb.sequences[0],
+                                            representation_singular(quality, sw.paths), cond, worst)
+        loss = bad & ~representation_singular(quality, sw.paths)
+        tb.precision_loss = {"configurations": int(loss.sum()), "of": int(len(loss)),
+                             "max_error": float(np.max(np.where(loss, quality[0], 0.0)))}
+        if not bad.any():
+            continue
+        log(f"block {name}: the primary sequence degenerates at {int(bad.sum())} of {len(bad)} swept "
+            f"configurations; looking for alternative orders")
+        uncovered = bad.copy()
+        candidates = candidate_orders(dae, tb)[:MAX_CANDIDATE_ORDERS]
+        scored = []
+        for order in candidates:
+            seq = _alternative(tb, order, name, use_cache, log, timeout)
+            if seq is None:
+                continue
+            scored.append((seq, ~degenerate(sequence_quality(dae, tb, seq, sw.points, scales), sw.paths)))
+        while uncovered.any() and scored:
+            best = max(scored, key=lambda sg: int((sg[1] & uncovered).sum()))
+            gain = best[1] & uncovered
+            if not gain.any():
+                break
+            tb.alternatives.append(best[0])
+            scored.remove(best)
+            for sp_ in tb.singular_points:
+                if sp_["covered_by"] is None and best[1][sp_["index"]]:
+                    sp_["covered_by"] = best[0].label
+            uncovered &= ~gain
+            log(f"block {name}: alternative sequence {best[0].label} covers {int(gain.sum())} more")
+        if uncovered.any():
+            log(f"block {name}: {int(uncovered.sum())} swept configurations are covered by no sequence; "
+                "the run-time Newton fallback solves them")
+
+
+def _singular_runs(dae, tri, tb, seq, bad, cond, worst):
+    """One entry per contiguous run of degenerate points along each sweep
+    path: which step and coefficient, the symbolic condition (the leading
+    coefficient in the coordinates), and where: the zero of the coefficient
+    or discriminant that changes sign there, located by bisection on the
+    continuation (else the worst swept point)."""
+    out = []
+    indep = tri.partition.independent
+    quality_at = lambda pts: sequence_quality(dae, tb, seq, pts, _scales(dae))  # noqa: E731
+    for path in tri.sweep.paths:
+        run = []
+        for pos, idx in enumerate(path + [None]):
+            if idx is not None and bad[idx]:
+                run.append(pos)
+                continue
+            if run:
+                points = [path[r] for r in run]
+                j = min(points, key=lambda r: cond[r])
+                step = seq.steps[int(worst[j])]
+                what = f"{'discriminant or ' if step.degree == 2 else ''}leading coefficient of the " \
+                       f"degree-{step.degree} step for {step.variable}"
+                at = tri.sweep.points[j]
+                zero = _bisect_sign_change(dae, tri, path, run, quality_at)
+                if zero is not None:
+                    what, k_step, at = zero
+                    step = seq.steps[k_step]
+                lead = step.coeffs[0].xreplace({K: e for K, e in tb.abstractions.items()})
+                out.append({"block": block_name(dae, tb.block), "variable": str(step.variable),
+                            "condition": what,
+                            "leading_coefficient": str(sp.factor(lead)) if len(str(lead)) < 400 else str(lead)[:400],
+                            "at": {dae.names[i]: float(at[i]) for i in indep},
+                            "located": "bisection" if zero is not None else "sweep point",
+                            "condition_over_threshold": float(cond[j]), "points": len(run), "index": int(j),
+                            "covered_by": None})
+                run = []
+    # the same singular point reached from both directions (angles mod 2π)
+    period = {dae.names[i]: 2 * np.pi if dae.mechanism.coordinates[i].unit == "rad" else np.inf
+              for i in indep}
+
+    def same(a, b):
+        for k in a:
+            d = abs(a[k] - b[k])
+            if np.isfinite(period[k]):
+                d = min(d % period[k], period[k] - d % period[k])
+            if d > 0.02:
+                return False
+        return True
+    uniq = []
+    for sp_ in out:
+        if not any(same(sp_["at"], u["at"]) for u in uniq):
+            uniq.append(sp_)
+    return uniq
+
+
+def _scales(dae):
+    from .workspace import unit_scales
+    return unit_scales(dae)
+
+
+def _bisect_sign_change(dae, tri, path, run, quality_at, iterations=40):
+    """The configuration where a signed leading coefficient or discriminant
+    of the sequence crosses zero between two neighbours of the run on the
+    path: (what, step index, configuration), or None."""
+    from .workspace import _newton
+    pts = tri.sweep.points
+    lo_pos, hi_pos = max(run[0] - 1, 0), min(run[-1] + 1, len(path) - 1)
+    q = pts[[path[p] for p in range(lo_pos, hi_pos + 1)]]
+    signed = quality_at(q)[3]
+    dep = tri.partition.dependent
+    for what, k_step, val in signed:
+        flips = np.flatnonzero(np.sign(val[1:]) * np.sign(val[:-1]) < 0)
+        if not len(flips):
+            continue
+        a, b = q[flips[0]].copy(), q[flips[0] + 1].copy()
+        fa = val[flips[0]]
+        for _ in range(iterations):
+            mid = 0.5 * (a + b)
+            m = _newton(dae.numeric, 0.0, mid.copy(), dep)
+            if m is None:
+                break
+            fm = next(v for w, _, v in quality_at(m[None, :])[3] if w == what)[0]
+            if np.sign(fm) == np.sign(fa):
+                a, fa = m, fm
+            else:
+                b = m
+        return what, k_step, 0.5 * (a + b)
+    return None

@@ -265,14 +265,10 @@ def build() -> Mechanism:
     m.kinematic_drive = {"z": 0.08}
     m.kinematic_drive_period = 3.0
     m.newton_blocks = [POSE]
-    # Per link c_α ≻ s_α ≻ s_β ≻ c_β, so c_β (linear), s_β (square root, branch
-    # s_β > 0), s_α (square root, branch s_α > 0) and c_α (linear) are solved
-    # in that order.  Both square roots have their branches meet only where
-    # s_β = 0 or s_α = 0 (a link along X or in the X-Z plane), which these
-    # lateral links never reach.  The paper's s_α ≻ c_α would put c_α under the
-    # square root instead, whose branches meet where a link passes through the
-    # horizontal (u_z = 0), which all five links do between z = −12 and +31 mm;
-    # the run-time square-root sign is fixed, so the FMU would jump branches.
-    m.groebner_order = [f"{sc}_{v}{i}" for i in range(1, 6)
-                        for sc, v in (("c", "alpha"), ("s", "alpha"), ("s", "beta"), ("c", "beta"))]
+    # No Gröbner order is chosen here: the default (c ≻ s per angle) has
+    # representation singularities (a square-root branch meeting its mirror
+    # where a link passes through the horizontal), and the build's workspace
+    # sweep finds them and adds the s ≻ c sequences that cover them; every
+    # run-time solve takes the root nearest its prediction and is verified
+    # (``fmigen check five_link``).
     return m

@@ -32,15 +32,18 @@ int main(int argc, char **argv)
 {
     const int angles = atoi(argv[1]);
     const double t = atof(argv[2]);
-    double q[NQ], v[NQ], trig[2 * NQ], warm[FMIGEN_DIM(NWARM)], qdd[FMIGEN_DIM(NI)];
+    double q[NQ], v[NQ], trig[2 * NQ], sol[FMIGEN_DIM(NSOL)], qdd[FMIGEN_DIM(NI)];
+    FmigenBase base = {0};
     for (int i = 0; i < NQ; i++) { q[i] = NAN; v[i] = NAN; }
     for (int i = 0; i < 2 * NQ; i++) trig[i] = NAN;
     for (int k = 0; k < NI; k++) {
         q[fmigen_independent[k]] = atof(argv[3 + k]);
         v[fmigen_independent[k]] = atof(argv[3 + NI + k]);
     }
-    if (NWARM) memcpy(warm, fmigen_warm_start, NWARM * sizeof(double));
-    int k = fmigen_kinematics(t, q, fmigen_p_default, warm, trig);
+    /* no previous solution: the prediction is the build-time start */
+    if (NSOL) memcpy(base.sol, fmigen_sol_start, NSOL * sizeof(double));
+    memcpy(base.q, fmigen_q_start, sizeof base.q);
+    int k = fmigen_kinematics(t, q, fmigen_p_default, &base, sol, trig);
     if (!k && angles) fmigen_kinematic_angles(q, trig);
     int e = k ? -1 : fmigen_embedded_rhs(t, q, v, fmigen_p_default, fmigen_u_default, trig, qdd);
     printf("%d %d\n", k, e);

@@ -27,7 +27,7 @@ int main(void) {
 
 def test_lu_solve_matches_numpy(tmp_path):
     (tmp_path / "model_config.h").write_text("#define NQ 1\n#define NC 0\n#define NI 1\n#define NP 0\n"
-                                             "#define NU 0\n#define NY 0\n#define NWARM 0\n")
+                                             "#define NU 0\n#define NY 0\n#define NSOL 0\n")
     (tmp_path / "h.c").write_text(HARNESS)
     exe = tmp_path / "lu"
     subprocess.run(["gcc", "-O2", "-std=c99", f"-I{tmp_path}", f"-I{RUNTIME}", str(tmp_path / "h.c"),

@@ -99,7 +99,7 @@ __attribute__((noinline, noclone)) int run_steps(FmigenCore *c, double *x, long 
         double t0 = 0.0;
         if (step_ns) t0 = seconds(clock);
         if (peak) { double r = violation(c, x, t); if (r > *peak) *peak = r; }
-        if (fmigen_core_rhs(c, t, x, k1)) { fprintf(stderr, "step %ld: %s\n", s, c->message); return 1; }
+        if (fmigen_core_rhs_accept(c, t, x, k1)) { fprintf(stderr, "step %ld: %s\n", s, c->message); return 1; }
         for (int i = 0; i < NX; i++) x[i] += hs * k1[i];
         if (step_ns) step_ns[s] = 1e9 * (seconds(clock) - t0);
     }
@@ -170,16 +170,17 @@ __attribute__((noinline, noclone)) int run_kinematic(FmigenCore *c, long nsteps,
     fprintf(stderr, "the kinematic run is for the embedded formulations\n");
     return 1;
 #else
-    double trig[2 * NQ];
+    double trig[2 * NQ], sol[FMIGEN_DIM(NSOL)];
     for (long s = 0; s < nsteps; s++) {
         const double t = (double)s * c->h;
         for (int k = 0; k < NI; k++) {
             c->q[fmigen_independent[k]] = qi[s * NI + k];
             c->v[fmigen_independent[k]] = vi[s * NI + k];
         }
-        int e = fmigen_kinematics(t, c->q, c->p, c->warm, trig);
+        int e = fmigen_kinematics(t, c->q, c->p, &c->base, sol, trig);
         if (!e) e = fmigen_embedded_velocities(t, c->q, c->v, c->p, c->u, trig);
         if (e) { fprintf(stderr, "kinematic step %ld (t=%g): failure %d\n", s, t, e); return 1; }
+        fmigen_base_accept(&c->base, t, c->q, c->v, sol);  /* as an FMU step's commit */
         fmigen_kinematic_angles(c->q, trig);   /* every angle, as a Newton formulation gives */
         if (peak) {
             double phi[FMIGEN_DIM(NC)];

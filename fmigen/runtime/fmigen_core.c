@@ -147,18 +147,36 @@ void fmigen_core_init(FmigenCore *c, int solver)
     memcpy(c->v, fmigen_v_start, sizeof c->v);
     if (NP) memcpy(c->p, fmigen_p_default, NP * sizeof(double));
     if (NU) memcpy(c->u, fmigen_u_default, NU * sizeof(double));
-    if (NWARM) memcpy(c->warm, fmigen_warm_start, NWARM * sizeof(double));
+    /* the prediction of the first assembly is the build-time start */
+    c->base.continuity = 0;
+    if (NSOL) memcpy(c->base.sol, fmigen_sol_start, NSOL * sizeof(double));
+    memcpy(c->base.q, fmigen_q_start, sizeof c->base.q);
     c->solver = solver;
     fmigen_formulation_init(c);
 }
 
-static int kinematics(FmigenCore *c, double t, double *q, double *trig)
+static int kinematics(FmigenCore *c, double t, double *q, double *trig, double *sol)
 {
-    int k = fmigen_kinematics(t, q, c->p, c->warm, trig);
-    if (k) snprintf(c->message, sizeof c->message,
-                    "singular configuration at t=%.9g: no regular solution for %s "
-                    "(leading coefficient or discriminant vanishes)", t, fmigen_kinematics_failure[k]);
+    int k = fmigen_kinematics(t, q, c->p, &c->base, sol, trig);
+    if (k) {
+        /* name the block and the configuration it was asked for */
+        int n = snprintf(c->message, sizeof c->message, "singular configuration at t=%.9g (", t);
+        for (int i = 0; i < NI && n > 0 && (size_t)n < sizeof c->message; i++)
+            n += snprintf(c->message + n, sizeof c->message - (size_t)n, "%s%s=%.9g", i ? ", " : "",
+                          fmigen_coordinate_names[fmigen_independent[i]], q[fmigen_independent[i]]);
+        if (n > 0 && (size_t)n < sizeof c->message)
+            snprintf(c->message + n, sizeof c->message - (size_t)n, "): %s", fmigen_kinematics_failure[k]);
+    }
     return k;
+}
+
+void fmigen_base_accept(FmigenBase *b, double t, const double *q, const double *v, const double *sol)
+{
+    b->continuity = 1;
+    b->t = t;
+    if (NSOL) memcpy(b->sol, sol, NSOL * sizeof(double));
+    memcpy(b->q, q, sizeof b->q);
+    memcpy(b->v, v, sizeof b->v);
 }
 
 #if !FMIGEN_FORMULATION
@@ -193,19 +211,20 @@ static int velocities(FmigenCore *c, double t, const double *q, double *v, const
     return k;
 }
 
-int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
+static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
 {
 #if FMIGEN_FORMULATION
+    (void)accept;
     return fmigen_augmented_rhs(c, t, x, dx);   /* fmigen_augmented.c, x = [q, v] */
 #else
-    double q[NQ], v[NQ], trig[2 * NQ];
+    double q[NQ], v[NQ], trig[2 * NQ], sol[FMIGEN_DIM(NSOL)];
     for (int k = 0; k < NI; k++) v[fmigen_independent[k]] = x[NI + k];
     if (solved_matches(c, t, x)) {
         memcpy(q, c->solved.q, sizeof q);
         memcpy(trig, c->solved.trig, sizeof trig);
     } else {
         for (int k = 0; k < NI; k++) q[fmigen_independent[k]] = x[k];
-        if (kinematics(c, t, q, trig)) return 1;
+        if (kinematics(c, t, q, trig, sol)) return 1;
     }
     /* the generated embedding (codegen_embedding.py): v_d, then q̈_i */
     int k = fmigen_embedded_rhs(t, q, v, c->p, c->u, trig, dx + NI);
@@ -219,8 +238,20 @@ int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
         snprintf(c->message, sizeof c->message, "non-finite state derivative at t=%.9g", t);
         return 1;
     }
+    /* (a memo hit's solution is the base already) */
+    if (accept && !solved_matches(c, t, x)) fmigen_base_accept(&c->base, t, q, v, sol);
     return 0;
 #endif
+}
+
+int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
+{
+    return rhs(c, t, x, dx, 0);
+}
+
+int fmigen_core_rhs_accept(FmigenCore *c, double t, const double *x, double *dx)
+{
+    return rhs(c, t, x, dx, 1);
 }
 
 int fmigen_core_assemble(FmigenCore *c)
@@ -233,9 +264,11 @@ int fmigen_core_assemble(FmigenCore *c)
     /* zeroed: the sequence fills the entries of angles only, and the memo
      * keeps the whole array in the FMU state (serialized bytes must not
      * carry stack garbage) */
-    double trig[2 * NQ] = {0};
-    if (kinematics(c, c->t, c->q, trig)) return 1;
+    double trig[2 * NQ] = {0}, sol[FMIGEN_DIM(NSOL)] = {0};
+    if (kinematics(c, c->t, c->q, trig, sol)) return 1;
     if (velocities(c, c->t, c->q, c->v, trig)) return 1;
+    /* the accepted solution: the next solve predicts from it */
+    fmigen_base_accept(&c->base, c->t, c->q, c->v, sol);
 #if FMIGEN_FORMULATION
     /* the start of an augmented formulation: it integrates every angle */
     fmigen_kinematic_angles(c->q, trig);
@@ -247,6 +280,7 @@ int fmigen_core_assemble(FmigenCore *c)
     if (NP) memcpy(m->p, c->p, NP * sizeof(double));
     memcpy(m->q, c->q, sizeof m->q);
     memcpy(m->trig, trig, sizeof m->trig);
+    memcpy(m->sol, sol, sizeof m->sol);
 #endif
     c->observe_pending = 1;
     return 0;
@@ -274,7 +308,10 @@ void fmigen_core_observe(FmigenCore *c)
 static int one_step(FmigenCore *c, double *x, double t, double h)
 {
     double k1[FMIGEN_NX];
-    if (fmigen_core_rhs(c, t, x, k1)) return 1;
+    /* the step's start is a state of the trajectory: its solve becomes the
+     * base the later stages and the next step continue (a memo hit, after
+     * a commit, is that base already) */
+    if (rhs(c, t, x, k1, 1)) return 1;
     if (c->solver == FMIGEN_EULER) {
         for (int i = 0; i < FMIGEN_NX; i++) x[i] += h * k1[i];
         return 0;
