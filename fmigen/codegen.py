@@ -268,7 +268,7 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
     out.append("    const int check = base->continuity;")
     # how far the independent coordinates moved from the base, in unit
     # scales: a kinematic FMU's inputs may jump, and continuity is relative
-    dq = " + ".join(f"fabs(q[{k}] - base->q[{k}]) / {float(scales[k])!r}" for k in emb.independent) or "0.0"
+    dq = " + ".join(f"fabs(q[{k}] - base->q[{k}]) * {1.0 / float(scales[k])!r}" for k in emb.independent) or "0.0"
     out.append(f"    const double dqi = {dq};")
     for k in sorted(trig_angles & set(emb.independent)):
         # through a local: gcc then makes one sincos call of the pair
@@ -334,15 +334,13 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
                 tmp = f"k{bi}_{si}_{step.variable}_"
                 coeff_names = [f"a{d}" for d in range(step.degree, -1, -1)]
                 out.append(f"                {{ /* {step.variable}: degree {step.degree} */")
-                lead_scale = abs_sum(step.coeffs[0])
-                scale_ok = len(sp.Add.make_args(lead_scale)) <= 40
+                lead_scale = switch_scale(tb, step)
                 out.append(assignments([f"const double {nm}" for nm in coeff_names] +
-                                       (["const double lead_scale"] if scale_ok else []),
-                                       step.coeffs + ([lead_scale] if scale_ok else []),
+                                       (["const double lead_scale"] if lead_scale is not None else []),
+                                       step.coeffs + ([lead_scale] if lead_scale is not None else []),
                                        indent="                    ", tmp=tmp))
-                if not scale_ok:
-                    out.append("                    const double lead_scale = 0.0;")
-                out.append(f"                    if (!(fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale)) break;")
+                if lead_scale is not None:
+                    out.append(f"                    if (!(fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale)) break;")
                 var = step.variable
                 if step.degree == 1:
                     out.append(f"                    if (fmigen_linear(a1, a0, &{var})) break;")
@@ -369,18 +367,17 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         out.append("            }")
         out.append("            if (!ok) continue;")
         # --- verification: the block's own polynomials, relative ----------
-        polys = [*tb.polys, *tb.circles]
+        polys, pscales = verification(tb)
         out.append("            {")
         out.append(f"                double rv[{len(polys)}], rs[{len(polys)}];")
         out.append(assignments([f"rv[{k}]" for k in range(len(polys))] + [f"rs[{k}]" for k in range(len(polys))],
-                               polys + [abs_sum(e) for e in polys], indent="                ",
+                               polys + pscales, indent="                ",
                                tmp=f"v{bi}_"))
-        out.append("                double res = 0.0;")
-        out.append(f"                for (int k = 0; k < {len(polys)}; k++) "
-                   "res = fmigen_max(res, fabs(rv[k]) / (rs[k] + 1e-300));")
-        out.append("                if (!(res <= FMIGEN_SEQ_TOL)) {")
+        # |P_k| ≤ tol·scale_k for every k (no division; NaN fails)
+        within = lambda tol: " && ".join(f"fabs(rv[{k}]) <= {tol} * rs[{k}]" for k in range(len(polys)))  # noqa: E731
+        out.append(f"                if (!({within('FMIGEN_SEQ_TOL')})) {{")
         out.append("                    ok = 0;")
-        out.append("                    if (res <= FMIGEN_POLISH_TOL) { /* polish: Newton from the result */")
+        out.append(f"                    if ({within('FMIGEN_POLISH_TOL')}) {{ /* polish: Newton from the result */")
         for i, kind, vs, _ in layout:
             out.append(f"                        q[{i}] = " + (f"atan2({vs[0]}, {vs[1]});" if kind == "angle"
                                                              else f"{vs[0]};"))
@@ -422,6 +419,27 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
     code += _function("void fmigen_kinematic_angles(double *q, const double *trig)",
                       "\n".join(angles + ["    (void)q; (void)trig;"]))
     return code, sol_start
+
+
+def switch_scale(tb, step):
+    """What a step's leading coefficient is compared with at run time
+    (|a| > FMIGEN_SWITCH_COND · scale, else the next sequence takes over):
+    the sum of its terms' magnitudes.  None, and no check, where switching
+    cannot help or cannot happen: a block with one sequence (its vanishing
+    coefficient is caught by the residual check and solved by Newton), a
+    constant coefficient, or one of more than 40 terms."""
+    lead = sp.sympify(step.coeffs[0])
+    if len(tb.sequences) < 2 or not lead.free_symbols:
+        return None
+    scale = abs_sum(lead)
+    return scale if len(sp.Add.make_args(scale)) <= 40 else None
+
+
+def verification(tb):
+    """The polynomials a block's result must satisfy and the scale each is
+    relative to: the sum of its terms' magnitudes; 2 for s² + c² − 1
+    (s² + c² + 1 at any result that could pass)."""
+    return [*tb.polys, *tb.circles], [abs_sum(p) for p in tb.polys] + [sp.Integer(2)] * len(tb.circles)
 
 
 def _trig_from_q(out, unknowns, trig_angles):

@@ -67,10 +67,9 @@ from pathlib import Path
 import sympy as sp
 
 from . import codegen, fmu, structure
-from .codegen import SymbolMap
+from .codegen import SymbolMap, switch_scale, verification
 from .codegen_embedding import structure_tables
 from .model import ModelError
-from .triangular import abs_sum
 
 
 def _c_define(name, path="fmigen_runtime.h"):
@@ -921,7 +920,7 @@ def kinematics_source(emb, tri, sm):
             f"{ind}b_sol, b_q, b_v = base['sol'], base['q'], base['v']",
             f"{ind}dt = t - base['t']",
             f"{ind}check = base['continuity']"]
-    dq = " + ".join(f"fabs(q[{k}] - b_q[{k}]) / {float(scales[k])!r}" for k in emb.independent) or "0.0"
+    dq = " + ".join(f"fabs(q[{k}] - b_q[{k}]) * {1.0 / float(scales[k])!r}" for k in emb.independent) or "0.0"
     out.append(f"{ind}dqi = {dq}")
     for k in sorted(trig_angles & set(emb.independent)):
         out += [f"{ind}_a = q[{k}]", f"{ind}trig[{2 * k}] = sin(_a)", f"{ind}trig[{2 * k + 1}] = cos(_a)"]
@@ -986,13 +985,12 @@ def kinematics_source(emb, tri, sm):
                 tmp = f"k{bi}_{si}_{step.variable}_"
                 coeff_names = [f"a{d}" for d in range(step.degree, -1, -1)]
                 out.append(f"{i3}# {step.variable}: degree {step.degree}")
-                lead_scale = abs_sum(step.coeffs[0])
-                scale_ok = len(sp.Add.make_args(lead_scale)) <= 40
-                out += assignments(coeff_names + (["lead_scale"] if scale_ok else []),
-                                   step.coeffs + ([lead_scale] if scale_ok else []), indent=i3, tmp=tmp)
-                if not scale_ok:
-                    out.append(f"{i3}lead_scale = 0.0")
-                out.append(f"{i3}if not (fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale): break")
+                lead_scale = switch_scale(tb, step)
+                out += assignments(coeff_names + (["lead_scale"] if lead_scale is not None else []),
+                                   step.coeffs + ([lead_scale] if lead_scale is not None else []),
+                                   indent=i3, tmp=tmp)
+                if lead_scale is not None:
+                    out.append(f"{i3}if not (fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale): break")
                 var = step.variable
                 if step.degree == 1:
                     out.append(f"{i3}_st, {var} = linear(a1, a0)")
@@ -1014,19 +1012,16 @@ def kinematics_source(emb, tri, sm):
         out.append(f"{i3}break")
         out.append(f"{i1}if not _ok: continue")
         # --- verification: the block's own polynomials, relative ---
-        polys = [*tb.polys, *tb.circles]
+        polys, pscales = verification(tb)
         out.append(f"{i1}_rv = [0.0] * {len(polys)}")
         out.append(f"{i1}_rs = [0.0] * {len(polys)}")
         out += assignments([f"_rv[{k}]" for k in range(len(polys))] + [f"_rs[{k}]" for k in range(len(polys))],
-                           polys + [abs_sum(e) for e in polys], indent=i1, tmp=f"v{bi}_")
-        out.append(f"{i1}_res = 0.0")
-        out.append(f"{i1}for _k in range({len(polys)}):")
-        # fmigen_max(a, b) = a > b ? a : b (a NaN b wins, a NaN a loses)
-        out.append(f"{i2}_x = fabs(_rv[_k]) / (_rs[_k] + 1e-300)")
-        out.append(f"{i2}_res = _res if _res > _x else _x")
-        out.append(f"{i1}if not (_res <= FMIGEN_SEQ_TOL):")
+                           polys + pscales, indent=i1, tmp=f"v{bi}_")
+        # codegen: |P_k| ≤ tol·scale_k for every k (no division; NaN fails)
+        within = lambda tol: " and ".join(f"fabs(_rv[{k}]) <= {tol} * _rs[{k}]" for k in range(len(polys)))  # noqa: E731
+        out.append(f"{i1}if not ({within('FMIGEN_SEQ_TOL')}):")
         out.append(f"{i2}_ok = 0")
-        out.append(f"{i2}if _res <= FMIGEN_POLISH_TOL:  # polish: Newton from the result")
+        out.append(f"{i2}if {within('FMIGEN_POLISH_TOL')}:  # polish: Newton from the result")
         for i, kind, vs, _ in layout:
             out.append(f"{i3}q[{i}] = " + (f"atan2({vs[0]}, {vs[1]})" if kind == "angle" else f"{vs[0]}"))
         out += _newton_lines(emb, tb, sm, f"{bi}_p", "4", i3)
