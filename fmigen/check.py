@@ -11,7 +11,8 @@ it reports
 - **physical singularities** of the partition: where a continuation path
   stops because Φ_d, the constraint Jacobian of the dependent coordinates,
   is singular (a dead centre, a limit of the workspace), with the
-  independent coordinates that are regular there (paper 004's switch);
+  independent coordinates that are regular there and, when the mechanism
+  declares ``switch_independent``, the set the FMU switches to (paper 004);
 - **branch consistency**: the generated C kinematics, compiled and called
   along every sweep path as a run would call it (each solve continuing the
   one before), against the continuation's configurations.
@@ -170,7 +171,17 @@ def check(spec, use_cache=True, log=None) -> dict:
     physical = []
     for p in sweep.physical:
         q = np.array([p["configuration"][n] for n in dae.names])
-        physical.append({**p, "regular_independent": regular_partition(dae, q)})
+        entry = {**p, "regular_independent": regular_partition(dae, q), "switching": None}
+        # the mechanism's own switch sets (paper 004): the best-conditioned one there
+        J = dae.numeric.Phi_q(0.0, q)
+        best = None
+        for names in mech.switch_independent or []:
+            dep = [i for i in range(dae.n) if dae.names[i] not in names]
+            cond = float(np.linalg.cond(J[:, dep]))
+            if best is None or cond < best["condition_number"]:
+                best = {"independent": list(names), "condition_number": cond}
+        entry["switching"] = best
+        physical.append(entry)
     branch = branch_consistency(compiled, sweep, log)
     return {"mechanism": mech.name,
             "independent": [dae.names[i] for i in compiled.partition.independent],
@@ -208,6 +219,10 @@ def format_report(r: dict) -> str:
         cond = f"cond(Φ_d) {p['condition_number']:.3g}" if p["condition_number"] else "Φ_d singular"
         lines.append(f"    at {at}: {p['kind']} ({cond}); regular there with independent "
                      f"{', '.join(p['regular_independent'])}")
+        if p["switching"]:
+            sw = p["switching"]
+            lines.append(f"      the FMU switches to {', '.join(sw['independent'])} (cond(Φ_d) there "
+                         f"{sw['condition_number']:.3g}; Co-Simulation)")
     lines.append(f"  branch consistency of the generated kinematics: max deviation "
                  f"{r['branch_max_deviation']:.3g}" + ("" if r["branch_consistent"] else
                                                          f", {len(r['branch_failures'])} failure(s)"))

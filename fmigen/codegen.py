@@ -458,9 +458,58 @@ def _vars_from_q(layout, ind):
     return lines
 
 
-def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shared=None) -> GeneratedModel:
+#: the generated names each partition has its own copy of
+PARTITION_SYMBOLS = ("fmigen_kinematics_failure", "fmigen_kinematics", "fmigen_kinematic_angles",
+                     "fmigen_embedded_velocities", "fmigen_embedded_rhs", "fmigen_independent",
+                     "fmigen_dependent", "fmigen_sol_start", "fmigen_sol_layout")
+
+
+def sol_layout(dae, tri) -> list[tuple[int, int]]:
+    """Per slot of the solution vector: (coordinate, 0 sin / 1 cos / 2 the
+    value), in the order ``kinematics_code`` assigns the slots."""
+    from .workspace import unit_scales
+    out = []
+    for tb in tri.blocks:
+        for i, kind, _, _ in _block_layout(dae, tb, unit_scales(dae)):
+            out += [(i, 0), (i, 1)] if kind == "angle" else [(i, 2)]
+    return out
+
+
+def _partition_code(emb, tri, sm, trig, suffix, shared=None):
+    """Kinematics, embedding and tables of one partition; names suffixed
+    (``_p1``...) for an alternative one (coordinate switching)."""
+    import re
+    kin, sol_start = kinematics_code(emb, tri, sm, trig)
+    if shared is not None and "embedding" in shared:
+        embedding = shared["embedding"]
+    else:
+        embedding = embedding_code(emb, tri, sm, trig[1])
+        if shared is not None:
+            shared["embedding"] = embedding
+    layout = [x for pair in sol_layout(emb.dae, tri) for x in pair]
+    code = "\n".join([kin, embedding,
+                      _arr("int", "fmigen_independent", emb.independent, str),
+                      _arr("int", "fmigen_dependent", emb.dependent, str),
+                      _arr("double", "fmigen_sol_start", sol_start),
+                      _arr("int", "fmigen_sol_layout", layout, str), ""])
+    if suffix:
+        code = re.sub(r"\b(" + "|".join(PARTITION_SYMBOLS) + r")\b", r"\1" + suffix, code)
+        # the alternative's functions are reached through fmigen_partitions only
+        code = re.sub(r"^(int|void|const) (fmigen_\w+" + suffix + r")", r"static \1 \2", code, flags=re.M)
+    return code, len(sol_start)
+
+
+def _arr(ctype, name, values, fmt=repr):
+    vals = ", ".join(fmt(v) for v in values) or "0"
+    return f"const {ctype} {name}[] = {{{vals}}};"
+
+
+def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shared=None,
+             alternatives=()) -> GeneratedModel:
     """model.c and model_config.h.  ``shared``: a dict kept across calls for
-    the same embedding and partition (several kinematics formulations)."""
+    the same embedding and partition (several kinematics formulations).
+    ``alternatives``: (embedding, triangularization) of further partitions
+    the FMU may switch to (``Mechanism.switch_independent``)."""
     dae = emb.dae
     mech = dae.mechanism
     sm = SymbolMap(emb)
@@ -471,10 +520,12 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     if tols:
         parts += ["#ifndef FMIGEN_NEWTON_TOL", f"#define FMIGEN_NEWTON_TOL {min(tols)!r}", "#endif", ""]
     trig = trig_plan(emb)
-    kin, sol_start = kinematics_code(emb, tri, sm, trig)
-    nwarm = len(sol_start)
-    parts.append(kin)
-
+    code0, nwarm = _partition_code(emb, tri, sm, trig, "", shared)
+    parts.append(code0)
+    for k, (emb_k, tri_k) in enumerate(alternatives, start=1):
+        code_k, nsol_k = _partition_code(emb_k, tri_k, SymbolMap(emb_k), trig_plan(emb_k), f"_p{k}")
+        parts.append(code_k)
+        nwarm = max(nwarm, nsol_k)
     def matrix_fn(name, sig, M):
         prelude, subs = _sincos_prelude(list(M), dae)
         flat = [sm(sp.sympify(e).xreplace(subs)) for e in M]
@@ -484,31 +535,27 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
 
     sig = "double t, const double *q, const double *v, const double *p, const double *u"
     parts.append(matrix_fn("fmigen_phi", sig, dae.Phi))
-    # the embedding depends on the model and partition only, not on the
-    # kinematics formulation: ``shared`` (fmigen bench) keeps it across them
-    if shared is not None and "embedding" in shared:
-        parts.append(shared["embedding"])
-    else:
-        parts.append(embedding_code(emb, tri, sm, trig[1]))
-        if shared is not None:
-            shared["embedding"] = parts[-1]
     parts.append(matrix_fn("fmigen_outputs", sig, sp.Matrix(list(dae.outputs.values()))
                            if dae.outputs else sp.Matrix([])))
 
-    def arr(ctype, name, values, fmt=repr):
-        vals = ", ".join(fmt(v) for v in values) or "0"
-        return f"const {ctype} {name}[] = {{{vals}}};"
-
+    arr = _arr
+    from .workspace import unit_scales
+    table = []
+    for k, (emb_k, tri_k) in enumerate([(emb, tri), *alternatives]):
+        sx = f"_p{k}" if k else ""
+        table.append(f"    {{fmigen_kinematics{sx}, fmigen_kinematic_angles{sx}, fmigen_embedded_velocities{sx}, "
+                     f"fmigen_embedded_rhs{sx}, fmigen_independent{sx}, fmigen_dependent{sx}, "
+                     f"fmigen_kinematics_failure{sx}, fmigen_sol_start{sx}, fmigen_sol_layout{sx}, "
+                     f"{len(sol_layout(dae, tri_k))}}}")
+    parts.append("const FmigenPartition fmigen_partitions[] = {\n" + ",\n".join(table) + "\n};")
     start = tri.start
     q0 = [start[nm] for nm in dae.names]
     v0 = [c_.velocity_start for c_ in mech.coordinates]
-    parts += [arr("int", "fmigen_independent", emb.independent, str),
-              arr("int", "fmigen_dependent", emb.dependent, str),
-              arr("double", "fmigen_q_start", q0),
+    parts += [arr("double", "fmigen_q_start", q0),
               arr("double", "fmigen_v_start", v0),
               arr("double", "fmigen_p_default", dae.tunable_values),
               arr("double", "fmigen_u_default", dae.input_values),
-              arr("double", "fmigen_sol_start", sol_start),
+              arr("double", "fmigen_unit_scale", [float(x) for x in unit_scales(dae)]),
               "const char *const fmigen_coordinate_names[] = {"
               + ", ".join(f'"{nm}"' for nm in dae.names) + "};", ""]
     model_c = "\n".join(parts)
@@ -522,6 +569,7 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
         f"#define NQ {n}", f"#define NC {m}", f"#define NI {f}",
         f"#define NP {max(len(dae.tunable), 0)}", f"#define NU {len(dae.inputs)}",
         f"#define NY {len(dae.outputs)}", f"#define NSOL {nwarm}",
+        f"#define NPART {1 + len(alternatives)}",
         f"#define FMIGEN_KINEMATIC {int(mech.kinematic)}",
         # rheonomic constraints (a kinematic drive): the solve depends on t
         f"#define FMIGEN_KINEMATICS_TIME {int(any(sp.sympify(e).has(t) for e in dae.Phi))}",

@@ -101,6 +101,12 @@ class Mechanism:
     #: and its period P (s).  None: the mechanism has no kinematic run.
     kinematic_drive: dict[str, float] | None = None
     kinematic_drive_period: float = 3.0
+    #: Coordinate switching (paper 004): further sets of independent
+    #: coordinates, each of length ``dof``, that a Co-Simulation FMU may take
+    #: over when the active set approaches a singularity of its Φ_d (a dead
+    #: centre).  ``fmigen check`` reports the sets that are regular where a
+    #: sweep path stops.  None or []: no switching.
+    switch_independent: list[list[str]] | None = None
 
     def __post_init__(self):
         self.world = me.ReferenceFrame("N")

@@ -70,6 +70,23 @@ def choose_partition(dae: DAE) -> Partition:
     return Partition(indep, dep, block_decomposition(dae, indep, dep))
 
 
+def partition_with(dae: DAE, names: list[str]) -> Partition:
+    """The partition with the given independent coordinates (an alternative
+    set for coordinate switching): no rank test at the start, where the set
+    need not be regular; its start assembly (``triangular.choose_branches``)
+    is."""
+    mech = dae.mechanism
+    for name in names:
+        if name not in dae.names:
+            raise ModelError(f"switch_independent: '{name}' is not a coordinate of '{mech.name}'")
+    if len(names) != dae.n - dae.m:
+        raise ModelError(f"switch_independent: {names} has {len(names)} coordinates, but '{mech.name}' "
+                         f"has {dae.n - dae.m} degrees of freedom")
+    indep = [dae.names.index(x) for x in names]
+    dep = [i for i in range(dae.n) if i not in indep]
+    return Partition(indep, dep, block_decomposition(dae, indep, dep))
+
+
 def block_decomposition(dae: DAE, indep: list[int], dep: list[int]) -> list[Block]:
     m = dae.m
     if not dep:

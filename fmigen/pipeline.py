@@ -17,7 +17,7 @@ from . import codegen, fmu
 from .dae import DAE, build_dae
 from .embed import Embedding, embed
 from .model import Mechanism, ModelError
-from .partition import Partition, choose_partition
+from .partition import Partition, choose_partition, partition_with
 from .triangular import Triangularization, triangularize
 
 MECHANISMS_DIR = Path(__file__).resolve().parent.parent / "mechanisms"
@@ -85,10 +85,19 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     log("[3/5] triangularizing the constraint blocks")
     tri = triangularize(dae, part, order=order, use_cache=use_cache, log=lambda m: log("      " + m),
                         kinematics=kinematics, newton_tol=newton_tol)
+    alternatives = []
+    for names in (mech.switch_independent or []):
+        # coordinate switching (paper 004): each further set of independent
+        # coordinates gets its own kinematics and embedding in the FMU
+        part_k = partition_with(dae, list(names))
+        log(f"      coordinate switching: independent {list(names)}, {len(part_k.blocks)} block(s)")
+        tri_k = triangularize(dae, part_k, use_cache=use_cache, log=lambda m: log("      " + m),
+                              kinematics=kinematics, newton_tol=newton_tol, guesses=tri.start)
+        alternatives.append((embed(dae, part_k), tri_k))
     times["triangular"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     log("[4/5] generating C")
-    gen = codegen.generate(emb, tri, mech.name)
+    gen = codegen.generate(emb, tri, mech.name, alternatives=alternatives)
     times["codegen"] = time.perf_counter() - t2
     return Compiled(mech, dae, part, emb, tri, gen, times)
 

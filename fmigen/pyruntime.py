@@ -1246,6 +1246,10 @@ def build_python_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use
         mech = prepare_mechanism(spec_or_mech, log)
         compiled = compile_model(mech, order=order, use_cache=use_cache, log=log, kinematics=kinematics,
                                  newton_tol=newton_tol)
+    if compiled.mechanism.switch_independent:
+        # the Python twin mirrors one partition's kinematics and embedding
+        log("warning: the Python runtime does not switch coordinates (switch_independent); near a "
+            "singularity of the declared partition it returns fmi2Discard naming the block")
     t0 = time.perf_counter()
     log(f"[5/5] generating Python and packaging {out} with pythonfmu")
     path = package(compiled, Path(out), solver=solver, step=step)

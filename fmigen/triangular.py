@@ -34,6 +34,7 @@ Per block:
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,6 +97,8 @@ class TriangularBlock:
     alternatives: list[Sequence] = field(default_factory=list)
     #: the circle identities s² + c² − 1 of the block's angles
     circles: list[sp.Expr] = field(default_factory=list)
+    #: how long the primary sequence took to build (basis and extraction)
+    seconds: float = 0.0
     #: swept configurations where the primary sequence, evaluated in double
     #: precision, misses by more than COVER_ERROR without a vanishing
     #: coefficient (huge Gröbner coefficients cancelling; the run-time
@@ -269,12 +272,13 @@ def extract(basis, variables, block_name) -> list[Step]:
 
 def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
                   use_cache=True, log=None, timeout=60.0, kinematics="groebner",
-                  newton_tol=None, cover=True) -> Triangularization:
+                  newton_tol=None, cover=True, guesses=None) -> Triangularization:
     """``cover``: sweep the workspace and add alternative sequences where the
-    primary one degenerates (``cover_workspace``)."""
+    primary one degenerates (``cover_workspace``).  ``guesses``: coordinate
+    values that pick the start assembly (default: the mechanism's starts)."""
     log = log or (lambda msg: None)
     if kinematics != "groebner":
-        return newton_formulation(dae, part, kinematics, newton_tol, log)
+        return newton_formulation(dae, part, kinematics, newton_tol, log, guesses)
     order = order or dae.mechanism.groebner_order
     forced = [set(b) for b in (getattr(dae.mechanism, "newton_blocks", None) or [])]
     counter = [0]
@@ -286,6 +290,7 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
             log(f"block {name}: Newton iteration (forced by the mechanism)")
             tblocks.append(newton_block(b, "forced by the mechanism"))
             continue
+        t_block = time.perf_counter()
         block_order = _block_order(dae, b, order) if order else None
         variables, polys, circles, recover, known_ring = polynomialize(dae, b, block_order)
         ring = [*variables, *known_ring]
@@ -305,9 +310,10 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
                              f"{[dae.constraint_names[j] for j in b.equations]} have no common solution")
         steps = extract(basis, variables, name)
         tblocks.append(TriangularBlock(b, "groebner", variables, abstractions, steps, recover, apolys,
-                                       known_ring, circles=circles))
+                                       known_ring, circles=circles,
+                                       seconds=time.perf_counter() - t_block))
     tri = Triangularization(tblocks, part)
-    choose_branches(dae, tri)
+    choose_branches(dae, tri, guesses)
     if cover:
         cover_workspace(dae, tri, use_cache=use_cache, log=log, timeout=min(timeout, 30.0))
     return tri
@@ -321,7 +327,8 @@ def newton_block(b: Block, reason: str) -> TriangularBlock:
     return TriangularBlock(b, "newton", [], {}, [], {}, reason=reason)
 
 
-def newton_formulation(dae: DAE, part: Partition, kinematics: str, tol=None, log=None) -> Triangularization:
+def newton_formulation(dae: DAE, part: Partition, kinematics: str, tol=None, log=None,
+                       guesses=None) -> Triangularization:
     """The iterative alternatives to Gröbner (paper 000, §4.1 approaches 2
     and 3), for benchmarks: "newton" merges every block into one Newton block
     over all dependent coordinates; "newton-loop" solves each block (loop) by
@@ -349,7 +356,7 @@ def newton_formulation(dae: DAE, part: Partition, kinematics: str, tol=None, log
         tb.tol = tol
         tblocks.append(tb)
     tri = Triangularization(tblocks, part)
-    choose_branches(dae, tri)
+    choose_branches(dae, tri, guesses)
     return tri
 
 
@@ -468,10 +475,10 @@ def assemble(dae: DAE, tri: Triangularization, qi: dict, tt=0.0, choose_from=Non
     return q
 
 
-def choose_branches(dae: DAE, tri: Triangularization):
+def choose_branches(dae: DAE, tri: Triangularization, guesses=None):
     """Pick each square-root sign so the assembly is nearest the user's guesses,
     then check that the assembled start satisfies every constraint."""
-    guesses = {c.name: c.start for c in dae.mechanism.coordinates}
+    guesses = guesses or {c.name: c.start for c in dae.mechanism.coordinates}
     qi = {dae.names[i]: guesses[dae.names[i]] for i in tri.partition.independent}
     q = assemble(dae, tri, qi, 0.0, choose_from=guesses, warm=guesses)
     qv = np.array([q[n] for n in dae.names])
@@ -496,8 +503,11 @@ COVER_CONDITION = 1e-3
 #: (two roots closer than ~3e-5 of their scale: the nearest-root choice and
 #: its precision need a good prediction there)
 COVER_DISCRIMINANT = 1e-9
-#: at most this many other lex orders are tried per block
+#: at most this many other lex orders are tried per block, and no new one
+#: after this many seconds (a 4×4 block with a sextic takes minutes per order
+#: in sympy; what is left uncovered the run-time Newton fallback solves)
 MAX_CANDIDATE_ORDERS = 8
+COVER_BUDGET = 60.0
 
 
 def abs_sum(expr) -> sp.Expr:
@@ -678,8 +688,18 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None, 
             f"configurations; looking for alternative orders")
         uncovered = bad.copy()
         candidates = candidate_orders(dae, tb)[:MAX_CANDIDATE_ORDERS]
+        if tb.seconds > COVER_BUDGET / 2:
+            log(f"block {name}: no alternative orders tried (its primary sequence took {tb.seconds:.0f} s, "
+                f"one more would exceed the {COVER_BUDGET:g} s budget); the run-time Newton fallback "
+                "covers the degenerate configurations")
+            candidates = []
         scored = []
+        t_block = time.perf_counter()
         for order in candidates:
+            if time.perf_counter() - t_block > COVER_BUDGET:
+                log(f"block {name}: the search for alternative orders stopped after {COVER_BUDGET:g} s "
+                    f"({len(scored)} of {len(candidates)} tried)")
+                break
             seq = _alternative(tb, order, name, use_cache, log, timeout)
             if seq is None:
                 continue
@@ -733,7 +753,7 @@ def _singular_runs(dae, tri, tb, seq, bad, cond, worst):
                             "leading_coefficient": str(sp.factor(lead)) if len(str(lead)) < 400 else str(lead)[:400],
                             "at": {dae.names[i]: float(at[i]) for i in indep},
                             "located": "bisection" if zero is not None else "sweep point",
-                            "condition_over_threshold": float(cond[j]), "points": len(run), "index": int(j),
+                            "points": len(run), "index": int(j),
                             "covered_by": None})
                 run = []
     # the same singular point reached from both directions (angles mod 2π)

@@ -35,10 +35,8 @@ turn on either branch, and from θ = 1 on the other branch the crank would need
 54 N·m to climb it, while on this one 0.8 N·m suffices (max over the next turn
 of (V(θ) − V(1)) / (θ − 1)).  With 10 N·m the DAE reference gives 3.26 turns
 in 5 s and 4.40 in 6 s (crank speed 8.9 rad/s at 6 s); the crank passes
-θ = 1.0701 + 2πk first at t ≈ 0.22 s.
+θ = 1.0701 + 2πk first at t ≈ 0.228 s.
 """
-import math
-
 from sympy import cos, sin
 
 from fmigen.model import Mechanism

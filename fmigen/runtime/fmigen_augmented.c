@@ -48,8 +48,8 @@ void fmigen_state_get(const FmigenCore *c, double *x)
     memcpy(x + NQ, c->v, NQ * sizeof(double));
 #else
     for (int k = 0; k < NI; k++) {
-        x[k] = c->q[fmigen_independent[k]];
-        x[NI + k] = c->v[fmigen_independent[k]];
+        x[k] = c->q[FMIGEN_PART(c)->independent[k]];
+        x[NI + k] = c->v[FMIGEN_PART(c)->independent[k]];
     }
 #endif
 }
@@ -61,8 +61,8 @@ void fmigen_state_set(FmigenCore *c, const double *x)
     memcpy(c->v, x + NQ, NQ * sizeof(double));
 #else
     for (int k = 0; k < NI; k++) {
-        c->q[fmigen_independent[k]] = x[k];
-        c->v[fmigen_independent[k]] = x[NI + k];
+        c->q[FMIGEN_PART(c)->independent[k]] = x[k];
+        c->v[FMIGEN_PART(c)->independent[k]] = x[NI + k];
     }
 #endif
 }

@@ -157,15 +157,16 @@ void fmigen_core_init(FmigenCore *c, int solver)
 
 static int kinematics(FmigenCore *c, double t, double *q, double *trig, double *sol)
 {
-    int k = fmigen_kinematics(t, q, c->p, &c->base, sol, trig);
+    const FmigenPartition *P = FMIGEN_PART(c);
+    int k = P->kinematics(t, q, c->p, &c->base, sol, trig);
     if (k) {
         /* name the block and the configuration it was asked for */
         int n = snprintf(c->message, sizeof c->message, "singular configuration at t=%.9g (", t);
         for (int i = 0; i < NI && n > 0 && (size_t)n < sizeof c->message; i++)
             n += snprintf(c->message + n, sizeof c->message - (size_t)n, "%s%s=%.9g", i ? ", " : "",
-                          fmigen_coordinate_names[fmigen_independent[i]], q[fmigen_independent[i]]);
+                          fmigen_coordinate_names[P->independent[i]], q[P->independent[i]]);
         if (n > 0 && (size_t)n < sizeof c->message)
-            snprintf(c->message + n, sizeof c->message - (size_t)n, "): %s", fmigen_kinematics_failure[k]);
+            snprintf(c->message + n, sizeof c->message - (size_t)n, "): %s", P->failure[k]);
     }
     return k;
 }
@@ -191,7 +192,8 @@ void fmigen_base_accept(FmigenBase *b, double t, const double *q, const double *
 static int solved_matches(const FmigenCore *c, double t, const double *x)
 {
     const FmigenSolved *m = &c->solved;
-    if (!m->valid || (FMIGEN_KINEMATICS_TIME && memcmp(&m->t, &t, sizeof t) != 0)) return 0;
+    if (!m->valid || m->part != c->part || (FMIGEN_KINEMATICS_TIME && memcmp(&m->t, &t, sizeof t) != 0))
+        return 0;
     return memcmp(m->qi, x, NI * sizeof(double)) == 0 && (NP == 0 || memcmp(m->p, c->p, NP * sizeof(double)) == 0);
 }
 #endif
@@ -205,7 +207,7 @@ static const char *embedding_failure(int code)
 /* Given q (complete) and v_i in v, fill v_d (generated, codegen_embedding.py). */
 static int velocities(FmigenCore *c, double t, const double *q, double *v, const double *trig)
 {
-    int k = fmigen_embedded_velocities(t, q, v, c->p, c->u, trig);
+    int k = FMIGEN_PART(c)->velocities(t, q, v, c->p, c->u, trig);
     if (k) snprintf(c->message, sizeof c->message, "singular configuration at t=%.9g: %s", t,
                     embedding_failure(k));
     return k;
@@ -217,17 +219,18 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
     (void)accept;
     return fmigen_augmented_rhs(c, t, x, dx);   /* fmigen_augmented.c, x = [q, v] */
 #else
+    const FmigenPartition *P = FMIGEN_PART(c);
     double q[NQ], v[NQ], trig[2 * NQ], sol[FMIGEN_DIM(NSOL)];
-    for (int k = 0; k < NI; k++) v[fmigen_independent[k]] = x[NI + k];
+    for (int k = 0; k < NI; k++) v[P->independent[k]] = x[NI + k];
     if (solved_matches(c, t, x)) {
         memcpy(q, c->solved.q, sizeof q);
         memcpy(trig, c->solved.trig, sizeof trig);
     } else {
-        for (int k = 0; k < NI; k++) q[fmigen_independent[k]] = x[k];
+        for (int k = 0; k < NI; k++) q[P->independent[k]] = x[k];
         if (kinematics(c, t, q, trig, sol)) return 1;
     }
     /* the generated embedding (codegen_embedding.py): v_d, then q̈_i */
-    int k = fmigen_embedded_rhs(t, q, v, c->p, c->u, trig, dx + NI);
+    int k = P->rhs(t, q, v, c->p, c->u, trig, dx + NI);
     if (k) {
         snprintf(c->message, sizeof c->message, "singular configuration at t=%.9g: %s", t,
                  embedding_failure(k));
@@ -240,6 +243,10 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
     }
     /* (a memo hit's solution is the base already) */
     if (accept && !solved_matches(c, t, x)) fmigen_base_accept(&c->base, t, q, v, sol);
+#if FMIGEN_SWITCHING
+    /* the state's angles complete (deferred ones from trig), for a switch */
+    if (accept) P->angles(c->base.q, trig);
+#endif
     return 0;
 #endif
 }
@@ -256,8 +263,9 @@ int fmigen_core_rhs_accept(FmigenCore *c, double t, const double *x, double *dx)
 
 int fmigen_core_assemble(FmigenCore *c)
 {
+    const FmigenPartition *P = FMIGEN_PART(c);
     for (int k = 0; k < NI; k++)
-        if (!isfinite(c->q[fmigen_independent[k]]) || !isfinite(c->v[fmigen_independent[k]])) {
+        if (!isfinite(c->q[P->independent[k]]) || !isfinite(c->v[P->independent[k]])) {
             snprintf(c->message, sizeof c->message, "non-finite independent coordinate or velocity");
             return 1;
         }
@@ -271,12 +279,16 @@ int fmigen_core_assemble(FmigenCore *c)
     fmigen_base_accept(&c->base, c->t, c->q, c->v, sol);
 #if FMIGEN_FORMULATION
     /* the start of an augmented formulation: it integrates every angle */
-    fmigen_kinematic_angles(c->q, trig);
+    P->angles(c->q, trig);
 #else
+#if FMIGEN_SWITCHING
+    P->angles(c->base.q, trig);
+#endif
     FmigenSolved *m = &c->solved;
     m->valid = 1;
+    m->part = c->part;
     m->t = c->t;
-    for (int k = 0; k < NI; k++) m->qi[k] = c->q[fmigen_independent[k]];
+    for (int k = 0; k < NI; k++) m->qi[k] = c->q[P->independent[k]];
     if (NP) memcpy(m->p, c->p, NP * sizeof(double));
     memcpy(m->q, c->q, sizeof m->q);
     memcpy(m->trig, trig, sizeof m->trig);
@@ -291,7 +303,7 @@ void fmigen_core_observe(FmigenCore *c)
     if (!c->observe_pending) return;
     c->observe_pending = 0;
 #if !FMIGEN_FORMULATION
-    fmigen_kinematic_angles(c->q, c->solved.trig);
+    fmigen_partitions[c->solved.part].angles(c->q, c->solved.trig);
 #endif
 #if NC > 0
     double phi[NC];
@@ -304,6 +316,48 @@ void fmigen_core_observe(FmigenCore *c)
 #endif
 }
 
+#if FMIGEN_SWITCHING
+/* max|v_d| / max|v_i| over the partition's dependent and independent
+ * coordinates, in unit scales; < 0 when nothing moves. */
+static double amplification(const FmigenPartition *P, const double *v)
+{
+    double vi = 0.0, vd = 0.0;
+    for (int k = 0; k < NI; k++) vi = fmigen_max(vi, fabs(v[P->independent[k]]) / fmigen_unit_scale[P->independent[k]]);
+    for (int k = 0; k < NQ - NI; k++) vd = fmigen_max(vd, fabs(v[P->dependent[k]]) / fmigen_unit_scale[P->dependent[k]]);
+    if (!(vi + vd > 1e-12)) return -1.0;
+    return vi > 0.0 ? vd / vi : INFINITY;
+}
+
+/* Coordinate switching (paper 004) at the start of an internal step, on the
+ * state the base holds (complete q, v, just solved): when another partition's
+ * amplification is FMIGEN_SWITCH_GAIN times smaller, it becomes the active
+ * one; x is re-gathered from q, v (the same configuration, so nothing
+ * jumps) and the base's solution vector rewritten in its layout.  Returns 1
+ * when it switched (the caller evaluates the step's first stage again). */
+static int switch_partition(FmigenCore *c, double *x)
+{
+    const double *v = c->base.v, *q = c->base.q;
+    double a = amplification(FMIGEN_PART(c), v);
+    if (!(a > 0.0)) return 0;
+    int best = c->part;
+    double best_a = a;
+    for (int p = 0; p < NPART; p++) {
+        double ap = amplification(&fmigen_partitions[p], v);
+        if (ap >= 0.0 && ap * FMIGEN_SWITCH_GAIN < best_a) { best = p; best_a = ap * FMIGEN_SWITCH_GAIN; }
+    }
+    if (best == c->part) return 0;
+    c->part = best;
+    c->switches++;
+    const FmigenPartition *P = FMIGEN_PART(c);
+    for (int k = 0; k < NI; k++) { x[k] = q[P->independent[k]]; x[NI + k] = v[P->independent[k]]; }
+    for (int s = 0; s < P->nsol; s++) {
+        const int i = P->sol_layout[2 * s], kind = P->sol_layout[2 * s + 1];
+        c->base.sol[s] = kind == 0 ? sin(q[i]) : kind == 1 ? cos(q[i]) : q[i];
+    }
+    return 1;
+}
+#endif
+
 /* x has FMIGEN_NX entries: [q_i, v_i], or [q, v] for an augmented formulation */
 static int one_step(FmigenCore *c, double *x, double t, double h)
 {
@@ -312,6 +366,9 @@ static int one_step(FmigenCore *c, double *x, double t, double h)
      * base the later stages and the next step continue (a memo hit, after
      * a commit, is that base already) */
     if (rhs(c, t, x, k1, 1)) return 1;
+#if FMIGEN_SWITCHING
+    if (switch_partition(c, x) && rhs(c, t, x, k1, 1)) return 1;
+#endif
     if (c->solver == FMIGEN_EULER) {
         for (int i = 0; i < FMIGEN_NX; i++) x[i] += h * k1[i];
         return 0;

@@ -310,6 +310,7 @@ int fg_do_step(FgInstance *in, double t, double H)
     if (!isfinite(t) || fabs(t - c->t) > 1e-9 * (1.0 + fabs(t)) + 1e-12 * H)
         return fg_fail(in, "DoStep: currentCommunicationPoint %.17g does not match the FMU time %.17g", t, c->t);
     c->t = t;  /* absorb rounding of the importer's time grid */
+    const int switches = c->switches;
     if (fmigen_core_step(c, H)) {
         fg_log(in, FG_DISCARD, CAT_ERROR, "%s", c->message);
         in->s.state = S_DISCARDED;
@@ -319,6 +320,15 @@ int fg_do_step(FgInstance *in, double t, double H)
     }
     in->s.assembled = 1;
     in->s.last_successful_time = c->t;
+    if (c->switches != switches) {
+        const FmigenPartition *P = FMIGEN_PART(c);
+        char names[256] = "";
+        for (int k = 0, n = 0; k < NI && n >= 0 && (size_t)n < sizeof names; k++)
+            n += snprintf(names + n, sizeof names - (size_t)n, "%s%s", k ? ", " : "",
+                          fmigen_coordinate_names[P->independent[k]]);
+        fg_log(in, FG_OK, CAT_EVENTS, "coordinate switching: independent coordinates now %s "
+               "(the previous set neared a singular configuration); %d switch(es) so far", names, c->switches);
+    }
     return FG_OK;
 }
 

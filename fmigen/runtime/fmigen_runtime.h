@@ -51,12 +51,35 @@ int fmigen_embedded_rhs(double t, const double *q, double *v, const double *p, c
                         const double *trig, double *qdd);
 extern const int fmigen_independent[];
 extern const int fmigen_dependent[];
+extern const int fmigen_sol_layout[];
 extern const double fmigen_q_start[];
 extern const double fmigen_v_start[];
 extern const double fmigen_p_default[];
 extern const double fmigen_u_default[];
 extern const double fmigen_sol_start[];
 extern const char *const fmigen_coordinate_names[];
+extern const double fmigen_unit_scale[];
+
+/* One partition (set of independent coordinates) with its generated
+ * kinematics and embedding.  fmigen_partitions[0] is the declared one; more
+ * come from Mechanism.switch_independent (coordinate switching, paper 004). */
+#ifndef NPART
+#define NPART 1
+#endif
+typedef struct {
+    int (*kinematics)(double t, double *q, const double *p, const FmigenBase *base, double *sol, double *trig);
+    void (*angles)(double *q, const double *trig);
+    int (*velocities)(double t, const double *q, double *v, const double *p, const double *u,
+                      const double *trig);
+    int (*rhs)(double t, const double *q, double *v, const double *p, const double *u,
+               const double *trig, double *qdd);
+    const int *independent, *dependent;
+    const char *const *failure;
+    const double *sol_start;
+    const int *sol_layout;       /* per slot: coordinate, 0 sin / 1 cos / 2 the value */
+    int nsol;
+} FmigenPartition;
+extern const FmigenPartition fmigen_partitions[];
 
 /* max without libm's NaN rules (fmax is a library call at -O2) */
 static inline double fmigen_max(double a, double b) { return a > b ? a : b; }
@@ -128,6 +151,16 @@ void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b);
 #ifndef FMIGEN_BRANCH_TOL
 #define FMIGEN_BRANCH_TOL 0.05
 #endif
+/* Coordinate switching (Co-Simulation, NPART > 1): at the start of every
+ * internal step, each partition's amplification max|v_d| / max|v_i| (unit
+ * scales) is evaluated on the state's velocities; it is a lower bound of
+ * ‖Φ_d⁻¹Φ_i‖ and grows without bound where the active Φ_d turns singular (a
+ * dead centre: the independent coordinate turns back while the mechanism
+ * moves on).  The partition switches when another one's is smaller by this
+ * factor (the hysteresis keeps it from chattering). */
+#ifndef FMIGEN_SWITCH_GAIN
+#define FMIGEN_SWITCH_GAIN 4.0
+#endif
 
 /* ---- core state and stepping ---- */
 enum { FMIGEN_EULER = 0, FMIGEN_RK4 = 1 };
@@ -146,6 +179,8 @@ enum { FMIGEN_EULER = 0, FMIGEN_RK4 = 1 };
 #define FMIGEN_NFP 0
 #endif
 #define FMIGEN_NX (FMIGEN_FORMULATION ? 2 * NQ : 2 * NI)
+#define FMIGEN_SWITCHING (NPART > 1 && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
+#define FMIGEN_PART(c) (&fmigen_partitions[(c)->part])
 
 /* The last successful kinematics solve: its input (t, q_i, p) and what it
  * returned (q with q_d, and the sin/cos hand-over).  Why: an FMU stepped at
@@ -154,7 +189,7 @@ enum { FMIGEN_EULER = 0, FMIGEN_RK4 = 1 };
  * very same t, q_i, p; the memo returns it instead of solving it again.  A
  * pure cache keyed by value, so no setter has to invalidate it. */
 typedef struct {
-    int valid;
+    int valid, part;
     double t, qi[FMIGEN_DIM(NI)], p[FMIGEN_DIM(NP)];
     double q[NQ], trig[2 * NQ], sol[FMIGEN_DIM(NSOL)];
 } FmigenSolved;
@@ -167,6 +202,8 @@ typedef struct {
     double u[FMIGEN_DIM(NU)];    /* inputs, held constant over a communication step */
     double y[FMIGEN_DIM(NY)];    /* user outputs */
     FmigenBase base;             /* the last accepted kinematics solution */
+    int part;                    /* active partition (fmigen_partitions), 0 unless switched */
+    int switches;                /* how many times the partition was switched */
     double h;                    /* internal step */
     double residual;             /* max |Φ_j(q)| of the state last observed */
     double fp[FMIGEN_DIM(FMIGEN_NFP)]; /* parameters of an augmented formulation */

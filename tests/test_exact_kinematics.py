@@ -1,0 +1,133 @@
+"""Exact kinematics everywhere: regular mechanisms whose FMU must follow the
+DAE reference (IDA on the full augmented DAE, ``fmigen.validate``) through
+configurations where one fixed triangular sequence is not enough.
+
+- ``fourbar_double_crank``: a Grashof double crank, never singular.  The
+  sequence's linear step for c_phi has the leading coefficient l1 cos θ − d,
+  which vanishes at θ = arccos(0.48) ≈ 1.0701 rad, where the root picked by the
+  build-time square-root sign switches to the mirror assembly.
+- ``stephenson3``: a Stephenson III six-bar driven at the dyad's crank, one
+  4×4 block (sextic in s_phi, then linear steps), a full crank turn.
+- ``slider_crank_from_slider``: the slider-crank with the slider position
+  independent; Φ_d is singular at the crank's dead centres although the
+  mechanism is regular, so following the reference needs switching the
+  independent coordinate at run time.
+
+Every test compares the FMU with the reference, never with itself: coordinate
+errors ≤ 1e-6 (angles modulo 2π) and ``constraint_residual`` ≤ 1e-12 at every
+output point, as in ``test_validation.py``, plus a check that the FMU ran to
+the stop time and that the crank really turned (the 2π-wrapped errors would
+not see a crank that lags by whole turns).
+"""
+import math
+import os
+
+import numpy as np
+import pytest
+
+from conftest import cached_validate
+from fmigen.dae import build_dae
+from fmigen.pipeline import load_mechanism
+from fmigen.reference import assemble_newton, solve_reference
+
+TWO_PI = 2 * math.pi
+
+
+def _assert_matches_reference(r, stop_time, tol=1e-6, residual_tol=1e-12):
+    assert r.times[-1] == pytest.approx(stop_time), \
+        f"the FMU stopped at t = {r.times[-1]:g} (Discard) before {stop_time:g}"
+    for name, err in r.max_abs_error.items():
+        assert err <= tol, f"{name}: max |FMU − reference| = {err:.3g}"
+    res = np.abs(r.fmu_result["constraint_residual"])
+    assert (res <= residual_tol).all(), \
+        f"constraint_residual {res.max():.3g} at t = {r.times[int(res.argmax())]:g}"
+    assert r.passed
+
+
+def _turns(values):
+    return (values[-1] - values[0]) / TWO_PI
+
+
+def _reference(mech, stop_time, independent, dt=0.01):
+    """The DAE reference alone, on its own time grid: validate() samples it
+    only at the FMU's output points, which end where the FMU discards."""
+    dae = build_dae(load_mechanism(mech))
+    q0 = assemble_newton(dae, dae.start_guess(), independent)
+    times = np.linspace(0.0, stop_time, int(round(stop_time / dt)) + 1)
+    return solve_reference(dae, q0, dae.start_velocity_guess(), times)
+
+
+# --- Grashof double crank ------------------------------------------------
+
+DOUBLE_CRANK_STOP = 6.0
+
+
+@pytest.fixture(scope="module")
+def double_crank():
+    return cached_validate("fourbar_double_crank", stop_time=DOUBLE_CRANK_STOP, solver="rk4", step=1e-3)
+
+
+def test_double_crank_reference_turns_through_the_representation_singularity():
+    """The setup itself: the reference crank makes more than 3 turns (4.40),
+    so it crosses θ = ±arccos(d / l1) (mod 2π), where l1 cos θ − d = 0, many
+    times."""
+    th = _reference("fourbar_double_crank", DOUBLE_CRANK_STOP, ["theta"]).q[:, 0]
+    assert _turns(th) > 3, _turns(th)
+    k = 2.5 * np.cos(th) - 1.2          # l1 cos θ − d
+    assert (np.diff(np.sign(k)) != 0).sum() >= 6
+
+
+def test_double_crank_fmu_matches_reference_over_several_turns(double_crank):
+    r = double_crank
+    _assert_matches_reference(r, DOUBLE_CRANK_STOP)
+    assert _turns(r.fmu_result["theta"]) > 3, \
+        f"FMU crank turned {_turns(r.fmu_result['theta']):.3f} turns (reference {_turns(r.reference.q[:, 0]):.3f})"
+
+
+# --- Stephenson III six-bar ----------------------------------------------
+
+STEPHENSON_STOP = 2.0
+
+#: Measured with the code of f05754e, one build ≈ 11 min: the Singular run
+#: itself ~1 s, parsing its output ~21 s, clearing denominators ~13 s,
+#: re-parsing the basis from its JSON ~185 s, extract() ~375 s,
+#: choose_branches ~4 s, codegen ~11 s, gcc + packaging ~26 s.  The disk
+#: cache saves only the first ~35 s.  With that code the test passes
+#: (max error 5.0e-8, residual 1.3e-15): the sextic's root is continued by
+#: Newton and no leading coefficient of the sequence vanishes on the path.
+SLOW_REASON = ("stephenson3's build takes ~11 min (sympy parsing and extraction of the 4×4 Gröbner block); "
+               "set FMIGEN_SLOW_TESTS=1 to run it")
+
+
+@pytest.mark.skipif(not os.environ.get("FMIGEN_SLOW_TESTS"), reason=SLOW_REASON)
+def test_stephenson3_full_crank_turn_matches_reference():
+    r = cached_validate("stephenson3", stop_time=STEPHENSON_STOP, solver="rk4", step=1e-3)
+    _assert_matches_reference(r, STEPHENSON_STOP)
+    assert _turns(r.reference.q[:, 0]) > 1, _turns(r.reference.q[:, 0])
+    assert _turns(r.fmu_result["theta"]) > 1, _turns(r.fmu_result["theta"])
+
+
+# --- slider-crank with the slider position independent ---------------------
+
+SLIDER_STOP = 2.0
+
+
+@pytest.fixture(scope="module")
+def slider_from_slider():
+    return cached_validate("slider_crank_from_slider", stop_time=SLIDER_STOP, solver="rk4", step=1e-3)
+
+
+def test_slider_from_slider_reference_passes_dead_centres():
+    """The setup itself: the reference crank keeps turning and passes the
+    dead centres (θ − β = 0 or π, det Φ_d = r l sin(β − θ) = 0) at least 7
+    times, the first at t ≈ 0.16 s."""
+    q = _reference("slider_crank_from_slider", SLIDER_STOP, ["x"]).q
+    rel = np.sin(q[:, 0] - q[:, 1])
+    assert (np.diff(np.sign(rel)) != 0).sum() >= 7
+    assert _turns(q[:, 0]) > 3
+
+
+def test_slider_from_slider_fmu_matches_reference_through_dead_centres(slider_from_slider):
+    r = slider_from_slider
+    _assert_matches_reference(r, SLIDER_STOP)
+    assert _turns(r.fmu_result["theta"]) > 3
