@@ -85,6 +85,7 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     log("[3/5] triangularizing the constraint blocks")
     tri = triangularize(dae, part, order=order, use_cache=use_cache, log=lambda m: log("      " + m),
                         kinematics=kinematics, newton_tol=newton_tol)
+    _warn_singularities(dae, tri, log)
     alternatives = []
     for names in (mech.switch_independent or []):
         # coordinate switching (paper 004): each further set of independent
@@ -100,6 +101,24 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     gen = codegen.generate(emb, tri, mech.name, alternatives=alternatives)
     times["codegen"] = time.perf_counter() - t2
     return Compiled(mech, dae, part, emb, tri, gen, times)
+
+
+def _warn_singularities(dae, tri, log):
+    """The cheap part of ``fmigen check``, on every build: what the workspace
+    sweep found that the FMU cannot do by straight-line code."""
+    uncovered = [p for tb in tri.blocks for p in tb.singular_points if p["covered_by"] is None]
+    for p in uncovered:
+        at = ", ".join(f"{k}={v:.6g}" for k, v in p["at"].items())
+        log(f"warning: block {p['block']} has a representation singularity at {at} ({p['condition']}) that "
+            "no alternative sequence covers; the run-time Newton fallback solves it (fmigen check)")
+    sweep = tri.sweep
+    switch_sets = dae.mechanism.switch_independent or []
+    for p in (sweep.physical if sweep is not None else []):
+        at = ", ".join(f"{k}={v:.6g}" for k, v in p["at"].items())
+        what = "the FMU switches coordinates there (Co-Simulation)" if switch_sets else \
+            "the FMU returns Discard there; see fmigen check for independent coordinates that are regular"
+        log(f"warning: a sweep path ends at {at} ({p['kind']}): a physical singularity or workspace limit "
+            f"of the partition; {what}")
 
 
 def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=True, log=None,
