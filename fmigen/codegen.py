@@ -104,6 +104,19 @@ def _function(signature, body):
     return f"{signature}\n{{\n{body}\n}}\n"
 
 
+def _newton_function(emb, tb, sm, bi):
+    """A block's Newton iteration as its own function, out of the solve's hot
+    path (the fallback and the polish both call it; inlined, its code cost
+    the sequence registers): 1 when converged within ``max_iter`` steps."""
+    body = _newton_code(emb, tb, sm, bi, "max_iter", indent="    ")
+    return (f"static int __attribute__((noinline)) fmigen_newton_block{bi}(double t, double *q, const double *p, "
+            f"int max_iter)\n{{\n{body}\n    (void)t; (void)p;\n    return converged_{bi};\n}}\n")
+
+
+def _newton_call(bi, tag, iterations, indent):
+    return f"{indent}const int converged_{tag} = fmigen_newton_block{bi}(t, q, p, {iterations});"
+
+
 def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
     """Newton iteration on one block's own equations, from the values already
     in q[idx] of its unknowns: at most ``iterations`` steps (a C expression);
@@ -263,7 +276,7 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
     for tb in tri.blocks:
         bare |= _bare([dae.Phi[j] for j in tb.block.equations], dae) - set(tb.block.unknowns)
         bare |= _bare([ts(e) for e in [*tb.abstractions.values(), *tb.known_ring.values()]], dae)
-    out, failures, sol_start, deferred = [], [], [], []
+    out, failures, sol_start, deferred, helpers = [], [], [], [], []
     out.append("    const double dt = t - base->t;")
     out.append("    const int check = base->continuity;")
     # how far the independent coordinates moved from the base, in unit
@@ -311,7 +324,8 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
             its = "FMIGEN_NEWTON_MAX_ITER"
             for i, *_ in layout:
                 out.append(f"        q[{i}] = P_q{i};")
-            out.append(_newton_code(emb, tb, sm, bi, its, indent="        "))
+            helpers.append(_newton_function(emb, tb, sm, bi))
+            out.append(_newton_call(bi, bi, its, "        "))
             cont = " && ".join(f"fabs(q[{i}] - P_q{i}) <= T{i}" for i, *_ in layout)
             out.append(f"        if (!converged_{bi} || (check && !({cont}))) return {code};")
             for i, *_ in layout:
@@ -352,6 +366,11 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
                     out.append(f"                    {var} = P_{var};")
                     out.append(f"                    if (fmigen_poly_root({step.degree}, coeffs, &{var})) break;")
                 out.append("                }")
+            # continuity of the roots this sequence chose (degree ≥ 2): the
+            # linear steps' values are then the unique solution with them
+            rc = root_continuity(seq, layout)
+            if rc:
+                out.append(f"                if (check && !({' && '.join(rc)})) break;")
             # a `break` above leaves the switch with ok = 0: the next attempt
             out.append("                ok = 1;")
             out.append("                break; }")
@@ -359,7 +378,8 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         for i, kind, vs, _ in layout:
             out.append(f"                q[{i}] = " + (f"atan2(P_{vs[0]}, P_{vs[1]});" if kind == "angle"
                                                     else f"P_{vs[0]};"))
-        out.append(_newton_code(emb, tb, sm, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER", indent="                "))
+        helpers.append(_newton_function(emb, tb, sm, bi))
+        out.append(_newton_call(bi, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER", "                "))
         out.append(f"                if (!converged_{bi}_n) break;")
         out += _vars_from_q(layout, "                ")
         out.append("                ok = 2;")
@@ -381,16 +401,18 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         for i, kind, vs, _ in layout:
             out.append(f"                        q[{i}] = " + (f"atan2({vs[0]}, {vs[1]});" if kind == "angle"
                                                              else f"{vs[0]};"))
-        out.append(_newton_code(emb, tb, sm, f"{bi}_p", "4", indent="                        "))
+        out.append(_newton_call(bi, f"{bi}_p", "4", "                        "))
         out.append(f"                        if (converged_{bi}_p) {{")
         out += _vars_from_q(layout, "                            ")
-        out.append("                            ok = 1;")
+        out.append("                            ok = 2;")
         out.append("                        }")
         out.append("                    }")
         out.append("                }")
         out.append("            }")
+        # a Newton or polished result: every variable (ok == 1, a sequence's,
+        # had its roots checked above)
         cont = " && ".join(f"fabs({v} - P_{v}) <= T{i}" for i, _, vs, _ in layout for v in vs)
-        out.append(f"            if (ok && check && !({cont})) ok = 0;")
+        out.append(f"            if (ok == 2 && check && !({cont})) ok = 0;")
         out.append("        }")
         out.append(f"        if (!ok) return {code};")
         for v in allvars:
@@ -412,13 +434,21 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         out.append("    }")
     body = "\n".join(out + ["    (void)t; (void)p; (void)trig; (void)check; (void)dt; (void)dqi;", "    return 0;"])
     fail_table = ",\n    ".join(f'"{f}"' for f in failures) or '""'
-    code = _function("int fmigen_kinematics(double t, double *q, const double *p, const FmigenBase *base, "
-                     "double *sol, double *trig)", body)
+    code = "\n".join(helpers) + _function(
+        "int fmigen_kinematics(double t, double *q, const double *p, const FmigenBase *base, "
+        "double *sol, double *trig)", body)
     code += f"\nconst char *const fmigen_kinematics_failure[] = {{\n    \"\",\n    {fail_table}\n}};\n"
     angles = [f"    q[{i}] = atan2(trig[{2 * i}], trig[{2 * i + 1}]);" for i in deferred]
     code += _function("void fmigen_kinematic_angles(double *q, const double *trig)",
                       "\n".join(angles + ["    (void)q; (void)trig;"]))
     return code, sol_start
+
+
+def root_continuity(seq, layout) -> list[str]:
+    """The continuity tests of the variables a sequence picks a root for
+    (degree ≥ 2 steps), as C/Python comparisons."""
+    coord = {v: i for i, _, vs, _ in layout for v in vs}
+    return [f"fabs({st.variable} - P_{st.variable}) <= T{coord[st.variable]}" for st in seq.steps if st.degree >= 2]
 
 
 def switch_scale(tb, step):
@@ -493,7 +523,7 @@ def _partition_code(emb, tri, sm, trig, suffix, shared=None):
                       _arr("double", "fmigen_sol_start", sol_start),
                       _arr("int", "fmigen_sol_layout", layout, str), ""])
     if suffix:
-        code = re.sub(r"\b(" + "|".join(PARTITION_SYMBOLS) + r")\b", r"\1" + suffix, code)
+        code = re.sub(r"\b(" + "|".join(PARTITION_SYMBOLS) + r"|fmigen_newton_block\d+)\b", r"\1" + suffix, code)
         # the alternative's functions are reached through fmigen_partitions only
         code = re.sub(r"^(int|void|const) (fmigen_\w+" + suffix + r")", r"static \1 \2", code, flags=re.M)
     return code, len(sol_start)

@@ -67,7 +67,7 @@ from pathlib import Path
 import sympy as sp
 
 from . import codegen, fmu, structure
-from .codegen import SymbolMap, switch_scale, verification
+from .codegen import SymbolMap, root_continuity, switch_scale, verification
 from .codegen_embedding import structure_tables
 from .model import ModelError
 
@@ -113,8 +113,8 @@ def linear(a1, a0):
 
 def quadratic_near(a2, a1, a0, pred):
     """fmigen_quadratic_near: (status, root of a2 x² + a1 x + a0 nearest
-    pred), both roots without cancellation.  Status 1 or 2: no root (x is
-    then pred, unused)."""
+    pred: the one on pred's side of −a1/(2 a2)), without cancellation.
+    Status 1 or 2: no root (x is then pred, unused)."""
     scale = fabs(a2) + fabs(a1) + fabs(a0)
     if not (fabs(a2) > 1e-13 * scale):
         return 1, pred
@@ -123,10 +123,14 @@ def quadratic_near(a2, a1, a0, pred):
         if disc < -1e-12 * (a1 * a1 + fabs(4.0 * a2 * a0)):
             return 2, pred
         disc = 0.0
-    qq = -0.5 * (a1 + (math.sqrt(disc) if a1 >= 0.0 else -math.sqrt(disc)))
-    x1 = qq / a2
-    x2 = a0 / qq if qq != 0.0 else x1
-    x = x1 if fabs(x1 - pred) <= fabs(x2 - pred) else x2
+    r = math.sqrt(disc) if 2.0 * a2 * pred + a1 >= 0.0 else -math.sqrt(disc)
+    if -a1 * r > 0.0 or a1 == 0.0:
+        x = (-a1 + r) / (2.0 * a2)
+    else:
+        den = -a1 - r
+        if den == 0.0:
+            return 1, pred
+        x = 2.0 * a0 / den
     return (0 if x == x else 1), x
 
 
@@ -999,6 +1003,9 @@ def kinematics_source(emb, tri, sm):
                 else:
                     out.append(f"{i3}_st, {var} = poly_root({step.degree}, [{', '.join(coeff_names)}], P_{var})")
                 out.append(f"{i3}if _st: break")
+            rc = root_continuity(seq, layout)   # codegen: the chosen roots only
+            if rc:
+                out.append(f"{i3}if check and not ({' and '.join(rc)}): break")
             out.append(f"{i3}_ok = 1")
             out.append(f"{i3}break")
         out.append(f"{i1}else:  # Newton from the prediction")
@@ -1027,9 +1034,9 @@ def kinematics_source(emb, tri, sm):
         out += _newton_lines(emb, tb, sm, f"{bi}_p", "4", i3)
         out.append(f"{i3}if converged_{bi}_p:")
         out += _vars_from_q(layout, i3 + "    ")
-        out.append(f"{i3}    _ok = 1")
+        out.append(f"{i3}    _ok = 2")
         cont = " and ".join(f"fabs({v} - P_{v}) <= T{i}" for i, _, vs, _ in layout for v in vs)
-        out.append(f"{i1}if _ok and check and not ({cont}): _ok = 0")
+        out.append(f"{i1}if _ok == 2 and check and not ({cont}): _ok = 0")
         out.append(f"{i1}if _ok: break")
         out.append(f"{ind}if not _ok: return {code}")
         for v in allvars:

@@ -222,7 +222,8 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
     const FmigenPartition *P = FMIGEN_PART(c);
     double q[NQ], v[NQ], trig[2 * NQ], sol[FMIGEN_DIM(NSOL)];
     for (int k = 0; k < NI; k++) v[P->independent[k]] = x[NI + k];
-    if (solved_matches(c, t, x)) {
+    const int hit = solved_matches(c, t, x);
+    if (hit) {
         memcpy(q, c->solved.q, sizeof q);
         memcpy(trig, c->solved.trig, sizeof trig);
     } else {
@@ -242,7 +243,7 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
         return 1;
     }
     /* (a memo hit's solution is the base already) */
-    if (accept && !solved_matches(c, t, x)) fmigen_base_accept(&c->base, t, q, v, sol);
+    if (accept && !hit) fmigen_base_accept(&c->base, t, q, v, sol);
 #if FMIGEN_SWITCHING
     /* the state's angles complete (deferred ones from trig), for a switch */
     if (accept) P->angles(c->base.q, trig);

@@ -95,9 +95,12 @@ static inline int fmigen_linear(double a1, double a0, double *x)
 }
 
 /* The root of a2 x² + a1 x + a0 nearest `pred` (the value predicted from
- * the previous solution: the branch is continued, never fixed), both roots
- * computed without cancellation (q = −(a1 + sgn(a1)·√disc)/2, roots q/a2 and
- * a0/q).  A slightly negative discriminant is round-off at a double root. */
+ * the previous solution: the branch is continued, never fixed).  The roots
+ * (−a1 ± √disc)/(2 a2) lie symmetric about −a1/(2 a2), so the nearest is the
+ * one on pred's side: sign = sgn(2 a2 pred + a1), no second root needed.  It
+ * is computed without cancellation: when −a1 and sign·√disc have opposite
+ * signs, as the equivalent 2 a0 / (−a1 − sign·√disc).  A slightly negative
+ * discriminant is round-off at a double root. */
 static inline int fmigen_quadratic_near(double a2, double a1, double a0, double pred, double *x)
 {
     double scale = fabs(a2) + fabs(a1) + fabs(a0);
@@ -107,10 +110,13 @@ static inline int fmigen_quadratic_near(double a2, double a1, double a0, double 
         if (disc < -1e-12 * (a1 * a1 + fabs(4.0 * a2 * a0))) return 2;
         disc = 0.0;
     }
-    const double qq = -0.5 * (a1 + (a1 >= 0.0 ? sqrt(disc) : -sqrt(disc)));
-    const double x1 = qq / a2;
-    const double x2 = qq != 0.0 ? a0 / qq : x1;
-    *x = fabs(x1 - pred) <= fabs(x2 - pred) ? x1 : x2;
+    const double r = 2.0 * a2 * pred + a1 >= 0.0 ? sqrt(disc) : -sqrt(disc);
+    if (-a1 * r > 0.0 || a1 == 0.0) *x = (-a1 + r) / (2.0 * a2);
+    else {
+        const double den = -a1 - r;
+        if (den == 0.0) return 1;
+        *x = 2.0 * a0 / den;
+    }
     return !(*x == *x);
 }
 
