@@ -98,7 +98,7 @@ def branch_consistency(compiled, sweep, log=None) -> dict:
             for k in range(n):
                 base.q[k] = sweep.points[path[0]][k]
             prev = None
-            for idx in path:
+            for pos, idx in enumerate(path):
                 target = sweep.points[idx]
                 q = Dbl(*[target[i] if i in part.independent else math.nan for i in range(n)])
                 sol = (ctypes.c_double * max(nsol, 1))()
@@ -127,11 +127,15 @@ def branch_consistency(compiled, sweep, log=None) -> dict:
                 if dev > BRANCH_TOL and len(failures) < 10:
                     failures.append({"at": {dae.names[i]: float(target[i]) for i in part.independent},
                                      "message": f"left the continuation's branch by {dev:.3g}"})
-                # accept, as an FMU step's commit; the velocity is the
-                # difference to the previous point over dt = 1
-                vel = (got - prev) if prev is not None else np.zeros(n)
-                if prev is not None:
-                    vel[angle] = (vel[angle] + np.pi) % (2 * np.pi) - np.pi
+                # accept, as an FMU step's commit, with the velocities an
+                # FMU has there: v_i towards the next point (over dt = 1)
+                # and v_d = −Φ_d⁻¹ Φ_i v_i from the velocity solve
+                vel = np.zeros(n)
+                if pos + 1 < len(path):
+                    vel[part.independent] = sweep.points[path[pos + 1]][part.independent] - got[part.independent]
+                    J = dae.numeric.Phi_q(0.0, got)
+                    vel[part.dependent] = -np.linalg.solve(J[:, part.dependent], J[:, part.independent]
+                                                           @ vel[part.independent])
                 base.continuity, base.t = 1, 0.0
                 ctypes.memmove(base.sol, sol, ctypes.sizeof(base.sol))
                 for k in range(n):
