@@ -67,42 +67,144 @@ def _singular_script(polys, variables, parameters) -> str:
     params = ",".join(str(p) for p in parameters)
     coeff_field = f"(0,{params})" if parameters else "0"
     ideal = ",\n  ".join(singular_poly(p) for p in polys)
+    # cleardenom: Singular clears the denominators (rational functions of
+    # the parameters) itself, so every printed coefficient is a polynomial
+    # with integer coefficients; the term-wise parser below reads that
     return (
         f"ring r = {coeff_field},({','.join(str(v) for v in variables)}),lp;\n"
         "option(redSB);\n"
         f"ideal i =\n  {ideal};\n"
         "ideal g = groebner(i);\n"
-        'int k; for (k = 1; k <= size(g); k++) { print("@@" + string(g[k])); }\n'
+        'int k; for (k = 1; k <= size(g); k++) { print("@@" + string(cleardenom(g[k]))); }\n'
         "quit;\n"
     )
 
 
-def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, timeout=None) -> list[sp.Expr]:
-    """Reduced lex Gröbner basis of ``polys`` with ``variables`` highest first.
+#: cache entries hold the basis as term lists (exponents, integer
+#: coefficient) since this format; the key changes with it
+CACHE_FORMAT = "terms-1"
 
-    Returns polynomials with integer-polynomial coefficients (denominators in
-    the parameters cleared)."""
+
+def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, timeout=None) -> list[sp.Poly]:
+    """Reduced lex Gröbner basis of ``polys`` with ``variables`` highest first,
+    as integer polynomials (sp.Poly over ZZ) in ``variables`` + ``parameters``
+    (denominators in the parameters cleared).
+
+    Why term lists and not expressions: a six-bar's basis is 561 KB of text;
+    sympy's parser took minutes to read it (again on every cache hit), and
+    Poly conversions of the parsed expressions more.  Singular's output is
+    read by a term-wise parser straight into exponent dictionaries, the cache
+    keeps those, and ``triangular.extract`` works on them."""
     log = log or (lambda msg: None)
     script = _singular_script(polys, variables, parameters)
     engine = "singular" if singular_available() else "sympy"
-    symbols = {str(s): s for s in [*variables, *parameters]}
+    gens = [*variables, *parameters]
 
     def compute():
         started = time.perf_counter()
         if engine == "singular":
-            basis = _run_singular(script, symbols, timeout)
+            out = run_singular(script, timeout)
+            singular_s = time.perf_counter() - started
+            lines = [line[2:] for line in out.splitlines() if line.startswith("@@")]
+            if not lines:
+                raise GroebnerError(f"Singular returned no basis:\n{out}")
+            index = {str(g): k for k, g in enumerate(gens)}
+            basis = [parse_singular_poly(line, index) for line in lines]
+            log(f"Gröbner basis (singular): {len(basis)} polynomials, Singular {singular_s:.2f} s, "
+                f"read {time.perf_counter() - started - singular_s:.2f} s ({sum(map(len, lines)) / 1e3:.0f} kB)")
         else:
             print("fmigen: Singular not found; using the sympy groebner fallback "
                   "(slow: install Singular with apt-get install singular)", file=sys.stderr)
-            basis = _run_sympy(polys, variables, parameters)
-        basis = [_clear_denominators(b) for b in basis]
-        log(f"Gröbner basis ({engine}): {len(basis)} polynomials in {time.perf_counter() - started:.2f} s")
-        return json.dumps([sp.sstr(b) for b in basis])
+            basis = [dict(sp.Poly(_clear_denominators(b), *gens).terms())
+                     for b in _run_sympy(polys, variables, parameters)]
+            basis = [{tuple(m): int(c) for m, c in d.items()} for d in basis]
+            log(f"Gröbner basis (sympy): {len(basis)} polynomials in {time.perf_counter() - started:.2f} s")
+        return json.dumps({"gens": [str(g) for g in gens],
+                           "polys": [[[list(m), str(c)] for m, c in d.items()] for d in basis]})
 
-    text, path, hit = disk_cache(engine + "\n" + script, compute, use_cache)
+    text, path, hit = disk_cache(CACHE_FORMAT + "\n" + engine + "\n" + script, compute, use_cache)
     if hit:
         log(f"Gröbner basis from cache ({path.name[:12]})")
-    return [sp.sympify(x, locals=symbols) for x in json.loads(text)]
+    data = json.loads(text)
+    return [sp.Poly.from_dict({tuple(m): sp.Integer(int(c)) for m, c in terms}, *gens, domain=sp.ZZ)
+            for terms in data["polys"]]
+
+
+def parse_singular_poly(text: str, index: dict) -> dict:
+    """{exponent tuple: int} of a polynomial as Singular prints it after
+    cleardenom: terms joined by + and -, each a product (by *) of an
+    integer, a parenthesized polynomial (a coefficient in the parameters,
+    read recursively) and powers name^k of the ring variables and
+    parameters (``index``: name -> position in the exponent tuple)."""
+    n = len(index)
+    out: dict = {}
+    for sign, term in _split_terms(text):
+        coeff = sign
+        exps = [0] * n
+        poly = None
+        for f in _split_factors(term):
+            if f[0] == "(":
+                inner = parse_singular_poly(f[1:-1], index)
+                poly = inner if poly is None else _mul(poly, inner)
+            elif f[0].isdigit():
+                coeff *= int(f)
+            else:
+                name, _, e = f.partition("^")
+                exps[index[name]] += int(e) if e else 1
+        base = tuple(exps)
+        if poly is None:
+            out[base] = out.get(base, 0) + coeff
+        else:
+            for m, c in poly.items():
+                key = tuple(a + b for a, b in zip(m, base))
+                out[key] = out.get(key, 0) + coeff * c
+    return {m: c for m, c in out.items() if c != 0}
+
+
+def _split_terms(text):
+    """(sign, term) at the top level of parentheses."""
+    terms, depth, start, sign = [], 0, 0, 1
+    text = text.strip()
+    i = 0
+    if text.startswith("-"):
+        sign, start, i = -1, 1, 1
+    elif text.startswith("+"):
+        start, i = 1, 1
+    while i < len(text):
+        ch = text[i]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and ch in "+-" and i > start and text[i - 1] != "^":
+            terms.append((sign, text[start:i]))
+            sign, start = (1 if ch == "+" else -1), i + 1
+        i += 1
+    terms.append((sign, text[start:]))
+    return terms
+
+
+def _split_factors(term):
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(term):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "*" and depth == 0:
+            out.append(term[start:i])
+            start = i + 1
+    out.append(term[start:])
+    return [f for f in out if f]
+
+
+def _mul(a, b):
+    out = {}
+    for ma, ca in a.items():
+        for mb, cb in b.items():
+            m = tuple(x + y for x, y in zip(ma, mb))
+            out[m] = out.get(m, 0) + ca * cb
+    return out
 
 
 def run_singular(script: str, timeout: float | None = None) -> str:
@@ -125,17 +227,6 @@ def run_singular(script: str, timeout: float | None = None) -> str:
     if proc.returncode != 0 or "? " in proc.stdout:
         raise GroebnerError(f"Singular failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc.stdout
-
-
-def _run_singular(script, symbols, timeout=None):
-    out = run_singular(script, timeout)
-    basis = []
-    for line in out.splitlines():
-        if line.startswith("@@"):
-            basis.append(sp.sympify(line[2:].replace("^", "**"), locals=symbols))
-    if not basis:
-        raise GroebnerError(f"Singular returned no basis:\n{out}")
-    return basis
 
 
 def _run_sympy(polys, variables, parameters):

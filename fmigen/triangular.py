@@ -256,18 +256,33 @@ def abstract(polys, variables, counter):
 
 def extract(basis, variables, block_name) -> list[Step]:
     """Solution sequence for ``variables`` (unknowns, highest first); any
-    lower ring variables are knowns."""
+    lower ring variables are knowns.  ``basis``: integer polynomials
+    (sp.Poly) whose generators include ``variables``; the work is done on
+    their term dictionaries (a six-bar's basis has coefficients of hundreds
+    of terms: expression-level degree and collection took minutes)."""
     steps = []
     for j in range(len(variables) - 1, -1, -1):
         v = variables[j]
         higher = set(variables[:j])
-        cands = [g for g in basis if g.has(v) and not (g.free_symbols & higher)]
+        cands = [g for g in basis if g.degree(v) > 0 and not any(g.degree(h) > 0 for h in higher)]
         if not cands:
             raise ModelError(f"block {block_name}: the Gröbner basis has no element that solves for {v}")
-        best = min(cands, key=lambda g: (sp.degree(g, v), len(sp.Add.make_args(g))))
-        P = sp.Poly(best, v)
-        steps.append(Step(v, P.degree(), [sp.expand(c) for c in P.all_coeffs()], best))
+        best = min(cands, key=lambda g: (g.degree(v), len(g.terms())))
+        steps.append(Step(v, best.degree(v), _coefficients_in(best, v), best.as_expr()))
     return steps
+
+
+def _coefficients_in(P: sp.Poly, v) -> list[sp.Expr]:
+    """P's coefficients as a polynomial in v, highest power first, each an
+    expression in the other generators."""
+    iv = P.gens.index(v)
+    buckets: dict = {}
+    for monom, coeff in P.terms():
+        rest = monom[:iv] + (0,) + monom[iv + 1:]
+        buckets.setdefault(monom[iv], {})[rest] = coeff
+    deg = P.degree(v)
+    return [sp.Poly.from_dict(buckets[d], *P.gens, domain=P.domain).as_expr() if d in buckets else sp.Integer(0)
+            for d in range(deg, -1, -1)]
 
 
 def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
@@ -305,7 +320,7 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
             log(f"block {name}: {reason}; falling back to Newton iteration on this block")
             tblocks.append(newton_block(b, reason))
             continue
-        if any(g.is_Number and g != 0 for g in basis):
+        if any(g.is_ground and not g.is_zero for g in basis):
             raise ModelError(f"inconsistent constraints in block {name}: "
                              f"{[dae.constraint_names[j] for j in b.equations]} have no common solution")
         steps = extract(basis, variables, name)

@@ -14,9 +14,9 @@ from fmigen.pipeline import load_mechanism
 
 #: every shipped mechanism with a real assembly (stewart_66 and
 #: stewart_66_platform have none for paper 001's data: check stops with "the
-#: start cannot be assembled"); stephenson3's build takes ~10 min (sympy)
+#: start cannot be assembled")
 SHIPPED = ["fourbar", "fourbar_double_crank", "slider_crank", "slider_crank_from_slider", "stewart",
-           "landing_gear", "landing_gear_dynamic", "five_link", "eight_link"]
+           "landing_gear", "landing_gear_dynamic", "five_link", "eight_link", "stephenson3"]
 
 
 def test_double_crank_singularities_are_where_l1_cos_theta_equals_d():

@@ -20,7 +20,6 @@ the stop time and that the crank really turned (the 2π-wrapped errors would
 not see a crank that lags by whole turns).
 """
 import math
-import os
 
 import numpy as np
 import pytest
@@ -88,18 +87,11 @@ def test_double_crank_fmu_matches_reference_over_several_turns(double_crank):
 
 STEPHENSON_STOP = 2.0
 
-#: Measured with the code of f05754e, one build ≈ 11 min: the Singular run
-#: itself ~1 s, parsing its output ~21 s, clearing denominators ~13 s,
-#: re-parsing the basis from its JSON ~185 s, extract() ~375 s,
-#: choose_branches ~4 s, codegen ~11 s, gcc + packaging ~26 s.  The disk
-#: cache saves only the first ~35 s.  With that code the test passes
-#: (max error 5.0e-8, residual 1.3e-15): the sextic's root is continued by
-#: Newton and no leading coefficient of the sequence vanishes on the path.
-SLOW_REASON = ("stephenson3's build takes ~11 min (sympy parsing and extraction of the 4×4 Gröbner block); "
-               "set FMIGEN_SLOW_TESTS=1 to run it")
+#: Its build took ~10 min with the code of f05754e (sympy re-parsing and
+#: expanding the 4×4 block's basis); with the basis read term-wise
+#: (groebner.parse_singular_poly) it takes about 1 min cold.
 
 
-@pytest.mark.skipif(not os.environ.get("FMIGEN_SLOW_TESTS"), reason=SLOW_REASON)
 def test_stephenson3_full_crank_turn_matches_reference():
     r = cached_validate("stephenson3", stop_time=STEPHENSON_STOP, solver="rk4", step=1e-3)
     _assert_matches_reference(r, STEPHENSON_STOP)
