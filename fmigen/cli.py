@@ -72,7 +72,7 @@ def cmd_build(args):
 def cmd_validate(args):
     from .validate import plot, validate
     report = validate(args.mechanism, stop_time=args.stop_time, solver=args.solver, step=args.step,
-                      output_interval=args.output_interval, coord_tol=args.tol,
+                      output_interval=args.output_interval, coord_tol=args.tol, velocity_tol=args.velocity_tol,
                       residual_tol=args.residual_tol, reference_rtol=args.reference_rtol,
                       check_reference=args.check_reference, log=_log(args))
     if args.plot:
@@ -87,6 +87,9 @@ def cmd_validate(args):
               f"(IDA, rtol {report.reference_rtol:g}) over {args.stop_time:g} s")
         for name, err in report.max_abs_error.items():
             print(f"  max |error| {name:>12s} = {err:.3e}   (tolerance {report.tolerances['coordinate']:g})")
+        for name, err in report.max_abs_velocity_error.items():
+            print(f"  max |error| {'der(' + name + ')':>12s} = {err:.3e}   "
+                  f"(tolerance {report.tolerances['velocity']:g})")
         print(f"  max constraint_residual  = {report.max_constraint_residual:.3e}   "
               f"(tolerance {report.tolerances['constraint_residual']:g})")
         if report.reference_error_estimate is not None:
@@ -193,6 +196,8 @@ def main(argv=None):
                    help="communication step (default: 10 ms rounded to a multiple of --step)")
     p.add_argument("--tol", type=_positive, default=1e-6,
                    help="max absolute error allowed per coordinate (default 1e-6)")
+    p.add_argument("--velocity-tol", type=_positive, default=1e-5,
+                   help="max absolute error allowed per velocity der(q) (default 1e-5)")
     p.add_argument("--residual-tol", type=_positive, default=1e-12,
                    help="max constraint_residual allowed (default 1e-12)")
     p.add_argument("--reference-rtol", type=_positive, default=1e-12, help="IDA relative tolerance (default 1e-12)")

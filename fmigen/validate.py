@@ -23,6 +23,7 @@ from .pipeline import build_fmu, load_mechanism
 from .reference import assemble_newton, solve_reference
 
 DEFAULT_COORD_TOL = 1e-6
+DEFAULT_VELOCITY_TOL = 1e-5
 DEFAULT_RESIDUAL_TOL = 1e-12
 
 
@@ -39,9 +40,12 @@ class Report:
     times: np.ndarray = field(default=None, repr=False)
     fmu_result: np.ndarray = field(default=None, repr=False)
     reference: object = field(default=None, repr=False)
+    #: max |der(q) − reference velocity| per coordinate
+    max_abs_velocity_error: dict = field(default_factory=dict)
 
     def as_json(self):
         return {"max_abs_error": self.max_abs_error,
+                "max_abs_velocity_error": self.max_abs_velocity_error,
                 "max_constraint_residual": self.max_constraint_residual,
                 "passed": self.passed}
 
@@ -63,7 +67,7 @@ def coordinate_errors(dae, result, ref):
 
 
 def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
-             coord_tol=DEFAULT_COORD_TOL, residual_tol=DEFAULT_RESIDUAL_TOL,
+             coord_tol=DEFAULT_COORD_TOL, residual_tol=DEFAULT_RESIDUAL_TOL, velocity_tol=DEFAULT_VELOCITY_TOL,
              reference_rtol=1e-12, check_reference=False, fmu_path=None, log=None) -> Report:
     log = log or (lambda msg: None)
     mech = load_mechanism(spec) if isinstance(spec, (str, Path)) else spec
@@ -94,12 +98,15 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
         coarse = solve_reference(dae, q0, v0, result["time"], rtol=reference_rtol * 100)
         estimate = float(np.abs(coarse.q - ref.q).max())
     errors = coordinate_errors(dae, result, ref)
+    verrors = {c.name: float(np.abs(result[f"der({c.name})"] - ref.v[:, i]).max())
+               for i, c in enumerate(dae.mechanism.coordinates)}
     residual = float(np.abs(result["constraint_residual"]).max())
     passed = (all(e <= coord_tol for e in errors.values()) and residual <= residual_tol
-              and not stopped_early)
+              and all(e <= velocity_tol for e in verrors.values()) and not stopped_early)
     return Report(mech.name, errors, residual, passed,
-                  {"coordinate": coord_tol, "constraint_residual": residual_tol}, reference_rtol,
-                  estimate, sum(compiled.seconds.values()), result["time"], result, ref)
+                  {"coordinate": coord_tol, "velocity": velocity_tol, "constraint_residual": residual_tol},
+                  reference_rtol, estimate, sum(compiled.seconds.values()), result["time"], result, ref,
+                  max_abs_velocity_error=verrors)
 
 
 def plot(report: Report, path):
