@@ -74,7 +74,7 @@ def cmd_validate(args):
     report = validate(args.mechanism, stop_time=args.stop_time, solver=args.solver, step=args.step,
                       output_interval=args.output_interval, coord_tol=args.tol, velocity_tol=args.velocity_tol,
                       residual_tol=args.residual_tol, reference_rtol=args.reference_rtol,
-                      check_reference=args.check_reference, log=_log(args))
+                      check_reference=args.check_reference, existing_fmu=args.fmu, log=_log(args))
     if args.plot:
         plot(report, args.plot)
     if args.json:
@@ -204,6 +204,8 @@ def main(argv=None):
     p.add_argument("--check-reference", action="store_true",
                    help="also solve the reference at 100x rtol and report the difference")
     p.add_argument("--plot", help="write a PNG of the trajectories and errors")
+    p.add_argument("--fmu", help="validate this FMU (built earlier by fmigen build) instead of building one; "
+                                 "its own solver and internal step apply")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("check", help="sweep the workspace: representation and physical singularities, "

@@ -68,18 +68,45 @@ def coordinate_errors(dae, result, ref):
 
 def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
              coord_tol=DEFAULT_COORD_TOL, residual_tol=DEFAULT_RESIDUAL_TOL, velocity_tol=DEFAULT_VELOCITY_TOL,
-             reference_rtol=1e-12, check_reference=False, fmu_path=None, log=None) -> Report:
+             reference_rtol=1e-12, check_reference=False, fmu_path=None, existing_fmu=None,
+             log=None) -> Report:
+    """``fmu_path``: where to write the FMU built for the run (default a
+    temporary file); ``existing_fmu``: validate that FMU instead of building
+    one (it must have this mechanism's coordinates; its own internal step
+    and solver apply, ``solver``/``step`` only set the output interval)."""
     log = log or (lambda msg: None)
     mech = load_mechanism(spec) if isinstance(spec, (str, Path)) else spec
     if mech.kinematic:
         raise ModelError(f"'{mech.name}' is kinematic (no dynamics): there is no DAE trajectory to "
                          "validate against; sweep its inputs instead")
     output_interval = output_interval or max(step, round(0.01 / step) * step)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(fmu_path) if fmu_path else Path(tmp) / f"{mech.name}.fmu"
-        path, compiled = build_fmu(mech, path, solver=solver, step=step, log=log)
+    if existing_fmu is not None:
+        # no build: the DAE and partition (for the reference's start) only
+        from .dae import build_dae
+        from .partition import choose_partition
+        from .pipeline import prepare_mechanism
+        prepare_mechanism(mech, log)
+        dae = build_dae(mech)
+        independent = [dae.names[i] for i in choose_partition(dae).independent]
+        path = Path(existing_fmu)
+        if not path.exists():
+            raise ModelError(f"no FMU at {path}")
+        declared = {v.name for v in fmpy.read_model_description(str(path)).modelVariables}
+        missing = [n for n in [*dae.names, "constraint_residual"] if n not in declared]
+        if missing:
+            raise ModelError(f"{path} is not an FMU of '{mech.name}': it lacks {', '.join(missing)}")
+        build_seconds = 0.0
         log(f"simulating {path.name} in fmpy to t={stop_time}")
-        result = simulate(path, compiled.dae.names, stop_time, output_interval)
+        result = simulate(path, dae.names, stop_time, output_interval)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(fmu_path) if fmu_path else Path(tmp) / f"{mech.name}.fmu"
+            path, compiled = build_fmu(mech, path, solver=solver, step=step, log=log)
+            log(f"simulating {path.name} in fmpy to t={stop_time}")
+            result = simulate(path, compiled.dae.names, stop_time, output_interval)
+        dae = compiled.dae
+        independent = [dae.names[i] for i in compiled.partition.independent]
+        build_seconds = sum(compiled.seconds.values())
     # After fmi2Discard fmpy repeats the last row; keep the trajectory the FMU
     # really computed and fail the validation if it stopped early.
     keep = np.concatenate([[True], np.diff(result["time"]) > 0])
@@ -87,9 +114,8 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     stopped_early = result["time"][-1] < stop_time - 1e-9 * max(1.0, stop_time)
     if stopped_early:
         log(f"the FMU stopped at t={result['time'][-1]:g} (fmi2Discard), before {stop_time:g}")
-    dae = compiled.dae
     log(f"integrating the DAE reference (IDA, rtol={reference_rtol:g})")
-    q0 = assemble_newton(dae, dae.start_guess(), [dae.names[i] for i in compiled.partition.independent])
+    q0 = assemble_newton(dae, dae.start_guess(), independent)
     v0 = dae.start_velocity_guess()
     ref = solve_reference(dae, q0, v0, result["time"], rtol=reference_rtol)
     estimate = None
@@ -105,7 +131,7 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
               and all(e <= velocity_tol for e in verrors.values()) and not stopped_early)
     return Report(mech.name, errors, residual, passed,
                   {"coordinate": coord_tol, "velocity": velocity_tol, "constraint_residual": residual_tol},
-                  reference_rtol, estimate, sum(compiled.seconds.values()), result["time"], result, ref,
+                  reference_rtol, estimate, build_seconds, result["time"], result, ref,
                   max_abs_velocity_error=verrors)
 
 

@@ -9,7 +9,7 @@ def run(*args):
     return subprocess.run([sys.executable, "-m", "fmigen.cli", *args], capture_output=True, text=True)
 
 
-@pytest.mark.parametrize("verb", ["build", "validate", "triangularize"])
+@pytest.mark.parametrize("verb", ["build", "validate", "check", "triangularize", "assemble", "bench"])
 def test_help(verb):
     p = run(verb, "--help")
     assert p.returncode == 0 and "--json" in p.stdout
@@ -45,3 +45,22 @@ def test_build_by_path_and_bad_mechanism(tmp_path):
 def test_step_must_be_positive():
     p = run("build", "fourbar", "-o", "x.fmu", "--step", "0")
     assert p.returncode == 2 and "must be > 0" in p.stderr
+
+
+def test_validate_an_existing_fmu(tmp_path):
+    """validate --fmu runs a built FMU against the reference without
+    building: the same numbers as the build-and-validate path (same FMU
+    bits, same fmpy run), and an FMU of another mechanism is a clear error."""
+    from conftest import cached_validate
+    fmu = tmp_path / "fourbar.fmu"
+    assert run("build", "fourbar", "-o", str(fmu)).returncode == 0
+    p = run("validate", "fourbar", "--fmu", str(fmu), "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    ref = cached_validate("fourbar", stop_time=2.0, solver="rk4", step=1e-3)
+    assert out["max_abs_error"] == ref.max_abs_error
+    assert out["max_abs_velocity_error"] == ref.max_abs_velocity_error
+    other = tmp_path / "slider.fmu"
+    assert run("build", "slider_crank", "-o", str(other)).returncode == 0
+    p = run("validate", "fourbar", "--fmu", str(other))
+    assert p.returncode == 2 and "is not an FMU of 'fourbar'" in p.stderr
