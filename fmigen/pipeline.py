@@ -100,6 +100,8 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     log("[4/5] generating C")
     gen = codegen.generate(emb, tri, mech.name, alternatives=alternatives)
     times["codegen"] = time.perf_counter() - t2
+    log(f"      stages: equations of motion {times['dae']:.2f} s, triangularization and workspace cover "
+        f"{times['triangular']:.2f} s, C generation {times['codegen']:.2f} s")
     return Compiled(mech, dae, part, emb, tri, gen, times)
 
 
@@ -148,4 +150,5 @@ def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=
     path = fmu.package(compiled.embedding, compiled.generated, Path(out), solver=solver, step=step,
                        fmi=fmi, kind=kind, windows=windows)
     compiled.seconds["fmu"] = time.perf_counter() - t0
+    log(f"      compiled and packaged in {compiled.seconds['fmu']:.2f} s")
     return path, compiled

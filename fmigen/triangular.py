@@ -323,7 +323,10 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
         if any(g.is_ground and not g.is_zero for g in basis):
             raise ModelError(f"inconsistent constraints in block {name}: "
                              f"{[dae.constraint_names[j] for j in b.equations]} have no common solution")
+        t_extract = time.perf_counter()
         steps = extract(basis, variables, name)
+        log(f"block {name}: sequence of {len(steps)} steps (degrees "
+            f"{', '.join(str(st.degree) for st in steps)}) extracted in {time.perf_counter() - t_extract:.2f} s")
         tblocks.append(TriangularBlock(b, "groebner", variables, abstractions, steps, recover, apolys,
                                        known_ring, circles=circles,
                                        seconds=time.perf_counter() - t_block))
