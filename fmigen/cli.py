@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 from .model import ModelError
 
@@ -23,8 +24,19 @@ def _positive(x):
     return v
 
 
+def _choices(*allowed):
+    """A comma-separated list of ``allowed`` values (argparse type)."""
+    def parse(text):
+        values = [v.strip() for v in text.split(",") if v.strip()]
+        bad = [v for v in values if v not in allowed]
+        if bad or not values:
+            raise argparse.ArgumentTypeError(f"choose from {', '.join(allowed)} (comma-separated); got {text!r}")
+        return ",".join(dict.fromkeys(values))
+    return parse
+
+
 def cmd_build(args):
-    from .pipeline import build_fmu
+    from .pipeline import build_fmus
     t0 = time.perf_counter()
     order = args.order.split(",") if args.order else None
     from .formulation import AUGMENTED, option_name, params_from_args
@@ -47,25 +59,41 @@ def cmd_build(args):
                                           order=order, use_cache=not args.no_cache, log=_log(args),
                                           kinematics=args.kinematics, newton_tol=args.newton_tol)
     else:
-        path, compiled = build_fmu(args.mechanism, args.output, solver=args.solver, step=args.step,
-                                   order=order, use_cache=not args.no_cache, log=_log(args),
-                                   fmi=args.fmi, kind=args.kind, kinematics=args.kinematics,
-                                   newton_tol=args.newton_tol, formulation_params=given.get(args.kinematics))
+        # every requested variant from one derivation
+        variants = [(f, k) for f in args.fmi.split(",") for k in args.kind.split(",")]
+        out = Path(args.output)
+        targets = ([(out, *variants[0])] if len(variants) == 1 else
+                   [(out.with_name(f"{out.stem}_fmi{f}_{k}{out.suffix or '.fmu'}"), f, k) for f, k in variants])
+        paths, compiled = build_fmus(args.mechanism, targets, solver=args.solver, step=args.step,
+                                     order=order, use_cache=not args.no_cache, log=_log(args),
+                                     kinematics=args.kinematics, newton_tol=args.newton_tol,
+                                     formulation_params=given.get(args.kinematics))
+        path = paths[0]
     seconds = time.perf_counter() - t0
     info = {"fmu": str(path), "mechanism": compiled.mechanism.name, "fmi": args.fmi, "kind": args.kind,
             "runtime": args.runtime, "solver": args.solver, "kinematics": args.kinematics,
             "step": args.step, "seconds": round(seconds, 3),
             "independent": [compiled.dae.names[i] for i in compiled.partition.independent],
             "start": compiled.triangular.start}
+    if args.runtime != "python":
+        info["fmus"] = [str(p) for p in paths]
     if compiled.generated.formulation is not None:
         info["formulation_parameters"] = dict(compiled.generated.formulation.values)
     if args.json:
         print(json.dumps(info))
     else:
-        print(f"wrote {path} (FMI {args.fmi}.0 {args.kind.upper()}, {args.runtime} runtime, {args.solver}, "
-              f"h = {args.step:g} s) "
-              f"in {seconds:.2f} s; "
-              f"independent: {', '.join(info['independent'])}")
+        written = info.get("fmus", [str(path)])
+        if len(written) == 1:
+            print(f"wrote {path} (FMI {args.fmi}.0 {args.kind.upper()}, {args.runtime} runtime, {args.solver}, "
+                  f"h = {args.step:g} s) "
+                  f"in {seconds:.2f} s; "
+                  f"independent: {', '.join(info['independent'])}")
+        else:
+            for w in written:
+                print(f"wrote {w}")
+            print(f"{len(written)} FMUs (FMI {args.fmi} x {args.kind}, {args.runtime} runtime, {args.solver}, "
+                  f"h = {args.step:g} s) from one derivation in {seconds:.2f} s; "
+                  f"independent: {', '.join(info['independent'])}")
     return 0
 
 
@@ -158,10 +186,13 @@ def main(argv=None):
                                    "Exchange, with sources (buildDescription.xml for FMI 3.0) and, when "
                                    "mingw-w64 is installed, a cross-compiled win64 DLL.")
     common(p)
-    p.add_argument("--fmi", choices=["2", "3"], default="2", help="FMI version (default 2)")
-    p.add_argument("--kind", choices=["cs", "me"], default="cs",
+    p.add_argument("--fmi", type=_choices("2", "3"), default="2",
+                   help="FMI version: 2, 3, or both as 2,3 (default 2)")
+    p.add_argument("--kind", type=_choices("cs", "me"), default="cs",
                    help="interface type: cs = Co-Simulation (fixed-step integrator inside), "
-                        "me = Model Exchange (states q_i and their velocities; default cs)")
+                        "me = Model Exchange (states q_i and their velocities), or both as cs,me "
+                        "(default cs). Several variants come from one derivation and are written as "
+                        "<output stem>_fmi<v>_<kind>.fmu")
     p.add_argument("-o", "--output", required=True, help="output .fmu path")
     p.add_argument("--runtime", choices=["c", "python"], default="c",
                    help="c: generated C compiled into the FMU (default); python: the same model as generated "

@@ -125,7 +125,20 @@ def _warn_singularities(dae, tri, log):
 
 def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=True, log=None,
               fmi="2", kind="cs", windows=None, kinematics="groebner", newton_tol=None, formulation_params=None):
-    """``kinematics`` baumgarte|penalty|spring: an augmented formulation
+    """One FMU; see ``build_fmus``."""
+    paths, compiled = build_fmus(spec_or_mech, [(out, fmi, kind)], solver=solver, step=step, order=order,
+                                 use_cache=use_cache, log=log, windows=windows, kinematics=kinematics,
+                                 newton_tol=newton_tol, formulation_params=formulation_params)
+    return paths[0], compiled
+
+
+def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_cache=True, log=None,
+               windows=None, kinematics="groebner", newton_tol=None, formulation_params=None):
+    """FMUs of one derivation: ``targets`` is a list of (path, fmi "2"|"3",
+    kind "cs"|"me"); the model is derived and generated once, then compiled
+    and packaged per variant.
+
+    ``kinematics`` baumgarte|penalty|spring: an augmented formulation
     (fmigen/formulation.py) with ``formulation_params`` ({name: value}, None =
     defaults) on the Gröbner build's model functions, which also assemble the
     start."""
@@ -145,10 +158,14 @@ def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=
         formulation.check_model(compiled.embedding, form)
         log(f"      formulation: {form.name} ({', '.join(f'{n} = {v:g}' for n, v, _, _ in form.parameters())})")
         compiled.generated = formulation.apply(compiled.generated, form, compiled.embedding)
-    t0 = time.perf_counter()
-    log(f"[5/5] compiling and packaging {out}")
-    path = fmu.package(compiled.embedding, compiled.generated, Path(out), solver=solver, step=step,
-                       fmi=fmi, kind=kind, windows=windows)
-    compiled.seconds["fmu"] = time.perf_counter() - t0
-    log(f"      compiled and packaged in {compiled.seconds['fmu']:.2f} s")
-    return path, compiled
+    paths = []
+    compiled.seconds["fmu"] = 0.0
+    for out, fmi, kind in targets:
+        t0 = time.perf_counter()
+        log(f"[5/5] compiling and packaging {out} (FMI {fmi}.0 {kind.upper()})")
+        paths.append(fmu.package(compiled.embedding, compiled.generated, Path(out), solver=solver, step=step,
+                                 fmi=fmi, kind=kind, windows=windows))
+        seconds = time.perf_counter() - t0
+        compiled.seconds["fmu"] += seconds
+        log(f"      compiled and packaged in {seconds:.2f} s")
+    return paths, compiled

@@ -64,3 +64,22 @@ def test_validate_an_existing_fmu(tmp_path):
     assert run("build", "slider_crank", "-o", str(other)).returncode == 0
     p = run("validate", "fourbar", "--fmu", str(other))
     assert p.returncode == 2 and "is not an FMU of 'fourbar'" in p.stderr
+
+
+def test_build_several_variants_from_one_derivation(tmp_path):
+    """--fmi 2,3 --kind cs,me: four FMUs from one derivation, each a valid
+    FMU of its variant (fmpy's validate_fmu finds nothing), named
+    <stem>_fmi<v>_<kind>.fmu."""
+    import fmpy.validation
+    out = tmp_path / "fourbar.fmu"
+    p = run("build", "fourbar", "--fmi", "2,3", "--kind", "cs,me", "-o", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    info = json.loads(p.stdout)
+    expected = [tmp_path / f"fourbar_fmi{f}_{k}.fmu" for f in "23" for k in ("cs", "me")]
+    assert info["fmus"] == [str(e) for e in expected]
+    for e in expected:
+        assert fmpy.validation.validate_fmu(str(e)) == []
+        md = fmpy.read_model_description(str(e))
+        assert md.fmiVersion.startswith(e.name.split("_fmi")[1][0])
+        assert (md.coSimulation is not None) == e.name.endswith("_cs.fmu")
+    assert run("build", "fourbar", "--fmi", "4", "-o", str(out)).returncode == 2
