@@ -24,7 +24,7 @@ from sympy.printing.c import C99CodePrinter
 
 from .embed import Embedding
 from .model import t
-from .triangular import Triangularization, abs_sum
+from .triangular import Triangularization, abs_sum, block_layout, block_name
 
 
 class _Printer(C99CodePrinter):
@@ -211,20 +211,46 @@ def _bare(exprs, dae):
     return out
 
 
-def _block_layout(dae, tb, scales):
-    """Per unknown coordinate of a block: (model index, kind, variables,
-    unit scale); kind "angle" has variables (s, c), "length" (x,), and a
-    Newton block's "q" (the coordinate itself)."""
-    out = []
-    if tb.method == "newton":
-        return [(i, "q", (None,), float(scales[i])) for i in tb.block.unknowns]
-    for i in tb.block.unknowns:
-        expr = tb.recover[i]
-        if isinstance(expr, sp.atan2):
-            out.append((i, "angle", (expr.args[0], expr.args[1]), 1.0))
+def block_plan(dae, tb, scales, start, woff, sol="base->sol", vel="base->v"):
+    """What the C and the Python kinematics share for one block, as
+    (name, expression) pairs in either language: the prediction P_<var> of
+    every variable from the last accepted solution (``sol``) and velocities
+    (``vel``) over dt, and the continuity tolerance T<i> of every
+    coordinate.  Also the block's slots in the solution vector and their
+    start values (``start``: the start assembly)."""
+    layout = block_layout(tb, scales)
+    slot, defs, sol_start = {}, [], []
+    for i, kind, vs, scale in layout:
+        w = f"w{i}"
+        defs.append((w, f"{vel}[{i}] * dt"))
+        if kind == "angle":
+            # (s, c) rotated by ω·dt, to second order
+            s_, c_ = vs
+            slot[s_], slot[c_] = woff + len(slot), woff + len(slot) + 1
+            defs += [(f"P_{s_}", f"{sol}[{slot[s_]}] * (1.0 - 0.5 * {w} * {w}) + {sol}[{slot[c_]}] * {w}"),
+                     (f"P_{c_}", f"{sol}[{slot[c_]}] * (1.0 - 0.5 * {w} * {w}) - {sol}[{slot[s_]}] * {w}"),
+                     (f"T{i}", f"FMIGEN_BRANCH_TOL + fabs({w}) + dqi")]
+            sol_start += [math.sin(start[dae.names[i]]), math.cos(start[dae.names[i]])]
         else:
-            out.append((i, "length", (expr,), float(scales[i])))
-    return out
+            v = vs[0]
+            slot[v] = woff + len(slot)
+            defs += [(f"P_{v}", f"{sol}[{slot[v]}] + {w}"),
+                     (f"T{i}", f"(FMIGEN_BRANCH_TOL + dqi) * {scale!r} + fabs({w})")]
+            sol_start.append(start[dae.names[i]])
+    return layout, slot, defs, sol_start
+
+
+def block_failure(dae, tb) -> str:
+    return (f"block {block_name(dae, tb.block)}: no solution continuing the previous one (every sequence, "
+            "and Newton from the prediction, failed its residual or continuity check)")
+
+
+def q_from_vars(layout, prefix=""):
+    """(coordinate, expression) setting q of each unknown from its
+    variables (``prefix`` "P_": from their predictions): atan2(s, c) for an
+    angle; the same text in C and Python."""
+    return [(i, f"atan2({prefix}{vs[0]}, {prefix}{vs[1]})" if kind == "angle" else f"{prefix}{vs[0]}")
+            for i, kind, vs, _ in layout]
 
 
 def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=None):
@@ -288,42 +314,18 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         out.append(f"    {{ const double a = q[{k}]; trig[{2 * k}] = sin(a); trig[{2 * k + 1}] = cos(a); }}")
 
     for bi, tb in enumerate(tri.blocks):
-        names = [dae.names[i] for i in tb.block.unknowns]
-        bname = "{" + ", ".join(names) + "}"
-        layout = _block_layout(dae, tb, scales)
-        woff = len(sol_start)
-        failures.append(f"block {bname}: no solution continuing the previous one (every sequence, "
-                        "and Newton from the prediction, failed its residual or continuity check)")
+        layout, slot, defs, start = block_plan(dae, tb, scales, tri.start, len(sol_start))
+        sol_start += start
+        failures.append(block_failure(dae, tb))
         code = len(failures)
         nseq = len(tb.sequences) if tb.method == "groebner" else 0
         what = (f"groebner, {nseq} sequence(s)" if nseq else f"newton {tb.reason}")
-        out.append(f"    {{ /* block {bname}: {what} */")
-        # --- prediction and continuity tolerances -------------------------
-        slot, pred_lines = {}, []
-        for i, kind, vs, scale in layout:
-            w = f"w{i}"
-            if kind == "angle":
-                s_, c_ = vs
-                slot[s_], slot[c_] = woff + len(slot), woff + len(slot) + 1
-                pred_lines += [
-                    f"        const double {w} = base->v[{i}] * dt;",
-                    f"        const double P_{s_} = base->sol[{slot[s_]}] * (1.0 - 0.5 * {w} * {w}) + base->sol[{slot[c_]}] * {w};",
-                    f"        const double P_{c_} = base->sol[{slot[c_]}] * (1.0 - 0.5 * {w} * {w}) - base->sol[{slot[s_]}] * {w};",
-                    f"        const double T{i} = FMIGEN_BRANCH_TOL + fabs({w}) + dqi;"]
-                sol_start += [math.sin(tri.start[dae.names[i]]), math.cos(tri.start[dae.names[i]])]
-            else:
-                v = vs[0] if kind == "length" else f"q{i}"
-                slot[v] = woff + len(slot)
-                pred_lines += [
-                    f"        const double {w} = base->v[{i}] * dt;",
-                    f"        const double P_{v} = base->sol[{slot[v]}] + {w};",
-                    f"        const double T{i} = (FMIGEN_BRANCH_TOL + dqi) * {scale!r} + fabs({w});"]
-                sol_start.append(tri.start[dae.names[i]])
-        out += pred_lines
+        out.append(f"    {{ /* block {block_name(dae, tb.block)}: {what} */")
+        # prediction and continuity tolerances
+        out += [f"        const double {name} = {expr};" for name, expr in defs]
         if tb.method == "newton":
             its = "FMIGEN_NEWTON_MAX_ITER"
-            for i, *_ in layout:
-                out.append(f"        q[{i}] = P_q{i};")
+            out += [f"        q[{i}] = {e};" for i, e in q_from_vars(layout, "P_")]
             helpers.append(_newton_function(emb, tb, sm, bi))
             out.append(_newton_call(bi, bi, its, "        "))
             cont = " && ".join(f"fabs(q[{i}] - P_q{i}) <= T{i}" for i, *_ in layout)
@@ -375,9 +377,7 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
             out.append("                ok = 1;")
             out.append("                break; }")
         out.append("            default: { /* Newton from the prediction */")
-        for i, kind, vs, _ in layout:
-            out.append(f"                q[{i}] = " + (f"atan2(P_{vs[0]}, P_{vs[1]});" if kind == "angle"
-                                                    else f"P_{vs[0]};"))
+        out += [f"                q[{i}] = {e};" for i, e in q_from_vars(layout, "P_")]
         helpers.append(_newton_function(emb, tb, sm, bi))
         out.append(_newton_call(bi, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER", "                "))
         out.append(f"                if (!converged_{bi}_n) break;")
@@ -398,9 +398,7 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         out.append(f"                if (!({within('FMIGEN_SEQ_TOL')})) {{")
         out.append("                    ok = 0;")
         out.append(f"                    if ({within('FMIGEN_POLISH_TOL')}) {{ /* polish: Newton from the result */")
-        for i, kind, vs, _ in layout:
-            out.append(f"                        q[{i}] = " + (f"atan2({vs[0]}, {vs[1]});" if kind == "angle"
-                                                             else f"{vs[0]};"))
+        out += [f"                        q[{i}] = {e};" for i, e in q_from_vars(layout)]
         out.append(_newton_call(bi, f"{bi}_p", "4", "                        "))
         out.append(f"                        if (converged_{bi}_p) {{")
         out += _vars_from_q(layout, "                            ")
@@ -500,7 +498,7 @@ def sol_layout(dae, tri) -> list[tuple[int, int]]:
     from .workspace import unit_scales
     out = []
     for tb in tri.blocks:
-        for i, kind, _, _ in _block_layout(dae, tb, unit_scales(dae)):
+        for i, kind, _, _ in block_layout(tb, unit_scales(dae)):
             out += [(i, 0), (i, 1)] if kind == "angle" else [(i, 2)]
     return out
 

@@ -67,7 +67,8 @@ from pathlib import Path
 import sympy as sp
 
 from . import codegen, fmu, structure
-from .codegen import SymbolMap, root_continuity, switch_scale, verification
+from .codegen import SymbolMap, q_from_vars, root_continuity, switch_scale, verification
+from .triangular import block_name
 from .codegen_embedding import structure_tables
 from .model import ModelError
 
@@ -930,40 +931,18 @@ def kinematics_source(emb, tri, sm):
         out += [f"{ind}_a = q[{k}]", f"{ind}trig[{2 * k}] = sin(_a)", f"{ind}trig[{2 * k + 1}] = cos(_a)"]
 
     for bi, tb in enumerate(tri.blocks):
-        names = [dae.names[i] for i in tb.block.unknowns]
-        bname = "{" + ", ".join(names) + "}"
-        layout = codegen._block_layout(dae, tb, scales)
-        woff = len(sol_start)
-        failures.append(f"block {bname}: no solution continuing the previous one (every sequence, "
-                        "and Newton from the prediction, failed its residual or continuity check)")
+        layout, slot, defs, start = codegen.block_plan(dae, tb, scales, tri.start, len(sol_start),
+                                                       sol="b_sol", vel="b_v")
+        sol_start += start
+        failures.append(codegen.block_failure(dae, tb))
         code = len(failures)
         nseq = len(tb.sequences) if tb.method == "groebner" else 0
         what = (f"groebner, {nseq} sequence(s)" if nseq else f"newton {tb.reason}")
-        out.append(f"{ind}# block {bname}: {what}")
-        # --- prediction and continuity tolerances ---
-        slot = {}
-        for i, kind, vs, scale in layout:
-            w = f"w{i}"
-            if kind == "angle":
-                s_, c_ = vs
-                slot[s_], slot[c_] = woff + len(slot), woff + len(slot) + 1
-                out += [
-                    f"{ind}{w} = b_v[{i}] * dt",
-                    f"{ind}P_{s_} = b_sol[{slot[s_]}] * (1.0 - 0.5 * {w} * {w}) + b_sol[{slot[c_]}] * {w}",
-                    f"{ind}P_{c_} = b_sol[{slot[c_]}] * (1.0 - 0.5 * {w} * {w}) - b_sol[{slot[s_]}] * {w}",
-                    f"{ind}T{i} = FMIGEN_BRANCH_TOL + fabs({w}) + dqi"]
-                sol_start += [math.sin(tri.start[dae.names[i]]), math.cos(tri.start[dae.names[i]])]
-            else:
-                v = vs[0] if kind == "length" else f"q{i}"
-                slot[v] = woff + len(slot)
-                out += [
-                    f"{ind}{w} = b_v[{i}] * dt",
-                    f"{ind}P_{v} = b_sol[{slot[v]}] + {w}",
-                    f"{ind}T{i} = (FMIGEN_BRANCH_TOL + dqi) * {scale!r} + fabs({w})"]
-                sol_start.append(tri.start[dae.names[i]])
+        out.append(f"{ind}# block {block_name(dae, tb.block)}: {what}")
+        # prediction and continuity tolerances
+        out += [f"{ind}{name} = {expr}" for name, expr in defs]
         if tb.method == "newton":
-            for i, *_ in layout:
-                out.append(f"{ind}q[{i}] = P_q{i}")
+            out += [f"{ind}q[{i}] = {e}" for i, e in q_from_vars(layout, "P_")]
             out += _newton_lines(emb, tb, sm, bi, "FMIGEN_NEWTON_MAX_ITER", ind)
             cont = " and ".join(f"fabs(q[{i}] - P_q{i}) <= T{i}" for i, *_ in layout)
             out.append(f"{ind}if not converged_{bi} or (check and not ({cont})): return {code}")
@@ -1010,8 +989,7 @@ def kinematics_source(emb, tri, sm):
             out.append(f"{i3}break")
         out.append(f"{i1}else:  # Newton from the prediction")
         out.append(f"{i2}while True:")
-        for i, kind, vs, _ in layout:
-            out.append(f"{i3}q[{i}] = " + (f"atan2(P_{vs[0]}, P_{vs[1]})" if kind == "angle" else f"P_{vs[0]}"))
+        out += [f"{i3}q[{i}] = {e}" for i, e in q_from_vars(layout, "P_")]
         out += _newton_lines(emb, tb, sm, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER", i3)
         out.append(f"{i3}if not converged_{bi}_n: break")
         out += _vars_from_q(layout, i3)
@@ -1029,8 +1007,7 @@ def kinematics_source(emb, tri, sm):
         out.append(f"{i1}if not ({within('FMIGEN_SEQ_TOL')}):")
         out.append(f"{i2}_ok = 0")
         out.append(f"{i2}if {within('FMIGEN_POLISH_TOL')}:  # polish: Newton from the result")
-        for i, kind, vs, _ in layout:
-            out.append(f"{i3}q[{i}] = " + (f"atan2({vs[0]}, {vs[1]})" if kind == "angle" else f"{vs[0]}"))
+        out += [f"{i3}q[{i}] = {e}" for i, e in q_from_vars(layout)]
         out += _newton_lines(emb, tb, sm, f"{bi}_p", "4", i3)
         out.append(f"{i3}if converged_{bi}_p:")
         out += _vars_from_q(layout, i3 + "    ")

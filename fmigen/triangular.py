@@ -33,6 +33,7 @@ Per block:
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from .dae import DAE
 from .groebner import GroebnerTimeout, groebner_lex
 from .model import ModelError, t
 from .partition import Block, Partition
+from .workspace import continuation_newton, sweep, unit_scales
 
 
 @dataclass
@@ -53,7 +55,6 @@ class Step:
     coeffs: list[sp.Expr]        # highest power first; polynomials in K and lower variables
     poly: sp.Expr                # the basis element used
     sign: int = 1                # square-root branch of the start assembly (build time only)
-    start: float = 0.0           # value at the start (build time only)
 
     @property
     def terms(self):
@@ -469,8 +470,6 @@ def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_fro
         else:
             roots = [r for r in np.roots(coeffs) if abs(r.imag) <= 1e-9 * max(1.0, abs(r))] or list(np.roots(coeffs))
             value = complex(min(roots, key=lambda r: abs(r - warm_vars[step.variable])))
-            if choose_from is not None:
-                step.start = value.real
         if abs(value.imag) > 1e-9 * max(1.0, abs(value)):
             names = [dae.names[i] for i in tb.block.unknowns]
             raise ModelError(
@@ -533,14 +532,19 @@ def abs_sum(expr) -> sp.Expr:
     return sp.Add(*[sp.Abs(a) for a in sp.Add.make_args(sp.expand(expr))])
 
 
-def variable_scales(dae, tb: TriangularBlock, scales) -> dict:
-    """Unit scale per polynomial variable: 1 for s/c, the unit size for a length."""
-    out = {}
-    for i, expr in tb.recover.items():
+def block_layout(tb: TriangularBlock, scales):
+    """Per unknown coordinate of a block: (model index, kind, variables,
+    unit scale); kind "angle" has variables (s, c) and scale 1, "length"
+    (x,), and a Newton block's "q" the name q<i>: the coordinate itself."""
+    if tb.method == "newton":
+        return [(i, "q", (f"q{i}",), float(scales[i])) for i in tb.block.unknowns]
+    out = []
+    for i in tb.block.unknowns:
+        expr = tb.recover[i]
         if isinstance(expr, sp.atan2):
-            out[expr.args[0]] = out[expr.args[1]] = 1.0
+            out.append((i, "angle", (expr.args[0], expr.args[1]), 1.0))
         else:
-            out[expr] = float(scales[i])
+            out.append((i, "length", (expr,), float(scales[i])))
     return out
 
 
@@ -556,75 +560,84 @@ def _true_values(dae, tb, points):
     return out
 
 
-def _known_values(dae, tb, points):
-    env = {}
-    args = [t, *dae.q_sym]
-    cols = [np.zeros(len(points)), *points.T]
-    for sym, expr in [*tb.abstractions.items(), *tb.known_ring.items()]:
-        f = sp.lambdify(args, expr, "numpy")
-        env[sym] = np.broadcast_to(np.asarray(f(*cols), dtype=float), (len(points),))
-    return env
-
-
 def sequence_quality(dae, tb: TriangularBlock, seq: Sequence, points, scales):
-    """Evaluate ``seq`` in double precision at every swept configuration,
-    taking each time the root nearest the true value (the run-time choice
-    with an exact prediction).  Returns (relative error, condition, index of
-    the worst step) per point: the condition is the smallest relative leading
-    coefficient or discriminant along the sequence."""
-    truth = _true_values(dae, tb, points)
-    env = _known_values(dae, tb, points)
-    vscale = variable_scales(dae, tb, scales)
-    npts = len(points)
-    signed = []         # per step: the real leading coefficient (and discriminant)
-    cond = np.full(npts, np.inf)    # normalized: < 1 is degenerate
-    worst = np.zeros(npts, dtype=int)
-    err = np.zeros(npts)
-    with np.errstate(all="ignore"):
-        for k, step in enumerate(seq.steps):
-            args = list(env)
-            vals = [env[a] for a in args]
-            co = [np.broadcast_to(np.asarray(sp.lambdify(args, c_, "numpy")(*vals), dtype=complex), (npts,))
-                  for c_ in step.coeffs]
-            lead_scale = np.broadcast_to(np.asarray(sp.lambdify(args, abs_sum(step.coeffs[0]), "numpy")(*vals),
-                                                    dtype=float), (npts,))
-            c_k = np.abs(co[0]) / np.where(lead_scale > 0, lead_scale, 1.0) / COVER_CONDITION
-            signed.append((f"leading coefficient of the degree-{step.degree} step for {step.variable}",
-                           k, np.real(co[0])))
-            target = truth[step.variable]
-            if step.degree == 1:
-                x = -co[1] / co[0]
-            elif step.degree == 2:
-                a2, a1, a0 = co
-                disc = a1 * a1 - 4 * a2 * a0
-                r = np.sqrt(disc)
-                x1, x2 = (-a1 + r) / (2 * a2), (-a1 - r) / (2 * a2)
-                x = np.where(np.abs(x1 - target) <= np.abs(x2 - target), x1, x2)
-                d_k = np.abs(disc) / (np.abs(a1) ** 2 + np.abs(4 * a2 * a0) + 1e-300) / COVER_DISCRIMINANT
-                c_k = np.minimum(c_k, d_k)
-                signed.append((f"discriminant of the degree-2 step for {step.variable}", k, np.real(disc)))
-            else:
-                x = np.empty(npts, dtype=complex)
-                for j in range(npts):
-                    cj = [c_[j] for c_ in co]
-                    rts = np.roots(cj) if np.all(np.isfinite(cj)) else [np.nan]
-                    x[j] = min(rts, key=lambda z: abs(z - target[j]))
-            c_k = np.where(np.isfinite(c_k), c_k, 0.0)
-            worst = np.where(c_k < cond, k, worst)
-            cond = np.minimum(cond, c_k)
-            e = np.abs(x - target) / vscale[step.variable]
-            err = np.maximum(err, np.where(np.isfinite(e), e, np.inf))
-            env[step.variable] = np.real(x)
-    return err, cond, worst, signed
+    """``sequence_evaluator(...)(points)``: one evaluation."""
+    return sequence_evaluator(dae, tb, seq, scales)(points)
 
 
-def degenerate(quality, paths):
+def sequence_evaluator(dae, tb: TriangularBlock, seq: Sequence, scales):
+    """A function of swept configurations (rows) that evaluates ``seq`` in
+    double precision at each, taking every time the root nearest the true
+    value (the run-time choice with an exact prediction).  It returns
+    (relative error, condition, index of the worst step, signed values) per
+    point: the condition is the smallest leading coefficient relative to
+    COVER_CONDITION or discriminant relative to COVER_DISCRIMINANT along the
+    sequence (< 1 is degenerate); the signed values are (what, step, array)
+    for every leading coefficient and discriminant, whose sign changes locate
+    zeros between samples.  The expressions are lambdified once here (the
+    bisection calls the function again and again)."""
+    knowns = [*tb.abstractions, *tb.known_ring]
+    known_fn = sp.lambdify([t, *dae.q_sym], [*tb.abstractions.values(), *tb.known_ring.values()], "numpy")
+    vscale = {v: scale for _, _, vs, scale in block_layout(tb, scales) for v in vs}
+    compiled, args = [], list(knowns)
+    for step in seq.steps:
+        compiled.append((sp.lambdify(args, step.coeffs, "numpy"),
+                         sp.lambdify(args, abs_sum(step.coeffs[0]), "numpy")))
+        args = args + [step.variable]
+
+    def evaluate(points):
+        npts = len(points)
+        col = lambda x, kind=float: np.broadcast_to(np.asarray(x, dtype=kind), (npts,))  # noqa: E731
+        truth = _true_values(dae, tb, points)
+        vals = [col(x) for x in known_fn(np.zeros(npts), *points.T)]
+        signed = []
+        cond = np.full(npts, np.inf)
+        worst = np.zeros(npts, dtype=int)
+        err = np.zeros(npts)
+        with np.errstate(all="ignore"):
+            for k, (step, (coeffs_fn, lead_fn)) in enumerate(zip(seq.steps, compiled)):
+                co = [col(c_, complex) for c_ in coeffs_fn(*vals)]
+                lead_scale = col(lead_fn(*vals))
+                c_k = np.abs(co[0]) / np.where(lead_scale > 0, lead_scale, 1.0) / COVER_CONDITION
+                signed.append((f"leading coefficient of the degree-{step.degree} step for {step.variable}",
+                               k, np.real(co[0])))
+                target = truth[step.variable]
+                if step.degree == 1:
+                    x = -co[1] / co[0]
+                elif step.degree == 2:
+                    a2, a1, a0 = co
+                    disc = a1 * a1 - 4 * a2 * a0
+                    r = np.sqrt(disc)
+                    x1, x2 = (-a1 + r) / (2 * a2), (-a1 - r) / (2 * a2)
+                    x = np.where(np.abs(x1 - target) <= np.abs(x2 - target), x1, x2)
+                    d_k = np.abs(disc) / (np.abs(a1) ** 2 + np.abs(4 * a2 * a0) + 1e-300) / COVER_DISCRIMINANT
+                    c_k = np.minimum(c_k, d_k)
+                    signed.append((f"discriminant of the degree-2 step for {step.variable}", k, np.real(disc)))
+                else:
+                    x = np.empty(npts, dtype=complex)
+                    for j in range(npts):
+                        cj = [c_[j] for c_ in co]
+                        rts = np.roots(cj) if np.all(np.isfinite(cj)) else [np.nan]
+                        x[j] = min(rts, key=lambda z: abs(z - target[j]))
+                c_k = np.where(np.isfinite(c_k), c_k, 0.0)
+                worst = np.where(c_k < cond, k, worst)
+                cond = np.minimum(cond, c_k)
+                e = np.abs(x - target) / vscale[step.variable]
+                err = np.maximum(err, np.where(np.isfinite(e), e, np.inf))
+                vals.append(np.real(x))
+        return err, cond, worst, signed
+    return evaluate
+
+
+def degenerate(quality, paths, singular=None):
     """Points where a sequence cannot be trusted: it misses the swept
     solution, a leading coefficient or discriminant is (relatively) near zero
     there, or one changes sign between the point and its neighbour on a
     sweep path (a zero between two samples: the sampling alone would step
-    over it)."""
-    return representation_singular(quality, paths) | ~(quality[0] <= COVER_ERROR)
+    over it).  ``singular``: ``representation_singular`` if already known."""
+    if singular is None:
+        singular = representation_singular(quality, paths)
+    return singular | ~(quality[0] <= COVER_ERROR)
 
 
 def representation_singular(quality, paths):
@@ -646,7 +659,6 @@ def representation_singular(quality, paths):
 def candidate_orders(dae, tb: TriangularBlock):
     """Other lex orders of the block's variables, nearest the primary first:
     the s/c order of one or more angles flipped, then the unknowns permuted."""
-    import itertools
     groups, seen = [], set()
     for v in tb.variables:           # keep the primary's grouping: one group per coordinate
         i = next(i for i, e in tb.recover.items() if v in getattr(e, "args", ()) or e == v)
@@ -684,7 +696,6 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None, 
     sequences of other lex orders that are regular there (greedy cover).
     Points no sequence covers are left to the run-time Newton fallback and
     recorded in ``tb.singular_points``."""
-    from .workspace import sweep, unit_scales
     log = log or (lambda msg: None)
     tri.sweep = sw = sweep(dae, tri.partition, tri.start, log=log)
     scales = unit_scales(dae)
@@ -692,12 +703,13 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None, 
         if tb.method != "groebner":
             continue
         name = block_name(dae, tb.block)
-        quality = sequence_quality(dae, tb, tb.sequences[0], sw.points, scales)
+        evaluate = sequence_evaluator(dae, tb, tb.sequences[0], scales)
+        quality = evaluate(sw.points)
         _, cond, worst, _ = quality
-        bad = degenerate(quality, sw.paths)
-        tb.singular_points = _singular_runs(dae, tri, tb, tb.sequences[0],
-                                            representation_singular(quality, sw.paths), cond, worst)
-        loss = bad & ~representation_singular(quality, sw.paths)
+        singular = representation_singular(quality, sw.paths)
+        bad = degenerate(quality, sw.paths, singular)
+        tb.singular_points = _singular_runs(dae, tri, tb, tb.sequences[0], singular, cond, worst, evaluate)
+        loss = bad & ~singular
         tb.precision_loss = {"configurations": int(loss.sum()), "of": int(len(loss)),
                              "max_error": float(np.max(np.where(loss, quality[0], 0.0)))}
         if not bad.any():
@@ -739,7 +751,7 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None, 
                 "the run-time Newton fallback solves them")
 
 
-def _singular_runs(dae, tri, tb, seq, bad, cond, worst):
+def _singular_runs(dae, tri, tb, seq, bad, cond, worst, quality_at):
     """One entry per contiguous run of degenerate points along each sweep
     path: which step and coefficient, the symbolic condition (the leading
     coefficient in the coordinates), and where: the zero of the coefficient
@@ -747,7 +759,6 @@ def _singular_runs(dae, tri, tb, seq, bad, cond, worst):
     continuation (else the worst swept point)."""
     out = []
     indep = tri.partition.independent
-    quality_at = lambda pts: sequence_quality(dae, tb, seq, pts, _scales(dae))  # noqa: E731
     for path in tri.sweep.paths:
         run = []
         for pos, idx in enumerate(path + [None]):
@@ -793,16 +804,10 @@ def _singular_runs(dae, tri, tb, seq, bad, cond, worst):
     return uniq
 
 
-def _scales(dae):
-    from .workspace import unit_scales
-    return unit_scales(dae)
-
-
 def _bisect_sign_change(dae, tri, path, run, quality_at, iterations=40):
     """The configuration where a signed leading coefficient or discriminant
     of the sequence crosses zero between two neighbours of the run on the
     path: (what, step index, configuration), or None."""
-    from .workspace import _newton
     pts = tri.sweep.points
     lo_pos, hi_pos = max(run[0] - 1, 0), min(run[-1] + 1, len(path) - 1)
     q = pts[[path[p] for p in range(lo_pos, hi_pos + 1)]]
@@ -816,7 +821,7 @@ def _bisect_sign_change(dae, tri, path, run, quality_at, iterations=40):
         fa = val[flips[0]]
         for _ in range(iterations):
             mid = 0.5 * (a + b)
-            m = _newton(dae.numeric, 0.0, mid.copy(), dep)
+            m = continuation_newton(dae.numeric, 0.0, mid.copy(), dep)
             if m is None:
                 break
             fm = next(v for w, _, v in quality_at(m[None, :])[3] if w == what)[0]

@@ -60,7 +60,7 @@ class Sweep:
     conditions: np.ndarray = None
 
 
-def _newton(num, tt, q, dep, max_iter=12):
+def continuation_newton(num, tt, q, dep, max_iter=12):
     """Newton on Φ(q) = 0 over q_d.  Converged when the step is at round-off
     of q_d (relative 1e-13); the residual must then be at round-off of the
     constraint's scale, |Φ_q|·|q| (the landing gear's are in cm, 1e4)."""
@@ -119,7 +119,7 @@ def sweep(dae: DAE, part: Partition, start: dict, points_per_path=None, seed=0, 
                 trial[indep] += h * step
                 # tangent predictor: Φ_d Δq_d = −Φ_i Δq_i
                 trial[dep] -= np.linalg.solve(Jd[:, dep], Jd[:, indep] @ (h * step))
-                nxt = _newton(num, 0.0, trial, dep)
+                nxt = continuation_newton(num, 0.0, trial, dep)
                 if nxt is not None:
                     break
                 h /= 2
