@@ -37,38 +37,21 @@ of (V(θ) − V(1)) / (θ − 1)).  With 10 N·m the DAE reference gives 3.26 tu
 in 5 s and 4.40 in 6 s (crank speed 8.9 rad/s at 6 s); the crank passes
 θ = 1.0701 + 2πk first at t ≈ 0.228 s.
 """
-from sympy import cos, sin
-
 from fmigen.model import Mechanism
+from mechanisms.fourbar import build as build_fourbar
+
+#: the four-bar's structure with these lengths (m); the second crank is
+#: ``fourbar``'s rocker
+LENGTHS = {"l1": 2.5, "l2": 3.5, "l3": 3.0, "d": 1.2}
 
 
 def build() -> Mechanism:
-    m = Mechanism("fourbar_double_crank", description=__doc__.splitlines()[0])
-    theta = m.coordinate("theta", 1.0, "rad", description="crank angle")
-    alpha = m.coordinate("alpha", -2.664603, "rad", description="coupler angle")
-    phi = m.coordinate("phi", 2.975225, "rad", description="second crank angle")
-
-    l1 = m.parameter("l1", 2.5, "m", description="crank length")
-    l2 = m.parameter("l2", 3.5, "m", description="coupler length")
-    l3 = m.parameter("l3", 3.0, "m", description="second crank length")
-    d = m.parameter("d", 1.2, "m", description="x of the second crank's pivot (ground length)")
-    g = m.parameter("g", 9.8, "m/s2", tunable=True, description="gravity along -y")
-    masses = [m.parameter(f"m{i}", 1.0, "kg", tunable=True, description=f"mass of link {i}")
-              for i in (1, 2, 3)]
-    m1, m2, m3 = masses
-    tau = m.input("tau", 10.0, "N.m", description="crank torque")
-
-    ax, ay = l1 * cos(theta), l1 * sin(theta)
-    m.planar_body("crank", m1, m1 * l1**2 / 12, (ax / 2, ay / 2), theta)
-    m.planar_body("coupler", m2, m2 * l2**2 / 12,
-                  (ax + l2 / 2 * cos(alpha), ay + l2 / 2 * sin(alpha)), alpha)
-    m.planar_body("crank2", m3, m3 * l3**2 / 12,
-                  (d + l3 / 2 * cos(phi), l3 / 2 * sin(phi)), phi)
-    m.gravity = (0, -g, 0)
-
-    m.constraint("loop_x", ax + l2 * cos(alpha) - d - l3 * cos(phi))
-    m.constraint("loop_y", ay + l2 * sin(alpha) - l3 * sin(phi))
-    m.generalized_force("theta", tau)
-    m.independent = ["theta"]
-    m.dof = 1
+    m = build_fourbar()
+    m.name = "fourbar_double_crank"
+    m.description = __doc__.splitlines()[0]
+    for p in m.parameters:
+        p.value = LENGTHS.get(p.name, p.value)
+    m.coordinate_by_name("phi").description = "second crank angle"
+    m.override_starts({"theta": 1.0, "alpha": -2.664603, "phi": 2.975225})
+    m.inputs[0].start = 10.0       # tau, N·m
     return m

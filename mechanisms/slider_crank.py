@@ -15,11 +15,17 @@ from sympy import cos, sin
 from fmigen.model import Mechanism
 
 
-def build() -> Mechanism:
-    m = Mechanism("slider_crank", description=__doc__.splitlines()[0])
-    theta = m.coordinate("theta", math.pi / 3, "rad", description="crank angle")
-    beta = m.coordinate("beta", -0.1, "rad", description="connecting-rod angle")
-    x = m.coordinate("x", 0.7, "m", description="slider position")
+def add_linkage(m: Mechanism, starts, velocities=None):
+    """The crank, rod and slider with their parameters, bodies, gravity, loop
+    constraints and slider friction; ``starts`` and ``velocities`` (optional)
+    by coordinate name.  Returns (theta, beta, x).  Shared with
+    ``slider_crank_from_slider``, which drives the same linkage from the slider."""
+    velocities = velocities or {}
+    theta = m.coordinate("theta", starts["theta"], "rad", velocity_start=velocities.get("theta", 0.0),
+                         description="crank angle")
+    beta = m.coordinate("beta", starts["beta"], "rad", velocity_start=velocities.get("beta", 0.0),
+                        description="connecting-rod angle")
+    x = m.coordinate("x", starts["x"], "m", velocity_start=velocities.get("x", 0.0), description="slider position")
 
     r = m.parameter("r", 0.2, "m", description="crank length")
     l = m.parameter("l", 0.6, "m", description="rod length")
@@ -29,7 +35,6 @@ def build() -> Mechanism:
     m2 = m.parameter("m_rod", 0.5, "kg", tunable=True)
     m3 = m.parameter("m_slider", 0.3, "kg", tunable=True)
     c = m.parameter("c_slider", 0.5, "N.s/m", tunable=True, description="slider viscous friction")
-    tau = m.input("tau", 0.5, "N.m", description="crank torque")
 
     ax, ay = r * cos(theta), r * sin(theta)
     m.planar_body("crank", m1, m1 * r**2 / 12, (ax / 2, ay / 2), theta)
@@ -39,8 +44,15 @@ def build() -> Mechanism:
 
     m.constraint("rod_x", ax + l * cos(beta) - x)
     m.constraint("rod_y", ay + l * sin(beta) - e)
-    m.generalized_force("theta", tau)
     m.generalized_force("x", -c * x.diff())
+    return theta, beta, x
+
+
+def build() -> Mechanism:
+    m = Mechanism("slider_crank", description=__doc__.splitlines()[0])
+    add_linkage(m, {"theta": math.pi / 3, "beta": -0.1, "x": 0.7})
+    tau = m.input("tau", 0.5, "N.m", description="crank torque")
+    m.generalized_force("theta", tau)
     m.independent = ["theta"]
     m.dof = 1
     return m

@@ -32,9 +32,8 @@ first at t = 0.1618 s; gravity on the crank makes its speed vary (12 rad/s at
 """
 import math
 
-from sympy import cos, sin
-
 from fmigen.model import Mechanism
+from mechanisms.slider_crank import add_linkage
 
 R, L, E = 0.2, 0.6, 0.05          # as in mechanisms/slider_crank.py
 THETA0 = math.pi / 3
@@ -59,30 +58,10 @@ def start_state(theta0=THETA0, omega0=OMEGA0, r=R, l=L, e=E):
 def build() -> Mechanism:
     x0, beta0, xdot0, betadot0 = start_state()
     m = Mechanism("slider_crank_from_slider", description=__doc__.splitlines()[0])
-    theta = m.coordinate("theta", THETA0, "rad", velocity_start=OMEGA0, description="crank angle")
-    beta = m.coordinate("beta", beta0, "rad", velocity_start=betadot0,
-                        description="connecting-rod angle")
-    x = m.coordinate("x", x0, "m", velocity_start=xdot0, description="slider position")
-
-    r = m.parameter("r", R, "m", description="crank length")
-    l = m.parameter("l", L, "m", description="rod length")
-    e = m.parameter("e", E, "m", description="slider line offset")
-    g = m.parameter("g", 9.81, "m/s2", tunable=True, description="gravity along -y")
-    m1 = m.parameter("m_crank", 1.0, "kg", tunable=True)
-    m2 = m.parameter("m_rod", 0.5, "kg", tunable=True)
-    m3 = m.parameter("m_slider", 0.3, "kg", tunable=True)
-    c = m.parameter("c_slider", 0.5, "N.s/m", tunable=True, description="slider viscous friction")
+    add_linkage(m, {"theta": THETA0, "beta": beta0, "x": x0},
+                {"theta": OMEGA0, "beta": betadot0, "x": xdot0})
     force = m.input("F", 0.0, "N", description="force on the slider along +x")
-
-    ax, ay = r * cos(theta), r * sin(theta)
-    m.planar_body("crank", m1, m1 * r**2 / 12, (ax / 2, ay / 2), theta)
-    m.planar_body("rod", m2, m2 * l**2 / 12, (ax + l / 2 * cos(beta), ay + l / 2 * sin(beta)), beta)
-    m.planar_body("slider", m3, 0, (x, e), 0)
-    m.gravity = (0, -g, 0)
-
-    m.constraint("rod_x", ax + l * cos(beta) - x)
-    m.constraint("rod_y", ay + l * sin(beta) - e)
-    m.generalized_force("x", force - c * x.diff())
+    m.generalized_force("x", force)
     m.independent = ["x"]
     m.dof = 1
     # paper 004's coordinate switching: the crank angle takes over near the
