@@ -1,0 +1,406 @@
+"""Stage 1 front end — a mechanism as bodies, markers, joints and loads.
+
+This module only *describes* a mechanism; it derives nothing.  Two consumers
+read the description, each with its own equations, and share nothing else:
+
+* ``joint_model.to_mechanism`` turns it into the low-level ``model.Mechanism``
+  (a spanning tree, relative joint coordinates, loop-closure constraints,
+  world positions) that the rest of the pipeline builds into an FMU;
+* ``cartesian`` integrates it in absolute coordinates (Newton–Euler per body,
+  constraints written from the joint definitions) as a reference that is
+  independent of the model stage.
+
+Conventions (both consumers implement exactly these)
+---------------------------------------------------
+* The world frame is the frame of the body ``ground`` (``system.ground``).
+* A body's frame B has origin r_B and orientation R_B (body axes -> world).
+  Its centre of mass ``com`` and its ``inertia`` (about the centre of mass)
+  are given in B.
+* A marker M on a body has a position p_M and axes R_M (columns: the marker's
+  x, y, z axes) in the body frame.  In the world: R = R_B R_M,
+  r = r_B + R_B p_M.
+* A joint between a parent marker P and a child marker C places C relative to
+  P by its joint transform: R_C = R_P R_J(q), r_C = r_P + R_P p_J(q), with
+  Rot(a, q) the right-handed rotation by q about the unit vector a:
+
+  ============  ====================  =================================  ==============
+  kind          coordinates           R_J(q)                             p_J(q)
+  ============  ====================  =================================  ==============
+  revolute      angle                 Rot(a, q1)                         0
+  prismatic     translation           I                                  q1 a
+  cylindrical   angle, translation    Rot(a, q1)                         q2 a
+  universal     angle1, angle2        Rot(a, q1) Rot(b, q2)              0
+  spherical     3 angles (3-2-1)      Rot(z, q1) Rot(y, q2) Rot(x, q3)   0
+  planar        x, y, angle           Rot(z, q3)                         (q1, q2, 0)
+  free          x, y, z, rx, ry, rz   Rot(z, q6) Rot(y, q5) Rot(x, q4)   (q1, q2, q3)
+  fixed         none                  I                                  0
+  ============  ====================  =================================  ==============
+
+  ``a`` is the joint's ``axis`` and ``b`` its ``axis2`` (universal only, in
+  the frame after the first rotation), both in the parent marker's frame and
+  of exact unit length; the defaults are z (revolute, prismatic,
+  cylindrical) and x then y (universal).  The spherical joint's angles are
+  singular at q2 = ±π/2, like any three-angle set.
+* Loads: ``gravity`` (world); a generalized force on a joint coordinate
+  (a torque for an angle, a force for a translation; on the child, the
+  reaction on the parent); a linear spring-damper between two markers'
+  origins with tension T = preload + k (L − free_length) + d L̇ pulling them
+  together; a rotational spring-damper on a joint coordinate acting as the
+  generalized force −(preload + k (q − free_angle) + d q̇); and a general
+  force/torque applied at a marker's origin on its body, its reaction at the
+  same point on the reaction marker's body (or nowhere when that is ground).
+  Load expressions may use the joint coordinates, their time derivatives,
+  time ``t``, the inputs and the parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+from sympy.physics import mechanics as me
+
+from .model import ModelError, Parameter, Input, t
+
+#: joint kind -> number of coordinates and their default name suffixes
+JOINT_KINDS = {
+    "revolute": ("",),
+    "prismatic": ("",),
+    "cylindrical": ("_angle", "_slide"),
+    "universal": ("_1", "_2"),
+    "spherical": ("_1", "_2", "_3"),
+    "planar": ("_x", "_y", "_angle"),
+    "free": ("_x", "_y", "_z", "_rx", "_ry", "_rz"),
+    "fixed": (),
+}
+#: which coordinates of each kind are angles (unit rad); the others are lengths
+ANGLE_SLOTS = {
+    "revolute": (True,), "prismatic": (False,), "cylindrical": (True, False),
+    "universal": (True, True), "spherical": (True, True, True), "planar": (False, False, True),
+    "free": (False, False, False, True, True, True), "fixed": (),
+}
+X, Y, Z = (1, 0, 0), (0, 1, 0), (0, 0, 1)
+
+
+def _vec3(v, what):
+    v = tuple(sp.sympify(e) for e in v)
+    if len(v) == 2:
+        v = v + (sp.Integer(0),)
+    if len(v) != 3:
+        raise ModelError(f"{what}: a 3-vector is needed, got {len(v)} components")
+    return v
+
+
+def _unit_axis(axis, what):
+    # a float converts exactly (0.6 is not 3/5), so the joint the kinematics
+    # solve is the one written, not one rationalized to within a tolerance
+    a = tuple(sp.Rational(e) if isinstance(e, float) else e for e in _vec3(axis, what))
+    a = tuple(sp.Rational(float(e)) if isinstance(e, sp.Float) else e for e in a)
+    norm2 = sp.expand(sum(e * e for e in a))
+    if sp.simplify(norm2 - 1) != 0:
+        raise ModelError(f"{what}: axis {tuple(a)} is not of exact unit length (|a|² = {norm2}); "
+                         "write it with exact components such as (0, 0, 1) or (3/5, 4/5, 0)")
+    return a
+
+
+@dataclass
+class Marker:
+    body: "RigidBody"
+    name: str
+    position: tuple          # in the body frame
+    rotation: sp.Matrix      # columns: marker axes in the body frame
+
+    @property
+    def label(self):
+        return f"{self.body.name}.{self.name}"
+
+
+@dataclass
+class RigidBody:
+    name: str
+    mass: sp.Expr
+    inertia: sp.Matrix       # 3x3, about the centre of mass, body frame
+    com: tuple               # body frame
+    markers: dict = field(default_factory=dict)
+
+    def marker(self, name, position=(0, 0, 0), rotation=None) -> Marker:
+        """A frame fixed on the body: ``position`` and ``rotation`` (3x3,
+        columns = the marker's axes) in the body frame."""
+        if name in self.markers:
+            raise ModelError(f"marker '{self.name}.{name}' declared twice")
+        R = sp.eye(3) if rotation is None else sp.Matrix(rotation)
+        if R.shape != (3, 3):
+            raise ModelError(f"marker '{self.name}.{name}': rotation must be 3x3")
+        mk = Marker(self, name, _vec3(position, f"marker '{self.name}.{name}'"), R)
+        self.markers[name] = mk
+        return mk
+
+    @property
+    def origin(self) -> Marker:
+        """The body frame itself as a marker."""
+        return self.markers.get("origin") or self.marker("origin")
+
+
+@dataclass
+class JointCoordinate:
+    name: str
+    symbol: sp.Function      # dynamicsymbol q(t)
+    angle: bool
+    start: float | None      # None: from the assembly
+    velocity_start: float
+    limits: tuple | None     # (lower, upper) or None
+
+
+@dataclass
+class Joint:
+    name: str
+    kind: str
+    parent: Marker
+    child: Marker
+    axis: tuple
+    axis2: tuple | None
+    coordinates: list[JointCoordinate]
+
+
+@dataclass
+class JointLoad:
+    """A generalized force ``expr`` on one joint coordinate."""
+    joint: Joint
+    coordinate: JointCoordinate
+    expr: sp.Expr
+
+
+@dataclass
+class SpringDamper:
+    name: str
+    a: Marker
+    b: Marker
+    stiffness: sp.Expr
+    damping: sp.Expr
+    free_length: sp.Expr
+    preload: sp.Expr
+
+
+@dataclass
+class RotationalSpringDamper:
+    name: str
+    joint: Joint
+    coordinate: JointCoordinate
+    stiffness: sp.Expr
+    damping: sp.Expr
+    free_angle: sp.Expr
+    preload: sp.Expr
+
+
+@dataclass
+class MarkerForce:
+    """Force and torque (3-vectors, world frame) at ``at``'s origin on its
+    body; the reaction at the same point on ``reaction``'s body."""
+    name: str
+    at: Marker
+    force: tuple
+    torque: tuple
+    reaction: Marker | None
+
+
+@dataclass
+class BranchHint:
+    """At the start, (r_marker − r_relative_to) · direction has ``sign``."""
+    marker: Marker
+    relative_to: Marker
+    direction: tuple         # world
+    sign: int
+
+
+@dataclass
+class JointSystem:
+    """A mechanism as bodies and joints; see the module docstring."""
+    name: str
+    description: str = ""
+    parameters: list[Parameter] = field(default_factory=list)
+    inputs: list[Input] = field(default_factory=list)
+    bodies: dict = field(default_factory=dict)
+    joints: dict = field(default_factory=dict)
+    gravity: tuple = (0, 0, 0)
+    joint_loads: list[JointLoad] = field(default_factory=list)
+    springs: list[SpringDamper] = field(default_factory=list)
+    rotational_springs: list[RotationalSpringDamper] = field(default_factory=list)
+    forces: list[MarkerForce] = field(default_factory=list)
+    outputs: dict = field(default_factory=dict)
+    branch_hints: list[BranchHint] = field(default_factory=list)
+    #: names of the independent coordinates; None lets fmigen pick them
+    independent: list[str] | None = None
+    #: declared degrees of freedom, checked when given
+    dof: int | None = None
+    #: joints to cut to open the loops; None lets fmigen choose
+    cut: list[str] | None = None
+
+    def __post_init__(self):
+        self.bodies["ground"] = RigidBody("ground", sp.Integer(0), sp.zeros(3, 3), (0, 0, 0))
+
+    @property
+    def ground(self) -> RigidBody:
+        return self.bodies["ground"]
+
+    # --- declarations -------------------------------------------------
+    def parameter(self, name, value, unit="", tunable=False, description=""):
+        """As ``Mechanism.parameter``: tunable parameters stay symbols in the
+        C; structural ones (geometry) are exact in the Gröbner bases."""
+        if any(p.name == name for p in self.parameters):
+            raise ModelError(f"parameter '{name}' declared twice")
+        sym = sp.Symbol(name, real=True)
+        self.parameters.append(Parameter(name, sym, value, unit, tunable, description))
+        return sym
+
+    def input(self, name, start=0.0, unit="", description=""):
+        if any(i.name == name for i in self.inputs):
+            raise ModelError(f"input '{name}' declared twice")
+        sym = sp.Symbol(name, real=True)
+        self.inputs.append(Input(name, sym, float(start), unit, description))
+        return sym
+
+    def body(self, name, mass, inertia, com=(0, 0, 0)) -> RigidBody:
+        """A rigid body: ``inertia`` about the centre of mass in the body
+        frame (3x3, or 3 principal moments), ``com`` in the body frame."""
+        if name in self.bodies:
+            raise ModelError(f"body '{name}' declared twice")
+        if not isinstance(inertia, sp.MatrixBase):
+            inertia = sp.diag(*inertia) if len(inertia) == 3 else sp.Matrix(inertia)
+        if inertia.shape != (3, 3) or inertia != inertia.T:
+            raise ModelError(f"body '{name}': the inertia must be a symmetric 3x3 matrix")
+        b = RigidBody(name, sp.sympify(mass), sp.Matrix(inertia), _vec3(com, f"body '{name}' com"))
+        self.bodies[name] = b
+        return b
+
+    def joint(self, kind, name, parent: Marker, child: Marker, axis=None, axis2=None,
+              coordinates=None, start=None, velocity_start=None, limits=None):
+        """A joint of ``kind`` (see ``JOINT_KINDS``) placing ``child`` relative
+        to ``parent``.  ``coordinates``: names (default the joint's name plus
+        a suffix); ``start``: exact start values of independent coordinates,
+        guesses for dependent ones, or None to leave them to the assembly;
+        ``limits``: (lower, upper) per coordinate.  Returns the coordinate
+        symbols (one symbol for one-coordinate joints)."""
+        if kind not in JOINT_KINDS:
+            raise ModelError(f"joint '{name}': unknown kind '{kind}' (have {', '.join(JOINT_KINDS)})")
+        if name in self.joints:
+            raise ModelError(f"joint '{name}' declared twice")
+        for mk in (parent, child):
+            if not isinstance(mk, Marker) or self.bodies.get(mk.body.name) is not mk.body:
+                raise ModelError(f"joint '{name}': {mk!r} is not a marker of a body of '{self.name}'")
+        if parent.body is child.body:
+            raise ModelError(f"joint '{name}' connects body '{parent.body.name}' to itself")
+        n = len(JOINT_KINDS[kind])
+        default_axis = X if kind == "universal" else Z
+        a = _unit_axis(axis if axis is not None else default_axis, f"joint '{name}'")
+        b = None
+        if kind == "universal":
+            b = _unit_axis(axis2 if axis2 is not None else Y, f"joint '{name}' second axis")
+            if sp.simplify(sum(x * y for x, y in zip(a, b))) != 0:
+                raise ModelError(f"joint '{name}': the universal joint's axes must be perpendicular")
+        names = list(coordinates) if coordinates is not None else [name + s for s in JOINT_KINDS[kind]]
+
+        def per_coordinate(value, what):
+            if value is None:
+                return [None] * n
+            # one-coordinate joints take a bare value (limits: a bare pair)
+            bare = not isinstance(value, (list, tuple)) or (what == "limits" and not isinstance(value[0], (list, tuple)))
+            values = [value] if bare else list(value)
+            if len(values) != n:
+                raise ModelError(f"joint '{name}': {n} {what} values needed, got {len(values)}")
+            return values
+
+        if len(names) != n:
+            raise ModelError(f"joint '{name}' ({kind}) has {n} coordinates, got names {names}")
+        taken = {c.name for j in self.joints.values() for c in j.coordinates}
+        for nm in names:
+            if nm in taken:
+                raise ModelError(f"joint '{name}': coordinate '{nm}' already belongs to another joint")
+        starts = per_coordinate(start, "start")
+        vstarts = per_coordinate(velocity_start, "velocity_start")
+        lims = per_coordinate(limits, "limits")
+        coords = [JointCoordinate(nm, me.dynamicsymbols(nm), is_angle,
+                                  None if s is None else float(s), 0.0 if v is None else float(v),
+                                  None if lim is None else (float(lim[0]), float(lim[1])))
+                  for nm, is_angle, s, v, lim in zip(names, ANGLE_SLOTS[kind], starts, vstarts, lims)]
+        self.joints[name] = Joint(name, kind, parent, child, a, b, coords)
+        syms = [c.symbol for c in coords]
+        return syms[0] if n == 1 else syms
+
+    def revolute(self, name, parent, child, axis=Z, **kw):
+        return self.joint("revolute", name, parent, child, axis=axis, **kw)
+
+    def prismatic(self, name, parent, child, axis=Z, **kw):
+        return self.joint("prismatic", name, parent, child, axis=axis, **kw)
+
+    def cylindrical(self, name, parent, child, axis=Z, **kw):
+        return self.joint("cylindrical", name, parent, child, axis=axis, **kw)
+
+    def universal(self, name, parent, child, axis=X, axis2=Y, **kw):
+        return self.joint("universal", name, parent, child, axis=axis, axis2=axis2, **kw)
+
+    def spherical(self, name, parent, child, **kw):
+        return self.joint("spherical", name, parent, child, **kw)
+
+    def planar(self, name, parent, child, **kw):
+        return self.joint("planar", name, parent, child, **kw)
+
+    def free(self, name, parent, child, **kw):
+        return self.joint("free", name, parent, child, **kw)
+
+    def fixed(self, name, parent, child):
+        return self.joint("fixed", name, parent, child)
+
+    # --- loads ------------------------------------------------------------
+    def _coordinate(self, joint, coordinate):
+        j = self.joints.get(joint if isinstance(joint, str) else joint.name)
+        if j is None:
+            raise ModelError(f"unknown joint '{joint}' (have {', '.join(self.joints)})")
+        if coordinate is None:
+            if len(j.coordinates) != 1:
+                raise ModelError(f"joint '{j.name}' has {len(j.coordinates)} coordinates: name one")
+            return j, j.coordinates[0]
+        for c in j.coordinates:
+            if c.name == coordinate:
+                return j, c
+        raise ModelError(f"joint '{j.name}' has no coordinate '{coordinate}'")
+
+    def joint_force(self, joint, expr, coordinate=None):
+        """A generalized force (torque for an angle) on a joint coordinate."""
+        j, c = self._coordinate(joint, coordinate)
+        self.joint_loads.append(JointLoad(j, c, sp.sympify(expr)))
+
+    def spring_damper(self, name, a: Marker, b: Marker, stiffness, damping=0, free_length=0, preload=0):
+        self.springs.append(SpringDamper(name, a, b, *map(sp.sympify, (stiffness, damping, free_length, preload))))
+
+    def rotational_spring_damper(self, name, joint, stiffness, damping=0, free_angle=0, preload=0,
+                                 coordinate=None):
+        j, c = self._coordinate(joint, coordinate)
+        self.rotational_springs.append(RotationalSpringDamper(
+            name, j, c, *map(sp.sympify, (stiffness, damping, free_angle, preload))))
+
+    def force(self, name, at: Marker, force=(0, 0, 0), torque=(0, 0, 0), reaction: Marker | None = None):
+        self.forces.append(MarkerForce(name, at, _vec3(force, f"force '{name}'"),
+                                       _vec3(torque, f"torque '{name}'"), reaction))
+
+    def branch_hint(self, marker: Marker, relative_to: Marker, direction, sign=+1):
+        """Pick the start assembly where marker lies on the ``sign`` side of
+        ``relative_to`` along the world ``direction`` (e.g. "E right of C")."""
+        self.branch_hints.append(BranchHint(marker, relative_to, _vec3(direction, "branch hint"),
+                                            1 if sign > 0 else -1))
+
+    def output(self, name, expr):
+        self.outputs[name] = sp.sympify(expr)
+
+    # --- queries ----------------------------------------------------------
+    @property
+    def coordinates(self) -> list[JointCoordinate]:
+        return [c for j in self.joints.values() for c in j.coordinates]
+
+    def coordinate_by_name(self, name) -> JointCoordinate:
+        for c in self.coordinates:
+            if c.name == name:
+                return c
+        raise ModelError(f"unknown coordinate '{name}' (have {[c.name for c in self.coordinates]})")
+
+
+__all__ = ["JointSystem", "RigidBody", "Marker", "Joint", "JointCoordinate", "JOINT_KINDS", "X", "Y", "Z", "t"]
