@@ -131,7 +131,7 @@ def independent_names(mech: Mechanism) -> list[str]:
 
 def polynomial_system(mech: Mechanism, inputs: dict | None = None) -> PolySystem:
     inputs = dict(inputs or {})
-    hints = getattr(mech, "assembly_hints", None) or AssemblyHints()
+    hints = mech.assembly_hints or AssemblyHints()
     names = [c.name for c in mech.coordinates]
     indep = independent_names(mech)
     pvals = {p.name: p.value for p in mech.parameters}
@@ -789,7 +789,7 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
     times = {}
     t0 = time.perf_counter()
     system = system or polynomial_system(mech, inputs)
-    hints = getattr(mech, "assembly_hints", None) or AssemblyHints()
+    hints = mech.assembly_hints or AssemblyHints()
     names = [str(v) for v in system.variables]
     hname = hidden or hints.hidden or names[-1]
     if hname not in names:

@@ -107,9 +107,25 @@ class Mechanism:
     #: centre).  ``fmigen check`` reports the sets that are regular where a
     #: sweep path stops.  None or []: no switching.
     switch_independent: list[list[str]] | None = None
+    #: Blocks to solve by Newton rather than a Gröbner sequence, each a list
+    #: of coordinate names (e.g. the five-link's carrier pose).
+    newton_blocks: list[list[str]] | None = None
+    #: ``assemble.AssemblyHints`` for the all-assemblies solver (variable
+    #: order, hidden variable, auxiliary and implied equations).
+    assembly_hints: object | None = None
+    #: The ``joints.JointSystem`` this mechanism was derived from, if any:
+    #: what the Cartesian reference integrates.
+    joint_system: object | None = None
+    world: me.ReferenceFrame = field(init=False, repr=False)
 
     def __post_init__(self):
         self.world = me.ReferenceFrame("N")
+
+    def __setattr__(self, name, value):
+        # a misspelt option (``m.newton_block = ...``) must not be ignored
+        if name not in self.__dataclass_fields__:
+            raise ModelError(f"Mechanism has no field '{name}' (have {', '.join(self.__dataclass_fields__)})")
+        object.__setattr__(self, name, value)
 
     # --- declarations -------------------------------------------------
     def coordinate(self, name, start, unit="rad", velocity_start=0.0, description=""):

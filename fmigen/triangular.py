@@ -296,7 +296,7 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
     if kinematics != "groebner":
         return newton_formulation(dae, part, kinematics, newton_tol, log, guesses)
     order = order or dae.mechanism.groebner_order
-    forced = [set(b) for b in (getattr(dae.mechanism, "newton_blocks", None) or [])]
+    forced = [set(b) for b in (dae.mechanism.newton_blocks or [])]
     counter = [0]
     tblocks = []
     for b in part.blocks:

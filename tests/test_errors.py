@@ -70,3 +70,11 @@ def test_nonpositive_step_is_rejected(tmp_path):
     from fmigen.fmu import BuildError
     with pytest.raises(BuildError, match="step must be > 0"):
         build_fmu("fourbar", tmp_path / "x.fmu", step=0.0)
+
+
+def test_a_misspelt_mechanism_option_is_an_error():
+    from fmigen.model import Mechanism
+    m = Mechanism("typo")
+    m.newton_blocks = [["x"]]
+    with pytest.raises(ModelError, match="no field 'newton_block'"):
+        m.newton_block = [["x"]]
