@@ -1,4 +1,5 @@
-"""Command-line interface: ``fmigen build | validate | check | triangularize | assemble | bench``."""
+"""Command-line interface: ``fmigen build | validate | check | triangularize | assemble | bench |
+export-mjcf | import-mjcf``."""
 
 from __future__ import annotations
 
@@ -165,6 +166,49 @@ def cmd_assemble(args):
     return cli_assemble(args, _log(args))
 
 
+def cmd_export_mjcf(args):
+    from .mjcf import export_mjcf
+    from .pipeline import prepare_mechanism
+    mech = prepare_mechanism(args.mechanism, _log(args))
+    if mech.joint_system is None:
+        raise ModelError(f"'{mech.name}' is written with the low-level API (fmigen.model.Mechanism); "
+                         "MJCF export needs its bodies and joints (fmigen.joints.JointSystem)")
+    # the keyframe "start" is the assembled start the FMU uses
+    xml = export_mjcf(mech.joint_system, start={c.name: c.start for c in mech.coordinates},
+                      timestep=args.timestep)
+    if args.output:
+        Path(args.output).write_text(xml)
+        print(args.output if not args.json else json.dumps({"mjcf": args.output}))
+    else:
+        print(xml, end="")
+    return 0
+
+
+def cmd_import_mjcf(args):
+    from .mjcf import import_mjcf
+    system = import_mjcf(args.file)
+    summary = {"name": system.name,
+               "bodies": [b for b in system.bodies if b != "ground"],
+               "joints": [{"name": j.name, "kind": j.kind, "parent": j.parent.label, "child": j.child.label,
+                           "coordinates": [c.name for c in j.coordinates]} for j in system.joints.values()],
+               "cut": system.cut or [],
+               "inputs": [i.name for i in system.inputs],
+               "spring_dampers": [s.name for s in system.springs] + [s.name for s in system.rotational_springs],
+               "independent": system.independent}
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    print(f"{args.file}: '{system.name}', {len(summary['bodies'])} bodies")
+    for j in summary["joints"]:
+        cut = "  (loop closure)" if j["name"] in summary["cut"] else ""
+        coords = "" if cut else f" {j['coordinates']}"
+        print(f"  {j['kind']:<11s} {j['name']}: {j['parent']} -> {j['child']}{coords}{cut}")
+    print(f"  inputs: {', '.join(summary['inputs']) or 'none'}; spring-dampers: "
+          f"{', '.join(summary['spring_dampers']) or 'none'}")
+    print(f"build it with: fmigen build {args.file}")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="fmigen",
@@ -275,6 +319,26 @@ def main(argv=None):
                    help="a solution is complex when a coordinate's imaginary part exceeds this (relative, default 1e-9)")
     p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases and determinants")
     p.set_defaults(func=cmd_assemble)
+
+    p = sub.add_parser("export-mjcf", help="write a joint-based mechanism as a MuJoCo model (MJCF)",
+                       description="Write the mechanism's bodies and joints as MJCF: the spanning tree as nested "
+                                   "bodies whose joint qpos are fmigen's coordinates, loop closures as connect/weld "
+                                   "equalities, joint forces as motors, spring-dampers as joint springs and "
+                                   "tendons, the assembled start as keyframe 'start'.")
+    common(p, solver=False)
+    p.add_argument("-o", "--output", help="MJCF file to write (default: stdout)")
+    p.add_argument("--timestep", type=_positive, default=1e-3, help="MuJoCo timestep in s (default 1e-3)")
+    p.set_defaults(func=cmd_export_mjcf)
+
+    p = sub.add_parser("import-mjcf", help="read a MuJoCo model (MJCF) as a mechanism and summarize it",
+                       description="Read an MJCF file (hinge, slide joints and their combinations, connect and "
+                                   "weld equalities, joint motors, joint springs, two-site spatial tendons) "
+                                   "and list the bodies, joints and loop closures fmigen sees. Anything else that "
+                                   "changes the dynamics is an error naming it. Any verb that takes a mechanism "
+                                   "also takes the .xml file itself (fmigen build model.xml).")
+    p.add_argument("file", help="MJCF file")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.set_defaults(func=cmd_import_mjcf)
 
     args = parser.parse_args(argv)
     try:

@@ -1,0 +1,139 @@
+"""MJCF export/import and MuJoCo as a peer (fmigen/mjcf.py).
+
+The references here share nothing with fmigen's equations: MuJoCo's own
+dynamics (a foreign model run as written), and the DAE reference of the
+low-level four-bar (reference.py) for an exported joint-based four-bar."""
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+mujoco = pytest.importorskip("mujoco")
+
+from fmigen.joints import JointSystem  # noqa: E402
+from fmigen.mjcf import MJCFError, export_mjcf, import_mjcf, run_mujoco  # noqa: E402
+
+FOREIGN = Path(__file__).parent / "data" / "crank_slider_mujoco.xml"
+TIGHT = dict(solref=(2e-4, 1.0), solimp=(0.9999, 0.9999, 1e-4, 0.5, 2))
+
+
+def crank_slider_start():
+    """The foreign model's closed configuration at crank 60° (x-z plane,
+    hinges about −y, slider line z = 0, slider origin at x = 0.8 at qpos0)."""
+    th = math.pi / 3
+    rod_abs = math.asin(-0.2 * math.sin(th) / 0.6)
+    return {"crank": th, "rod": rod_abs - th, "slide": 0.2 * math.cos(th) + 0.6 * math.cos(rod_abs) - 0.8}
+
+
+def test_a_foreign_model_imports_with_its_loop_motor_and_damper():
+    system = import_mjcf(FOREIGN)
+    kinds = {j.name: j.kind for j in system.joints.values()}
+    assert kinds == {"crank": "revolute", "rod": "revolute", "slide": "prismatic", "pin": "spherical"}
+    assert system.cut == ["pin"]
+    assert [i.name for i in system.inputs] == ["drive"]
+    assert [s.coordinate.name for s in system.rotational_springs] == ["slide"]
+    assert float(system.rotational_springs[0].damping) == 0.5
+    # geometry is exact: the rod's joint sits at exactly 1/5 on the crank
+    assert system.joints["rod"].parent.position == tuple(map(__import__("sympy").Rational, ("1/5", "0", "0")))
+    # the mass MuJoCo infers from the capsule geoms
+    assert float(system.bodies["crank"].mass) == pytest.approx(1000 * math.pi * 0.02**2 * (0.2 + 4 / 3 * 0.02))
+
+
+def test_import_then_export_runs_like_the_original_in_mujoco():
+    """MuJoCo on the file as written vs MuJoCo on fmigen's export of its
+    import: the same bodies, inertias, joints, loop, motor and damper."""
+    xml = FOREIGN.read_text()
+    q0 = crank_slider_start()
+    times = np.linspace(0, 1, 11)
+    ours = run_mujoco(import_mjcf(xml), q0, {}, times, dt=1e-4, inputs={"drive": 0.3}, **TIGHT)
+    m = mujoco.MjModel.from_xml_string(xml)
+    m.opt.integrator, m.opt.timestep = mujoco.mjtIntegrator.mjINT_RK4, 1e-4
+    m.opt.tolerance, m.opt.iterations = 1e-14, 200
+    m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT) | int(mujoco.mjtDisableBit.mjDSBL_REFSAFE)
+    m.eq_solref[:], m.eq_solimp[:] = TIGHT["solref"], TIGHT["solimp"]
+    d = mujoco.MjData(m)
+    d.qpos[:] = [q0["crank"], q0["rod"], q0["slide"]]
+    d.ctrl[0] = 0.3
+    rows = []
+    for T in times:
+        while d.time < T - 5e-5:
+            mujoco.mj_step(m, d)
+        rows.append(d.qpos.copy())
+    rows = np.array(rows)
+    assert abs(ours.q["crank"][-1] - q0["crank"]) > 1.0          # it really moved
+    for i, name in enumerate(["crank", "rod", "slide"]):
+        assert np.abs(rows[:, i] - ours.q[name]).max() < 1e-8      # measured 1.8e-10
+    assert ours.max_violation < 1e-7                                # measured 3.2e-9
+
+
+def fourbar_joints():
+    """Paper 003's four-bar as bodies and joints, relative joint angles."""
+    s = JointSystem("fourbar_joints_mj")
+    l1, l2, l3, d = [s.parameter(n, v, "m") for n, v in [("l1", 1.0), ("l2", 4.0), ("l3", 2.5), ("d", 3.0)]]
+    g = s.parameter("g", 9.8, "m/s2", tunable=True)
+    # planar bars: MuJoCo needs positive transverse moments; they do not
+    # enter a motion about z only
+    bars = [s.body(n, 1.0, (L**2 / 24, L**2 / 24, L**2 / 12), com=(L / 2, 0, 0))
+            for n, L in (("crank", l1), ("coupler", l2), ("rocker", l3))]
+    crank, coupler, rocker = bars
+    s.revolute("theta", s.ground.origin, crank.origin, start=math.pi / 2)
+    s.revolute("A", crank.marker("A", (l1, 0, 0)), coupler.origin)
+    s.revolute("B", coupler.marker("B", (l2, 0, 0)), rocker.marker("B", (l3, 0, 0)))
+    s.revolute("phi", s.ground.marker("D", (d, 0, 0)), rocker.origin)
+    s.gravity = (0, -g, 0)
+    s.joint_force("theta", s.input("tau", 6.0))
+    s.independent = ["theta"]
+    return s
+
+
+def test_an_exported_fourbar_in_mujoco_matches_the_dae_reference():
+    from fmigen.dae import build_dae
+    from fmigen.pipeline import prepare_mechanism
+    from fmigen.reference import assemble_newton, solve_reference
+    dae = build_dae(prepare_mechanism("fourbar"))
+    th, alpha, phi = assemble_newton(dae, dae.start_guess(), ["theta"])
+    times = np.linspace(0, 2, 21)
+    ref = solve_reference(dae, [th, alpha, phi], np.zeros(3), times)
+    peer = run_mujoco(fourbar_joints(), {"theta": th, "A": alpha - th, "phi": phi}, {}, times, dt=1e-4, **TIGHT)
+    assert abs(ref.q[-1, 0] - th) > 1.0
+    assert np.abs(peer.q["theta"] - ref.q[:, 0]).max() < 1e-6       # measured 3.1e-8
+    assert np.abs(peer.q["phi"] - ref.q[:, 2]).max() < 1e-6          # measured 5.8e-9
+    assert peer.max_violation < 1e-6                                 # measured 2.5e-8
+
+
+def test_the_export_nests_the_tree_and_closes_the_loop_with_connects():
+    xml = export_mjcf(fourbar_joints())
+    model = mujoco.MjModel.from_xml_string(xml)
+    names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, i) for i in range(model.njnt)]
+    assert names == ["theta", "A", "phi"]          # B closes the loop
+    assert model.neq == 2 and model.nu == 1         # a revolute cut: two connects on its axis
+    assert 'data="theta"' in xml                    # the independent coordinate travels with the file
+
+
+@pytest.mark.parametrize("snippet, cause", [
+    ('<tendon><fixed name="tf"><joint joint="a" coef="1"/></fixed></tendon>', "tendon 'tf'"),
+    ('<contact><pair geom1="g1" geom2="g2"/></contact>', "contact pair"),
+    ('<actuator><position name="servo" joint="a" kp="10"/></actuator>', "actuator 'servo'"),
+])
+def test_what_fmigen_does_not_model_is_an_error_naming_it(snippet, cause):
+    xml = f"""<mujoco><worldbody>
+      <body name="b1"><joint name="a" type="hinge"/><geom name="g1" size="0.1"/>
+        <body name="b2" pos="1 0 0"><joint name="b" type="hinge"/><geom name="g2" size="0.1"/></body>
+      </body></worldbody>{snippet}</mujoco>"""
+    with pytest.raises(MJCFError, match=cause):
+        import_mjcf(xml)
+
+
+def test_a_ball_joint_is_an_error_that_says_what_to_write_instead():
+    xml = """<mujoco><worldbody><body name="b"><joint name="ball" type="ball"/><geom size="0.1"/></body>
+             </worldbody></mujoco>"""
+    with pytest.raises(MJCFError, match="hinges about z, y, x"):
+        import_mjcf(xml)
+
+
+def test_an_irrational_body_rotation_is_refused_with_its_reason():
+    xml = """<mujoco><worldbody><body name="b" euler="0 0 0.7853981633974483">
+             <joint name="h" type="hinge"/><geom size="0.1"/></body></worldbody></mujoco>"""
+    with pytest.raises(MJCFError, match="exact rational rotation"):
+        import_mjcf(xml)
