@@ -188,7 +188,7 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None,
             ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out)], capture_output=True,
                                  text=True).stdout
             for line in ann.splitlines():
-                if line.rstrip().split(" [")[0].endswith(":fmigen_kinematics"):
+                if line.rstrip().split(" [")[0].endswith("_fmigen_kinematics"):
                     kin = int(line.split()[0].replace(",", "")) / steps
         return total, kin
 

@@ -6,9 +6,10 @@ Layout of the FMU:
     binaries/linux64/<id>.so        (FMI 3: binaries/x86_64-linux/)
     binaries/win64/<id>.dll         (FMI 3: binaries/x86_64-windows/; only when
                                      x86_64-w64-mingw32-gcc is installed)
-    sources/  model.c model_config.h fmu_config.h fmigen_runtime.h fmigen_instance.h
+    sources/  model.c model_config.h fmu_config.h fmigen_runtime.h fmigen_names.h fmigen_instance.h
               fmigen_core.c fmigen_instance.c fmi2.c | fmi3.c
-              + the FMI headers (from fmpy's copy of the standard headers)
+              + the FMI headers (FMI 2.0.5: the standard's own, in runtime/fmi2;
+                FMI 3.0: fmpy's copy)
               + buildDescription.xml (FMI 3)
     documentation/index.html
 
@@ -43,7 +44,7 @@ from . import structure
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
 RUNTIME_SOURCES = ["fmigen_core.c", "fmigen_augmented.c", "fmigen_instance.c"]
-RUNTIME_HEADERS = ["fmigen_runtime.h", "fmigen_instance.h"]
+RUNTIME_HEADERS = ["fmigen_runtime.h", "fmigen_names.h", "fmigen_instance.h"]
 GLUE = {"2": "fmi2.c", "3": "fmi3.c"}
 FMI_HEADERS = {"2": ["fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h"],
                "3": ["fmi3Functions.h", "fmi3FunctionTypes.h", "fmi3PlatformTypes.h"]}
@@ -236,8 +237,12 @@ def structure_lists(vars_: list[Variable], deps, kind: str, declared: set):
     return out
 
 
-def fmi2_header_dir() -> Path:
-    return Path(fmpy.__file__).parent / "c-code"
+def fmi_header_dir(fmi: str) -> Path:
+    """The standard's headers: FMI 2.0.5 as the Modelica Association
+    publishes them (runtime/fmi2, BSD-2, from modelica/fmi-standard's v2.0.x),
+    because fmpy's copy drops FMI2_FUNCTION_PREFIX, which an importer needs
+    to link several source FMUs into one binary; FMI 3.0 from fmpy."""
+    return RUNTIME_DIR / "fmi2" if str(fmi) == "2" else Path(fmpy.__file__).parent / "c-code"
 
 
 def source_files(fmi: str = "2") -> list[str]:
@@ -279,7 +284,7 @@ def write_sources(dest: Path, gen: GeneratedModel, fmi: str = "2", kind: str = "
     for f in RUNTIME_SOURCES + RUNTIME_HEADERS + [GLUE[fmi]]:
         shutil.copy(RUNTIME_DIR / f, dest / f)
     for f in FMI_HEADERS[fmi]:
-        shutil.copy(fmi2_header_dir() / f, dest / f)
+        shutil.copy(fmi_header_dir(fmi) / f, dest / f)
     if fmi == "3":
         identifier = gen.config_h.split("#define MODEL_IDENTIFIER ")[1].split()[0]
         (dest / "buildDescription.xml").write_bytes(build_description(identifier))
@@ -292,7 +297,10 @@ def mingw_available() -> bool:
 def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=()):
     windows = "mingw32" in Path(cc).name
     flags = [f for f in CFLAGS if not (windows and f == "-fPIC")]
-    flags += ["-static-libgcc"] if windows else ["-fvisibility=default"]
+    # only the FMI API leaves the binary (FMI2_Export / FMI3_Export mark it):
+    # an importer that loads several FMUs with RTLD_GLOBAL must not bind one
+    # model's internal calls to another's
+    flags += ["-fvisibility=hidden"] + (["-static-libgcc"] if windows else [])
     cmd = [cc, *flags, "-shared", f"-I{src}", *[str(src / f) for f in source_files(fmi)],
            "-o", str(out), "-lm", *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -8,8 +8,7 @@ RUNTIME = Path(__file__).resolve().parent.parent / "fmigen" / "runtime"
 
 HARNESS = r"""
 #include <stdio.h>
-int fmigen_lu_factor(int n, double *A, int *piv);
-void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b);
+#include "fmigen_runtime.h"
 int main(void) {
     int n; double A[400], b[20]; int piv[20];
     while (scanf("%d", &n) == 1) {

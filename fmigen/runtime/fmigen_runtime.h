@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stddef.h>
 #include "model_config.h"
+#include "fmigen_names.h"
 
 #define FMIGEN_DIM(x) ((x) > 0 ? (x) : 1)
 

@@ -1,0 +1,87 @@
+/* Model-prefixed names of the runtime's and the generated model's external symbols.
+ *
+ * A binary FMU exports only the FMI API (-fvisibility=hidden).  A *source*
+ * FMU is compiled by the importer, possibly together with other fmigen FMUs
+ * into one binary (with FMI2_FUNCTION_PREFIX / FMI3_FUNCTION_PREFIX set per
+ * model): then every external symbol that is not FMI API must differ per
+ * model, or the linker reports duplicates (or, with a dynamic loader and
+ * RTLD_GLOBAL, one model silently runs another's code).  Each name below
+ * becomes <MODEL_IDENTIFIER>_<name>.  tests/test_fmu_isolation.py links two
+ * models' sources into one library, so a name missing here fails there.
+ */
+#ifndef FMIGEN_NAMES_H
+#define FMIGEN_NAMES_H
+
+#define FMIGEN_PASTE_(a, b) a##_##b
+#define FMIGEN_PASTE(a, b) FMIGEN_PASTE_(a, b)
+#define FMIGEN_NAME(name) FMIGEN_PASTE(MODEL_IDENTIFIER, name)
+#ifdef MODEL_IDENTIFIER
+
+#define fg_allowed FMIGEN_NAME(fg_allowed)
+#define fg_category_names FMIGEN_NAME(fg_category_names)
+#define fg_completed_integrator_step FMIGEN_NAME(fg_completed_integrator_step)
+#define fg_deserialize FMIGEN_NAME(fg_deserialize)
+#define fg_do_step FMIGEN_NAME(fg_do_step)
+#define fg_enter_continuous_time_mode FMIGEN_NAME(fg_enter_continuous_time_mode)
+#define fg_enter_event_mode FMIGEN_NAME(fg_enter_event_mode)
+#define fg_enter_initialization FMIGEN_NAME(fg_enter_initialization)
+#define fg_exit_initialization FMIGEN_NAME(fg_exit_initialization)
+#define fg_fail FMIGEN_NAME(fg_fail)
+#define fg_free FMIGEN_NAME(fg_free)
+#define fg_free_state FMIGEN_NAME(fg_free_state)
+#define fg_get_derivatives FMIGEN_NAME(fg_get_derivatives)
+#define fg_get_event_indicators FMIGEN_NAME(fg_get_event_indicators)
+#define fg_get_nominals FMIGEN_NAME(fg_get_nominals)
+#define fg_get_real FMIGEN_NAME(fg_get_real)
+#define fg_get_state FMIGEN_NAME(fg_get_state)
+#define fg_get_states FMIGEN_NAME(fg_get_states)
+#define fg_log FMIGEN_NAME(fg_log)
+#define fg_new FMIGEN_NAME(fg_new)
+#define fg_no_variables FMIGEN_NAME(fg_no_variables)
+#define fg_reset FMIGEN_NAME(fg_reset)
+#define fg_serialize FMIGEN_NAME(fg_serialize)
+#define fg_serialized_size FMIGEN_NAME(fg_serialized_size)
+#define fg_set_debug_logging FMIGEN_NAME(fg_set_debug_logging)
+#define fg_set_real FMIGEN_NAME(fg_set_real)
+#define fg_set_state FMIGEN_NAME(fg_set_state)
+#define fg_set_states FMIGEN_NAME(fg_set_states)
+#define fg_set_time FMIGEN_NAME(fg_set_time)
+#define fg_terminate FMIGEN_NAME(fg_terminate)
+#define fg_update_discrete_states FMIGEN_NAME(fg_update_discrete_states)
+#define fmigen_augmented_accel FMIGEN_NAME(fmigen_augmented_accel)
+#define fmigen_augmented_rhs FMIGEN_NAME(fmigen_augmented_rhs)
+#define fmigen_base_accept FMIGEN_NAME(fmigen_base_accept)
+#define fmigen_coordinate_names FMIGEN_NAME(fmigen_coordinate_names)
+#define fmigen_core_assemble FMIGEN_NAME(fmigen_core_assemble)
+#define fmigen_core_init FMIGEN_NAME(fmigen_core_init)
+#define fmigen_core_observe FMIGEN_NAME(fmigen_core_observe)
+#define fmigen_core_refresh FMIGEN_NAME(fmigen_core_refresh)
+#define fmigen_core_rhs FMIGEN_NAME(fmigen_core_rhs)
+#define fmigen_core_rhs_accept FMIGEN_NAME(fmigen_core_rhs_accept)
+#define fmigen_core_step FMIGEN_NAME(fmigen_core_step)
+#define fmigen_dependent FMIGEN_NAME(fmigen_dependent)
+#define fmigen_embedded_rhs FMIGEN_NAME(fmigen_embedded_rhs)
+#define fmigen_embedded_velocities FMIGEN_NAME(fmigen_embedded_velocities)
+#define fmigen_formulation_init FMIGEN_NAME(fmigen_formulation_init)
+#define fmigen_independent FMIGEN_NAME(fmigen_independent)
+#define fmigen_kinematic_angles FMIGEN_NAME(fmigen_kinematic_angles)
+#define fmigen_kinematics FMIGEN_NAME(fmigen_kinematics)
+#define fmigen_kinematics_failure FMIGEN_NAME(fmigen_kinematics_failure)
+#define fmigen_lu_factor FMIGEN_NAME(fmigen_lu_factor)
+#define fmigen_lu_solve FMIGEN_NAME(fmigen_lu_solve)
+#define fmigen_outputs FMIGEN_NAME(fmigen_outputs)
+#define fmigen_p_default FMIGEN_NAME(fmigen_p_default)
+#define fmigen_partitions FMIGEN_NAME(fmigen_partitions)
+#define fmigen_phi FMIGEN_NAME(fmigen_phi)
+#define fmigen_poly_root FMIGEN_NAME(fmigen_poly_root)
+#define fmigen_q_start FMIGEN_NAME(fmigen_q_start)
+#define fmigen_sol_layout FMIGEN_NAME(fmigen_sol_layout)
+#define fmigen_sol_start FMIGEN_NAME(fmigen_sol_start)
+#define fmigen_state_get FMIGEN_NAME(fmigen_state_get)
+#define fmigen_state_set FMIGEN_NAME(fmigen_state_set)
+#define fmigen_u_default FMIGEN_NAME(fmigen_u_default)
+#define fmigen_unit_scale FMIGEN_NAME(fmigen_unit_scale)
+#define fmigen_v_start FMIGEN_NAME(fmigen_v_start)
+
+#endif /* MODEL_IDENTIFIER */
+#endif
