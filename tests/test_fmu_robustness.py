@@ -426,3 +426,130 @@ def test_c_harness_has_no_leaks_under_valgrind(fmus, fmi, kind, harness, tmp_pat
     assert proc.stdout.startswith("ok")
     assert "All heap blocks were freed -- no leaks are possible" in proc.stderr
     assert "ERROR SUMMARY: 0 errors" in proc.stderr
+
+
+# ---- step semantics: huge steps, tiny internal steps, late start times ----
+
+@pytest.mark.parametrize("fmi", "23")
+def test_an_overlong_doStep_is_an_error_not_ok_without_integrating(fmus, fmi):
+    s, vr = _slave(fmus, fmi)
+    _init(s, fmi)
+    get = s.getReal if fmi == "2" else s.getFloat64
+    before = get([vr["theta"]])
+    for H in (1e17, 1e300):          # (long)floor(H/h) was out of range: OK with nothing done
+        with pytest.raises(FMICallException) as e:
+            s.doStep(0.0, H)
+        assert _status(e) == 3
+        assert get([vr["theta"]]) == before
+    s.terminate()
+    s.freeInstance()
+
+
+def test_an_internal_step_that_needs_too_many_steps_is_refused(fmus):
+    s, vr = _slave(fmus)
+    s.setupExperiment(startTime=0.0)
+    s.enterInitializationMode()
+    s.setReal([vr["internal_step"]], [1e-12])     # 1e10 internal steps per 10 ms: a hang before
+    s.exitInitializationMode()
+    with pytest.raises(FMICallException) as e:
+        s.doStep(0.0, 0.01)
+    assert _status(e) == 3
+    s.freeInstance()
+
+
+def test_a_late_start_time_steps_like_an_early_one(fmus):
+    """The communication-point tolerance is relative to t: at t = 1e6 s the
+    importer's grid (start + n·H) is still accepted, and the time-invariant
+    four-bar moves exactly as it does from t = 0."""
+    path = fmus["2", "cs"][0]
+    early = simulate_fmu(str(path), start_time=0.0, stop_time=0.5, output_interval=0.01, output=["theta"])
+    late = simulate_fmu(str(path), start_time=1e6, stop_time=1e6 + 0.5, output_interval=0.01, output=["theta"])
+    assert len(late) == len(early)
+    assert np.abs(late["theta"] - early["theta"]).max() < 1e-9
+
+
+# ---- FMU state: restore after an error, untrusted bytes ----
+
+def test_restoring_a_state_recovers_from_the_error_state(fmus):
+    s, vr = _slave(fmus)
+    _init(s)
+    s.doStep(0.0, 0.1)
+    saved = s.getFMUstate()
+    with pytest.raises(FMICallException):
+        s.enterInitializationMode()               # not allowed while stepping: Error state
+    with pytest.raises(FMICallException):
+        s.doStep(0.1, 0.1)                          # refused in the Error state
+    s.setFMUstate(saved)                            # FMI 2: the way back
+    s.doStep(0.1, 0.1)
+    recovered = s.getReal([vr["theta"], vr["alpha"]])
+    ref, _ = _slave(fmus, name="ref")
+    _init(ref)
+    ref.doStep(0.0, 0.1)
+    ref.doStep(0.1, 0.1)
+    assert recovered == ref.getReal([vr["theta"], vr["alpha"]])
+    s.freeFMUstate(saved)
+    for x in (s, ref):
+        x.terminate()
+        x.freeInstance()
+
+
+def test_corrupt_or_foreign_state_bytes_give_error_never_a_crash(fmus):
+    s, vr = _slave(fmus)
+    _init(s)
+    s.doStep(0.0, 0.05)
+    good = bytes(s.serializeFMUstate(s.getFMUstate()))
+    rng = np.random.default_rng(7)
+    header = 4 + 4 + 8 + 39                       # magic, version, size, GUID (+ padding after it)
+    cases = [b"", good[:10], good[:-1], good + b"\0", bytes(len(good)),
+             rng.integers(0, 256, len(good), dtype=np.uint8).tobytes(),
+             b"XXXX" + good[4:],                                     # magic
+             good[:4] + b"\x07\0\0\0" + good[8:],                    # format version
+             good[:20] + bytes([good[20] ^ 1]) + good[21:],          # GUID
+             good[:header + 1] + b"\xff" * (len(good) - header - 1)]  # every field out of range
+    for bad in cases:
+        with pytest.raises(FMICallException) as e:
+            s.deSerializeFMUstate(bad)
+        assert _status(e) == 3
+    # random single-byte flips in the snapshot: each either is refused or
+    # restores to a state the FMU can still report on
+    for _ in range(300):
+        b = bytearray(good)
+        i = int(rng.integers(header, len(b)))
+        b[i] = int(rng.integers(0, 256))
+        try:
+            st = s.deSerializeFMUstate(bytes(b))
+        except FMICallException as e:
+            assert e.status == 3
+            continue
+        s.setFMUstate(st)
+        s.freeFMUstate(st)
+    state = s.deSerializeFMUstate(good)
+    s.setFMUstate(state)
+    s.freeFMUstate(state)
+    s.freeInstance()
+
+
+# ---- Model Exchange: derivatives are a function of (t, x) ----
+
+@pytest.mark.parametrize("fmi", "23")
+def test_me_derivatives_do_not_depend_on_what_was_evaluated_before(fmus, fmi):
+    s, vr = _slave(fmus, fmi, "me")
+    _init(s, fmi)
+    s.enterContinuousTimeMode()
+    get_dx = s.getDerivatives if fmi == "2" else s.getContinuousStateDerivatives
+    buf = (c_double * 2)()
+    s.getContinuousStates(buf, 2)
+    x0 = np.array(buf)
+
+    def derivatives(t, x):
+        s.setTime(t)
+        s.setContinuousStates((c_double * 2)(*x), 2)
+        d = (c_double * 2)()
+        get_dx(d, 2)
+        return bytes(d)
+
+    first = derivatives(0.01, x0 + [0.02, 0.1])
+    for k in range(1, 30):                       # trial states an integrator might visit
+        derivatives(0.01 * k / 3, x0 + [0.03 * k, 0.2 * np.sin(k)])
+    assert derivatives(0.01, x0 + [0.02, 0.1]) == first
+    s.freeInstance()

@@ -418,14 +418,22 @@ int fmigen_core_step(FmigenCore *c, double H)
      * remainder below 1e-9·h is rounding in the communication points (fmpy
      * computes them as start + n·interval), not a real step: it is absorbed
      * into the last full step. */
-    long nfull = (long)floor(H / c->h);
-    double rem = H - nfull * c->h;
+    const double steps = floor(H / c->h);
+    if (!(steps < FMIGEN_MAX_STEPS_PER_CALL)) {
+        /* the instance layer refuses such calls first; this keeps the
+         * integer below in range for any caller */
+        snprintf(c->message, sizeof c->message, "a step of %g s needs more than %.0f internal steps", H,
+                 (double)FMIGEN_MAX_STEPS_PER_CALL);
+        return 1;
+    }
+    long long nfull = (long long)steps;
+    double rem = H - (double)nfull * c->h;
     if (rem < 1e-9 * c->h && nfull > 0) { rem = 0.0; }
     else if (c->h - rem < 1e-9 * c->h) { nfull += 1; rem = 0.0; }
-    for (long s = 0; s < nfull; s++) {
+    for (long long s = 0; s < nfull; s++) {
         double h = (s == nfull - 1 && rem == 0.0) ? t_end - t : c->h;
         if (one_step(c, x, t, h)) return 1;
-        t = c->t + (s + 1) * c->h;
+        t = c->t + (double)(s + 1) * c->h;
     }
     if (rem > 0.0 && one_step(c, x, t, t_end - t)) return 1;
     for (int k = 0; k < FMIGEN_NX; k++) if (!isfinite(x[k])) {

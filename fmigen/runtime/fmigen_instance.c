@@ -1,5 +1,6 @@
 /* fmigen instance layer: the FMI-version-independent half of the glue (see
  * fmigen_instance.h).  No globals and no static mutable state. */
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +157,11 @@ static int ensure_assembled(FgInstance *in)
         memcpy(in->s.core.message, tmp.message, sizeof tmp.message);
         return 1;
     }
+    /* Model Exchange outside initialization: the importer's integrator
+     * evaluates trial states; the warm start moves only when it accepts
+     * one (CompletedIntegratorStep), so an evaluation depends on (t, x)
+     * and the last accepted state, never on the trials before it */
+    if (in->kind == FG_ME && in->s.state != S_INIT) tmp.base = in->s.core.base;
     in->s.core = tmp;
     in->s.assembled = 1;
     return 0;
@@ -166,10 +172,11 @@ static int ensure_rhs(FgInstance *in)
     if (in->s.have_rhs) return 0;
     double x[FMIGEN_DIM(FG_NX)];
     fmigen_state_get(&in->s.core, x);
-    /* Model Exchange: the importer's integrator evaluates where it goes next;
-     * each solve continues the last one (the base moves with it, so a long
-     * integrator step does not predict from far behind) */
-    if (fmigen_core_rhs_accept(&in->s.core, in->s.core.t, x, in->s.dx)) return 1;
+    /* Model Exchange: the importer's integrator evaluates trial states; each
+     * solve predicts from the last accepted state (CompletedIntegratorStep),
+     * so equal (t, x) give equal derivatives whatever was evaluated between */
+    const int accept = !(in->kind == FG_ME && in->s.state != S_INIT);
+    if ((accept ? fmigen_core_rhs_accept : fmigen_core_rhs)(&in->s.core, in->s.core.t, x, in->s.dx)) return 1;
     in->s.have_rhs = 1;
     return 0;
 }
@@ -307,8 +314,19 @@ int fg_do_step(FgInstance *in, double t, double H)
     FmigenCore *c = &in->s.core;
     if (!(H > 0.0) || !isfinite(H))
         return fg_fail(in, "DoStep: communication step size must be > 0 (got %g)", H);
-    if (!isfinite(t) || fabs(t - c->t) > 1e-9 * (1.0 + fabs(t)) + 1e-12 * H)
+    /* The importer's grid (start + n·H) and the FMU's summed time differ by
+     * rounding: a few ulps of t, relative, plus a tiny part of the step. */
+    const double grid_tol = 64 * DBL_EPSILON * fmax(fabs(t), fabs(c->t)) + 1e-9 * H + 1e-300;
+    if (!isfinite(t) || fabs(t - c->t) > grid_tol)
         return fg_fail(in, "DoStep: currentCommunicationPoint %.17g does not match the FMU time %.17g", t, c->t);
+    /* H/h in double: a huge H must be refused, not cast to an integer out of
+     * range (undefined behaviour) and skipped with OK */
+    const double internal_steps = ceil(H / c->h);
+    if (!(internal_steps <= FMIGEN_MAX_STEPS_PER_CALL))
+        return fg_fail(in, "DoStep: a communication step of %g s at the internal step %g s needs %.3g internal "
+                       "steps, more than the %.0f one call may take (FMIGEN_MAX_STEPS_PER_CALL); use shorter "
+                       "communication steps or a larger internal_step", H, c->h, internal_steps,
+                       (double)FMIGEN_MAX_STEPS_PER_CALL);
     c->t = t;  /* absorb rounding of the importer's time grid */
     const int switches = c->switches;
     if (fmigen_core_step(c, H)) {
@@ -419,15 +437,24 @@ int fg_completed_integrator_step(FgInstance *in)
     if (!fg_allowed(in, "CompletedIntegratorStep", M_(S_CONT))) return FG_ERROR;
     /* The importer's step is accepted here: the kinematics must assemble. */
     if (ensure_assembled(in)) return eval_failure(in, "CompletedIntegratorStep");
-    in->s.last_successful_time = in->s.core.t;
+    /* the importer accepted this state: the next solves predict from it */
+    FmigenCore *c = &in->s.core;
+#if !FMIGEN_FORMULATION
+    fmigen_base_accept(&c->base, c->t, c->q, c->v, c->solved.sol);
+#endif
+    in->s.last_successful_time = c->t;
     return FG_OK;
 }
 
 /* ---- FMU state: one fixed-size struct ---- */
 
+static const char *snapshot_invalid(const FgSnapshot *s);
+
+/* FMI lets a master recover from an Error by restoring a saved state, so
+ * Get/SetFMUState work in every state, S_ERROR included. */
 int fg_get_state(FgInstance *in, void **state)
 {
-    if (!fg_allowed(in, "GetFMUState", ANY_LIVE & ~M_(S_ERROR))) return FG_ERROR;
+    if (!fg_allowed(in, "GetFMUState", ANY_LIVE)) return FG_ERROR;
     if (!state) return fg_fail(in, "GetFMUState: NULL pointer");
     FgSnapshot *snap = *state ? *state : calloc(1, sizeof *snap);
     if (!snap) return fg_fail(in, "GetFMUState: out of memory");
@@ -438,8 +465,10 @@ int fg_get_state(FgInstance *in, void **state)
 
 int fg_set_state(FgInstance *in, const void *state)
 {
-    if (!fg_allowed(in, "SetFMUState", ANY_LIVE & ~M_(S_ERROR))) return FG_ERROR;
+    if (!fg_allowed(in, "SetFMUState", ANY_LIVE)) return FG_ERROR;
     if (!state) return fg_fail(in, "SetFMUState: NULL state");
+    const char *why = snapshot_invalid(state);
+    if (why) return fg_fail(in, "SetFMUState: not a valid state of this FMU (%s)", why);
     in->s = *(const FgSnapshot *)state;
     return FG_OK;
 }
@@ -451,26 +480,73 @@ int fg_free_state(FgInstance *in, void **state)
     return FG_OK;
 }
 
-size_t fg_serialized_size(void) { return sizeof(MODEL_GUID) + sizeof(FgSnapshot); }
+/* Serialized layout: a header (magic, format version, total size, GUID)
+ * and the snapshot.  The snapshot is this build's struct, so the GUID (which
+ * changes with the model) and the size tie the bytes to this binary; the
+ * fields are then checked one by one, because bytes from a file or a network
+ * are never trusted to index a table. */
+#define FG_STATE_MAGIC 0x53474d46u   /* "FMGS" */
+#define FG_STATE_VERSION 1u
+typedef struct {
+    unsigned magic, version;
+    unsigned long long size;
+    char guid[sizeof(MODEL_GUID)];
+} FgStateHeader;
+
+size_t fg_serialized_size(void) { return sizeof(FgStateHeader) + sizeof(FgSnapshot); }
+
+static const char *snapshot_invalid(const FgSnapshot *s)
+{
+    const FmigenCore *c = &s->core;
+    if ((unsigned)s->state > (unsigned)S_ERROR) return "unknown life-cycle state";
+    if ((unsigned)c->part >= (unsigned)FMIGEN_DIM(NPART) || (unsigned)c->solved.part >= (unsigned)FMIGEN_DIM(NPART))
+        return "partition index out of range";
+    if (c->solver != FMIGEN_EULER && c->solver != FMIGEN_RK4) return "unknown solver";
+    if (!(c->h > 0.0) || !isfinite(c->h)) return "internal step not > 0";
+    if (!isfinite(c->t) || !isfinite(s->last_successful_time)) return "non-finite time";
+    if (c->switches < 0) return "negative switch count";
+    for (size_t i = 0; i < sizeof c->message; i++) if (!c->message[i]) return NULL;
+    return "unterminated message";
+}
 
 int fg_serialize(FgInstance *in, const void *state, unsigned char bytes[], size_t size)
 {
     if (!in) return FG_ERROR;
     if (!state || !bytes || size < fg_serialized_size())
         return fg_fail(in, "SerializeFMUState: NULL state or buffer smaller than %lu bytes", (unsigned long)fg_serialized_size());
-    memcpy(bytes, MODEL_GUID, sizeof(MODEL_GUID));
-    memcpy(bytes + sizeof(MODEL_GUID), state, sizeof(FgSnapshot));
+    FgStateHeader h;
+    memset(&h, 0, sizeof h);
+    h.magic = FG_STATE_MAGIC;
+    h.version = FG_STATE_VERSION;
+    h.size = fg_serialized_size();
+    memcpy(h.guid, MODEL_GUID, sizeof(MODEL_GUID));
+    memcpy(bytes, &h, sizeof h);
+    memcpy(bytes + sizeof h, state, sizeof(FgSnapshot));
     return FG_OK;
 }
 
 int fg_deserialize(FgInstance *in, const unsigned char bytes[], size_t size, void **state)
 {
     if (!in) return FG_ERROR;
-    if (!bytes || !state || size != fg_serialized_size() || memcmp(bytes, MODEL_GUID, sizeof(MODEL_GUID)) != 0)
-        return fg_fail(in, "DeserializeFMUState: the bytes are not a state of this FMU");
+    if (!bytes || !state) return fg_fail(in, "DeserializeFMUState: NULL bytes or state pointer");
+    FgStateHeader h;
+    if (size < sizeof h) return fg_fail(in, "DeserializeFMUState: %lu bytes are too few for a state", (unsigned long)size);
+    memcpy(&h, bytes, sizeof h);
+    if (h.magic != FG_STATE_MAGIC) return fg_fail(in, "DeserializeFMUState: the bytes are not an fmigen FMU state");
+    if (h.version != FG_STATE_VERSION)
+        return fg_fail(in, "DeserializeFMUState: state format version %u, this FMU reads %u", h.version, FG_STATE_VERSION);
+    if (memcmp(h.guid, MODEL_GUID, sizeof(MODEL_GUID)) != 0)
+        return fg_fail(in, "DeserializeFMUState: the state belongs to another model or build (GUID differs)");
+    if (h.size != fg_serialized_size() || size != fg_serialized_size())
+        return fg_fail(in, "DeserializeFMUState: %lu bytes, a state of this FMU has %lu", (unsigned long)size,
+                       (unsigned long)fg_serialized_size());
+    FgSnapshot tmp;
+    memcpy(&tmp, bytes + sizeof h, sizeof tmp);
+    const char *why = snapshot_invalid(&tmp);
+    if (why) return fg_fail(in, "DeserializeFMUState: corrupt state (%s)", why);
     FgSnapshot *snap = *state ? *state : calloc(1, sizeof *snap);
     if (!snap) return fg_fail(in, "DeserializeFMUState: out of memory");
-    memcpy(snap, bytes + sizeof(MODEL_GUID), sizeof *snap);
+    *snap = tmp;
     *state = snap;
     return FG_OK;
 }

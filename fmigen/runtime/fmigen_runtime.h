@@ -16,6 +16,13 @@
 
 #define FMIGEN_DIM(x) ((x) > 0 ? (x) : 1)
 
+/* At most this many internal steps in one doStep (or fmigen_core_step):
+ * beyond it doStep is an Error, never a silent hang or a skipped step.
+ * Importers that compile the sources may set it with -D. */
+#ifndef FMIGEN_MAX_STEPS_PER_CALL
+#define FMIGEN_MAX_STEPS_PER_CALL 10000000
+#endif
+
 /* The last accepted kinematics solution, from which every solve predicts
  * and against which it checks continuity: the solution vector (per block its
  * polynomial variables, s and c of each angle and each length, or a Newton
