@@ -67,14 +67,13 @@ def cmd_build(args):
         paths, compiled = build_fmus(args.mechanism, targets, solver=args.solver, step=args.step,
                                      order=order, use_cache=not args.no_cache, log=_log(args),
                                      kinematics=args.kinematics, newton_tol=args.newton_tol,
-                                     formulation_params=given.get(args.kinematics))
+                                     formulation_params=given.get(args.kinematics), reuse=not args.no_cache)
         path = paths[0]
     seconds = time.perf_counter() - t0
     info = {"fmu": str(path), "mechanism": compiled.mechanism.name, "fmi": args.fmi, "kind": args.kind,
             "runtime": args.runtime, "solver": args.solver, "kinematics": args.kinematics,
             "step": args.step, "seconds": round(seconds, 3),
-            "independent": [compiled.dae.names[i] for i in compiled.partition.independent],
-            "start": compiled.triangular.start}
+            "independent": compiled.independent_names, "start": compiled.start}
     if args.runtime != "python":
         info["fmus"] = [str(p) for p in paths]
     if compiled.generated.formulation is not None:
@@ -199,7 +198,9 @@ def main(argv=None):
                         "pure Python packaged with pythonfmu (FMI 2.0 CS only; no compiler needed, needs a "
                         "Python interpreter with the FMU)")
     p.add_argument("--order", help="Gröbner variable order, highest first, e.g. c_alpha,s_alpha,c_phi,s_phi")
-    p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases instead of using the disk cache")
+    p.add_argument("--no-cache", action="store_true",
+                   help="derive everything again (Gröbner bases, the derived model, the compiled library) "
+                        "instead of using the disk cache")
     from .formulation import AUGMENTED
     from .triangular import KINEMATICS
     p.add_argument("--kinematics", choices=[*KINEMATICS, *AUGMENTED],
