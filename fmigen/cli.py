@@ -101,7 +101,8 @@ def cmd_validate(args):
     report = validate(args.mechanism, stop_time=args.stop_time, solver=args.solver, step=args.step,
                       output_interval=args.output_interval, coord_tol=args.tol, velocity_tol=args.velocity_tol,
                       residual_tol=args.residual_tol, reference_rtol=args.reference_rtol,
-                      check_reference=args.check_reference, existing_fmu=args.fmu, log=_log(args))
+                      check_reference=args.check_reference, existing_fmu=args.fmu, log=_log(args),
+                      use_cache=not args.no_cache)
     if args.plot:
         plot(report, args.plot)
     if args.json:
@@ -220,7 +221,8 @@ def main(argv=None):
     add_bench_parser(sub)
 
     p = sub.add_parser("validate", help="build, run in fmpy and compare with the DAE reference",
-                       description="Build the FMU, simulate it in fmpy, integrate the full DAE with IDA, "
+                       description="Build the FMU (from the cached derivation of an earlier build when there "
+                                   "is one), simulate it in fmpy, integrate the full DAE with IDA, "
                                    "and compare. Exits 1 when an error exceeds its tolerance.")
     common(p)
     p.add_argument("--stop-time", type=_positive, default=2.0, help="simulated time in s (default 2)")
@@ -238,6 +240,9 @@ def main(argv=None):
     p.add_argument("--plot", help="write a PNG of the trajectories and errors")
     p.add_argument("--fmu", help="validate this FMU (built earlier by fmigen build) instead of building one; "
                                  "its own solver and internal step apply")
+    p.add_argument("--no-cache", action="store_true",
+                   help="derive the model again instead of reusing the cached derivation of an earlier "
+                        "build (the default reuses it when the mechanism and fmigen are unchanged)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("check", help="sweep the workspace: representation and physical singularities, "

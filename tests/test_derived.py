@@ -71,3 +71,13 @@ def test_no_cache_derives(cache, tmp_path):
     _, model = build_fmu("fourbar", tmp_path / "b.fmu", reuse=True, use_cache=False, windows=False,
                          log=lines.append)
     assert isinstance(model, Compiled) and not any(HIT in m for m in lines)
+
+
+def test_validate_reuses_the_cached_build(cache):
+    from fmigen.validate import validate
+    first, second = [], []
+    r1 = validate("fourbar", stop_time=0.5, log=first.append)
+    r2 = validate("fourbar", stop_time=0.5, log=second.append)
+    assert not any(HIT in m for m in first) and any(HIT in m for m in second)
+    assert r2.passed and r2.max_abs_error == r1.max_abs_error
+    assert r2.max_abs_velocity_error == r1.max_abs_velocity_error
