@@ -12,9 +12,11 @@ from .model import ModelError
 
 
 def _log(args):
-    if getattr(args, "json", False) or getattr(args, "quiet", False):
+    """Progress lines on stderr (with --json too: stdout carries the JSON
+    only), with a spinner on a terminal (fmigen/progress.py)."""
+    if getattr(args, "quiet", False):
         return lambda msg: None
-    return lambda msg: print(msg, file=sys.stderr, flush=True)
+    return getattr(args, "progress", None) or (lambda msg: print(msg, file=sys.stderr, flush=True))
 
 
 def _positive(x):
@@ -174,7 +176,8 @@ def main(argv=None):
 
     def common(p, solver=True):
         p.add_argument("mechanism", help="mechanism module: a path (mechanisms/fourbar.py) or a bare name (fourbar)")
-        p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+        p.add_argument("--json", action="store_true",
+                       help="machine-readable output on stdout (progress stays on stderr)")
         if solver:
             p.add_argument("--solver", choices=["euler", "rk4"], default="rk4",
                            help="fixed-step integrator (default rk4)")
@@ -283,8 +286,10 @@ def main(argv=None):
     p.set_defaults(func=cmd_assemble)
 
     args = parser.parse_args(argv)
+    from .progress import Progress
     try:
-        return args.func(args)
+        with Progress() as args.progress:
+            return args.func(args)
     except ModelError as e:
         print(f"fmigen: error: {e}", file=sys.stderr)
         return 2
