@@ -75,7 +75,9 @@ def cmd_build(args):
     info = {"fmu": str(path), "mechanism": compiled.mechanism.name, "fmi": args.fmi, "kind": args.kind,
             "runtime": args.runtime, "solver": args.solver, "kinematics": args.kinematics,
             "step": args.step, "seconds": round(seconds, 3),
-            "independent": compiled.independent_names, "start": compiled.start}
+            "independent": compiled.independent_names, "start": compiled.start,
+            # per stage: dae, triangular, codegen, fmu when derived; derived, fmu on a derived-cache hit
+            "stages": {k: round(v, 3) for k, v in compiled.seconds.items()}}
     if args.runtime != "python":
         info["fmus"] = [str(p) for p in paths]
     if compiled.generated.formulation is not None:

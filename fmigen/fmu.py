@@ -316,40 +316,53 @@ def mingw_available() -> bool:
 
 def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=(), use_cache=False):
     """Compile the FMU's sources in ``src`` into the shared library ``out``.
-    ``use_cache``: reuse a library compiled earlier from the same sources,
-    compiler and flags (kept under the Gröbner cache's root, ``binaries/``):
-    gcc -O2 on a large model.c is most of a rebuild's time (8.8 s of
-    Stephenson's)."""
+    ``use_cache``: compile each source to an object file, reusing one
+    compiled earlier from the same source, local headers (``cc -MM``),
+    compiler and flags (under the Gröbner cache's root, ``objects/``): gcc
+    -O2 on a large model.c is most of a rebuild's time (8.8 s of
+    Stephenson's), and model.c does not change with the FMI version, kind,
+    solver or step."""
     windows = "mingw32" in Path(cc).name
     flags = [f for f in CFLAGS if not (windows and f == "-fPIC")]
     flags += ["-static-libgcc"] if windows else ["-fvisibility=default"]
-    cmd = [cc, *flags, "-shared", f"-I{src}", *[str(src / f) for f in source_files(fmi)],
-           "-o", str(out), "-lm", *extra]
-    cached = _binary_cache_path(src, cc, [*flags, *source_files(fmi), *extra]) if use_cache else None
-    if cached is not None and cached.exists():
-        shutil.copyfile(cached, out)
-        return ""
+    sources = [src / f for f in source_files(fmi)]
+    if use_cache:
+        sources = [_cached_object(cc, [*flags, f"-I{src}"], f, out.parent) for f in sources]
+    cmd = [cc, *flags, "-shared", f"-I{src}", *map(str, sources), "-o", str(out), "-lm", *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"C compilation failed:\n{' '.join(cmd)}\n{proc.stderr}")
-    if cached is not None:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(".tmp")
-        shutil.copyfile(out, tmp)
-        tmp.replace(cached)
     return proc.stderr
 
 
-def _binary_cache_path(src: Path, cc: str, options: list) -> Path:
-    """Where the library of these sources, compiler (its --version) and
-    options is cached."""
+def _cached_object(cc: str, flags: list, source: Path, workdir: Path) -> Path:
+    """``source`` compiled with ``flags`` (-c), from the cache when the
+    source, the local headers it includes, the compiler's --version and the
+    flags are the same."""
     from .groebner import CACHE_DIR
+    deps = subprocess.run([cc, "-MM", *[f for f in flags if f.startswith("-I")], str(source)],
+                          capture_output=True, text=True)
+    if deps.returncode != 0:
+        raise BuildError(f"C compilation failed (dependencies of {source.name}):\n{deps.stderr}")
+    headers = sorted(Path(d) for d in deps.stdout.replace("\\\n", " ").split()[1:])
     h = hashlib.sha256()
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
-    h.update("\0".join([cc, version, *options]).encode())
-    for f in sorted(src.iterdir()):
+    h.update("\0".join([cc, version, *[f for f in flags if not f.startswith("-I")]]).encode())
+    for f in [source, *headers]:
         h.update(b"\0" + f.name.encode() + b"\0" + f.read_bytes())
-    return CACHE_DIR / "binaries" / h.hexdigest()
+    cached = CACHE_DIR / "objects" / f"{h.hexdigest()}.o"
+    if not cached.exists():
+        obj = workdir / f"{source.stem}.{h.hexdigest()[:8]}.o"
+        cmd = [cc, *flags, "-c", str(source), "-o", str(obj)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"C compilation failed:\n{' '.join(cmd)}\n{proc.stderr}")
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(".tmp")
+        shutil.copyfile(obj, tmp)
+        tmp.replace(cached)
+        obj.unlink()
+    return cached
 
 
 def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi="2",
@@ -357,7 +370,7 @@ def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi=
     """Write the FMU of ``model``, an Embedding or an Interface (a
     derived-model cache hit).  ``windows``: cross-compile the win64 DLL
     (default: when mingw-w64 is installed); ``use_cache``: reuse the
-    libraries of identical sources (``compile_shared``)."""
+    object files of identical sources (``compile_shared``)."""
     fmi, kind = str(fmi), str(kind).lower()
     form = gen.formulation
     if isinstance(model, Interface):
