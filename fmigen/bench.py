@@ -387,7 +387,7 @@ def add_parser(sub):
         result = bench(args.mechanism, kinematics=[k.strip() for k in args.kinematics.split(",") if k.strip()],
                        tolerances=_floats(args.tolerances), stop_time=args.stop_time, step=args.step,
                        repeats=args.repeats, callgrind=not args.no_callgrind,
-                       log=lambda m: print(m, file=sys.stderr, flush=True), keep=args.keep,
+                       log=args.progress, keep=args.keep,
                        opt=args.opt.split() if args.opt else None,
                        formulation_params=formulation.params_from_args(args))
         print(json.dumps(result) if args.json else format_table(result))

@@ -13,9 +13,11 @@ from .model import ModelError
 
 
 def _log(args):
-    if getattr(args, "json", False) or getattr(args, "quiet", False):
+    """Progress lines on stderr (with --json too: stdout carries the JSON
+    only), with a spinner on a terminal (fmigen/progress.py)."""
+    if getattr(args, "quiet", False):
         return lambda msg: None
-    return lambda msg: print(msg, file=sys.stderr, flush=True)
+    return getattr(args, "progress", None) or (lambda msg: print(msg, file=sys.stderr, flush=True))
 
 
 def _positive(x):
@@ -68,14 +70,15 @@ def cmd_build(args):
         paths, compiled = build_fmus(args.mechanism, targets, solver=args.solver, step=args.step,
                                      order=order, use_cache=not args.no_cache, log=_log(args),
                                      kinematics=args.kinematics, newton_tol=args.newton_tol,
-                                     formulation_params=given.get(args.kinematics))
+                                     formulation_params=given.get(args.kinematics), reuse=not args.no_cache)
         path = paths[0]
     seconds = time.perf_counter() - t0
     info = {"fmu": str(path), "mechanism": compiled.mechanism.name, "fmi": args.fmi, "kind": args.kind,
             "runtime": args.runtime, "solver": args.solver, "kinematics": args.kinematics,
             "step": args.step, "seconds": round(seconds, 3),
-            "independent": [compiled.dae.names[i] for i in compiled.partition.independent],
-            "start": compiled.triangular.start}
+            "independent": compiled.independent_names, "start": compiled.start,
+            # per stage: dae, triangular, codegen, fmu when derived; derived, fmu on a derived-cache hit
+            "stages": {k: round(v, 3) for k, v in compiled.seconds.items()}}
     if args.runtime != "python":
         info["fmus"] = [str(p) for p in paths]
     if compiled.generated.formulation is not None:
@@ -103,7 +106,8 @@ def cmd_validate(args):
     report = validate(args.mechanism, stop_time=args.stop_time, solver=args.solver, step=args.step,
                       output_interval=args.output_interval, coord_tol=args.tol, velocity_tol=args.velocity_tol,
                       residual_tol=args.residual_tol, reference_rtol=args.reference_rtol,
-                      check_reference=args.check_reference, existing_fmu=args.fmu, log=_log(args))
+                      check_reference=args.check_reference, existing_fmu=args.fmu, log=_log(args),
+                      use_cache=not args.no_cache)
     if args.plot:
         plot(report, args.plot)
     if args.json:
@@ -218,7 +222,8 @@ def main(argv=None):
 
     def common(p, solver=True):
         p.add_argument("mechanism", help="mechanism module: a path (mechanisms/fourbar.py) or a bare name (fourbar)")
-        p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+        p.add_argument("--json", action="store_true",
+                       help="machine-readable output on stdout (progress stays on stderr)")
         if solver:
             p.add_argument("--solver", choices=["euler", "rk4"], default="rk4",
                            help="fixed-step integrator (default rk4)")
@@ -243,7 +248,9 @@ def main(argv=None):
                         "pure Python packaged with pythonfmu (FMI 2.0 CS only; no compiler needed, needs a "
                         "Python interpreter with the FMU)")
     p.add_argument("--order", help="Gröbner variable order, highest first, e.g. c_alpha,s_alpha,c_phi,s_phi")
-    p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases instead of using the disk cache")
+    p.add_argument("--no-cache", action="store_true",
+                   help="derive everything again (Gröbner bases, the derived model, the compiled library) "
+                        "instead of using the disk cache")
     from .formulation import AUGMENTED
     from .triangular import KINEMATICS
     p.add_argument("--kinematics", choices=[*KINEMATICS, *AUGMENTED],
@@ -263,7 +270,8 @@ def main(argv=None):
     add_bench_parser(sub)
 
     p = sub.add_parser("validate", help="build, run in fmpy and compare with the DAE reference",
-                       description="Build the FMU, simulate it in fmpy, integrate the full DAE with IDA, "
+                       description="Build the FMU (from the cached derivation of an earlier build when there "
+                                   "is one), simulate it in fmpy, integrate the full DAE with IDA, "
                                    "and compare. Exits 1 when an error exceeds its tolerance.")
     common(p)
     p.add_argument("--stop-time", type=_positive, default=2.0, help="simulated time in s (default 2)")
@@ -281,6 +289,9 @@ def main(argv=None):
     p.add_argument("--plot", help="write a PNG of the trajectories and errors")
     p.add_argument("--fmu", help="validate this FMU (built earlier by fmigen build) instead of building one; "
                                  "its own solver and internal step apply")
+    p.add_argument("--no-cache", action="store_true",
+                   help="derive the model again instead of reusing the cached derivation of an earlier "
+                        "build (the default reuses it when the mechanism and fmigen are unchanged)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("check", help="sweep the workspace: representation and physical singularities, "
@@ -341,8 +352,10 @@ def main(argv=None):
     p.set_defaults(func=cmd_import_mjcf)
 
     args = parser.parse_args(argv)
+    from .progress import Progress
     try:
-        return args.func(args)
+        with Progress() as args.progress:
+            return args.func(args)
     except ModelError as e:
         print(f"fmigen: error: {e}", file=sys.stderr)
         return 2

@@ -12,21 +12,23 @@ import datetime
 from lxml import etree
 
 from .codegen import GeneratedModel
-from .embed import Embedding
 
 
-def time_value_reference(emb: Embedding, form=None) -> int:
+def time_value_reference(iface, form=None) -> int:
     """VR_TIME of runtime/fmigen_instance.h: after the accelerations (of the
-    independent coordinates, or of all with an augmented formulation)."""
-    dae = emb.dae
-    return 2 * dae.n + 1 + len(dae.inputs) + len(dae.tunable) + 1 + len(dae.outputs) + \
-        (emb.f if form is None else dae.n)
+    independent coordinates, or of all with an augmented formulation);
+    ``iface`` an fmu.Interface."""
+    mech = iface.mechanism
+    tunable = [p for p in mech.parameters if p.tunable]
+    return 2 * iface.n + 1 + len(mech.inputs) + len(tunable) + 1 + len(iface.outputs) + \
+        (iface.f if form is None else iface.n)
 
 
-def model_description_3(emb: Embedding, gen: GeneratedModel, identifier: str, vars_, kind: str, deps,
+def model_description_3(iface, gen: GeneratedModel, identifier: str, vars_, kind: str,
                         step: float, sources: list[str], form=None) -> bytes:
     from .fmu import structure_lists, units_categories_experiment   # shared with the FMI 2 writer
-    mech = emb.dae.mechanism
+    mech = iface.mechanism
+    deps = iface.dependencies
     root = etree.Element("fmiModelDescription", fmiVersion="3.0", modelName=mech.name,
                          instantiationToken="{" + gen.guid + "}",
                          description=mech.description or mech.name,
@@ -56,7 +58,7 @@ def model_description_3(emb: Embedding, gen: GeneratedModel, identifier: str, va
     # "s" for the time variable FMI 3.0 declares
     units_categories_experiment(root, {v.unit for v in vars_ if v.unit} | {"s"}, step)
     mv = etree.SubElement(root, "ModelVariables")
-    vr = {"time": time_value_reference(emb, form)}
+    vr = {"time": time_value_reference(iface, form)}
     etree.SubElement(mv, "Float64", name="time", valueReference=str(vr["time"]), causality="independent",
                      variability="continuous", unit="s", description="simulation time")
     for v in vars_:

@@ -46,13 +46,14 @@ def singular_poly(expr) -> str:
     return sp.sstr(sp.expand(expr)).replace("**", "^")
 
 
-def disk_cache(key_text: str, compute, use_cache=True, subdir=None, suffix=".json"):
+def disk_cache(key_text: str, compute, use_cache=True, subdir=None, suffix=".json", force=False):
     """(text, cache file, hit): ``compute()``'s text, kept under CACHE_DIR
     (``subdir``) by the sha256 of ``key_text`` and written atomically, so a
-    build interrupted mid-write never leaves a truncated entry."""
+    build interrupted mid-write never leaves a truncated entry.  ``force``:
+    compute and (over)write even when an entry exists."""
     key = hashlib.sha256(key_text.encode()).hexdigest()
     path = (CACHE_DIR / subdir if subdir else CACHE_DIR) / f"{key}{suffix}"
-    if use_cache and path.exists():
+    if use_cache and not force and path.exists():
         return path.read_text(), path, True
     text = compute()
     if use_cache:

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import codegen, fmu
+from . import codegen, derived, fmu
 from .dae import DAE, build_dae
 from .embed import Embedding, embed
 from .model import Mechanism, ModelError
@@ -67,6 +67,14 @@ class Compiled:
     triangular: Triangularization
     generated: codegen.GeneratedModel
     seconds: dict
+
+    @property
+    def independent_names(self) -> list[str]:
+        return [self.dae.names[i] for i in self.partition.independent]
+
+    @property
+    def start(self) -> dict:
+        return self.triangular.start
 
 
 def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinematics="groebner",
@@ -124,19 +132,27 @@ def _warn_singularities(dae, tri, log):
 
 
 def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=True, log=None,
-              fmi="2", kind="cs", windows=None, kinematics="groebner", newton_tol=None, formulation_params=None):
+              fmi="2", kind="cs", windows=None, kinematics="groebner", newton_tol=None, formulation_params=None,
+              reuse=False):
     """One FMU; see ``build_fmus``."""
     paths, compiled = build_fmus(spec_or_mech, [(out, fmi, kind)], solver=solver, step=step, order=order,
                                  use_cache=use_cache, log=log, windows=windows, kinematics=kinematics,
-                                 newton_tol=newton_tol, formulation_params=formulation_params)
+                                 newton_tol=newton_tol, formulation_params=formulation_params, reuse=reuse)
     return paths[0], compiled
 
 
 def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_cache=True, log=None,
-               windows=None, kinematics="groebner", newton_tol=None, formulation_params=None):
+               windows=None, kinematics="groebner", newton_tol=None, formulation_params=None, reuse=False):
     """FMUs of one derivation: ``targets`` is a list of (path, fmi "2"|"3",
     kind "cs"|"me"); the model is derived and generated once, then compiled
     and packaged per variant.
+
+    ``use_cache``: the Gröbner, derived-model (fmigen/derived.py) and
+    compiled-library caches are read and written; ``reuse`` (with
+    ``use_cache``): a derived model recorded earlier is packaged without
+    deriving, and the second value returned is then a ``derived.Derived``
+    (no DAE, partition or triangularization) instead of a ``Compiled``.
+    An augmented formulation always derives.
 
     ``kinematics`` baumgarte|penalty|spring: an augmented formulation
     (fmigen/formulation.py) with ``formulation_params`` ({name: value}, None =
@@ -152,8 +168,16 @@ def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_c
         raise ModelError(f"formulation parameters {sorted(formulation_params)} apply to --kinematics "
                          f"{'|'.join(formulation.AUGMENTED)} only")
     mech = prepare_mechanism(spec_or_mech, log)
-    compiled = compile_model(mech, order=order, use_cache=use_cache, log=log, kinematics=kinematics,
-                             newton_tol=newton_tol)
+    t0 = time.perf_counter()
+    options = {"order": order, "kinematics": kinematics, "newton_tol": newton_tol}
+    compiled, hit = derived.derive(
+        mech, options, lambda: compile_model(mech, order=order, use_cache=use_cache, log=log,
+                                             kinematics=kinematics, newton_tol=newton_tol),
+        use_cache=use_cache, reuse=reuse and form is None)
+    if hit:
+        compiled.seconds = {"derived": time.perf_counter() - t0}
+        log(f"[1-4/5] derived model of '{mech.name}' from the cache in {compiled.seconds['derived']:.2f} s "
+            f"(deriving it took {sum(compiled.derivation_seconds.values()):.1f} s; --no-cache derives again)")
     if form is not None:
         formulation.check_model(compiled.embedding, form)
         log(f"      formulation: {form.name} ({', '.join(f'{n} = {v:g}' for n, v, _, _ in form.parameters())})")
@@ -163,8 +187,9 @@ def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_c
     for out, fmi, kind in targets:
         t0 = time.perf_counter()
         log(f"[5/5] compiling and packaging {out} (FMI {fmi}.0 {kind.upper()})")
-        paths.append(fmu.package(compiled.embedding, compiled.generated, Path(out), solver=solver, step=step,
-                                 fmi=fmi, kind=kind, windows=windows))
+        paths.append(fmu.package(compiled.interface if hit else compiled.embedding, compiled.generated, Path(out),
+                                 solver=solver, step=step, fmi=fmi, kind=kind, windows=windows,
+                                 use_cache=use_cache))
         seconds = time.perf_counter() - t0
         compiled.seconds["fmu"] += seconds
         log(f"      compiled and packaged in {seconds:.2f} s")

@@ -66,7 +66,7 @@ from pathlib import Path
 
 import sympy as sp
 
-from . import codegen, fmu, structure
+from . import codegen, fmu
 from .codegen import SymbolMap, q_from_vars, root_continuity, switch_scale, verification
 from .triangular import block_name
 from .codegen_embedding import structure_tables
@@ -1080,9 +1080,9 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
 
     # variables and modelDescription: the C FMU's, adapted to pythonfmu
     start = {c.name: c.start for c in mech.coordinates}
-    vars_ = fmu.variables(emb, start, step, "cs")
-    deps = structure.dependencies(emb)
-    xml = fmu.model_description(emb, gen, identifier, vars_, solver, "cs", deps, step)
+    iface = fmu.Interface.of(emb)
+    vars_ = fmu.variables(iface, start, step, "cs")
+    xml = fmu.model_description(iface, gen, identifier, vars_, solver, "cs", step)
     nu, np_ = len(dae.inputs), len(dae.tunable)
     vr = {"VR_V": n, "VR_RES": 2 * n, "VR_U": 2 * n + 1}
     vr["VR_P"] = vr["VR_U"] + nu

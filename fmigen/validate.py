@@ -19,7 +19,7 @@ import fmpy
 import numpy as np
 
 from .model import ModelError
-from .pipeline import build_fmu, load_mechanism
+from .pipeline import Compiled, build_fmu, load_mechanism
 from .reference import assemble_newton, solve_reference
 
 DEFAULT_COORD_TOL = 1e-6
@@ -69,11 +69,14 @@ def coordinate_errors(dae, result, ref):
 def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
              coord_tol=DEFAULT_COORD_TOL, residual_tol=DEFAULT_RESIDUAL_TOL, velocity_tol=DEFAULT_VELOCITY_TOL,
              reference_rtol=1e-12, check_reference=False, fmu_path=None, existing_fmu=None,
-             log=None) -> Report:
+             log=None, use_cache=True) -> Report:
     """``fmu_path``: where to write the FMU built for the run (default a
     temporary file); ``existing_fmu``: validate that FMU instead of building
     one (it must have this mechanism's coordinates; its own internal step
-    and solver apply, ``solver``/``step`` only set the output interval)."""
+    and solver apply, ``solver``/``step`` only set the output interval).
+    ``use_cache``: build from the derived-model cache when it has this
+    mechanism (``pipeline.build_fmus`` with ``reuse``), else derive and
+    record it; False derives everything again."""
     log = log or (lambda msg: None)
     mech = load_mechanism(spec) if isinstance(spec, (str, Path)) else spec
     if mech.kinematic:
@@ -101,11 +104,14 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     else:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(fmu_path) if fmu_path else Path(tmp) / f"{mech.name}.fmu"
-            path, compiled = build_fmu(mech, path, solver=solver, step=step, log=log)
+            path, compiled = build_fmu(mech, path, solver=solver, step=step, log=log, use_cache=use_cache,
+                                       reuse=use_cache)
             log(f"simulating {path.name} in fmpy to t={stop_time}")
-            result = simulate(path, compiled.dae.names, stop_time, output_interval)
-        dae = compiled.dae
-        independent = [dae.names[i] for i in compiled.partition.independent]
+            result = simulate(path, [c.name for c in mech.coordinates], stop_time, output_interval)
+        # a derived-model cache hit has no DAE; the reference needs one
+        from .dae import build_dae
+        dae = compiled.dae if isinstance(compiled, Compiled) else build_dae(mech)
+        independent = compiled.independent_names
         build_seconds = sum(compiled.seconds.values())
     # After fmi2Discard fmpy repeats the last row; keep the trajectory the FMU
     # really computed and fail the validation if it stopped early.

@@ -35,7 +35,12 @@ def unit_scales(dae: DAE) -> np.ndarray:
     for a length, the largest start value or geometric parameter of its
     unit (the mechanism's size), so tolerances mean the same in metres and
     centimetres."""
-    mech = dae.mechanism
+    return mechanism_unit_scales(dae.mechanism)
+
+
+def mechanism_unit_scales(mech) -> np.ndarray:
+    """``unit_scales`` from the mechanism alone (the derived-model cache keys
+    on it without building the DAE)."""
     sizes = {}
     for c in mech.coordinates:
         sizes.setdefault(c.unit, []).append(abs(c.start))

@@ -506,6 +506,10 @@ def main(argv=None):
     host_path = DOCS / "benchmarks_host.json"
     host = json.loads(host_path.read_text()) if host_path.exists() else None
     md += ["![CPU time and instructions per step](benchmarks.png)", "", notes(results, host)]
+    # the last section, "## Build time", is scripts/bench_build.py's: kept as it is
+    old = (DOCS / "benchmarks.md").read_text() if (DOCS / "benchmarks.md").exists() else ""
+    if "\n## Build time\n" in old:
+        md += ["", old[old.index("\n## Build time\n") + 1:].rstrip("\n")]
     (DOCS / "benchmarks.md").write_text("\n".join(md))
     print("\n".join(md))
 

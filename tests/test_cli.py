@@ -38,6 +38,8 @@ def test_build_by_path_and_bad_mechanism(tmp_path):
     p = run("build", "mechanisms/slider_crank.py", "-o", str(tmp_path / "sc.fmu"), "--json")
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["independent"] == ["theta"]
+    # --json: stdout is the JSON alone, the progress lines go to stderr, plain (not a terminal)
+    assert "[5/5] compiling and packaging" in p.stderr and "\r" not in p.stderr
     p = run("build", "nosuch", "-o", str(tmp_path / "x.fmu"))
     assert p.returncode == 2 and "no mechanism 'nosuch'" in p.stderr
 
@@ -83,3 +85,22 @@ def test_build_several_variants_from_one_derivation(tmp_path):
         assert md.fmiVersion.startswith(e.name.split("_fmi")[1][0])
         assert (md.coSimulation is not None) == e.name.endswith("_cs.fmu")
     assert run("build", "fourbar", "--fmi", "4", "-o", str(out)).returncode == 2
+
+
+def test_progress_spinner_on_a_terminal_only(monkeypatch):
+    import io
+    import time
+    from fmigen import progress
+    monkeypatch.setattr(progress, "DELAY", 0.05)
+    streams = {}
+    for tty in (True, False):
+        streams[tty] = io.StringIO()
+        with progress.Progress(streams[tty], spinner=tty) as log:
+            log("[1/5] a stage")
+            time.sleep(0.5)
+            log("[2/5] the next")
+    assert streams[False].getvalue() == "[1/5] a stage\n[2/5] the next\n"
+    shown = streams[True].getvalue()
+    # the spinner with the elapsed time, erased before the next line
+    assert "\r\033[K      |" in shown and " 0 s" in shown
+    assert shown.count("\n") == 2 and "\r\033[K[2/5] the next\n" in shown

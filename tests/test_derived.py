@@ -1,0 +1,83 @@
+"""The derived-model cache (fmigen/derived.py): a second build packages the
+recorded model without deriving, its FMU simulates exactly like the first,
+a tunable parameter's value is not part of the key, a structural one is."""
+
+import zipfile
+
+import fmpy
+import numpy as np
+import pytest
+
+from fmigen import groebner
+from fmigen.derived import Derived
+from fmigen.pipeline import Compiled, build_fmu, load_mechanism
+
+HIT = "from the cache"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
+    return tmp_path / "cache"
+
+
+def _build(mech, out):
+    lines = []
+    path, model = build_fmu(mech, out, reuse=True, windows=False, log=lines.append)
+    return path, model, "\n".join(lines)
+
+
+def _simulate(path):
+    r = fmpy.simulate_fmu(str(path), stop_time=0.5, output_interval=0.01, output=["theta", "alpha", "phi"])
+    return np.column_stack([r[n] for n in ("theta", "alpha", "phi")])
+
+
+def _source(path, name):
+    with zipfile.ZipFile(path) as z:
+        return z.read(f"sources/{name}").decode()
+
+
+def test_second_build_hits_and_simulates_identically(cache, tmp_path):
+    cold, compiled, log1 = _build(load_mechanism("fourbar"), tmp_path / "cold.fmu")
+    assert isinstance(compiled, Compiled) and HIT not in log1
+    assert list((cache / "derived").glob("*.json"))
+    warm, hit, log2 = _build(load_mechanism("fourbar"), tmp_path / "warm.fmu")
+    assert isinstance(hit, Derived) and HIT in log2 and "[3/5]" not in log2
+    assert hit.independent_names == compiled.independent_names and hit.start == compiled.start
+    assert _source(warm, "model.c") == _source(cold, "model.c")
+    assert _source(warm, "model_config.h") == _source(cold, "model_config.h")
+    np.testing.assert_array_equal(_simulate(warm), _simulate(cold))
+
+
+def test_tunable_value_hits_structural_value_misses(cache, tmp_path):
+    _build(load_mechanism("fourbar"), tmp_path / "a.fmu")
+    heavier = load_mechanism("fourbar")
+    next(p for p in heavier.parameters if p.name == "m2").value = 2.5
+    path, model, log = _build(heavier, tmp_path / "b.fmu")
+    assert HIT in log
+    # the new default reaches the FMU (p_default and the modelDescription)
+    md = fmpy.read_model_description(str(path))
+    assert next(v for v in md.modelVariables if v.name == "m2").start == "2.5"
+    assert "2.5" in _source(path, "model.c").split("fmigen_p_default")[1].split(";")[0]
+    longer = load_mechanism("fourbar")
+    next(p for p in longer.parameters if p.name == "l1").value = 1.1
+    _, model, log = _build(longer, tmp_path / "c.fmu")
+    assert HIT not in log and isinstance(model, Compiled)
+
+
+def test_no_cache_derives(cache, tmp_path):
+    _build(load_mechanism("fourbar"), tmp_path / "a.fmu")
+    lines = []
+    _, model = build_fmu("fourbar", tmp_path / "b.fmu", reuse=True, use_cache=False, windows=False,
+                         log=lines.append)
+    assert isinstance(model, Compiled) and not any(HIT in m for m in lines)
+
+
+def test_validate_reuses_the_cached_build(cache):
+    from fmigen.validate import validate
+    first, second = [], []
+    r1 = validate("fourbar", stop_time=0.5, log=first.append)
+    r2 = validate("fourbar", stop_time=0.5, log=second.append)
+    assert not any(HIT in m for m in first) and any(HIT in m for m in second)
+    assert r2.passed and r2.max_abs_error == r1.max_abs_error
+    assert r2.max_abs_velocity_error == r1.max_abs_velocity_error
