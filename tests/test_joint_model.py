@@ -227,3 +227,24 @@ def test_stewart_joints_matches_stewart(tmp_path):
     low, jnt = _run("stewart", tmp_path, 1.0), _run("stewart_joints", tmp_path, 1.0)
     for n in ["x", "y", "z", "phi", "theta", "psi", "s1", "s4", "alpha2", "beta5"]:
         assert np.abs(low[n] - jnt[n]).max() < 1e-12, n
+
+
+def test_spring_and_marker_force_are_the_generalized_forces_of_their_work():
+    # a bar on a revolute at ground; independent reference: Q = −dV/dq for
+    # the spring (V = k/2 (L − L0)² + preload·L, L from the hand-written tip
+    # position) and Q = (r × F)_z + τ_z for a force at the tip and a torque
+    k, L0, pre, Fx, Fy, tz, q0 = 7.0, 0.4, 0.3, 0.9, -1.3, 0.25, 0.6
+    s = JointSystem("bar")
+    bar = s.body("bar", 1, (0, 0, 1), com=(0.5, 0))
+    q = s.revolute("q", s.ground.origin, bar.origin, start=q0)
+    tip = bar.marker("tip", (1, 0))
+    s.spring_damper("spring", s.ground.marker("anchor", (0, 1)), tip, k, 0, L0, pre)
+    s.force("push", tip, force=(Fx, Fy, 0), torque=(0, 0, tz))
+    m = to_mechanism(s)
+    M, F = m.equations_of_motion()
+    qs = sp.Symbol("qs")
+    L = sp.sqrt(sp.cos(qs)**2 + (sp.sin(qs) - 1)**2)
+    V = k / 2 * (L - L0)**2 + pre * L
+    expected = -sp.diff(V, qs) + (sp.cos(qs) * Fy - sp.sin(qs) * Fx) + tz
+    got = F[0].xreplace({q.diff(): 0}).xreplace({q: q0})
+    assert float(got) == pytest.approx(float(expected.subs(qs, q0)), abs=1e-12)
