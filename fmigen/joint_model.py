@@ -5,10 +5,11 @@
 
 1. *A spanning tree.*  Joints are taken greedily (Kruskal) in the order
    "most worth keeping first": joints whose coordinates are loaded, named
-   independent or given a start, then by kind (a spherical or revolute joint
-   is the cheapest to cut: it has the fewest closure equations per removed
-   coordinate... it is cut last in that order), then by distance from ground
-   (BFS), then declaration order.  The joints left over are *cut*
+   independent or given a start, then by kind (free, fixed, planar,
+   prismatic, cylindrical, universal, revolute, spherical: a spherical or
+   revolute joint is cut first because it removes its coordinates for the
+   fewest closure equations — 3 for 3, and 2 for 1 in a plane), then by
+   distance from ground (BFS), then declaration order.  The joints left over are *cut*
    (``system.cut`` overrides the choice).  The tree is oriented from ground
    by BFS, so a joint may be traversed child -> parent.
 2. *Coordinates.*  The relative coordinates of the tree joints are the
@@ -45,9 +46,9 @@ from sympy.physics import mechanics as me
 from .joints import ANGLE_SLOTS, JointSystem, Marker
 from .model import Mechanism, ModelError, t
 
-#: cutting preference by kind: closure equations a cut joint adds, the fewer
-#: per coordinate removed the better (spherical: 3 for 3, revolute: 5 for 1 but
-#: 2 in a plane); lower = cut first
+#: cutting preference by kind, lower = cut first: the fewer closure equations
+#: per coordinate removed the better (spherical: 3 for 3; revolute: 5 for 1,
+#: of which a plane keeps 2)
 _CUT_RANK = {"spherical": 0, "revolute": 1, "universal": 2, "cylindrical": 3, "prismatic": 4,
              "planar": 5, "fixed": 6, "free": 7}
 
