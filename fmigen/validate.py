@@ -19,7 +19,7 @@ import fmpy
 import numpy as np
 
 from .model import ModelError
-from .pipeline import Compiled, build_fmu, load_mechanism
+from .pipeline import Compiled, as_mechanism, build_fmu, load_mechanism
 from .reference import assemble_newton, solve_reference
 
 DEFAULT_COORD_TOL = 1e-6
@@ -78,7 +78,7 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     mechanism (``pipeline.build_fmus`` with ``reuse``), else derive and
     record it; False derives everything again."""
     log = log or (lambda msg: None)
-    mech = load_mechanism(spec) if isinstance(spec, (str, Path)) else spec
+    mech = load_mechanism(spec) if isinstance(spec, (str, Path)) else as_mechanism(spec)
     if mech.kinematic:
         raise ModelError(f"'{mech.name}' is kinematic (no dynamics): there is no DAE trajectory to "
                          "validate against; sweep its inputs instead")
@@ -88,7 +88,7 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
         from .dae import build_dae
         from .partition import choose_partition
         from .pipeline import prepare_mechanism
-        prepare_mechanism(mech, log)
+        mech = prepare_mechanism(mech, log)   # a copy with the assembled start
         dae = build_dae(mech)
         independent = [dae.names[i] for i in choose_partition(dae).independent]
         path = Path(existing_fmu)
@@ -108,8 +108,10 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
                                        reuse=use_cache)
             log(f"simulating {path.name} in fmpy to t={stop_time}")
             result = simulate(path, [c.name for c in mech.coordinates], stop_time, output_interval)
-        # a derived-model cache hit has no DAE; the reference needs one
+        # the prepared copy (assembled start) the FMU was built from; a
+        # derived-model cache hit has no DAE, and the reference needs one
         from .dae import build_dae
+        mech = compiled.mechanism
         dae = compiled.dae if isinstance(compiled, Compiled) else build_dae(mech)
         independent = compiled.independent_names
         build_seconds = sum(compiled.seconds.values())
