@@ -8,7 +8,8 @@
   each cut joint as ``connect`` equalities between sites (a revolute cut as
   two, on its axis; a fixed cut as a ``weld``), joint forces as motors,
   rotational spring-dampers as joint stiffness and damping, linear ones as
-  spatial tendons.  Preloads, marker forces and load expressions in time or
+  spatial tendons.  A planar bar's inertia (0, 0, I) gets I/2 about its
+  in-plane axes, which MuJoCo requires and a planar motion never excites.  Preloads, marker forces and load expressions in time or
   state have no MJCF form: ``run_mujoco`` applies them itself.  The start
   configuration is the keyframe ``start``; the independent coordinates are
   the custom text ``fmigen:independent``.
@@ -111,35 +112,15 @@ class TreeEdge:
 
 
 def spanning_tree(system: JointSystem):
-    """Breadth-first from ground; joints in ``system.cut`` are never tree
-    edges.  Returns (edges in BFS order, cut joints)."""
-    cut_names = set(system.cut or [])
-    unknown = cut_names - set(system.joints)
-    if unknown:
-        raise MJCFError(f"cut joints {sorted(unknown)} are not joints of '{system.name}'")
-    reached, edges, frontier = {"ground"}, [], ["ground"]
-    used = set()
-    while frontier:
-        nxt = []
-        for body in frontier:
-            for j in system.joints.values():
-                if j.name in used or j.name in cut_names:
-                    continue
-                pb, cb = j.parent.body.name, j.child.body.name
-                if body not in (pb, cb):
-                    continue
-                other = cb if body == pb else pb
-                if other in reached:
-                    continue
-                used.add(j.name)
-                reached.add(other)
-                edges.append(TreeEdge(j, body, other, reversed=(body == cb)))
-                nxt.append(other)
-        frontier = nxt
-    missing = [b for b in system.bodies if b not in reached]
-    if missing:
-        raise MJCFError(f"bodies {missing} are not connected to ground by the joints of '{system.name}'")
-    cut = [j for j in system.joints.values() if j.name not in used]
+    """The FMU's own tree and cuts (``joint_model.spanning_tree``), so the
+    MuJoCo joints are exactly the FMU's coordinates.  Returns (edges in BFS
+    order, cut joints)."""
+    from .joint_model import spanning_tree as model_tree
+    order, cut = model_tree(system)
+    edges = []
+    for j, reverse in order:
+        near, far = (j.child, j.parent) if reverse else (j.parent, j.child)
+        edges.append(TreeEdge(j, near.body.name, far.body.name, reversed=reverse))
     return edges, cut
 
 
@@ -171,6 +152,48 @@ def _joint_elements(edge: TreeEdge, values) -> tuple[np.ndarray, list[tuple[str,
         kinds = [(k, -ax) for k, ax in kinds[::-1]]
         names = names[::-1]
     return _vec(far.position, values), [(nm, k, R_far @ ax) for nm, (k, ax) in zip(names, kinds)]
+
+
+def _plane_normal(system, edges, values, rest):
+    """The world normal n of a planar mechanism (every revolute axis along n,
+    every prismatic axis perpendicular to it, at zero coordinates), or None."""
+    n = None
+    for e in edges:
+        j = e.joint
+        near = j.child if e.reversed else j.parent
+        a = rest[e.parent_body] @ _mat(near.rotation, values) @ _vec(j.axis, values)
+        if j.kind == "revolute":
+            if n is None:
+                n = a
+            elif np.linalg.norm(np.cross(n, a)) > 1e-12:
+                return None
+        elif j.kind not in ("prismatic", "fixed"):
+            return None
+    if n is None:
+        return None
+    for e in edges:
+        j = e.joint
+        near = j.child if e.reversed else j.parent
+        a = rest[e.parent_body] @ _mat(near.rotation, values) @ _vec(j.axis, values)
+        if j.kind == "prismatic" and abs(a @ n) > 1e-12:
+            return None
+    return n
+
+
+def _padded_inertia(body, I, mass, R_rest, plane_normal):
+    """MuJoCo needs positive principal moments.  A planar bar's (0, 0, I_n)
+    has none about the in-plane axes, which a motion about the normal n never
+    excites: give them I_n/2 each (the smallest the triangle inequality
+    allows).  Anything else singular is an error."""
+    if np.linalg.eigvalsh(I).min() > 0:
+        return I
+    if plane_normal is None:
+        raise MJCFError(f"body '{body.name}' has a singular inertia {np.round(I, 9).tolist()}; MuJoCo needs "
+                        "positive principal moments, and this mechanism is not planar, so they matter")
+    n = R_rest.T @ plane_normal                      # the normal in the body's frame
+    I_n = float(n @ I @ n)
+    pad = max(I_n / 2, 1e-12 * mass)                 # a non-rotating point mass: a negligible moment
+    return I + pad * (np.eye(3) - np.outer(n, n)) + (1e-12 * mass if I_n <= 0 else 0.0) * np.outer(n, n)
 
 
 def export_mjcf(system: JointSystem, start: dict | None = None, timestep=1e-3, integrator="RK4",
@@ -217,6 +240,13 @@ def export_mjcf(system: JointSystem, start: dict | None = None, timestep=1e-3, i
     for f in system.forces:
         site(f.at, f"{f.name}__at")
 
+    # every body's orientation at zero joint coordinates, for the inertia check
+    rest = {"ground": np.eye(3)}
+    for e in edges:
+        j = e.joint
+        near, far = (j.child, j.parent) if e.reversed else (j.parent, j.child)
+        rest[e.child_body] = rest[e.parent_body] @ _mat(near.rotation, values) @ _mat(far.rotation, values).T
+    plane_normal = _plane_normal(system, edges, values, rest)
     springs_on = {}
     for r in system.rotational_springs:
         if r.coordinate.name in springs_on:
@@ -233,7 +263,7 @@ def export_mjcf(system: JointSystem, start: dict | None = None, timestep=1e-3, i
         mass = _num(body.mass, values)
         if mass <= 0:
             raise MJCFError(f"body '{body.name}' has mass {mass:g}; MuJoCo needs a positive mass on a moving body")
-        I = _mat(body.inertia, values)
+        I = _padded_inertia(body, _mat(body.inertia, values), mass, rest[body.name], plane_normal)
         pad = "  " * indent
         lines = [f'{pad}<body name="{body.name}" pos="{_fmt(p_rel)}" quat="{_fmt(_quat(R_rel))}">',
                  f'{pad}  <inertial pos="{_fmt(_vec(body.com, values))}" mass="{mass!r}" '
@@ -291,13 +321,27 @@ def export_mjcf(system: JointSystem, start: dict | None = None, timestep=1e-3, i
             lines.append("    </spatial>")
         lines.append("  </tendon>")
     loaded = [ld for ld in system.joint_loads if any(ld.coordinate is c for c in tree_coords)]
+    inputs = {i.symbol: i for i in system.inputs}
+    ctrl = []
     if loaded:
         lines.append("  <actuator>")
         for k, ld in enumerate(loaded):
-            lines.append(f'    <motor name="{ld.coordinate.name}__force{k}" joint="{ld.coordinate.name}" gear="1"/>')
+            # gear · input is a motor driven by that input (its start in the
+            # keyframe's ctrl); any other expression has no MJCF form: a motor
+            # at 0 that run_mujoco drives from the description
+            expr = sp.sympify(ld.expr).xreplace(values)
+            used = [u for u in expr.free_symbols if u in inputs]
+            gear = sp.simplify(expr / used[0]) if len(used) == 1 else None
+            if gear is not None and gear.is_number:
+                name, g, c0 = inputs[used[0]].name, float(gear), inputs[used[0]].start
+            else:
+                name, g, c0 = f"{ld.coordinate.name}__force{k}", 1.0, 0.0
+                lines.append(f"    <!-- {ld.coordinate.name}: {ld.expr} (applied by fmigen's MuJoCo peer run) -->")
+            lines.append(f'    <motor name="{name}" joint="{ld.coordinate.name}" gear="{g!r}"/>')
+            ctrl.append(c0)
         lines.append("  </actuator>")
     lines.append("  <keyframe>")
-    lines.append(f'    <key name="start" qpos="{_fmt(qstart)}"/>')
+    lines.append(f'    <key name="start" qpos="{_fmt(qstart)}"' + (f' ctrl="{_fmt(ctrl)}"' if ctrl else "") + "/>")
     lines.append("  </keyframe>")
     lines.append("</mujoco>")
     return "\n".join(lines) + "\n"
@@ -348,6 +392,7 @@ def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=N
     qadr = [int(model.jnt_qposadr[i]) for i in range(model.njnt)]
     vadr = [int(model.jnt_dofadr[i]) for i in range(model.njnt)]
     mujoco.mj_resetDataKeyframe(model, data, 0)
+    data.ctrl[:] = 0.0        # every joint load comes from the description, in the callback
     for nm, a in zip(names, vadr):
         data.qvel[a] = v0.get(nm, 0.0)
     fn = _load_functions(system, names, inputs or {})
@@ -493,7 +538,7 @@ def import_mjcf(source, name=None) -> JointSystem:
     for k in range(model.ntext):
         if nm(obj.mjOBJ_TEXT, k, "") == "fmigen:independent":
             adr = model.text_adr[k]
-            independent_text = model.text_data[adr:adr + model.text_size[k]].tobytes().split(b"\0")[0].decode()
+            independent_text = bytes(model.text_data[adr:adr + model.text_size[k]]).split(b"\0")[0].decode()
     for b in range(1, model.nbody):
         bname = bodies[b].name
         parent = bodies[int(model.body_parentid[b])]
@@ -573,10 +618,38 @@ def import_mjcf(source, name=None) -> JointSystem:
     for i in range(model.nu):
         jid = int(model.actuator_trnid[i, 0])
         aname = nm(obj.mjOBJ_ACTUATOR, i, f"actuator{i}")
-        u = system.input(aname, 0.0, description=f"MuJoCo motor '{aname}'")
+        start = float(model.key_ctrl[0, i]) if model.nkey else 0.0
+        u = system.input(aname, start, description=f"MuJoCo motor '{aname}'")
         jname = nm(obj.mjOBJ_JOINT, jid, None)
         owner = next(j for j in system.joints.values() if any(c.name == jname for c in j.coordinates))
         system.joint_force(owner.name, float(model.actuator_gear[i, 0]) * u, coordinate=jname)
     if independent_text:
         system.independent = independent_text.split()
     return system
+
+
+def compare_with_mujoco(mech, result, dt=5e-5, log=None) -> dict:
+    """MuJoCo as a peer of an FMU run: ``result`` is fmpy's structured array
+    (time, every coordinate and its der()); MuJoCo starts from the FMU's
+    first row and is sampled at its times.  Returns the max |FMU − MuJoCo|
+    per coordinate (angles modulo 2π) and per velocity, and MuJoCo's own
+    max constraint violation, which bounds what the comparison can show."""
+    if mech.joint_system is None:
+        raise MJCFError(f"'{mech.name}' is written with the low-level API; the MuJoCo peer needs its bodies "
+                        "and joints (fmigen.joints.JointSystem)")
+    names = [c.name for c in mech.coordinates]
+    q0 = {n: float(result[n][0]) for n in names}
+    v0 = {n: float(result[f"der({n})"][0]) for n in names}
+    (log or (lambda m: None))(f"running MuJoCo (RK4, dt = {dt:g} s) as a peer")
+    peer = run_mujoco(mech.joint_system, q0, v0, result["time"], dt=dt)
+    errors, verrors = {}, {}
+    for c in mech.coordinates:
+        if c.name not in peer.q:
+            continue
+        d = result[c.name] - peer.q[c.name]
+        if c.unit == "rad":
+            d = (d + math.pi) % (2 * math.pi) - math.pi
+        errors[c.name] = float(np.abs(d).max())
+        verrors[c.name] = float(np.abs(result[f"der({c.name})"] - peer.v[c.name]).max())
+    return {"max_abs_error": errors, "max_abs_velocity_error": verrors,
+            "mujoco_constraint_violation": peer.max_violation, "settings": peer.settings}

@@ -26,10 +26,16 @@ MECHANISMS_DIR = Path(__file__).resolve().parent.parent / "mechanisms"
 
 
 def load_mechanism(spec: str) -> Mechanism:
-    """``spec`` is a path to a module (``mechanisms/fourbar.py``) or a bare name
-    (``fourbar``).  Its ``build()`` returns a ``Mechanism`` or a
+    """``spec`` is a path to a module (``mechanisms/fourbar.py``), a bare name
+    (``fourbar``) or a MuJoCo model file (``model.xml``).  Its ``build()`` returns a ``Mechanism`` or a
     ``joints.JointSystem``, which is converted (``joint_model.to_mechanism``)."""
     path = Path(spec)
+    if path.suffix.lower() == ".xml":
+        # a MuJoCo model (MJCF): its bodies and joints (fmigen/mjcf.py)
+        if not path.exists():
+            raise ModelError(f"no MJCF file {path}")
+        from .mjcf import import_mjcf
+        return as_mechanism(import_mjcf(path), str(path))
     if path.suffix != ".py":
         candidates = [Path.cwd() / "mechanisms" / f"{spec}.py", MECHANISMS_DIR / f"{spec}.py"]
         path = next((c for c in candidates if c.exists()), candidates[-1])
