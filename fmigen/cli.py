@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -146,6 +147,15 @@ def cmd_triangularize(args):
                        "method": tb.method,
                        "sequence": [{"variable": str(s.variable), "degree": s.degree, "terms": s.terms,
                                      "max_coeff_digits": s.max_coeff_digits} for s in tb.steps]})
+        if tb.method == "groebner":
+            # error amplification (triangular.amplification): max double-
+            # precision error on the workspace sweep in machine epsilons
+            blocks[-1]["order"] = tb.sequences[0].label
+            blocks[-1]["amplification"] = [{"order": s.label, "eps": _finite(s.amplification)}
+                                           for s in tb.sequences]
+            if tb.order_search:
+                blocks[-1]["order_search"] = [{"order": o, "eps": _finite(a), "degenerate": d}
+                                              for o, a, d in tb.order_search]
     if args.json:
         print(json.dumps({"blocks": blocks, "seconds": round(seconds, 3)}))
     else:
@@ -154,8 +164,19 @@ def cmd_triangularize(args):
             for s in b["sequence"]:
                 print(f"  {s['variable']:>12s}: degree {s['degree']}, {s['terms']} terms, "
                       f"{s['max_coeff_digits']}-digit coefficients")
+            for a in b.get("amplification", []):
+                print(f"  error amplification {'—' if a['eps'] is None else format(a['eps'], '.3g')} eps: {a['order']}")
+            for o in b.get("order_search", [])[1:]:
+                print(f"  (order {o['order']} measured: {'—' if o['eps'] is None else format(o['eps'], '.3g')} eps, "
+                      f"degenerate at {o['degenerate']} swept configurations)")
         print(f"{seconds:.2f} s")
     return 0
+
+
+def _finite(x):
+    """JSON has no inf/nan: None for a sequence that was not measured or is
+    singular everywhere it was."""
+    return float(x) if math.isfinite(x) else None
 
 
 def cmd_check(args):

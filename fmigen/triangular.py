@@ -72,6 +72,9 @@ class Sequence:
     steps in solving order."""
     variables: list[sp.Symbol]
     steps: list[Step]
+    #: its error amplification on the workspace sweep (``amplification``):
+    #: the largest double-precision error, in units of the machine epsilon
+    amplification: float = math.nan
 
     @property
     def label(self):
@@ -112,10 +115,20 @@ class TriangularBlock:
     #: "newton-loop", see ``triangularize``): absolute tolerance on the Newton
     #: step; None keeps the default 1e-14·(1 + max|q|) convergence test.
     tol: float | None = None
+    #: whether the user (the mechanism or --order) fixed the block's lex
+    #: order; if not, ``cover_workspace`` may replace it by a better
+    #: conditioned one
+    order_given: bool = False
+    #: the primary sequence's error amplification (``amplification``)
+    amplification: float = math.nan
+    #: the lex orders measured for the primary (``_better_conditioned``):
+    #: (label, amplification, degenerate swept points), the chosen one first
+    order_search: list = field(default_factory=list)
 
     @property
     def sequences(self) -> list[Sequence]:
-        return [Sequence(self.variables, self.steps), *self.alternatives] if self.method == "groebner" else []
+        return ([Sequence(self.variables, self.steps, self.amplification), *self.alternatives]
+                if self.method == "groebner" else [])
 
 
 #: Kinematics formulations (``triangularize(kinematics=...)``, ``fmigen build
@@ -214,7 +227,17 @@ def polynomialize(dae: DAE, block: Block, order: list[str] | None = None):
 
 
 def abstract(polys, variables, counter):
-    """Replace each non-constant coefficient by a fresh symbol K_j."""
+    """Replace the known part of each coefficient by a fresh symbol K_j.
+
+    A coefficient c0 + g·r (c0 its constant terms, g the rational content
+    of the rest, r primitive) becomes c0 + g·K_j with K_j = r: the K_j are
+    the primitive, *centred* known quantities (cos θ, not 3 − cos θ / 2).
+    Why: the basis is then a polynomial in knowns that vary around zero on a
+    unit scale, and its evaluation in double precision cancels far less (a
+    K^15 term of K ∈ [2.5, 3.5] is ~1e7 times larger than what survives
+    the cancellation; of K ∈ [−1, 1] it is at most 1).  The ideal is the same
+    (an affine change of parameters), so is every solution; coefficients
+    that differ only in their constant or content share one K."""
     table: dict[sp.Expr, sp.Symbol] = {}
     out = []
     for p in polys:
@@ -225,15 +248,16 @@ def abstract(polys, variables, counter):
             if not coeff.free_symbols:
                 k = coeff
             else:
-                if coeff not in table and -coeff in table:
-                    k = -table[-coeff]
-                else:
-                    if coeff not in table:
-                        counter[0] += 1
-                        table[coeff] = sp.Symbol(f"K_{counter[0]}")
-                    k = table[coeff]
+                const, rest = sp.expand(coeff).as_independent(*coeff.free_symbols, as_Add=True)
+                content, prim = rest.as_content_primitive()
+                if prim not in table and -prim in table:
+                    content, prim = -content, -prim
+                if prim not in table:
+                    counter[0] += 1
+                    table[prim] = sp.Symbol(f"K_{counter[0]}")
+                k = const + content * table[prim]
             new += k * sp.Mul(*[v**e for v, e in zip(variables, monom)])
-        out.append(new)
+        out.append(sp.expand(new))
     return out, {sym: expr for expr, sym in table.items()}
 
 
@@ -312,7 +336,8 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
             f"{', '.join(str(st.degree) for st in steps)}) extracted in {time.perf_counter() - t_extract:.2f} s")
         tblocks.append(TriangularBlock(b, "groebner", variables, abstractions, steps, recover, apolys,
                                        known_ring, circles=circles,
-                                       seconds=time.perf_counter() - t_block))
+                                       seconds=time.perf_counter() - t_block,
+                                       order_given=block_order is not None))
     tri = Triangularization(tblocks, part)
     choose_branches(dae, tri, guesses)
     if cover:
@@ -509,6 +534,15 @@ COVER_DISCRIMINANT = 1e-9
 #: run-time Newton fallback solves)
 MAX_CANDIDATE_ORDERS = 8
 COVER_BUDGET = 60.0
+#: a primary sequence (of an order the user did not fix) whose error
+#: amplification (``amplification``) exceeds this many machine epsilons is
+#: compared with the orders that solve another variable first
+#: (``conditioning_orders``, within COVER_BUDGET) ...
+AMPLIFICATION_SEARCH = 256.0
+#: ... and replaced by the best of them when that is at least this factor
+#: better and degenerates at no more swept points
+AMPLIFICATION_GAIN = 2.0
+EPS = float(np.finfo(float).eps)
 
 
 def abs_sum(expr) -> sp.Expr:
@@ -613,6 +647,39 @@ def sequence_evaluator(dae, tb: TriangularBlock, seq: Sequence, scales):
     return evaluate
 
 
+def amplification(quality, singular) -> float:
+    """A sequence's error amplification on the sweep: the largest error of
+    its double-precision evaluation (``sequence_evaluator``: relative to the
+    unit scale, against the continuation's configurations, exact root
+    choice) in machine epsilons, over the swept points where it is not
+    representation-singular (there it is not used).  The continuation's own
+    error, ~eps times the condition of Φ_d, is included: a few units are the
+    floor.  Why it matters: the run time accepts a sequence's result when the
+    block's polynomials vanish to FMIGEN_SEQ_TOL relative, and the constraint
+    residual of an accepted result is about this many eps times the
+    mechanism's size."""
+    err = quality[0][~singular]
+    return float(np.max(err) / EPS) if len(err) else math.inf
+
+
+def conditioning_orders(dae, tb: TriangularBlock, points, scales):
+    """Lex orders that solve another variable first (the lowest, the one of
+    the univariate polynomial, fixes how every later step is conditioned:
+    the s of an angle passing −π/2 barely moves, so everything solved from it
+    loses digits), the primary's order otherwise kept; the variable that
+    ranges widest over the swept ``points`` (relative to its unit scale)
+    first.  That ranking is a cheap guess at which to try within the budget;
+    the order is chosen on the measured amplification."""
+    truth = _true_values(dae, tb, points)
+    out = []
+    for _, _, group, scale in block_layout(tb, scales):
+        for low in group:
+            order = [v for v in tb.variables if v not in group] + [v for v in group if v != low] + [low]
+            if order != list(tb.variables):
+                out.append((-float(np.ptp(truth[low])) / scale, order))
+    return [o for _, o in sorted(out, key=lambda ro: ro[0])]
+
+
 def degenerate(quality, paths, singular=None):
     """Points where a sequence cannot be trusted: it misses the swept
     solution, a leading coefficient or discriminant is (relatively) near zero
@@ -689,9 +756,18 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None, 
         name = block_name(dae, tb.block)
         evaluate = sequence_evaluator(dae, tb, tb.sequences[0], scales)
         quality = evaluate(sw.points)
-        _, cond, worst, _ = quality
         singular = representation_singular(quality, sw.paths)
         bad = degenerate(quality, sw.paths, singular)
+        tb.amplification = amplification(quality, singular)
+        built = {}                       # order label -> (Sequence, degenerate points) measured here
+        if not tb.order_given and tb.amplification > AMPLIFICATION_SEARCH:
+            if _better_conditioned(dae, tri, tb, sw, scales, bad, built, use_cache, log, timeout):
+                evaluate = sequence_evaluator(dae, tb, tb.sequences[0], scales)
+                quality = evaluate(sw.points)
+                singular = representation_singular(quality, sw.paths)
+                bad = degenerate(quality, sw.paths, singular)
+                tb.amplification = amplification(quality, singular)
+        _, cond, worst, _ = quality
         tb.singular_points = _singular_runs(dae, tri, tb, tb.sequences[0], singular, cond, worst, evaluate)
         loss = bad & ~singular
         tb.precision_loss = {"configurations": int(loss.sum()), "of": int(len(loss)),
@@ -710,14 +786,17 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None, 
         scored = []
         t_block = time.perf_counter()
         for order in candidates:
-            if time.perf_counter() - t_block > COVER_BUDGET:
-                log(f"block {name}: the search for alternative orders stopped after {COVER_BUDGET:g} s "
-                    f"({len(scored)} of {len(candidates)} tried)")
-                break
-            seq = _alternative(tb, order, name, use_cache, log, timeout)
-            if seq is None:
+            if order == list(tb.variables):
                 continue
-            scored.append((seq, ~degenerate(sequence_quality(dae, tb, seq, sw.points, scales), sw.paths)))
+            key = " > ".join(map(str, order))
+            if key not in built:
+                if time.perf_counter() - t_block > COVER_BUDGET:
+                    log(f"block {name}: the search for alternative orders stopped after {COVER_BUDGET:g} s "
+                        f"({len(scored)} of {len(candidates)} tried)")
+                    break
+                built[key] = _measured(dae, tb, order, sw, scales, name, use_cache, log, timeout)
+            if built[key] is not None:
+                scored.append((built[key][0], ~built[key][1]))
         while uncovered.any() and scored:
             best = max(scored, key=lambda sg: int((sg[1] & uncovered).sum()))
             gain = best[1] & uncovered
@@ -733,6 +812,68 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None, 
         if uncovered.any():
             log(f"block {name}: {int(uncovered.sum())} swept configurations are covered by no sequence; "
                 "the run-time Newton fallback solves them")
+
+
+def _measured(dae, tb, order, sw, scales, name, use_cache, log, timeout):
+    """(sequence of ``order`` with its amplification, its degenerate swept
+    points), or None when the order gives no sequence."""
+    seq = _alternative(tb, order, name, use_cache, log, timeout)
+    if seq is None:
+        return None
+    quality = sequence_quality(dae, tb, seq, sw.points, scales)
+    singular = representation_singular(quality, sw.paths)
+    seq.amplification = amplification(quality, singular)
+    return seq, degenerate(quality, sw.paths, singular)
+
+
+def _better_conditioned(dae, tri, tb, sw, scales, bad, built, use_cache, log, timeout) -> bool:
+    """Replace the primary sequence by the best conditioned of
+    ``conditioning_orders`` (measured within COVER_BUDGET) when it is
+    AMPLIFICATION_GAIN better and degenerates at no more swept points; the
+    measured sequences go to ``built`` (the cover reuses them).  True if the
+    primary changed."""
+    name = block_name(dae, tb.block)
+    primary = Sequence(list(tb.variables), tb.steps, tb.amplification)
+    log(f"block {name}: the primary sequence {primary.label} amplifies round-off "
+        f"{tb.amplification:.3g}-fold; measuring orders that solve another variable first")
+    tried = [(primary, bad)]
+    started = time.perf_counter()
+    for order in conditioning_orders(dae, tb, sw.points, scales):
+        if time.perf_counter() - started > COVER_BUDGET:
+            log(f"block {name}: the conditioning search stopped after {COVER_BUDGET:g} s")
+            break
+        key = " > ".join(map(str, order))
+        built[key] = _measured(dae, tb, order, sw, scales, name, use_cache, log, timeout)
+        if built[key] is not None:
+            seq, deg = built[key]
+            log(f"block {name}: order {seq.label}: amplification {seq.amplification:.3g}, "
+                f"degenerate at {int(deg.sum())} swept configurations")
+            tried.append((seq, deg))
+    best = min(tried, key=lambda sd: (int(sd[1].sum()), sd[0].amplification))
+    tb.order_search = [(s.label, s.amplification, int(d.sum()))
+                       for s, d in sorted(tried, key=lambda sd: sd[0] is not best[0])]
+    if best[0] is primary or not (best[0].amplification * AMPLIFICATION_GAIN <= primary.amplification
+                                  and best[1].sum() <= bad.sum()):
+        return False
+    old_vars, old_steps = tb.variables, tb.steps
+    tb.variables, tb.steps = list(best[0].variables), best[0].steps
+    # the build-time square-root signs of the new steps: the branch of the
+    # assembled start (the signs only assemble the start)
+    try:
+        got = solve_block_numeric(dae, tb, tri.start, 0.0, choose_from=tri.start)
+    except ModelError:
+        got = None
+    angles = {dae.names[i] for i, kind, _, _ in block_layout(tb, scales) if kind == "angle"}
+    if got is None or any(abs(math.remainder(got[k] - tri.start[k], 2 * math.pi) if k in angles
+                              else got[k] - tri.start[k]) > 1e-9 for k in got):
+        tb.variables, tb.steps = old_vars, old_steps
+        log(f"block {name}: order {best[0].label} does not reassemble the start; primary kept")
+        return False
+    built[primary.label] = (primary, bad)
+    built.pop(best[0].label, None)
+    log(f"block {name}: primary order now {best[0].label} (amplification {best[0].amplification:.3g}, "
+        f"was {primary.amplification:.3g})")
+    return True
 
 
 def _singular_runs(dae, tri, tb, seq, bad, cond, worst, quality_at):
