@@ -7,7 +7,8 @@ configurations where one fixed triangular sequence is not enough.
   which vanishes at θ = arccos(0.48) ≈ 1.0701 rad, where the root picked by the
   build-time square-root sign switches to the mirror assembly.
 - ``stephenson3``: a Stephenson III six-bar driven at the dyad's crank, one
-  4×4 block (sextic in s_phi, then linear steps), a full crank turn.
+  4×4 block (a sextic, then linear steps; the build picks the
+  better-conditioned order that solves c_psi first), a full crank turn.
 - ``slider_crank_from_slider``: the slider-crank with the slider position
   independent; Φ_d is singular at the crank's dead centres although the
   mechanism is regular, so following the reference needs switching the
