@@ -117,11 +117,11 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     log(f"integrating the DAE reference (IDA, rtol={reference_rtol:g})")
     q0 = assemble_newton(dae, dae.start_guess(), independent)
     v0 = dae.start_velocity_guess()
-    ref = solve_reference(dae, q0, v0, result["time"], rtol=reference_rtol)
+    ref = solve_reference(dae, q0, v0, result["time"], independent, rtol=reference_rtol)
     estimate = None
     if check_reference:
         log("re-solving the reference at 100x the tolerance to estimate its own error")
-        coarse = solve_reference(dae, q0, v0, result["time"], rtol=reference_rtol * 100)
+        coarse = solve_reference(dae, q0, v0, result["time"], independent, rtol=reference_rtol * 100)
         estimate = float(np.abs(coarse.q - ref.q).max())
     errors = coordinate_errors(dae, result, ref)
     verrors = {c.name: float(np.abs(result[f"der({c.name})"] - ref.v[:, i]).max())
