@@ -57,7 +57,7 @@ import numpy as np
 import scipy.linalg
 import sympy as sp
 
-from .dae import exact
+from .dae import exact, exact_floats
 from . import groebner
 from .groebner import GroebnerError, singular_available
 from .model import Mechanism, ModelError, t
@@ -153,7 +153,8 @@ def polynomial_system(mech: Mechanism, inputs: dict | None = None) -> PolySystem
     known_sub = {coord_sym[n]: exact(v) for n, v in known.items()}
 
     def plain(e):
-        return sp.sympify(e).xreplace(to_plain).xreplace(params).subs(t, 0)
+        # float literals exact first, as in the DAE (``dae.exact_floats``)
+        return exact_floats(e).xreplace(to_plain).xreplace(params).subs(t, 0)
 
     equations = [(c.name, plain(c.expr)) for c in mech.constraints]
     implied = [(n, plain(e)) for n, e in hints.implied]
@@ -880,13 +881,18 @@ def _angle_distance(a, b):
 
 
 def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2, timeout: float | None = 30,
-                          log=None, apply: bool = True, system: PolySystem | None = None) -> dict:
+                          log=None, apply: bool = True, system: PolySystem | None = None,
+                          accept=None, accept_what: str = "") -> dict:
     """All real assemblies at the start input; the one nearest the user's
     guesses (max over dependent coordinates, angles compared modulo 2π) is
     returned and, with ``apply``, written into the dependent coordinates'
     start values.  Warns (``AssemblyWarning`` and the log) when another real
     assembly is within ``close_tol`` of the chosen one or when the guesses are
-    about equally far from two assemblies."""
+    about equally far from two assemblies.
+
+    ``accept`` (values by coordinate name -> bool): only the real assemblies
+    it accepts compete (a joint system's branch hints, ``accept_what``
+    describes them for the error when none is accepted)."""
     log = log or (lambda msg: None)
     res = assemble(mech, timeout=timeout, system=system)
     reals = res.real_solutions
@@ -894,6 +900,12 @@ def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2, timeout: flo
         raise AssemblyError(f"'{mech.name}' has no real assembly at the start input "
                             f"({', '.join(f'{k}={v:g}' for k, v in res.inputs.items())}); "
                             f"{len(res.solutions)} complex ones")
+    if accept is not None:
+        accepted = [s for s in reals if accept({n: float(mp.re(v)) for n, v in s.values.items()})]
+        if not accepted:
+            raise AssemblyError(f"'{mech.name}': none of the {len(reals)} real assemblies at the start input "
+                                f"satisfies the branch hints ({accept_what or 'accept'})")
+        reals = accepted
     units = {c.name: c.unit for c in mech.coordinates}
     guesses = {c.name: c.start for c in mech.coordinates}
 

@@ -29,6 +29,19 @@ def exact(value: float) -> sp.Rational:
     return sp.Rational(repr(float(value)))
 
 
+def exact_floats(expr):
+    """``expr`` with every float literal exact: a double as the decimal that
+    round-trips (``exact``: 0.3 -> 3/10, 1.4142135623730951 -> its 17
+    digits), a higher-precision sympy Float as its binary value.  Constraints
+    go through this before anything else, so the kinematics solve the
+    constraint as written — never one rationalized to within a tolerance."""
+    expr = sp.sympify(expr)
+    floats = expr.atoms(sp.Float)
+    if not floats:
+        return expr
+    return expr.xreplace({f: exact(f) if f._prec <= 53 else sp.Rational(f) for f in floats})
+
+
 @dataclass
 class DAE:
     mechanism: Mechanism
@@ -158,9 +171,14 @@ def build_dae(mech: Mechanism) -> DAE:
         # subs is ~50x slower on the Stewart platform's forcing vector.
         return sp.sympify(expr).xreplace(to_plain).xreplace(to_plain_q).xreplace(structural)
 
+    def plain_exact(expr):
+        # floats exact before the geometry is substituted: 0.3·l with l = 0.7
+        # must be 21/100, not the double product 0.21 (or one ulp off)
+        return plain(exact_floats(expr))
+
     M, F = mech.equations_of_motion()
     M, F = M.applyfunc(plain), F.applyfunc(plain)
-    Phi = sp.Matrix([plain(c.expr) for c in mech.constraints])
+    Phi = sp.Matrix([plain_exact(c.expr) for c in mech.constraints])
     tunable_syms = {p.symbol for p in tunable} | {i.symbol for i in mech.inputs}
     for c, e in zip(mech.constraints, Phi):
         bad = e.free_symbols & tunable_syms

@@ -31,6 +31,9 @@ class Coordinate:
     unit: str
     velocity_start: float = 0.0
     description: str = ""
+    #: (lower, upper) joint limits from a ``JointSystem``: documentation only
+    #: (they are written into the FMU variable's description), not enforced
+    limits: tuple | None = None
 
 
 @dataclass

@@ -7,6 +7,8 @@ Each stage is its own module and only consumes what the previous ones made.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import importlib.util
 import sys
 import time
@@ -24,7 +26,9 @@ MECHANISMS_DIR = Path(__file__).resolve().parent.parent / "mechanisms"
 
 
 def load_mechanism(spec: str) -> Mechanism:
-    """``spec`` is a path to a module (``mechanisms/fourbar.py``) or a bare name (``fourbar``)."""
+    """``spec`` is a path to a module (``mechanisms/fourbar.py``) or a bare name
+    (``fourbar``).  Its ``build()`` returns a ``Mechanism`` or a
+    ``joints.JointSystem``, which is converted (``joint_model.to_mechanism``)."""
     path = Path(spec)
     if path.suffix != ".py":
         candidates = [Path.cwd() / "mechanisms" / f"{spec}.py", MECHANISMS_DIR / f"{spec}.py"]
@@ -43,7 +47,26 @@ def load_mechanism(spec: str) -> Mechanism:
     module_spec.loader.exec_module(module)
     if not hasattr(module, "build"):
         raise ModelError(f"{path} has no build() -> Mechanism function")
-    return module.build()
+    return as_mechanism(module.build(), f"{path}: build()")
+
+
+def as_mechanism(obj, what="the mechanism") -> Mechanism:
+    """A ``Mechanism`` as it is, a ``JointSystem`` converted to one."""
+    from .joints import JointSystem
+    if isinstance(obj, JointSystem):
+        from .joint_model import to_mechanism
+        return to_mechanism(obj)
+    if not isinstance(obj, Mechanism):
+        raise ModelError(f"{what} returned {type(obj).__name__}, not a Mechanism or a JointSystem")
+    return obj
+
+
+def _copy(mech: Mechanism) -> Mechanism:
+    """A copy whose coordinates (the only thing the start assembly writes)
+    are its own; everything else is shared (sympy objects are immutable)."""
+    out = copy.copy(mech)
+    object.__setattr__(out, "coordinates", [dataclasses.replace(c) for c in mech.coordinates])
+    return out
 
 
 def prepare_mechanism(spec_or_mech, log=None) -> Mechanism:
@@ -51,9 +74,14 @@ def prepare_mechanism(spec_or_mech, log=None) -> Mechanism:
     ``fmigen bench``): loaded, and its start taken as the real assembly at
     the start input nearest the guesses (``assemble.start_assembly_hook``:
     small systems only, a warning when two are close, never fatal; ~0.1 s
-    for the four-bar)."""
+    for the four-bar).  A ``Mechanism`` passed in is copied first, so the
+    caller's starts stay the guesses it wrote; a ``JointSystem`` is
+    converted."""
     from .assemble import start_assembly_hook
-    mech = load_mechanism(spec_or_mech) if isinstance(spec_or_mech, (str, Path)) else spec_or_mech
+    if isinstance(spec_or_mech, (str, Path)):
+        mech = load_mechanism(spec_or_mech)
+    else:
+        mech = _copy(as_mechanism(spec_or_mech))
     start_assembly_hook(mech, log=log or (lambda msg: None))
     return mech
 

@@ -157,35 +157,17 @@ def poly_variables(dae: DAE, block: Block):
     return angle_vars + length_vars, subs, recover, circles, exprs
 
 
-def rationalize(expr, tol=1e-6):
-    """Floats to rationals: a short decimal stays exact (0.1 -> 1/10, 2.12 ->
-    53/25: denominators up to 8 digits); any other float (a computed length,
-    π, a decimal with a longer denominator) becomes the continued-
-    fraction convergent with the fewest digits whose relative error is below
-    ``tol`` (paper 000: < 1e-6, i.e. < 1 µm on a metre-sized mechanism), which
-    keeps the Gröbner coefficients short."""
-    def conv(f):
-        x = float(f)
-        r = sp.Rational(repr(x))
-        if len(str(r.q)) <= 8:
-            return r
-        return best_rational(x, tol)
-    return expr.xreplace({f: conv(f) for f in expr.atoms(sp.Float)})
-
-
-def best_rational(x: float, tol: float) -> sp.Rational:
-    """First continued-fraction convergent p/q of x with |p/q − x| ≤ tol·|x|."""
-    from fractions import Fraction
-    exact = Fraction(x)
-    h0, h1, k0, k1 = 0, 1, 1, 0
-    rest = exact
-    while True:
-        a = rest.numerator // rest.denominator
-        h0, h1 = h1, a * h1 + h0
-        k0, k1 = k1, a * k1 + k0
-        if abs(Fraction(h1, k1) - exact) <= tol * abs(exact) or rest == a:
-            return sp.Rational(h1, k1)
-        rest = 1 / (rest - a)
+def refuse_floats(expr, constraint: str):
+    """The DAE makes every float literal of a constraint exact
+    (``dae.exact_floats``); a float that still reaches the Gröbner stage
+    would have to be approximated, i.e. the kinematics would solve another
+    constraint, so it is refused, named."""
+    floats = sorted(expr.atoms(sp.Float), key=float)
+    if floats:
+        raise ModelError(f"constraint '{constraint}' contains the float {floats[0]} after conversion; the "
+                         "Gröbner stage needs exact coefficients: declare the value as a structural parameter "
+                         f"(m.parameter('name', {float(floats[0])!r}, 'm')), which is converted exactly")
+    return expr
 
 
 def polynomialize(dae: DAE, block: Block, order: list[str] | None = None):
@@ -219,7 +201,7 @@ def polynomialize(dae: DAE, block: Block, order: list[str] | None = None):
     unknown_q = {dae.q_sym[i] for i in block.unknowns}
     polys = []
     for j, e in zip(block.equations, exprs):
-        p = rationalize(sp.expand(e.xreplace(subs)))
+        p = refuse_floats(sp.expand(e.xreplace(subs)), dae.constraint_names[j])
         leftover = p.free_symbols & (unknown_q - set(variables))
         if leftover or any(a.has(*variables) and not a.is_Symbol for a in sp.preorder_traversal(p)
                            if isinstance(a, sp.Function)):

@@ -36,8 +36,8 @@ import fmpy
 import numpy as np
 
 from .model import ModelError
-from .pipeline import build_fmu, load_mechanism
 from .cartesian import energy_drift
+from .pipeline import as_mechanism, build_fmu, load_mechanism
 from .reference import assemble_newton, solve_reference
 
 DEFAULT_COORD_TOL = 1e-6
@@ -177,7 +177,7 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     one (it must have this mechanism's coordinates; its own internal step
     and solver apply, ``solver``/``step`` only set the output interval)."""
     log = log or (lambda msg: None)
-    mech = load_mechanism(spec) if isinstance(spec, (str, Path)) else spec
+    mech = load_mechanism(spec) if isinstance(spec, (str, Path)) else as_mechanism(spec)
     if mech.kinematic:
         raise ModelError(f"'{mech.name}' is kinematic (no dynamics): there is no DAE trajectory to "
                          "validate against; sweep its inputs instead")
@@ -195,7 +195,7 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
         from .dae import build_dae
         from .partition import choose_partition
         from .pipeline import prepare_mechanism
-        prepare_mechanism(mech, log)
+        mech = prepare_mechanism(mech, log)   # a copy with the assembled start
         dae = build_dae(mech)
         independent = [dae.names[i] for i in choose_partition(dae).independent]
         path = Path(existing_fmu)

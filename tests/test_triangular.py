@@ -56,21 +56,6 @@ def test_branch_holds_over_a_full_crank_turn(fourbar, theta):
     assert math.remainder(q["phi"] - phi, 2 * math.pi) == pytest.approx(0, abs=1e-13)
 
 
-def test_rationalization_keeps_decimals_exact_and_bounds_the_rest():
-    import sympy as sp
-    from fmigen.triangular import rationalize
-    x = sp.Symbol("x")
-    assert rationalize(sp.Float(0.1) * x) == x / 10
-    assert rationalize(sp.Float(2.12)) == sp.Rational(53, 25)
-    assert rationalize(sp.Float(-0.595)) == sp.Rational(-119, 200)
-    # π: the shortest convergent within 1e-6 relative is 355/113 (2.7e-7 abs)
-    assert rationalize(sp.Float(math.pi)) == sp.Rational(355, 113)
-    for v in (math.sqrt(2), math.e, 0.523714123456789, 1 / 7):
-        r = rationalize(sp.Float(v))
-        assert abs(float(r) - v) <= 1e-6 * abs(v)
-        assert len(str(r.q)) <= 8
-
-
 def test_sympy_fallback_without_singular_says_so_and_agrees(tmp_path):
     """With Singular off the PATH the sympy engine is used, announced on
     stderr, and gives the same solution sequence as Singular."""

@@ -1,0 +1,665 @@
+"""Stage 1 front end — a ``joints.JointSystem`` as a low-level ``Mechanism``.
+
+``to_mechanism`` derives, from bodies, markers and joints (conventions in
+``fmigen/joints.py``):
+
+1. *A spanning tree.*  Joints are taken greedily (Kruskal) in the order
+   "most worth keeping first": joints whose coordinates are loaded, named
+   independent or given a start, then by kind (free, fixed, planar,
+   prismatic, cylindrical, universal, revolute, spherical: a spherical or
+   revolute joint is cut first because it removes its coordinates for the
+   fewest closure equations — 3 for 3, and 2 for 1 in a plane), then by
+   distance from ground (BFS), then declaration order.  The joints left over are *cut*
+   (``system.cut`` overrides the choice).  The tree is oriented from ground
+   by BFS, so a joint may be traversed child -> parent.
+2. *Coordinates.*  The relative coordinates of the tree joints are the
+   mechanism's coordinates (rad for angles, m otherwise); a cut joint's
+   coordinates do not exist.
+3. *Poses.*  Each body's world pose composes the joint transforms along its
+   tree path.  A body that only turns about the world z axis keeps its
+   orientation as one angle (a sum of joint angles), so a planar chain's
+   frames are ``Axis`` rotations about z (KanesMethod stays fast) and its
+   positions contain cos/sin of sums that ``expand_trig`` turns into products
+   of the joint angles' s/c — polynomial, as the Gröbner stage needs.  Other
+   bodies get a chain of ``Axis``/body-fixed frames (angular velocities are
+   then sums of joint rates, not derivatives of a DCM).
+4. *Closure constraints* of every cut joint, written from the joint's
+   definition in the world frame; identically zero equations are dropped
+   (the out-of-plane ones of a planar loop), then the redundant ones: the
+   rows of Φ_q are selected greedily at points on the constraint manifold
+   (the start projected onto it and two nearby points), keeping a row only
+   when it raises the rank.
+5. *Loads* as gravity, generalized forces and point forces (virtual power),
+   outputs, limits (documentation) and the start assembly (branch hints pick
+   among all real assemblies; a big system takes Newton from the guesses).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import numpy as np
+import sympy as sp
+from sympy.physics import mechanics as me
+
+from .joints import ANGLE_SLOTS, JointSystem, Marker
+from .model import Mechanism, ModelError, t
+
+#: cutting preference by kind, lower = cut first: the fewer closure equations
+#: per coordinate removed the better (spherical: 3 for 3; revolute: 5 for 1,
+#: of which a plane keeps 2)
+_CUT_RANK = {"spherical": 0, "revolute": 1, "universal": 2, "cylindrical": 3, "prismatic": 4,
+             "planar": 5, "fixed": 6, "free": 7}
+
+#: numerical tolerances of the redundancy and zero tests (relative to the
+#: size of the Jacobian entries)
+_ZERO_TOL = 1e-10
+_RANK_TOL = 1e-9
+
+
+# --- rotations ------------------------------------------------------------------
+
+def rot(a, q) -> sp.Matrix:
+    """Rot(a, q): right-handed rotation by q about the unit vector a (Rodrigues)."""
+    a = sp.Matrix(a)
+    K = sp.Matrix([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+    return (sp.cos(q) * sp.eye(3) + sp.sin(q) * K + (1 - sp.cos(q)) * a * a.T).applyfunc(sp.expand)
+
+
+def rz(angle) -> sp.Matrix:
+    c, s = sp.cos(angle), sp.sin(angle)
+    return sp.Matrix([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+
+
+def joint_transform(joint, q):
+    """(R_J(q), p_J(q)) of the table in ``joints.py``."""
+    a, b, k = joint.axis, joint.axis2, joint.kind
+    zero = sp.zeros(3, 1)
+    if k == "revolute":
+        return rot(a, q[0]), zero
+    if k == "prismatic":
+        return sp.eye(3), q[0] * sp.Matrix(a)
+    if k == "cylindrical":
+        return rot(a, q[0]), q[1] * sp.Matrix(a)
+    if k == "universal":
+        return rot(a, q[0]) * rot(b, q[1]), zero
+    if k == "spherical":
+        return rz(q[0]) * rot((0, 1, 0), q[1]) * rot((1, 0, 0), q[2]), zero
+    if k == "planar":
+        return rz(q[2]), sp.Matrix([q[0], q[1], 0])
+    if k == "free":
+        return rz(q[5]) * rot((0, 1, 0), q[4]) * rot((1, 0, 0), q[3]), sp.Matrix(q[:3])
+    if k == "fixed":
+        return sp.eye(3), zero
+    raise ModelError(f"joint '{joint.name}': unknown kind '{k}'")
+
+
+def _z_angle(R):
+    """The angle of a constant rotation about z, or None when R is not one."""
+    R = sp.Matrix(R)
+    if R[2, 2] != 1 or any(R[i, j] != 0 for i, j in ((0, 2), (1, 2), (2, 0), (2, 1))):
+        return None
+    if R == sp.eye(3):
+        return sp.Integer(0)
+    return sp.atan2(R[1, 0], R[0, 0])
+
+
+def _joint_z_angle(joint, q, reverse):
+    """The joint rotation as an angle about z (sign for a reversed traversal),
+    or None when it is not a rotation about ±z."""
+    k, a = joint.kind, tuple(joint.axis)
+    if k in ("prismatic", "fixed"):
+        return sp.Integer(0)
+    if k == "planar":
+        ang = q[2]
+    elif k in ("revolute", "cylindrical") and a in ((0, 0, 1), (0, 0, -1)):
+        ang = q[0] * a[2]
+    else:
+        return None
+    return -ang if reverse else ang
+
+
+class _Pose:
+    """A body's world pose: position r (3x1), orientation R (body -> world),
+    its sympy frame, and, for a body that only turns about world z, the angle."""
+
+    def __init__(self, r, R, frame, angle=None):
+        self.r, self.R, self.frame, self.angle = r, R, frame, angle
+
+    def point(self, p):
+        return self.r + self.R * sp.Matrix(p)
+
+
+def _oriented(frame, R, name):
+    """A frame whose axes are ``frame``'s rotated by the constant R (columns:
+    the new axes in ``frame``); ``frame`` itself when R is the identity."""
+    R = sp.Matrix(R)
+    return frame if R == sp.eye(3) else frame.orientnew(name, "DCM", R)
+
+
+def _joint_frame(frame, joint, q, reverse, name):
+    """The frame after the joint's rotation (R_J, or R_Jᵀ when reversed)."""
+    k = joint.kind
+
+    def axis(f, a):
+        return a[0] * f.x + a[1] * f.y + a[2] * f.z
+
+    if k in ("prismatic", "fixed"):
+        return frame
+    if k in ("revolute", "cylindrical"):
+        s = -1 if reverse else 1
+        return frame.orientnew(name, "Axis", (s * q[0], axis(frame, joint.axis)))
+    if k == "universal":
+        if not reverse:
+            f1 = frame.orientnew(name + "_1", "Axis", (q[0], axis(frame, joint.axis)))
+            return f1.orientnew(name, "Axis", (q[1], axis(f1, joint.axis2)))
+        # R_Jᵀ = Rot(b, −q2) Rot(a, −q1): b and a keep their components in the
+        # frames they rotate (a rotation leaves its own axis fixed)
+        f1 = frame.orientnew(name + "_1", "Axis", (-q[1], axis(frame, joint.axis2)))
+        return f1.orientnew(name, "Axis", (-q[0], axis(f1, joint.axis)))
+    if k in ("spherical", "free"):
+        a1, a2, a3 = (q[0], q[1], q[2]) if k == "spherical" else (q[5], q[4], q[3])
+        f = me.ReferenceFrame(name)
+        if not reverse:
+            f.orient_body_fixed(frame, (a1, a2, a3), "321")
+        else:
+            f.orient_body_fixed(frame, (-a3, -a2, -a1), "123")
+        return f
+    if k == "planar":
+        return frame.orientnew(name, "Axis", ((-1 if reverse else 1) * q[2], frame.z))
+    raise ModelError(f"joint '{joint.name}': unknown kind '{k}'")
+
+
+# --- the tree -------------------------------------------------------------------
+
+def _loaded_coordinates(system: JointSystem):
+    """Coordinates that must stay coordinates: loaded or named independent."""
+    names = {ld.coordinate.name for ld in system.joint_loads}
+    names |= {rs.coordinate.name for rs in system.rotational_springs}
+    return names | set(system.independent or [])
+
+
+def spanning_tree(system: JointSystem):
+    """(tree joints in BFS order as (joint, reversed), cut joints, body order).
+
+    ``reversed``: the joint's child marker is on the body nearer ground."""
+    bodies = list(system.bodies)
+    joints = list(system.joints.values())
+    adjacency = {b: [] for b in bodies}
+    for j in joints:
+        adjacency[j.parent.body.name].append(j)
+        adjacency[j.child.body.name].append(j)
+    # distance from ground over all joints, for the tie-break
+    dist = {system.ground.name: 0}
+    queue = deque([system.ground.name])
+    while queue:
+        b = queue.popleft()
+        for j in adjacency[b]:
+            other = j.child.body.name if j.parent.body.name == b else j.parent.body.name
+            if other not in dist:
+                dist[other] = dist[b] + 1
+                queue.append(other)
+    lost = [b for b in bodies if b not in dist]
+    if lost:
+        raise ModelError(f"'{system.name}': bod{'ies' if len(lost) > 1 else 'y'} {', '.join(map(repr, lost))} "
+                         "not connected to ground by any chain of joints")
+    keep = _loaded_coordinates(system)
+
+    def must_keep(j):
+        return any(c.name in keep for c in j.coordinates)
+
+    if system.cut is not None:
+        for name in system.cut:
+            if name not in system.joints:
+                raise ModelError(f"'{system.name}': cut joint '{name}' is not a joint "
+                                 f"(have {', '.join(system.joints)})")
+        cut_first = set(system.cut)
+    else:
+        cut_first = set()
+
+    def priority(j):
+        # lower sorts first = kept first
+        started = any(c.start is not None for c in j.coordinates)
+        return (j.name in cut_first, not must_keep(j), not started, -_CUT_RANK[j.kind],
+                max(dist[j.parent.body.name], dist[j.child.body.name]), joints.index(j))
+
+    parent = {b: b for b in bodies}
+
+    def find(b):
+        while parent[b] != b:
+            parent[b] = parent[parent[b]]
+            b = parent[b]
+        return b
+
+    tree, cut = [], []
+    for j in sorted(joints, key=priority):
+        ra, rb = find(j.parent.body.name), find(j.child.body.name)
+        if ra == rb:
+            cut.append(j)
+        else:
+            parent[ra] = rb
+            tree.append(j)
+    if system.cut is not None:
+        kept = [j.name for j in tree if j.name in cut_first]
+        if kept:
+            raise ModelError(f"'{system.name}': cutting {kept} would disconnect a body from ground; "
+                             "a cut joint must close a loop")
+    for j in cut:
+        bad = [c.name for c in j.coordinates if c.name in keep]
+        if bad:
+            what = "named independent" if set(bad) & set(system.independent or []) else \
+                "loaded (joint_force or rotational_spring_damper)"
+            raise ModelError(f"'{system.name}': joint '{j.name}' is cut to open a loop but its coordinate(s) "
+                             f"{bad} are {what}; a cut joint has no coordinates — cut another joint of the "
+                             f"loop (system.cut) or load another joint")
+    # orient the tree from ground
+    order, seen = [], {system.ground.name}
+    queue = deque([system.ground.name])
+    tree_adj = {b: [] for b in bodies}
+    for j in tree:
+        tree_adj[j.parent.body.name].append(j)
+        tree_adj[j.child.body.name].append(j)
+    while queue:
+        b = queue.popleft()
+        for j in sorted(tree_adj[b], key=joints.index):
+            reverse = j.child.body.name == b
+            other = j.parent.body.name if reverse else j.child.body.name
+            if other in seen:
+                continue
+            seen.add(other)
+            order.append((j, reverse))
+            queue.append(other)
+    return order, sorted(cut, key=joints.index)
+
+
+# --- closure equations ----------------------------------------------------------
+
+def _perpendicular(a):
+    """Two exact unit-free vectors perpendicular to the exact axis a."""
+    a = sp.Matrix(a)
+    helper = sp.Matrix([1, 0, 0]) if abs(float(a[0])) < 0.9 else sp.Matrix([0, 1, 0])
+    u = a.cross(helper)
+    return u, a.cross(u)
+
+
+def closure_equations(joint, RP, rP, RC, rC):
+    """[(name, expr)] that hold when the cut joint closes: parent marker pose
+    (RP, rP), child marker pose (RC, rC), all in the world frame."""
+    k, name = joint.kind, joint.name
+    d = rC - rP
+    eqs = []
+    a = sp.Matrix(joint.axis)
+    u, v = _perpendicular(joint.axis)
+    if k in ("revolute", "spherical", "universal", "fixed"):
+        eqs += [(f"{name}_{c}", d[i]) for i, c in enumerate("xyz")]
+    elif k in ("prismatic", "cylindrical"):
+        # only across the axis: the slide is free
+        eqs += [(f"{name}_across1", (RP * u).dot(d)), (f"{name}_across2", (RP * v).dot(d))]
+    elif k == "planar":
+        eqs += [(f"{name}_normal", (RP * sp.Matrix([0, 0, 1])).dot(d))]
+    if k in ("revolute", "cylindrical"):
+        # the axis fixed in the child stays along the parent's
+        eqs += [(f"{name}_axis1", (RP * u).dot(RC * a)), (f"{name}_axis2", (RP * v).dot(RC * a))]
+    elif k == "universal":
+        eqs += [(f"{name}_cross", (RP * a).dot(RC * sp.Matrix(joint.axis2)))]
+    elif k == "planar":
+        z = sp.Matrix([0, 0, 1])
+        eqs += [(f"{name}_tilt1", (RP * sp.Matrix([1, 0, 0])).dot(RC * z)),
+                (f"{name}_tilt2", (RP * sp.Matrix([0, 1, 0])).dot(RC * z))]
+    elif k in ("prismatic", "fixed"):
+        # R_Pᵀ R_C = I: its three off-diagonal elements above the diagonal
+        # vanish to first order only at the identity (locally independent)
+        ex, ey, ez = (sp.Matrix(e) for e in ((1, 0, 0), (0, 1, 0), (0, 0, 1)))
+        eqs += [(f"{name}_rot_z", (RP * ex).dot(RC * ey)), (f"{name}_rot_x", (RP * ey).dot(RC * ez)),
+                (f"{name}_rot_y", (RP * ez).dot(RC * ex))]
+    return eqs
+
+
+# --- numeric helpers ------------------------------------------------------------
+
+class _Numeric:
+    def __init__(self, exprs, coords, params):
+        self.q = [sp.Symbol(f"_q{i}", real=True) for i in range(len(coords))]
+        plain = {c.symbol: s for c, s in zip(coords, self.q)}
+        exprs = [sp.sympify(e).xreplace(plain).xreplace(params) for e in exprs]
+        stray = set().union(*(e.free_symbols for e in exprs)) - set(self.q) - {t} if exprs else set()
+        if stray:
+            raise ModelError(f"closure equations use {sorted(map(str, stray))}: only coordinates and "
+                             "structural parameters may enter a joint's geometry")
+        exprs = [e.subs(t, 0) for e in exprs]
+        self.m = len(exprs)
+        vec = sp.Matrix(exprs) if exprs else sp.zeros(0, 1)
+        self._f = sp.lambdify(self.q, vec, "numpy", cse=True)
+        self._J = sp.lambdify(self.q, vec.jacobian(self.q), "numpy", cse=True)
+
+    def f(self, q):
+        return np.array(self._f(*q), dtype=float).ravel()
+
+    def J(self, q):
+        return np.array(self._J(*q), dtype=float).reshape(self.m, len(q))
+
+
+def _project(num: _Numeric, q0, free, iterations=60):
+    """Gauss–Newton (minimum-norm steps over the ``free`` coordinates) from
+    q0 onto Φ = 0; returns (q, |Φ|∞)."""
+    q = np.array(q0, dtype=float)
+    res = np.abs(num.f(q)).max(initial=0.0)
+    for _ in range(iterations):
+        if res < 1e-13:
+            break
+        J = num.J(q)[:, free]
+        step, *_ = np.linalg.lstsq(J, -num.f(q), rcond=None)
+        lam = 1.0
+        while lam > 1e-4:
+            trial = q.copy()
+            trial[free] += lam * step
+            r = np.abs(num.f(trial)).max(initial=0.0)
+            if r < res:
+                q, res = trial, r
+                break
+            lam /= 2
+        else:
+            break
+    return q, res
+
+
+def _greedy_rows(J, tol):
+    keep, rank = [], 0
+    for j in range(J.shape[0]):
+        r = np.linalg.matrix_rank(J[keep + [j]], tol=tol) if J.shape[1] else 0
+        if r > rank:
+            keep.append(j)
+            rank = r
+    return keep
+
+
+# --- the conversion -------------------------------------------------------------
+
+def to_mechanism(system: JointSystem) -> Mechanism:
+    """The low-level mechanism of a joint system; see the module docstring."""
+    if not isinstance(system, JointSystem):
+        raise ModelError(f"to_mechanism wants a JointSystem, got {type(system).__name__}")
+    tree, cut = spanning_tree(system)
+    m = Mechanism(system.name, description=system.description or system.name)
+    m.parameters = list(system.parameters)
+    m.inputs = list(system.inputs)
+    N = m.world
+
+    # coordinates of the tree joints, in joint declaration order
+    tree_joints = {j.name for j, _ in tree}
+    coords = []
+    for j in system.joints.values():
+        if j.name not in tree_joints:
+            continue
+        for c in j.coordinates:
+            desc = f"{j.kind} joint '{j.name}' ({j.parent.label} -> {j.child.label})"
+            m.coordinate(c.name, 0.0 if c.start is None else c.start, "rad" if c.angle else "m",
+                         velocity_start=c.velocity_start, description=desc)
+            mc = m.coordinate_by_name(c.name)
+            mc.symbol = c.symbol            # the user's dynamicsymbol, so loads and outputs match
+            mc.limits = c.limits
+            coords.append(c)
+
+    # world poses
+    poses = {system.ground.name: _Pose(sp.zeros(3, 1), sp.eye(3), N, sp.Integer(0))}
+    for j, reverse in tree:
+        known_mk, new_mk = (j.child, j.parent) if reverse else (j.parent, j.child)
+        kp = poses[known_mk.body.name]
+        q = [c.symbol for c in j.coordinates]
+        RJ, pJ = joint_transform(j, q)
+        name = new_mk.body.name
+        # the known marker's pose, then the new marker's through the joint
+        mk_angle = _z_angle(known_mk.rotation)
+        new_angle = _z_angle(new_mk.rotation)
+        jz = _joint_z_angle(j, q, reverse)
+        RMk = kp.R * known_mk.rotation
+        rMk = kp.point(known_mk.position)
+        if not reverse:
+            R_new_mk = RMk * RJ
+            r_new_mk = rMk + RMk * pJ
+        else:
+            R_new_mk = RMk * RJ.T
+            r_new_mk = rMk - R_new_mk * pJ
+        if kp.angle is not None and mk_angle is not None and new_angle is not None and jz is not None:
+            # a body turning about world z only: keep its angle as one sum
+            angle = sp.Add(kp.angle, mk_angle, jz, -new_angle)
+            R = rz(angle)
+            frame = m.planar_frame(name, angle) if angle != 0 else N
+        else:
+            angle = None
+            R = (R_new_mk * new_mk.rotation.T).applyfunc(sp.expand)
+            f = _oriented(kp.frame, known_mk.rotation, f"{name}_at_{known_mk.name}")
+            f = _joint_frame(f, j, q, reverse, f"{name}_joint")
+            frame = _oriented(f, new_mk.rotation.T, name)
+        r = r_new_mk - R * sp.Matrix(new_mk.position)
+        if angle is not None:
+            # the same point written with the single angle (no expanded DCM products)
+            r = r_new_mk - rz(angle) * sp.Matrix(new_mk.position)
+        poses[name] = _Pose(r, R, frame, angle)
+
+    def marker_pose(mk: Marker):
+        p = poses[mk.body.name]
+        return p.R * mk.rotation, p.point(mk.position)
+
+    # bodies (ground and massless bodies add nothing to M)
+    for b in system.bodies.values():
+        if b.name == system.ground.name or (b.mass == 0 and b.inertia == sp.zeros(3, 3)):
+            continue
+        p = poses[b.name]
+        com = p.point(b.com)
+        m.body(b.name, b.mass, b.inertia, tuple(com), p.frame)
+    m.gravity = tuple(sp.sympify(g) for g in system.gravity)
+
+    # closure equations of the cut joints
+    candidates = []
+    for j in cut:
+        RP, rP = marker_pose(j.parent)
+        RC, rC = marker_pose(j.child)
+        candidates += closure_equations(j, RP, rP, RC, rC)
+    _select_constraints(system, m, coords, candidates)
+
+    # loads
+    for ld in system.joint_loads:
+        m.generalized_force(ld.coordinate.name, ld.expr)
+    for rs in system.rotational_springs:
+        q = rs.coordinate.symbol
+        m.generalized_force(rs.coordinate.name,
+                            -(rs.preload + rs.stiffness * (q - rs.free_angle) + rs.damping * q.diff(t)))
+    for sd in system.springs:
+        ra, rb = marker_pose(sd.a)[1], marker_pose(sd.b)[1]
+        d = rb - ra
+        L = sp.sqrt(d.dot(d))
+        Ldot = d.dot(d.diff(t)) / L
+        T = sd.preload + sd.stiffness * (L - sd.free_length) + sd.damping * Ldot
+        # tension pulls the two points together
+        m.point_force(tuple(ra), tuple(T * d / L))
+        m.point_force(tuple(rb), tuple(-T * d / L))
+    for fc in system.forces:
+        _marker_force(m, fc, poses, marker_pose)
+
+    # outputs, independent coordinates
+    cut_coords = {c.name for j in cut for c in j.coordinates}
+    cut_syms = {c.symbol for j in cut for c in j.coordinates}
+    for name, expr in system.outputs.items():
+        bad = sorted(str(s) for s in expr.atoms(sp.Function) if s in cut_syms)
+        if bad:
+            raise ModelError(f"output '{name}' uses {bad}, coordinates of a cut joint "
+                             f"({', '.join(j.name for j in cut)}), which do not exist in the model")
+        m.output(name, expr)
+    if system.independent is not None:
+        for name in system.independent:
+            if name in cut_coords:
+                raise ModelError(f"independent coordinate '{name}' belongs to a cut joint")
+            system.coordinate_by_name(name)
+        m.independent = list(system.independent)
+    _limits_as_documentation(m)
+    _start_assembly(system, m, poses, marker_pose)
+    m.joint_system = system
+    return m
+
+
+def _select_constraints(system, m, coords, candidates):
+    """Drop identically zero and redundant closure equations; check the DOF;
+    leave the dependent starts at the projected start."""
+    params = {p.symbol: sp.Rational(repr(float(p.value))) for p in system.parameters}
+    n = len(coords)
+    names = [nm for nm, _ in candidates]
+    exprs = [e for _, e in candidates]
+    # identically zero: exact zeros first, then numerically at generic points
+    nonzero = [k for k, e in enumerate(exprs) if sp.sympify(e) != 0]
+    num = _Numeric([exprs[k] for k in nonzero], coords, params)
+    rng = np.random.default_rng(12)
+    generic = [rng.uniform(-3, 3, n) for _ in range(3)]
+    values = np.array([num.f(q) for q in generic]).reshape(3, -1) if num.m else np.zeros((3, 0))
+    scale = max(1.0, *(abs(float(p.value)) for p in system.parameters if not p.tunable), 1.0)
+    alive = [nonzero[i] for i in range(num.m) if np.abs(values[:, i]).max() > _ZERO_TOL * scale]
+    num = _Numeric([exprs[k] for k in alive], coords, params)
+    q0 = np.array([m.coordinate_by_name(c.name).start for c in coords])
+    indep = set(system.independent or [])
+    fixed = {c.name for c in coords if c.name in indep}
+    free = [i for i, c in enumerate(coords) if c.name not in fixed]
+    if num.m:
+        qs, res = _project(num, q0, free)
+        # a poor guess (0 for every coordinate without a start) can stall
+        # Gauss–Newton in a local minimum: restart the unstarted coordinates
+        # from seeded random values (deterministic)
+        unstarted = [i for i, c in enumerate(coords) if c.start is None and i in free]
+        for _ in range(30 if unstarted else 0):
+            if res <= 1e-10 * scale:
+                break
+            trial = q0.copy()
+            trial[unstarted] = rng.uniform(-math.pi, math.pi, len(unstarted)) * \
+                np.array([1.0 if coords[i].angle else scale for i in unstarted])
+            qt, rt = _project(num, trial, free)
+            if rt < res:
+                qs, res = qt, rt
+        if res > 1e-8 * scale:
+            raise ModelError(f"'{system.name}': the loops cannot be closed near the start guesses "
+                             f"(closure residual {res:.3g} after Gauss–Newton from the starts); check the "
+                             "geometry or give starts (guesses) of the dependent coordinates")
+        # the rank on the manifold: at the start and at two nearby assemblies
+        points = [qs]
+        for k in range(2):
+            qk, rk = _project(num, qs + rng.normal(0, 0.05, n) * (np.array([i in free for i in range(n)])),
+                              free)
+            if rk < 1e-9 * scale:
+                points.append(qk)
+        ranks = [np.linalg.matrix_rank(num.J(p), tol=_RANK_TOL * max(1.0, np.abs(num.J(p)).max()))
+                 for p in points]
+        best = points[int(np.argmax(ranks))]
+        J = num.J(best)
+        rows = _greedy_rows(J, _RANK_TOL * max(1.0, np.abs(J).max()))
+    else:
+        qs, rows = q0, []
+    chosen = [alive[i] for i in rows]
+    r = len(chosen)
+    dof = n - r
+    if system.dof is not None and dof != system.dof:
+        what = "fewer" if dof < system.dof else "more"
+        raise ModelError(f"wrong DOF count in '{system.name}': {n} joint coordinates and {r} independent "
+                         f"closure equations (of {len(candidates)}, {len(candidates) - len(alive)} identically "
+                         f"zero, {len(alive) - r} redundant) give {dof} degrees of freedom, {what} than the "
+                         f"declared dof={system.dof}")
+    if dof <= 0:
+        raise ModelError(f"'{system.name}' is over-constrained: {n} joint coordinates and {r} independent "
+                         "closure equations leave no motion")
+    if system.independent is not None and len(system.independent) != dof:
+        raise ModelError(f"wrong DOF count in '{system.name}': independent names {len(system.independent)} "
+                         f"coordinates ({', '.join(system.independent)}) but the mechanism has {dof} degrees "
+                         "of freedom")
+    for k in chosen:
+        m.constraint(names[k], exprs[k])
+    m.dof = dof
+    # a coordinate without a start gets the projected value as its guess
+    for c, v in zip(coords, qs):
+        if c.start is None:
+            m.coordinate_by_name(c.name).start = float(v)
+
+
+def _angular_velocity(frame, world):
+    return frame.ang_vel_in(world).to_matrix(world)
+
+
+def _marker_force(m, fc, poses, marker_pose):
+    """A force and torque at a marker's origin, their reaction at the same
+    point on the reaction body: generalized forces by virtual power,
+    Q_i = F·∂v/∂q̇_i + τ·∂ω/∂q̇_i on the body minus the same for the reaction
+    body's material point at that place."""
+    N = m.world
+    r = marker_pose(fc.at)[1]
+    F, tau = sp.Matrix(fc.force), sp.Matrix(fc.torque)
+    pose = poses[fc.at.body.name]
+    v = r.diff(t)
+    w = _angular_velocity(pose.frame, N)
+    power = F.dot(v) + tau.dot(w)
+    if fc.reaction is not None and fc.reaction.body.name != "ground":
+        rp = poses[fc.reaction.body.name]
+        wr = _angular_velocity(rp.frame, N)
+        vr = rp.r.diff(t) + wr.cross(r - rp.r)
+        power -= F.dot(vr) + tau.dot(wr)
+    for c in m.coordinates:
+        Q = sp.diff(power, c.symbol.diff(t))
+        if Q != 0:
+            m.generalized_force(c.name, Q)
+
+
+def _limits_as_documentation(m):
+    """Joint limits are not enforced (no contact model): they go into the
+    coordinate's description, which the modelDescription carries."""
+    for c in m.coordinates:
+        if c.limits:
+            lo, hi = c.limits
+            c.description += f"; limits [{lo:g}, {hi:g}] {c.unit} (documented, not enforced)"
+
+
+def _hint_values(system, m, marker_pose):
+    """[(hint, expression in the coordinates)] of the branch hints."""
+    out = []
+    for h in system.branch_hints:
+        d = marker_pose(h.marker)[1] - marker_pose(h.relative_to)[1]
+        out.append((h, d.dot(sp.Matrix(h.direction))))
+    return out
+
+
+def _start_assembly(system, m, poses, marker_pose):
+    """With branch hints: the real assembly nearest the guesses among those
+    that satisfy every hint (all assemblies when the system is small enough
+    for ``assemble``; Newton from the guesses otherwise, then checked)."""
+    hints = _hint_values(system, m, marker_pose)
+    if not hints or not m.constraints:
+        return
+    from . import assemble
+    from .groebner import singular_available
+    params = {p.symbol: sp.Rational(repr(float(p.value))) for p in system.parameters}
+    syms = [c.symbol for c in m.coordinates]
+    fns = [(h, sp.lambdify(syms, e.xreplace(params), "numpy")) for h, e in hints]
+
+    def satisfied(values):
+        q = [values[c.name] for c in m.coordinates]
+        return all(h.sign * float(f(*q)) > 0 for h, f in fns)
+
+    def describe():
+        return "; ".join(f"({h.marker.label} − {h.relative_to.label})·{tuple(h.direction)} "
+                         f"{'>' if h.sign > 0 else '<'} 0" for h in system.branch_hints)
+
+    system_poly = None
+    if singular_available() and len(m.coordinates) - m.dof <= 12:
+        try:
+            system_poly = assemble.polynomial_system(m)
+            if len(system_poly.variables) > 12:
+                system_poly = None
+        except ModelError:
+            system_poly = None
+    if system_poly is not None:
+        assemble.choose_start_assembly(m, system=system_poly, accept=satisfied, accept_what=describe())
+        return
+    # too big for the all-assemblies solver: the projected start must satisfy them
+    values = {c.name: c.start for c in m.coordinates}
+    if not satisfied(values):
+        raise ModelError(f"'{system.name}': the assembly Newton finds from the start guesses violates the "
+                         f"branch hints ({describe()}) and the system is too big to list all assemblies; "
+                         "give guesses of the dependent coordinates on the wanted branch")
+
+
+__all__ = ["to_mechanism", "spanning_tree", "closure_equations", "joint_transform", "rot"]

@@ -1,0 +1,250 @@
+"""The joint front end (fmigen/joint_model.py): tree and cut, closure
+equations, errors, branch hints, exact float literals, and FMUs that match
+the low-level mechanisms they rewrite."""
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from fmpy import simulate_fmu
+from sympy import cos, sin
+
+from fmigen.dae import build_dae
+from fmigen.joint_model import to_mechanism
+from fmigen.joints import JointSystem, X
+from fmigen.model import Mechanism, ModelError
+from fmigen.partition import choose_partition
+from fmigen.pipeline import build_fmu, load_mechanism, prepare_mechanism
+from fmigen.triangular import polynomialize, refuse_floats, triangularize
+
+
+def fourbar_system(sign=+1, **overrides):
+    """A planar four-bar (the ``fourbar`` geometry) built inline so each
+    test can change one thing."""
+    s = JointSystem("fb")
+    l1, l2, l3, d = (s.parameter(n, v, "m") for n, v in (("l1", 1.0), ("l2", 4.0), ("l3", 2.5), ("d", 3.0)))
+    crank = s.body("crank", 1, (0, 0, 1), com=(0.5, 0))
+    coupler = s.body("coupler", 1, (0, 0, 1), com=(2, 0))
+    rocker = s.body("rocker", 1, (0, 0, 1), com=(1.25, 0))
+    s.revolute("theta", s.ground.origin, crank.origin, start=math.pi / 2)
+    s.revolute("A", crank.marker("A", (l1, 0)), coupler.origin)
+    s.revolute("B", coupler.marker("B", (l2, 0)), rocker.marker("B", (l3, 0)))
+    s.revolute("phi", s.ground.marker("D", (d, 0)), rocker.origin)
+    s.branch_hint(rocker.markers["B"], s.ground.markers["D"], (0, 1, 0), sign)
+    s.joint_force("theta", 1.0)
+    s.independent = ["theta"]
+    for k, v in overrides.items():
+        setattr(s, k, v)
+    return s
+
+
+def test_planar_fourbar_cuts_one_revolute_and_keeps_two_closure_equations():
+    m = to_mechanism(fourbar_system())
+    assert [c.name for c in m.coordinates] == ["theta", "A", "phi"]
+    # the cut revolute gives 3 position + 2 axis equations; the out-of-plane
+    # three vanish identically in a plane
+    assert [c.name for c in m.constraints] == ["B_x", "B_y"]
+    assert m.dof == 1 and m.independent == ["theta"]
+    assert m.joint_system is not None
+    # the loaded, independent crank joint is never the cut one
+    assert "theta" in [c.name for c in m.coordinates]
+
+
+def test_user_cut_overrides_the_choice():
+    m = to_mechanism(fourbar_system(cut=["A"]))
+    assert [c.name for c in m.coordinates] == ["theta", "B", "phi"]
+    assert [c.name for c in m.constraints] == ["A_x", "A_y"]
+
+
+def test_cutting_a_loaded_joint_is_an_error_naming_it():
+    with pytest.raises(ModelError, match="joint 'theta' is cut.*independent"):
+        to_mechanism(fourbar_system(cut=["theta"]))
+
+
+def test_a_body_not_connected_to_ground_is_named():
+    s = fourbar_system()
+    s.body("loose", 1, (1, 1, 1))
+    with pytest.raises(ModelError, match="'loose' not connected to ground"):
+        to_mechanism(s)
+
+
+def test_wrong_declared_dof_is_an_error():
+    with pytest.raises(ModelError, match="give 1 degrees of freedom, fewer than the declared dof=2"):
+        to_mechanism(fourbar_system(dof=2, independent=None))
+
+
+def test_redundant_equations_are_dropped_and_overconstraint_reported():
+    # a parallelogram with a second coupler: the extra loop is redundant
+    # where the first one closes (a classic over-constrained linkage); its
+    # equations that add nothing are dropped, so one DOF remains
+    s = JointSystem("parallelogram")
+    a = s.body("a", 1, (0, 0, 1))
+    c = s.body("c", 1, (0, 0, 1))
+    b = s.body("b", 1, (0, 0, 1))
+    e = s.body("e", 1, (0, 0, 1))
+    s.revolute("qa", s.ground.origin, a.origin, start=1.0)
+    s.revolute("qc", a.marker("tip", (1, 0)), c.origin, start=-1.0)
+    s.revolute("qb", s.ground.marker("O2", (2, 0)), b.origin, start=1.0)
+    s.revolute("cb", c.marker("end", (2, 0)), b.marker("tip", (1, 0)))
+    s.revolute("qe", s.ground.marker("O3", (4, 0)), e.origin, start=1.0)
+    s.revolute("ce", c.marker("end2", (4, 0)), e.marker("tip", (1, 0)))
+    s.joint_force("qa", 1.0)
+    s.independent = ["qa"]
+    m = to_mechanism(s)
+    assert len(m.coordinates) == 4 and len(m.constraints) == 3 and m.dof == 1
+    # a fixed joint on top leaves nothing to move
+    s.fixed("lock", s.ground.marker("L", (0, 1)), a.marker("L", (math.cos(1.0), math.sin(1.0))))
+    s.independent = None
+    with pytest.raises(ModelError, match="over-constrained|loops cannot be closed"):
+        to_mechanism(s)
+
+
+def test_branch_hint_picks_the_mirror_assembly():
+    up = prepare_mechanism(fourbar_system(+1))
+    down = prepare_mechanism(fourbar_system(-1))
+    phi_up, phi_down = up.coordinate_by_name("phi").start, down.coordinate_by_name("phi").start
+    assert phi_up == pytest.approx(1.2648578195810691, abs=1e-12)
+    # the other assembly is B mirrored in the line AD: y_B < 0
+    assert 2.5 * math.sin(phi_down) < 0
+    yb = lambda m: 2.5 * math.sin(m.coordinate_by_name("phi").start)
+    assert yb(up) > 0 > yb(down)
+
+
+def test_a_hint_no_assembly_satisfies_is_an_error():
+    s = fourbar_system()
+    s.branch_hint(s.bodies["rocker"].markers["B"], s.ground.markers["D"], (0, 1, 0), -1)
+    with pytest.raises(ModelError, match="none of the 2 real assemblies"):
+        to_mechanism(s)
+
+
+def test_prepare_mechanism_does_not_touch_the_callers_starts():
+    m = load_mechanism("fourbar")
+    guesses = [c.start for c in m.coordinates]
+    prepared = prepare_mechanism(m)
+    assert [c.start for c in m.coordinates] == guesses
+    assert prepared.coordinate_by_name("alpha").start == pytest.approx(0.3532808961981055, abs=1e-13)
+
+
+def test_frames_give_the_angular_velocity_of_the_composed_rotation():
+    # a spatial chain: universal + revolute about a tilted axis; ω from the
+    # frame chain must equal the one from the DCM, (Ṙ Rᵀ)^∨
+    s = JointSystem("spatial")
+    a = s.body("a", 1, (1, 2, 3))
+    b = s.body("b", 1, (1, 2, 3))
+    s.universal("u", s.ground.origin, a.origin, start=[0.3, -0.2])
+    s.revolute("r", a.marker("m", (0, 0, 1), rotation=sp.Matrix([[0, 0, 1], [1, 0, 0], [0, 1, 0]])),
+               b.origin, axis=(sp.Rational(3, 5), sp.Rational(4, 5), 0), start=0.4)
+    m = to_mechanism(s)
+    q = [c.symbol for c in m.coordinates]
+    vals = dict(zip(q, [0.3, -0.2, 0.4]))
+    rates = dict(zip([x.diff() for x in q], [0.7, -1.1, 0.5]))
+    for body in m.bodies:
+        R = m.world.dcm(body.frame)
+        W = (R.diff(me_t()) * R.T).xreplace(rates).xreplace(vals).evalf()
+        w_dcm = np.array([W[2, 1], W[0, 2], W[1, 0]], dtype=float)
+        w = body.frame.ang_vel_in(m.world).to_matrix(m.world).xreplace(rates).xreplace(vals).evalf()
+        assert np.allclose(np.array(w, dtype=float).ravel(), w_dcm, atol=1e-12)
+
+
+def me_t():
+    from fmigen.model import t
+    return t
+
+
+# --- float literals (issue 12, item 4) ---------------------------------------------
+
+def _slider_crank_with(expr_extra):
+    m = load_mechanism("slider_crank")
+    c = next(c for c in m.constraints if c.name == "rod_y")
+    c.expr = c.expr + expr_extra
+    return m
+
+
+def test_a_float_literal_in_a_constraint_is_exact_in_the_dae():
+    m = _slider_crank_with(0.0123456789012345)
+    dae = build_dae(m)
+    assert not dae.Phi.atoms(sp.Float)
+    # rod_y: r sin θ + l sin β − e + the literal; its constant term is exact
+    assert dae.Phi[1].as_coeff_Add()[0] == sp.Rational("0.0123456789012345") - sp.Rational(1, 20)
+
+
+def test_a_float_times_a_parameter_is_the_exact_product():
+    m = load_mechanism("slider_crank")
+    r = next(p.symbol for p in m.parameters if p.name == "r")   # 0.2
+    c = next(c for c in m.constraints if c.name == "rod_y")
+    c.expr = c.expr + 0.1 * r        # as doubles 0.1 * 0.2 = 0.020000000000000004
+    dae = build_dae(m)
+    assert dae.Phi[1].as_coeff_Add()[0] == sp.Rational(1, 50) - sp.Rational(1, 20)
+
+
+def test_the_kinematics_solve_the_constraint_with_the_float_as_written():
+    # 1e-6 rationalization (the old behaviour) would leave a residual ~1e-8
+    m = _slider_crank_with(0.0123456789012345)
+    dae = build_dae(m)
+    part = choose_partition(dae)
+    b = part.blocks[0]
+    _, polys, *_ = polynomialize(dae, b)
+    assert not any(p.atoms(sp.Float) for p in polys)
+    tri = triangularize(dae, part, cover=False)
+    q = np.array([tri.start[n] for n in dae.names])
+    assert np.abs(dae.numeric.Phi(0.0, q)).max() < 1e-15
+
+
+def test_a_float_that_reaches_the_groebner_stage_is_refused_by_name():
+    x = sp.Symbol("x")
+    with pytest.raises(ModelError, match=r"constraint 'c' contains the float 0\.1.*m\.parameter"):
+        refuse_floats(sp.Float(0.1) * x + 1, "c")
+
+
+# --- FMUs of the rewrites agree with the low-level mechanisms ---------------------
+
+def _run(name, tmp_path, stop):
+    path, _ = build_fmu(name, tmp_path / f"{name}.fmu", solver="rk4", step=1e-3)
+    return simulate_fmu(str(path), stop_time=stop, output_interval=0.01)
+
+
+def _same_angle(a, b):
+    return np.abs(np.remainder(a - b + math.pi, 2 * math.pi) - math.pi).max()
+
+
+def test_fourbar_joints_matches_fourbar(tmp_path):
+    low, jnt = _run("fourbar", tmp_path, 2.0), _run("fourbar_joints", tmp_path, 2.0)
+    assert low["theta"][-1] > 8   # the crank turned
+    assert np.abs(low["theta"] - jnt["theta"]).max() < 1e-12
+    assert np.abs(low["phi"] - jnt["phi"]).max() < 1e-12
+    assert _same_angle(low["alpha"], jnt["theta"] + jnt["A"]) < 1e-12
+    assert np.abs(low["der(alpha)"] - (jnt["der(theta)"] + jnt["der(A)"])).max() < 1e-11
+
+
+def test_slider_crank_joints_matches_slider_crank(tmp_path):
+    low, jnt = _run("slider_crank", tmp_path, 2.0), _run("slider_crank_joints", tmp_path, 2.0)
+    assert np.abs(low["theta"] - jnt["theta"]).max() < 1e-12
+    assert np.abs(low["x"] - jnt["x"]).max() < 1e-12
+    assert _same_angle(low["beta"], jnt["theta"] + jnt["B"]) < 1e-12
+
+
+def test_stewart_joints_matches_stewart(tmp_path):
+    low, jnt = _run("stewart", tmp_path, 1.0), _run("stewart_joints", tmp_path, 1.0)
+    for n in ["x", "y", "z", "phi", "theta", "psi", "s1", "s4", "alpha2", "beta5"]:
+        assert np.abs(low[n] - jnt[n]).max() < 1e-12, n
+
+
+def test_spring_and_marker_force_are_the_generalized_forces_of_their_work():
+    # a bar on a revolute at ground; independent reference: Q = −dV/dq for
+    # the spring (V = k/2 (L − L0)² + preload·L, L from the hand-written tip
+    # position) and Q = (r × F)_z + τ_z for a force at the tip and a torque
+    k, L0, pre, Fx, Fy, tz, q0 = 7.0, 0.4, 0.3, 0.9, -1.3, 0.25, 0.6
+    s = JointSystem("bar")
+    bar = s.body("bar", 1, (0, 0, 1), com=(0.5, 0))
+    q = s.revolute("q", s.ground.origin, bar.origin, start=q0)
+    tip = bar.marker("tip", (1, 0))
+    s.spring_damper("spring", s.ground.marker("anchor", (0, 1)), tip, k, 0, L0, pre)
+    s.force("push", tip, force=(Fx, Fy, 0), torque=(0, 0, tz))
+    m = to_mechanism(s)
+    M, F = m.equations_of_motion()
+    qs = sp.Symbol("qs")
+    L = sp.sqrt(sp.cos(qs)**2 + (sp.sin(qs) - 1)**2)
+    V = k / 2 * (L - L0)**2 + pre * L
+    expected = -sp.diff(V, qs) + (sp.cos(qs) * Fy - sp.sin(qs) * Fx) + tz
+    got = F[0].xreplace({q.diff(): 0}).xreplace({q: q0})
+    assert float(got) == pytest.approx(float(expected.subs(qs, q0)), abs=1e-12)
