@@ -229,3 +229,22 @@ def test_wrong_equations_of_motion_fail_validation(monkeypatch, post):
     assert not r.references["cartesian"]["passed"]
     assert max(r.references["cartesian"]["max_abs_error"].values()) > 1e-3
     assert not r.passed
+
+
+def test_front_end_mechanism_validates_and_a_changed_body_fails():
+    """Through the joint front end (to_mechanism): the slider-crank, with a
+    prismatic joint, a velocity-dependent joint force and a slider without
+    inertia, validates against both references; the same Mechanism with its
+    rod's mass tripled after the conversion still matches IDA but not the
+    Cartesian reference, which reads the joint description."""
+    from fmigen.pipeline import load_mechanism
+    r = validate("slider_crank_joints", stop_time=1.0)
+    assert r.passed and set(r.references) == {"ida", "cartesian"}
+    assert max(r.references["cartesian"]["max_abs_error"].values()) < 1e-7     # measured 2.6e-9 over 2 s
+    mech = load_mechanism("slider_crank_joints")
+    rod = next(b for b in mech.bodies if b.name == "rod")
+    rod.mass = 3 * rod.mass
+    mech.name = "slider_crank_joints_heavy_rod"
+    r = validate(mech, stop_time=1.0)
+    assert r.references["ida"]["passed"]
+    assert not r.references["cartesian"]["passed"] and not r.passed
