@@ -874,13 +874,17 @@ class CartesianModel:
         from scipy.integrate import cumulative_simpson
         times = np.asarray(times, dtype=float)
         E, Pin = np.zeros((len(times), 2)), np.zeros(len(times))
+        last = None
         for i, tt in enumerate(times):
             qi = {n: float(v[i]) for n, v in q.items()}
             X, R, tree = self.forward_kinematics(qi)
             V = self.tree_velocities(X, R, tree, {n: float(v[i]) for n, v in qd.items()})
-            raw = self.joint_coordinates(X, R)
-            wind = np.array([qi.get(self.coord_names[k], raw[k]) for k in self.angle_index])
+            # the given angles as they are; the others (cut joints) on the
+            # branch nearest their previous sample, so they stay continuous
+            last = self.joint_coordinates(X, R)[self.angle_index] if last is None else last
+            wind = np.array([qi.get(self.coord_names[k], last[a]) for a, k in enumerate(self.angle_index)])
             qq = self.joint_coordinates(X, R, wind)
+            last = qq[self.angle_index]
             D = self.joint_velocity_maps(X, R, qq)
             _, Pin[i] = self.loads(tt, X, R, V, qq, D @ V, D)
             E[i] = self.energy(X, V)

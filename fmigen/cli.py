@@ -117,6 +117,8 @@ def cmd_validate(args):
         print(f"{report.mechanism}: FMU ({args.solver}, h = {args.step:g} s) over {args.stop_time:g} s")
         for key, ref in report.references.items():
             print(f"  vs {titles[key]}, rtol {ref['rtol']:g}: {'passed' if ref['passed'] else 'FAILED'}")
+            if "error" in ref:
+                print(f"    could not run: {ref['error']}")
             for name, err in ref["max_abs_error"].items():
                 print(f"    max |error| {name:>12s} = {err:.3e}   (tolerance {report.tolerances['coordinate']:g})")
             for name, err in ref["max_abs_velocity_error"].items():

@@ -248,3 +248,12 @@ def test_front_end_mechanism_validates_and_a_changed_body_fails():
     r = validate(mech, stop_time=1.0)
     assert r.references["ida"]["passed"]
     assert not r.references["cartesian"]["passed"] and not r.passed
+
+
+def test_a_motion_nothing_resists_is_refused():
+    from fmigen.cartesian import CartesianError
+    s = JointSystem("weightless")
+    b = s.body("disk", 1.0, (1, 1, 0))                 # no inertia about the hinge axis z
+    s.revolute("hinge", s.ground.origin, b.origin, start=0.0)
+    with pytest.raises(CartesianError, match="no mass or inertia resists"):
+        solve_cartesian(s, {"hinge": 0.0}, {}, ["hinge"], [0.0, 0.1])
