@@ -4,8 +4,9 @@
 an error in the equations of motion (an inertia, a force sign, a Coriolis
 term) is in the FMU *and* in that reference, and validation passes.  This
 module shares no equation with the model stage: it reads only the joint
-description (``joints.py``) and writes its own equations, Haug/Nikravesh
-style, in absolute coordinates:
+description (``joints.py``; from ``model.py`` it takes nothing but
+``ModelError`` and the time symbol) and writes its own equations,
+Haug/Nikravesh style, in absolute coordinates:
 
 * every body (ground excluded) has its centre of mass x (world) and a unit
   quaternion p; its velocity is ẋ (world) and its angular velocity ω' (body
@@ -60,7 +61,7 @@ marker frames, so that a load like k (q − q₀) sees the continuous angle.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
