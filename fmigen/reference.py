@@ -72,20 +72,44 @@ def consistent_accelerations(dae: DAE, tt, q, v):
     return sol[:n], sol[n:]
 
 
-def solve_reference(dae: DAE, q0, v0, output_times, rtol=1e-12, atol=None,
+def consistent_velocities(dae: DAE, tt, q, v_guess, independent: list[str]):
+    """The start velocity the FMU starts from: the independent velocities as
+    given, the dependent ones solved from Φ_q v + Φ_t = 0.
+
+    A minimum-norm correction of the whole ``v_guess`` would also change the
+    independent velocities (a four-bar started at θ̇ = 2 became θ̇ = 1.62),
+    and the reference would then integrate a different motion than the FMU."""
+    v = np.asarray(v_guess, dtype=float).copy()
+    if dae.m == 0:
+        return v
+    missing = [nm for nm in independent if nm not in dae.names]
+    if missing:
+        raise ReferenceSolverError(f"independent coordinates {missing} are not coordinates of the DAE")
+    ind = [dae.names.index(nm) for nm in independent]
+    dep = [i for i in range(dae.n) if i not in ind]
+    J = dae.numeric.Phi_q(tt, q)
+    Jd = J[:, dep]
+    if len(dep) != dae.m or np.linalg.matrix_rank(Jd) < dae.m:
+        raise ReferenceSolverError(
+            f"Φ_q restricted to the dependent coordinates is singular at the start (independent: "
+            f"{', '.join(independent)}): their velocities are not determined by the independent ones")
+    v[dep] = np.linalg.solve(Jd, -(J[:, ind] @ v[ind] + dae.numeric.Phi_t(tt, q)))
+    return v
+
+
+def solve_reference(dae: DAE, q0, v0, output_times, independent: list[str], rtol=1e-12, atol=None,
                     baumgarte=10.0, max_num_steps=500000) -> ReferenceSolution:
     """Integrate from an assembled ``q0`` and values at ``output_times``.
 
-    ``v0`` is made consistent (minimum-norm correction onto Φ_q v + Φ_t = 0)."""
+    The velocities of the ``independent`` coordinates are taken from ``v0``
+    exactly; the dependent ones are solved from the velocity constraint
+    (``consistent_velocities``)."""
     n, m = dae.n, dae.m
     num = dae.numeric
     a = baumgarte
     times = np.asarray(output_times, dtype=float)
     q0 = np.asarray(q0, dtype=float)
-    v0 = np.asarray(v0, dtype=float)
-    if m:
-        J = num.Phi_q(times[0], q0)
-        v0 = v0 - J.T @ np.linalg.solve(J @ J.T, J @ v0 + num.Phi_t(times[0], q0))
+    v0 = consistent_velocities(dae, times[0], q0, v0, independent)
 
     def resfn(tt, y, yp, res):
         q, v, lam = y[:n], y[n:2 * n], y[2 * n:]

@@ -19,8 +19,15 @@ def test_validate_json_fourbar():
     p = run("validate", "fourbar", "--json")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    assert set(out) == {"max_abs_error", "max_abs_velocity_error", "max_constraint_residual", "passed"}
+    assert set(out) == {"max_abs_error", "max_abs_velocity_error", "max_constraint_residual", "passed",
+                        "references", "energy_drift"}
     assert out["passed"] is True
+    # a low-level mechanism has no joint description: the IDA reference only
+    assert set(out["references"]) == {"ida"}
+    ida = out["references"]["ida"]
+    assert ida["passed"] is True and ida["max_abs_error"] == out["max_abs_error"]
+    assert ida["max_abs_velocity_error"] == out["max_abs_velocity_error"]
+    assert 0 <= out["energy_drift"] <= 1e-6                          # measured 2.1e-8
     assert set(out["max_abs_error"]) == set(out["max_abs_velocity_error"]) == {"theta", "alpha", "phi"}
     assert out["max_abs_error"]["theta"] <= 1e-6
     assert out["max_abs_velocity_error"]["theta"] <= 1e-6          # measured 9.9e-8

@@ -54,7 +54,7 @@ def _reference(mech, stop_time, independent, dt=0.01):
     dae = build_dae(load_mechanism(mech))
     q0 = assemble_newton(dae, dae.start_guess(), independent)
     times = np.linspace(0.0, stop_time, int(round(stop_time / dt)) + 1)
-    return solve_reference(dae, q0, dae.start_velocity_guess(), times)
+    return solve_reference(dae, q0, dae.start_velocity_guess(), times, independent)
 
 
 # --- Grashof double crank ------------------------------------------------

@@ -173,7 +173,7 @@ def dynamic(built):
     result = simulate(path, dae.names, STOP_TIME, 0.01)
     t1 = time.perf_counter()
     q0 = assemble_newton(dae, dae.start_guess(), ["z"])
-    ref = solve_reference(dae, q0, dae.start_velocity_guess(), result["time"], rtol=REFERENCE_RTOL)
+    ref = solve_reference(dae, q0, dae.start_velocity_guess(), result["time"], ["z"], rtol=REFERENCE_RTOL)
     print(f"\nfive_link: fmpy {t1 - t0:.2f} s, IDA reference (rtol {REFERENCE_RTOL:g}) "
           f"{time.perf_counter() - t1:.1f} s")
     return dae, result, ref

@@ -38,7 +38,7 @@ def reference(fourbar):
     dae = fourbar.dae
     q0 = assemble_newton(dae, dae.start_guess(), ["theta"])
     times = np.round(np.arange(201) * 0.01, 12)
-    return solve_reference(dae, q0, dae.start_velocity_guess(), times, rtol=1e-12)
+    return solve_reference(dae, q0, dae.start_velocity_guess(), times, ["theta"], rtol=1e-12)
 
 
 @pytest.fixture(scope="module")
