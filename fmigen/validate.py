@@ -177,15 +177,19 @@ def cartesian_reference(mech, dae, q0, independent, result, rtol, log):
 def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
              coord_tol=DEFAULT_COORD_TOL, residual_tol=DEFAULT_RESIDUAL_TOL, velocity_tol=DEFAULT_VELOCITY_TOL,
              energy_tol=DEFAULT_ENERGY_TOL, reference_rtol=1e-12, cartesian_rtol=1e-11, check_reference=False,
-             fmu_path=None, existing_fmu=None, log=None, use_cache=True) -> Report:
+             fmu_path=None, existing_fmu=None, log=None, use_cache=True, peer=None) -> Report:
     """``fmu_path``: where to write the FMU built for the run (default a
     temporary file); ``existing_fmu``: validate that FMU instead of building
     one (it must have this mechanism's coordinates; its own internal step
     and solver apply, ``solver``/``step`` only set the output interval).
     ``use_cache``: build from the derived-model cache when it has this
     mechanism (``pipeline.build_fmus`` with ``reuse``), else derive and
-    record it; False derives everything again."""
+    record it; False derives everything again.  ``peer="mujoco"``: also
+    run the joint description in MuJoCo (``mjcf.compare_with_mujoco``) from
+    the FMU's start and compare; it counts in ``passed`` like the references."""
     log = log or (lambda msg: None)
+    if peer not in (None, "mujoco"):
+        raise ModelError(f"unknown peer '{peer}' (the one peer is mujoco)")
     mech = load_mechanism(spec) if isinstance(spec, (str, Path)) else as_mechanism(spec)
     if mech.kinematic:
         raise ModelError(f"'{mech.name}' is kinematic (no dynamics): there is no DAE trajectory to "
@@ -273,6 +277,17 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     else:
         T, V, W = model_energy_balance(dae, fine["time"], q_fmu, v_fmu)
         source = "the DAE's M (shared with the model stage: checks the integration only)"
+    if peer == "mujoco":
+        from .mjcf import MJCFError, compare_with_mujoco
+        try:
+            entry = compare_with_mujoco(mech, result, log=log)
+            entry["passed"] = _reference_entry(entry["max_abs_error"], entry["max_abs_velocity_error"],
+                                               coord_tol, velocity_tol)["passed"]
+        except MJCFError as e:
+            # no MuJoCo, or a description MJCF cannot hold: a failed peer run, said why
+            log(f"the MuJoCo peer could not run: {e}")
+            entry = {"max_abs_error": {}, "max_abs_velocity_error": {}, "passed": False, "error": str(e)}
+        references["mujoco"] = entry
     drift = energy_drift(T, V, W)
     residual = float(np.abs(fine["constraint_residual"]).max())
     passed = (all(r["passed"] for r in references.values()) and residual <= residual_tol

@@ -175,3 +175,16 @@ def test_a_foreign_model_builds_and_matches_mujoco_running_it(tmp_path):
     assert max(peer["max_abs_error"].values()) < 1e-6            # measured below
     assert max(peer["max_abs_velocity_error"].values()) < 1e-5
     assert peer["mujoco_constraint_violation"] < 1e-6
+
+
+def test_validate_with_the_mujoco_peer_reports_three_references():
+    """The foreign crank-slider through `validate --peer mujoco`: the IDA and
+    Cartesian references and MuJoCo, each passing, with MuJoCo's own
+    violation beside its errors."""
+    from fmigen.validate import validate
+    report = validate(str(FOREIGN), stop_time=1.0, peer="mujoco")
+    refs = report.as_json()["references"]
+    assert set(refs) == {"ida", "cartesian", "mujoco"}
+    assert all(r["passed"] for r in refs.values()) and report.passed
+    assert max(refs["mujoco"]["max_abs_error"].values()) < 1e-8          # measured 7.8e-10
+    assert refs["mujoco"]["mujoco_constraint_violation"] < 1e-8          # measured 2.5e-10
