@@ -260,8 +260,9 @@ def main(argv=None):
         p.add_argument("--json", action="store_true",
                        help="machine-readable output on stdout (progress stays on stderr)")
         if solver:
-            p.add_argument("--solver", choices=["euler", "rk4"], default="rk4",
-                           help="fixed-step integrator (default rk4)")
+            p.add_argument("--solver", choices=["euler", "symplectic", "rk4"], default="rk4",
+                           help="fixed-step integrator: explicit Euler, semi-implicit (symplectic) Euler or "
+                                "classical RK4 (default rk4)")
             p.add_argument("--step", type=_positive, default=1e-3,
                            help="internal step in seconds (default 1e-3); tunable later as parameter internal_step")
 

@@ -53,7 +53,7 @@ PLATFORMS = {"2": {"linux": "linux64", "windows": "win64"},
              "3": {"linux": "x86_64-linux", "windows": "x86_64-windows"}}
 MINGW_CC = "x86_64-w64-mingw32-gcc"
 KINDS = ("cs", "me")
-SOLVERS = {"euler": 0, "rk4": 1}
+SOLVERS = {"euler": 0, "rk4": 1, "symplectic": 2}   # runtime/fmigen_runtime.h
 CFLAGS = ["-O2", "-std=c99", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unused-variable"]
 
 

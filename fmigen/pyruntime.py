@@ -21,7 +21,7 @@ to round-off:
   polynomials with the same optional polish and continuity check, the same
   constants (read from ``runtime/fmigen_runtime.h``) and the same failure
   messages (block and independent coordinates);
-- Euler / RK4 and the internal-step rule (full steps of h, one shorter last
+- Euler / symplectic Euler / RK4 and the internal-step rule (full steps of h, one shorter last
   step, a remainder below 1e-9·h absorbed) are ports of
   ``runtime/fmigen_core.c``; the embedded ODE is the block LU with partial
   pivoting over the model's structure (``codegen_embedding.structure_tables``:
@@ -92,7 +92,7 @@ FMIGEN_POLISH_TOL = _c_define("FMIGEN_POLISH_TOL")
 FMIGEN_BRANCH_TOL = _c_define("FMIGEN_BRANCH_TOL")
 #: FmigenCore.message is char[512]: C truncates a longer message to 511 bytes
 FMIGEN_MESSAGE_SIZE = 512
-EULER, RK4 = 0, 1
+EULER, RK4, SYMPLECTIC = 0, 1, 2
 
 
 class PythonRuntimeError(ModelError):
@@ -536,6 +536,13 @@ class Core:
         if self.solver == EULER:
             for i in range(n):
                 x[i] += h * k1[i]
+            return 0
+        if self.solver == SYMPLECTIC:      # velocities first, then positions with them
+            half = n // 2
+            for i in range(half):
+                x[half + i] += h * k1[half + i]
+            for i in range(half):
+                x[i] += h * x[half + i]
             return 0
         xs = [x[i] + 0.5 * h * k1[i] for i in range(n)]
         k2 = self.rhs(t + 0.5 * h, xs)
@@ -1122,7 +1129,7 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
         f"FMIGEN_BRANCH_TOL = {FMIGEN_BRANCH_TOL!r}",
         f"FMIGEN_MESSAGE_SIZE = {FMIGEN_MESSAGE_SIZE}",
         f"FMIGEN_NEWTON_TOL = {min(tols)!r}" if tols else "",
-        f"EULER, RK4 = {EULER}, {RK4}",
+        f"EULER, RK4, SYMPLECTIC = {EULER}, {RK4}, {SYMPLECTIC}",
         "",
         "# ---- runtime (fmigen/pyruntime.py, a port of runtime/fmigen_core.c) ----",
         "",

@@ -95,14 +95,16 @@ def test_interface_is_the_c_fmus(pairs, mech):
     assert "resources/pythonfmu/fmi2slave.py" in names
 
 
-def test_start_values_parameters_and_euler_with_shortened_steps(tmp_path):
-    """Independent start values, a tunable parameter, an input, Euler with an
-    internal step that does not divide the communication step (2 full steps of
-    4 ms + one of 2 ms per 10 ms): still the C FMU's trajectory."""
+@pytest.mark.parametrize("solver", ["euler", "symplectic"])
+def test_start_values_parameters_and_euler_with_shortened_steps(tmp_path, solver):
+    """Independent start values, a tunable parameter, an input, explicit or
+    semi-implicit Euler with an internal step that does not divide the
+    communication step (2 full steps of 4 ms + one of 2 ms per 10 ms): still
+    the C FMU's trajectory."""
     compiled = compile_model(load_mechanism("fourbar"))
-    c_path = fmu_mod.package(compiled.embedding, compiled.generated, tmp_path / "fb_e.fmu", solver="euler",
+    c_path = fmu_mod.package(compiled.embedding, compiled.generated, tmp_path / "fb_e.fmu", solver=solver,
                              step=4e-3, windows=False)
-    py_path = pyruntime.package(compiled, tmp_path / "fb_e_py.fmu", solver="euler", step=4e-3)
+    py_path = pyruntime.package(compiled, tmp_path / "fb_e_py.fmu", solver=solver, step=4e-3)
     _, outs = _outputs(compiled)
     start = {"theta": 1.2, "der(theta)": -0.5, "tau": 4.0, "m2": 1.5}
     rc = simulate_fmu(str(c_path), stop_time=0.5, output_interval=0.01, output=outs, start_values=start)

@@ -84,3 +84,22 @@ def test_reference_starts_at_the_independent_start_velocity():
     # the dependent start velocities satisfy Φ_q v = 0 at the start
     assert r.max_abs_velocity_error["alpha"] <= 1e-6 and r.max_abs_velocity_error["phi"] <= 1e-6
     assert r.passed, (r.max_abs_error, r.max_abs_velocity_error)
+
+
+@pytest.mark.parametrize("mech", MECHANISMS)
+def test_symplectic_euler_is_first_order(mech):
+    p = _order(mech, "symplectic", 1e-3)
+    assert 0.9 < p < 1.1, p
+
+
+def test_symplectic_euler_keeps_the_energy_that_explicit_euler_loses():
+    """Same cost per step (one evaluation).  On the slider-crank over 5 s at
+    1 ms its energy balance drifts 12x less than explicit Euler's (measured
+    2.9e-3 against 3.5e-2) and its coordinates are 15x closer to the reference.
+    Not a law: in (q, v) with a configuration-dependent mass matrix the
+    scheme is not symplectic, and on the four-bar spinning at 3 rad/s it
+    drifts more than explicit Euler (0.22 against 0.06 over 20 s)."""
+    explicit = cached_validate("slider_crank", stop_time=5.0, solver="euler", step=1e-3)
+    symplectic = cached_validate("slider_crank", stop_time=5.0, solver="symplectic", step=1e-3)
+    assert symplectic.energy_drift < explicit.energy_drift / 5, (symplectic.energy_drift, explicit.energy_drift)
+    assert max(symplectic.max_abs_error.values()) < max(explicit.max_abs_error.values()) / 5

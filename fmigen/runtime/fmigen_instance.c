@@ -501,7 +501,8 @@ static const char *snapshot_invalid(const FgSnapshot *s)
     if ((unsigned)s->state > (unsigned)S_ERROR) return "unknown life-cycle state";
     if ((unsigned)c->part >= (unsigned)FMIGEN_DIM(NPART) || (unsigned)c->solved.part >= (unsigned)FMIGEN_DIM(NPART))
         return "partition index out of range";
-    if (c->solver != FMIGEN_EULER && c->solver != FMIGEN_RK4) return "unknown solver";
+    if (c->solver != FMIGEN_EULER && c->solver != FMIGEN_RK4 && c->solver != FMIGEN_SYMPLECTIC)
+        return "unknown solver";
     if (!(c->h > 0.0) || !isfinite(c->h)) return "internal step not > 0";
     if (!isfinite(c->t) || !isfinite(s->last_successful_time)) return "non-finite time";
     if (c->switches < 0) return "negative switch count";

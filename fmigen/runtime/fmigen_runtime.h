@@ -177,7 +177,9 @@ void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b);
 #endif
 
 /* ---- core state and stepping ---- */
-enum { FMIGEN_EULER = 0, FMIGEN_RK4 = 1 };
+/* explicit Euler, classical RK4, semi-implicit (symplectic) Euler: the
+ * velocities first, then the positions with the new velocities */
+enum { FMIGEN_EULER = 0, FMIGEN_RK4 = 1, FMIGEN_SYMPLECTIC = 2 };
 
 /* Formulation (fmigen_augmented.c): 0 the embedded ODE, x = [q_i, v_i];
  * 1 Baumgarte, 2 penalty, 3 virtual springs: all coordinates, x = [q, v]. */
