@@ -51,8 +51,16 @@ def _core_library(compiled, workdir: Path):
     src = workdir / "sources"
     fmu.write_sources(src, compiled.generated)
     lib = workdir / "kinematics.so"
-    fmu.compile_shared(src, lib)
+    # the model's internal functions, not the FMI API, are what is called
+    # here: export them (an FMU binary hides them)
+    fmu.compile_shared(src, lib, extra=["-fvisibility=default"])
     return ctypes.CDLL(str(lib))
+
+
+def _model_symbol(compiled, name):
+    """The linker name of a generated or runtime symbol: runtime/fmigen_names.h
+    prefixes each with the model identifier."""
+    return f"{compiled.dae.mechanism.name}_{name}"     # the model identifier is the mechanism's name
 
 
 def _base_type(nsol, nq):
@@ -80,16 +88,16 @@ def branch_consistency(compiled, sweep, log=None) -> dict:
     ends = {i for p in sweep.physical for i in sweep.paths[p["path"]][-2:]}
     with tempfile.TemporaryDirectory() as tmp:
         lib = _core_library(compiled, Path(tmp))
-        kin = lib.fmigen_kinematics
+        kin = getattr(lib, _model_symbol(compiled, "fmigen_kinematics"))
         Dbl = ctypes.c_double * n
         Base = _base_type(nsol, n)
         kin.argtypes = [ctypes.c_double, Dbl, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(Base),
                         ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]
-        angles = lib.fmigen_kinematic_angles
+        angles = getattr(lib, _model_symbol(compiled, "fmigen_kinematic_angles"))
         angles.argtypes = [Dbl, ctypes.POINTER(ctypes.c_double)]
         p_default = (ctypes.c_double * max(1, len(dae.tunable_values)))(*dae.tunable_values or [0.0])
-        start_sol = (ctypes.c_double * max(nsol, 1)).in_dll(lib, "fmigen_sol_start")
-        names = (ctypes.c_char_p * 1).in_dll(lib, "fmigen_kinematics_failure")
+        start_sol = (ctypes.c_double * max(nsol, 1)).in_dll(lib, _model_symbol(compiled, "fmigen_sol_start"))
+        names = (ctypes.c_char_p * 1).in_dll(lib, _model_symbol(compiled, "fmigen_kinematics_failure"))
         failure_table = ctypes.cast(ctypes.addressof(names), ctypes.POINTER(ctypes.c_char_p))
         for path in sweep.paths:
             base = Base()
