@@ -33,6 +33,7 @@ def fmus(tmp_path_factory):
             p = fmu_mod.package(c.embedding, c.generated, d / f"fb{fmi}{kind}.fmu", fmi=fmi, kind=kind,
                                 windows=False)
             out[fmi, kind] = (p, read_model_description(str(p)), extract(str(p), unzipdir=str(d / f"u{fmi}{kind}")))
+    out["dae"] = c.embedding.dae
     return out
 
 
@@ -121,7 +122,7 @@ def test_calls_in_the_wrong_state_are_errors(fmus, fmi):
     _init(s, fmi)
     s.doStep(0.0, 0.01)
     with pytest.raises(FMICallException):
-        (s.setReal if fmi == "2" else s.setFloat64)([vr["m1"]], [2.0])   # parameter after init
+        (s.setReal if fmi == "2" else s.setFloat64)([vr["internal_step"]], [2e-3])   # fixed parameter after init
     s.terminate()
     with pytest.raises(FMICallException):
         s.doStep(0.01, 0.01)                      # after terminate
@@ -553,3 +554,123 @@ def test_me_derivatives_do_not_depend_on_what_was_evaluated_before(fmus, fmi):
         derivatives(0.01 * k / 3, x0 + [0.03 * k, 0.2 * np.sin(k)])
     assert derivatives(0.01, x0 + [0.02, 0.1]) == first
     s.freeInstance()
+
+
+# ---- tunable parameters: settable between steps (CS) and in Event Mode (ME) ----
+
+def _reference_with_mass_step(dae, q0, v0, times, t_switch, name, value):
+    """The DAE reference (IDA) in two pieces: up to ``t_switch`` with the
+    default parameters, then from that piece's end state with ``name`` set to
+    ``value`` in the DAE's numeric functions."""
+    from fmigen.reference import solve_reference
+    k = [str(s) for s in dae.tunable].index(name)
+    first = times[times <= t_switch + 1e-12]
+    second = times[times >= t_switch - 1e-12]
+    num = dae.numeric
+    default = num.pu[k]
+    try:
+        a = solve_reference(dae, q0, v0, first)
+        num.pu[k] = value
+        b = solve_reference(dae, a.q[-1], a.v[-1], second)
+    finally:
+        num.pu[k] = default
+    return np.vstack([a.q, b.q[1:]])
+
+
+@pytest.mark.parametrize("fmi", "23")
+def test_a_mass_changed_between_communication_steps_matches_the_dae_reference(fmus, fmi):
+    """m2 (the coupler's mass, a tunable parameter) goes from 1 to 3 kg at
+    t = 0.5 s between two doSteps; the trajectory matches the IDA reference
+    of the DAE with the same step change.  Before, SetReal of a parameter
+    after initialization was an Error."""
+    s, vr = _slave(fmus, fmi)
+    get = s.getReal if fmi == "2" else s.getFloat64
+    set_ = s.setReal if fmi == "2" else s.setFloat64
+    _init(s, fmi)
+    names = ["theta", "alpha", "phi"]
+    q0 = get([vr[n] for n in names])
+    v0 = get([vr[f"der({n})"] for n in names])
+    H, t = 0.01, 0.0
+    times = np.round(np.arange(0, 101) * H, 12)
+    traj = [q0]
+    for k in range(100):
+        if k == 50:
+            set_([vr["m2"]], [3.0])
+            assert get([vr["m2"]]) == [3.0]
+        s.doStep(t, H)
+        t += H
+        traj.append(get([vr[n] for n in names]))
+    s.terminate()
+    s.freeInstance()
+    traj = np.array(traj)
+    dae = fmus["dae"]
+    ref = _reference_with_mass_step(dae, q0, v0, times, 0.5, "m2", 3.0)
+    unchanged = _reference_with_mass_step(dae, q0, v0, times, 0.5, "m2", 1.0)
+    err = np.abs(traj - ref).max()
+    assert err < 1e-9, f"FMU vs reference with the step change: {err:.3g}"
+    # the change matters far above that tolerance
+    assert np.abs(unchanged - ref).max() > 1e-3
+
+
+@pytest.mark.parametrize("fmi", "23")
+def test_me_parameters_are_set_in_event_mode_not_in_continuous_time_mode(fmus, fmi):
+    """In Event Mode a new mass changes the derivatives at once (the
+    right-hand side is recomputed, not the one cached for the old mass); in
+    Continuous-Time Mode the call is an Error."""
+    def instance(name, m2=None):
+        s, vr = _slave(fmus, fmi, "me", name=name)
+        set_ = s.setReal if fmi == "2" else s.setFloat64
+        if m2 is not None:
+            set_([vr["m2"]], [m2])
+        _init(s, fmi)
+        return s, vr, set_
+
+    def derivatives(s):
+        d = (c_double * 2)()
+        (s.getDerivatives if fmi == "2" else s.getContinuousStateDerivatives)(d, 2)
+        return list(d)
+
+    s, vr, set_ = instance("a")
+    before = derivatives(s)
+    set_([vr["m2"]], [3.0])                     # Event Mode after initialization
+    after = derivatives(s)
+    fresh, _, _ = instance("b", m2=3.0)
+    assert after == derivatives(fresh) and after != before
+    s.enterContinuousTimeMode()
+    with pytest.raises(FMICallException) as e:
+        set_([vr["m2"]], [2.0])
+    assert _status(e) == 3
+    for x in (s, fresh):
+        x.freeInstance()
+
+
+@pytest.mark.parametrize("fmi", "23")
+def test_fixed_parameters_name_themselves_when_set_after_initialization(fmus, fmi):
+    messages = []
+    if fmi == "2":
+        def log(env, name, status, category, message):
+            messages.append(message.decode())
+        cb = fmi2CallbackFunctions()
+        cb.logger = fmi2CallbackLoggerTYPE(log)
+        s, vr = _slave(fmus, fmi, callbacks=cb, loggingOn=True)
+    else:
+        s, vr = _slave(fmus, fmi, loggingOn=True,
+                       logMessage=lambda env, status, category, message: messages.append(message.decode()))
+    _init(s, fmi)
+    with pytest.raises(FMICallException):
+        (s.setReal if fmi == "2" else s.setFloat64)([vr["internal_step"]], [2e-3])
+    assert any("internal_step" in m and "fixed parameter" in m for m in messages), messages
+    s.freeInstance()
+
+
+def test_model_descriptions_declare_tunable_and_fixed_parameters(fmus):
+    from fmpy.validation import validate_fmu
+    for fmi in "23":
+        for kind in ("cs", "me"):
+            path, md, _ = fmus[fmi, kind]
+            assert validate_fmu(str(path)) == []
+            params = {v.name: v.variability for v in md.modelVariables if v.causality == "parameter"}
+            expected = {"g": "tunable", "m1": "tunable", "m2": "tunable", "m3": "tunable"}
+            if kind == "cs":
+                expected["internal_step"] = "fixed"
+            assert params == expected
