@@ -409,6 +409,202 @@ int main(void)
 """
 
 
+# Every bad call of the catalogue on one instance (FMI 2 Co-Simulation, the
+# four-bar): each must return the status it documents, and the instance must
+# then still restore a saved state and continue exactly like an instance that
+# never saw a bad call.  Built with ASan/UBSan (test_*_under_sanitizers), a
+# bad call that reads out of bounds, converts an out-of-range double to an
+# integer or uses freed memory aborts the run.
+HARNESS_BAD_CALLS = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmi2Functions.h"
+#include "fmigen_instance.h"
+static void logger(fmi2ComponentEnvironment e, fmi2String n, fmi2Status s, fmi2String c, fmi2String m, ...)
+{ (void)e; (void)n; (void)s; (void)c; (void)m; }
+static int fails = 0;
+#define EXPECT(call, st) do { int r_ = (call); if (r_ != (st)) { \
+    fprintf(stderr, "line %d: %s returned %d, expected %d\n", __LINE__, #call, r_, (st)); fails++; } } while (0)
+static fmi2Component start(const fmi2CallbackFunctions *cb, const char *name, double h)
+{
+    fmi2Component c = fmi2Instantiate(name, fmi2CoSimulation, MODEL_GUID, "", cb, fmi2False, fmi2True);
+    if (!c) exit(2);
+    fmi2ValueReference vh = VR_H;
+    if (h > 0) fmi2SetReal(c, &vh, 1, &h);
+    fmi2SetupExperiment(c, fmi2False, 0.0, 0.0, fmi2False, 0.0);
+    fmi2EnterInitializationMode(c);
+    if (fmi2ExitInitializationMode(c) != fmi2OK) exit(2);
+    return c;
+}
+int main(void)
+{
+    fmi2CallbackFunctions cb = {logger, NULL, NULL, NULL, NULL};
+    fmi2Component c = start(&cb, "bad", 0);
+    fmi2ValueReference all[VR_A];
+    for (unsigned i = 0; i < VR_A; i++) all[i] = i;
+    double t = 0.0, x[VR_A], y[VR_A];
+    EXPECT(fmi2DoStep(c, t, 0.01, fmi2True), fmi2OK);
+    t += 0.01;
+    fmi2FMUstate saved = NULL;
+    EXPECT(fmi2GetFMUstate(c, &saved), fmi2OK);
+    /* the way back from every Error below: restore and go on */
+#define RECOVER() EXPECT(fmi2SetFMUstate(c, saved), fmi2OK)
+    const double bad_H[] = {1e17, 1e300, NAN, -1e-3, 0.0, INFINITY, -INFINITY, 5e-324};
+    for (size_t k = 0; k < sizeof bad_H / sizeof bad_H[0]; k++) {
+        int st = fmi2DoStep(c, t, bad_H[k], fmi2True);
+        /* 5e-324 is a valid (tiny) step: OK; everything else an Error */
+        if (bad_H[k] == 5e-324) { if (st != fmi2OK) { fprintf(stderr, "tiny step: %d\n", st); fails++; } }
+        else if (st != fmi2Error) { fprintf(stderr, "H=%g: %d\n", bad_H[k], st); fails++; }
+        RECOVER();
+    }
+    EXPECT(fmi2DoStep(c, NAN, 0.01, fmi2True), fmi2Error); RECOVER();
+    EXPECT(fmi2DoStep(c, 1e300, 0.01, fmi2True), fmi2Error); RECOVER();
+    /* values and value references */
+    fmi2ValueReference vu = VR_U, vbad[] = {VR_END, VR_END + 1000u, 0xffffffffu};
+    double nan_ = NAN, inf_ = INFINITY, one = 1.0;
+    EXPECT(fmi2SetReal(c, &vu, 1, &nan_), fmi2Error); RECOVER();
+    EXPECT(fmi2SetReal(c, &vu, 1, &inf_), fmi2Error); RECOVER();
+    for (int k = 0; k < 3; k++) {
+        EXPECT(fmi2GetReal(c, &vbad[k], 1, x), fmi2Error); RECOVER();
+        EXPECT(fmi2SetReal(c, &vbad[k], 1, &one), fmi2Error); RECOVER();
+        fmi2Integer iv = 0; fmi2Boolean bv = 0; fmi2String sv = NULL;
+        EXPECT(fmi2GetInteger(c, &vbad[k], 1, &iv), fmi2Error); RECOVER();
+        EXPECT(fmi2GetBoolean(c, &vbad[k], 1, &bv), fmi2Error); RECOVER();
+        EXPECT(fmi2GetString(c, &vbad[k], 1, &sv), fmi2Error); RECOVER();
+    }
+    /* NULL pointers */
+    EXPECT(fmi2GetReal(c, NULL, 1, x), fmi2Error); RECOVER();
+    EXPECT(fmi2GetReal(c, all, 1, NULL), fmi2Error); RECOVER();
+    EXPECT(fmi2SetReal(c, &vu, 1, NULL), fmi2Error); RECOVER();
+    EXPECT(fmi2SetReal(c, NULL, 1, &one), fmi2Error); RECOVER();
+    EXPECT(fmi2GetFMUstate(c, NULL), fmi2Error); RECOVER();
+    EXPECT(fmi2SetFMUstate(c, NULL), fmi2Error); RECOVER();
+    size_t n = 0;
+    EXPECT(fmi2SerializedFMUstateSize(c, saved, &n), fmi2OK);
+    EXPECT(fmi2SerializeFMUstate(c, saved, NULL, n), fmi2Error); RECOVER();
+    EXPECT(fmi2SerializeFMUstate(c, NULL, (fmi2Byte *)x, n), fmi2Error); RECOVER();
+    fmi2FMUstate out = NULL;
+    EXPECT(fmi2DeSerializeFMUstate(c, NULL, n, &out), fmi2Error); RECOVER();
+    EXPECT(fmi2DeSerializeFMUstate(c, (const fmi2Byte *)x, n, NULL), fmi2Error); RECOVER();
+    EXPECT(fmi2DoStep(NULL, t, 0.01, fmi2True), fmi2Error);
+    EXPECT(fmi2GetReal(NULL, all, 1, x), fmi2Error);
+    EXPECT(fmi2SetupExperiment(c, fmi2False, 0.0, 0.0, fmi2False, 0.0), fmi2Error); RECOVER();
+    /* untrusted bytes: garbage, truncated, one byte too many, flipped */
+    fmi2Byte *good = malloc(n), *bad = malloc(n + 1);
+    EXPECT(fmi2SerializeFMUstate(c, saved, good, n), fmi2OK);
+    srand(7);
+    for (int k = 0; k < 200; k++) {
+        for (size_t i = 0; i < n; i++) bad[i] = (fmi2Byte)(rand() & 0xff);
+        EXPECT(fmi2DeSerializeFMUstate(c, bad, n, &out), fmi2Error);
+    }
+    for (size_t len = 0; len < n; len += 1 + len / 3) {
+        memcpy(bad, good, len);
+        EXPECT(fmi2DeSerializeFMUstate(c, bad, len, &out), fmi2Error);
+    }
+    memcpy(bad, good, n); bad[n] = 0;
+    EXPECT(fmi2DeSerializeFMUstate(c, bad, n + 1, &out), fmi2Error);
+    for (int k = 0; k < 2000; k++) {        /* one byte flipped in the snapshot */
+        memcpy(bad, good, n);
+        bad[sizeof(unsigned) * 4 + (size_t)rand() % (n - sizeof(unsigned) * 4)] = (fmi2Byte)(rand() & 0xff);
+        fmi2FMUstate s = NULL;
+        if (fmi2DeSerializeFMUstate(c, bad, n, &s) == fmi2OK) {
+            fmi2SetFMUstate(c, s);          /* a valid-looking state: it may step or fail, never crash */
+            double tt = 0.0;
+            fmi2GetReal(c, all, VR_A, x);
+            fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &tt);
+            fmi2DoStep(c, tt, 1e-3, fmi2True);
+            fmi2FreeFMUstate(c, &s);
+        }
+    }
+    RECOVER();
+    /* deserialized good bytes restore the saved state */
+    fmi2FMUstate back = NULL;
+    EXPECT(fmi2DeSerializeFMUstate(c, good, n, &back), fmi2OK);
+    /* the Error state (a call in the wrong state puts it there; a bad
+     * argument is refused and changes nothing), then SetFMUState from the
+     * deserialized copy, then continue */
+    EXPECT(fmi2EnterInitializationMode(c), fmi2Error);
+    EXPECT(fmi2DoStep(c, t, 0.01, fmi2True), fmi2Error);   /* refused in the Error state */
+    EXPECT(fmi2SetFMUstate(c, back), fmi2OK);
+    /* the same time arguments as the clean instance below: the branch
+     * prediction extrapolates over t - t_base, so other roundings of the grid
+     * would differ in the last bit */
+    for (int i = 1; i <= 20; i++) { EXPECT(fmi2DoStep(c, 0.01 * i, 0.01, fmi2True), fmi2OK); }
+    EXPECT(fmi2GetReal(c, all, VR_A, x), fmi2OK);
+    /* the same 21 steps on an instance that saw no bad call */
+    fmi2Component ref = start(&cb, "ref", 0);
+    for (int i = 0; i < 21; i++) EXPECT(fmi2DoStep(ref, 0.01 * i, 0.01, fmi2True), fmi2OK);
+    EXPECT(fmi2GetReal(ref, all, VR_A, y), fmi2OK);
+    for (unsigned i = 0; i < VR_A; i++)
+        if (x[i] != y[i]) { fprintf(stderr, "vr %u: %.17g after recovery, %.17g clean\n", i, x[i], y[i]); fails++; }
+    /* internal_step 1e-12, then doStep: refused (1e10 steps), not a hang */
+    fmi2Component tiny = start(&cb, "tiny", 1e-12);
+    EXPECT(fmi2DoStep(tiny, 0.0, 0.01, fmi2True), fmi2Error);
+    fmi2FreeFMUstate(c, &saved);
+    fmi2FreeFMUstate(c, &back);
+    free(good); free(bad);
+    fmi2FreeInstance(tiny);
+    fmi2FreeInstance(ref);
+    fmi2FreeInstance(c);
+    fmi2FreeInstance(NULL);
+    if (fails) { fprintf(stderr, "%d bad-call checks failed\n", fails); return 1; }
+    printf("ok\n");
+    return 0;
+}
+"""
+
+
+def _build_harness(fmus, fmi, kind, harness, tmp_path, flags, name="harness"):
+    path, md, unzip = fmus[fmi, kind]
+    src = Path(unzip) / "sources"
+    (tmp_path / f"{name}.c").write_text(harness)
+    exe = tmp_path / name
+    files = [str(src / f) for f in fmu_mod.source_files(fmi)]
+    proc = subprocess.run(["gcc", *flags, "-std=c99", "-Wall", f"-I{src}", str(tmp_path / f"{name}.c"), *files,
+                           "-o", str(exe), "-lm"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return exe
+
+
+SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
+
+
+def _sanitizers_available():
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "a.c").write_text("int main(void){return 0;}\n")
+        proc = subprocess.run(["gcc", *SANITIZE, str(Path(d) / "a.c"), "-o", str(Path(d) / "a")],
+                              capture_output=True, text=True)
+        return proc.returncode == 0 and subprocess.run([str(Path(d) / "a")]).returncode == 0
+
+
+@pytest.mark.sanitizers
+@pytest.mark.parametrize("fmi,kind,harness", [("2", "cs", HARNESS_FMI2), ("3", "me", HARNESS_FMI3_ME),
+                                              ("2", "cs", HARNESS_BAD_CALLS)],
+                         ids=["fmi2-cs-lifecycle", "fmi3-me-lifecycle", "fmi2-cs-bad-calls"])
+def test_c_harnesses_pass_under_address_and_undefined_behaviour_sanitizers(fmus, fmi, kind, harness, tmp_path):
+    """The harnesses against the FMU's own sources built with ASan + UBSan
+    (-fno-sanitize-recover: any finding aborts).  Skip with -m 'not sanitizers'."""
+    if not _sanitizers_available():
+        pytest.skip("gcc cannot build and run -fsanitize=address,undefined programs here (libasan/libubsan missing)")
+    exe = _build_harness(fmus, fmi, kind, harness, tmp_path, SANITIZE)
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.startswith("ok")
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+
+
+def test_bad_call_harness_passes_without_sanitizers(fmus, tmp_path):
+    """The same catalogue at -O2, as the FMU's binary is built."""
+    exe = _build_harness(fmus, "2", "cs", HARNESS_BAD_CALLS, tmp_path, ["-O2", "-g"])
+    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
 @pytest.mark.skipif(shutil.which("valgrind") is None,
                     reason="valgrind is not installed (scripts/setup.sh installs it): leak check not run")
 @pytest.mark.parametrize("fmi,kind,harness", [("2", "cs", HARNESS_FMI2), ("3", "me", HARNESS_FMI3_ME)])
