@@ -264,7 +264,7 @@ def main(argv=None):
                            help="fixed-step integrator: explicit Euler, semi-implicit (symplectic) Euler or "
                                 "classical RK4 (default rk4)")
             p.add_argument("--step", type=_positive, default=1e-3,
-                           help="internal step in seconds (default 1e-3); tunable later as parameter internal_step")
+                           help="internal step in seconds (default 1e-3); settable before initialization as the fixed parameter internal_step")
 
     p = sub.add_parser("build", help="build an FMU (FMI 2.0/3.0, Co-Simulation or Model Exchange)",
                        description="Build an FMU of a mechanism: FMI 2.0 or 3.0, Co-Simulation or Model "

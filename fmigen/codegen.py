@@ -578,10 +578,16 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
                      f"fmigen_kinematics_failure{sx}, fmigen_sol_start{sx}, fmigen_sol_layout{sx}, "
                      f"{len(sol_layout(dae, tri_k))}}}")
     parts.append("const FmigenPartition fmigen_partitions[] = {\n" + ",\n".join(table) + "\n};")
+    # time events (Model Exchange nextEventTime): breakpoints of loads piecewise in t
+    from .events import dae_time_events
+    events = dae_time_events(dae)
+    if events:
+        parts.append(arr("double", "fmigen_event_times", events))
     macros = {"NQ": n, "NC": m, "NI": f, "NP": len(dae.tunable), "NU": len(dae.inputs), "NY": len(dae.outputs),
               "NSOL": nwarm, "NPART": 1 + len(alternatives), "FMIGEN_KINEMATIC": int(mech.kinematic),
               # rheonomic constraints (a kinematic drive): the solve depends on t
-              "FMIGEN_KINEMATICS_TIME": int(any(sp.sympify(e).has(t) for e in dae.Phi))}
+              "FMIGEN_KINEMATICS_TIME": int(any(sp.sympify(e).has(t) for e in dae.Phi)),
+              "FMIGEN_NEVENTS": len(events)}
     return finish(model_identifier, "\n".join(parts), macros, tri.start, mech, tuple(emb.independent))
 
 

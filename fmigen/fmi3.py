@@ -42,11 +42,12 @@ def model_description_3(iface, gen: GeneratedModel, identifier: str, vars_, kind
                   providesDirectionalDerivatives="false", providesAdjointDerivatives="false",
                   providesPerElementDependencies="false")
     if kind == "me":
-        etree.SubElement(root, "ModelExchange", **common, needsCompletedIntegratorStep="false",
+        # needed: the warm start moves only there (fmu.model_description)
+        etree.SubElement(root, "ModelExchange", **common, needsCompletedIntegratorStep="true",
                          providesEvaluateDiscreteStates="false")
     else:
-        # fixedInternalStepSize is the start value of the tunable parameter
-        # internal_step; a communication step that is not a multiple of it
+        # fixedInternalStepSize is the start value of the fixed parameter
+        # internal_step (settable before initialization); a communication step that is not a multiple of it
         # ends with one shorter internal step (README, FMU conventions).
         etree.SubElement(root, "CoSimulation", **common,
                          canHandleVariableCommunicationStepSize="true",

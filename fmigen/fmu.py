@@ -132,12 +132,16 @@ def variables(iface: Interface, gen_start: dict, step: float, kind: str = "cs", 
     for inp in mech.inputs:
         out.append(Variable(inp.name, vr, "input", "continuous", None, inp.start, inp.unit, inp.description))
         vr += 1
+    # masses, inertias, gravity, force amplitudes: settable between
+    # communication steps (CS) and in Event Mode (ME); geometry is structural
+    # (baked into the Gröbner basis) and is no variable of the FMU
     for p in mech.parameters:
         if p.tunable:
-            out.append(Variable(p.name, vr, "parameter", "fixed", "exact", float(p.value), p.unit,
+            out.append(Variable(p.name, vr, "parameter", "tunable", "exact", float(p.value), p.unit,
                                 p.description))
             vr += 1
     if kind == "cs":
+        # fixed: the step belongs to the integrator (FMI 3 fixedInternalStepSize)
         out.append(Variable("internal_step", vr, "parameter", "fixed", "exact", step, "s",
                             "fixed internal integration step; a communication step that is not a multiple "
                             "ends with one shorter step"))
@@ -181,7 +185,12 @@ def model_description(iface: Interface, gen: GeneratedModel, identifier: str, va
                   canBeInstantiatedOnlyOncePerProcess="false",
                   providesDirectionalDerivative="false")
     if kind == "me":
-        cs = etree.SubElement(root, "ModelExchange", **common, completedIntegratorStepNotNeeded="true")
+        # needed: the kinematics solves continue the branch of the last
+        # accepted state (fmigen_instance.c), which moves only there; an
+        # importer that skips it (fmpy does when told it may) predicts from
+        # the start for the whole run, and far from it a solve fails
+        # continuity or lands on the mirror branch
+        cs = etree.SubElement(root, "ModelExchange", **common, completedIntegratorStepNotNeeded="false")
     else:
         cs = etree.SubElement(root, "CoSimulation", **common,
                               canHandleVariableCommunicationStepSize="true",

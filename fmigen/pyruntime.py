@@ -714,11 +714,14 @@ class SlaveMethods:
             elif m.VR_U <= r < m.VR_P:
                 ok = True
             elif m.VR_P <= r < m.VR_H:
-                ok = before_init
+                ok = True           # tunable: also between communication steps (fmigen_instance.c)
             elif r == m.VR_H:
                 ok = before_init
                 if ok and not (val > 0.0):
                     self._fail("internal_step must be > 0 (got %g)" % val)
+            if not ok and r == m.VR_H:
+                self._fail("fmi2SetReal: internal_step (value reference %d) is a fixed parameter: it can be set "
+                           "only before fmi2ExitInitializationMode" % r)
             if not ok:
                 self._fail("fmi2SetReal: value reference %d cannot be set %s" % (
                     r, "(it is calculated or unknown)" if before_init else "after initialization"))

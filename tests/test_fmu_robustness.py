@@ -33,6 +33,7 @@ def fmus(tmp_path_factory):
             p = fmu_mod.package(c.embedding, c.generated, d / f"fb{fmi}{kind}.fmu", fmi=fmi, kind=kind,
                                 windows=False)
             out[fmi, kind] = (p, read_model_description(str(p)), extract(str(p), unzipdir=str(d / f"u{fmi}{kind}")))
+    out["dae"] = c.embedding.dae
     return out
 
 
@@ -121,7 +122,7 @@ def test_calls_in_the_wrong_state_are_errors(fmus, fmi):
     _init(s, fmi)
     s.doStep(0.0, 0.01)
     with pytest.raises(FMICallException):
-        (s.setReal if fmi == "2" else s.setFloat64)([vr["m1"]], [2.0])   # parameter after init
+        (s.setReal if fmi == "2" else s.setFloat64)([vr["internal_step"]], [2e-3])   # fixed parameter after init
     s.terminate()
     with pytest.raises(FMICallException):
         s.doStep(0.01, 0.01)                      # after terminate
@@ -408,6 +409,202 @@ int main(void)
 """
 
 
+# Every bad call of the catalogue on one instance (FMI 2 Co-Simulation, the
+# four-bar): each must return the status it documents, and the instance must
+# then still restore a saved state and continue exactly like an instance that
+# never saw a bad call.  Built with ASan/UBSan (test_*_under_sanitizers), a
+# bad call that reads out of bounds, converts an out-of-range double to an
+# integer or uses freed memory aborts the run.
+HARNESS_BAD_CALLS = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fmi2Functions.h"
+#include "fmigen_instance.h"
+static void logger(fmi2ComponentEnvironment e, fmi2String n, fmi2Status s, fmi2String c, fmi2String m, ...)
+{ (void)e; (void)n; (void)s; (void)c; (void)m; }
+static int fails = 0;
+#define EXPECT(call, st) do { int r_ = (call); if (r_ != (st)) { \
+    fprintf(stderr, "line %d: %s returned %d, expected %d\n", __LINE__, #call, r_, (st)); fails++; } } while (0)
+static fmi2Component start(const fmi2CallbackFunctions *cb, const char *name, double h)
+{
+    fmi2Component c = fmi2Instantiate(name, fmi2CoSimulation, MODEL_GUID, "", cb, fmi2False, fmi2True);
+    if (!c) exit(2);
+    fmi2ValueReference vh = VR_H;
+    if (h > 0) fmi2SetReal(c, &vh, 1, &h);
+    fmi2SetupExperiment(c, fmi2False, 0.0, 0.0, fmi2False, 0.0);
+    fmi2EnterInitializationMode(c);
+    if (fmi2ExitInitializationMode(c) != fmi2OK) exit(2);
+    return c;
+}
+int main(void)
+{
+    fmi2CallbackFunctions cb = {logger, NULL, NULL, NULL, NULL};
+    fmi2Component c = start(&cb, "bad", 0);
+    fmi2ValueReference all[VR_A];
+    for (unsigned i = 0; i < VR_A; i++) all[i] = i;
+    double t = 0.0, x[VR_A], y[VR_A];
+    EXPECT(fmi2DoStep(c, t, 0.01, fmi2True), fmi2OK);
+    t += 0.01;
+    fmi2FMUstate saved = NULL;
+    EXPECT(fmi2GetFMUstate(c, &saved), fmi2OK);
+    /* the way back from every Error below: restore and go on */
+#define RECOVER() EXPECT(fmi2SetFMUstate(c, saved), fmi2OK)
+    const double bad_H[] = {1e17, 1e300, NAN, -1e-3, 0.0, INFINITY, -INFINITY, 5e-324};
+    for (size_t k = 0; k < sizeof bad_H / sizeof bad_H[0]; k++) {
+        int st = fmi2DoStep(c, t, bad_H[k], fmi2True);
+        /* 5e-324 is a valid (tiny) step: OK; everything else an Error */
+        if (bad_H[k] == 5e-324) { if (st != fmi2OK) { fprintf(stderr, "tiny step: %d\n", st); fails++; } }
+        else if (st != fmi2Error) { fprintf(stderr, "H=%g: %d\n", bad_H[k], st); fails++; }
+        RECOVER();
+    }
+    EXPECT(fmi2DoStep(c, NAN, 0.01, fmi2True), fmi2Error); RECOVER();
+    EXPECT(fmi2DoStep(c, 1e300, 0.01, fmi2True), fmi2Error); RECOVER();
+    /* values and value references */
+    fmi2ValueReference vu = VR_U, vbad[] = {VR_END, VR_END + 1000u, 0xffffffffu};
+    double nan_ = NAN, inf_ = INFINITY, one = 1.0;
+    EXPECT(fmi2SetReal(c, &vu, 1, &nan_), fmi2Error); RECOVER();
+    EXPECT(fmi2SetReal(c, &vu, 1, &inf_), fmi2Error); RECOVER();
+    for (int k = 0; k < 3; k++) {
+        EXPECT(fmi2GetReal(c, &vbad[k], 1, x), fmi2Error); RECOVER();
+        EXPECT(fmi2SetReal(c, &vbad[k], 1, &one), fmi2Error); RECOVER();
+        fmi2Integer iv = 0; fmi2Boolean bv = 0; fmi2String sv = NULL;
+        EXPECT(fmi2GetInteger(c, &vbad[k], 1, &iv), fmi2Error); RECOVER();
+        EXPECT(fmi2GetBoolean(c, &vbad[k], 1, &bv), fmi2Error); RECOVER();
+        EXPECT(fmi2GetString(c, &vbad[k], 1, &sv), fmi2Error); RECOVER();
+    }
+    /* NULL pointers */
+    EXPECT(fmi2GetReal(c, NULL, 1, x), fmi2Error); RECOVER();
+    EXPECT(fmi2GetReal(c, all, 1, NULL), fmi2Error); RECOVER();
+    EXPECT(fmi2SetReal(c, &vu, 1, NULL), fmi2Error); RECOVER();
+    EXPECT(fmi2SetReal(c, NULL, 1, &one), fmi2Error); RECOVER();
+    EXPECT(fmi2GetFMUstate(c, NULL), fmi2Error); RECOVER();
+    EXPECT(fmi2SetFMUstate(c, NULL), fmi2Error); RECOVER();
+    size_t n = 0;
+    EXPECT(fmi2SerializedFMUstateSize(c, saved, &n), fmi2OK);
+    EXPECT(fmi2SerializeFMUstate(c, saved, NULL, n), fmi2Error); RECOVER();
+    EXPECT(fmi2SerializeFMUstate(c, NULL, (fmi2Byte *)x, n), fmi2Error); RECOVER();
+    fmi2FMUstate out = NULL;
+    EXPECT(fmi2DeSerializeFMUstate(c, NULL, n, &out), fmi2Error); RECOVER();
+    EXPECT(fmi2DeSerializeFMUstate(c, (const fmi2Byte *)x, n, NULL), fmi2Error); RECOVER();
+    EXPECT(fmi2DoStep(NULL, t, 0.01, fmi2True), fmi2Error);
+    EXPECT(fmi2GetReal(NULL, all, 1, x), fmi2Error);
+    EXPECT(fmi2SetupExperiment(c, fmi2False, 0.0, 0.0, fmi2False, 0.0), fmi2Error); RECOVER();
+    /* untrusted bytes: garbage, truncated, one byte too many, flipped */
+    fmi2Byte *good = malloc(n), *bad = malloc(n + 1);
+    EXPECT(fmi2SerializeFMUstate(c, saved, good, n), fmi2OK);
+    srand(7);
+    for (int k = 0; k < 200; k++) {
+        for (size_t i = 0; i < n; i++) bad[i] = (fmi2Byte)(rand() & 0xff);
+        EXPECT(fmi2DeSerializeFMUstate(c, bad, n, &out), fmi2Error);
+    }
+    for (size_t len = 0; len < n; len += 1 + len / 3) {
+        memcpy(bad, good, len);
+        EXPECT(fmi2DeSerializeFMUstate(c, bad, len, &out), fmi2Error);
+    }
+    memcpy(bad, good, n); bad[n] = 0;
+    EXPECT(fmi2DeSerializeFMUstate(c, bad, n + 1, &out), fmi2Error);
+    for (int k = 0; k < 2000; k++) {        /* one byte flipped in the snapshot */
+        memcpy(bad, good, n);
+        bad[sizeof(unsigned) * 4 + (size_t)rand() % (n - sizeof(unsigned) * 4)] = (fmi2Byte)(rand() & 0xff);
+        fmi2FMUstate s = NULL;
+        if (fmi2DeSerializeFMUstate(c, bad, n, &s) == fmi2OK) {
+            fmi2SetFMUstate(c, s);          /* a valid-looking state: it may step or fail, never crash */
+            double tt = 0.0;
+            fmi2GetReal(c, all, VR_A, x);
+            fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &tt);
+            fmi2DoStep(c, tt, 1e-3, fmi2True);
+            fmi2FreeFMUstate(c, &s);
+        }
+    }
+    RECOVER();
+    /* deserialized good bytes restore the saved state */
+    fmi2FMUstate back = NULL;
+    EXPECT(fmi2DeSerializeFMUstate(c, good, n, &back), fmi2OK);
+    /* the Error state (a call in the wrong state puts it there; a bad
+     * argument is refused and changes nothing), then SetFMUState from the
+     * deserialized copy, then continue */
+    EXPECT(fmi2EnterInitializationMode(c), fmi2Error);
+    EXPECT(fmi2DoStep(c, t, 0.01, fmi2True), fmi2Error);   /* refused in the Error state */
+    EXPECT(fmi2SetFMUstate(c, back), fmi2OK);
+    /* the same time arguments as the clean instance below: the branch
+     * prediction extrapolates over t - t_base, so other roundings of the grid
+     * would differ in the last bit */
+    for (int i = 1; i <= 20; i++) { EXPECT(fmi2DoStep(c, 0.01 * i, 0.01, fmi2True), fmi2OK); }
+    EXPECT(fmi2GetReal(c, all, VR_A, x), fmi2OK);
+    /* the same 21 steps on an instance that saw no bad call */
+    fmi2Component ref = start(&cb, "ref", 0);
+    for (int i = 0; i < 21; i++) EXPECT(fmi2DoStep(ref, 0.01 * i, 0.01, fmi2True), fmi2OK);
+    EXPECT(fmi2GetReal(ref, all, VR_A, y), fmi2OK);
+    for (unsigned i = 0; i < VR_A; i++)
+        if (x[i] != y[i]) { fprintf(stderr, "vr %u: %.17g after recovery, %.17g clean\n", i, x[i], y[i]); fails++; }
+    /* internal_step 1e-12, then doStep: refused (1e10 steps), not a hang */
+    fmi2Component tiny = start(&cb, "tiny", 1e-12);
+    EXPECT(fmi2DoStep(tiny, 0.0, 0.01, fmi2True), fmi2Error);
+    fmi2FreeFMUstate(c, &saved);
+    fmi2FreeFMUstate(c, &back);
+    free(good); free(bad);
+    fmi2FreeInstance(tiny);
+    fmi2FreeInstance(ref);
+    fmi2FreeInstance(c);
+    fmi2FreeInstance(NULL);
+    if (fails) { fprintf(stderr, "%d bad-call checks failed\n", fails); return 1; }
+    printf("ok\n");
+    return 0;
+}
+"""
+
+
+def _build_harness(fmus, fmi, kind, harness, tmp_path, flags, name="harness"):
+    path, md, unzip = fmus[fmi, kind]
+    src = Path(unzip) / "sources"
+    (tmp_path / f"{name}.c").write_text(harness)
+    exe = tmp_path / name
+    files = [str(src / f) for f in fmu_mod.source_files(fmi)]
+    proc = subprocess.run(["gcc", *flags, "-std=c99", "-Wall", f"-I{src}", str(tmp_path / f"{name}.c"), *files,
+                           "-o", str(exe), "-lm"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return exe
+
+
+SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1"]
+
+
+def _sanitizers_available():
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "a.c").write_text("int main(void){return 0;}\n")
+        proc = subprocess.run(["gcc", *SANITIZE, str(Path(d) / "a.c"), "-o", str(Path(d) / "a")],
+                              capture_output=True, text=True)
+        return proc.returncode == 0 and subprocess.run([str(Path(d) / "a")]).returncode == 0
+
+
+@pytest.mark.sanitizers
+@pytest.mark.parametrize("fmi,kind,harness", [("2", "cs", HARNESS_FMI2), ("3", "me", HARNESS_FMI3_ME),
+                                              ("2", "cs", HARNESS_BAD_CALLS)],
+                         ids=["fmi2-cs-lifecycle", "fmi3-me-lifecycle", "fmi2-cs-bad-calls"])
+def test_c_harnesses_pass_under_address_and_undefined_behaviour_sanitizers(fmus, fmi, kind, harness, tmp_path):
+    """The harnesses against the FMU's own sources built with ASan + UBSan
+    (-fno-sanitize-recover: any finding aborts).  Skip with -m 'not sanitizers'."""
+    if not _sanitizers_available():
+        pytest.skip("gcc cannot build and run -fsanitize=address,undefined programs here (libasan/libubsan missing)")
+    exe = _build_harness(fmus, fmi, kind, harness, tmp_path, SANITIZE)
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.startswith("ok")
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr
+
+
+def test_bad_call_harness_passes_without_sanitizers(fmus, tmp_path):
+    """The same catalogue at -O2, as the FMU's binary is built."""
+    exe = _build_harness(fmus, "2", "cs", HARNESS_BAD_CALLS, tmp_path, ["-O2", "-g"])
+    proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
 @pytest.mark.skipif(shutil.which("valgrind") is None,
                     reason="valgrind is not installed (scripts/setup.sh installs it): leak check not run")
 @pytest.mark.parametrize("fmi,kind,harness", [("2", "cs", HARNESS_FMI2), ("3", "me", HARNESS_FMI3_ME)])
@@ -553,3 +750,123 @@ def test_me_derivatives_do_not_depend_on_what_was_evaluated_before(fmus, fmi):
         derivatives(0.01 * k / 3, x0 + [0.03 * k, 0.2 * np.sin(k)])
     assert derivatives(0.01, x0 + [0.02, 0.1]) == first
     s.freeInstance()
+
+
+# ---- tunable parameters: settable between steps (CS) and in Event Mode (ME) ----
+
+def _reference_with_mass_step(dae, q0, v0, times, t_switch, name, value):
+    """The DAE reference (IDA) in two pieces: up to ``t_switch`` with the
+    default parameters, then from that piece's end state with ``name`` set to
+    ``value`` in the DAE's numeric functions."""
+    from fmigen.reference import solve_reference
+    k = [str(s) for s in dae.tunable].index(name)
+    first = times[times <= t_switch + 1e-12]
+    second = times[times >= t_switch - 1e-12]
+    num = dae.numeric
+    default = num.pu[k]
+    try:
+        a = solve_reference(dae, q0, v0, first)
+        num.pu[k] = value
+        b = solve_reference(dae, a.q[-1], a.v[-1], second)
+    finally:
+        num.pu[k] = default
+    return np.vstack([a.q, b.q[1:]])
+
+
+@pytest.mark.parametrize("fmi", "23")
+def test_a_mass_changed_between_communication_steps_matches_the_dae_reference(fmus, fmi):
+    """m2 (the coupler's mass, a tunable parameter) goes from 1 to 3 kg at
+    t = 0.5 s between two doSteps; the trajectory matches the IDA reference
+    of the DAE with the same step change.  Before, SetReal of a parameter
+    after initialization was an Error."""
+    s, vr = _slave(fmus, fmi)
+    get = s.getReal if fmi == "2" else s.getFloat64
+    set_ = s.setReal if fmi == "2" else s.setFloat64
+    _init(s, fmi)
+    names = ["theta", "alpha", "phi"]
+    q0 = get([vr[n] for n in names])
+    v0 = get([vr[f"der({n})"] for n in names])
+    H, t = 0.01, 0.0
+    times = np.round(np.arange(0, 101) * H, 12)
+    traj = [q0]
+    for k in range(100):
+        if k == 50:
+            set_([vr["m2"]], [3.0])
+            assert get([vr["m2"]]) == [3.0]
+        s.doStep(t, H)
+        t += H
+        traj.append(get([vr[n] for n in names]))
+    s.terminate()
+    s.freeInstance()
+    traj = np.array(traj)
+    dae = fmus["dae"]
+    ref = _reference_with_mass_step(dae, q0, v0, times, 0.5, "m2", 3.0)
+    unchanged = _reference_with_mass_step(dae, q0, v0, times, 0.5, "m2", 1.0)
+    err = np.abs(traj - ref).max()
+    assert err < 1e-9, f"FMU vs reference with the step change: {err:.3g}"
+    # the change matters far above that tolerance
+    assert np.abs(unchanged - ref).max() > 1e-3
+
+
+@pytest.mark.parametrize("fmi", "23")
+def test_me_parameters_are_set_in_event_mode_not_in_continuous_time_mode(fmus, fmi):
+    """In Event Mode a new mass changes the derivatives at once (the
+    right-hand side is recomputed, not the one cached for the old mass); in
+    Continuous-Time Mode the call is an Error."""
+    def instance(name, m2=None):
+        s, vr = _slave(fmus, fmi, "me", name=name)
+        set_ = s.setReal if fmi == "2" else s.setFloat64
+        if m2 is not None:
+            set_([vr["m2"]], [m2])
+        _init(s, fmi)
+        return s, vr, set_
+
+    def derivatives(s):
+        d = (c_double * 2)()
+        (s.getDerivatives if fmi == "2" else s.getContinuousStateDerivatives)(d, 2)
+        return list(d)
+
+    s, vr, set_ = instance("a")
+    before = derivatives(s)
+    set_([vr["m2"]], [3.0])                     # Event Mode after initialization
+    after = derivatives(s)
+    fresh, _, _ = instance("b", m2=3.0)
+    assert after == derivatives(fresh) and after != before
+    s.enterContinuousTimeMode()
+    with pytest.raises(FMICallException) as e:
+        set_([vr["m2"]], [2.0])
+    assert _status(e) == 3
+    for x in (s, fresh):
+        x.freeInstance()
+
+
+@pytest.mark.parametrize("fmi", "23")
+def test_fixed_parameters_name_themselves_when_set_after_initialization(fmus, fmi):
+    messages = []
+    if fmi == "2":
+        def log(env, name, status, category, message):
+            messages.append(message.decode())
+        cb = fmi2CallbackFunctions()
+        cb.logger = fmi2CallbackLoggerTYPE(log)
+        s, vr = _slave(fmus, fmi, callbacks=cb, loggingOn=True)
+    else:
+        s, vr = _slave(fmus, fmi, loggingOn=True,
+                       logMessage=lambda env, status, category, message: messages.append(message.decode()))
+    _init(s, fmi)
+    with pytest.raises(FMICallException):
+        (s.setReal if fmi == "2" else s.setFloat64)([vr["internal_step"]], [2e-3])
+    assert any("internal_step" in m and "fixed parameter" in m for m in messages), messages
+    s.freeInstance()
+
+
+def test_model_descriptions_declare_tunable_and_fixed_parameters(fmus):
+    from fmpy.validation import validate_fmu
+    for fmi in "23":
+        for kind in ("cs", "me"):
+            path, md, _ = fmus[fmi, kind]
+            assert validate_fmu(str(path)) == []
+            params = {v.name: v.variability for v in md.modelVariables if v.causality == "parameter"}
+            expected = {"g": "tunable", "m1": "tunable", "m2": "tunable", "m3": "tunable"}
+            if kind == "cs":
+                expected["internal_step"] = "fixed"
+            assert params == expected

@@ -149,7 +149,7 @@ bad = {
     "zero_step": lambda: s.doStep(0.01, 0.0),
     "negative_step": lambda: s.doStep(0.01, -1e-3),
     "wrong_time": lambda: s.doStep(0.5, 0.01),
-    "parameter_after_init": lambda: s.setReal([vr["m1"]], [2.0]),
+    "fixed_parameter_after_init": lambda: s.setReal([vr["internal_step"]], [2e-3]),
 }[which]
 if which != "dependent":
     s.setupExperiment(startTime=0.0)
@@ -179,7 +179,8 @@ os._exit(0)
     ("zero_step", "communication step size must be > 0 (got 0)"),
     ("negative_step", "communication step size must be > 0 (got -0.001)"),
     ("wrong_time", "currentCommunicationPoint 0.5 does not match the FMU time 0.01"),
-    ("parameter_after_init", "cannot be set after initialization"),
+    ("fixed_parameter_after_init", "internal_step (value reference 12) is a fixed parameter: it can be set only "
+     "before fmi2ExitInitializationMode"),
 ])
 def test_bad_calls_are_rejected_with_fatal(pairs, tmp_path, which, text):
     """pythonfmu 0.7.0 turns every Python exception into fmi2Fatal (its

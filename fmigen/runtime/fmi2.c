@@ -156,14 +156,16 @@ fmi2Status fmi2NewDiscreteStates(fmi2Component c, fmi2EventInfo *info)
     FgInstance *in = IN(c);
     if (!in) return fmi2Error;
     if (!info) return ST(fg_fail(in, "fmi2NewDiscreteStates: NULL event info"));
-    int st = fg_update_discrete_states(in);
+    int defined = 0;
+    double next = 0.0;
+    int st = fg_update_discrete_states(in, &defined, &next);
     if (st != FG_OK) return ST(st);
     info->newDiscreteStatesNeeded = fmi2False;
     info->terminateSimulation = fmi2False;
     info->nominalsOfContinuousStatesChanged = fmi2False;
     info->valuesOfContinuousStatesChanged = fmi2False;
-    info->nextEventTimeDefined = fmi2False;
-    info->nextEventTime = 0.0;
+    info->nextEventTimeDefined = defined ? fmi2True : fmi2False;
+    info->nextEventTime = next;
     return fmi2OK;
 }
 
@@ -177,8 +179,9 @@ fmi2Status fmi2CompletedIntegratorStep(fmi2Component c, fmi2Boolean noSetFMUStat
     if (!in) return fmi2Error;
     if (!enterEventMode || !terminateSimulation)
         return ST(fg_fail(in, "fmi2CompletedIntegratorStep: NULL argument"));
-    int st = fg_completed_integrator_step(in);
-    *enterEventMode = fmi2False;
+    int due = 0;
+    int st = fg_completed_integrator_step(in, &due);
+    *enterEventMode = due ? fmi2True : fmi2False;
     *terminateSimulation = st == FG_DISCARD ? fmi2True : fmi2False;
     return ST(st);
 }

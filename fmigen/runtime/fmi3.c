@@ -267,14 +267,16 @@ fmi3Status fmi3UpdateDiscreteStates(fmi3Instance c, fmi3Boolean *discreteStatesN
 {
     FgInstance *in = IN(c);
     if (!in) return fmi3Error;
-    int st = fg_update_discrete_states(in);
+    int defined = 0;
+    double next = 0.0;
+    int st = fg_update_discrete_states(in, &defined, &next);
     if (st != FG_OK) return ST(st);
     if (discreteStatesNeedUpdate) *discreteStatesNeedUpdate = fmi3False;
     if (terminateSimulation) *terminateSimulation = fmi3False;
     if (nominalsChanged) *nominalsChanged = fmi3False;
     if (valuesChanged) *valuesChanged = fmi3False;
-    if (nextEventTimeDefined) *nextEventTimeDefined = fmi3False;
-    if (nextEventTime) *nextEventTime = 0.0;
+    if (nextEventTimeDefined) *nextEventTimeDefined = defined ? fmi3True : fmi3False;
+    if (nextEventTime) *nextEventTime = next;
     return fmi3OK;
 }
 
@@ -290,8 +292,9 @@ fmi3Status fmi3CompletedIntegratorStep(fmi3Instance c, fmi3Boolean noSetFMUState
     if (!in) return fmi3Error;
     if (!enterEventMode || !terminateSimulation)
         return ST(fg_fail(in, "fmi3CompletedIntegratorStep: NULL argument"));
-    int st = fg_completed_integrator_step(in);
-    *enterEventMode = fmi3False;
+    int due = 0;
+    int st = fg_completed_integrator_step(in, &due);
+    *enterEventMode = due ? fmi3True : fmi3False;
     *terminateSimulation = st == FG_DISCARD ? fmi3True : fmi3False;
     return ST(st);
 }

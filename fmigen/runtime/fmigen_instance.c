@@ -46,12 +46,25 @@ int fg_allowed(FgInstance *in, const char *fn, unsigned mask)
     return 0;
 }
 
+/* The first time event after t: a breakpoint of a load piecewise in t
+ * (fmigen_event_times, sorted), or INFINITY. */
+static double next_time_event(double t)
+{
+#if FMIGEN_NEVENTS > 0 && FMIGEN_TIME_EVENTS
+    for (int k = 0; k < FMIGEN_NEVENTS; k++)
+        if (fmigen_event_times[k] > t) return fmigen_event_times[k];
+#endif
+    (void)t;
+    return INFINITY;
+}
+
 static void defaults(FgInstance *in)
 {
     memset(&in->s, 0, sizeof in->s);
     fmigen_core_init(&in->s.core, FMIGEN_DEFAULT_SOLVER);
     in->s.core.h = FMIGEN_DEFAULT_STEP;
     in->s.state = S_INSTANTIATED;
+    in->s.next_event = INFINITY;
 }
 
 FgInstance *fg_new(const char *name, int kind, int logging_on, FgEmit emit, const void *callbacks, void *env)
@@ -119,6 +132,7 @@ int fg_exit_initialization(FgInstance *in)
     in->s.have_rhs = 0;
     in->s.last_successful_time = in->s.core.t;
     in->s.state = in->kind == FG_ME ? S_EVENT : S_STEP;
+    in->s.next_event = next_time_event(in->s.core.t);
     fmigen_core_observe(&in->s.core);
     fg_log(in, FG_OK, CAT_EVENTS, "initialized at t=%.17g; constraint residual %.3g", in->s.core.t,
            in->s.core.residual);
@@ -176,7 +190,15 @@ static int ensure_rhs(FgInstance *in)
      * solve predicts from the last accepted state (CompletedIntegratorStep),
      * so equal (t, x) give equal derivatives whatever was evaluated between */
     const int accept = !(in->kind == FG_ME && in->s.state != S_INIT);
-    if ((accept ? fmigen_core_rhs_accept : fmigen_core_rhs)(&in->s.core, in->s.core.t, x, in->s.dx)) return 1;
+    /* A load piecewise in t switches at its breakpoint only in Event Mode:
+     * in Continuous-Time Mode at or past the announced time event the
+     * derivatives are those of the branch before it (evaluated just before
+     * the breakpoint), so the integrator's last step up to the event (an
+     * implicit method evaluates f at its end; CVode may also step past and
+     * interpolate back) sees a continuous right-hand side. */
+    double t = in->s.core.t;
+    if (in->s.state == S_CONT && t >= in->s.next_event) t = nextafter(in->s.next_event, -INFINITY);
+    if ((accept ? fmigen_core_rhs_accept : fmigen_core_rhs)(&in->s.core, t, x, in->s.dx)) return 1;
     in->s.have_rhs = 1;
     return 0;
 }
@@ -251,6 +273,12 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
         return FG_ERROR;
     if (n && (!vr || !value)) return fg_fail(in, "SetReal/SetFloat64: NULL array");
     const int before_init = in->s.state == S_INSTANTIATED || in->s.state == S_INIT;
+    /* Tunable parameters (masses, inertias, gravity, force amplitudes: the
+     * variables of VR_P) change between communication steps (Co-Simulation)
+     * or in Event Mode (Model Exchange), never while the importer integrates
+     * (FMI: a parameter is constant in Continuous-Time Mode, and a jump there
+     * would break its error control). */
+    const int tunable_now = before_init || in->s.state == S_STEP || in->s.state == S_EVENT;
     /* Validate everything first so a rejected call changes nothing. */
     for (size_t i = 0; i < n; i++) {
         unsigned r = vr[i];
@@ -259,7 +287,12 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
         int ok = 0;
         if (r < VR_RES) ok = (before_init || FMIGEN_KINEMATIC) && is_independent(r < VR_V ? (int)r : (int)(r - VR_V));
         else if (r >= VR_U && r < VR_P) ok = 1;
-        else if (r >= VR_P && r < VR_H) ok = before_init;
+        else if (r >= VR_P && r < VR_H) {
+            if (!tunable_now)
+                return fg_fail(in, "SetReal/SetFloat64: tunable parameter %u can be set between steps (Co-Simulation) "
+                               "or in Event Mode (Model Exchange), not in %s", r, state_names[in->s.state]);
+            ok = 1;
+        }
         else if (r == VR_H) {
             ok = before_init;
             if (ok && !(value[i] > 0.0))
@@ -271,6 +304,13 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
                 return fg_fail(in, "formulation parameter %s must be %s (got %g)",
                                fg_fp_names[r - VR_F], fg_fp_strict[r - VR_F] ? "> 0" : ">= 0", value[i]);
         }
+        /* internal_step and a formulation's parameters are fixed: the step
+         * belongs to the integrator's state (and FMI 3's
+         * fixedInternalStepSize), and geometry is not a variable at all (it
+         * is baked into the Gröbner basis) */
+        if (!ok && !before_init && (r == VR_H || (r >= VR_F && r < VR_END)))
+            return fg_fail(in, "SetReal/SetFloat64: %s (value reference %u) is a fixed parameter: it can be set "
+                           "only before ExitInitializationMode", r == VR_H ? "internal_step" : fg_fp_names[r - VR_F], r);
         if (!ok)
             return fg_fail(in, "SetReal/SetFloat64: value reference %u cannot be set %s", r,
                            before_init ? "(it is calculated or unknown)" : "after initialization");
@@ -368,10 +408,17 @@ int fg_enter_continuous_time_mode(FgInstance *in)
     return FG_OK;
 }
 
-int fg_update_discrete_states(FgInstance *in)
+int fg_update_discrete_states(FgInstance *in, int *defined, double *next_time)
 {
     if (!fg_allowed(in, "NewDiscreteStates/UpdateDiscreteStates", M_(S_EVENT))) return FG_ERROR;
-    return FG_OK;  /* no discrete states, no time events */
+    /* no discrete states; a breakpoint at or before t has now been passed, so
+     * the continuous-time derivatives take the branch after it */
+    const double next = next_time_event(in->s.core.t);
+    if (next != in->s.next_event) { in->s.next_event = next; in->s.have_rhs = 0; }
+    *defined = isfinite(next);
+    *next_time = isfinite(next) ? next : 0.0;
+    if (*defined) fg_log(in, FG_OK, CAT_EVENTS, "t=%.17g: next time event at t=%.17g", in->s.core.t, next);
+    return FG_OK;
 }
 
 int fg_set_time(FgInstance *in, double t)
@@ -432,8 +479,9 @@ int fg_get_event_indicators(FgInstance *in, size_t ni)
     return FG_OK;
 }
 
-int fg_completed_integrator_step(FgInstance *in)
+int fg_completed_integrator_step(FgInstance *in, int *enter_event)
 {
+    *enter_event = 0;
     if (!fg_allowed(in, "CompletedIntegratorStep", M_(S_CONT))) return FG_ERROR;
     /* The importer's step is accepted here: the kinematics must assemble. */
     if (ensure_assembled(in)) return eval_failure(in, "CompletedIntegratorStep");
@@ -443,6 +491,7 @@ int fg_completed_integrator_step(FgInstance *in)
     fmigen_base_accept(&c->base, c->t, c->q, c->v, c->solved.sol);
 #endif
     in->s.last_successful_time = c->t;
+    *enter_event = c->t >= in->s.next_event;
     return FG_OK;
 }
 
@@ -486,7 +535,7 @@ int fg_free_state(FgInstance *in, void **state)
  * fields are then checked one by one, because bytes from a file or a network
  * are never trusted to index a table. */
 #define FG_STATE_MAGIC 0x53474d46u   /* "FMGS" */
-#define FG_STATE_VERSION 1u
+#define FG_STATE_VERSION 2u   /* 2: next_event */
 typedef struct {
     unsigned magic, version;
     unsigned long long size;
@@ -505,6 +554,7 @@ static const char *snapshot_invalid(const FgSnapshot *s)
         return "unknown solver";
     if (!(c->h > 0.0) || !isfinite(c->h)) return "internal step not > 0";
     if (!isfinite(c->t) || !isfinite(s->last_successful_time)) return "non-finite time";
+    if (isnan(s->next_event)) return "time event is NaN";
     if (c->switches < 0) return "negative switch count";
     for (size_t i = 0; i < sizeof c->message; i++) if (!c->message[i]) return NULL;
     return "unterminated message";

@@ -72,6 +72,7 @@ typedef struct {
     int terminated;
     int assembled;      /* ME: q_d, v_d are solved for t, x (outputs: core.observe_pending) */
     int have_rhs;       /* ME: dx is up to date */
+    double next_event;  /* ME: the time event announced last (fg_update_discrete_states); INFINITY: none */
     double dx[FMIGEN_DIM(FG_NX)];
 } FgSnapshot;
 
@@ -117,14 +118,19 @@ int fg_do_step(FgInstance *in, double t, double H);
 /* Model Exchange */
 int fg_enter_event_mode(FgInstance *in);
 int fg_enter_continuous_time_mode(FgInstance *in);
-int fg_update_discrete_states(FgInstance *in);
+/* Event Mode: the next time event after the current time (the breakpoints
+ * of loads piecewise in t, fmigen_event_times) in *next_time, and 1 in
+ * *defined, or 0 when there is none. */
+int fg_update_discrete_states(FgInstance *in, int *defined, double *next_time);
 int fg_set_time(FgInstance *in, double t);
 int fg_set_states(FgInstance *in, const double x[], size_t nx);
 int fg_get_states(FgInstance *in, double x[], size_t nx);
 int fg_get_derivatives(FgInstance *in, double dx[], size_t nx);
 int fg_get_nominals(FgInstance *in, double x[], size_t nx);
 int fg_get_event_indicators(FgInstance *in, size_t ni);
-int fg_completed_integrator_step(FgInstance *in);
+/* *enter_event = 1 when the accepted time has reached the announced time
+ * event (an importer that integrated past it without stopping learns it here). */
+int fg_completed_integrator_step(FgInstance *in, int *enter_event);
 
 /* FMU state */
 int fg_get_state(FgInstance *in, void **state);

@@ -62,6 +62,7 @@
 #define fmigen_dependent FMIGEN_NAME(fmigen_dependent)
 #define fmigen_embedded_rhs FMIGEN_NAME(fmigen_embedded_rhs)
 #define fmigen_embedded_velocities FMIGEN_NAME(fmigen_embedded_velocities)
+#define fmigen_event_times FMIGEN_NAME(fmigen_event_times)
 #define fmigen_formulation_init FMIGEN_NAME(fmigen_formulation_init)
 #define fmigen_independent FMIGEN_NAME(fmigen_independent)
 #define fmigen_kinematic_angles FMIGEN_NAME(fmigen_kinematic_angles)

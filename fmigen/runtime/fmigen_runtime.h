@@ -191,6 +191,19 @@ enum { FMIGEN_EULER = 0, FMIGEN_RK4 = 1, FMIGEN_SYMPLECTIC = 2 };
 #ifndef FMIGEN_KINEMATICS_TIME
 #define FMIGEN_KINEMATICS_TIME 1
 #endif
+/* Time events: the breakpoints of loads piecewise in t (codegen.py,
+ * fmigen/events.py), sorted, in fmigen_event_times[FMIGEN_NEVENTS].  A
+ * model_config.h that does not say has none.  FMIGEN_TIME_EVENTS=0 (with
+ * -D) builds the runtime that does not announce them, for comparison. */
+#ifndef FMIGEN_NEVENTS
+#define FMIGEN_NEVENTS 0
+#endif
+#ifndef FMIGEN_TIME_EVENTS
+#define FMIGEN_TIME_EVENTS 1
+#endif
+#if FMIGEN_NEVENTS > 0
+extern const double fmigen_event_times[];
+#endif
 #ifndef FMIGEN_NFP
 #define FMIGEN_NFP 0
 #endif
