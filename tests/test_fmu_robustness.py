@@ -765,9 +765,9 @@ def _reference_with_mass_step(dae, q0, v0, times, t_switch, name, value):
     num = dae.numeric
     default = num.pu[k]
     try:
-        a = solve_reference(dae, q0, v0, first)
+        a = solve_reference(dae, q0, v0, first, dae.mechanism.independent)
         num.pu[k] = value
-        b = solve_reference(dae, a.q[-1], a.v[-1], second)
+        b = solve_reference(dae, a.q[-1], a.v[-1], second, dae.mechanism.independent)
     finally:
         num.pu[k] = default
     return np.vstack([a.q, b.q[1:]])

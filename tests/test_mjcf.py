@@ -94,7 +94,7 @@ def test_an_exported_fourbar_in_mujoco_matches_the_dae_reference():
     dae = build_dae(prepare_mechanism("fourbar"))
     th, alpha, phi = assemble_newton(dae, dae.start_guess(), ["theta"])
     times = np.linspace(0, 2, 21)
-    ref = solve_reference(dae, [th, alpha, phi], np.zeros(3), times)
+    ref = solve_reference(dae, [th, alpha, phi], np.zeros(3), times, ["theta"])
     peer = run_mujoco(fourbar_joints(), {"theta": th, "A": alpha - th, "phi": phi}, {}, times, dt=1e-4, **TIGHT)
     assert abs(ref.q[-1, 0] - th) > 1.0
     assert np.abs(peer.q["theta"] - ref.q[:, 0]).max() < 1e-6       # measured 3.1e-8

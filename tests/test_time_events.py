@@ -22,8 +22,12 @@ BREAKPOINTS = [1.0, 4.0, 5.0, 5.5]
 #: round-off of the derivatives into a huge spurious stiffness
 START = {"der(z)": 0.05}
 RTOL = 1e-6
-#: measured (fmpy 0.3.32, CVode rtol 1e-6): 4.3e-5 with the events, 1.9e-4
-#: without (the same sources built with -DFMIGEN_TIME_EVENTS=0)
+#: measured (fmpy 0.3.32, CVode rtol 1e-6): 4.3e-5 to 4.6e-5 with the events;
+#: without them (the same sources built with -DFMIGEN_TIME_EVENTS=0) 1.9e-4 on
+#: one build and 2.9e-5 on another whose sequence differs only in round-off:
+#: F_z is continuous at its breakpoints (only its slope jumps), so stopping
+#: there is not reliably more accurate; what the events guarantee is that the
+#: integrator stops at each breakpoint, which the test checks instead
 ERROR_BOUND = 1e-4
 
 
@@ -89,18 +93,24 @@ def test_cvode_across_the_breakpoints_matches_the_dae_reference(five_link):
                               output=[*names, *[f"der({n})" for n in names]])
         _, first = np.unique(r["time"], return_index=True)   # event rows repeat their time
         assert np.allclose(r["time"][first], T)
-        return r[first]
+        return r[first], r["time"]
 
-    with_events = run(paths[0])
+    with_events, times = run(paths[0])
+    # the importer stopped at every breakpoint: fmpy records an event row
+    # (a repeated time) at each
+    repeated = sorted({float(x) for x in times[1:][np.diff(times) == 0]})
+    assert repeated == BREAKPOINTS, repeated
     q0 = np.array([with_events[n][0] for n in names])
     v0 = np.array([with_events[f"der({n})"][0] for n in names])
-    ref = solve_reference(dae, q0, v0, T, rtol=1e-11)
+    ref = solve_reference(dae, q0, v0, T, dae.mechanism.independent, rtol=1e-11)
 
     def error(r):
         return float(np.abs(np.array([r[n] for n in names]).T - ref.q).max())
 
     err = error(with_events)
-    err_before = error(run(_without_time_events(paths[0], d)))
+    without, times_before = run(_without_time_events(paths[0], d))
+    err_before = error(without)
     print(f"CVode rtol {RTOL}: max coordinate error {err:.3g} with time events, {err_before:.3g} without")
     assert err < ERROR_BOUND
-    assert err < 0.5 * err_before
+    # without the announcement there is no event row at the breakpoints
+    assert not set(times_before[1:][np.diff(times_before) == 0]) & set(BREAKPOINTS)
