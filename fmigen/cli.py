@@ -1,5 +1,5 @@
 """Command-line interface: ``fmigen build | validate | check | triangularize | assemble | bench |
-export-mjcf | import-mjcf | sweep``."""
+export-mjcf | import-mjcf | sweep | bundle``."""
 
 from __future__ import annotations
 
@@ -374,6 +374,8 @@ def main(argv=None):
 
     from .sweep import add_parser as add_sweep_parser
     add_sweep_parser(sub)
+    from .bundle import add_parser as add_bundle_parser
+    add_bundle_parser(sub)
 
     args = parser.parse_args(argv)
     from .progress import Progress
