@@ -1,5 +1,5 @@
 """Command-line interface: ``fmigen build | validate | check | triangularize | assemble | bench |
-export-mjcf | import-mjcf``."""
+export-mjcf | import-mjcf | sweep | bundle``."""
 
 from __future__ import annotations
 
@@ -396,6 +396,11 @@ def main(argv=None):
     p.add_argument("file", help="MJCF file")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.set_defaults(func=cmd_import_mjcf)
+
+    from .sweep import add_parser as add_sweep_parser
+    add_sweep_parser(sub)
+    from .bundle import add_parser as add_bundle_parser
+    add_bundle_parser(sub)
 
     args = parser.parse_args(argv)
     from .progress import Progress

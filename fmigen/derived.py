@@ -40,7 +40,8 @@ FORMAT = "derived-1"
 #: reports, the CLI): editing them leaves the cache valid.  Every other
 #: module, a new one included, is part of the key.
 CONSUMERS = {"__init__.py", "__main__.py", "cli.py", "fmu.py", "fmi3.py", "validate.py", "check.py",
-             "bench.py", "bench_build.py", "reference.py", "pyruntime.py", "formulation.py", "progress.py"}
+             "bench.py", "bench_build.py", "reference.py", "pyruntime.py", "formulation.py", "progress.py",
+             "sweep.py", "sweep_worker.py", "bundle.py"}
 
 
 @dataclass

@@ -6,6 +6,10 @@ than ``DELAY`` seconds gets a spinner with its elapsed time under the last
 line, so a minute of Gröbner extraction or C generation does not look like a
 hang; it is erased before the next line.  Anywhere else (a pipe, a CI log)
 only the plain lines are written, so logs stay diffable.
+
+``Bar`` counts items (``fmigen sweep``'s runs) with their rate and ETA: a
+status line redrawn in place on a terminal (``Progress.status``), a plain
+line every 10 % or 10 s otherwise.
 """
 
 from __future__ import annotations
@@ -32,12 +36,24 @@ class Progress:
         self._shown = False
         self._stop = threading.Event()
         self._thread = None
+        #: a status line (Bar) is showing: the spinner keeps quiet
+        self._status = False
 
     def __call__(self, msg: str):
         with self._lock:
             self._erase()
+            self._status = False
             print(msg, file=self.stream, flush=True)
             self._since = time.monotonic()
+
+    def status(self, text: str):
+        """Redraw the last line in place (terminals only: callers check
+        ``spinner``); the next log line or ``__exit__`` erases it."""
+        with self._lock:
+            self.stream.write(f"\r\033[K{text}")
+            self.stream.flush()
+            self._shown = True
+            self._status = True
 
     def __enter__(self):
         if self.spinner:
@@ -64,8 +80,61 @@ class Progress:
         while not self._stop.wait(0.1):
             with self._lock:
                 elapsed = time.monotonic() - self._since
-                if elapsed >= DELAY:
+                if elapsed >= DELAY and not self._status:
                     self.stream.write(f"\r\033[K      {FRAMES[k % len(FRAMES)]} {elapsed:.0f} s")
                     self.stream.flush()
                     self._shown = True
                     k += 1
+
+
+class Bar:
+    """Progress of ``total`` items on ``log``: ``update(done, failed)``.  On
+    a terminal (``log`` a ``Progress`` with its spinner on) one status line
+    with a bar, the rate and the ETA, redrawn at most 10 times a second;
+    otherwise a plain line at every 10 % or 10 s, and one at the end."""
+
+    def __init__(self, log, total: int, label: str = "", width: int = 30):
+        self.log = log or (lambda msg: None)
+        self.total = max(0, int(total))
+        self.label = label
+        self.width = width
+        self.tty = isinstance(log, Progress) and log.spinner
+        self.t0 = time.monotonic()
+        self._last_draw = 0.0
+        self._last_line = (-1, self.t0)   # (decile, time) of the last plain line
+        self.done = self.failed = 0
+
+    def text(self, now=None) -> str:
+        now = time.monotonic() if now is None else now
+        elapsed = now - self.t0
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        left = self.total - self.done
+        eta = f"{left / rate:.0f} s" if rate > 0 else "?"
+        failed = f", {self.failed} failed" if self.failed else ""
+        head = f"{self.label}: " if self.label else ""
+        return f"{head}{self.done}/{self.total}{failed}, {rate:.1f}/s, ETA {eta}"
+
+    def update(self, done: int, failed: int = 0):
+        self.done, self.failed = done, failed
+        now = time.monotonic()
+        if self.tty:
+            if now - self._last_draw >= 0.1 or done >= self.total:
+                frac = done / self.total if self.total else 1.0
+                filled = int(round(frac * self.width))
+                self.log.status(f"[{'#' * filled}{'.' * (self.width - filled)}] {self.text(now)}")
+                self._last_draw = now
+            return
+        decile = int(10 * done / self.total) if self.total else 10
+        if done < self.total and (decile > self._last_line[0] or now - self._last_line[1] >= 10.0):
+            self.log(self.text(now))
+            self._last_line = (decile, now)
+
+    def close(self):
+        """The final line: total, failures, overall rate."""
+        elapsed = time.monotonic() - self.t0
+        if self.tty:
+            self.log.status("")
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        failed = f", {self.failed} failed" if self.failed else ""
+        head = f"{self.label}: " if self.label else ""
+        self.log(f"{head}{self.done}/{self.total} done{failed} in {elapsed:.2f} s ({rate:.1f}/s)")
