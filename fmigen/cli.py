@@ -112,6 +112,9 @@ def cmd_validate(args):
                       use_cache=not args.no_cache, peer=args.peer)
     if args.plot:
         plot(report, args.plot)
+    if args.report:
+        from .report import write_html
+        write_html(report, args.report)
     if args.json:
         out = report.as_json()
         if report.reference_error_estimate is not None:
@@ -144,6 +147,8 @@ def cmd_validate(args):
             print(f"  reference self-check: |ref(rtol) − ref(100·rtol)| = {report.reference_error_estimate:.3e}")
         if args.plot:
             print(f"  plot: {args.plot}")
+        if args.report:
+            print(f"  report: {args.report}")
         print("PASSED" if report.passed else "FAILED")
     return 0 if report.passed else 1
 
@@ -321,6 +326,9 @@ def main(argv=None):
                    help="max absolute error allowed per velocity der(q) (default 1e-5)")
     p.add_argument("--residual-tol", type=_positive, default=1e-12,
                    help="max constraint_residual allowed (default 1e-12)")
+    p.add_argument("--report", help="write a self-contained HTML page: every coordinate against the references, "
+                                    "errors over time, constraint residual, energy balance, settings, versions, "
+                                    "commit, pass/fail")
     p.add_argument("--peer", choices=["mujoco"], default=None,
                    help="also run the joint description in MuJoCo (pip install mujoco) and compare with the FMU")
     p.add_argument("--energy-tol", type=_positive, default=1e-6,

@@ -70,6 +70,12 @@ class Report:
     energy_source: str = ""
     #: the Cartesian reference's solution, when there is one
     cartesian: object = field(default=None, repr=False)
+    #: the energy balance per FMU step: times, kinetic T, potential V, work W
+    energy: dict = field(default_factory=dict, repr=False)
+    #: what was run: solver, step, stop time, output interval
+    settings: dict = field(default_factory=dict)
+    #: unit per coordinate ("rad": compared modulo 2π)
+    units: dict = field(default_factory=dict)
 
     def as_json(self):
         # the top-level errors are the IDA reference's (the keys predate the
@@ -289,6 +295,8 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
             entry = {"max_abs_error": {}, "max_abs_velocity_error": {}, "passed": False, "error": str(e)}
         references["mujoco"] = entry
     drift = energy_drift(T, V, W)
+    energy = {"t": np.asarray(fine["time"], dtype=float), "T": np.asarray(T), "V": np.asarray(V),
+              "W": np.asarray(W)}
     residual = float(np.abs(fine["constraint_residual"]).max())
     passed = (all(r["passed"] for r in references.values()) and residual <= residual_tol
               and drift <= energy_tol and not stopped_early)
@@ -297,7 +305,13 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
                    "energy": energy_tol},
                   reference_rtol, estimate, build_seconds, result["time"], result, ref,
                   max_abs_velocity_error=verrors, references=references, energy_drift=drift,
-                  energy_source=source, cartesian=cart)
+                  energy_source=source, cartesian=cart, energy=energy,
+                  settings={"solver": solver if existing_fmu is None else "the FMU's own",
+                            "step": step if existing_fmu is None else None, "stop_time": stop_time,
+                            "output_interval": output_interval, "reference_rtol": reference_rtol,
+                            "cartesian_rtol": cartesian_rtol, "fmu": str(existing_fmu) if existing_fmu else None,
+                            "peer": peer},
+                  units={c.name: c.unit for c in mech.coordinates})
 
 
 def plot(report: Report, path):

@@ -2,7 +2,8 @@
 # Set up everything fmigen needs on a fresh Debian machine (run as root):
 # the system packages that are missing (Singular, the Gröbner engine, only
 # when it is missing; Python's venv; gcc; mingw-w64 for the win64 DLL;
-# valgrind for the leak check; libtbb12 for the ecospy test master), a virtual environment in .venv, and the package.
+# valgrind for the leak check; libtbb12 for the ecospy test master;
+# chromium and its driver for the report test), a virtual environment in .venv, and the package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -17,6 +18,9 @@ command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || missing+=(gcc-mingw-w64-x86
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 # ecospy (a test master) loads libtbb.so.12
 ldconfig -p 2>/dev/null | grep -q 'libtbb\.so\.12' || missing+=(libtbb12)
+# headless Chromium renders the HTML validation report in its test
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]}" >&2
     apt-get update
