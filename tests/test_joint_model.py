@@ -372,3 +372,58 @@ def test_five_link_joints_validates_against_both_references():
     assert r.passed, r.as_json()
     assert set(r.references) == {"ida", "cartesian"}
     assert max(r.references["cartesian"]["max_abs_error"].values()) < 1e-6
+
+
+# --- the landing gear on the joint API ------------------------------------------
+
+def test_landing_gear_joints_closure_rows_are_the_papers_polynomials():
+    # C_x, E_x are eqs. 16 and 18; C_y, E_y are 17 and 19 with the opposite
+    # sign (the paper writes minus the y components)
+    for jname, lname in (("landing_gear_joints", "landing_gear"),
+                         ("landing_gear_dynamic_joints", "landing_gear_dynamic")):
+        jm, lm = load_mechanism(jname), load_mechanism(lname)
+        assert [c.name for c in jm.constraints] == ["C_x", "C_y", "E_x", "E_y"]
+        assert {c.name: c.unit for c in jm.coordinates} == {c.name: c.unit for c in lm.coordinates}
+        plain = {c.symbol: sp.Symbol(c.name) for c in lm.coordinates}
+        for c, low, sign in zip(jm.constraints, lm.constraints, (1, -1, 1, -1)):
+            diff = sp.expand(sp.expand_trig(c.expr.xreplace(plain)) - sign * low.expr.xreplace(plain))
+            assert diff == 0, (c.name, low.name)
+
+
+def _stroke(p0, rate, stop):
+    sig = np.zeros(2, dtype=[("time", float), ("p_BC", float), ("der(p_BC)", float)])
+    sig["time"] = [0.0, stop]
+    sig["p_BC"] = [p0, p0 + rate * stop]
+    sig["der(p_BC)"] = rate
+    return sig
+
+
+def test_landing_gear_joints_kinematic_fmu_matches_landing_gear(tmp_path):
+    angles = ["theta_A", "theta_B", "theta_D", "theta_F"]
+    out = [*angles, *(f"der({a})" for a in angles), "constraint_residual"]
+    runs = []
+    for name in ("landing_gear", "landing_gear_joints"):
+        path, _ = build_fmu(name, tmp_path / f"{name}.fmu")
+        runs.append(simulate_fmu(str(path), stop_time=5.0, output_interval=0.01, input=_stroke(200.0, 10.0, 5.0),
+                                 output=out))
+    low, jnt = runs
+    assert low["theta_A"][-1] - low["theta_A"][0] > 0.1       # the gear moved
+    # measured over 200 -> 300 cm: angles 2.2e-15, rates 1.2e-15 (the same sextic sequence)
+    for n in out[:-1]:
+        assert np.abs(low[n] - jnt[n]).max() < 1e-13, n
+
+
+def test_landing_gear_dynamic_joints_matches_and_validates(tmp_path):
+    names = ["theta_A", "theta_B", "theta_D", "theta_F", "p_BC"]
+    low = _run("landing_gear_dynamic", tmp_path, 0.75)
+    jnt = _run("landing_gear_dynamic_joints", tmp_path, 0.75)
+    assert low["p_BC"][-1] > 3.0     # swung open past the ill-conditioned p ≈ 3.02 m
+    # measured: coordinates 1.7e-15, velocities 2.6e-14
+    for n in names:
+        assert np.abs(low[n] - jnt[n]).max() < 1e-13, n
+        assert np.abs(low[f"der({n})"] - jnt[f"der({n})"]).max() < 1e-12, n
+    from conftest import cached_validate
+    r = cached_validate("landing_gear_dynamic_joints", stop_time=0.75)
+    # measured: IDA 5.5e-11, Cartesian 3.0e-11 (massless cylinder and piston)
+    assert r.passed, r.as_json()
+    assert set(r.references) == {"ida", "cartesian"}
