@@ -29,6 +29,31 @@
    rows of Φ_q are selected greedily at points on the constraint manifold
    (the start projected onto it and two nearby points), keeping a row only
    when it raises the rank.
+
+   *Distance links.*  A cut spherical joint S whose one marker is on a body
+   (the link) placed in the tree by a universal joint U on ground (U's
+   parent marker on ground, its child on the link) does not get S's three
+   position rows d = 0.  With w = R_Pᵀ (r_S − r_P) the S point on the other
+   body seen from U's centre in U's parent-marker frame, ℓ the link vector
+   from U's to S's marker (U's child-marker frame) and e = R_U(q1, q2) ℓ =
+   Rot(a, q1) Rot(b, q2) ℓ its direction from U's angles, it gets
+
+       dist:   |r_S − r_P|² − |ℓ|² = 0        (the other body's pose only)
+       dir_a:  a · Rot(b, q2) ℓ − a · w = 0   (= a·e − a·w: q2 only)
+       dir_b:  a · (e × w) = 0                (e ∥ w across the axis a)
+
+   These are T(q)·(w − e) with T's rows (w + e)ᵀ, aᵀ and (a × e)ᵀ, so they
+   hold wherever d = 0 does, with the same constraint manifold and tangent
+   space (T is regular while e has a component across a), and each link's
+   distance row no longer contains its angles: a suspension's distance rows
+   form one block in the carrier pose and every (q2, q1) pair is triangular
+   (``five_link``'s hand-written formulation, derived).  They also admit
+   the mirror w⊥ = −e⊥ (U's q1 + π image, the link pointing away from S);
+   the start assembly is checked against d = 0 (and e across a, where T is
+   regular), and the run-time kinematics continue the start's branch.  Only a universal joint is rewritten: a
+   spherical one at the link's other end leaves the link's spin about ℓ
+   free (a degree of freedom without inertia for a slim link).
+   ``system.distance_links = False`` keeps the three position rows.
 5. *Loads* as gravity, generalized forces and point forces (virtual power),
    outputs, limits (documentation) and the start assembly (branch hints pick
    among all real assemblies; a big system takes Newton from the guesses).
@@ -316,6 +341,79 @@ def closure_equations(joint, RP, rP, RC, rC):
     return eqs
 
 
+def _distance_link(system, joint, placed_by):
+    """(universal joint U, link-side marker, other marker) when the cut
+    spherical ``joint`` closes through a link hung from ground by U (module
+    docstring, item 4), else None."""
+    if joint.kind != "spherical":
+        return None
+    ground = system.ground.name
+    for mine, other in ((joint.parent, joint.child), (joint.child, joint.parent)):
+        if mine.body.name == ground or mine.body.name not in placed_by:
+            continue
+        u, reverse = placed_by[mine.body.name]
+        if u.kind != "universal" or reverse or u.parent.body.name != ground:
+            continue
+        ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
+        # ℓ along the second axis: q2 only spins the link about itself, and
+        # dir_a would not contain it
+        if sp.Matrix(u.axis2).cross(ell).applyfunc(sp.expand) == sp.zeros(3, 1):
+            continue
+        return u, mine, other
+    return None
+
+
+def distance_link_equations(joint, u, mine, other, marker_pose):
+    """[(name, expr)]: the dist, dir_a and dir_b rows of a distance link
+    (module docstring, item 4) replacing the cut spherical joint's d = 0."""
+    a, b = sp.Matrix(u.axis), sp.Matrix(u.axis2)
+    q1, q2 = (c.symbol for c in u.coordinates)
+    ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
+    RP, rP = marker_pose(u.parent)          # constant: U's parent marker is on ground
+    r_other = marker_pose(other)[1]
+    d = r_other - rP
+    w = RP.T * d
+    e = rot(a, q1) * rot(b, q2) * ell
+    name = joint.name
+    return [(f"{name}_dist", d.dot(d) - ell.dot(ell)),
+            (f"{name}_dir_a", sp.expand(a.dot(rot(b, q2) * ell)) - a.dot(w)),
+            (f"{name}_dir_b", a.dot(e.cross(w)))]
+
+
+def _check_start_closes(system, coords, position_checks, projected):
+    """The rewritten distance links also admit the mirror assembly (U's
+    q1 + π image), and their rows are regular only while the link has a
+    component across U's first axis: check both at the start guesses
+    projected onto the constraints (the assembly the build continues)."""
+    if not position_checks:
+        return
+    params = {p.symbol: sp.Rational(repr(float(p.value))) for p in system.parameters}
+    exprs = []
+    for j, closure, u, mine in position_checks:
+        ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
+        q1, q2 = (c.symbol for c in u.coordinates)
+        e = rot(u.axis, q1) * rot(u.axis2, q2) * ell
+        across = sp.Matrix(u.axis).cross(e)
+        exprs += closure + [across.dot(across) / ell.dot(ell)]
+    num = _Numeric(exprs, coords, params)
+    values = num.f(projected)
+    scale = max(1.0, *(abs(float(p.value)) for p in system.parameters if not p.tunable), 1.0)
+    for k, (j, closure, u, _) in enumerate(position_checks):
+        n = len(closure) + 1
+        gap, across2 = np.abs(values[k * n:k * n + n - 1]).max(), values[k * n + n - 1]
+        # a mirror's gap is of the link's size; the projection's own
+        # residual (≤ 1e-8 scale on the rewritten rows) is far below this
+        if gap > 1e-6 * scale:
+            raise ModelError(f"'{system.name}': the start assembly satisfies the distance-link equations of "
+                             f"'{j.name}' but not the spherical joint itself (gap {gap:.3g}): it is the mirror "
+                             f"assembly, the link turned by π about the first axis of '{u.name}'; give starts "
+                             f"(guesses) of '{u.name}''s angles on the wanted branch")
+        if across2 < 1e-12:
+            raise ModelError(f"'{system.name}': at the start the link of '{j.name}' lies along the first axis "
+                             f"of '{u.name}', where its distance-link equations are singular; start elsewhere "
+                             "or set distance_links = False")
+
+
 # --- numeric helpers ------------------------------------------------------------
 
 class _Numeric:
@@ -452,12 +550,19 @@ def to_mechanism(system: JointSystem) -> Mechanism:
     m.gravity = tuple(sp.sympify(g) for g in system.gravity)
 
     # closure equations of the cut joints
-    candidates = []
+    candidates, position_checks = [], []
+    placed_by = {(j.parent.body.name if reverse else j.child.body.name): (j, reverse) for j, reverse in tree}
     for j in cut:
         RP, rP = marker_pose(j.parent)
         RC, rC = marker_pose(j.child)
-        candidates += closure_equations(j, RP, rP, RC, rC)
-    _select_constraints(system, m, coords, candidates)
+        link = _distance_link(system, j, placed_by) if system.distance_links else None
+        if link is not None:
+            candidates += distance_link_equations(j, *link, marker_pose)
+            position_checks.append((j, [e for _, e in closure_equations(j, RP, rP, RC, rC)], link[0], link[1]))
+        else:
+            candidates += closure_equations(j, RP, rP, RC, rC)
+    projected = _select_constraints(system, m, coords, candidates)
+    _check_start_closes(system, coords, position_checks, projected)
 
     # loads
     for ld in system.joint_loads:
@@ -493,10 +598,31 @@ def to_mechanism(system: JointSystem) -> Mechanism:
                 raise ModelError(f"independent coordinate '{name}' belongs to a cut joint")
             system.coordinate_by_name(name)
         m.independent = list(system.independent)
+    _pass_through_options(system, m, cut_coords)
     _limits_as_documentation(m)
     _start_assembly(system, m, poses, marker_pose)
     m.joint_system = system
     return m
+
+
+def _pass_through_options(system, m, cut_coords):
+    """Copy the low-level options a JointSystem declares (``joints.py``);
+    a coordinate they name must exist in the model (not be a cut joint's)."""
+    def check(names, what):
+        for name in names:
+            if name in cut_coords:
+                raise ModelError(f"'{system.name}': {what} names '{name}', a coordinate of a cut joint, "
+                                 "which does not exist in the model")
+            system.coordinate_by_name(name)
+
+    for block in system.newton_blocks or []:
+        check(block, "newton_blocks")
+    check(system.kinematic_drive or {}, "kinematic_drive")
+    m.newton_blocks = [list(b) for b in system.newton_blocks] if system.newton_blocks is not None else None
+    m.groebner_order = list(system.groebner_order) if system.groebner_order is not None else None
+    m.kinematic = bool(system.kinematic)
+    m.kinematic_drive = dict(system.kinematic_drive) if system.kinematic_drive is not None else None
+    m.kinematic_drive_period = float(system.kinematic_drive_period)
 
 
 def _select_constraints(system, m, coords, candidates):
@@ -575,6 +701,7 @@ def _select_constraints(system, m, coords, candidates):
     for c, v in zip(coords, qs):
         if c.start is None:
             m.coordinate_by_name(c.name).start = float(v)
+    return qs
 
 
 def _angular_velocity(frame, world):

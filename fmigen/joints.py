@@ -234,6 +234,22 @@ class JointSystem:
     dof: int | None = None
     #: joints to cut to open the loops; None lets fmigen choose
     cut: list[str] | None = None
+    # Options of the low-level ``model.Mechanism`` that ``to_mechanism``
+    # copies unchanged (see their documentation there); the names are the
+    # joint coordinates' names.
+    #: polynomial-variable order per block for the Gröbner basis
+    groebner_order: list[str] | None = None
+    #: blocks (lists of coordinate names) to solve by Newton, not Gröbner
+    newton_blocks: list[list[str]] | None = None
+    #: a kinematic FMU: the independent coordinates and their rates are inputs
+    kinematic: bool = False
+    #: ``fmigen bench``'s kinematic drive: amplitude per independent coordinate
+    kinematic_drive: dict[str, float] | None = None
+    kinematic_drive_period: float = 3.0
+    #: rewrite the closure of a cut spherical joint on a link hung from
+    #: ground by a universal joint as a distance and two direction equations
+    #: (``joint_model``, item 4); False keeps its three position equations
+    distance_links: bool = True
 
     def __post_init__(self):
         self.bodies["ground"] = RigidBody("ground", sp.Integer(0), sp.zeros(3, 3), (0, 0, 0))

@@ -248,3 +248,182 @@ def test_spring_and_marker_force_are_the_generalized_forces_of_their_work():
     expected = -sp.diff(V, qs) + (sp.cos(qs) * Fy - sp.sin(qs) * Fx) + tz
     got = F[0].xreplace({q.diff(): 0}).xreplace({q: q0})
     assert float(got) == pytest.approx(float(expected.subs(qs, q0)), abs=1e-12)
+
+
+# --- distance links (a cut spherical joint through a link on a ground U-joint) ----
+
+def distance_link_system(distance_links=True, alpha_start=None):
+    """A slider on a revolute arm, held by one link: a universal joint on
+    ground with tilted axes and a rotated marker, a link vector along no
+    axis, and a spherical joint to the slider (cut).  Four coordinates, three
+    closure rows, one DOF."""
+    R = sp.Rational
+    s = JointSystem("dlink")
+    arm = s.body("arm", 1, (1, 2, 3), com=(R(1, 2), 0, 0))
+    slider = s.body("slider", 2, (1, 1, 1))
+    link = s.body("link", R(1, 2), (R(1, 10), R(1, 5), R(1, 5)), com=(R(3, 10), R(1, 10), R(1, 20)))
+    s.revolute("q", s.ground.origin, arm.origin, axis=(0, 0, 1), start=0.3)
+    s.prismatic("s", arm.marker("rail", (R(1, 2), 0, R(1, 5))), slider.origin, axis=X, start=0.4)
+    s.universal("U", s.ground.marker("base", (R(613, 1000), -R(232, 1000), R(95, 1000)),
+                                     rotation=sp.Matrix([[0, 0, 1], [1, 0, 0], [0, 1, 0]])),
+                link.origin, axis=(R(3, 5), R(4, 5), 0), axis2=(-R(4, 5), R(3, 5), 0),
+                coordinates=["a1", "a2"], start=alpha_start or [0.2, -0.4])
+    s.spherical("S", slider.marker("ball", (0, R(1, 10), 0)), link.marker("end", (R(3, 5), R(1, 5), R(1, 10))))
+    s.cut = ["S"]
+    s.independent = ["q"]
+    s.distance_links = distance_links
+    return s
+
+
+def test_a_distance_link_gets_a_distance_row_free_of_its_angles():
+    m = to_mechanism(distance_link_system())
+    assert [c.name for c in m.constraints] == ["S_dist", "S_dir_a", "S_dir_b"]
+    dist = m.constraints[0].expr
+    a1, a2 = (m.coordinate_by_name(n).symbol for n in ("a1", "a2"))
+    assert not dist.has(a1) and not dist.has(a2)
+    assert m.constraints[1].expr.has(a2) and not m.constraints[1].expr.has(a1)
+    # the three position rows without the rewrite
+    plain = to_mechanism(distance_link_system(distance_links=False))
+    assert [c.name for c in plain.constraints] == ["S_x", "S_y", "S_z"]
+
+
+def test_distance_link_rows_have_the_position_rows_manifold_and_tangent_space():
+    """On assemblies of the spherical joint itself (d = 0, Newton on the
+    position rows) the rewritten rows vanish and their Jacobian has the
+    same null space: the same constrained motion."""
+    from fmigen.joint_model import _Numeric, _project
+    rw, pl = to_mechanism(distance_link_system()), to_mechanism(distance_link_system(distance_links=False))
+    coords = distance_link_system().coordinates
+    names = [c.name for c in rw.coordinates]
+    assert names == [c.name for c in pl.coordinates]
+    coords = [next(c for c in coords if c.name == n) for n in names]
+    num_rw = _Numeric([c.expr for c in rw.constraints], coords, {})
+    num_pl = _Numeric([c.expr for c in pl.constraints], coords, {})
+    rng = np.random.default_rng(3)
+    q = np.array([pl.coordinate_by_name(n).start for n in names])
+    checked = 0
+    for _ in range(8):
+        trial = q.copy()
+        trial[0] += rng.uniform(-0.3, 0.3)
+        qs, res = _project(num_pl, trial, [1, 2, 3])
+        if res > 1e-13:
+            continue
+        checked += 1
+        assert np.abs(num_rw.f(qs)).max() < 1e-13
+        Jr, Jp = num_rw.J(qs), num_pl.J(qs)
+        assert np.linalg.matrix_rank(Jr) == 3
+        # Jp's null vector (the motion) is annihilated by Jr
+        null = np.linalg.svd(Jp)[2][-1]
+        assert np.abs(Jr @ null).max() < 1e-12
+    assert checked >= 5
+
+
+def test_a_mirror_start_of_a_distance_link_is_an_error():
+    # the same link turned by π about the U-joint's first axis satisfies the
+    # rewritten rows but not the spherical joint
+    m = to_mechanism(distance_link_system())
+    a1, a2 = m.coordinate_by_name("a1").start, m.coordinate_by_name("a2").start
+    with pytest.raises(ModelError, match="mirror assembly.*'U'"):
+        to_mechanism(distance_link_system(alpha_start=[a1 + math.pi, a2]))
+
+
+def test_pass_through_options_reach_the_mechanism_and_names_are_checked():
+    s = fourbar_system(newton_blocks=[["A", "phi"]], groebner_order=["c_phi", "s_phi"],
+                       kinematic_drive={"theta": 0.5}, kinematic_drive_period=2.0)
+    m = to_mechanism(s)
+    assert m.newton_blocks == [["A", "phi"]] and m.groebner_order == ["c_phi", "s_phi"]
+    assert m.kinematic_drive == {"theta": 0.5} and m.kinematic_drive_period == 2.0 and not m.kinematic
+    with pytest.raises(ModelError, match="newton_blocks names 'B', a coordinate of a cut joint"):
+        to_mechanism(fourbar_system(newton_blocks=[["A", "B"]]))
+    with pytest.raises(ModelError, match="unknown coordinate 'nope'"):
+        to_mechanism(fourbar_system(kinematic_drive={"nope": 1.0}))
+
+
+@pytest.fixture(scope="module")
+def five_link_pair(tmp_path_factory):
+    d = tmp_path_factory.mktemp("five_link")
+    return _run("five_link", d, 1.0), _run("five_link_joints", d, 1.0)
+
+
+def test_five_link_joints_has_five_links_structure():
+    m = load_mechanism("five_link_joints")
+    dae = build_dae(m)
+    part = choose_partition(dae)
+    blocks = sorted(sorted(dae.names[i] for i in b.unknowns) for b in part.blocks)
+    assert ["phi", "psi", "theta", "x", "y"] in blocks
+    assert all(len(b) == 1 for b in blocks if b != ["phi", "psi", "theta", "x", "y"])
+    assert len(blocks) == 11 and [dae.names[i] for i in part.independent] == ["z"]
+
+
+def test_five_link_joints_matches_five_link(five_link_pair):
+    low, jnt = five_link_pair
+    names = ["x", "y", "z", "phi", "theta", "psi"] + [f"{a}{k}" for a in ("alpha", "beta") for k in range(1, 6)]
+    assert np.ptp(low["z"]) > 1e-3     # the carrier moved
+    # measured over 6 s: 2.0e-15 (phi), velocities 8.9e-16: both solve the
+    # same pose block by Newton and the same (β, α) sequences
+    for n in names:
+        assert np.abs(low[n] - jnt[n]).max() < 1e-13, n
+        assert np.abs(low[f"der({n})"] - jnt[f"der({n})"]).max() < 1e-13, n
+
+
+def test_five_link_joints_validates_against_both_references():
+    from conftest import cached_validate
+    r = cached_validate("five_link_joints", stop_time=1.0)
+    assert r.passed, r.as_json()
+    assert set(r.references) == {"ida", "cartesian"}
+    assert max(r.references["cartesian"]["max_abs_error"].values()) < 1e-6
+
+
+# --- the landing gear on the joint API ------------------------------------------
+
+def test_landing_gear_joints_closure_rows_are_the_papers_polynomials():
+    # C_x, E_x are eqs. 16 and 18; C_y, E_y are 17 and 19 with the opposite
+    # sign (the paper writes minus the y components)
+    for jname, lname in (("landing_gear_joints", "landing_gear"),
+                         ("landing_gear_dynamic_joints", "landing_gear_dynamic")):
+        jm, lm = load_mechanism(jname), load_mechanism(lname)
+        assert [c.name for c in jm.constraints] == ["C_x", "C_y", "E_x", "E_y"]
+        assert {c.name: c.unit for c in jm.coordinates} == {c.name: c.unit for c in lm.coordinates}
+        plain = {c.symbol: sp.Symbol(c.name) for c in lm.coordinates}
+        for c, low, sign in zip(jm.constraints, lm.constraints, (1, -1, 1, -1)):
+            diff = sp.expand(sp.expand_trig(c.expr.xreplace(plain)) - sign * low.expr.xreplace(plain))
+            assert diff == 0, (c.name, low.name)
+
+
+def _stroke(p0, rate, stop):
+    sig = np.zeros(2, dtype=[("time", float), ("p_BC", float), ("der(p_BC)", float)])
+    sig["time"] = [0.0, stop]
+    sig["p_BC"] = [p0, p0 + rate * stop]
+    sig["der(p_BC)"] = rate
+    return sig
+
+
+def test_landing_gear_joints_kinematic_fmu_matches_landing_gear(tmp_path):
+    angles = ["theta_A", "theta_B", "theta_D", "theta_F"]
+    out = [*angles, *(f"der({a})" for a in angles), "constraint_residual"]
+    runs = []
+    for name in ("landing_gear", "landing_gear_joints"):
+        path, _ = build_fmu(name, tmp_path / f"{name}.fmu")
+        runs.append(simulate_fmu(str(path), stop_time=5.0, output_interval=0.01, input=_stroke(200.0, 10.0, 5.0),
+                                 output=out))
+    low, jnt = runs
+    assert low["theta_A"][-1] - low["theta_A"][0] > 0.1       # the gear moved
+    # measured over 200 -> 300 cm: angles 2.2e-15, rates 1.2e-15 (the same sextic sequence)
+    for n in out[:-1]:
+        assert np.abs(low[n] - jnt[n]).max() < 1e-13, n
+
+
+def test_landing_gear_dynamic_joints_matches_and_validates(tmp_path):
+    names = ["theta_A", "theta_B", "theta_D", "theta_F", "p_BC"]
+    low = _run("landing_gear_dynamic", tmp_path, 0.75)
+    jnt = _run("landing_gear_dynamic_joints", tmp_path, 0.75)
+    assert low["p_BC"][-1] > 3.0     # swung open past the ill-conditioned p ≈ 3.02 m
+    # measured: coordinates 1.7e-15, velocities 2.6e-14
+    for n in names:
+        assert np.abs(low[n] - jnt[n]).max() < 1e-13, n
+        assert np.abs(low[f"der({n})"] - jnt[f"der({n})"]).max() < 1e-12, n
+    from conftest import cached_validate
+    r = cached_validate("landing_gear_dynamic_joints", stop_time=0.75)
+    # measured: IDA 5.5e-11, Cartesian 3.0e-11 (massless cylinder and piston)
+    assert r.passed, r.as_json()
+    assert set(r.references) == {"ida", "cartesian"}

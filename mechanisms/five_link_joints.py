@@ -1,0 +1,75 @@
+"""The five-link rear suspension of ``five_link`` written as bodies and joints.
+
+Same geometry (the tables W, C, L), bodies, loads and start as
+``mechanisms/five_link.py``: the wheel carrier on a free joint from ground
+(``x``, ``y``, ``z``, then the rotations ``psi`` about x, ``theta`` about y
+and ``phi`` about z, so R = Rz(φ) Ry(θ) Rx(ψ) as there); per link k a
+universal joint at the chassis point C_k (``alphak`` about X, ``betak``
+about the rotated Y', the link along its x axis: u_k = Rx(α_k) Ry(β_k) e_x)
+and a spherical joint ``Sk`` from the carrier point W_k to the link's end
+(L_k, 0, 0).  The spherical joints are cut.
+
+Each link is a *distance link* (``joint_model``): its cut spherical joint
+closes through a universal joint on ground, so the front end writes the
+closure as five_link's distance equation |X_k|² = L_k² (carrier pose only)
+and its two direction equations instead of X_k = L_k u_k; the partition
+then finds five_link's structure — one 5×5 block in the carrier pose given
+``z`` (Newton, as there) and a triangular (β_k, α_k) pair per link.
+
+Measured (RK4 at 1 ms; ``fmigen bench``, explicit Euler, 3 s): the FMU
+equals ``five_link`` to 2.0e-15 in the coordinates and 8.9e-16 in the
+velocities over 6 s, at 16 862 instructions per step (five_link: 16 957);
+build 29 s.  The three position rows instead (``distance_links = False``)
+make one 15×15 block whose Gröbner basis does not finish in 60 s: a
+run-time Newton block, build 81 s, 61 690 instructions per step (3.6×),
+equal to five_link to 7.1e-15.
+"""
+import sympy as sp
+
+from fmigen.joints import JointSystem, X, Y
+from fmigen.model import t
+
+from mechanisms.five_link import (C, CARRIER_RADIUS, CARRIER_THICKNESS, F0, FZ_PIECES, GRAVITY, L,
+                                  LINK_RADIUS, NAMES, POSE, W, carrier_mass, link_mass, start_configuration)
+
+
+def build() -> JointSystem:
+    s = JointSystem("five_link_joints", description=__doc__.splitlines()[0])
+    start = start_configuration(0.0)
+    g = s.parameter("g", GRAVITY, "m/s2", tunable=True, description="gravity along -z")
+    f0 = s.parameter("F0", F0, "N", tunable=True, description="constant vertical force on the carrier")
+    fs = s.parameter("F_scale", 1.0, "1", tunable=True,
+                     description="scale of the piecewise part of the vertical force")
+    mc = s.parameter("m_carrier", carrier_mass(), "kg", tunable=True, description="wheel-carrier mass")
+    R0, T0 = CARRIER_RADIUS, CARRIER_THICKNESS
+    carrier = s.body("carrier", mc, (mc * (3 * R0**2 + T0**2) / 12, mc * R0**2 / 2, mc * (3 * R0**2 + T0**2) / 12))
+    pose = ["x", "y", "z", "psi", "theta", "phi"]
+    s.free("carrier", s.ground.origin, carrier.origin, coordinates=pose,
+           start=[start[n] if n != "z" else 0.0 for n in pose])
+
+    r = LINK_RADIUS
+    for k in range(5):
+        i = k + 1
+        Lk = s.parameter(f"L{i}", L[k], "m", description=f"length of link {i} ({NAMES[k]})")
+        Ck = [s.parameter(f"C{i}{ax}", C[k][j], "m", description=f"chassis U-joint {i}, {ax}")
+              for j, ax in enumerate("xyz")]
+        Wk = [s.parameter(f"W{i}{ax}", W[k][j], "m", description=f"carrier S-joint {i}, {ax}")
+              for j, ax in enumerate("xyz")]
+        mk = s.parameter(f"m_link{i}", link_mass(k), "kg", tunable=True,
+                         description=f"mass of link {i} ({NAMES[k]})")
+        link = s.body(f"link{i}", mk, (mk * r**2 / 2, mk * (3 * r**2 + Lk**2) / 12, mk * (3 * r**2 + Lk**2) / 12),
+                      com=(Lk / 2, 0, 0))
+        s.universal(f"U{i}", s.ground.marker(f"C{i}", Ck), link.origin, axis=X, axis2=Y,
+                    coordinates=[f"alpha{i}", f"beta{i}"], start=[start[f"alpha{i}"], start[f"beta{i}"]])
+        s.spherical(f"S{i}", carrier.marker(f"W{i}", Wk), link.marker("end", (Lk, 0, 0)))
+
+    s.gravity = (0, 0, -g)
+    pieces = [(amp * fn(t), t < upper if upper is not None else True) for amp, fn, upper in FZ_PIECES]
+    s.joint_force("carrier", f0 + fs * sp.Piecewise(*pieces), coordinate="z")
+    s.cut = [f"S{i}" for i in range(1, 6)]
+    s.independent = ["z"]
+    s.dof = 1
+    s.newton_blocks = [POSE]
+    s.kinematic_drive = {"z": 0.08}
+    s.kinematic_drive_period = 3.0
+    return s
