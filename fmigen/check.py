@@ -51,8 +51,17 @@ def _core_library(compiled, workdir: Path):
     src = workdir / "sources"
     fmu.write_sources(src, compiled.generated)
     lib = workdir / "kinematics.so"
-    fmu.compile_shared(src, lib)
+    # the FMU build hides every symbol but the FMI API and prefixes the
+    # model's with its identifier (runtime/fmigen_names.h); this library is
+    # for the check's own calls, so its symbols stay visible
+    fmu.compile_shared(src, lib, extra=("-fvisibility=default",))
     return ctypes.CDLL(str(lib))
+
+
+def _symbol(compiled, name: str) -> str:
+    """The exported name of a generated symbol (fmigen_names.h)."""
+    identifier = compiled.generated.config_h.split("#define MODEL_IDENTIFIER ")[1].split()[0]
+    return f"{identifier}_{name}"
 
 
 def _base_type(nsol, nq):
@@ -80,16 +89,16 @@ def branch_consistency(compiled, sweep, log=None) -> dict:
     ends = {i for p in sweep.physical for i in sweep.paths[p["path"]][-2:]}
     with tempfile.TemporaryDirectory() as tmp:
         lib = _core_library(compiled, Path(tmp))
-        kin = lib.fmigen_kinematics
+        kin = getattr(lib, _symbol(compiled, "fmigen_kinematics"))
         Dbl = ctypes.c_double * n
         Base = _base_type(nsol, n)
         kin.argtypes = [ctypes.c_double, Dbl, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(Base),
                         ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]
-        angles = lib.fmigen_kinematic_angles
+        angles = getattr(lib, _symbol(compiled, "fmigen_kinematic_angles"))
         angles.argtypes = [Dbl, ctypes.POINTER(ctypes.c_double)]
         p_default = (ctypes.c_double * max(1, len(dae.tunable_values)))(*dae.tunable_values or [0.0])
-        start_sol = (ctypes.c_double * max(nsol, 1)).in_dll(lib, "fmigen_sol_start")
-        names = (ctypes.c_char_p * 1).in_dll(lib, "fmigen_kinematics_failure")
+        start_sol = (ctypes.c_double * max(nsol, 1)).in_dll(lib, _symbol(compiled, "fmigen_sol_start"))
+        names = (ctypes.c_char_p * 1).in_dll(lib, _symbol(compiled, "fmigen_kinematics_failure"))
         failure_table = ctypes.cast(ctypes.addressof(names), ctypes.POINTER(ctypes.c_char_p))
         for path in sweep.paths:
             base = Base()
