@@ -6,7 +6,9 @@ Per block:
 1. *Polynomialize.*  For every unknown angle x, sin x -> s_x and cos x -> c_x
    and s_x² + c_x² − 1 is added; unknown lengths stay as they are.  Anything
    else (sin 2x is expanded first; exp x, sqrt x, x·sin x ...) is an error that
-   names the constraint.
+   names the constraint.  Where the arguments are angle sums (relative joint
+   angles: cos(ψ + A)), the variables are the sines and cosines of the sums
+   instead (``angle_plan``), and step 5 recovers the joint angles from them.
 2. *Abstract.*  Each coefficient (w.r.t. the unknowns' monomials) that depends
    on known quantities (independent coordinates, earlier blocks, time) becomes
    a fresh symbol K_j.  The basis is then computed over Q(K), which keeps it
@@ -20,7 +22,8 @@ Per block:
    Which root is the assembly branch is decided at run time, every time, as
    the root nearest the value predicted from the previous solution (the
    build-time sign only assembles the start).
-5. *Recover* coordinates: angle = atan2(s_x, c_x), length = its variable.
+5. *Recover* coordinates: angle = atan2(s_x, c_x) (of an angle sum's
+   difference by angle addition), length = its variable.
 6. *Cover the workspace* (``cover_workspace``): a lex sequence has
    representation singularities, regular configurations where one of its
    leading coefficients or discriminants vanishes (a Grashof double-crank
