@@ -224,7 +224,16 @@ def block_plan(dae, tb, scales, start, woff, sol="base->sol", vel="base->v"):
     slot, defs, sol_start = {}, [], []
     for i, kind, vs, scale in layout:
         w = f"w{i}"
-        defs.append((w, f"{vel}[{i}] * dt"))
+        if i in tb.angle_sums:
+            # the variables are (sin, cos) of the angle sum ψ = Σ k·q_j
+            # (triangular.angle_plan): it turns at Σ k·v_j
+            combo = tb.angle_sums[i][2]
+            rate = " + ".join(f"{vel}[{j}]" if k == 1 else f"{float(k)!r} * {vel}[{j}]" for j, k in combo.items())
+            defs.append((w, f"({rate}) * dt"))
+            angle = sum(k * start[dae.names[j]] for j, k in combo.items())
+        else:
+            defs.append((w, f"{vel}[{i}] * dt"))
+            angle = start[dae.names[i]]
         if kind == "angle":
             # (s, c) rotated by ω·dt, to second order
             s_, c_ = vs
@@ -232,7 +241,7 @@ def block_plan(dae, tb, scales, start, woff, sol="base->sol", vel="base->v"):
             defs += [(f"P_{s_}", f"{sol}[{slot[s_]}] * (1.0 - 0.5 * {w} * {w}) + {sol}[{slot[c_]}] * {w}"),
                      (f"P_{c_}", f"{sol}[{slot[c_]}] * (1.0 - 0.5 * {w} * {w}) - {sol}[{slot[s_]}] * {w}"),
                      (f"T{i}", f"FMIGEN_BRANCH_TOL + fabs({w}) + dqi")]
-            sol_start += [math.sin(start[dae.names[i]]), math.cos(start[dae.names[i]])]
+            sol_start += [math.sin(angle), math.cos(angle)]
         else:
             v = vs[0]
             slot[v] = woff + len(slot)
@@ -247,12 +256,37 @@ def block_failure(dae, tb) -> str:
             "and Newton from the prediction, failed its residual or continuity check)")
 
 
-def q_from_vars(layout, prefix=""):
+def q_from_vars(layout, prefix="", sums=None, printer=None):
     """(coordinate, expression) setting q of each unknown from its
     variables (``prefix`` "P_": from their predictions): atan2(s, c) for an
-    angle; the same text in C and Python."""
-    return [(i, f"atan2({prefix}{vs[0]}, {prefix}{vs[1]})" if kind == "angle" else f"{prefix}{vs[0]}")
-            for i, kind, vs, _ in layout]
+    angle; the same text in C and Python.  ``sums`` (``angle_sums``): an
+    angle whose variables are an angle sum's is atan2 of its sine and cosine
+    by angle addition, printed by ``printer`` (C's or Python's)."""
+    sums = sums or {}
+    printer = printer or c
+    out = []
+    for i, kind, vs, _ in layout:
+        if i in sums:
+            ren = {v: sp.Symbol(f"{prefix}{v}") for _, _, ws, _ in layout for v in ws}
+            sin_q, cos_q = (printer(e.xreplace(ren)) for e in sums[i][1:])
+            out.append((i, f"atan2({sin_q}, {cos_q})"))
+        else:
+            out.append((i, f"atan2({prefix}{vs[0]}, {prefix}{vs[1]})" if kind == "angle" else f"{prefix}{vs[0]}"))
+    return out
+
+
+def angle_sums(tb, sm, ts):
+    """Per unknown angle of ``tb`` whose polynomial variables are the sine
+    and cosine of an angle sum ψ (``triangular.angle_plan``): (ψ, sin q_i,
+    cos q_i) as expressions in the arrays (q[], trig[]) and the block's
+    variables, from ``tb.recover`` (known angles through ``trig`` where the
+    kinematics has them, as the abstractions)."""
+    out = {}
+    for i, (_, _, combo) in tb.angle_sums.items():
+        psi = sp.Add(*[k * sp.Symbol(f"q[{j}]") for j, k in combo.items()])
+        sin_q, cos_q = tb.recover[i].args
+        out[i] = (psi, sm(ts(sin_q)), sm(ts(cos_q)))
+    return out
 
 
 def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=None):
@@ -304,6 +338,8 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
     for tb in tri.blocks:
         bare |= _bare([dae.Phi[j] for j in tb.block.equations], dae) - set(tb.block.unknowns)
         bare |= _bare([ts(e) for e in [*tb.abstractions.values(), *tb.known_ring.values()]], dae)
+        # known angles an angle sum's recovery subtracts
+        bare |= _bare([ts(tb.recover[i]) for i in tb.angle_sums], dae) - set(tb.block.unknowns)
     out, failures, sol_start, deferred, helpers = [], [], [], [], []
     out.append("    const double dt = t - base->t;")
     out.append("    const int check = base->continuity;")
@@ -317,6 +353,7 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
 
     for bi, tb in enumerate(tri.blocks):
         layout, slot, defs, start = block_plan(dae, tb, scales, tri.start, len(sol_start))
+        sums = angle_sums(tb, sm, ts)
         sol_start += start
         failures.append(block_failure(dae, tb))
         code = len(failures)
@@ -379,11 +416,11 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
             out.append("                ok = 1;")
             out.append("                break; }")
         out.append("            default: { /* Newton from the prediction */")
-        out += [f"                q[{i}] = {e};" for i, e in q_from_vars(layout, "P_")]
+        out += [f"                q[{i}] = {e};" for i, e in q_from_vars(layout, "P_", sums)]
         helpers.append(_newton_function(emb, tb, sm, bi))
         out.append(_newton_call(bi, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER", "                "))
         out.append(f"                if (!converged_{bi}_n) break;")
-        out += _vars_from_q(layout, "                ")
+        out += _vars_from_q(layout, "                ", sums)
         out.append("                ok = 2;")
         out.append("                break; }")
         out.append("            }")
@@ -400,10 +437,10 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         out.append(f"                if (!({within('FMIGEN_SEQ_TOL')})) {{")
         out.append("                    ok = 0;")
         out.append(f"                    if ({within('FMIGEN_POLISH_TOL')}) {{ /* polish: Newton from the result */")
-        out += [f"                        q[{i}] = {e};" for i, e in q_from_vars(layout)]
+        out += [f"                        q[{i}] = {e};" for i, e in q_from_vars(layout, "", sums)]
         out.append(_newton_call(bi, f"{bi}_p", "4", "                        "))
         out.append(f"                        if (converged_{bi}_p) {{")
-        out += _vars_from_q(layout, "                            ")
+        out += _vars_from_q(layout, "                            ", sums)
         out.append("                            ok = 2;")
         out.append("                        }")
         out.append("                    }")
@@ -418,7 +455,20 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         for v in allvars:
             out.append(f"        sol[{slot[v]}] = {v};")
         for i, kind, vs, _ in layout:
-            if kind == "angle":
+            if i in sums:
+                # sin, cos of q_i by angle addition from the block's angle
+                # sums (and known angles): no atan2 where only those are read
+                defer = i not in bare
+                _, sin_q, cos_q = sums[i]
+                line = f"        {{ const double sq = {c(sin_q)}, cq = {c(cos_q)};"
+                if i in trig_angles or defer:
+                    line += f" trig[{2 * i}] = sq; trig[{2 * i + 1}] = cq;"
+                if defer:
+                    deferred.append(i)
+                else:
+                    line += f" q[{i}] = atan2(sq, cq);"
+                out.append(line + " }")
+            elif kind == "angle":
                 defer = i not in bare
                 if i in trig_angles or defer:
                     out.append(f"        trig[{2 * i}] = {vs[0]}; trig[{2 * i + 1}] = {vs[1]};")
@@ -478,10 +528,13 @@ def _trig_from_q(out, unknowns, trig_angles):
             out.append(f"        {{ const double a = q[{i}]; trig[{2 * i}] = sin(a); trig[{2 * i + 1}] = cos(a); }}")
 
 
-def _vars_from_q(layout, ind):
+def _vars_from_q(layout, ind, sums=None):
     lines = []
     for i, kind, vs, _ in layout:
-        if kind == "angle":
+        if i in (sums or {}):
+            psi = c(sums[i][0])
+            lines.append(f"{ind}{vs[0]} = sin({psi}); {vs[1]} = cos({psi});")
+        elif kind == "angle":
             lines.append(f"{ind}{vs[0]} = sin(q[{i}]); {vs[1]} = cos(q[{i}]);")
         else:
             lines.append(f"{ind}{vs[0]} = q[{i}];")
@@ -494,15 +547,27 @@ PARTITION_SYMBOLS = ("fmigen_kinematics_failure", "fmigen_kinematics", "fmigen_k
                      "fmigen_dependent", "fmigen_sol_start", "fmigen_sol_layout")
 
 
-def sol_layout(dae, tri) -> list[tuple[int, int]]:
+def sol_layout(dae, tri) -> tuple[list[tuple[int, int]], list[int]]:
     """Per slot of the solution vector: (coordinate, 0 sin / 1 cos / 2 the
-    value), in the order ``kinematics_code`` assigns the slots."""
+    value), in the order ``kinematics_code`` assigns the slots; and the
+    terms of angle sums.  A slot holding sin or cos of an angle sum ψ = Σ
+    k·q_j (``triangular.angle_plan``) has coordinate −1 − o, o the offset of
+    its terms in the flat table fmigen_sol_layout (after the slots' pairs):
+    their count, then (j, k) pairs."""
     from .workspace import unit_scales
-    out = []
+    slots, combos = [], []
     for tb in tri.blocks:
         for i, kind, _, _ in block_layout(tb, unit_scales(dae)):
-            out += [(i, 0), (i, 1)] if kind == "angle" else [(i, 2)]
-    return out
+            if i in tb.angle_sums:
+                combos.append(tb.angle_sums[i][2])
+                slots += [(None, len(combos) - 1, 0), (None, len(combos) - 1, 1)]
+            else:
+                slots += [(i, None, 0), (i, None, 1)] if kind == "angle" else [(i, None, 2)]
+    terms, offset = [], []
+    for combo in combos:
+        offset.append(2 * len(slots) + len(terms))
+        terms += [len(combo), *[x for j, k in combo.items() for x in (j, k)]]
+    return [(i if i is not None else -1 - offset[r], kind) for i, r, kind in slots], terms
 
 
 def _partition_code(emb, tri, sm, trig, suffix, shared=None):
@@ -516,7 +581,8 @@ def _partition_code(emb, tri, sm, trig, suffix, shared=None):
         embedding = embedding_code(emb, tri, sm, trig[1])
         if shared is not None:
             shared["embedding"] = embedding
-    layout = [x for pair in sol_layout(emb.dae, tri) for x in pair]
+    slots, terms = sol_layout(emb.dae, tri)
+    layout = [x for pair in slots for x in pair] + terms
     code = "\n".join([kin, embedding,
                       _arr("int", "fmigen_independent", emb.independent, str),
                       _arr("int", "fmigen_dependent", emb.dependent, str),
@@ -576,7 +642,7 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
         table.append(f"    {{fmigen_kinematics{sx}, fmigen_kinematic_angles{sx}, fmigen_embedded_velocities{sx}, "
                      f"fmigen_embedded_rhs{sx}, fmigen_independent{sx}, fmigen_dependent{sx}, "
                      f"fmigen_kinematics_failure{sx}, fmigen_sol_start{sx}, fmigen_sol_layout{sx}, "
-                     f"{len(sol_layout(dae, tri_k))}}}")
+                     f"{len(sol_layout(dae, tri_k)[0])}}}")
     parts.append("const FmigenPartition fmigen_partitions[] = {\n" + ",\n".join(table) + "\n};")
     # time events (Model Exchange nextEventTime): breakpoints of loads piecewise in t
     from .events import dae_time_events

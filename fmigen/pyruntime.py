@@ -894,11 +894,14 @@ def _newton_lines(emb, tb, sm, tag, iterations, ind):
             f"{ind}converged_{tag} = _conv"]
 
 
-def _vars_from_q(layout, ind):
+def _vars_from_q(layout, ind, sums=None):
     """codegen._vars_from_q in Python."""
     lines = []
     for i, kind, vs, _ in layout:
-        if kind == "angle":
+        if i in (sums or {}):
+            psi = pyexpr(sums[i][0])
+            lines += [f"{ind}{vs[0]} = sin({psi})", f"{ind}{vs[1]} = cos({psi})"]
+        elif kind == "angle":
             lines += [f"{ind}{vs[0]} = sin(q[{i}])", f"{ind}{vs[1]} = cos(q[{i}])"]
         else:
             lines.append(f"{ind}{vs[0]} = q[{i}]")
@@ -943,6 +946,7 @@ def kinematics_source(emb, tri, sm):
     for bi, tb in enumerate(tri.blocks):
         layout, slot, defs, start = codegen.block_plan(dae, tb, scales, tri.start, len(sol_start),
                                                        sol="b_sol", vel="b_v")
+        sums = codegen.angle_sums(tb, sm, ts)
         sol_start += start
         failures.append(codegen.block_failure(dae, tb))
         code = len(failures)
@@ -999,10 +1003,10 @@ def kinematics_source(emb, tri, sm):
             out.append(f"{i3}break")
         out.append(f"{i1}else:  # Newton from the prediction")
         out.append(f"{i2}while True:")
-        out += [f"{i3}q[{i}] = {e}" for i, e in q_from_vars(layout, "P_")]
+        out += [f"{i3}q[{i}] = {e}" for i, e in q_from_vars(layout, "P_", sums, pyexpr)]
         out += _newton_lines(emb, tb, sm, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER", i3)
         out.append(f"{i3}if not converged_{bi}_n: break")
-        out += _vars_from_q(layout, i3)
+        out += _vars_from_q(layout, i3, sums)
         out.append(f"{i3}_ok = 2")
         out.append(f"{i3}break")
         out.append(f"{i1}if not _ok: continue")
@@ -1017,10 +1021,10 @@ def kinematics_source(emb, tri, sm):
         out.append(f"{i1}if not ({within('FMIGEN_SEQ_TOL')}):")
         out.append(f"{i2}_ok = 0")
         out.append(f"{i2}if {within('FMIGEN_POLISH_TOL')}:  # polish: Newton from the result")
-        out += [f"{i3}q[{i}] = {e}" for i, e in q_from_vars(layout)]
+        out += [f"{i3}q[{i}] = {e}" for i, e in q_from_vars(layout, "", sums, pyexpr)]
         out += _newton_lines(emb, tb, sm, f"{bi}_p", "4", i3)
         out.append(f"{i3}if converged_{bi}_p:")
-        out += _vars_from_q(layout, i3 + "    ")
+        out += _vars_from_q(layout, i3 + "    ", sums)
         out.append(f"{i3}    _ok = 2")
         cont = " and ".join(f"fabs({v} - P_{v}) <= T{i}" for i, _, vs, _ in layout for v in vs)
         out.append(f"{i1}if _ok == 2 and check and not ({cont}): _ok = 0")
@@ -1029,7 +1033,13 @@ def kinematics_source(emb, tri, sm):
         for v in allvars:
             out.append(f"{ind}sol[{slot[v]}] = {v}")
         for i, kind, vs, _ in layout:
-            if kind == "angle":
+            if i in sums:
+                # codegen: sin, cos of q_i by angle addition from the angle sums
+                out += [f"{ind}_sq = {pyexpr(sums[i][1])}", f"{ind}_cq = {pyexpr(sums[i][2])}"]
+                if i in trig_angles:
+                    out += [f"{ind}trig[{2 * i}] = _sq", f"{ind}trig[{2 * i + 1}] = _cq"]
+                out.append(f"{ind}q[{i}] = atan2(_sq, _cq)")
+            elif kind == "angle":
                 if i in trig_angles:
                     out += [f"{ind}trig[{2 * i}] = {vs[0]}", f"{ind}trig[{2 * i + 1}] = {vs[1]}"]
                 out.append(f"{ind}q[{i}] = atan2({vs[0]}, {vs[1]})")

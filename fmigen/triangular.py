@@ -6,7 +6,9 @@ Per block:
 1. *Polynomialize.*  For every unknown angle x, sin x -> s_x and cos x -> c_x
    and s_x² + c_x² − 1 is added; unknown lengths stay as they are.  Anything
    else (sin 2x is expanded first; exp x, sqrt x, x·sin x ...) is an error that
-   names the constraint.
+   names the constraint.  Where the arguments are angle sums (relative joint
+   angles: cos(ψ + A)), the variables are the sines and cosines of the sums
+   instead (``angle_plan``), and step 5 recovers the joint angles from them.
 2. *Abstract.*  Each coefficient (w.r.t. the unknowns' monomials) that depends
    on known quantities (independent coordinates, earlier blocks, time) becomes
    a fresh symbol K_j.  The basis is then computed over Q(K), which keeps it
@@ -20,7 +22,8 @@ Per block:
    Which root is the assembly branch is decided at run time, every time, as
    the root nearest the value predicted from the previous solution (the
    build-time sign only assembles the start).
-5. *Recover* coordinates: angle = atan2(s_x, c_x), length = its variable.
+5. *Recover* coordinates: angle = atan2(s_x, c_x) (of an angle sum's
+   difference by angle addition), length = its variable.
 6. *Cover the workspace* (``cover_workspace``): a lex sequence has
    representation singularities, regular configurations where one of its
    leading coefficients or discriminants vanishes (a Grashof double-crank
@@ -124,6 +127,11 @@ class TriangularBlock:
     #: the lex orders measured for the primary (``_better_conditioned``):
     #: (label, amplification, degenerate swept points), the chosen one first
     order_search: list = field(default_factory=list)
+    #: unknown angles whose polynomial variables are the sine and cosine of
+    #: an angle sum ψ (``angle_plan``): coordinate index -> (s, c,
+    #: {coordinate index: integer coefficient}); ``recover`` turns them into
+    #: the coordinate.  Empty when every pair is its own angle's.
+    angle_sums: dict = field(default_factory=dict)
 
     @property
     def sequences(self) -> list[Sequence]:
@@ -150,8 +158,141 @@ class Triangularization:
     sweep: object = None
 
 
+@dataclass
+class AnglePlan:
+    """A block's change of angle variables (``angle_plan``): the polynomial
+    variables of unknown angle ``i`` are the sine and cosine of the angle
+    ψ_i = ``combos[i]`` (coordinate index -> integer coefficient; unknowns
+    and knowns) instead of q_i's own."""
+    combos: dict                  # unknown coordinate index -> {coordinate index: coefficient}
+    names: dict                   # unknown coordinate index -> the name of ψ_i
+
+
+def _integer_combination(arg, index):
+    """{coordinate index: integer coefficient} with arg = Σ coeff·q, or None
+    (a constant, a non-integer multiple, anything not linear in q)."""
+    terms = {}
+    for a in sp.Add.make_args(arg):
+        coeff, rest = a.as_coeff_Mul()
+        if rest not in index or not coeff.is_Integer:
+            return None
+        terms[index[rest]] = terms.get(index[rest], 0) + int(coeff)
+    return {k: c for k, c in terms.items() if c}
+
+
+def angle_plan(dae: DAE, block: Block) -> AnglePlan | None:
+    """The angle sums of a block and the angles its polynomial variables are
+    the sines and cosines of, or None when those are the unknowns' own
+    (every argument of sin/cos a single coordinate: every low-level
+    mechanism so far).
+
+    Why: with relative joint angles (a plate's ``A`` measured from its
+    hanger's ``psi``) the loop constraints read cos(psi + A); expanded in
+    s_psi, c_psi, s_A, c_A they are bilinear, and the lex basis of the
+    Stephenson six-bar in those did not finish in 60 s, while in the
+    absolute angles (one s/c pair per argument) it is the low-level model's
+    (~1 s).  So the block is solved for ψ = T q_u + S q_k: each row of the
+    integer matrix T (on the unknown angles) is the unknown part of an
+    argument, S adds the known part the argument carries along (θ + C: the
+    rod's absolute angle, as in the low-level model, instead of cos θ and
+    sin θ as four abstracted coefficients of s_C and c_C); rows missing for a
+    full rank are unit vectors.  T must be unimodular, so the unknowns are
+    integer combinations of ψ and knowns (``recover``: differences by angle
+    addition, no division).  Arguments whose unknown part is no row (more
+    distinct sums than unknown angles) are expanded in the ψ by
+    ``expand_trig`` as before; when no unimodular T exists the block keeps
+    its own angles."""
+    index = {q: k for k, q in enumerate(dae.q_sym)}
+    unknowns = list(block.unknowns)
+    exprs = [dae.Phi[j] for j in block.equations]
+    args = sorted({a.args[0] for e in exprs for a in e.atoms(sp.sin, sp.cos)}, key=sp.default_sort_key)
+    # unknowns that occur outside sin/cos (lengths, or an angle entering
+    # linearly) stay polynomial variables of their own
+    inside = {f: sp.Dummy() for e in exprs for f in e.atoms(sp.sin, sp.cos)}
+    bare = {index[s] for e in exprs for s in e.xreplace(inside).free_symbols if s in index}
+    counts: dict = {}                  # unknown part -> {known part: occurrences}
+    first_seen = []
+    for arg in args:
+        combo = _integer_combination(arg, index)
+        if combo is None:
+            continue
+        u = tuple(combo.get(i, 0) for i in unknowns)
+        if not any(u) or any(combo.get(i) for i in bare & set(unknowns)):
+            continue
+        known = tuple(sorted((k, c) for k, c in combo.items() if k not in unknowns))
+        if next(c for c in u if c) < 0:              # sin(−x) = −sin x: one sign per direction
+            u = tuple(-c for c in u)
+            known = tuple((k, -c) for k, c in known)
+        occurrences = sum(len([a for a in e.atoms(sp.sin, sp.cos) if a.args[0] in (arg, -arg)]) for e in exprs)
+        counts.setdefault(u, {})
+        counts[u][known] = counts[u].get(known, 0) + occurrences
+        if u not in first_seen:
+            first_seen.append(u)
+    angles = [k for k, i in enumerate(unknowns) if any(u[k] for u in counts)]
+    if all(sum(map(abs, u)) == 1 and set(counts[u]) == {()} for u in counts):
+        return None
+    # rows: the most frequent directions first, greedily while independent
+    rows = []
+    for u in sorted(first_seen, key=lambda u: (-sum(counts[u].values()), sum(map(abs, u)), first_seen.index(u))):
+        if sp.Matrix([list(r) for r in rows + [u]]).rank() == len(rows) + 1:
+            rows.append(u)
+    for k in angles:
+        unit = tuple(int(j == k) for j in range(len(unknowns)))
+        if len(rows) < len(angles) and sp.Matrix([list(r) for r in rows + [unit]]).rank() == len(rows) + 1:
+            rows.append(unit)
+    T = sp.Matrix([[r[k] for k in angles] for r in rows])
+    if T.shape != (len(angles), len(angles)) or abs(T.det()) != 1:
+        return None
+    # each row stands in for one unknown angle (its coordinate in the
+    # layout): a matching on T's non-zeros, unit rows to their own angle
+    match = _row_matching(T)
+    combos, names = {}, {}
+    taken = {dae.names[i] for i in range(dae.n)} | {str(s) for s in dae.Phi.free_symbols}
+    for r, row in enumerate(rows):
+        i = unknowns[angles[match[r]]]
+        parts = counts.get(row, {(): 0})
+        known = max(parts, key=lambda kp: (parts[kp], kp == ()))     # the commonest offset; none on a tie
+        combo = {unknowns[k]: c for k, c in enumerate(row) if c}
+        combo.update(dict(known))
+        combo = {k: combo[k] for k in sorted(combo)}
+        combos[i] = combo
+        if combo == {i: 1}:
+            names[i] = dae.names[i]
+            continue
+        name = "_".join(("m" if c < 0 else "") + (str(abs(c)) if abs(c) != 1 else "") + dae.names[k]
+                        for k, c in combo.items())
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        names[i] = name
+    return AnglePlan(combos, names)
+
+
+def _row_matching(T):
+    """row -> column with T[row, column] ≠ 0, a perfect matching (exists: T
+    is invertible); a unit row keeps its own column."""
+    n = T.shape[0]
+    order = sorted(range(n), key=lambda r: sum(1 for x in T.row(r) if x))
+
+    def extend(k, used, out):
+        if k == n:
+            return out
+        r = order[k]
+        for col in range(n):
+            if T[r, col] and col not in used:
+                got = extend(k + 1, used | {col}, {**out, r: col})
+                if got is not None:
+                    return got
+        return None
+    return extend(0, frozenset(), {})
+
+
 def poly_variables(dae: DAE, block: Block):
-    """(variables in default order, substitution, recovery, circle identities)."""
+    """(variables in default order, substitution, recovery, circle identities,
+    expanded constraints, angle sums ``{i: (s, c, combination)}``)."""
+    plan = angle_plan(dae, block)
+    if plan is not None:
+        return _poly_variables_summed(dae, block, plan)
     subs, recover, circles, angle_vars, length_vars = {}, {}, [], [], []
     exprs = [sp.expand_trig(dae.Phi[j]) for j in block.equations]
     for i in block.unknowns:
@@ -167,7 +308,58 @@ def poly_variables(dae: DAE, block: Block):
         else:
             length_vars.append(q)
             recover[i] = q
-    return angle_vars + length_vars, subs, recover, circles, exprs
+    return angle_vars + length_vars, subs, recover, circles, exprs, {}
+
+
+def _poly_variables_summed(dae: DAE, block: Block, plan: AnglePlan):
+    """``poly_variables`` in the angles of ``plan``: every sin/cos argument
+    rewritten as an integer combination of the ψ plus a known remainder
+    (zero for a row's own argument), expanded, sin ψ -> s_ψ; each unknown
+    angle recovered as atan2 of its sine and cosine by angle addition from
+    the ψ's and the knowns' (exact: q_u = T⁻¹(ψ − S q_k))."""
+    unknowns = [i for i in block.unknowns if i in plan.combos]
+    psi = {i: sp.Symbol(plan.names[i], real=True) for i in unknowns}
+    s_of = {i: sp.Symbol(f"s_{plan.names[i]}") for i in unknowns}
+    c_of = {i: sp.Symbol(f"c_{plan.names[i]}") for i in unknowns}
+    # ψ = T q_u + S q_k  =>  q_u = T⁻¹ ψ − T⁻¹ S q_k
+    T = sp.Matrix([[plan.combos[r].get(i, 0) for i in unknowns] for r in unknowns])
+    S = sp.Matrix([[sum(c * dae.q_sym[k] for k, c in plan.combos[r].items() if k not in unknowns)]
+                   for r in unknowns])
+    Tinv = T.inv()
+    q_of = {i: sp.expand((Tinv * (sp.Matrix([psi[r] for r in unknowns]) - S))[k]) for k, i in enumerate(unknowns)}
+    to_psi = {dae.q_sym[i]: q_of[i] for i in unknowns}
+    trig_psi = {}
+    for i in unknowns:
+        trig_psi[sp.sin(psi[i])], trig_psi[sp.cos(psi[i])] = s_of[i], c_of[i]
+    exprs = []
+    for j in block.equations:
+        e = dae.Phi[j]
+        e = e.xreplace({f: f.func(sp.expand(f.args[0].xreplace(to_psi))) for f in e.atoms(sp.sin, sp.cos)})
+        exprs.append(sp.expand_trig(e).xreplace(trig_psi))
+    subs, recover, circles, angle_vars, length_vars, sums = {}, {}, [], [], [], {}
+    for i in block.unknowns:
+        q = dae.q_sym[i]
+        if i in psi:
+            s, c = s_of[i], c_of[i]
+            circles.append(s**2 + c**2 - 1)
+            angle_vars += [c, s]
+            recover[i] = sp.atan2(sp.expand_trig(sp.sin(q_of[i])).xreplace(trig_psi),
+                                  sp.expand_trig(sp.cos(q_of[i])).xreplace(trig_psi))
+            if plan.combos[i] != {i: 1}:     # (a row ψ = q_i is q_i's own pair: atan2(s, c))
+                sums[i] = (s, c, dict(plan.combos[i]))
+        elif any(e.has(sp.sin(q)) or e.has(sp.cos(q)) for e in exprs):
+            # an angle left out of T because it also occurs outside sin/cos:
+            # its own s/c, as without sums (``polynomialize`` then names the
+            # constraint as not polynomial)
+            s, c = sp.Symbol(f"s_{q}"), sp.Symbol(f"c_{q}")
+            subs[sp.sin(q)], subs[sp.cos(q)] = s, c
+            circles.append(s**2 + c**2 - 1)
+            angle_vars += [c, s]
+            recover[i] = sp.atan2(s, c)
+        else:
+            length_vars.append(q)
+            recover[i] = q
+    return angle_vars + length_vars, subs, recover, circles, exprs, sums
 
 
 def refuse_floats(expr, constraint: str):
@@ -185,8 +377,10 @@ def refuse_floats(expr, constraint: str):
 
 def polynomialize(dae: DAE, block: Block, order: list[str] | None = None):
     """Polynomial form of a block.  Returns (unknown variables in order,
-    polynomials, circle identities, recovery, known ring variables)."""
-    variables, subs, recover, circles, exprs = poly_variables(dae, block)
+    polynomials, circle identities, recovery, known ring variables, angle
+    sums: unknown angle -> (s, c, combination) where its variables are those
+    of an angle sum, ``angle_plan``)."""
+    variables, subs, recover, circles, exprs, sums = poly_variables(dae, block)
     known_ring = {}
     if order:
         by_name = {str(v): v for v in variables}
@@ -211,7 +405,9 @@ def polynomialize(dae: DAE, block: Block, order: list[str] | None = None):
                     v = sp.Symbol(name)
                     subs[sp.cos(q)] = v
                     known_ring[v] = sp.cos(q)
-    unknown_q = {dae.q_sym[i] for i in block.unknowns}
+    # (the ψ of angle sums must not be left over either)
+    unknown_q = {dae.q_sym[i] for i in block.unknowns} | {sp.Symbol(str(s)[2:], real=True)
+                                                         for s, _, _ in sums.values()}
     polys = []
     for j, e in zip(block.equations, exprs):
         p = refuse_floats(sp.expand(e.xreplace(subs)), dae.constraint_names[j])
@@ -223,7 +419,7 @@ def polynomialize(dae: DAE, block: Block, order: list[str] | None = None):
                 f"and in the lengths of {sorted(str(dae.q_sym[i]) for i in block.unknowns)} "
                 f"(left over: {sorted(map(str, leftover)) or 'a non-polynomial function'})")
         polys.append(p)
-    return variables, polys, circles, recover, known_ring
+    return variables, polys, circles, recover, known_ring, sums
 
 
 def abstract(polys, variables, counter):
@@ -314,7 +510,7 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
             continue
         t_block = time.perf_counter()
         block_order = _block_order(dae, b, order) if order else None
-        variables, polys, circles, recover, known_ring = polynomialize(dae, b, block_order)
+        variables, polys, circles, recover, known_ring, sums = polynomialize(dae, b, block_order)
         ring = [*variables, *known_ring]
         apolys, abstractions = abstract(polys, ring, counter)
         log(f"Gröbner basis of block {name}: {len(apolys)} equations, "
@@ -335,7 +531,7 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
         log(f"block {name}: sequence of {len(steps)} steps (degrees "
             f"{', '.join(str(st.degree) for st in steps)}) extracted in {time.perf_counter() - t_extract:.2f} s")
         tblocks.append(TriangularBlock(b, "groebner", variables, abstractions, steps, recover, apolys,
-                                       known_ring, circles=circles,
+                                       known_ring, circles=circles, angle_sums=sums,
                                        seconds=time.perf_counter() - t_block,
                                        order_given=block_order is not None))
     tri = Triangularization(tblocks, part)
@@ -390,6 +586,8 @@ def _block_order(dae, b, order):
     """The part of a user order that concerns block ``b``: its unknowns' and
     knowns' polynomial variables."""
     names = {dae.names[i] for i in [*b.unknowns, *b.knowns]}
+    plan = angle_plan(dae, b)
+    names |= set(plan.names.values()) if plan is not None else set()
     return [o for o in order if o in names or (o[:2] in ("s_", "c_") and o[2:] in names)]
 
 
@@ -417,7 +615,11 @@ def _target_values(dae, tb, guesses):
     out = {}
     for i, expr in tb.recover.items():
         g = guesses[dae.names[i]]
-        if isinstance(expr, sp.atan2):
+        if i in tb.angle_sums:
+            s, c, combo = tb.angle_sums[i]
+            a = sum(k * guesses[dae.names[j]] for j, k in combo.items())
+            out[s], out[c] = math.sin(a), math.cos(a)
+        elif isinstance(expr, sp.atan2):
             out[expr.args[0]] = math.sin(g)
             out[expr.args[1]] = math.cos(g)
         else:
@@ -484,6 +686,7 @@ def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_fro
                 f"{step.variable} at the given independent coordinates "
                 f"({', '.join(f'{k}={v:.6g}' for k, v in q.items() if k in [dae.names[i] for i in tb.block.knowns])})")
         env[step.variable] = sp.Float(value.real, PREC)
+    env.update(known)     # a recovered angle sum subtracts known angles
     return {dae.names[i]: float(expr.xreplace(env).evalf(PREC)) for i, expr in tb.recover.items()}
 
 
@@ -559,7 +762,9 @@ def block_layout(tb: TriangularBlock, scales):
     out = []
     for i in tb.block.unknowns:
         expr = tb.recover[i]
-        if isinstance(expr, sp.atan2):
+        if i in tb.angle_sums:       # the sine and cosine of an angle sum standing in for q_i
+            out.append((i, "angle", tb.angle_sums[i][:2], 1.0))
+        elif isinstance(expr, sp.atan2):
             out.append((i, "angle", (expr.args[0], expr.args[1]), 1.0))
         else:
             out.append((i, "length", (expr,), float(scales[i])))
@@ -570,7 +775,11 @@ def _true_values(dae, tb, points):
     """Polynomial-variable values at the swept configurations (columns)."""
     out = {}
     for i, expr in tb.recover.items():
-        if isinstance(expr, sp.atan2):
+        if i in tb.angle_sums:
+            s, c, combo = tb.angle_sums[i]
+            a = sum(k * points[:, j] for j, k in combo.items())
+            out[s], out[c] = np.sin(a), np.cos(a)
+        elif isinstance(expr, sp.atan2):
             out[expr.args[0]] = np.sin(points[:, i])
             out[expr.args[1]] = np.cos(points[:, i])
         else:
@@ -711,12 +920,12 @@ def candidate_orders(dae, tb: TriangularBlock):
     """Other lex orders of the block's variables, nearest the primary first:
     the s/c order of one or more angles flipped, then the unknowns permuted."""
     groups, seen = [], set()
+    own = {v: (i, vs) for i, _, vs, _ in block_layout(tb, np.ones(dae.n)) for v in vs}
     for v in tb.variables:           # keep the primary's grouping: one group per coordinate
-        i = next(i for i, e in tb.recover.items() if v in getattr(e, "args", ()) or e == v)
+        i, vs = own[v]
         if i not in seen:
             seen.add(i)
-            expr = tb.recover[i]
-            groups.append([v for v in tb.variables if v in (expr.args if isinstance(expr, sp.atan2) else (expr,))])
+            groups.append([v for v in tb.variables if v in vs])
     flips = [g for g in range(len(groups)) if len(groups[g]) == 2]
     out = []
     for perm in itertools.permutations(range(len(groups))):

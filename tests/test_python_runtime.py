@@ -19,7 +19,7 @@ from fmigen import pyruntime
 from fmigen.pipeline import build_fmu, compile_model, load_mechanism
 from conftest import toggle_fourbar
 
-MECHS = ["fourbar", "slider_crank"]
+MECHS = ["fourbar", "slider_crank", "fourbar_joints"]   # fourbar_joints: a block in angle sums
 
 
 @pytest.fixture(scope="module")

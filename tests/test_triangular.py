@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 import pytest
+import sympy as sp
 
 from fmigen.dae import build_dae
 from fmigen.partition import choose_partition
@@ -71,3 +72,54 @@ def test_sympy_fallback_without_singular_says_so_and_agrees(tmp_path):
     singular = subprocess.run(cmd, capture_output=True, text=True)
     seq = lambda p: [(s["variable"], s["degree"]) for b in json.loads(p.stdout)["blocks"] for s in b["sequence"]]
     assert seq(fallback) == seq(singular) == [("s_phi", 2), ("c_phi", 1), ("s_alpha", 1), ("c_alpha", 1)]
+
+
+# --- angle sums: relative joint angles solved in absolute ones ------------------
+
+def relative_fourbar():
+    """The four-bar with every angle relative to its parent along the chain
+    crank -> coupler -> rocker: θ, A (coupler from crank), B (rocker from
+    coupler, the rocker pointing from B to D), so the loop reads
+    l1 cos θ + l2 cos(θ + A) + l3 cos(θ + A + B) = d: products of s/c pairs if
+    expanded, one pair per argument in the absolute angles."""
+    from sympy import cos, sin
+    from fmigen.model import Mechanism
+    alpha0, phi0 = fourbar_analytic(math.pi / 2)
+    m = Mechanism("relative_fourbar")
+    th = m.coordinate("theta", math.pi / 2, "rad")
+    a = m.coordinate("A", alpha0 - math.pi / 2, "rad")
+    b = m.coordinate("B", phi0 + math.pi - alpha0, "rad")
+    m.constraint("x", cos(th) + 4 * cos(th + a) + sp.Rational(5, 2) * cos(th + a + b) - 3)
+    m.constraint("y", sin(th) + 4 * sin(th + a) + sp.Rational(5, 2) * sin(th + a + b))
+    m.independent = ["theta"]
+    m.dof = 1
+    return m
+
+
+def test_angle_sums_become_the_polynomial_variables_and_the_chain_is_recovered():
+    from fmigen.triangular import angle_plan, polynomialize
+    dae = build_dae(relative_fourbar())
+    part = choose_partition(dae)
+    [b] = part.blocks
+    ia, ib = dae.names.index("A"), dae.names.index("B")
+    plan = angle_plan(dae, b)
+    # ψ_A = θ + A (the coupler's absolute angle), ψ_B = θ + A + B
+    assert plan.combos == {ia: {0: 1, ia: 1}, ib: {0: 1, ia: 1, ib: 1}}
+    variables, polys, *_ = polynomialize(dae, b)
+    # linear in the absolute angles' s/c: no products of two pairs
+    assert all(sp.Poly(p, *variables).total_degree() == 1 for p in polys)
+    tri = triangularize(dae, part, cover=False)
+    for theta in np.linspace(-math.pi, math.pi, 13):
+        q = assemble(dae, tri, {"theta": float(theta)})
+        alpha, phi = fourbar_analytic(theta)
+        assert math.remainder(theta + q["A"] - alpha, 2 * math.pi) == pytest.approx(0, abs=1e-13)
+        assert math.remainder(theta + q["A"] + q["B"] - math.pi - phi, 2 * math.pi) == pytest.approx(0, abs=1e-13)
+
+
+def test_single_angle_arguments_keep_their_own_variables(fourbar):
+    """No angle sum, no change of variables (the low-level mechanisms' C
+    stays byte for byte what it was)."""
+    from fmigen.triangular import angle_plan
+    dae, tri = fourbar
+    assert angle_plan(dae, tri.partition.blocks[0]) is None
+    assert tri.blocks[0].angle_sums == {}

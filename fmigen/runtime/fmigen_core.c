@@ -353,7 +353,14 @@ static int switch_partition(FmigenCore *c, double *x)
     for (int k = 0; k < NI; k++) { x[k] = q[P->independent[k]]; x[NI + k] = v[P->independent[k]]; }
     for (int s = 0; s < P->nsol; s++) {
         const int i = P->sol_layout[2 * s], kind = P->sol_layout[2 * s + 1];
-        c->base.sol[s] = kind == 0 ? sin(q[i]) : kind == 1 ? cos(q[i]) : q[i];
+        double a;
+        if (i >= 0) a = q[i];
+        else {   /* an angle sum Σ k·q_j: its terms at -1 - i, count then (j, k) pairs */
+            const int *term = P->sol_layout + (-1 - i);
+            a = 0.0;
+            for (int r = 0; r < term[0]; r++) a += term[2 + 2 * r] * q[term[1 + 2 * r]];
+        }
+        c->base.sol[s] = kind == 0 ? sin(a) : kind == 1 ? cos(a) : a;
     }
     return 1;
 }

@@ -84,7 +84,9 @@ typedef struct {
     const int *independent, *dependent;
     const char *const *failure;
     const double *sol_start;
-    const int *sol_layout;       /* per slot: coordinate, 0 sin / 1 cos / 2 the value */
+    const int *sol_layout;       /* per slot: coordinate, 0 sin / 1 cos / 2 the value; a slot of an
+                                    angle sum has coordinate -1 - o, its terms at offset o: their
+                                    count, then (coordinate, integer coefficient) pairs */
     int nsol;
 } FmigenPartition;
 extern const FmigenPartition fmigen_partitions[];
