@@ -490,7 +490,8 @@ def _vars_from_q(layout, ind):
 
 #: the generated names each partition has its own copy of
 PARTITION_SYMBOLS = ("fmigen_kinematics_failure", "fmigen_kinematics", "fmigen_kinematic_angles",
-                     "fmigen_embedded_velocities", "fmigen_embedded_rhs", "fmigen_independent",
+                     "fmigen_embedded_velocities", "fmigen_embedded_prepare", "fmigen_embedded_finish",
+                     "fmigen_independent",
                      "fmigen_dependent", "fmigen_sol_start", "fmigen_sol_layout")
 
 
@@ -506,16 +507,17 @@ def sol_layout(dae, tri) -> list[tuple[int, int]]:
 
 
 def _partition_code(emb, tri, sm, trig, suffix, shared=None):
-    """Kinematics, embedding and tables of one partition; names suffixed
-    (``_p1``...) for an alternative one (coordinate switching)."""
+    """Kinematics, embedding and tables of one partition, and the sizes of
+    its solution vector and embedding ``work``; names suffixed (``_p1``...)
+    for an alternative one (coordinate switching)."""
     import re
     kin, sol_start = kinematics_code(emb, tri, sm, trig)
     if shared is not None and "embedding" in shared:
-        embedding = shared["embedding"]
+        embedding, nwork = shared["embedding"]
     else:
-        embedding = embedding_code(emb, tri, sm, trig[1])
+        embedding, nwork = embedding_code(emb, tri, sm, trig[1])
         if shared is not None:
-            shared["embedding"] = embedding
+            shared["embedding"] = embedding, nwork
     layout = [x for pair in sol_layout(emb.dae, tri) for x in pair]
     code = "\n".join([kin, embedding,
                       _arr("int", "fmigen_independent", emb.independent, str),
@@ -526,7 +528,7 @@ def _partition_code(emb, tri, sm, trig, suffix, shared=None):
         code = re.sub(r"\b(" + "|".join(PARTITION_SYMBOLS) + r"|fmigen_newton_block\d+)\b", r"\1" + suffix, code)
         # the alternative's functions are reached through fmigen_partitions only
         code = re.sub(r"^(int|void|const) (fmigen_\w+" + suffix + r")", r"static \1 \2", code, flags=re.M)
-    return code, len(sol_start)
+    return code, len(sol_start), nwork
 
 
 def _arr(ctype, name, values, fmt=repr):
@@ -550,12 +552,12 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     if tols:
         parts += ["#ifndef FMIGEN_NEWTON_TOL", f"#define FMIGEN_NEWTON_TOL {min(tols)!r}", "#endif", ""]
     trig = trig_plan(emb)
-    code0, nwarm = _partition_code(emb, tri, sm, trig, "", shared)
+    code0, nwarm, nwork = _partition_code(emb, tri, sm, trig, "", shared)
     parts.append(code0)
     for k, (emb_k, tri_k) in enumerate(alternatives, start=1):
-        code_k, nsol_k = _partition_code(emb_k, tri_k, SymbolMap(emb_k), trig_plan(emb_k), f"_p{k}")
+        code_k, nsol_k, nwork_k = _partition_code(emb_k, tri_k, SymbolMap(emb_k), trig_plan(emb_k), f"_p{k}")
         parts.append(code_k)
-        nwarm = max(nwarm, nsol_k)
+        nwarm, nwork = max(nwarm, nsol_k), max(nwork, nwork_k)
     def matrix_fn(name, sig, M):
         prelude, subs = _sincos_prelude(list(M), dae)
         flat = [sm(sp.sympify(e).xreplace(subs)) for e in M]
@@ -574,7 +576,7 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     for k, (emb_k, tri_k) in enumerate([(emb, tri), *alternatives]):
         sx = f"_p{k}" if k else ""
         table.append(f"    {{fmigen_kinematics{sx}, fmigen_kinematic_angles{sx}, fmigen_embedded_velocities{sx}, "
-                     f"fmigen_embedded_rhs{sx}, fmigen_independent{sx}, fmigen_dependent{sx}, "
+                     f"fmigen_embedded_prepare{sx}, fmigen_embedded_finish{sx}, fmigen_independent{sx}, fmigen_dependent{sx}, "
                      f"fmigen_kinematics_failure{sx}, fmigen_sol_start{sx}, fmigen_sol_layout{sx}, "
                      f"{len(sol_layout(dae, tri_k))}}}")
     parts.append("const FmigenPartition fmigen_partitions[] = {\n" + ",\n".join(table) + "\n};")
@@ -587,7 +589,13 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
               "NSOL": nwarm, "NPART": 1 + len(alternatives), "FMIGEN_KINEMATIC": int(mech.kinematic),
               # rheonomic constraints (a kinematic drive): the solve depends on t
               "FMIGEN_KINEMATICS_TIME": int(any(sp.sympify(e).has(t) for e in dae.Phi)),
-              "FMIGEN_NEVENTS": len(events)}
+              "FMIGEN_NEVENTS": len(events),
+              # the embedding's hand-over from prepare to finish (codegen_embedding._split_inputs)
+              "FMIGEN_NWORK": nwork,
+              # the embedding depends on t (rheonomic constraints or loads in t): its
+              # cache at the commit then keys on t too
+              "FMIGEN_EMBEDDING_TIME": int(any(sp.sympify(e).has(t) for e in
+                                               [*dae.Phi, *emb.M, *emb.F])),}
     return finish(model_identifier, "\n".join(parts), macros, tri.start, mech, tuple(emb.independent))
 
 

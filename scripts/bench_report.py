@@ -340,8 +340,8 @@ tests/test_formulations.py runs them on the four-bar against IDA (RK4,
 **Generated embedding** (`fmigen/codegen_embedding.py`). The runtime's
 generic embedding (block LU of Φ_d and loops over index arrays for Bᵀ M B)
 plus every model function re-evaluating sin/cos were ~90 % of a Stewart step.
-Codegen now emits `fmigen_embedded_velocities` / `fmigen_embedded_rhs` per
-model: one joint CSE over Φ_q, Φ_t, γ, M and F; Φ_d's diagonal blocks up to
+Codegen now emits `fmigen_embedded_velocities` and the right-hand side
+(`fmigen_embedded_prepare` / `_finish`, see below) per model: one joint CSE over Φ_q, Φ_t, γ, M and F; Φ_d's diagonal blocks up to
 3×3 inverted by their adjugate (a relative determinant test for
 singularity), larger ones by the runtime LU; block forward substitution over
 the couplings; Bᵀ M B's upper triangle from M's non-zeros; an unrolled LDLᵀ

@@ -535,7 +535,7 @@ int fg_free_state(FgInstance *in, void **state)
  * fields are then checked one by one, because bytes from a file or a network
  * are never trusted to index a table. */
 #define FG_STATE_MAGIC 0x53474d46u   /* "FMGS" */
-#define FG_STATE_VERSION 2u   /* 2: next_event */
+#define FG_STATE_VERSION 3u   /* 2: next_event; 3: the embedding half in the memo */
 typedef struct {
     unsigned magic, version;
     unsigned long long size;

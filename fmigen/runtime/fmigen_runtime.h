@@ -50,13 +50,17 @@ void fmigen_kinematic_angles(double *q, const double *trig);
 extern const char *const fmigen_kinematics_failure[];
 void fmigen_phi(double t, const double *q, const double *v, const double *p, const double *u, double *out);
 void fmigen_outputs(double t, const double *q, const double *v, const double *p, const double *u, double *out);
-/* The embedding (codegen_embedding.py): q complete, v_i set in v; fill v_d
- * (and q̈_i).  0, or 1 when Φ_d is singular, 2 when BᵀMB is not positive
- * definite. */
+/* The embedding (codegen_embedding.py): q complete, v_i set in v; fill v_d.
+ * The right-hand side in two halves: prepare fills v_d and, in work
+ * (FMIGEN_NWORK doubles), everything of q̈_i that does not read the inputs;
+ * finish computes q̈_i from it and u.  0, or 1 when Φ_d is singular, 2 when
+ * BᵀMB is not positive definite. */
 int fmigen_embedded_velocities(double t, const double *q, double *v, const double *p, const double *u,
                                const double *trig);
-int fmigen_embedded_rhs(double t, const double *q, double *v, const double *p, const double *u,
-                        const double *trig, double *qdd);
+int fmigen_embedded_prepare(double t, const double *q, double *v, const double *p, const double *trig,
+                            double *work);
+int fmigen_embedded_finish(double t, const double *q, const double *v, const double *p, const double *u,
+                           const double *trig, const double *work, double *qdd);
 extern const int fmigen_independent[];
 extern const int fmigen_dependent[];
 extern const int fmigen_sol_layout[];
@@ -79,8 +83,9 @@ typedef struct {
     void (*angles)(double *q, const double *trig);
     int (*velocities)(double t, const double *q, double *v, const double *p, const double *u,
                       const double *trig);
-    int (*rhs)(double t, const double *q, double *v, const double *p, const double *u,
-               const double *trig, double *qdd);
+    int (*prepare)(double t, const double *q, double *v, const double *p, const double *trig, double *work);
+    int (*finish)(double t, const double *q, const double *v, const double *p, const double *u,
+                  const double *trig, const double *work, double *qdd);
     const int *independent, *dependent;
     const char *const *failure;
     const double *sol_start;
@@ -211,16 +216,32 @@ extern const double fmigen_event_times[];
 #define FMIGEN_SWITCHING (NPART > 1 && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
 #define FMIGEN_PART(c) (&fmigen_partitions[(c)->part])
 
+#ifndef FMIGEN_NWORK
+#define FMIGEN_NWORK 1
+#endif
+/* 1 when the embedding depends on t (rheonomic constraints, loads in t):
+ * its memo then keys on t; the safe default. */
+#ifndef FMIGEN_EMBEDDING_TIME
+#define FMIGEN_EMBEDDING_TIME 1
+#endif
+
 /* The last successful kinematics solve: its input (t, q_i, p) and what it
  * returned (q with q_d, and the sin/cos hand-over).  Why: an FMU stepped at
  * its internal step (HIL at 1 kHz) commits each state at t + h (kinematics,
  * velocities), and the next step's first stage needs the kinematics of the
- * very same t, q_i, p; the memo returns it instead of solving it again.  A
- * pure cache keyed by value, so no setter has to invalidate it. */
+ * very same t, q_i, p; the memo returns it instead of solving it again.
+ * The commit also runs the embedding's first half (prepare: v_d, the reduced
+ * mass matrix factored, everything but the inputs' forces), which it needs
+ * for v_d anyway: first-same-as-last, the next step's first stage only runs
+ * finish, with whatever inputs the importer set in between.  It holds for
+ * v_i = vi too (have_work; and t when FMIGEN_EMBEDDING_TIME), with v the
+ * complete velocities it gave.  A pure cache keyed by value, so no setter
+ * has to invalidate it. */
 typedef struct {
-    int valid, part;
+    int valid, part, have_work;
     double t, qi[FMIGEN_DIM(NI)], p[FMIGEN_DIM(NP)];
     double q[NQ], trig[2 * NQ], sol[FMIGEN_DIM(NSOL)];
+    double vi[FMIGEN_DIM(NI)], v[NQ], work[FMIGEN_DIM(FMIGEN_NWORK)];
 } FmigenSolved;
 
 typedef struct {
