@@ -565,10 +565,30 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
         return _function(f"void {name}({sig}, double *out)",
                          "    (void)t; (void)q; (void)v; (void)p; (void)u;\n" + prelude + body)
 
+    def trig_fn(name, sig, M):
+        """The same from the sin/cos the kinematics left in ``trig`` (the
+        trig_plan angles: filled by every partition's kinematics, as the
+        embedding reads them), so observing a state computes no sin/cos of
+        those and needs no atan2 of a deferred angle.  Also returns whether it
+        still reads an angle itself (bare or in a sin/cos): the runtime then
+        completes the deferred angles first."""
+        exprs = [sp.sympify(e).xreplace(trig[1]) for e in M]
+        angles = {a.args[0] for e in M for a in sp.sympify(e).atoms(sp.sin, sp.cos)} & set(dae.q_sym)
+        reads_angle = any(e.free_symbols & angles for e in exprs)
+        prelude, subs = _sincos_prelude(exprs, dae)
+        flat = [sm(e.xreplace(subs)) for e in exprs]
+        body = assignments([f"out[{k}]" for k in range(len(flat))], flat) or "    (void)out;"
+        return _function(f"void {name}({sig}, const double *trig, double *out)",
+                         "    (void)t; (void)q; (void)v; (void)p; (void)u; (void)trig;\n" + prelude + body), \
+            int(reads_angle)
+
     sig = "double t, const double *q, const double *v, const double *p, const double *u"
+    outputs = sp.Matrix(list(dae.outputs.values())) if dae.outputs else sp.Matrix([])
     parts.append(matrix_fn("fmigen_phi", sig, dae.Phi))
-    parts.append(matrix_fn("fmigen_outputs", sig, sp.Matrix(list(dae.outputs.values()))
-                           if dae.outputs else sp.Matrix([])))
+    parts.append(matrix_fn("fmigen_outputs", sig, outputs))
+    phi_trig, residual_angles = trig_fn("fmigen_phi_trig", sig, dae.Phi)
+    outputs_trig, outputs_angles = trig_fn("fmigen_outputs_trig", sig, outputs)
+    parts += [phi_trig, outputs_trig]
 
     arr = _arr
     from .workspace import unit_scales
@@ -592,6 +612,8 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
               "FMIGEN_NEVENTS": len(events),
               # the embedding's hand-over from prepare to finish (codegen_embedding._split_inputs)
               "FMIGEN_NWORK": nwork,
+              # fmigen_phi_trig / fmigen_outputs_trig read a (possibly deferred) angle
+              "FMIGEN_RESIDUAL_ANGLES": residual_angles, "FMIGEN_OUTPUTS_ANGLES": outputs_angles,
               # the embedding depends on t (rheonomic constraints or loads in t): its
               # cache at the commit then keys on t too
               "FMIGEN_EMBEDDING_TIME": int(any(sp.sympify(e).has(t) for e in

@@ -336,25 +336,48 @@ int fmigen_core_assemble(FmigenCore *c)
     m->have_work = kw == 0;
 #endif
 #endif
-    c->observe_pending = 1;
+    c->observe_pending = FMIGEN_OBSERVE_ALL;
     return 0;
 }
 
 void fmigen_core_observe(FmigenCore *c)
 {
-    if (!c->observe_pending) return;
-    c->observe_pending = 0;
+    fmigen_core_observe_some(c, FMIGEN_OBSERVE_ALL);
+}
+
+void fmigen_core_observe_some(FmigenCore *c, int what)
+{
+    int todo = c->observe_pending & what;
+    if (!todo) return;
+    if (((todo & FMIGEN_OBSERVE_RESIDUAL) && FMIGEN_RESIDUAL_ANGLES) ||
+        ((todo & FMIGEN_OBSERVE_OUTPUTS) && FMIGEN_OUTPUTS_ANGLES))
+        todo |= FMIGEN_OBSERVE_ANGLES;
+    todo &= c->observe_pending;
+    c->observe_pending &= ~todo;
 #if !FMIGEN_FORMULATION
-    fmigen_partitions[c->solved.part].angles(c->q, c->solved.trig);
+    if (todo & FMIGEN_OBSERVE_ANGLES) fmigen_partitions[c->solved.part].angles(c->q, c->solved.trig);
 #endif
 #if NC > 0
-    double phi[NC];
-    fmigen_phi(c->t, c->q, c->v, c->p, c->u, phi);
-    c->residual = 0.0;
-    for (int j = 0; j < NC; j++) if (fabs(phi[j]) > c->residual) c->residual = fabs(phi[j]);
+    if (todo & FMIGEN_OBSERVE_RESIDUAL) {
+        double phi[NC];
+#if FMIGEN_FORMULATION
+        fmigen_phi(c->t, c->q, c->v, c->p, c->u, phi);
+#else
+        /* from the sin/cos the kinematics solved, not sin/cos of their atan2 */
+        fmigen_phi_trig(c->t, c->q, c->v, c->p, c->u, c->solved.trig, phi);
+#endif
+        c->residual = 0.0;
+        for (int j = 0; j < NC; j++) if (fabs(phi[j]) > c->residual) c->residual = fabs(phi[j]);
+    }
 #endif
 #if NY > 0
-    fmigen_outputs(c->t, c->q, c->v, c->p, c->u, c->y);
+    if (todo & FMIGEN_OBSERVE_OUTPUTS) {
+#if FMIGEN_FORMULATION
+        fmigen_outputs(c->t, c->q, c->v, c->p, c->u, c->y);
+#else
+        fmigen_outputs_trig(c->t, c->q, c->v, c->p, c->u, c->solved.trig, c->y);
+#endif
+    }
 #endif
 }
 

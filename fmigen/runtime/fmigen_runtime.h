@@ -50,6 +50,13 @@ void fmigen_kinematic_angles(double *q, const double *trig);
 extern const char *const fmigen_kinematics_failure[];
 void fmigen_phi(double t, const double *q, const double *v, const double *p, const double *u, double *out);
 void fmigen_outputs(double t, const double *q, const double *v, const double *p, const double *u, double *out);
+/* The same with sin/cos of the angles the kinematics solved taken from its
+ * trig hand-over (FMIGEN_RESIDUAL_ANGLES, FMIGEN_OUTPUTS_ANGLES: 1 when q
+ * must still hold the deferred angles) */
+void fmigen_phi_trig(double t, const double *q, const double *v, const double *p, const double *u,
+                     const double *trig, double *out);
+void fmigen_outputs_trig(double t, const double *q, const double *v, const double *p, const double *u,
+                         const double *trig, double *out);
 /* The embedding (codegen_embedding.py): q complete, v_i set in v; fill v_d.
  * The right-hand side in two halves: prepare fills v_d and, in work
  * (FMIGEN_NWORK doubles), everything of q̈_i that does not read the inputs;
@@ -216,6 +223,12 @@ extern const double fmigen_event_times[];
 #define FMIGEN_SWITCHING (NPART > 1 && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
 #define FMIGEN_PART(c) (&fmigen_partitions[(c)->part])
 
+#ifndef FMIGEN_RESIDUAL_ANGLES
+#define FMIGEN_RESIDUAL_ANGLES 1
+#endif
+#ifndef FMIGEN_OUTPUTS_ANGLES
+#define FMIGEN_OUTPUTS_ANGLES 1
+#endif
 #ifndef FMIGEN_NWORK
 #define FMIGEN_NWORK 1
 #endif
@@ -259,10 +272,11 @@ typedef struct {
     double fp[FMIGEN_DIM(FMIGEN_NFP)]; /* parameters of an augmented formulation */
     int solver;
     FmigenSolved solved;         /* memo of the kinematics (see FmigenSolved) */
-    /* 1: q's deferred angles, residual and y are not computed yet (the state
-     * was assembled and solved.trig holds its sin/cos); fmigen_core_observe
-     * computes all of them at the first read of q, the residual or y, so a
-     * step after which the importer reads none of those does not pay. */
+    /* FMIGEN_OBSERVE_* bits: what of q's deferred angles, the residual and
+     * y is not computed yet (the state was assembled and solved.trig holds
+     * its sin/cos); fmigen_core_observe_some computes each at its first
+     * read, so a step after which the importer reads none of them does not
+     * pay, and reading one does not pay for the others. */
     int observe_pending;
     char message[512];           /* last error, for the logger (names the block and the configuration) */
 } FmigenCore;
@@ -275,8 +289,13 @@ void fmigen_base_accept(FmigenBase *b, double t, const double *q, const double *
  * on success, else an error with c->message set. */
 int fmigen_core_assemble(FmigenCore *c);
 /* Before q, residual or y are read: complete them for the assembled (or,
- * augmented, integrated) q, v, unless that was done already. */
+ * augmented, integrated) q, v, unless that was done already.  _some: only
+ * `what` (FMIGEN_OBSERVE_* bits), and what that needs (the residual and the
+ * outputs come from the kinematics' sin/cos, and need the deferred angles
+ * only when FMIGEN_RESIDUAL_ANGLES / FMIGEN_OUTPUTS_ANGLES say so). */
+enum { FMIGEN_OBSERVE_ANGLES = 1, FMIGEN_OBSERVE_RESIDUAL = 2, FMIGEN_OBSERVE_OUTPUTS = 4, FMIGEN_OBSERVE_ALL = 7 };
 void fmigen_core_observe(FmigenCore *c);
+void fmigen_core_observe_some(FmigenCore *c, int what);
 /* Advance by H with fixed internal steps of c->h; the last one is shortened
  * so the state lands exactly on t + H.  0 on success. */
 int fmigen_core_step(FmigenCore *c, double H);
