@@ -572,10 +572,24 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
         those and needs no atan2 of a deferred angle.  Also returns whether it
         still reads an angle itself (bare or in a sin/cos): the runtime then
         completes the deferred angles first."""
-        exprs = [sp.sympify(e).xreplace(trig[1]) for e in M]
         angles = {a.args[0] for e in M for a in sp.sympify(e).atoms(sp.sin, sp.cos)} & set(dae.q_sym)
+        # the pair scaled onto the unit circle: the sequence's s, c satisfy
+        # s² + c² = 1 only to its tolerance (1e-13), and the residual must be
+        # that of the q the FMU reports (atan2 of the pair), not of the
+        # pair's distance from the circle; a sqrt and a division per angle
+        # against sin and cos of the atan2
+        trig_lines, unit = [], {}
+        for k in sorted(dae.q_sym.index(a) for a in angles):
+            if sp.sin(dae.q_sym[k]) in trig[1]:
+                s_, c_ = f"trig[{2 * k}]", f"trig[{2 * k + 1}]"
+                trig_lines.append(f"    const double r_q{k} = 1.0/sqrt({s_}*{s_} + {c_}*{c_}); "
+                                  f"const double ts_q{k} = {s_}*r_q{k}, tc_q{k} = {c_}*r_q{k};")
+                unit[sp.sin(dae.q_sym[k])] = sp.Symbol(f"ts_q{k}")
+                unit[sp.cos(dae.q_sym[k])] = sp.Symbol(f"tc_q{k}")
+        exprs = [sp.sympify(e).xreplace(unit) for e in M]
         reads_angle = any(e.free_symbols & angles for e in exprs)
         prelude, subs = _sincos_prelude(exprs, dae)
+        prelude = "".join(line + "\n" for line in trig_lines) + prelude
         flat = [sm(e.xreplace(subs)) for e in exprs]
         body = assignments([f"out[{k}]" for k in range(len(flat))], flat) or "    (void)out;"
         return _function(f"void {name}({sig}, const double *trig, double *out)",
