@@ -38,6 +38,11 @@ class _Printer(C99CodePrinter):
             return "(" + "*".join([b] * int(exp)) + ")"
         if exp.is_Integer and -4 <= exp < 0:
             return "(1.0/" + self._print_Pow(sp.Pow(base, -exp, evaluate=False)) + ")"
+        if exp.is_Integer and abs(exp) <= POWI_MAX:
+            # pow() is a libm call of ~100 instructions; squaring is a handful
+            # of multiplications (fmigen_powi, runtime/fmigen_runtime.h)
+            call = f"fmigen_powi({self._print(base)}, {abs(int(exp))})"
+            return call if exp > 0 else f"(1.0/{call})"
         return super()._print_Pow(expr)
 
     def _print_Integer(self, expr):
@@ -50,6 +55,10 @@ class _Printer(C99CodePrinter):
     def _print_Rational(self, expr):
         return f"({float(expr.p)!r}/{float(expr.q)!r})"
 
+
+#: integer exponents up to this are printed as fmigen_powi (repeated
+#: squaring), beyond it as pow()
+POWI_MAX = 64
 
 _printer = _Printer()
 

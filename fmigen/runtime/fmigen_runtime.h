@@ -101,6 +101,20 @@ typedef struct {
 } FmigenPartition;
 extern const FmigenPartition fmigen_partitions[];
 
+/* x^n for an integer 4 < n <= 64 of the generated code (codegen._Printer):
+ * repeated squaring, which gcc unrolls for the constant n, instead of a pow()
+ * call.  The Python runtime's fmigen_powi multiplies in the same order. */
+static inline double fmigen_powi(double x, int n)
+{
+    double r = 1.0;
+    for (;;) {
+        if (n & 1) r *= x;
+        n >>= 1;
+        if (!n) return r;
+        x *= x;
+    }
+}
+
 /* max without libm's NaN rules (fmax is a library call at -O2) */
 static inline double fmigen_max(double a, double b) { return a > b ? a : b; }
 
