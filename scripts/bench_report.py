@@ -434,7 +434,8 @@ def notes(results, host=None):
     # cannot decode every host's -march=native code): say when it is older
     host_commit = (host or {}).get("commit")
     same = host_commit and host_commit == (results[0].get("commit") if results else None)
-    d["h_when"] = "in this run" if same else (f"at commit {host_commit}" if host_commit else "in an earlier run") + " (not re-measured in this run)"
+    earlier = f"at commit {host_commit}" if host_commit else "in an earlier run"
+    d["h_when"] = "in this run" if same else earlier + " (not re-measured in this run)"
     d.update(h_ir=h.get("instructions_per_step") or nan, h_ms=h.get("ms_per_simulated_s", nan),
              h_min=h.get("ms_per_simulated_s_min", nan),
              h_ipn=(h.get("instructions_per_step") or nan) / (h.get("ms_per_simulated_s_min", nan) * 1e3))
