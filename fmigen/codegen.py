@@ -38,6 +38,11 @@ class _Printer(C99CodePrinter):
             return "(" + "*".join([b] * int(exp)) + ")"
         if exp.is_Integer and -4 <= exp < 0:
             return "(1.0/" + self._print_Pow(sp.Pow(base, -exp, evaluate=False)) + ")"
+        if exp.is_Integer and abs(exp) <= POWI_MAX:
+            # pow() is a libm call of ~100 instructions; squaring is a handful
+            # of multiplications (fmigen_powi, runtime/fmigen_runtime.h)
+            call = f"fmigen_powi({self._print(base)}, {abs(int(exp))})"
+            return call if exp > 0 else f"(1.0/{call})"
         return super()._print_Pow(expr)
 
     def _print_Integer(self, expr):
@@ -50,6 +55,10 @@ class _Printer(C99CodePrinter):
     def _print_Rational(self, expr):
         return f"({float(expr.p)!r}/{float(expr.q)!r})"
 
+
+#: integer exponents up to this are printed as fmigen_powi (repeated
+#: squaring), beyond it as pow()
+POWI_MAX = 64
 
 _printer = _Printer()
 
@@ -543,7 +552,8 @@ def _vars_from_q(layout, ind, sums=None):
 
 #: the generated names each partition has its own copy of
 PARTITION_SYMBOLS = ("fmigen_kinematics_failure", "fmigen_kinematics", "fmigen_kinematic_angles",
-                     "fmigen_embedded_velocities", "fmigen_embedded_rhs", "fmigen_independent",
+                     "fmigen_embedded_velocities", "fmigen_embedded_prepare", "fmigen_embedded_finish",
+                     "fmigen_independent",
                      "fmigen_dependent", "fmigen_sol_start", "fmigen_sol_layout")
 
 
@@ -571,16 +581,17 @@ def sol_layout(dae, tri) -> tuple[list[tuple[int, int]], list[int]]:
 
 
 def _partition_code(emb, tri, sm, trig, suffix, shared=None):
-    """Kinematics, embedding and tables of one partition; names suffixed
-    (``_p1``...) for an alternative one (coordinate switching)."""
+    """Kinematics, embedding and tables of one partition, and the sizes of
+    its solution vector and embedding ``work``; names suffixed (``_p1``...)
+    for an alternative one (coordinate switching)."""
     import re
     kin, sol_start = kinematics_code(emb, tri, sm, trig)
     if shared is not None and "embedding" in shared:
-        embedding = shared["embedding"]
+        embedding, nwork = shared["embedding"]
     else:
-        embedding = embedding_code(emb, tri, sm, trig[1])
+        embedding, nwork = embedding_code(emb, tri, sm, trig[1])
         if shared is not None:
-            shared["embedding"] = embedding
+            shared["embedding"] = embedding, nwork
     slots, terms = sol_layout(emb.dae, tri)
     layout = [x for pair in slots for x in pair] + terms
     code = "\n".join([kin, embedding,
@@ -592,7 +603,7 @@ def _partition_code(emb, tri, sm, trig, suffix, shared=None):
         code = re.sub(r"\b(" + "|".join(PARTITION_SYMBOLS) + r"|fmigen_newton_block\d+)\b", r"\1" + suffix, code)
         # the alternative's functions are reached through fmigen_partitions only
         code = re.sub(r"^(int|void|const) (fmigen_\w+" + suffix + r")", r"static \1 \2", code, flags=re.M)
-    return code, len(sol_start)
+    return code, len(sol_start), nwork
 
 
 def _arr(ctype, name, values, fmt=repr):
@@ -616,12 +627,12 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     if tols:
         parts += ["#ifndef FMIGEN_NEWTON_TOL", f"#define FMIGEN_NEWTON_TOL {min(tols)!r}", "#endif", ""]
     trig = trig_plan(emb)
-    code0, nwarm = _partition_code(emb, tri, sm, trig, "", shared)
+    code0, nwarm, nwork = _partition_code(emb, tri, sm, trig, "", shared)
     parts.append(code0)
     for k, (emb_k, tri_k) in enumerate(alternatives, start=1):
-        code_k, nsol_k = _partition_code(emb_k, tri_k, SymbolMap(emb_k), trig_plan(emb_k), f"_p{k}")
+        code_k, nsol_k, nwork_k = _partition_code(emb_k, tri_k, SymbolMap(emb_k), trig_plan(emb_k), f"_p{k}")
         parts.append(code_k)
-        nwarm = max(nwarm, nsol_k)
+        nwarm, nwork = max(nwarm, nsol_k), max(nwork, nwork_k)
     def matrix_fn(name, sig, M):
         prelude, subs = _sincos_prelude(list(M), dae)
         flat = [sm(sp.sympify(e).xreplace(subs)) for e in M]
@@ -629,10 +640,44 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
         return _function(f"void {name}({sig}, double *out)",
                          "    (void)t; (void)q; (void)v; (void)p; (void)u;\n" + prelude + body)
 
+    def trig_fn(name, sig, M):
+        """The same from the sin/cos the kinematics left in ``trig`` (the
+        trig_plan angles: filled by every partition's kinematics, as the
+        embedding reads them), so observing a state computes no sin/cos of
+        those and needs no atan2 of a deferred angle.  Also returns whether it
+        still reads an angle itself (bare or in a sin/cos): the runtime then
+        completes the deferred angles first."""
+        angles = {a.args[0] for e in M for a in sp.sympify(e).atoms(sp.sin, sp.cos)} & set(dae.q_sym)
+        # the pair scaled onto the unit circle: the sequence's s, c satisfy
+        # s² + c² = 1 only to its tolerance (1e-13), and the residual must be
+        # that of the q the FMU reports (atan2 of the pair), not of the
+        # pair's distance from the circle; a sqrt and a division per angle
+        # against sin and cos of the atan2
+        trig_lines, unit = [], {}
+        for k in sorted(dae.q_sym.index(a) for a in angles):
+            if sp.sin(dae.q_sym[k]) in trig[1]:
+                s_, c_ = f"trig[{2 * k}]", f"trig[{2 * k + 1}]"
+                trig_lines.append(f"    const double r_q{k} = 1.0/sqrt({s_}*{s_} + {c_}*{c_}); "
+                                  f"const double ts_q{k} = {s_}*r_q{k}, tc_q{k} = {c_}*r_q{k};")
+                unit[sp.sin(dae.q_sym[k])] = sp.Symbol(f"ts_q{k}")
+                unit[sp.cos(dae.q_sym[k])] = sp.Symbol(f"tc_q{k}")
+        exprs = [sp.sympify(e).xreplace(unit) for e in M]
+        reads_angle = any(e.free_symbols & angles for e in exprs)
+        prelude, subs = _sincos_prelude(exprs, dae)
+        prelude = "".join(line + "\n" for line in trig_lines) + prelude
+        flat = [sm(e.xreplace(subs)) for e in exprs]
+        body = assignments([f"out[{k}]" for k in range(len(flat))], flat) or "    (void)out;"
+        return _function(f"void {name}({sig}, const double *trig, double *out)",
+                         "    (void)t; (void)q; (void)v; (void)p; (void)u; (void)trig;\n" + prelude + body), \
+            int(reads_angle)
+
     sig = "double t, const double *q, const double *v, const double *p, const double *u"
+    outputs = sp.Matrix(list(dae.outputs.values())) if dae.outputs else sp.Matrix([])
     parts.append(matrix_fn("fmigen_phi", sig, dae.Phi))
-    parts.append(matrix_fn("fmigen_outputs", sig, sp.Matrix(list(dae.outputs.values()))
-                           if dae.outputs else sp.Matrix([])))
+    parts.append(matrix_fn("fmigen_outputs", sig, outputs))
+    phi_trig, residual_angles = trig_fn("fmigen_phi_trig", sig, dae.Phi)
+    outputs_trig, outputs_angles = trig_fn("fmigen_outputs_trig", sig, outputs)
+    parts += [phi_trig, outputs_trig]
 
     arr = _arr
     from .workspace import unit_scales
@@ -640,7 +685,7 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     for k, (emb_k, tri_k) in enumerate([(emb, tri), *alternatives]):
         sx = f"_p{k}" if k else ""
         table.append(f"    {{fmigen_kinematics{sx}, fmigen_kinematic_angles{sx}, fmigen_embedded_velocities{sx}, "
-                     f"fmigen_embedded_rhs{sx}, fmigen_independent{sx}, fmigen_dependent{sx}, "
+                     f"fmigen_embedded_prepare{sx}, fmigen_embedded_finish{sx}, fmigen_independent{sx}, fmigen_dependent{sx}, "
                      f"fmigen_kinematics_failure{sx}, fmigen_sol_start{sx}, fmigen_sol_layout{sx}, "
                      f"{len(sol_layout(dae, tri_k)[0])}}}")
     parts.append("const FmigenPartition fmigen_partitions[] = {\n" + ",\n".join(table) + "\n};")
@@ -653,7 +698,15 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
               "NSOL": nwarm, "NPART": 1 + len(alternatives), "FMIGEN_KINEMATIC": int(mech.kinematic),
               # rheonomic constraints (a kinematic drive): the solve depends on t
               "FMIGEN_KINEMATICS_TIME": int(any(sp.sympify(e).has(t) for e in dae.Phi)),
-              "FMIGEN_NEVENTS": len(events)}
+              "FMIGEN_NEVENTS": len(events),
+              # the embedding's hand-over from prepare to finish (codegen_embedding._split_inputs)
+              "FMIGEN_NWORK": nwork,
+              # fmigen_phi_trig / fmigen_outputs_trig read a (possibly deferred) angle
+              "FMIGEN_RESIDUAL_ANGLES": residual_angles, "FMIGEN_OUTPUTS_ANGLES": outputs_angles,
+              # the embedding depends on t (rheonomic constraints or loads in t): its
+              # cache at the commit then keys on t too
+              "FMIGEN_EMBEDDING_TIME": int(any(sp.sympify(e).has(t) for e in
+                                               [*dae.Phi, *emb.M, *emb.F])),}
     return finish(model_identifier, "\n".join(parts), macros, tri.start, mech, tuple(emb.independent))
 
 

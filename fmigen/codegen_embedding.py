@@ -31,7 +31,12 @@ Generated functions (declared in ``runtime/fmigen_runtime.h``):
 
 - ``int fmigen_embedded_velocities(t, q, v, p, u, trig)``: fills v_d in v
   from v_i;
-- ``int fmigen_embedded_rhs(t, q, v, p, u, trig, qdd_i)``: the same, then q̈_i;
+- ``int fmigen_embedded_prepare(t, q, v, p, trig, work)``: the same, then
+  everything of q̈_i that does not read the inputs u, into ``work``
+  (FMIGEN_NWORK doubles);
+- ``int fmigen_embedded_finish(t, q, v, p, u, trig, work, qdd_i)``: q̈_i from
+  that and u (``_split_inputs``: one right-hand side cut in two, so the
+  runtime can keep the first half with a committed state);
 
 with ``trig`` the sines and cosines of the angles as the kinematics left them
 (``codegen.trig_plan``): one joint CSE over Φ_q, Φ_t, γ, M and F
@@ -43,6 +48,8 @@ not positive definite.
 """
 
 from __future__ import annotations
+
+import re
 
 import sympy as sp
 
@@ -117,8 +124,8 @@ def _needed(reps, exprs):
     return out
 
 
-def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_subs: dict) -> str:
-    """The two functions' C; ``trig_subs`` (codegen.trig_plan) maps sin/cos of
+def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_subs: dict) -> tuple[str, int]:
+    """The three functions' C and the size of ``work``; ``trig_subs`` (codegen.trig_plan) maps sin/cos of
     each angle to the ``trig`` array the kinematics filled."""
     dae = emb.dae
     n, m, f = dae.n, dae.m, emb.f
@@ -139,6 +146,8 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
     reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none", optimizations="basic")
     vd_syms = {sp.Symbol(f"v[{i}]") for i in dep}
     late = _late(reps, vd_syms)
+    u_syms = {sp.Symbol(f"u[{k}]") for k in range(len(dae.inputs))}
+    u_dep = u_syms | _late(reps, u_syms)
     values, pos = {}, 0
     for g, d in groups:
         for key in d:
@@ -191,14 +200,24 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
             code.emit("return 0;")
             return "\n".join(code.lines)
 
-        names2 = stage(code, late, ["G", "M", "F"])
+        names2 = stage(code, late, ["G", "M"])
         Gn = {j: names2[("G", j)] for j in G}
         Mn = {}
         for (i, k) in Mm:
             Mn[(i, k)] = names2[("M", (i, k))]
             if (k, i) not in Mm:
                 Mn[(k, i)] = Mn[(i, k)]
-        Fn = {i: names2[("F", i)] for i in Fv}
+        # F = F_free + F_u, F_u the terms that read the inputs: everything up
+        # to Bᵀ(F_free − M a_c) and the factored BᵀMB then does not depend on
+        # u, and the inputs enter only at the end (the split into prepare and
+        # finish, _split_inputs, is then small)
+        Fn, Fu = {}, {}
+        for i in Fv:
+            terms = sp.Add.make_args(values[("F", i)])
+            free = [a for a in terms if not (a.free_symbols & u_dep)]
+            Fn[i] = code.let("F_", c(sp.Add(*free))) if free else None
+            if len(free) < len(terms):
+                Fu[i] = code.let("Fu_", c(sp.Add(*[a for a in terms if a.free_symbols & u_dep])))
         ac = solve(Gn, "ac_")
         # res = F − M a_c (every coordinate: r̄ = Bᵀ res reads them all)
         res = {i: code.dot("res", Fn.get(i), [(Mn.get((i, d)), ac.get(d)) for d in dep]) for i in range(n)}
@@ -213,13 +232,93 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
             rb[a] = code.dot("rb", res.get(ind[a]), [(X[a].get(d), res.get(d)) for d in dep])
             for b in range(a, f):
                 Mb[(a, b)] = code.dot("mh", MB.get((ind[a], b)), [(X[a].get(d), MB.get((d, b))) for d in dep])
+        if Fu:   # r̄ += Bᵀ F_u
+            for a in range(f):
+                first = " + ".join(x for x in (rb[a], Fu.get(ind[a])) if x) or None
+                rb[a] = code.dot("rbu", first, [(X[a].get(d), Fu.get(d)) for d in dep])
         _ldlt_solve(code, f, Mb, rb)
         code.emit("return 0;")
         return "\n".join(code.lines)
 
     sig = "double t, const double *q, double *v, const double *p, const double *u, const double *trig"
+    prepare, finish, nwork = _split_inputs(body(True).split("\n"))
     return (f"int fmigen_embedded_velocities({sig})\n{{\n{body(False)}\n}}\n\n"
-            f"int fmigen_embedded_rhs({sig}, double *qdd)\n{{\n{body(True)}\n}}\n")
+            "int fmigen_embedded_prepare(double t, const double *q, double *v, const double *p, "
+            f"const double *trig, double *work)\n{{\n{prepare}\n}}\n\n"
+            "int fmigen_embedded_finish(double t, const double *q, const double *v, const double *p, "
+            f"const double *u, const double *trig, const double *work, double *qdd)\n{{\n{finish}\n}}\n"), nwork
+
+
+_DECL = re.compile(r"^\s*(?:const )?(?:double|int) (\w+)(\[\d+\])?")
+_TOKEN = re.compile(r"\b([A-Za-z_]\w*)\b(?:\[(\d+)\])?")
+
+
+def _split_inputs(lines: list[str]) -> tuple[str, str, int]:
+    """Split the right-hand side's straight-line body into what does not
+    depend on the inputs u (prepare: v_d, Φ_d⁻¹Φ_i, a_c, BᵀMB and its LDLᵀ
+    factors, the u-free forces) and the rest (finish: the forces that read u,
+    F − M a_c, Bᵀ(…) and the LDLᵀ solve).  Why: the runtime caches prepare's
+    result with the kinematics at a step's commit (first-same-as-last), and
+    the next step's first stage then only runs finish — also when the
+    importer changed the inputs between the steps, as a HIL rig does every
+    step.  The statements are the same, in the same order, as one function
+    would have them: only the values finish needs from prepare cross through
+    ``work`` (stored as doubles, so the arithmetic is bit for bit that of the
+    unsplit function).  Returns (prepare body, finish body, work size)."""
+    body = [ln for ln in lines if not ln.strip().startswith("(void)") and ln.strip() != "return 0;"]
+    uses, defs, arrays = [], [], set()
+    for ln in body:
+        d = _DECL.match(ln)
+        target = re.match(r"^\s*(v|qdd)\[(\d+)\] =", ln)
+        if d:
+            if d.group(2):
+                arrays.add(d.group(1))
+            defs.append(d.group(1))
+            rhs = ln.split("=", 1)[1] if "=" in ln else ""
+        elif target:
+            defs.append(f"{target.group(1)}[{target.group(2)}]")
+            rhs = ln.split("=", 1)[1]
+        else:
+            defs.append(None)
+            rhs = ln
+        uses.append({f"{n}[{i}]" if (i and n in arrays) else n for n, i in _TOKEN.findall(rhs)})
+    late = set()
+    in_finish = []
+    for ln, d, u in zip(body, defs, uses):
+        fin = bool(re.search(r"\bu\[", ln)) or bool(u & late) or (d or "").startswith("qdd[")
+        if fin and d is not None:
+            late.add(d)
+        in_finish.append(fin)
+    for ln, d, fin in zip(body, defs, in_finish):
+        if fin and (d is None or d.startswith("v[") or d in arrays or ln.lstrip().startswith("if ")):
+            # by construction only forces read u: Φ_q, Φ_t, γ and M do not,
+            # so no solve, factorization or check can land in finish
+            raise ValueError(f"the embedding's statement '{ln.strip()}' depends on an input: inputs may "
+                             "enter the forces only")
+    early = {d for d, fin in zip(defs, in_finish) if d is not None and not fin}
+    crossing = []
+    for u, fin in zip(uses, in_finish):
+        if fin:
+            crossing += [n for n in sorted(u) if (n in early or n.split("[")[0] in arrays & early)
+                         and n not in crossing]
+    slot = {n: k for k, n in enumerate(crossing)}
+    prepare = ["    (void)t; (void)q; (void)v; (void)p; (void)trig; (void)work;"]
+    prepare += [ln for ln, fin in zip(body, in_finish) if not fin]
+    prepare += [f"    work[{k}] = {n};" for n, k in slot.items()]
+    prepare.append("    return 0;")
+
+    def local(n):
+        return re.sub(r"\[(\d+)\]", r"_\1", n)
+    finish = ["    (void)t; (void)q; (void)v; (void)p; (void)u; (void)trig; (void)work;"]
+    finish += [f"    const double {local(n)} = work[{k}];" for n, k in slot.items()]
+    for ln, fin in zip(body, in_finish):
+        if fin:
+            for n in crossing:
+                if "[" in n:
+                    ln = re.sub(r"\b" + re.escape(n), local(n), ln)
+            finish.append(ln)
+    finish.append("    return 0;")
+    return "\n".join(prepare), "\n".join(finish), len(crossing)
 
 
 def _blocks(emb: Embedding, tri: Triangularization):

@@ -135,6 +135,19 @@ def quadratic_near(a2, a1, a0, pred):
     return (0 if x == x else 1), x
 
 
+def fmigen_powi(x, n):
+    """runtime/fmigen_runtime.h's fmigen_powi: x**n by repeated squaring,
+    the same multiplications in the same order."""
+    r = 1.0
+    while True:
+        if n & 1:
+            r *= x
+        n >>= 1
+        if not n:
+            return r
+        x *= x
+
+
 def fmax(a, b):
     """C99 fmax: a NaN argument is ignored."""
     if a != a:
@@ -780,7 +793,7 @@ class SlaveMethods:
         self.last_successful_time = state["last_successful_time"]
 
 
-RUNTIME_OBJECTS = [linear, quadratic_near, fmax, fmin, lu_factor, lu_solve, poly_eval, all_roots, poly_root,
+RUNTIME_OBJECTS = [linear, quadratic_near, fmigen_powi, fmax, fmin, lu_factor, lu_solve, poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]
 SLAVE_METHODS = ["__init__", "_defaults", "to_xml", "_fail", "_allowed", "setup_experiment",
                  "enter_initialization_mode", "exit_initialization_mode", "terminate", "_ensure_assembled",

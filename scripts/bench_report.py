@@ -283,7 +283,7 @@ NOTES = """\
   host build below), so 1 µs per step needs ~{need:.1f} k instructions. Rebuilt for the
   host (`fmigen bench --opt="-O3 -march=native"`: FMA, AVX2 — what a HIL
   target compiling the source FMU would use) the step is {h_ir:,.0f} instructions
-  and measured {h_ms:.2f} ms/s (median; min {h_min:.2f}) in this run. Getting below needs γ and F written in body
+  and measured {h_ms:.2f} ms/s (median; min {h_min:.2f}) {h_when}. Getting below needs γ and F written in body
   quantities shared by the six legs (angular velocity, R̈ of the platform)
   instead of expanded Euler-angle polynomials: a model-level change, not done.
 - **max step ≤ 3× median is missed on this machine for every formulation**,
@@ -337,11 +337,28 @@ tests/test_formulations.py runs them on the four-bar against IDA (RK4,
 
 ## Optimisations done for this benchmark
 
+**The FMU step toward the harness** (issue 14). *First-same-as-last*: the
+generated right-hand side is cut into `fmigen_embedded_prepare` (v_d, Φ_d⁻¹Φ_i,
+a_c, the factored Bᵀ M B, everything that does not read the inputs) and
+`fmigen_embedded_finish` (the input terms of the forces and the LDLᵀ solve);
+a doStep's commit runs prepare instead of the velocity solve it needs v_d
+from anyway and keeps it with the kinematics memo (keyed by value: q_i, v_i,
+p, and t where the embedding depends on it), so the next step's first stage
+only runs finish — also when the importer changes the inputs between steps.
+*Observing from what is at hand*: the residual and the outputs use the
+kinematics' sin/cos (no sin/cos of each angle's atan2), each is computed only
+when read, and reading an independent coordinate computes no atan2. *Integer
+powers* up to 64 are repeated squaring (`fmigen_powi`), not `pow()` (the
+landing gear's `p_BC¹²`). Stewart, Gröbner, FMU doStep reading every
+coordinate and the residual: 19,429 → {s_fmu:,.0f} instructions per step
+(harness 12,326 → {s_g:,.0f}; the split's hand-over costs the harness ~140;
+the "before" numbers one-off, measured on the parent commit on 2026-11-26).
+
 **Generated embedding** (`fmigen/codegen_embedding.py`). The runtime's
 generic embedding (block LU of Φ_d and loops over index arrays for Bᵀ M B)
 plus every model function re-evaluating sin/cos were ~90 % of a Stewart step.
-Codegen now emits `fmigen_embedded_velocities` / `fmigen_embedded_rhs` per
-model: one joint CSE over Φ_q, Φ_t, γ, M and F; Φ_d's diagonal blocks up to
+Codegen now emits `fmigen_embedded_velocities` and the right-hand side
+(`fmigen_embedded_prepare` / `_finish`, see below) per model: one joint CSE over Φ_q, Φ_t, γ, M and F; Φ_d's diagonal blocks up to
 3×3 inverted by their adjugate (a relative determinant test for
 singularity), larger ones by the runtime LU; block forward substitution over
 the couplings; Bᵀ M B's upper triangle from M's non-zeros; an unrolled LDLᵀ
@@ -413,6 +430,12 @@ def notes(results, host=None):
              p99_hi=max(r["p99_step_us"] / r["median_step_us"] for r in rows))
     h = (host or {}).get("rows", [{}])[0]
     nan = float("nan")
+    # the host build is re-measured only when its callgrind run works (valgrind
+    # cannot decode every host's -march=native code): say when it is older
+    host_commit = (host or {}).get("commit")
+    same = host_commit and host_commit == (results[0].get("commit") if results else None)
+    earlier = f"at commit {host_commit}" if host_commit else "in an earlier run"
+    d["h_when"] = "in this run" if same else earlier + " (not re-measured in this run)"
     d.update(h_ir=h.get("instructions_per_step") or nan, h_ms=h.get("ms_per_simulated_s", nan),
              h_min=h.get("ms_per_simulated_s_min", nan),
              h_ipn=(h.get("instructions_per_step") or nan) / (h.get("ms_per_simulated_s_min", nan) * 1e3))

@@ -2,7 +2,7 @@
 embedding (fmigen/embed.py, np.linalg.solve on the dense matrices).
 
 A small C driver completes random states with the generated kinematics and
-calls fmigen_embedded_rhs, with every value the generated code should fill
+calls fmigen_embedded_prepare and _finish, with every value the generated code should fill
 poisoned with NaN first, so reading an unfilled q, v or trig entry shows up
 as NaN rather than as stack garbage.  Both kinematics modes are checked:
 angles = 1 (assemble) and angles = 0 (the FMU's right-hand side, which skips
@@ -45,7 +45,10 @@ int main(int argc, char **argv)
     memcpy(base.q, fmigen_q_start, sizeof base.q);
     int k = fmigen_kinematics(t, q, fmigen_p_default, &base, sol, trig);
     if (!k && angles) fmigen_kinematic_angles(q, trig);
-    int e = k ? -1 : fmigen_embedded_rhs(t, q, v, fmigen_p_default, fmigen_u_default, trig, qdd);
+    double work[FMIGEN_DIM(FMIGEN_NWORK)];
+    for (int i = 0; i < FMIGEN_DIM(FMIGEN_NWORK); i++) work[i] = NAN;
+    int e = k ? -1 : fmigen_embedded_prepare(t, q, v, fmigen_p_default, trig, work);
+    if (!e) e = fmigen_embedded_finish(t, q, v, fmigen_p_default, fmigen_u_default, trig, work, qdd);
     printf("%d %d\n", k, e);
     for (int i = 0; i < NQ; i++) printf("%.17g ", q[i]);
     printf("\n");

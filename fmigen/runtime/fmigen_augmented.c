@@ -75,7 +75,7 @@ int fmigen_core_refresh(FmigenCore *c)
             snprintf(c->message, sizeof c->message, "non-finite coordinate or velocity at t=%.9g", c->t);
             return 1;
         }
-    c->observe_pending = 1;
+    c->observe_pending = FMIGEN_OBSERVE_ALL;
     return 0;
 #else
     return fmigen_core_assemble(c);

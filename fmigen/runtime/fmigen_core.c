@@ -196,6 +196,15 @@ static int solved_matches(const FmigenCore *c, double t, const double *x)
         return 0;
     return memcmp(m->qi, x, NI * sizeof(double)) == 0 && (NP == 0 || memcmp(m->p, c->p, NP * sizeof(double)) == 0);
 }
+
+/* A memo hit whose embedding half (prepare) also holds for v_i = x[NI..2NI)
+ * and, when the embedding depends on it, t. */
+static int work_matches(const FmigenCore *c, double t, const double *x)
+{
+    const FmigenSolved *m = &c->solved;
+    return m->have_work && memcmp(m->vi, x + NI, NI * sizeof(double)) == 0 &&
+           (!FMIGEN_EMBEDDING_TIME || memcmp(&m->t, &t, sizeof t) == 0);
+}
 #endif
 
 static const char *embedding_failure(int code)
@@ -204,6 +213,7 @@ static const char *embedding_failure(int code)
                      : "the reduced mass matrix B^T M B is not positive definite";
 }
 
+#if FMIGEN_FORMULATION || FMIGEN_KINEMATIC
 /* Given q (complete) and v_i in v, fill v_d (generated, codegen_embedding.py). */
 static int velocities(FmigenCore *c, double t, const double *q, double *v, const double *trig)
 {
@@ -212,6 +222,7 @@ static int velocities(FmigenCore *c, double t, const double *q, double *v, const
                     embedding_failure(k));
     return k;
 }
+#endif
 
 static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
 {
@@ -220,18 +231,25 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
     return fmigen_augmented_rhs(c, t, x, dx);   /* fmigen_augmented.c, x = [q, v] */
 #else
     const FmigenPartition *P = FMIGEN_PART(c);
-    double q[NQ], v[NQ], trig[2 * NQ], sol[FMIGEN_DIM(NSOL)];
+    const FmigenSolved *m = &c->solved;
+    double q[NQ], v[NQ], trig[2 * NQ], sol[FMIGEN_DIM(NSOL)], work[FMIGEN_DIM(FMIGEN_NWORK)];
     for (int k = 0; k < NI; k++) v[P->independent[k]] = x[NI + k];
     const int hit = solved_matches(c, t, x);
+    const double *qs = q, *ts = trig, *vs = v, *ws = work;
     if (hit) {
-        memcpy(q, c->solved.q, sizeof q);
-        memcpy(trig, c->solved.trig, sizeof trig);
+        qs = m->q;
+        ts = m->trig;
     } else {
         for (int k = 0; k < NI; k++) q[P->independent[k]] = x[k];
         if (kinematics(c, t, q, trig, sol)) return 1;
     }
-    /* the generated embedding (codegen_embedding.py): v_d, then q̈_i */
-    int k = P->rhs(t, q, v, c->p, c->u, trig, dx + NI);
+    /* the generated embedding (codegen_embedding.py): v_d and the input-free
+     * part of q̈_i (or what the commit of this state left: first-same-as-last),
+     * then q̈_i with the inputs */
+    int k = 0;
+    if (hit && work_matches(c, t, x)) { vs = m->v; ws = m->work; }
+    else k = P->prepare(t, qs, v, c->p, ts, work);
+    if (!k) k = P->finish(t, qs, vs, c->p, c->u, ts, ws, dx + NI);
     if (k) {
         snprintf(c->message, sizeof c->message, "singular configuration at t=%.9g: %s", t,
                  embedding_failure(k));
@@ -246,7 +264,7 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
     if (accept && !hit) fmigen_base_accept(&c->base, t, q, v, sol);
 #if FMIGEN_SWITCHING
     /* the state's angles complete (deferred ones from trig), for a switch */
-    if (accept) P->angles(c->base.q, trig);
+    if (accept) P->angles(c->base.q, ts);
 #endif
     return 0;
 #endif
@@ -274,8 +292,27 @@ int fmigen_core_assemble(FmigenCore *c)
      * keeps the whole array in the FMU state (serialized bytes must not
      * carry stack garbage) */
     double trig[2 * NQ] = {0}, sol[FMIGEN_DIM(NSOL)] = {0};
+#if !FMIGEN_FORMULATION
+    FmigenSolved *m = &c->solved;
+    /* the memo's kinematics stays valid until overwritten below, its
+     * embedding half not: prepare writes into it */
+    m->have_work = 0;
+#endif
     if (kinematics(c, c->t, c->q, trig, sol)) return 1;
+#if FMIGEN_FORMULATION || FMIGEN_KINEMATIC
+    /* v_d only: nothing integrates this state with the embedded ODE */
     if (velocities(c, c->t, c->q, c->v, trig)) return 1;
+#else
+    /* v_d with the first half of the right-hand side, for the next step's
+     * first stage (FmigenSolved).  A state whose reduced mass matrix is
+     * not positive definite (2, found after v_d) still assembles, as with
+     * v_d alone; the stage that integrates from it reports it. */
+    const int kw = P->prepare(c->t, c->q, c->v, c->p, trig, m->work);
+    if (kw == 1) {
+        snprintf(c->message, sizeof c->message, "singular configuration at t=%.9g: %s", c->t, embedding_failure(1));
+        return 1;
+    }
+#endif
     /* the accepted solution: the next solve predicts from it */
     fmigen_base_accept(&c->base, c->t, c->q, c->v, sol);
 #if FMIGEN_FORMULATION
@@ -285,7 +322,6 @@ int fmigen_core_assemble(FmigenCore *c)
 #if FMIGEN_SWITCHING
     P->angles(c->base.q, trig);
 #endif
-    FmigenSolved *m = &c->solved;
     m->valid = 1;
     m->part = c->part;
     m->t = c->t;
@@ -294,26 +330,54 @@ int fmigen_core_assemble(FmigenCore *c)
     memcpy(m->q, c->q, sizeof m->q);
     memcpy(m->trig, trig, sizeof m->trig);
     memcpy(m->sol, sol, sizeof m->sol);
+    for (int k = 0; k < NI; k++) m->vi[k] = c->v[P->independent[k]];
+    memcpy(m->v, c->v, sizeof m->v);
+#if !FMIGEN_KINEMATIC
+    m->have_work = kw == 0;
 #endif
-    c->observe_pending = 1;
+#endif
+    c->observe_pending = FMIGEN_OBSERVE_ALL;
     return 0;
 }
 
 void fmigen_core_observe(FmigenCore *c)
 {
-    if (!c->observe_pending) return;
-    c->observe_pending = 0;
+    fmigen_core_observe_some(c, FMIGEN_OBSERVE_ALL);
+}
+
+void fmigen_core_observe_some(FmigenCore *c, int what)
+{
+    int todo = c->observe_pending & what;
+    if (!todo) return;
+    if (((todo & FMIGEN_OBSERVE_RESIDUAL) && FMIGEN_RESIDUAL_ANGLES) ||
+        ((todo & FMIGEN_OBSERVE_OUTPUTS) && FMIGEN_OUTPUTS_ANGLES))
+        todo |= FMIGEN_OBSERVE_ANGLES;
+    todo &= c->observe_pending;
+    c->observe_pending &= ~todo;
 #if !FMIGEN_FORMULATION
-    fmigen_partitions[c->solved.part].angles(c->q, c->solved.trig);
+    if (todo & FMIGEN_OBSERVE_ANGLES) fmigen_partitions[c->solved.part].angles(c->q, c->solved.trig);
 #endif
 #if NC > 0
-    double phi[NC];
-    fmigen_phi(c->t, c->q, c->v, c->p, c->u, phi);
-    c->residual = 0.0;
-    for (int j = 0; j < NC; j++) if (fabs(phi[j]) > c->residual) c->residual = fabs(phi[j]);
+    if (todo & FMIGEN_OBSERVE_RESIDUAL) {
+        double phi[NC];
+#if FMIGEN_FORMULATION
+        fmigen_phi(c->t, c->q, c->v, c->p, c->u, phi);
+#else
+        /* from the sin/cos the kinematics solved, not sin/cos of their atan2 */
+        fmigen_phi_trig(c->t, c->q, c->v, c->p, c->u, c->solved.trig, phi);
+#endif
+        c->residual = 0.0;
+        for (int j = 0; j < NC; j++) if (fabs(phi[j]) > c->residual) c->residual = fabs(phi[j]);
+    }
 #endif
 #if NY > 0
-    fmigen_outputs(c->t, c->q, c->v, c->p, c->u, c->y);
+    if (todo & FMIGEN_OBSERVE_OUTPUTS) {
+#if FMIGEN_FORMULATION
+        fmigen_outputs(c->t, c->q, c->v, c->p, c->u, c->y);
+#else
+        fmigen_outputs_trig(c->t, c->q, c->v, c->p, c->u, c->solved.trig, c->y);
+#endif
+    }
 #endif
 }
 

@@ -218,12 +218,21 @@ int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[])
     if (n && (!vr || !value)) return fg_fail(in, "GetReal/GetFloat64: NULL array");
     if (in->s.state != S_ERROR && in->s.state != S_DISCARDED && ensure_assembled(in))
         return eval_failure(in, in->s.state == S_INIT ? "the start cannot be assembled" : "GetReal");
-    /* deferred angles, residual and outputs, when one of them is asked for */
-    for (size_t i = 0; i < n; i++)
-        if (vr[i] < VR_V || vr[i] == VR_RES || (vr[i] >= VR_Y && vr[i] < VR_A)) {
-            fmigen_core_observe(&in->s.core);
-            break;
+    /* deferred angles, residual and outputs, each only when asked for: an
+     * independent coordinate is at hand, a dependent one may be a deferred
+     * angle (atan2 of its sin/cos) */
+    int what = 0;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned r = vr[i];
+        if (r < VR_V) {
+            int independent = 0;
+            for (int k = 0; k < NI; k++) independent |= FMIGEN_PART(&in->s.core)->independent[k] == (int)r;
+            if (!independent) what |= FMIGEN_OBSERVE_ANGLES;
         }
+        else if (r == VR_RES) what |= FMIGEN_OBSERVE_RESIDUAL;
+        else if (r >= VR_Y && r < VR_A) what |= FMIGEN_OBSERVE_OUTPUTS;
+    }
+    if (what) fmigen_core_observe_some(&in->s.core, what);
     const FmigenCore *k = &in->s.core;
     for (size_t i = 0; i < n; i++) {
         unsigned r = vr[i];
@@ -535,7 +544,7 @@ int fg_free_state(FgInstance *in, void **state)
  * fields are then checked one by one, because bytes from a file or a network
  * are never trusted to index a table. */
 #define FG_STATE_MAGIC 0x53474d46u   /* "FMGS" */
-#define FG_STATE_VERSION 2u   /* 2: next_event */
+#define FG_STATE_VERSION 3u   /* 2: next_event; 3: the embedding half in the memo */
 typedef struct {
     unsigned magic, version;
     unsigned long long size;

@@ -50,13 +50,24 @@ void fmigen_kinematic_angles(double *q, const double *trig);
 extern const char *const fmigen_kinematics_failure[];
 void fmigen_phi(double t, const double *q, const double *v, const double *p, const double *u, double *out);
 void fmigen_outputs(double t, const double *q, const double *v, const double *p, const double *u, double *out);
-/* The embedding (codegen_embedding.py): q complete, v_i set in v; fill v_d
- * (and q̈_i).  0, or 1 when Φ_d is singular, 2 when BᵀMB is not positive
- * definite. */
+/* The same with sin/cos of the angles the kinematics solved taken from its
+ * trig hand-over (FMIGEN_RESIDUAL_ANGLES, FMIGEN_OUTPUTS_ANGLES: 1 when q
+ * must still hold the deferred angles) */
+void fmigen_phi_trig(double t, const double *q, const double *v, const double *p, const double *u,
+                     const double *trig, double *out);
+void fmigen_outputs_trig(double t, const double *q, const double *v, const double *p, const double *u,
+                         const double *trig, double *out);
+/* The embedding (codegen_embedding.py): q complete, v_i set in v; fill v_d.
+ * The right-hand side in two halves: prepare fills v_d and, in work
+ * (FMIGEN_NWORK doubles), everything of q̈_i that does not read the inputs;
+ * finish computes q̈_i from it and u.  0, or 1 when Φ_d is singular, 2 when
+ * BᵀMB is not positive definite. */
 int fmigen_embedded_velocities(double t, const double *q, double *v, const double *p, const double *u,
                                const double *trig);
-int fmigen_embedded_rhs(double t, const double *q, double *v, const double *p, const double *u,
-                        const double *trig, double *qdd);
+int fmigen_embedded_prepare(double t, const double *q, double *v, const double *p, const double *trig,
+                            double *work);
+int fmigen_embedded_finish(double t, const double *q, const double *v, const double *p, const double *u,
+                           const double *trig, const double *work, double *qdd);
 extern const int fmigen_independent[];
 extern const int fmigen_dependent[];
 extern const int fmigen_sol_layout[];
@@ -79,8 +90,9 @@ typedef struct {
     void (*angles)(double *q, const double *trig);
     int (*velocities)(double t, const double *q, double *v, const double *p, const double *u,
                       const double *trig);
-    int (*rhs)(double t, const double *q, double *v, const double *p, const double *u,
-               const double *trig, double *qdd);
+    int (*prepare)(double t, const double *q, double *v, const double *p, const double *trig, double *work);
+    int (*finish)(double t, const double *q, const double *v, const double *p, const double *u,
+                  const double *trig, const double *work, double *qdd);
     const int *independent, *dependent;
     const char *const *failure;
     const double *sol_start;
@@ -90,6 +102,20 @@ typedef struct {
     int nsol;
 } FmigenPartition;
 extern const FmigenPartition fmigen_partitions[];
+
+/* x^n for an integer 4 < n <= 64 of the generated code (codegen._Printer):
+ * repeated squaring, which gcc unrolls for the constant n, instead of a pow()
+ * call.  The Python runtime's fmigen_powi multiplies in the same order. */
+static inline double fmigen_powi(double x, int n)
+{
+    double r = 1.0;
+    for (;;) {
+        if (n & 1) r *= x;
+        n >>= 1;
+        if (!n) return r;
+        x *= x;
+    }
+}
 
 /* max without libm's NaN rules (fmax is a library call at -O2) */
 static inline double fmigen_max(double a, double b) { return a > b ? a : b; }
@@ -213,16 +239,38 @@ extern const double fmigen_event_times[];
 #define FMIGEN_SWITCHING (NPART > 1 && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
 #define FMIGEN_PART(c) (&fmigen_partitions[(c)->part])
 
+#ifndef FMIGEN_RESIDUAL_ANGLES
+#define FMIGEN_RESIDUAL_ANGLES 1
+#endif
+#ifndef FMIGEN_OUTPUTS_ANGLES
+#define FMIGEN_OUTPUTS_ANGLES 1
+#endif
+#ifndef FMIGEN_NWORK
+#define FMIGEN_NWORK 1
+#endif
+/* 1 when the embedding depends on t (rheonomic constraints, loads in t):
+ * its memo then keys on t; the safe default. */
+#ifndef FMIGEN_EMBEDDING_TIME
+#define FMIGEN_EMBEDDING_TIME 1
+#endif
+
 /* The last successful kinematics solve: its input (t, q_i, p) and what it
  * returned (q with q_d, and the sin/cos hand-over).  Why: an FMU stepped at
  * its internal step (HIL at 1 kHz) commits each state at t + h (kinematics,
  * velocities), and the next step's first stage needs the kinematics of the
- * very same t, q_i, p; the memo returns it instead of solving it again.  A
- * pure cache keyed by value, so no setter has to invalidate it. */
+ * very same t, q_i, p; the memo returns it instead of solving it again.
+ * The commit also runs the embedding's first half (prepare: v_d, the reduced
+ * mass matrix factored, everything but the inputs' forces), which it needs
+ * for v_d anyway: first-same-as-last, the next step's first stage only runs
+ * finish, with whatever inputs the importer set in between.  It holds for
+ * v_i = vi too (have_work; and t when FMIGEN_EMBEDDING_TIME), with v the
+ * complete velocities it gave.  A pure cache keyed by value, so no setter
+ * has to invalidate it. */
 typedef struct {
-    int valid, part;
+    int valid, part, have_work;
     double t, qi[FMIGEN_DIM(NI)], p[FMIGEN_DIM(NP)];
     double q[NQ], trig[2 * NQ], sol[FMIGEN_DIM(NSOL)];
+    double vi[FMIGEN_DIM(NI)], v[NQ], work[FMIGEN_DIM(FMIGEN_NWORK)];
 } FmigenSolved;
 
 typedef struct {
@@ -240,10 +288,11 @@ typedef struct {
     double fp[FMIGEN_DIM(FMIGEN_NFP)]; /* parameters of an augmented formulation */
     int solver;
     FmigenSolved solved;         /* memo of the kinematics (see FmigenSolved) */
-    /* 1: q's deferred angles, residual and y are not computed yet (the state
-     * was assembled and solved.trig holds its sin/cos); fmigen_core_observe
-     * computes all of them at the first read of q, the residual or y, so a
-     * step after which the importer reads none of those does not pay. */
+    /* FMIGEN_OBSERVE_* bits: what of q's deferred angles, the residual and
+     * y is not computed yet (the state was assembled and solved.trig holds
+     * its sin/cos); fmigen_core_observe_some computes each at its first
+     * read, so a step after which the importer reads none of them does not
+     * pay, and reading one does not pay for the others. */
     int observe_pending;
     char message[512];           /* last error, for the logger (names the block and the configuration) */
 } FmigenCore;
@@ -256,8 +305,13 @@ void fmigen_base_accept(FmigenBase *b, double t, const double *q, const double *
  * on success, else an error with c->message set. */
 int fmigen_core_assemble(FmigenCore *c);
 /* Before q, residual or y are read: complete them for the assembled (or,
- * augmented, integrated) q, v, unless that was done already. */
+ * augmented, integrated) q, v, unless that was done already.  _some: only
+ * `what` (FMIGEN_OBSERVE_* bits), and what that needs (the residual and the
+ * outputs come from the kinematics' sin/cos, and need the deferred angles
+ * only when FMIGEN_RESIDUAL_ANGLES / FMIGEN_OUTPUTS_ANGLES say so). */
+enum { FMIGEN_OBSERVE_ANGLES = 1, FMIGEN_OBSERVE_RESIDUAL = 2, FMIGEN_OBSERVE_OUTPUTS = 4, FMIGEN_OBSERVE_ALL = 7 };
 void fmigen_core_observe(FmigenCore *c);
+void fmigen_core_observe_some(FmigenCore *c, int what);
 /* Advance by H with fixed internal steps of c->h; the last one is shortened
  * so the state lands exactly on t + H.  0 on success. */
 int fmigen_core_step(FmigenCore *c, double H);
