@@ -106,11 +106,15 @@ def assignments(targets, exprs, indent="    ", tmp="x"):
 def poly_plan(polys, tmp="m"):
     """Straight-line evaluation of integer polynomials (``sp.Poly`` with one
     set of generators: a sequence step's coefficients) from their terms, as
-    (temporaries, sums): [(name, text)] and one text per polynomial, the same
-    text in C and Python (``*``, ``+``, ``-``, numbers and the generators'
-    names).  Every monomial a term needs is one temporary, made from a
-    smaller one times one generator, so the monomials the coefficients share
-    are computed once; the sums go term by term in the Poly's order.
+    statements (target, operator, text): a temporary ``tmp<k>`` ("="), or
+    the index of the polynomial whose sum it starts ("=") or continues ("+="
+    or "-="), the text the same in C and Python (``*``, numbers and the
+    generators' names).  Every monomial a term needs is one temporary, made
+    from a smaller one times one generator, so the monomials the
+    coefficients share are computed once; each sum goes term by term in the
+    Poly's order, a monomial made just before its first term (short live
+    ranges: with every temporary first and the sums last, gcc's register
+    allocation took most of a six-bar's compile).
 
     Why not ``assignments`` (sympy's cse) here: a six-bar's steps have
     thousands of terms with 50-digit integers, and making their expressions
@@ -118,7 +122,8 @@ def poly_plan(polys, tmp="m"):
     the monomials are the common subexpressions of such sums anyway."""
     gens = polys[0].gens if polys else ()
     names = [str(g) for g in gens]
-    table, temps = {}, []
+    table, out = {}, []
+    ntemp = [0]
 
     def monomial(m):
         if m in table:
@@ -130,28 +135,33 @@ def poly_plan(polys, tmp="m"):
         if len(nz) == 1 and e == 1:
             return names[k]
         parent = monomial(m[:k] + (e - 1,) + m[k + 1:])
-        table[m] = name = f"{tmp}{len(temps)}"
-        temps.append((name, f"{parent}*{names[k]}"))
+        table[m] = name = f"{tmp}{ntemp[0]}"
+        ntemp[0] += 1
+        out.append((name, "=", f"{parent}*{names[k]}"))
         return name
 
     def number(c):
         # big integers as doubles, as the printer does (no integer overflow)
         return f"{float(c)!r}" if abs(c) > 2**31 else str(c)
 
-    sums = []
-    for P in polys:
+    for i, P in enumerate(polys):
         if P.gens != gens:
             raise ValueError(f"poly_plan: generators {P.gens} differ from {gens}")
-        text = ""
+        first = True
         for m, c in P.terms():
             c = int(c)
             if c == 0:
                 continue
             mono = monomial(m)
             mag = number(abs(c)) if mono is None else (mono if abs(c) == 1 else f"{number(abs(c))}*{mono}")
-            text += (" - " if c < 0 else " + ") + mag if text else ("-" if c < 0 else "") + mag
-        sums.append(text or "0")
-    return temps, sums
+            if first:
+                out.append((i, "=", ("-" if c < 0 else "") + mag))
+            else:
+                out.append((i, "-=" if c < 0 else "+=", mag))
+            first = False
+        if first:
+            out.append((i, "=", "0"))
+    return out
 
 
 def step_code(step, lead_scale, indent, tmp, assign, helpers=None):
@@ -163,16 +173,16 @@ def step_code(step, lead_scale, indent, tmp, assign, helpers=None):
     gcc's register allocation grows faster than linearly with a function's
     size and a six-bar's kinematics inline is tens of thousands of
     statements; Python (pyruntime's ``assign``, ``helpers`` None): inline."""
-    temps, sums = poly_plan(step.coeff_polys, "m" if helpers is not None else tmp)
     targets = [f"a{d}" for d in range(step.degree, -1, -1)]
+    plan = poly_plan(step.coeff_polys, "m" if helpers is not None else tmp)
     if helpers is None:
-        lines = [f"{indent}{name} = {text}" for name, text in temps]
-        lines += [f"{indent}{a} = {text}" for a, text in zip(targets, sums)]
+        lines = [f"{indent}{targets[t] if isinstance(t, int) else t} {op} {text}" for t, op, text in plan]
     else:
         used = [g for g in step.element.gens if any(P.degree(g) > 0 for P in step.coeff_polys)]
         fn = f"fmigen_coeffs_{tmp.rstrip('_')}"
-        body = [f"    const double {name} = {text};" for name, text in temps]
-        body += [f"    a[{k}] = {text};" for k, text in enumerate(sums)]
+        body = [f"    {'const double ' if op == '=' else ''}{t} {op} {text};" if isinstance(t, str) else
+                f"    {'double ' if op == '=' else ''}{targets[t]} {op} {text};" for t, op, text in plan]
+        body += [f"    a[{k}] = {a};" for k, a in enumerate(targets)]
         params = "".join(f"double {g}, " for g in used)
         helpers.append(f"static void __attribute__((noinline)) {fn}({params}double *a)\n{{\n"
                        + "\n".join(body) + "\n}\n")
