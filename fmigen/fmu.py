@@ -325,8 +325,8 @@ def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=(), use
     ``use_cache``: compile each source to an object file, reusing one
     compiled earlier from the same source, local headers (``cc -MM``),
     compiler and flags (under the Gröbner cache's root, ``objects/``): gcc
-    -O2 on a large model.c is most of a rebuild's time (8.8 s of
-    Stephenson's), and model.c does not change with the FMI version, kind,
+    -O2 on a large model.c is most of a rebuild's time (~4 s of CPU for
+    Stephenson's, per compiler), and model.c does not change with the FMI version, kind,
     solver or step."""
     windows = "mingw32" in Path(cc).name
     flags = [f for f in CFLAGS if not (windows and f == "-fPIC")]

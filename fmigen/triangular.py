@@ -576,8 +576,8 @@ COVER_CONDITION = 1e-3
 COVER_DISCRIMINANT = 1e-9
 #: at most this many other lex orders are tried per block, and no new one
 #: after this many seconds (each order is a Singular run and an extraction:
-#: about 12 s for the Stephenson six-bar's 4×4 block: Singular 1 s, reading 1 s,
-#: extraction 10 s; what is left uncovered the
+#: about 2.5 s for the Stephenson six-bar's 4×4 block: Singular 1 s, reading 1 s,
+#: extraction 0.3 s; what is left uncovered the
 #: run-time Newton fallback solves)
 MAX_CANDIDATE_ORDERS = 8
 COVER_BUDGET = 60.0
