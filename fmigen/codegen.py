@@ -1,8 +1,9 @@
 """Stage 6 — codegen: C99 for one mechanism (``model.c`` + ``model_config.h``).
 
 The generated file holds only model-specific code and data, with no globals
-that change: the kinematic solution sequence, Φ and the user outputs (each
-with common-subexpression elimination), and the embedding — v_d and q̈_i as
+that change: the kinematic solution sequence (each step's coefficients
+term by term over their shared monomials, ``poly_plan``), Newton, Φ and the
+user outputs (each with common-subexpression elimination), and the embedding — v_d and q̈_i as
 straight-line code over the structural non-zeros (``codegen_embedding.py``).
 The integrators and the FMI glue are hand-written and shared by every FMU
 (``fmigen/runtime``), the same split the Modelica Association's Reference
@@ -109,6 +110,99 @@ def assignments(targets, exprs, indent="    ", tmp="x"):
     lines = [f"{indent}const double {s} = {c(e)};" for s, e in reps]
     lines += [f"{indent}{tg} = {c(e)};" for tg, e in zip(targets, reduced)]
     return "\n".join(lines)
+
+
+def poly_plan(polys, tmp="m"):
+    """Straight-line evaluation of integer polynomials (``sp.Poly`` with one
+    set of generators: a sequence step's coefficients) from their terms, as
+    statements (target, operator, text): a temporary ``tmp<k>`` ("="), or
+    the index of the polynomial whose sum it starts ("=") or continues ("+="
+    or "-="), the text the same in C and Python (``*``, numbers and the
+    generators' names).  Every monomial a term needs is one temporary, made
+    from a smaller one times one generator, so the monomials the
+    coefficients share are computed once; each sum goes term by term in the
+    Poly's order, a monomial made just before its first term (short live
+    ranges: with every temporary first and the sums last, gcc's register
+    allocation took most of a six-bar's compile).
+
+    Why not ``assignments`` (sympy's cse) here: a six-bar's steps have
+    thousands of terms with 50-digit integers, and making their expressions
+    and searching them for common subexpressions took ~10 s of its build;
+    the monomials are the common subexpressions of such sums anyway."""
+    gens = polys[0].gens if polys else ()
+    names = [str(g) for g in gens]
+    table, out = {}, []
+    ntemp = [0]
+
+    def monomial(m):
+        if m in table:
+            return table[m]
+        nz = [(k, e) for k, e in enumerate(m) if e]
+        if not nz:
+            return None
+        k, e = nz[-1]
+        if len(nz) == 1 and e == 1:
+            return names[k]
+        parent = monomial(m[:k] + (e - 1,) + m[k + 1:])
+        table[m] = name = f"{tmp}{ntemp[0]}"
+        ntemp[0] += 1
+        out.append((name, "=", f"{parent}*{names[k]}"))
+        return name
+
+    def number(c):
+        # big integers as doubles, as the printer does (no integer overflow)
+        return f"{float(c)!r}" if abs(c) > 2**31 else str(c)
+
+    for i, P in enumerate(polys):
+        if P.gens != gens:
+            raise ValueError(f"poly_plan: generators {P.gens} differ from {gens}")
+        first = True
+        for m, c in P.terms():
+            c = int(c)
+            if c == 0:
+                continue
+            mono = monomial(m)
+            mag = number(abs(c)) if mono is None else (mono if abs(c) == 1 else f"{number(abs(c))}*{mono}")
+            if first:
+                out.append((i, "=", ("-" if c < 0 else "") + mag))
+            else:
+                out.append((i, "-=" if c < 0 else "+=", mag))
+            first = False
+        if first:
+            out.append((i, "=", "0"))
+    return out
+
+
+def step_code(step, lead_scale, indent, tmp, assign, helpers=None):
+    """The lines that set the coefficients a<degree>..a0 of a sequence step
+    and, where switching is checked, lead_scale: ``poly_plan`` over the
+    coefficient polynomials, ``assign(targets, exprs, indent, tmp)`` for
+    lead_scale (a few terms).  C (``helpers`` a list): the coefficients are
+    computed by a function of their own, appended to ``helpers``, because
+    gcc's register allocation grows faster than linearly with a function's
+    size and a six-bar's kinematics inline is tens of thousands of
+    statements; Python (pyruntime's ``assign``, ``helpers`` None): inline."""
+    targets = [f"a{d}" for d in range(step.degree, -1, -1)]
+    plan = poly_plan(step.coeff_polys, "m" if helpers is not None else tmp)
+    if helpers is None:
+        lines = [f"{indent}{targets[t] if isinstance(t, int) else t} {op} {text}" for t, op, text in plan]
+    else:
+        used = [g for g in step.element.gens if any(P.degree(g) > 0 for P in step.coeff_polys)]
+        fn = f"fmigen_coeffs_{tmp.rstrip('_')}"
+        body = [f"    {'const double ' if op == '=' else ''}{t} {op} {text};" if isinstance(t, str) else
+                f"    {'double ' if op == '=' else ''}{targets[t]} {op} {text};" for t, op, text in plan]
+        body += [f"    a[{k}] = {a};" for k, a in enumerate(targets)]
+        params = "".join(f"double {g}, " for g in used)
+        helpers.append(f"static void __attribute__((noinline)) {fn}({params}double *a)\n{{\n"
+                       + "\n".join(body) + "\n}\n")
+        lines = [f"{indent}double a_[{len(targets)}];",
+                 f"{indent}{fn}({''.join(f'{g}, ' for g in used)}a_);"]
+        lines += [f"{indent}const double {a} = a_[{k}];" for k, a in enumerate(targets)]
+    if lead_scale is not None:
+        decl = "const double " if helpers is not None else ""
+        extra = assign([f"{decl}lead_scale"], [lead_scale], indent=indent, tmp=tmp + "s")
+        lines += extra.split("\n") if isinstance(extra, str) else extra
+    return lines
 
 
 def _function(signature, body):
@@ -399,10 +493,7 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
                 coeff_names = [f"a{d}" for d in range(step.degree, -1, -1)]
                 out.append(f"                {{ /* {step.variable}: degree {step.degree} */")
                 lead_scale = switch_scale(tb, step)
-                out.append(assignments([f"const double {nm}" for nm in coeff_names] +
-                                       (["const double lead_scale"] if lead_scale is not None else []),
-                                       step.coeffs + ([lead_scale] if lead_scale is not None else []),
-                                       indent="                    ", tmp=tmp))
+                out += step_code(step, lead_scale, "                    ", tmp, assignments, helpers)
                 if lead_scale is not None:
                     out.append(f"                    if (!(fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale)) break;")
                 var = step.variable
@@ -517,8 +608,10 @@ def switch_scale(tb, step):
     cannot help or cannot happen: a block with one sequence (its vanishing
     coefficient is caught by the residual check and solved by Newton), a
     constant coefficient, or one of more than 40 terms."""
-    lead = sp.sympify(step.coeffs[0])
-    if len(tb.sequences) < 2 or not lead.free_symbols:
+    if len(tb.sequences) < 2:
+        return None
+    lead = step.coeff_polys[0].as_expr()
+    if not lead.free_symbols:
         return None
     scale = abs_sum(lead)
     return scale if len(sp.Add.make_args(scale)) <= 40 else None
@@ -600,7 +693,8 @@ def _partition_code(emb, tri, sm, trig, suffix, shared=None):
                       _arr("double", "fmigen_sol_start", sol_start),
                       _arr("int", "fmigen_sol_layout", layout, str), ""])
     if suffix:
-        code = re.sub(r"\b(" + "|".join(PARTITION_SYMBOLS) + r"|fmigen_newton_block\d+)\b", r"\1" + suffix, code)
+        code = re.sub(r"\b(" + "|".join(PARTITION_SYMBOLS) + r"|fmigen_newton_block\d+|fmigen_coeffs_\w+)\b", r"\1" + suffix,
+                      code)
         # the alternative's functions are reached through fmigen_partitions only
         code = re.sub(r"^(int|void|const) (fmigen_\w+" + suffix + r")", r"static \1 \2", code, flags=re.M)
     return code, len(sol_start), nwork

@@ -996,9 +996,7 @@ def kinematics_source(emb, tri, sm):
                 coeff_names = [f"a{d}" for d in range(step.degree, -1, -1)]
                 out.append(f"{i3}# {step.variable}: degree {step.degree}")
                 lead_scale = switch_scale(tb, step)
-                out += assignments(coeff_names + (["lead_scale"] if lead_scale is not None else []),
-                                   step.coeffs + ([lead_scale] if lead_scale is not None else []),
-                                   indent=i3, tmp=tmp)
+                out += codegen.step_code(step, lead_scale, i3, tmp, assignments)
                 if lead_scale is not None:
                     out.append(f"{i3}if not (fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale): break")
                 var = step.variable

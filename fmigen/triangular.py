@@ -36,6 +36,8 @@ Per block:
 
 from __future__ import annotations
 
+import fractions
+import functools
 import itertools
 import math
 import time
@@ -53,20 +55,33 @@ from .workspace import continuation_newton, sweep, unit_scales
 
 @dataclass
 class Step:
+    """One step of a sequence.  The coefficients are kept as integer
+    polynomials (``sp.Poly``, the basis element's generators): the build-time
+    evaluations (start assembly, workspace cover) work on their terms, and
+    the expressions (``coeffs``, ``poly``) are only made when asked for
+    (a six-bar's are thousands of terms with 50-digit coefficients: turning
+    every one into an expression took seconds that nothing needed)."""
     variable: sp.Symbol
     degree: int
-    coeffs: list[sp.Expr]        # highest power first; polynomials in K and lower variables
-    poly: sp.Expr                # the basis element used
+    coeff_polys: list[sp.Poly]   # highest power first; polynomials in K and lower variables
+    element: sp.Poly             # the basis element used
     sign: int = 1                # square-root branch of the start assembly (build time only)
+
+    @functools.cached_property
+    def coeffs(self) -> list[sp.Expr]:
+        return [c.as_expr() for c in self.coeff_polys]
+
+    @functools.cached_property
+    def poly(self) -> sp.Expr:
+        return self.element.as_expr()
 
     @property
     def terms(self):
-        return len(sp.Add.make_args(sp.expand(self.poly)))
+        return len(self.element.terms())
 
     @property
     def max_coeff_digits(self):
-        p = sp.Poly(self.poly, *sorted(self.poly.free_symbols, key=str))
-        return max(len(str(abs(int(c)))) for c in p.coeffs())
+        return max(len(str(abs(int(c)))) for c in self.element.coeffs())
 
 
 @dataclass
@@ -471,21 +486,82 @@ def extract(basis, variables, block_name) -> list[Step]:
         if not cands:
             raise ModelError(f"block {block_name}: the Gröbner basis has no element that solves for {v}")
         best = min(cands, key=lambda g: (g.degree(v), len(g.terms())))
-        steps.append(Step(v, best.degree(v), _coefficients_in(best, v), best.as_expr()))
+        steps.append(Step(v, best.degree(v), _coefficients_in(best, v), best))
     return steps
 
 
-def _coefficients_in(P: sp.Poly, v) -> list[sp.Expr]:
-    """P's coefficients as a polynomial in v, highest power first, each an
-    expression in the other generators."""
+def _coefficients_in(P: sp.Poly, v) -> list[sp.Poly]:
+    """P's coefficients as a polynomial in v, highest power first, each a
+    polynomial in the other generators (same generators and domain as P)."""
     iv = P.gens.index(v)
     buckets: dict = {}
     for monom, coeff in P.terms():
         rest = monom[:iv] + (0,) + monom[iv + 1:]
         buckets.setdefault(monom[iv], {})[rest] = coeff
     deg = P.degree(v)
-    return [sp.Poly.from_dict(buckets[d], *P.gens, domain=P.domain).as_expr() if d in buckets else sp.Integer(0)
-            for d in range(deg, -1, -1)]
+    return [sp.Poly.from_dict(buckets.get(d, {}), *P.gens, domain=P.domain) for d in range(deg, -1, -1)]
+
+
+def _exponents(P: sp.Poly, args) -> tuple[list, np.ndarray, list[int]]:
+    """P's terms over ``args`` (symbols): (the generators that occur, their
+    positions in args, as a list; exponent matrix terms × those generators;
+    integer coefficients).  A generator that occurs and is not in args is an
+    error (the evaluation would not know its value)."""
+    terms = P.terms()
+    used = [k for k, g in enumerate(P.gens) if any(m[k] for m, _ in terms)]
+    missing = [P.gens[k] for k in used if P.gens[k] not in args]
+    if missing:
+        raise ValueError(f"cannot evaluate a polynomial in {missing}: not among {list(args)}")
+    E = np.array([[m[k] for k in used] for m, _ in terms], dtype=int).reshape(len(terms), len(used))
+    return [list(args).index(P.gens[k]) for k in used], E, [int(c) for _, c in terms]
+
+
+def poly_evaluator(P: sp.Poly, args):
+    """A numpy function of the values of ``args`` (arrays of one length)
+    returning (P, Σ|term of P|) there, in double precision, from P's terms:
+    what lambdify of the expression and of ``abs_sum`` computed, without
+    making and printing the expression (for a six-bar's thousands of terms
+    that took seconds per sequence)."""
+    pos, E, coeffs = _exponents(P, args)
+    c = np.array([float(x) for x in coeffs])
+
+    def evaluate(*vals):
+        n = len(np.asarray(vals[0])) if vals else 1
+        mono = np.ones((len(c), n))
+        for j, k in enumerate(pos):
+            x = np.asarray(vals[k], dtype=float)
+            powers = np.stack([x ** e for e in range(E[:, j].max() + 1)])
+            mono *= powers[E[:, j]]
+        return c @ mono, np.abs(c) @ np.abs(mono)
+    return evaluate
+
+
+def poly_value(P: sp.Poly, env: dict) -> float:
+    """P at ``env`` (generator -> sp.Float), exactly (a Float is m·2^e, so
+    integer arithmetic gives the exact value), rounded once to a double:
+    what ``complex(P.as_expr().xreplace(env).evalf(PREC))`` gave, without
+    making the expression."""
+    pos, E, coeffs = _exponents(P, list(env))
+    vals = list(env.values())
+    mant, expo = [], []
+    for k in pos:
+        sign, man, exp, _ = sp.Float(vals[k])._mpf_
+        mant.append(-man if sign else man)
+        expo.append(exp)
+    powers = {}
+    terms = []
+    for row, coeff in zip(E.tolist(), coeffs):
+        n, x = coeff, 0
+        for j, e in enumerate(row):
+            if e:
+                if (j, e) not in powers:
+                    powers[j, e] = mant[j] ** e
+                n *= powers[j, e]
+                x += e * expo[j]
+        terms.append((n, x))
+    low = min(x for _, x in terms)
+    total = sum(n << (x - low) for n, x in terms)
+    return float(fractions.Fraction(total) * fractions.Fraction(2) ** low)
 
 
 def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
@@ -598,10 +674,6 @@ def _block_order(dae, b, order):
 PREC = 80
 
 
-def _eval(expr, env):
-    return complex(expr.xreplace(env).evalf(PREC)) if expr.free_symbols else complex(expr)
-
-
 def _roots_in_branch_order(coeffs):
     """Both roots of a quadratic, in (sign = +1, sign = −1) order."""
     a, b, c = coeffs
@@ -666,7 +738,7 @@ def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_fro
     guess_vars = _target_values(dae, tb, choose_from) if choose_from is not None else {}
     warm_vars = _target_values(dae, tb, warm)
     for step in tb.steps:
-        coeffs = [_eval(c, env) for c in step.coeffs]
+        coeffs = [complex(poly_value(c, env)) for c in step.coeff_polys]
         if abs(coeffs[0]) < 1e-12 * max(1.0, max(abs(c) for c in coeffs)):
             raise ModelError(f"singular configuration: leading coefficient of {step.variable} vanishes")
         if step.degree == 1:
@@ -732,8 +804,8 @@ COVER_CONDITION = 1e-3
 COVER_DISCRIMINANT = 1e-9
 #: at most this many other lex orders are tried per block, and no new one
 #: after this many seconds (each order is a Singular run and an extraction:
-#: about 12 s for the Stephenson six-bar's 4×4 block: Singular 1 s, reading 1 s,
-#: extraction 10 s; what is left uncovered the
+#: about 2.5 s for the Stephenson six-bar's 4×4 block: Singular 1 s, reading 1 s,
+#: extraction 0.3 s; what is left uncovered the
 #: run-time Newton fallback solves)
 MAX_CANDIDATE_ORDERS = 8
 COVER_BUDGET = 60.0
@@ -808,8 +880,8 @@ def sequence_evaluator(dae, tb: TriangularBlock, seq: Sequence, scales):
     vscale = {v: scale for _, _, vs, scale in block_layout(tb, scales) for v in vs}
     compiled, args = [], list(knowns)
     for step in seq.steps:
-        compiled.append((sp.lambdify(args, step.coeffs, "numpy"),
-                         sp.lambdify(args, abs_sum(step.coeffs[0]), "numpy")))
+        fns = [poly_evaluator(c, args) for c in step.coeff_polys]
+        compiled.append((lambda *v, fns=fns: [f(*v)[0] for f in fns], lambda *v, f=fns[0]: f(*v)[1]))
         args = args + [step.variable]
 
     def evaluate(points):

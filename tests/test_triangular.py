@@ -123,3 +123,62 @@ def test_single_angle_arguments_keep_their_own_variables(fourbar):
     dae, tri = fourbar
     assert angle_plan(dae, tri.partition.blocks[0]) is None
     assert tri.blocks[0].angle_sums == {}
+
+
+def _big_poly():
+    """A step-like integer polynomial: big coefficients, cancellation, a
+    generator that does not occur."""
+    import sympy as sp
+    x, y, K, z = sp.symbols("x y K_1 z")
+    expr = (12345678901234567890123 * K**5 * x**2 - 98765432109876543210 * K * y + 3 * x * y**3 - 7
+            - 2**40 * K**2 + y)
+    return sp.Poly(expr, x, y, K, z), (x, y, K, z)
+
+
+def test_poly_value_is_the_exact_value_rounded_once():
+    import sympy as sp
+    from fmigen.triangular import PREC, poly_value
+    P, (x, y, K, z) = _big_poly()
+    env = {x: sp.Float(0.3, PREC), y: sp.Float(-1.7, PREC), K: sp.Float(2.5e-3, PREC), z: sp.Float(9.0, PREC)}
+    assert poly_value(P, env) == float(P.as_expr().xreplace(env).evalf(PREC))
+    assert poly_value(sp.Poly(0, x, y), {x: sp.Float(1.0), y: sp.Float(2.0)}) == 0.0
+
+
+def test_poly_evaluator_matches_the_expression_and_its_term_magnitudes():
+    import sympy as sp
+    from fmigen.triangular import abs_sum, poly_evaluator
+    P, (x, y, K, z) = _big_poly()
+    args = [K, y, x]          # z does not occur, so it need not be given
+    rng = np.random.default_rng(1)
+    vals = [rng.uniform(-2, 2, 50) for _ in args]
+    value, scale = poly_evaluator(P, args)(*vals)
+    ref = sp.lambdify(args, P.as_expr(), "numpy")(*vals)
+    ref_scale = sp.lambdify(args, abs_sum(P.as_expr()), "numpy")(*vals)
+    assert np.allclose(value, ref, rtol=1e-13, atol=1e-13 * ref_scale.max())
+    assert np.allclose(scale, ref_scale, rtol=1e-14)
+    with pytest.raises(ValueError, match="x"):
+        poly_evaluator(P, [K, y])
+
+
+def test_poly_plan_evaluates_every_polynomial_term_by_term():
+    """The straight-line code of a step's coefficients (C and Python share
+    its text) computes the polynomials, each monomial once."""
+    import sympy as sp
+    from fmigen.codegen import poly_plan
+    P, (x, y, K, z) = _big_poly()
+    Q = sp.Poly(-x**2 * K**5 + 5 * y**3 * x, x, y, K, z)
+    plan = poly_plan([P, Q, sp.Poly(0, x, y, K, z)], "m")
+    env = {"x": 0.3, "y": -1.7, "K_1": 2.5e-3}
+    sums = {}
+    for target, op, text in plan:
+        value = eval(text, {}, env)
+        if isinstance(target, str):
+            assert target not in env     # each temporary is defined once
+            env[target] = value
+        else:
+            sums[target] = value if op == "=" else sums[target] + value if op == "+=" else sums[target] - value
+    for k, poly in enumerate([P, Q]):
+        exact = float(poly.as_expr().subs({x: sp.Rational(0.3), y: sp.Rational(-1.7), K: sp.Rational(2.5e-3)}))
+        assert sums[k] == pytest.approx(exact, rel=1e-12, abs=1e-12 * 2**40)
+    assert sums[2] == 0
+    assert len({text for t, _, text in plan if isinstance(t, str)}) == sum(isinstance(t, str) for t, _, _ in plan)
