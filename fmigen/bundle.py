@@ -21,8 +21,9 @@ reference is independent of the partition, the Gröbner sequences and the
 generated C (fmigen/reference.py), so an importer comparing against it
 checks the FMU, not a recording of it.  It starts where ``validate``'s
 does: Newton on Φ = 0 with the independent coordinates held
-(``assemble_newton``), velocities with the independent ones held (a
-minimum-norm correction in ``solve_reference``).  Its own error is
+(``assemble_newton``), velocities with the independent ones held exactly
+and the dependent ones solved from the velocity constraint
+(``solve_reference``).  Its own error is
 estimated the way ``validate --check-reference`` does: the same solve at
 100× the relative tolerance, max |difference| over the grid.
 
@@ -200,9 +201,9 @@ def bundle(spec, out_dir, stop_time=2.0, output_interval=None, reference_rtol=1e
     q0 = assemble_newton(dae, dae.start_guess(), compiled.independent_names)
     v0 = dae.start_velocity_guess()
     log(f"integrating the DAE reference (IDA, rtol={reference_rtol:g}) on {len(times)} points to t={stop_time:g}")
-    ref = solve_reference(dae, q0, v0, times, rtol=reference_rtol)
+    ref = solve_reference(dae, q0, v0, times, compiled.independent_names, rtol=reference_rtol)
     log(f"re-solving it at rtol={100 * reference_rtol:g} to estimate its own error")
-    coarse = solve_reference(dae, q0, v0, times, rtol=100 * reference_rtol)
+    coarse = solve_reference(dae, q0, v0, times, compiled.independent_names, rtol=100 * reference_rtol)
     ref_err = {"coordinate": float(np.abs(coarse.q - ref.q).max()),
                "velocity": float(np.abs(coarse.v - ref.v).max())}
     seconds["reference"] = time.perf_counter() - t0

@@ -90,6 +90,7 @@ def key_text(mech, options: dict) -> str:
         "outputs": {k: s(sp.sympify(v)) for k, v in mech.outputs.items()},
         "independent": mech.independent, "dof": mech.dof, "groebner_order": mech.groebner_order,
         "kinematic": mech.kinematic, "switch_independent": mech.switch_independent,
+        "newton_blocks": mech.newton_blocks, "angle_sums": mech.angle_sums,
         "unit_scales": [repr(float(x)) for x in mechanism_unit_scales(mech)],
     }
     return "\n".join([FORMAT, source_digest(), json.dumps(options, sort_keys=True, default=str),

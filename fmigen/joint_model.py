@@ -623,6 +623,7 @@ def _pass_through_options(system, m, cut_coords):
     m.kinematic = bool(system.kinematic)
     m.kinematic_drive = dict(system.kinematic_drive) if system.kinematic_drive is not None else None
     m.kinematic_drive_period = float(system.kinematic_drive_period)
+    m.angle_sums = bool(system.angle_sums)
 
 
 def _select_constraints(system, m, coords, candidates):

@@ -246,6 +246,8 @@ class JointSystem:
     #: ``fmigen bench``'s kinematic drive: amplitude per independent coordinate
     kinematic_drive: dict[str, float] | None = None
     kinematic_drive_period: float = 3.0
+    #: solve sums of relative angles as absolute angles (``Mechanism.angle_sums``)
+    angle_sums: bool = True
     #: rewrite the closure of a cut spherical joint on a link hung from
     #: ground by a universal joint as a distance and two direction equations
     #: (``joint_model``, item 4); False keeps its three position equations

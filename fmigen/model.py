@@ -119,6 +119,10 @@ class Mechanism:
     #: The ``joints.JointSystem`` this mechanism was derived from, if any:
     #: what the Cartesian reference integrates.
     joint_system: object | None = None
+    #: Solve blocks whose sin/cos arguments are sums of angles (relative joint
+    #: angles) in the summed angles (``triangular.angle_plan``).  False keeps
+    #: the expanded products of the coordinates' own sines and cosines.
+    angle_sums: bool = True
     world: me.ReferenceFrame = field(init=False, repr=False)
 
     def __post_init__(self):

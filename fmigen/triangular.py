@@ -216,7 +216,9 @@ def angle_plan(dae: DAE, block: Block) -> AnglePlan | None:
     addition, no division).  Arguments whose unknown part is no row (more
     distinct sums than unknown angles) are expanded in the ψ by
     ``expand_trig`` as before; when no unimodular T exists the block keeps
-    its own angles."""
+    its own angles, and so does a mechanism that sets ``angle_sums = False``."""
+    if not dae.mechanism.angle_sums:
+        return None
     index = {q: k for k, q in enumerate(dae.q_sym)}
     unknowns = list(block.unknowns)
     exprs = [dae.Phi[j] for j in block.equations]
@@ -541,6 +543,22 @@ def poly_value(P: sp.Poly, env: dict) -> float:
     integer arithmetic gives the exact value), rounded once to a double:
     what ``complex(P.as_expr().xreplace(env).evalf(PREC))`` gave, without
     making the expression."""
+    total, low = _poly_exact(P, env)
+    return float(fractions.Fraction(total) * fractions.Fraction(2) ** low)
+
+
+def poly_values_scaled(polys, env: dict) -> list[float]:
+    """The values of ``polys`` at ``env``, exact and rounded once, all divided
+    by one power of two so the largest is near 1.  A step only uses ratios of
+    its coefficients, and some exceed the double range (a landing gear
+    sequence in absolute angles: beyond 1e308) although their ratios do not."""
+    exact = [_poly_exact(P, env) for P in polys]
+    top = max((n.bit_length() + x for n, x in exact if n), default=0)
+    return [float(fractions.Fraction(n) * fractions.Fraction(2) ** (x - top)) for n, x in exact]
+
+
+def _poly_exact(P: sp.Poly, env: dict) -> tuple[int, int]:
+    """P at ``env`` as an exact n·2^x (integers n, x)."""
     pos, E, coeffs = _exponents(P, list(env))
     vals = list(env.values())
     mant, expo = [], []
@@ -559,9 +577,10 @@ def poly_value(P: sp.Poly, env: dict) -> float:
                 n *= powers[j, e]
                 x += e * expo[j]
         terms.append((n, x))
+    if not terms:
+        return 0, 0
     low = min(x for _, x in terms)
-    total = sum(n << (x - low) for n, x in terms)
-    return float(fractions.Fraction(total) * fractions.Fraction(2) ** low)
+    return sum(n << (x - low) for n, x in terms), low
 
 
 def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
@@ -738,7 +757,7 @@ def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_fro
     guess_vars = _target_values(dae, tb, choose_from) if choose_from is not None else {}
     warm_vars = _target_values(dae, tb, warm)
     for step in tb.steps:
-        coeffs = [complex(poly_value(c, env)) for c in step.coeff_polys]
+        coeffs = [complex(c) for c in poly_values_scaled(step.coeff_polys, env)]
         if abs(coeffs[0]) < 1e-12 * max(1.0, max(abs(c) for c in coeffs)):
             raise ModelError(f"singular configuration: leading coefficient of {step.variable} vanishes")
         if step.degree == 1:
