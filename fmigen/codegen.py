@@ -173,6 +173,10 @@ def poly_plan(polys, tmp="m"):
     return out
 
 
+#: statements above which a sequence step's coefficient function is noinline
+NOINLINE_STATEMENTS = 200
+
+
 def step_code(step, lead_scale, indent, tmp, assign, helpers=None):
     """The lines that set the coefficients a<degree>..a0 of a sequence step
     and, where switching is checked, lead_scale: ``poly_plan`` over the
@@ -193,7 +197,11 @@ def step_code(step, lead_scale, indent, tmp, assign, helpers=None):
                 f"    {'double ' if op == '=' else ''}{targets[t]} {op} {text};" for t, op, text in plan]
         body += [f"    a[{k}] = {a};" for k, a in enumerate(targets)]
         params = "".join(f"double {g}, " for g in used)
-        helpers.append(f"static void __attribute__((noinline)) {fn}({params}double *a)\n{{\n"
+        # only a big step is kept out of line (compile time); a small one,
+        # like a Stewart leg's, is left to gcc to inline: the call costs more
+        # than its arithmetic
+        attribute = "__attribute__((noinline)) " if len(plan) > NOINLINE_STATEMENTS else ""
+        helpers.append(f"static void {attribute}{fn}({params}double *a)\n{{\n"
                        + "\n".join(body) + "\n}\n")
         lines = [f"{indent}double a_[{len(targets)}];",
                  f"{indent}{fn}({''.join(f'{g}, ' for g in used)}a_);"]

@@ -83,19 +83,14 @@ def test_cli_bundle_json_and_kinematic_refusal(fourbar_bundle, tmp_path, capsys)
 
 
 # ME variants that do not reproduce the reference, found by these bundles
-# (measured with fmpy 0.3.32's CVode; the CS variants of all three pass):
+# (measured with fmpy 0.3.32's CVode; its CS variants pass). fourbar_double_crank and
+# slider_crank_joints failed here too (a mirror jump, a CVode failure) while the ME FMU
+# skipped CompletedIntegratorStep and predicted every solve from t = 0; they pass since
+# ME declares it needed:
 ME_FAILS = {
     # by design: Model Exchange does not switch coordinates (README, "Coordinate
     # switching"), so the ME FMU Discards at the first dead centre
     "slider_crank_from_slider": "ME does not switch coordinates: Discard at the first dead centre",
-    # a defect: near theta = arccos(d/l1) = 1.07, where the default sequence
-    # degenerates and the alternative takes over, the ME FMU jumps to the
-    # mirror assembly at t = 0.26 (alpha -2.57 -> -0.53) at CVode rtol 1e-6..1e-8;
-    # at 1e-9 and tighter CVode stops at mxstep
-    "fourbar_double_crank": "ME jumps to the mirror assembly at theta ~ 1.09 (t = 0.26)",
-    # a defect: CVode fails (mxstep / corrector convergence) at t = 0.87; the
-    # low-level slider_crank's ME bundle passes
-    "slider_crank_joints": "CVode cannot integrate the ME FMU past t = 0.87",
 }
 
 
