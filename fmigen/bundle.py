@@ -48,6 +48,8 @@ and independent ones left continuous.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import tempfile
 import time
@@ -116,14 +118,24 @@ def _fmu_angles(fmu, names, times, stop_time, interval) -> dict:
     if not names:
         return out
     try:
-        res = fmpy.simulate_fmu(str(fmu), stop_time=stop_time, output_interval=interval, output=names,
-                                logger=lambda *a: None)
+        with contextlib.redirect_stdout(io.StringIO()):    # fmpy prints the FMU's messages
+            res = fmpy.simulate_fmu(str(fmu), stop_time=stop_time, output_interval=interval, output=names)
     except Exception:   # noqa: BLE001 - the check reports the failure; the fallback convention applies
         return out
     res = res[np.concatenate([[True], np.diff(res["time"]) > 0])]
     n = min(len(res), len(times))
     for k in names:
         out[k][:n] = res[k][:n]
+    return out
+
+
+def _failure_messages(printed: str) -> list[str]:
+    """The Discard, Error and Fatal messages in what fmpy printed."""
+    out = []
+    for line in printed.splitlines():
+        for label in ("[DISCARD] ", "[ERROR] ", "[FATAL] "):
+            if line.startswith(label):
+                out.append(line[len(label):])
     return out
 
 
@@ -261,20 +273,18 @@ def check_variant(d, name, fmi, kind, angles, coord_tol, velocity_tol, ref_err, 
     cols = list(ref.dtype.names[1:])
     log(f"checking {d}: fmpy, FMI {fmi}.0 {kind.upper()}")
     kw = {"solver": "CVode", "relative_tolerance": opt["RelTol"]} if kind == "me" else {}
-    messages = []
-
-    def logger(*args):
-        # FMI 2 (env, instance, status, category, message), FMI 3 (env, status,
-        # category, message): kept for the report instead of fmpy's default
-        # printing to stdout, which carries --json
-        status, message = args[-3], args[-1]
-        if status >= 2:   # Discard and worse
-            messages.append((message or b"").decode("utf-8", "replace"))
-
+    # fmpy prints the FMU's messages ("[DISCARD] ..."); they are kept for the
+    # report and kept off stdout, which carries --json.  (A custom logger=
+    # would do the same, but fmpy's native logging proxy keeps a global
+    # pointer to that callback after the run, and the next FMU that logs
+    # through fmpy calls it freed: a crash in an unrelated later run.)
+    printed = io.StringIO()
     try:
-        res = fmpy.simulate_fmu(str(d / f"{name}.fmu"), start_time=opt["StartTime"], stop_time=opt["StopTime"],
-                                output_interval=opt["StepSize"], input=signals, output=cols, logger=logger, **kw)
+        with contextlib.redirect_stdout(printed):
+            res = fmpy.simulate_fmu(str(d / f"{name}.fmu"), start_time=opt["StartTime"], stop_time=opt["StopTime"],
+                                    output_interval=opt["StepSize"], input=signals, output=cols, **kw)
     except Exception as e:   # noqa: BLE001 - a failing FMU is the check's finding, not a crash
+        messages = _failure_messages(printed.getvalue())
         problems.append(f"fmpy could not simulate it: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
         problems += [f"the FMU said: {m}" for m in messages[-1:]]
         return VariantCheck(fmi, kind, str(d), math.inf, math.inf, problems, False)
@@ -284,7 +294,7 @@ def check_variant(d, name, fmi, kind, angles, coord_tol, velocity_tol, ref_err, 
     t_ref = ref[ref.dtype.names[0]]
     if res["time"][-1] < t_ref[-1] - 1e-9 * max(1.0, t_ref[-1]):
         problems.append(f"the FMU stopped at t={res['time'][-1]:g}, before {t_ref[-1]:g}")
-        problems += [f"the FMU said: {m}" for m in messages[-1:]]
+        problems += [f"the FMU said: {m}" for m in _failure_messages(printed.getvalue())[-1:]]
     coord_err = vel_err = 0.0
     for c in cols:
         # the grids coincide (k·StepSize); interp only guards a differing row count

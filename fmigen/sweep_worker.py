@@ -60,6 +60,9 @@ class RunConfig:
     outputs: list            # names
     trajectories: bool = False
 
+#: every logger handed to fmpy's logging proxy (see ``_make_callbacks``)
+_LOGGERS_KEPT_ALIVE: list = []
+
 
 class Runner:
     """One extracted FMU and one FMI 2.0 Co-Simulation instance, reused for
@@ -90,8 +93,12 @@ class Runner:
             self.messages.append((status, (message or b"").decode("utf-8", "replace")))
 
         cb = fmi2CallbackFunctions()
-        # the ctypes function objects must outlive the instance: keep references
+        # the ctypes function objects must outlive the instance, and the
+        # logger the process: fmpy's native logging proxy keeps a global
+        # pointer to the last logger it was given, and the next FMU that logs
+        # through fmpy calls it (freed, it crashed a later run in-process)
         self._logger = fmi2CallbackLoggerTYPE(logger)
+        _LOGGERS_KEPT_ALIVE.append(self._logger)
         cb.logger = self._logger
         cb.allocateMemory = fmi2CallbackAllocateMemoryTYPE(calloc)
         cb.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
