@@ -70,6 +70,7 @@ from sympy.physics import mechanics as me
 
 from .joints import ANGLE_SLOTS, JointSystem, Marker
 from .model import Mechanism, ModelError, t
+from .structure import DisjointSets
 
 #: cutting preference by kind, lower = cut first: the fewer closure equations
 #: per coordinate removed the better (spherical: 3 for 3; revolute: 5 for 1,
@@ -249,22 +250,11 @@ def spanning_tree(system: JointSystem):
         return (j.name in cut_first, not must_keep(j), not started, -_CUT_RANK[j.kind],
                 max(dist[j.parent.body.name], dist[j.child.body.name]), joints.index(j))
 
-    parent = {b: b for b in bodies}
-
-    def find(b):
-        while parent[b] != b:
-            parent[b] = parent[parent[b]]
-            b = parent[b]
-        return b
-
+    # Kruskal: a joint that would join a body set to itself closes a loop
+    sets = DisjointSets(bodies)
     tree, cut = [], []
     for j in sorted(joints, key=priority):
-        ra, rb = find(j.parent.body.name), find(j.child.body.name)
-        if ra == rb:
-            cut.append(j)
-        else:
-            parent[ra] = rb
-            tree.append(j)
+        (tree if sets.union(j.parent.body.name, j.child.body.name) else cut).append(j)
     if system.cut is not None:
         kept = [j.name for j in tree if j.name in cut_first]
         if kept:

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 from sympy.physics import mechanics as me
 
-from .model import ModelError, Parameter, Input, t
+from .model import Input, ModelError, Parameter, declare_input, declare_parameter, t
 
 #: joint kind -> number of coordinates and their default name suffixes
 JOINT_KINDS = {
@@ -264,18 +264,10 @@ class JointSystem:
     def parameter(self, name, value, unit="", tunable=False, description=""):
         """As ``Mechanism.parameter``: tunable parameters stay symbols in the
         C; structural ones (geometry) are exact in the Gröbner bases."""
-        if any(p.name == name for p in self.parameters):
-            raise ModelError(f"parameter '{name}' declared twice")
-        sym = sp.Symbol(name, real=True)
-        self.parameters.append(Parameter(name, sym, value, unit, tunable, description))
-        return sym
+        return declare_parameter(self.parameters, name, value, unit, tunable, description)
 
     def input(self, name, start=0.0, unit="", description=""):
-        if any(i.name == name for i in self.inputs):
-            raise ModelError(f"input '{name}' declared twice")
-        sym = sp.Symbol(name, real=True)
-        self.inputs.append(Input(name, sym, float(start), unit, description))
-        return sym
+        return declare_input(self.inputs, name, start, unit, description)
 
     def body(self, name, mass, inertia, com=(0, 0, 0)) -> RigidBody:
         """A rigid body: ``inertia`` about the centre of mass in the body

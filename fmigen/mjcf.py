@@ -94,13 +94,6 @@ def _quat(R) -> np.ndarray:
     return q
 
 
-def _rot(a, q) -> np.ndarray:
-    """Rot(a, q) (Rodrigues)."""
-    a = np.asarray(a, dtype=float)
-    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
-    return np.eye(3) + math.sin(q) * K + (1 - math.cos(q)) * K @ K
-
-
 # --- the tree MuJoCo nests -------------------------------------------------------
 
 @dataclass

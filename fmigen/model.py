@@ -73,6 +73,25 @@ class Constraint:
     expr: sp.Expr                # Φ_j(q, t) = 0
 
 
+def declare_parameter(parameters: list, name, value, unit="", tunable=False, description=""):
+    """Append a parameter to ``parameters`` (a Mechanism's or a JointSystem's)
+    and return its symbol."""
+    if any(p.name == name for p in parameters):
+        raise ModelError(f"parameter '{name}' declared twice")
+    sym = sp.Symbol(name, real=True)
+    parameters.append(Parameter(name, sym, value, unit, tunable, description))
+    return sym
+
+
+def declare_input(inputs: list, name, start=0.0, unit="", description=""):
+    """Append an input to ``inputs`` and return its symbol."""
+    if any(i.name == name for i in inputs):
+        raise ModelError(f"input '{name}' declared twice")
+    sym = sp.Symbol(name, real=True)
+    inputs.append(Input(name, sym, float(start), unit, description))
+    return sym
+
+
 @dataclass
 class Mechanism:
     name: str
@@ -144,16 +163,10 @@ class Mechanism:
         return sym
 
     def parameter(self, name, value, unit="", tunable=False, description=""):
-        if any(p.name == name for p in self.parameters):
-            raise ModelError(f"parameter '{name}' declared twice")
-        sym = sp.Symbol(name, real=True)
-        self.parameters.append(Parameter(name, sym, value, unit, tunable, description))
-        return sym
+        return declare_parameter(self.parameters, name, value, unit, tunable, description)
 
     def input(self, name, start=0.0, unit="", description=""):
-        sym = sp.Symbol(name, real=True)
-        self.inputs.append(Input(name, sym, float(start), unit, description))
-        return sym
+        return declare_input(self.inputs, name, start, unit, description)
 
     def planar_frame(self, name, angle):
         """A body frame rotated by ``angle`` about the world z axis."""

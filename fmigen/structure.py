@@ -36,22 +36,35 @@ class Dependencies:
     initial: dict[str, list[str]] = field(default_factory=dict)
 
 
-def component_roots(nodes, edges) -> dict:
-    """Connected components of an undirected graph: {node: its component's
-    representative} (union-find with path halving)."""
-    parent = {x: x for x in nodes}
+class DisjointSets:
+    """Union-find with path halving over hashable nodes."""
 
-    def find(x):
+    def __init__(self, nodes):
+        self.parent = {x: x for x in nodes}
+
+    def find(self, x):
+        parent = self.parent
         while parent[x] != x:
             parent[x] = parent[parent[x]]
             x = parent[x]
         return x
 
+    def union(self, a, b) -> bool:
+        """Join a's and b's sets; False when they were one already."""
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return False
+        self.parent[ra] = rb
+        return True
+
+
+def component_roots(nodes, edges) -> dict:
+    """Connected components of an undirected graph: {node: its component's
+    representative}."""
+    sets = DisjointSets(nodes)
     for a, b in edges:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[ra] = rb
-    return {x: find(x) for x in parent}
+        sets.union(a, b)
+    return {x: sets.find(x) for x in sets.parent}
 
 
 def _components(emb: Embedding):

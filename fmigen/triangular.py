@@ -314,18 +314,22 @@ def poly_variables(dae: DAE, block: Block):
     exprs = [sp.expand_trig(dae.Phi[j]) for j in block.equations]
     for i in block.unknowns:
         q = dae.q_sym[i]
-        trig = any(e.has(sp.sin(q)) or e.has(sp.cos(q)) for e in exprs)
-        if trig:
-            s, c = sp.Symbol(f"s_{q}"), sp.Symbol(f"c_{q}")
-            subs[sp.sin(q)] = s
-            subs[sp.cos(q)] = c
-            circles.append(s**2 + c**2 - 1)
-            angle_vars += [c, s]
-            recover[i] = sp.atan2(s, c)
+        if any(e.has(sp.sin(q)) or e.has(sp.cos(q)) for e in exprs):
+            _own_pair(q, i, subs, circles, angle_vars, recover)
         else:
             length_vars.append(q)
             recover[i] = q
     return angle_vars + length_vars, subs, recover, circles, exprs, {}
+
+
+def _own_pair(q, i, subs, circles, angle_vars, recover):
+    """Angle ``q`` (coordinate ``i``) as its own pair s_q, c_q on the unit
+    circle, recovered by atan2."""
+    s, c = sp.Symbol(f"s_{q}"), sp.Symbol(f"c_{q}")
+    subs[sp.sin(q)], subs[sp.cos(q)] = s, c
+    circles.append(s**2 + c**2 - 1)
+    angle_vars += [c, s]
+    recover[i] = sp.atan2(s, c)
 
 
 def _poly_variables_summed(dae: DAE, block: Block, plan: AnglePlan):
@@ -368,11 +372,7 @@ def _poly_variables_summed(dae: DAE, block: Block, plan: AnglePlan):
             # an angle left out of T because it also occurs outside sin/cos:
             # its own s/c, as without sums (``polynomialize`` then names the
             # constraint as not polynomial)
-            s, c = sp.Symbol(f"s_{q}"), sp.Symbol(f"c_{q}")
-            subs[sp.sin(q)], subs[sp.cos(q)] = s, c
-            circles.append(s**2 + c**2 - 1)
-            angle_vars += [c, s]
-            recover[i] = sp.atan2(s, c)
+            _own_pair(q, i, subs, circles, angle_vars, recover)
         else:
             length_vars.append(q)
             recover[i] = q
