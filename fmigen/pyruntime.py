@@ -46,7 +46,7 @@ its log.  After that status pythonfmu has freed the instance's Python objects:
 the process must not use the FMU again (the standard's meaning of Fatal).
 
 Variables, value references, units, start values and ModelStructure are those
-of the C FMU (``fmu.variables`` / ``fmu.model_description``), so importers see
+of the C FMU (``variables.table`` / ``fmu.model_description``), so importers see
 the same interface; the modelDescription differs in ``needsExecutionTool``
 (a Python interpreter is needed), in having no ``<SourceFiles>``, and in its
 GUID.
@@ -66,7 +66,7 @@ from pathlib import Path
 
 import sympy as sp
 
-from . import codegen, fmu
+from . import codegen, fmu, variables
 from .codegen import SymbolMap, q_from_vars, root_continuity, switch_scale, verification
 from .triangular import block_name
 from .codegen_embedding import structure_tables
@@ -624,8 +624,8 @@ class FmuError(Exception):
 
 class SlaveMethods:
     """The FMI 2.0 Co-Simulation instance (fmigen_instance.c, CS part) as
-    methods of the generated ``Fmi2Slave`` subclass.  Value references as in
-    ``runtime/fmigen_instance.h``."""
+    methods of the generated ``Fmi2Slave`` subclass.  Value references: the
+    group offsets of the variable table (fmigen/variables.py) in ``MODEL``."""
 
     def __init__(self, **kwargs):
         Fmi2Slave.__init__(self, **kwargs)  # noqa: F821 (names of the generated module)
@@ -1109,17 +1109,13 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
            matrix_fn("fmigen_outputs", sp.Matrix(list(dae.outputs.values())) if dae.outputs else sp.Matrix([]))]
     tols = {tb.tol for tb in tri.blocks if tb.method == "newton" and tb.tol is not None}
 
-    # variables and modelDescription: the C FMU's, adapted to pythonfmu
-    start = {c.name: c.start for c in mech.coordinates}
+    # variables and modelDescription: the C FMU's (one variable table), adapted to pythonfmu
     iface = fmu.Interface.of(emb)
-    vars_ = fmu.variables(iface, start, step, "cs")
-    xml = fmu.model_description(iface, gen, identifier, vars_, solver, "cs", step)
+    table = variables.table(iface, step, "cs")
+    xml = fmu.model_description(iface, gen, table, "cs", step)
     nu, np_ = len(dae.inputs), len(dae.tunable)
-    vr = {"VR_V": n, "VR_RES": 2 * n, "VR_U": 2 * n + 1}
-    vr["VR_P"] = vr["VR_U"] + nu
-    vr["VR_H"] = vr["VR_P"] + np_
-    vr["VR_Y"] = vr["VR_H"] + 1
-    vr["VR_A"] = vr["VR_Y"] + len(dae.outputs)
+    # the group offsets SlaveMethods dispatches on (a Co-Simulation FMU declares no later group)
+    vr = {g: table.offsets[g] for g in ("VR_V", "VR_RES", "VR_U", "VR_P", "VR_H", "VR_Y", "VR_A")}
 
     model = dict(
         identifier=identifier, description=mech.description or mech.name,
