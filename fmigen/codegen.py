@@ -420,8 +420,28 @@ def angle_sums(tb, sm, ts):
 
 
 def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=None):
+    """The kinematics in C (``kinematics_walk`` with ``CKinematics``).
+    Returns (C code, start values of the solution vector ``sol``: per block
+    its polynomial variables, or a Newton block's coordinates)."""
+    lang = CKinematics(emb, sm)
+    body, failures, sol_start = kinematics_walk(emb, tri, sm, trig or (set(), {}), lang)
+    fail_table = ",\n    ".join(f'"{f}"' for f in failures) or '""'
+    code = "\n".join(lang.helpers) + _function(
+        "int fmigen_kinematics(double t, double *q, const double *p, const FmigenBase *base, "
+        "double *sol, double *trig)", body)
+    code += f"\nconst char *const fmigen_kinematics_failure[] = {{\n    \"\",\n    {fail_table}\n}};\n"
+    angles = [f"    q[{i}] = atan2(trig[{2 * i}], trig[{2 * i + 1}]);" for i in lang.deferred]
+    code += _function("void fmigen_kinematic_angles(double *q, const double *trig)",
+                      "\n".join(angles + ["    (void)q; (void)trig;"]))
+    return code, sol_start
+
+
+def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig, lang):
     """The kinematics: every dependent coordinate from q_i, block by block,
     each result verified and continued from the last accepted solution.
+    The one walker of it: ``lang`` spells each statement, in C
+    (``CKinematics``, model.c) or Python (``pyruntime.PyKinematics``, the
+    Python FMU), so the two runtimes make the same decisions in the same order.
 
     Per Gröbner block, every call:
 
@@ -451,16 +471,16 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
 
     ``trig`` = (angles, substitution) from ``trig_plan``: the kinematics also
     fills trig[2k], trig[2k+1] = sin, cos of every such angle and of every
-    dependent angle a sequence solves (from its (s, c) pair); such an angle
-    that nothing reads bare is left out of q (``fmigen_kinematic_angles``
-    computes it when q is read).
+    dependent angle a sequence solves (from its (s, c) pair); where ``lang``
+    defers angles (C), such an angle that nothing reads bare is left out of
+    q (``fmigen_kinematic_angles`` computes it when q is read).
 
-    Returns (C code, start values of the solution vector ``sol``: per block
-    its polynomial variables, or a Newton block's coordinates)."""
+    Returns (the function body, the failure messages per code 1.., the start
+    values of the solution vector)."""
     from .workspace import unit_scales
     dae = emb.dae
     scales = unit_scales(dae)
-    trig_angles, trig_subs = trig or (set(), {})
+    trig_angles, trig_subs = trig
     ts = lambda e: sp.sympify(e).xreplace(trig_subs)  # noqa: E731
     # coordinates read bare by the embedding or by a later block (its
     # abstractions, or its Newton fallback's equations): always computed
@@ -470,155 +490,242 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         bare |= _bare([ts(e) for e in [*tb.abstractions.values(), *tb.known_ring.values()]], dae)
         # known angles an angle sum's recovery subtracts
         bare |= _bare([ts(tb.recover[i]) for i in tb.angle_sums], dae) - set(tb.block.unknowns)
-    out, failures, sol_start, deferred, helpers = [], [], [], [], []
-    out.append("    const double dt = t - base->t;")
-    out.append("    const int check = base->continuity;")
+    failures, sol_start = [], []
     # how far the independent coordinates moved from the base, in unit
     # scales: a kinematic FMU's inputs may jump, and continuity is relative
-    dq = " + ".join(f"fabs(q[{k}] - base->q[{k}]) * {1.0 / float(scales[k])!r}" for k in emb.independent) or "0.0"
-    out.append(f"    const double dqi = {dq};")
+    dq = " + ".join(f"fabs(q[{k}] - {lang.base_q}[{k}]) * {1.0 / float(scales[k])!r}"
+                    for k in emb.independent) or "0.0"
+    out = lang.prelude(dae.n, dq)
     for k in sorted(trig_angles & set(emb.independent)):
-        # through a local: gcc then makes one sincos call of the pair
-        out.append(f"    {{ const double a = q[{k}]; trig[{2 * k}] = sin(a); trig[{2 * k + 1}] = cos(a); }}")
+        out += lang.trig_from_q("top", k)
 
     for bi, tb in enumerate(tri.blocks):
-        layout, slot, defs, start = block_plan(dae, tb, scales, tri.start, len(sol_start))
+        layout, slot, defs, start = block_plan(dae, tb, scales, tri.start, len(sol_start),
+                                               sol=lang.base_sol, vel=lang.base_v)
         sums = angle_sums(tb, sm, ts)
         sol_start += start
         failures.append(block_failure(dae, tb))
         code = len(failures)
         nseq = len(tb.sequences) if tb.method == "groebner" else 0
         what = (f"groebner, {nseq} sequence(s)" if nseq else f"newton {tb.reason}")
-        out.append(f"    {{ /* block {block_name(dae, tb.block)}: {what} */")
+        out += lang.block_open(f"block {block_name(dae, tb.block)}: {what}")
         # prediction and continuity tolerances
-        out += [f"        const double {name} = {expr};" for name, expr in defs]
+        for name, expr in defs:
+            out += lang.let("block", name, expr)
         if tb.method == "newton":
-            its = "FMIGEN_NEWTON_MAX_ITER"
-            out += [f"        q[{i}] = {e};" for i, e in q_from_vars(layout, "P_")]
-            helpers.append(_newton_function(emb, tb, sm, bi))
-            out.append(_newton_call(bi, bi, its, "        "))
-            cont = " && ".join(f"fabs(q[{i}] - P_q{i}) <= T{i}" for i, *_ in layout)
-            out.append(f"        if (!converged_{bi} || (check && !({cont}))) return {code};")
+            for i, e in q_from_vars(layout, "P_"):
+                out += lang.set("block", f"q[{i}]", e)
+            lang.newton_function(tb, bi)
+            out += lang.newton("block", tb, bi, bi, "FMIGEN_NEWTON_MAX_ITER")
+            out += lang.return_unless_newton_continues(
+                bi, [f"fabs(q[{i}] - P_q{i}) <= T{i}" for i, *_ in layout], code)
             for i, *_ in layout:
-                out.append(f"        sol[{slot[f'q{i}']}] = q[{i}];")
-            _trig_from_q(out, tb.block.unknowns, trig_angles)
-            out.append("    }")
+                out += lang.set("block", f"sol[{slot[f'q{i}']}]", f"q[{i}]")
+            for i in tb.block.unknowns:
+                if i in trig_angles:
+                    out += lang.trig_from_q("block", i)
+            out += lang.block_close()
             continue
         for K, expr in tb.abstractions.items():
-            out.append(f"        const double {K} = {c(sm(ts(expr)))};")
+            out += lang.let("block", K, lang.expr(sm(ts(expr))))
         for v, expr in tb.known_ring.items():
-            out.append(f"        const double {v} = {c(sm(ts(expr)))};")
+            out += lang.let("block", v, lang.expr(sm(ts(expr))))
         allvars = [v for _, _, vs, _ in layout for v in vs]
-        out.append("        double " + ", ".join(str(v) for v in allvars) + ";")
-        out.append("        int ok = 0;")
-        out.append(f"        for (int attempt = 0; attempt <= {nseq} && !ok; attempt++) {{")
-        out.append("            switch (attempt) {")
+        # the attempts: sequence 0, 1, ... then Newton; a failed check leaves
+        # an attempt with ok = 0 and the next one runs
+        out += lang.attempts_open(allvars, nseq)
         for si, seq in enumerate(tb.sequences):
-            out.append(f"            case {si}: {{ /* sequence {seq.label} */")
+            out += lang.case_open(si, f"sequence {seq.label}")
             for step in seq.steps:
                 tmp = f"k{bi}_{si}_{step.variable}_"
-                coeff_names = [f"a{d}" for d in range(step.degree, -1, -1)]
-                out.append(f"                {{ /* {step.variable}: degree {step.degree} */")
+                out += lang.step_open(f"{step.variable}: degree {step.degree}")
                 lead_scale = switch_scale(tb, step)
-                out += step_code(step, lead_scale, "                    ", tmp, assignments, helpers)
+                out += step_code(step, lead_scale, lang.indent["step"], tmp, lang.assignments, lang.helpers)
                 if lead_scale is not None:
-                    out.append(f"                    if (!(fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale)) break;")
-                var = step.variable
-                if step.degree == 1:
-                    out.append(f"                    if (fmigen_linear(a1, a0, &{var})) break;")
-                elif step.degree == 2:
-                    out.append(f"                    if (fmigen_quadratic_near(a2, a1, a0, P_{var}, &{var})) break;")
-                else:
-                    arr = ", ".join(coeff_names)
-                    out.append(f"                    const double coeffs[] = {{{arr}}};")
-                    out.append(f"                    {var} = P_{var};")
-                    out.append(f"                    if (fmigen_poly_root({step.degree}, coeffs, &{var})) break;")
-                out.append("                }")
+                    out += lang.break_unless("step", f"fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale")
+                out += lang.solve_step(step.variable, step.degree)
+                out += lang.step_close()
             # continuity of the roots this sequence chose (degree ≥ 2): the
             # linear steps' values are then the unique solution with them
             rc = root_continuity(seq, layout)
             if rc:
-                out.append(f"                if (check && !({' && '.join(rc)})) break;")
-            # a `break` above leaves the switch with ok = 0: the next attempt
-            out.append("                ok = 1;")
-            out.append("                break; }")
-        out.append("            default: { /* Newton from the prediction */")
-        out += [f"                q[{i}] = {e};" for i, e in q_from_vars(layout, "P_", sums)]
-        helpers.append(_newton_function(emb, tb, sm, bi))
-        out.append(_newton_call(bi, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER", "                "))
-        out.append(f"                if (!converged_{bi}_n) break;")
-        out += _vars_from_q(layout, "                ", sums)
-        out.append("                ok = 2;")
-        out.append("                break; }")
-        out.append("            }")
-        out.append("            if (!ok) continue;")
-        # --- verification: the block's own polynomials, relative ----------
+                out += lang.break_unless_continuous("case", rc)
+            out += lang.case_close(1)
+        out += lang.case_open(None, "Newton from the prediction")
+        for i, e in q_from_vars(layout, "P_", sums, lang.expr):
+            out += lang.set("case", f"q[{i}]", e)
+        lang.newton_function(tb, bi)
+        out += lang.newton("case", tb, bi, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER")
+        out += lang.break_unless("case", f"converged_{bi}_n", bare=True)
+        out += lang.vars_from_q("case", layout, sums)
+        out += lang.case_close(2)
+        out += lang.cases_close()
+        # --- verification: the block's own polynomials, relative, |P_k| ≤
+        # tol·scale_k for every k (no division; NaN fails) ---
         polys, pscales = verification(tb)
-        out.append("            {")
-        out.append(f"                double rv[{len(polys)}], rs[{len(polys)}];")
-        out.append(assignments([f"rv[{k}]" for k in range(len(polys))] + [f"rs[{k}]" for k in range(len(polys))],
-                               polys + pscales, indent="                ",
-                               tmp=f"v{bi}_"))
-        # |P_k| ≤ tol·scale_k for every k (no division; NaN fails)
-        within = lambda tol: " && ".join(f"fabs(rv[{k}]) <= {tol} * rs[{k}]" for k in range(len(polys)))  # noqa: E731
-        out.append(f"                if (!({within('FMIGEN_SEQ_TOL')})) {{")
-        out.append("                    ok = 0;")
-        out.append(f"                    if ({within('FMIGEN_POLISH_TOL')}) {{ /* polish: Newton from the result */")
-        out += [f"                        q[{i}] = {e};" for i, e in q_from_vars(layout, "", sums)]
-        out.append(_newton_call(bi, f"{bi}_p", "4", "                        "))
-        out.append(f"                        if (converged_{bi}_p) {{")
-        out += _vars_from_q(layout, "                            ", sums)
-        out.append("                            ok = 2;")
-        out.append("                        }")
-        out.append("                    }")
-        out.append("                }")
-        out.append("            }")
+        out += lang.verify_open(polys, pscales, f"v{bi}_")
+        for i, e in q_from_vars(layout, "", sums, lang.expr):
+            out += lang.set("polish", f"q[{i}]", e)
+        out += lang.newton("polish", tb, bi, f"{bi}_p", "4")
+        out += lang.polished_open(f"converged_{bi}_p")
+        out += lang.vars_from_q("polished", layout, sums)
+        out += lang.verify_close()
         # a Newton or polished result: every variable (ok == 1, a sequence's,
         # had its roots checked above)
-        cont = " && ".join(f"fabs({v} - P_{v}) <= T{i}" for i, _, vs, _ in layout for v in vs)
-        out.append(f"            if (ok == 2 && check && !({cont})) ok = 0;")
-        out.append("        }")
-        out.append(f"        if (!ok) return {code};")
+        out += lang.attempts_close([f"fabs({v} - P_{v}) <= T{i}" for i, _, vs, _ in layout for v in vs], code)
         for v in allvars:
-            out.append(f"        sol[{slot[v]}] = {v};")
+            out += lang.set("block", f"sol[{slot[v]}]", v)
         for i, kind, vs, _ in layout:
+            defer = lang.defers_angles and i not in bare
             if i in sums:
                 # sin, cos of q_i by angle addition from the block's angle
                 # sums (and known angles): no atan2 where only those are read
-                defer = i not in bare
                 _, sin_q, cos_q = sums[i]
-                line = f"        {{ const double sq = {c(sin_q)}, cq = {c(cos_q)};"
-                if i in trig_angles or defer:
-                    line += f" trig[{2 * i}] = sq; trig[{2 * i + 1}] = cq;"
-                if defer:
-                    deferred.append(i)
-                else:
-                    line += f" q[{i}] = atan2(sq, cq);"
-                out.append(line + " }")
+                out += lang.angle_from_sums(i, lang.expr(sin_q), lang.expr(cos_q), i in trig_angles or defer, defer)
             elif kind == "angle":
-                defer = i not in bare
-                if i in trig_angles or defer:
-                    out.append(f"        trig[{2 * i}] = {vs[0]}; trig[{2 * i + 1}] = {vs[1]};")
-                if defer:
-                    deferred.append(i)
-                else:
-                    out.append(f"        q[{i}] = atan2({vs[0]}, {vs[1]});")
+                out += lang.angle_from_pair(i, vs, i in trig_angles or defer, defer)
             else:
-                out.append(f"        q[{i}] = {vs[0]};")
+                out += lang.set("block", f"q[{i}]", vs[0])
                 # an angle its block solves as a plain variable (it enters
                 # the block's constraints linearly, e.g. a gear φ − 2θ = 0)
-                _trig_from_q(out, [i], trig_angles)
-        out.append("    }")
-    body = "\n".join(out + ["    (void)t; (void)p; (void)trig; (void)check; (void)dt; (void)dqi;", "    return 0;"])
-    fail_table = ",\n    ".join(f'"{f}"' for f in failures) or '""'
-    code = "\n".join(helpers) + _function(
-        "int fmigen_kinematics(double t, double *q, const double *p, const FmigenBase *base, "
-        "double *sol, double *trig)", body)
-    code += f"\nconst char *const fmigen_kinematics_failure[] = {{\n    \"\",\n    {fail_table}\n}};\n"
-    angles = [f"    q[{i}] = atan2(trig[{2 * i}], trig[{2 * i + 1}]);" for i in deferred]
-    code += _function("void fmigen_kinematic_angles(double *q, const double *trig)",
-                      "\n".join(angles + ["    (void)q; (void)trig;"]))
-    return code, sol_start
+                if i in trig_angles:
+                    out += lang.trig_from_q("block", i)
+        out += lang.block_close()
+    return lang.finish(out), failures, sol_start
+
+
+class CKinematics:
+    """``kinematics_walk``'s statements in C: blocks in braces, the attempts
+    a for/switch, Newton and large coefficient steps as functions of their
+    own (``helpers``), dependent angles nobody reads bare deferred to
+    fmigen_kinematic_angles (``deferred``)."""
+    base_sol, base_v, base_q = "base->sol", "base->v", "base->q"
+    defers_angles = True
+    #: the walker's statement depths
+    indent = {"top": "    ", "block": " " * 8, "case": " " * 16, "step": " " * 20, "polish": " " * 24,
+              "polished": " " * 28}
+
+    def __init__(self, emb, sm):
+        self.emb, self.sm = emb, sm
+        self.helpers, self.deferred = [], []
+        self.expr = c
+        self.assignments = assignments
+
+    def prelude(self, n, dq):
+        return ["    const double dt = t - base->t;", "    const int check = base->continuity;",
+                f"    const double dqi = {dq};"]
+
+    def trig_from_q(self, depth, i):
+        # through a local: gcc then makes one sincos call of the pair
+        return [f"{self.indent[depth]}{{ const double a = q[{i}]; trig[{2 * i}] = sin(a); "
+                f"trig[{2 * i + 1}] = cos(a); }}"]
+
+    def block_open(self, label):
+        return [f"    {{ /* {label} */"]
+
+    def block_close(self):
+        return ["    }"]
+
+    def let(self, depth, name, expr):
+        return [f"{self.indent[depth]}const double {name} = {expr};"]
+
+    def set(self, depth, target, expr):
+        return [f"{self.indent[depth]}{target} = {expr};"]
+
+    def newton_function(self, tb, bi):
+        self.helpers.append(_newton_function(self.emb, tb, self.sm, bi))
+
+    def newton(self, depth, tb, bi, tag, iterations):
+        return [_newton_call(bi, tag, iterations, self.indent[depth])]
+
+    def return_unless_newton_continues(self, bi, continuity, code):
+        return [f"        if (!converged_{bi} || (check && !({' && '.join(continuity)}))) return {code};"]
+
+    def attempts_open(self, allvars, nseq):
+        return ["        double " + ", ".join(str(v) for v in allvars) + ";", "        int ok = 0;",
+                f"        for (int attempt = 0; attempt <= {nseq} && !ok; attempt++) {{",
+                "            switch (attempt) {"]
+
+    def case_open(self, si, label):
+        return [f"            case {si}: {{ /* {label} */" if si is not None else
+                f"            default: {{ /* {label} */"]
+
+    def step_open(self, label):
+        return [f"                {{ /* {label} */"]
+
+    def step_close(self):
+        return ["                }"]
+
+    def break_unless(self, depth, cond, bare=False):
+        return [f"{self.indent[depth]}if (!{cond if bare else f'({cond})'}) break;"]
+
+    def break_unless_continuous(self, depth, tests):
+        return [f"{self.indent[depth]}if (check && !({' && '.join(tests)})) break;"]
+
+    def solve_step(self, var, degree):
+        ind = self.indent["step"]
+        if degree == 1:
+            return [f"{ind}if (fmigen_linear(a1, a0, &{var})) break;"]
+        if degree == 2:
+            return [f"{ind}if (fmigen_quadratic_near(a2, a1, a0, P_{var}, &{var})) break;"]
+        coeffs = ", ".join(f"a{d}" for d in range(degree, -1, -1))
+        return [f"{ind}const double coeffs[] = {{{coeffs}}};", f"{ind}{var} = P_{var};",
+                f"{ind}if (fmigen_poly_root({degree}, coeffs, &{var})) break;"]
+
+    def case_close(self, ok):
+        # a `break` above leaves the switch with ok = 0: the next attempt
+        return [f"                ok = {ok};", "                break; }"]
+
+    def cases_close(self):
+        return ["            }", "            if (!ok) continue;"]
+
+    def vars_from_q(self, depth, layout, sums):
+        return _vars_from_q(layout, self.indent[depth], sums)
+
+    def _within(self, n, tol):
+        return " && ".join(f"fabs(rv[{k}]) <= {tol} * rs[{k}]" for k in range(n))
+
+    def verify_open(self, polys, pscales, tmp):
+        n = len(polys)
+        return ["            {", f"                double rv[{n}], rs[{n}];",
+                assignments([f"rv[{k}]" for k in range(n)] + [f"rs[{k}]" for k in range(n)],
+                            polys + pscales, indent="                ", tmp=tmp),
+                f"                if (!({self._within(n, 'FMIGEN_SEQ_TOL')})) {{",
+                "                    ok = 0;",
+                f"                    if ({self._within(n, 'FMIGEN_POLISH_TOL')}) {{ /* polish: Newton from the result */"]
+
+    def polished_open(self, converged):
+        return [f"                        if ({converged}) {{"]
+
+    def verify_close(self):
+        return ["                            ok = 2;", "                        }", "                    }",
+                "                }", "            }"]
+
+    def attempts_close(self, continuity, code):
+        return [f"            if (ok == 2 && check && !({' && '.join(continuity)})) ok = 0;", "        }",
+                f"        if (!ok) return {code};"]
+
+    def angle_from_sums(self, i, sin_q, cos_q, to_trig, defer):
+        line = f"        {{ const double sq = {sin_q}, cq = {cos_q};"
+        if to_trig:
+            line += f" trig[{2 * i}] = sq; trig[{2 * i + 1}] = cq;"
+        if defer:
+            self.deferred.append(i)
+        else:
+            line += f" q[{i}] = atan2(sq, cq);"
+        return [line + " }"]
+
+    def angle_from_pair(self, i, vs, to_trig, defer):
+        out = [f"        trig[{2 * i}] = {vs[0]}; trig[{2 * i + 1}] = {vs[1]};"] if to_trig else []
+        if defer:
+            self.deferred.append(i)
+        else:
+            out.append(f"        q[{i}] = atan2({vs[0]}, {vs[1]});")
+        return out
+
+    def finish(self, out):
+        return "\n".join(out + ["    (void)t; (void)p; (void)trig; (void)check; (void)dt; (void)dqi;",
+                                "    return 0;"])
 
 
 def root_continuity(seq, layout) -> list[str]:
@@ -649,12 +756,6 @@ def verification(tb):
     relative to: the sum of its terms' magnitudes; 2 for s² + c² − 1
     (s² + c² + 1 at any result that could pass)."""
     return [*tb.polys, *tb.circles], [abs_sum(p) for p in tb.polys] + [sp.Integer(2)] * len(tb.circles)
-
-
-def _trig_from_q(out, unknowns, trig_angles):
-    for i in unknowns:
-        if i in trig_angles:
-            out.append(f"        {{ const double a = q[{i}]; trig[{2 * i}] = sin(a); trig[{2 * i + 1}] = cos(a); }}")
 
 
 def _vars_from_q(layout, ind, sums=None):
