@@ -47,9 +47,10 @@ NEAR_SINGULAR = 30.0
 
 
 def _core_library(compiled, workdir: Path):
-    from . import fmu
+    from . import fmu, variables
     src = workdir / "sources"
-    fmu.write_sources(src, compiled.generated)
+    # the instance layer compiles too: it needs the FMU's variable table
+    fmu.write_sources(src, compiled.generated, variables.table(fmu.Interface.of(compiled.embedding), 1e-3))
     lib = workdir / "kinematics.so"
     # the model's internal functions, not the FMI API, are what is called
     # here: export them (an FMU binary hides them)
@@ -78,7 +79,7 @@ def branch_consistency(compiled, sweep, log=None) -> dict:
     from .workspace import unit_scales
     scales = unit_scales(dae)
     n = dae.n
-    nsol = int(compiled.generated.config_h.split("#define NSOL ")[1].split()[0])
+    nsol = compiled.generated.macros["NSOL"]
     angle = np.array([c.unit == "rad" for c in dae.mechanism.coordinates])
     worst, failures, solves = 0.0, [], 0
     near_singular, near_worst = 0, 0.0

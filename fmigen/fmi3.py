@@ -1,8 +1,8 @@
 """FMI 3.0 modelDescription.xml (Co-Simulation or Model Exchange).
 
-Same variables and value references as the FMI 2.0 FMU (runtime/fmigen_instance.h),
-as ``<Float64>`` elements, plus the independent variable ``time``.  The
-ModelStructure refers to value references.
+The variables of the table (fmigen/variables.py) that FMI 3 declares: those
+of the FMI 2.0 FMU, as ``<Float64>`` elements, plus the independent variable
+``time``.  The ModelStructure refers to value references.
 """
 
 from __future__ import annotations
@@ -12,23 +12,15 @@ import datetime
 from lxml import etree
 
 from .codegen import GeneratedModel
+from .variables import VariableTable
 
 
-def time_value_reference(iface, form=None) -> int:
-    """VR_TIME of runtime/fmigen_instance.h: after the accelerations (of the
-    independent coordinates, or of all with an augmented formulation);
-    ``iface`` an fmu.Interface."""
-    mech = iface.mechanism
-    tunable = [p for p in mech.parameters if p.tunable]
-    return 2 * iface.n + 1 + len(mech.inputs) + len(tunable) + 1 + len(iface.outputs) + \
-        (iface.f if form is None else iface.n)
-
-
-def model_description_3(iface, gen: GeneratedModel, identifier: str, vars_, kind: str,
-                        step: float, sources: list[str], form=None) -> bytes:
+def model_description_3(iface, gen: GeneratedModel, table: VariableTable, kind: str, step: float) -> bytes:
+    """``iface``: an fmu.Interface (the mechanism and the ModelStructure dependencies)."""
     from .fmu import structure_lists, units_categories_experiment   # shared with the FMI 2 writer
     mech = iface.mechanism
     deps = iface.dependencies
+    vars_ = table.declared("3")
     root = etree.Element("fmiModelDescription", fmiVersion="3.0", modelName=mech.name,
                          instantiationToken="{" + gen.guid + "}",
                          description=mech.description or mech.name,
@@ -36,7 +28,7 @@ def model_description_3(iface, gen: GeneratedModel, identifier: str, vars_, kind
                          generationDateAndTime=datetime.datetime.now(datetime.timezone.utc)
                          .strftime("%Y-%m-%dT%H:%M:%SZ"),
                          variableNamingConvention="structured")
-    common = dict(modelIdentifier=identifier, needsExecutionTool="false",
+    common = dict(modelIdentifier=gen.identifier, needsExecutionTool="false",
                   canBeInstantiatedOnlyOncePerProcess="false",
                   canGetAndSetFMUState="true", canSerializeFMUState="true",
                   providesDirectionalDerivatives="false", providesAdjointDerivatives="false",
@@ -56,15 +48,11 @@ def model_description_3(iface, gen: GeneratedModel, identifier: str, vars_, kind
                          providesIntermediateUpdate="false", mightReturnEarlyFromDoStep="false",
                          canReturnEarlyAfterIntermediateUpdate="false", hasEventMode="false",
                          providesEvaluateDiscreteStates="false")
-    # "s" for the time variable FMI 3.0 declares
-    units_categories_experiment(root, {v.unit for v in vars_ if v.unit} | {"s"}, step)
+    units_categories_experiment(root, {v.unit for v in vars_ if v.unit}, step)
     mv = etree.SubElement(root, "ModelVariables")
-    vr = {"time": time_value_reference(iface, form)}
-    etree.SubElement(mv, "Float64", name="time", valueReference=str(vr["time"]), causality="independent",
-                     variability="continuous", unit="s", description="simulation time")
-    for v in vars_:
-        vr[v.name] = v.vr
-    for v in vars_:
+    vr = {v.name: v.vr for v in vars_}
+    # the independent variable first, as a reader looks for it; the others in value-reference order
+    for v in sorted(vars_, key=lambda v: v.causality != "independent"):
         attrs = dict(name=v.name, valueReference=str(v.vr), causality=v.causality, variability=v.variability)
         if v.description:
             attrs["description"] = v.description
@@ -79,8 +67,8 @@ def model_description_3(iface, gen: GeneratedModel, identifier: str, vars_, kind
         etree.SubElement(mv, "Float64", **attrs)
     ms = etree.SubElement(root, "ModelStructure")
     tags = {"Outputs": "Output", "Derivatives": "ContinuousStateDerivative", "InitialUnknowns": "InitialUnknown"}
-    for group_tag, table, names in structure_lists(vars_, deps, kind, set(vr)):
+    for group_tag, group, names in structure_lists(vars_, deps, kind):
         for name in names:
             etree.SubElement(ms, tags[group_tag], valueReference=str(vr[name]),
-                             dependencies=" ".join(str(vr[d]) for d in table[name]))
+                             dependencies=" ".join(str(vr[d]) for d in group[name]))
     return etree.tostring(root, pretty_print=True, xml_declaration=True, encoding="UTF-8")

@@ -6,7 +6,8 @@ Layout of the FMU:
     binaries/linux64/<id>.so        (FMI 3: binaries/x86_64-linux/)
     binaries/win64/<id>.dll         (FMI 3: binaries/x86_64-windows/; only when
                                      x86_64-w64-mingw32-gcc is installed)
-    sources/  model.c model_config.h fmu_config.h fmigen_runtime.h fmigen_names.h fmigen_instance.h
+    sources/  model.c model_config.h fmu_config.h fmu_variables.h
+              fmigen_runtime.h fmigen_names.h fmigen_instance.h
               fmigen_core.c fmigen_instance.c fmi2.c | fmi3.c
               + the FMI headers (FMI 2.0.5: the standard's own, in runtime/fmi2;
                 FMI 3.0: fmpy's copy)
@@ -20,8 +21,8 @@ independent coordinates and their velocities; with an augmented formulation
 coordinate and velocity, and the formulation's parameters are declared as
 fixed parameters (after ``time`` in the value references).
 
-Variable names follow DESIGN.md: coordinates by name, velocities as
-``der(name)``, ``constraint_residual``, inputs and parameters by name.
+The variables, their value references and the C runtime's group offsets
+(sources/fmu_variables.h) all come from one table, fmigen/variables.py.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from lxml import etree
 
 from .codegen import GeneratedModel
 from .embed import Embedding
-from . import structure
+from .variables import Variable, VariableTable
+from . import structure, variables
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
 RUNTIME_SOURCES = ["fmigen_core.c", "fmigen_augmented.c", "fmigen_instance.c"]
@@ -88,89 +90,12 @@ class Interface:
         return len(self.independent)
 
 
-@dataclass
-class Variable:
-    name: str
-    vr: int
-    causality: str
-    variability: str
-    initial: str | None
-    start: float | None
-    unit: str = ""
-    description: str = ""
-    derivative: str | None = None   # name of the variable this one is the derivative of (ME)
-
-
-def variables(iface: Interface, gen_start: dict, step: float, kind: str = "cs", form=None) -> list[Variable]:
-    """All model variables with value references matching runtime/fmigen_instance.h.
-
-    Model Exchange adds the accelerations ``der(q_i,2)`` (derivatives of the
-    velocity states) and leaves out ``internal_step``, which only the
-    Co-Simulation integrator uses.  ``form`` (an augmented formulation): all
-    coordinates are states, and its parameters follow ``time``."""
-    n = iface.n
-    states = range(n) if form is not None else iface.independent
-    mech = iface.mechanism
-    out = []
-    # A kinematic FMU takes the independent coordinates and velocities as inputs.
-    indep_causality, indep_initial = ("input", None) if mech.kinematic else ("output", "exact")
-    for i, c in enumerate(mech.coordinates):
-        indep = i in iface.independent
-        out.append(Variable(c.name, i, indep_causality if indep else "output", "continuous",
-                            indep_initial if indep else "calculated",
-                            gen_start[c.name] if indep else None, c.unit,
-                            c.description + (" (independent)" if indep else " (dependent)")))
-    for i, c in enumerate(mech.coordinates):
-        indep = i in iface.independent
-        vunit = c.unit + "/s" if c.unit else ""
-        out.append(Variable(f"der({c.name})", n + i, indep_causality if indep else "output", "continuous",
-                            indep_initial if indep else "calculated",
-                            c.velocity_start if indep else None, vunit, f"velocity of {c.name}",
-                            derivative=c.name if (i in states and kind == "me") else None))
-    out.append(Variable("constraint_residual", 2 * n, "output", "continuous", "calculated", None, "",
-                        "max |Phi_j(q)| after the last internal step"))
-    vr = 2 * n + 1
-    for inp in mech.inputs:
-        out.append(Variable(inp.name, vr, "input", "continuous", None, inp.start, inp.unit, inp.description))
-        vr += 1
-    # masses, inertias, gravity, force amplitudes: settable between
-    # communication steps (CS) and in Event Mode (ME); geometry is structural
-    # (baked into the Gröbner basis) and is no variable of the FMU
-    for p in mech.parameters:
-        if p.tunable:
-            out.append(Variable(p.name, vr, "parameter", "tunable", "exact", float(p.value), p.unit,
-                                p.description))
-            vr += 1
-    if kind == "cs":
-        # fixed: the step belongs to the integrator (FMI 3 fixedInternalStepSize)
-        out.append(Variable("internal_step", vr, "parameter", "fixed", "exact", step, "s",
-                            "fixed internal integration step; a communication step that is not a multiple "
-                            "ends with one shorter step"))
-    vr += 1
-    for name in iface.outputs:
-        out.append(Variable(name, vr, "output", "continuous", "calculated", None))
-        vr += 1
-    for i in states:
-        c = mech.coordinates[i]
-        if kind == "me":
-            aunit = c.unit + "/s2" if c.unit else ""
-            out.append(Variable(f"der({c.name},2)", vr, "local", "continuous", "calculated", None, aunit,
-                                f"acceleration of {c.name} from the "
-                                + (f"{form.name} formulation" if form is not None else "embedded ODE"),
-                                derivative=f"der({c.name})"))
-        vr += 1
-    vr += 1   # time (FMI 3)
-    if form is not None:
-        for name, value, _, desc in form.parameters():
-            out.append(Variable(name, vr, "parameter", "fixed", "exact", value, "", desc))
-            vr += 1
-    return out
-
-
-def model_description(iface: Interface, gen: GeneratedModel, identifier: str, vars_: list[Variable],
-                      solver: str, kind: str = "cs", step: float = 1e-3) -> bytes:
-    """FMI 2.0 modelDescription.xml declaring exactly one interface type (``kind``)."""
+def model_description(iface: Interface, gen: GeneratedModel, table: VariableTable, kind: str = "cs",
+                      step: float = 1e-3) -> bytes:
+    """FMI 2.0 modelDescription.xml declaring exactly one interface type
+    (``kind``) with the variables of ``table`` that FMI 2 declares."""
     deps = iface.dependencies
+    vars_ = table.declared("2")
     mech = iface.mechanism
     root = etree.Element("fmiModelDescription", fmiVersion="2.0", modelName=mech.name,
                          guid="{" + gen.guid + "}",
@@ -180,7 +105,7 @@ def model_description(iface: Interface, gen: GeneratedModel, identifier: str, va
                          .strftime("%Y-%m-%dT%H:%M:%SZ"),
                          variableNamingConvention="structured",
                          numberOfEventIndicators="0")
-    common = dict(modelIdentifier=identifier, needsExecutionTool="false",
+    common = dict(modelIdentifier=gen.identifier, needsExecutionTool="false",
                   canGetAndSetFMUstate="true", canSerializeFMUstate="true",
                   canNotUseMemoryManagementFunctions="true",
                   canBeInstantiatedOnlyOncePerProcess="false",
@@ -221,7 +146,7 @@ def model_description(iface: Interface, gen: GeneratedModel, identifier: str, va
         if v.derivative:
             mv[k - 1].find("Real").set("derivative", str(index[v.derivative]))
     ms = etree.SubElement(root, "ModelStructure")
-    for tag, group, names in structure_lists(vars_, deps, kind, set(index)):
+    for tag, group, names in structure_lists(vars_, deps, kind):
         el = etree.SubElement(ms, tag)
         for name in names:
             etree.SubElement(el, "Unknown", index=str(index[name]),
@@ -243,11 +168,13 @@ def units_categories_experiment(root, units: set, step: float):
     etree.SubElement(root, "DefaultExperiment", startTime="0", stopTime="2", stepSize=repr(float(step)))
 
 
-def structure_lists(vars_: list[Variable], deps, kind: str, declared: set):
+def structure_lists(vars_: list[Variable], deps, kind: str):
     """(element, dependency table, unknowns) for Outputs, Derivatives and
-    InitialUnknowns, with dependencies restricted to the knowns that exist in
-    this variant: Co-Simulation outputs depend on inputs only, Model Exchange
-    unknowns on states and inputs; initial unknowns on exact variables."""
+    InitialUnknowns of the declared variables ``vars_``, with dependencies
+    restricted to the knowns that exist in this variant: Co-Simulation
+    outputs depend on inputs (and time where it is declared) only, Model
+    Exchange unknowns on states and inputs; initial unknowns on exact variables."""
+    declared = {v.name for v in vars_}
     inputs = {v.name for v in vars_ if v.causality == "input"}
     states = {v.derivative for v in vars_ if v.derivative}
     exact = {v.name for v in vars_ if v.initial == "exact" or v.causality == "input"}
@@ -310,19 +237,19 @@ def build_description(identifier: str) -> bytes:
     return etree.tostring(root, pretty_print=True, xml_declaration=True, encoding="UTF-8")
 
 
-def write_sources(dest: Path, gen: GeneratedModel, fmi: str = "2", kind: str = "cs", solver: str = "rk4",
-                  step: float = 1e-3):
+def write_sources(dest: Path, gen: GeneratedModel, table: VariableTable, fmi: str = "2", kind: str = "cs",
+                  solver: str = "rk4", step: float = 1e-3):
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "model.c").write_text(gen.model_c)
     (dest / "model_config.h").write_text(gen.config_h)
     (dest / "fmu_config.h").write_text(fmu_config(solver, step, kind))
+    (dest / "fmu_variables.h").write_text(table.c_header())
     for f in RUNTIME_SOURCES + RUNTIME_HEADERS + [GLUE[fmi]]:
         shutil.copy(RUNTIME_DIR / f, dest / f)
     for f in FMI_HEADERS[fmi]:
         shutil.copy(fmi_header_dir(fmi) / f, dest / f)
     if fmi == "3":
-        identifier = gen.config_h.split("#define MODEL_IDENTIFIER ")[1].split()[0]
-        (dest / "buildDescription.xml").write_bytes(build_description(identifier))
+        (dest / "buildDescription.xml").write_bytes(build_description(gen.identifier))
 
 
 def mingw_available() -> bool:
@@ -412,17 +339,16 @@ def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi=
         raise BuildError(f"unknown solver '{solver}' (choose from {sorted(SOLVERS)})")
     if not (step > 0):
         raise BuildError(f"internal step must be > 0 (got {step})")
-    identifier = mech.name
-    start = {c.name: c.start for c in mech.coordinates}
-    vars_ = variables(iface, start, step, kind, form)
+    identifier = gen.identifier
+    table = variables.table(iface, step, kind, form)
     if fmi == "2":
-        xml = model_description(iface, gen, identifier, vars_, solver, kind, step)
+        xml = model_description(iface, gen, table, kind, step)
     else:
         from .fmi3 import model_description_3
-        xml = model_description_3(iface, gen, identifier, vars_, kind, step, source_files("3"), form)
+        xml = model_description_3(iface, gen, table, kind, step)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        write_sources(root / "sources", gen, fmi, kind, solver, step)
+        write_sources(root / "sources", gen, table, fmi, kind, solver, step)
         plat = PLATFORMS[fmi]
         jobs = [(root / "binaries" / plat["linux"] / f"{identifier}.so", "gcc")]
         if windows:

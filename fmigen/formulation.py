@@ -105,32 +105,29 @@ def make(name: str, **values) -> Augmented:
     return Augmented(name, out)
 
 
-def config_macros(form: Augmented) -> list[str]:
-    """model_config.h lines selecting the formulation for the runtime."""
+def config_macros(form: Augmented) -> dict:
+    """The model_config.h macros selecting the formulation for the runtime."""
     params = form.parameters()
-    return [f"#define FMIGEN_FORMULATION {form.code} /* {form.name} */",
-            f"#define FMIGEN_NFP {len(params)}",
-            "#define FMIGEN_FP_DEFAULT {" + ", ".join(repr(v) for _, v, _, _ in params) + "}",
-            "#define FMIGEN_FP_NAMES {" + ", ".join(f'"{n}"' for n, *_ in params) + "}",
-            "#define FMIGEN_FP_STRICT {" + ", ".join(str(int(s)) for _, _, s, _ in params) + "}"]
+    return {"FMIGEN_FORMULATION": f"{form.code} /* {form.name} */",
+            "FMIGEN_NFP": len(params),
+            "FMIGEN_FP_DEFAULT": "{" + ", ".join(repr(v) for _, v, _, _ in params) + "}",
+            "FMIGEN_FP_NAMES": "{" + ", ".join(f'"{n}"' for n, *_ in params) + "}",
+            "FMIGEN_FP_STRICT": "{" + ", ".join(str(int(s)) for _, _, s, _ in params) + "}"}
 
 
 def apply(gen, form: Augmented, emb):
     """The generated model (of the Gröbner build) with the formulation's
     generated accelerations appended to model.c
-    (``codegen_embedding.augmented_code``), its macros in model_config.h and
-    its own GUID."""
+    (``codegen_embedding.augmented_code``), its macros added to the model's
+    and its own GUID (over the code and those macros)."""
     if form is None:
         return gen
-    from .codegen import SymbolMap
+    from .codegen import SymbolMap, define_lines
     from .codegen_embedding import augmented_code
     model_c = gen.model_c + "\n" + augmented_code(emb, form.code, SymbolMap(emb))
-    guid = str(uuid.UUID(hashlib.md5((model_c + "\n".join(config_macros(form))).encode()).hexdigest()))
-    lines = gen.config_h.replace(gen.guid, guid).splitlines()
-    end = max(i for i, line in enumerate(lines) if line.strip() == "#endif")
-    lines[end:end] = config_macros(form)
-    return dataclasses.replace(gen, model_c=model_c, config_h="\n".join(lines) + "\n", guid=guid,
-                               formulation=form)
+    macros = config_macros(form)
+    guid = str(uuid.UUID(hashlib.md5((model_c + "\n".join(define_lines(macros))).encode()).hexdigest()))
+    return dataclasses.replace(gen, model_c=model_c, guid=guid, macros={**gen.macros, **macros}, formulation=form)
 
 
 def check_model(emb, form: Augmented):

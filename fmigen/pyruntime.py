@@ -12,7 +12,8 @@ to round-off:
   (integer powers as multiplications, rationals as double divisions, the same
   sympy CSE), and the C function names resolve to Python's ``math`` (the same
   libm on the same machine);
-- the kinematics is ``codegen.kinematics_code`` statement for statement:
+- the kinematics comes from model.c's own walker (``codegen.kinematics_walk``,
+  spelled in Python by ``PyKinematics``), so it is the C statement for statement:
   per block the prediction from the last accepted solution (``Core.base``,
   FmigenBase: continuity, t, sol, q, v; updated after a successful assemble
   only, as ``fmigen_base_accept``), the primary and alternative sequences
@@ -46,7 +47,7 @@ its log.  After that status pythonfmu has freed the instance's Python objects:
 the process must not use the FMU again (the standard's meaning of Fatal).
 
 Variables, value references, units, start values and ModelStructure are those
-of the C FMU (``fmu.variables`` / ``fmu.model_description``), so importers see
+of the C FMU (``variables.table`` / ``fmu.model_description``), so importers see
 the same interface; the modelDescription differs in ``needsExecutionTool``
 (a Python interpreter is needed), in having no ``<SourceFiles>``, and in its
 GUID.
@@ -66,9 +67,8 @@ from pathlib import Path
 
 import sympy as sp
 
-from . import codegen, fmu
-from .codegen import SymbolMap, q_from_vars, root_continuity, switch_scale, verification
-from .triangular import block_name
+from . import codegen, fmu, variables
+from .codegen import SymbolMap
 from .codegen_embedding import structure_tables
 from .model import ModelError
 
@@ -624,8 +624,8 @@ class FmuError(Exception):
 
 class SlaveMethods:
     """The FMI 2.0 Co-Simulation instance (fmigen_instance.c, CS part) as
-    methods of the generated ``Fmi2Slave`` subclass.  Value references as in
-    ``runtime/fmigen_instance.h``."""
+    methods of the generated ``Fmi2Slave`` subclass.  Value references: the
+    group offsets of the variable table (fmigen/variables.py) in ``MODEL``."""
 
     def __init__(self, **kwargs):
         Fmi2Slave.__init__(self, **kwargs)  # noqa: F821 (names of the generated module)
@@ -921,143 +921,134 @@ def _vars_from_q(layout, ind, sums=None):
     return lines
 
 
-def _trig_from_q(out, unknowns, trig_angles, ind):
-    for i in unknowns:
-        if i in trig_angles:
-            out += [f"{ind}_a = q[{i}]", f"{ind}trig[{2 * i}] = sin(_a)", f"{ind}trig[{2 * i + 1}] = cos(_a)"]
+class PyKinematics:
+    """``codegen.kinematics_walk``'s statements in Python: one flat function
+    (block scopes are C's only), the attempts a ``for`` over one-pass
+    ``while True`` loops (C: a switch whose cases ``break`` with ok = 0),
+    Newton inline, and every dependent angle written to q at once (the C
+    defers one nobody reads bare to fmigen_kinematic_angles: the same atan2
+    of the same pair).  The sin/cos hand-over ``trig`` is a local here (the
+    Python embedding evaluates its own sin/cos), but later blocks read it as
+    in C, so their coefficients see the sequence's (s, c), not
+    sin(atan2(s, c))."""
+    base_sol, base_v, base_q = "b_sol", "b_v", "b_q"
+    defers_angles = False
+    helpers = None   # codegen.step_code: coefficients inline
+    #: the walker's statement depths, and the verification's own
+    indent = {"top": "    ", "block": "    ", "case": " " * 16, "step": " " * 16, "polish": " " * 16,
+              "polished": " " * 20, "verify": " " * 8, "failed": " " * 12}
+
+    def __init__(self, emb, sm):
+        self.emb, self.sm = emb, sm
+        self.expr = pyexpr
+        self.assignments = assignments
+
+    def prelude(self, n, dq):
+        return [f"    trig = [0.0] * {2 * n}", "    b_sol, b_q, b_v = base['sol'], base['q'], base['v']",
+                "    dt = t - base['t']", "    check = base['continuity']", f"    dqi = {dq}"]
+
+    def trig_from_q(self, depth, i):
+        ind = self.indent[depth]
+        return [f"{ind}_a = q[{i}]", f"{ind}trig[{2 * i}] = sin(_a)", f"{ind}trig[{2 * i + 1}] = cos(_a)"]
+
+    def block_open(self, label):
+        return [f"    # {label}"]
+
+    def block_close(self):
+        return []
+
+    def let(self, depth, name, expr):
+        return [f"{self.indent[depth]}{name} = {expr}"]
+
+    set = let
+
+    def newton_function(self, tb, bi):
+        pass   # inline (newton)
+
+    def newton(self, depth, tb, bi, tag, iterations):
+        return _newton_lines(self.emb, tb, self.sm, tag, iterations, self.indent[depth])
+
+    def return_unless_newton_continues(self, bi, continuity, code):
+        return [f"    if not converged_{bi} or (check and not ({' and '.join(continuity)})): return {code}"]
+
+    def attempts_open(self, allvars, nseq):
+        return ["    _ok = 0", f"    for _attempt in range({nseq + 1}):"]
+
+    def case_open(self, si, label):
+        head = f"        {'if' if si == 0 else 'elif'} _attempt == {si}:" if si is not None else "        else:"
+        return [f"{head}  # {label}", "            while True:"]
+
+    def step_open(self, label):
+        return [f"{self.indent['step']}# {label}"]
+
+    def step_close(self):
+        return []
+
+    def break_unless(self, depth, cond, bare=False):
+        return [f"{self.indent[depth]}if not {cond if bare else f'({cond})'}: break"]
+
+    def break_unless_continuous(self, depth, tests):
+        return [f"{self.indent[depth]}if check and not ({' and '.join(tests)}): break"]
+
+    def solve_step(self, var, degree):
+        ind = self.indent["step"]
+        if degree == 1:
+            solve = f"{ind}_st, {var} = linear(a1, a0)"
+        elif degree == 2:
+            solve = f"{ind}_st, {var} = quadratic_near(a2, a1, a0, P_{var})"
+        else:
+            coeffs = ", ".join(f"a{d}" for d in range(degree, -1, -1))
+            solve = f"{ind}_st, {var} = poly_root({degree}, [{coeffs}], P_{var})"
+        return [solve, f"{ind}if _st: break"]
+
+    def case_close(self, ok):
+        return [f"{self.indent['case']}_ok = {ok}", f"{self.indent['case']}break"]
+
+    def cases_close(self):
+        return ["        if not _ok: continue"]
+
+    def vars_from_q(self, depth, layout, sums):
+        return _vars_from_q(layout, self.indent[depth], sums)
+
+    @staticmethod
+    def _within(n, tol):
+        return " and ".join(f"fabs(_rv[{k}]) <= {tol} * _rs[{k}]" for k in range(n))
+
+    def verify_open(self, polys, pscales, tmp):
+        n, i1, i2 = len(polys), self.indent["verify"], self.indent["failed"]
+        return [f"{i1}_rv = [0.0] * {n}", f"{i1}_rs = [0.0] * {n}",
+                *assignments([f"_rv[{k}]" for k in range(n)] + [f"_rs[{k}]" for k in range(n)],
+                             polys + pscales, indent=i1, tmp=tmp),
+                f"{i1}if not ({self._within(n, 'FMIGEN_SEQ_TOL')}):", f"{i2}_ok = 0",
+                f"{i2}if {self._within(n, 'FMIGEN_POLISH_TOL')}:  # polish: Newton from the result"]
+
+    def polished_open(self, converged):
+        return [f"{self.indent['polish']}if {converged}:"]
+
+    def verify_close(self):
+        return [f"{self.indent['polished']}_ok = 2"]
+
+    def attempts_close(self, continuity, code):
+        return [f"        if _ok == 2 and check and not ({' and '.join(continuity)}): _ok = 0",
+                "        if _ok: break", f"    if not _ok: return {code}"]
+
+    def angle_from_sums(self, i, sin_q, cos_q, to_trig, defer):
+        trig = [f"    trig[{2 * i}] = _sq", f"    trig[{2 * i + 1}] = _cq"] if to_trig else []
+        return [f"    _sq = {sin_q}", f"    _cq = {cos_q}", *trig, f"    q[{i}] = atan2(_sq, _cq)"]
+
+    def angle_from_pair(self, i, vs, to_trig, defer):
+        trig = [f"    trig[{2 * i}] = {vs[0]}", f"    trig[{2 * i + 1}] = {vs[1]}"] if to_trig else []
+        return [*trig, f"    q[{i}] = atan2({vs[0]}, {vs[1]})"]
+
+    def finish(self, out):
+        return "def fmigen_kinematics(t, q, p, base, sol):\n" + "\n".join(out + ["    return 0"]) + "\n"
 
 
 def kinematics_source(emb, tri, sm):
-    """codegen.kinematics_code in Python, statement for statement: per block
-    the prediction from the last accepted solution (``base``), the sequences
-    in order and Newton from the prediction, each result verified by the
-    block's own polynomials (relative to the sum of their terms), polished
-    by Newton when close, and checked for continuity.  Returns (source,
-    failure table, start of the solution vector ``sol``).
-
-    The sin/cos hand-over ``trig`` is a local here (the Python embedding
-    evaluates its own sin/cos), but later blocks read it as in C, so their
-    coefficients see the sequence's (s, c), not sin(atan2(s, c)).  Every
-    dependent angle is written to q at once: the C defers an angle nobody
-    reads bare to fmigen_kinematic_angles, the same atan2 of the same pair."""
-    from .workspace import unit_scales
-    dae = emb.dae
-    scales = unit_scales(dae)
-    trig_angles, trig_subs = codegen.trig_plan(emb)
-    ts = lambda e: sp.sympify(e).xreplace(trig_subs)  # noqa: E731
-    ind = "    "
-    out, failures, sol_start = [], [], []
-    out += [f"{ind}trig = [0.0] * {2 * dae.n}",
-            f"{ind}b_sol, b_q, b_v = base['sol'], base['q'], base['v']",
-            f"{ind}dt = t - base['t']",
-            f"{ind}check = base['continuity']"]
-    dq = " + ".join(f"fabs(q[{k}] - b_q[{k}]) * {1.0 / float(scales[k])!r}" for k in emb.independent) or "0.0"
-    out.append(f"{ind}dqi = {dq}")
-    for k in sorted(trig_angles & set(emb.independent)):
-        out += [f"{ind}_a = q[{k}]", f"{ind}trig[{2 * k}] = sin(_a)", f"{ind}trig[{2 * k + 1}] = cos(_a)"]
-
-    for bi, tb in enumerate(tri.blocks):
-        layout, slot, defs, start = codegen.block_plan(dae, tb, scales, tri.start, len(sol_start),
-                                                       sol="b_sol", vel="b_v")
-        sums = codegen.angle_sums(tb, sm, ts)
-        sol_start += start
-        failures.append(codegen.block_failure(dae, tb))
-        code = len(failures)
-        nseq = len(tb.sequences) if tb.method == "groebner" else 0
-        what = (f"groebner, {nseq} sequence(s)" if nseq else f"newton {tb.reason}")
-        out.append(f"{ind}# block {block_name(dae, tb.block)}: {what}")
-        # prediction and continuity tolerances
-        out += [f"{ind}{name} = {expr}" for name, expr in defs]
-        if tb.method == "newton":
-            out += [f"{ind}q[{i}] = {e}" for i, e in q_from_vars(layout, "P_")]
-            out += _newton_lines(emb, tb, sm, bi, "FMIGEN_NEWTON_MAX_ITER", ind)
-            cont = " and ".join(f"fabs(q[{i}] - P_q{i}) <= T{i}" for i, *_ in layout)
-            out.append(f"{ind}if not converged_{bi} or (check and not ({cont})): return {code}")
-            for i, *_ in layout:
-                out.append(f"{ind}sol[{slot[f'q{i}']}] = q[{i}]")
-            _trig_from_q(out, tb.block.unknowns, trig_angles, ind)
-            continue
-        for K, expr in tb.abstractions.items():
-            out.append(f"{ind}{K} = {pyexpr(sm(ts(expr)))}")
-        for v, expr in tb.known_ring.items():
-            out.append(f"{ind}{v} = {pyexpr(sm(ts(expr)))}")
-        allvars = [v for _, _, vs, _ in layout for v in vs]
-        # C: for (attempt = 0; attempt <= nseq && !ok; attempt++) switch (attempt)
-        # { case si: the sequence; default: Newton }, a `break` out of a
-        # case leaving ok = 0.  Here each case is a one-pass `while True`.
-        i1, i2, i3 = ind + "    ", ind + "        ", ind + "            "
-        out.append(f"{ind}_ok = 0")
-        out.append(f"{ind}for _attempt in range({nseq + 1}):")
-        for si, seq in enumerate(tb.sequences):
-            out.append(f"{i1}{'if' if si == 0 else 'elif'} _attempt == {si}:  # sequence {seq.label}")
-            out.append(f"{i2}while True:")
-            for step in seq.steps:
-                tmp = f"k{bi}_{si}_{step.variable}_"
-                coeff_names = [f"a{d}" for d in range(step.degree, -1, -1)]
-                out.append(f"{i3}# {step.variable}: degree {step.degree}")
-                lead_scale = switch_scale(tb, step)
-                out += codegen.step_code(step, lead_scale, i3, tmp, assignments)
-                if lead_scale is not None:
-                    out.append(f"{i3}if not (fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale): break")
-                var = step.variable
-                if step.degree == 1:
-                    out.append(f"{i3}_st, {var} = linear(a1, a0)")
-                elif step.degree == 2:
-                    out.append(f"{i3}_st, {var} = quadratic_near(a2, a1, a0, P_{var})")
-                else:
-                    out.append(f"{i3}_st, {var} = poly_root({step.degree}, [{', '.join(coeff_names)}], P_{var})")
-                out.append(f"{i3}if _st: break")
-            rc = root_continuity(seq, layout)   # codegen: the chosen roots only
-            if rc:
-                out.append(f"{i3}if check and not ({' and '.join(rc)}): break")
-            out.append(f"{i3}_ok = 1")
-            out.append(f"{i3}break")
-        out.append(f"{i1}else:  # Newton from the prediction")
-        out.append(f"{i2}while True:")
-        out += [f"{i3}q[{i}] = {e}" for i, e in q_from_vars(layout, "P_", sums, pyexpr)]
-        out += _newton_lines(emb, tb, sm, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER", i3)
-        out.append(f"{i3}if not converged_{bi}_n: break")
-        out += _vars_from_q(layout, i3, sums)
-        out.append(f"{i3}_ok = 2")
-        out.append(f"{i3}break")
-        out.append(f"{i1}if not _ok: continue")
-        # --- verification: the block's own polynomials, relative ---
-        polys, pscales = verification(tb)
-        out.append(f"{i1}_rv = [0.0] * {len(polys)}")
-        out.append(f"{i1}_rs = [0.0] * {len(polys)}")
-        out += assignments([f"_rv[{k}]" for k in range(len(polys))] + [f"_rs[{k}]" for k in range(len(polys))],
-                           polys + pscales, indent=i1, tmp=f"v{bi}_")
-        # codegen: |P_k| ≤ tol·scale_k for every k (no division; NaN fails)
-        within = lambda tol: " and ".join(f"fabs(_rv[{k}]) <= {tol} * _rs[{k}]" for k in range(len(polys)))  # noqa: E731
-        out.append(f"{i1}if not ({within('FMIGEN_SEQ_TOL')}):")
-        out.append(f"{i2}_ok = 0")
-        out.append(f"{i2}if {within('FMIGEN_POLISH_TOL')}:  # polish: Newton from the result")
-        out += [f"{i3}q[{i}] = {e}" for i, e in q_from_vars(layout, "", sums, pyexpr)]
-        out += _newton_lines(emb, tb, sm, f"{bi}_p", "4", i3)
-        out.append(f"{i3}if converged_{bi}_p:")
-        out += _vars_from_q(layout, i3 + "    ", sums)
-        out.append(f"{i3}    _ok = 2")
-        cont = " and ".join(f"fabs({v} - P_{v}) <= T{i}" for i, _, vs, _ in layout for v in vs)
-        out.append(f"{i1}if _ok == 2 and check and not ({cont}): _ok = 0")
-        out.append(f"{i1}if _ok: break")
-        out.append(f"{ind}if not _ok: return {code}")
-        for v in allvars:
-            out.append(f"{ind}sol[{slot[v]}] = {v}")
-        for i, kind, vs, _ in layout:
-            if i in sums:
-                # codegen: sin, cos of q_i by angle addition from the angle sums
-                out += [f"{ind}_sq = {pyexpr(sums[i][1])}", f"{ind}_cq = {pyexpr(sums[i][2])}"]
-                if i in trig_angles:
-                    out += [f"{ind}trig[{2 * i}] = _sq", f"{ind}trig[{2 * i + 1}] = _cq"]
-                out.append(f"{ind}q[{i}] = atan2(_sq, _cq)")
-            elif kind == "angle":
-                if i in trig_angles:
-                    out += [f"{ind}trig[{2 * i}] = {vs[0]}", f"{ind}trig[{2 * i + 1}] = {vs[1]}"]
-                out.append(f"{ind}q[{i}] = atan2({vs[0]}, {vs[1]})")
-            else:
-                out.append(f"{ind}q[{i}] = {vs[0]}")
-                _trig_from_q(out, [i], trig_angles, ind)
-    src = "def fmigen_kinematics(t, q, p, base, sol):\n" + "\n".join(out + [f"{ind}return 0"]) + "\n"
+    """The kinematics in Python: ``codegen.kinematics_walk`` (model.c's
+    walker) with ``PyKinematics``.  Returns (source, failure table, start of
+    the solution vector ``sol``)."""
+    src, failures, sol_start = codegen.kinematics_walk(emb, tri, sm, codegen.trig_plan(emb), PyKinematics(emb, sm))
     return src, [""] + failures, sol_start
 
 
@@ -1109,17 +1100,13 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
            matrix_fn("fmigen_outputs", sp.Matrix(list(dae.outputs.values())) if dae.outputs else sp.Matrix([]))]
     tols = {tb.tol for tb in tri.blocks if tb.method == "newton" and tb.tol is not None}
 
-    # variables and modelDescription: the C FMU's, adapted to pythonfmu
-    start = {c.name: c.start for c in mech.coordinates}
+    # variables and modelDescription: the C FMU's (one variable table), adapted to pythonfmu
     iface = fmu.Interface.of(emb)
-    vars_ = fmu.variables(iface, start, step, "cs")
-    xml = fmu.model_description(iface, gen, identifier, vars_, solver, "cs", step)
+    table = variables.table(iface, step, "cs")
+    xml = fmu.model_description(iface, gen, table, "cs", step)
     nu, np_ = len(dae.inputs), len(dae.tunable)
-    vr = {"VR_V": n, "VR_RES": 2 * n, "VR_U": 2 * n + 1}
-    vr["VR_P"] = vr["VR_U"] + nu
-    vr["VR_H"] = vr["VR_P"] + np_
-    vr["VR_Y"] = vr["VR_H"] + 1
-    vr["VR_A"] = vr["VR_Y"] + len(dae.outputs)
+    # the group offsets SlaveMethods dispatches on (a Co-Simulation FMU declares no later group)
+    vr = {g: table.offsets[g] for g in ("VR_V", "VR_RES", "VR_U", "VR_P", "VR_H", "VR_Y", "VR_A")}
 
     model = dict(
         identifier=identifier, description=mech.description or mech.name,

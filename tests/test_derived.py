@@ -46,6 +46,12 @@ def test_second_build_hits_and_simulates_identically(cache, tmp_path):
     assert hit.independent_names == compiled.independent_names and hit.start == compiled.start
     assert _source(warm, "model.c") == _source(cold, "model.c")
     assert _source(warm, "model_config.h") == _source(cold, "model_config.h")
+    # the variable table is made at packaging (variables.py is no part of the
+    # key): an entry holds no value reference, and a hit's layout is the fresh one
+    assert "VR_" not in next((cache / "derived").glob("*.json")).read_text()
+    assert _source(warm, "fmu_variables.h") == _source(cold, "fmu_variables.h")
+    assert [(v.name, v.valueReference) for v in fmpy.read_model_description(str(warm)).modelVariables] == \
+        [(v.name, v.valueReference) for v in fmpy.read_model_description(str(cold)).modelVariables]
     np.testing.assert_array_equal(_simulate(warm), _simulate(cold))
 
 

@@ -6,39 +6,27 @@
  * function signatures onto these calls.  Status codes are numbered like
  * fmi2Status and fmi3Status (OK 0, Warning 1, Discard 2, Error 3, Fatal 4).
  *
- * Value references (mirrored by fmigen/fmu.py):
- *   [0, NQ)            coordinates q            (independent: initial=exact)
- *   [NQ, 2NQ)          velocities der(q)
- *   2NQ                constraint_residual
- *   VR_U + k           inputs
- *   VR_P + k           tunable parameters
- *   VR_H               internal_step
- *   VR_Y + k           user outputs
- *   VR_A + k           accelerations der(q_i,2) of the independent coordinates
- *                      (Model Exchange: derivatives of the velocity states);
- *                      an augmented formulation: der(q,2) of every coordinate
- *   VR_TIME            time (FMI 3 independent variable)
- *   VR_F + k           parameters of an augmented formulation (fixed)
+ * Value references: the groups of the variable table (fmigen/variables.py),
+ * each from its first value reference in the generated fmu_variables.h
+ * (VR_Q, VR_V, ..., VR_END) to the next group's.
  */
 #ifndef FMIGEN_INSTANCE_H
 #define FMIGEN_INSTANCE_H
 
 #include "fmigen_runtime.h"
 #include "fmu_config.h"
+#include "fmu_variables.h"
 
-#define VR_Q 0
-#define VR_V NQ
-#define VR_RES (2 * NQ)
-#define VR_U (VR_RES + 1)
-#define VR_P (VR_U + NU)
-#define VR_H (VR_P + NP)
-#define VR_Y (VR_H + 1)
-#define VR_A (VR_Y + NY)
 #define FG_NX FMIGEN_NX
 #define FG_NA (FG_NX / 2)   /* accelerations: NI, or NQ when augmented */
-#define VR_TIME (VR_A + FG_NA)
-#define VR_F (VR_TIME + 1)
-#define VR_END (VR_F + FMIGEN_NFP)
+
+/* The instance indexes the model's arrays (q, v, u, p, y, dx, fp) by value
+ * reference minus its group's first: a table that does not fit the
+ * generated model's sizes must not compile. */
+#if VR_V - VR_Q != NQ || VR_RES - VR_V != NQ || VR_P - VR_U != NU || VR_H - VR_P != NP || \
+    VR_A - VR_Y != NY || VR_TIME - VR_A != FG_NA || VR_END - VR_F != FMIGEN_NFP
+#error "fmu_variables.h (the variable table) does not fit the sizes in model_config.h"
+#endif
 
 #ifndef FMIGEN_DEFAULT_SOLVER
 #define FMIGEN_DEFAULT_SOLVER FMIGEN_RK4
