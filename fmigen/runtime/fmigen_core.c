@@ -9,6 +9,7 @@
  * structural non-zeros (fmigen/codegen_embedding.py): the matrices are tiny
  * and sparse, and generic loops cost several times the arithmetic.
  */
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 #include "fmigen_runtime.h"
@@ -50,11 +51,14 @@ void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b)
     }
 }
 
-static void poly_eval(int degree, const double *a, double z, double *p, double *dp)
+/* p(z), p'(z) by Horner, and mag = Σ|a_k||z|^(degree−k), which bounds the
+ * rounding error of the computed p: |p̂ − p(z)| ≤ γ_2d·mag (Higham, Accuracy
+ * and Stability, §5.1). */
+static void poly_eval(int degree, const double *a, double z, double *p, double *dp, double *mag)
 {
-    double pv = a[0], d = 0.0;
-    for (int k = 1; k <= degree; k++) { d = d * z + pv; pv = pv * z + a[k]; }
-    *p = pv; *dp = d;
+    double pv = a[0], d = 0.0, m = fabs(a[0]), az = fabs(z);
+    for (int k = 1; k <= degree; k++) { d = d * z + pv; pv = pv * z + a[k]; m = m * az + fabs(a[k]); }
+    *p = pv; *dp = d; *mag = m;
 }
 
 /* All complex roots by Aberth–Ehrlich iteration (simultaneous Newton with
@@ -107,15 +111,24 @@ static int all_roots(int degree, const double *a, double *re, double *im)
 int fmigen_poly_root(int degree, const double *coeffs, double *x)
 {
     const double x0 = *x;
-    double z = x0, p, dp;
+    double z = x0, p, dp, mag;
     /* Newton from the previous value: a few iterations, and the result must
-     * stay close to it (continuity), otherwise the branch may have been lost. */
+     * stay close to it (continuity), otherwise the branch may have been lost.
+     * Converged when the step is below 1e-15 relative, or when p(z) is
+     * already within the rounding error of its own evaluation: the
+     * polynomial's large coefficients (the landing gear's reach 1e55) leave
+     * Newton oscillating at a few 1e-15 — near a double root at 1e-9 — and
+     * without the second test every such solve fell through to all_roots'
+     * 500 Aberth iterations (97 % of a landing-gear step).  The caller
+     * verifies the block's own polynomials at the result either way. */
     for (int it = 0; it < 8; it++) {
-        poly_eval(degree, coeffs, z, &p, &dp);
+        poly_eval(degree, coeffs, z, &p, &dp, &mag);
         if (dp == 0.0 || !isfinite(dp)) break;
-        double dz = p / dp;
+        double dz = p / dp, zp = z;
         z -= dz;
-        if (fabs(dz) <= 1e-15 * (1.0 + fabs(z))) {
+        int converged = fabs(dz) <= 1e-15 * (1.0 + fabs(z));
+        if (!converged && fabs(p) <= 4.0 * degree * DBL_EPSILON * mag) { z = zp; converged = 1; }
+        if (converged) {
             if (fabs(z - x0) <= 0.05 * (1.0 + fabs(x0))) { *x = z; return 0; }
             break;
         }
@@ -131,7 +144,7 @@ int fmigen_poly_root(int degree, const double *coeffs, double *x)
     if (best < 0) return 3;  /* no real root left: singular configuration */
     z = re[best];
     for (int it = 0; it < 5; it++) {  /* polish */
-        poly_eval(degree, coeffs, z, &p, &dp);
+        poly_eval(degree, coeffs, z, &p, &dp, &mag);
         if (dp == 0.0) break;
         z -= p / dp;
     }
