@@ -596,7 +596,9 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         "int fmigen_kinematics(double t, double *q, const double *p, const FmigenBase *base, "
         "double *sol, double *trig)", body)
     code += f"\nconst char *const fmigen_kinematics_failure[] = {{\n    \"\",\n    {fail_table}\n}};\n"
-    angles = [f"    q[{i}] = atan2(trig[{2 * i}], trig[{2 * i + 1}]);" for i in deferred]
+    # the runtime's atan2 (fmigen_core.c): reading every coordinate of an FMU
+    # computes these after each step, and libm's costs 12x as many instructions
+    angles = [f"    q[{i}] = fmigen_atan2(trig[{2 * i}], trig[{2 * i + 1}]);" for i in deferred]
     code += _function("void fmigen_kinematic_angles(double *q, const double *trig)",
                       "\n".join(angles + ["    (void)q; (void)trig;"]))
     return code, sol_start

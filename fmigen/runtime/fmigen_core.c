@@ -61,6 +61,42 @@ static void poly_eval(int degree, const double *a, double z, double *p, double *
     *p = pv; *dp = d; *mag = m;
 }
 
+/* atan(i/8), i = 0..8, in two parts: the correctly rounded double and the
+ * rest (mpmath, 200 bits) */
+static const double atan_eighths[9] = {
+    0.0, 0x1.fd5ba9aac2f6ep-4, 0x1.f5b75f92c80ddp-3, 0x1.6f61941e4def1p-2, 0x1.dac670561bb4fp-2,
+    0x1.1e00babdefeb4p-1, 0x1.4978fa3269ee1p-1, 0x1.700a7c5784634p-1, 0x1.921fb54442d18p-1};
+static const double atan_eighths_lo[9] = {
+    0.0, -0x1.cd37686760c17p-59, 0x1.8ab6e3cf7afbdp-57, -0x1.c63aae6f6e918p-56, 0x1.a2b7f222f65e2p-56,
+    -0x1.928df287a668fp-58, 0x1.2419a87f2a458p-56, -0x1.8c34d25aadef6p-56, 0x1.1a62633145c07p-55};
+
+/* Why not libm's: reading every coordinate of the Stewart platform's FMU
+ * after a step takes twelve atan2 (the leg angles from their solved sin/cos
+ * pairs), ~150 instructions each in glibc — 11 % of a doStep.  Here: the
+ * octant by |y| <= |x| (r = the smaller over the larger, in [0, 1]), then
+ * atan r = atan c + atan t with c = i/8 the nearest eighth (c = 0 below
+ * 1/8, so that atan t never cancels most of atan c) and
+ * t = (r − c)/(1 + r c) (r − c exact: Sterbenz), |t| <= 1/8, whose Taylor
+ * series to t^19 is exact to 3e-18 relative (the next term t^21/21 <=
+ * t·2^-54/21); atan c, π/2 and π are added in two parts.  Error: within
+ * about one ulp of libm's (tests/test_runtime_lu.py, a million points). */
+double fmigen_atan2(double y, double x)
+{
+    const double ax = fabs(x), ay = fabs(y);
+    if (!(ax < INFINITY && ay < INFINITY) || (ax == 0.0 && ay == 0.0)) return atan2(y, x);
+    const int swap = ay > ax;
+    const double r = swap ? ax / ay : ay / ax;
+    const int i = r < 0.125 ? 0 : (int)(r * 8.0 + 0.5);
+    const double c = 0.125 * i;
+    const double t = (r - c) / (1.0 + r * c), z = t * t;
+    const double s = z * (-1.0 / 3 + z * (1.0 / 5 + z * (-1.0 / 7 + z * (1.0 / 9 + z * (-1.0 / 11 + z * (1.0 / 13
+                     + z * (-1.0 / 15 + z * (1.0 / 17 + z * (-1.0 / 19)))))))));
+    double a = atan_eighths[i] + (atan_eighths_lo[i] + (t + t * s));
+    if (swap) a = (0x1.921fb54442d18p+0 - a) + 0x1.1a62633145c07p-54;   /* π/2 − a */
+    if (x < 0.0) a = (0x1.921fb54442d18p+1 - a) + 0x1.1a62633145c07p-53;  /* π − a */
+    return copysign(a, y);
+}
+
 /* All complex roots by Aberth–Ehrlich iteration (simultaneous Newton with
  * repulsion; converges cubically to every root, the same roots as the
  * companion-matrix eigenvalues).  Returns 0 when converged. */
