@@ -390,6 +390,31 @@ tests/test_formulations.py runs them on the four-bar against IDA (RK4,
 
 ## Optimisations done for this benchmark
 
+**Toward the arithmetic limit** (issue 14, the flops column). *The unit
+circle*: the generated embedding reduces γ, M and F modulo s² + c² − 1 of
+every angle's (sin, cos) pair and collects them by the velocities before
+its joint CSE, per quantity where that is cheaper
+(`codegen_embedding.circle_where_cheaper`; the five-link keeps its factored
+γ): Stewart 12,472 → {s_g:,.0f} instructions per harness step (5,179 →
+{s_g_flops:,.0f} flops), five-link 16,981 → {f_g:,.0f}, final states within
+6·10⁻¹⁶ of before. *The landing gear's root*: `fmigen_poly_root` now also
+stops Newton when p(z) is within the rounding error of its own evaluation;
+the gear's degree-6 step (coefficients ~10⁶¹) oscillated at a few 10⁻¹⁵ and
+every solve fell through to 500 Aberth iterations: 288,653 →
+{lg_g:,.0f} instructions per step. *Angles read from an FMU*: its own atan2
+(`fmigen_atan2`, within one ulp of glibc's at half its instructions) for the
+angles completed from the solved sin/cos: Stewart FMU doStep 14,822 →
+{s_fmu:,.0f}. (The "before" numbers one-off, measured on each change's
+parent commit on 2026-11-26.) What is left is mostly arithmetic: the
+Stewart step executes {s_g_flops:,.0f} floating-point operations in
+{s_g:,.0f} instructions; of its `fmigen_embedded_prepare` about half is
+linear algebra (Bᵀ M B over the 18 dependent coordinates alone is 378
+multiply-adds) and the rest the model quantities. Halving it needs the
+structure: each leg's Φ_i = [I | −[R b_k]× T(φ)] shares T, so Bᵀ M B could
+sum over the legs in body-frame (angular velocity) coordinates and apply T
+once, and the kinematics' platform points R b_k (its K_1..K_3) could be
+handed to the embedding as its sin/cos are.
+
 **The FMU step toward the harness** (issue 14). *First-same-as-last*: the
 generated right-hand side is cut into `fmigen_embedded_prepare` (v_d, Φ_d⁻¹Φ_i,
 a_c, the factored Bᵀ M B, everything that does not read the inputs) and
@@ -452,6 +477,7 @@ def notes(results, host=None):
                  s_fmu_k=g.get("fmu_kinematics_instructions_per_step") or float("nan"),
                  s_nl3=ir("newton-loop", 1e-3), s_nl6=ir("newton-loop", 1e-6), s_n6=ir("newton", 1e-6),
                  s_nl3_ir=s["newton-loop", 1e-3]["instructions_per_step"],
+                 s_g_flops=(g.get("operations_per_step") or {}).get("flops", float("nan")),
                  s_nl3_peak=s["newton-loop", 1e-3]["peak_constraint_violation"],
                  s_nl6_peak=s["newton-loop", 1e-6]["peak_constraint_violation"],
                  s_nl3_its=s["newton-loop", 1e-3].get("newton_iterations") or float("nan"),
@@ -479,6 +505,8 @@ def notes(results, host=None):
                  kr_nl3r=kr["newton-loop", 1e-3] / kr["groebner", None],
                  kr_nl6r=kr["newton-loop", 1e-6] / kr["groebner", None],
                  kr_n3r=kr["newton", 1e-3] / kr["groebner", None], kr_n6r=kr["newton", 1e-6] / kr["groebner", None])
+    d["lg_g"] = by.get("landing_gear_dynamic", {}).get(("groebner", None), {}).get("instructions_per_step") \
+        or float("nan")
     rows = [row for r in results for row in r["rows"]]
     d.update(max_lo=min(r["max_step_us"] for r in rows), max_hi=max(r["max_step_us"] for r in rows),
              p99_lo=min(r["p99_step_us"] / r["median_step_us"] for r in rows),
