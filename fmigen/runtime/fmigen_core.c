@@ -82,8 +82,9 @@ static const double atan_eighths_lo[9] = {
  * about one ulp of libm's (tests/test_runtime_lu.py, a million points). */
 double fmigen_atan2(double y, double x)
 {
-    const double ax = fabs(x), ay = fabs(y);
-    if (!(ax < INFINITY && ay < INFINITY) || (ax == 0.0 && ay == 0.0)) return atan2(y, x);
+    const double ax = fabs(x), ay = fabs(y), sum = ax + ay;
+    /* one test for NaN, an infinity (or a sum that overflows) and (±0, ±0) */
+    if (!(sum > 0.0 && sum < INFINITY)) return atan2(y, x);
     const int swap = ay > ax;
     const double r = swap ? ax / ay : ay / ax;
     const int i = r < 0.125 ? 0 : (int)(r * 8.0 + 0.5);
@@ -415,8 +416,10 @@ void fmigen_core_observe_some(FmigenCore *c, int what)
         /* from the sin/cos the kinematics solved, not sin/cos of their atan2 */
         fmigen_phi_trig(c->t, c->q, c->v, c->p, c->u, c->solved.trig, phi);
 #endif
-        c->residual = 0.0;
-        for (int j = 0; j < NC; j++) if (fabs(phi[j]) > c->residual) c->residual = fabs(phi[j]);
+        /* in a local: through c-> every comparison reloads and stores it */
+        double r = 0.0;
+        for (int j = 0; j < NC; j++) if (fabs(phi[j]) > r) r = fabs(phi[j]);
+        c->residual = r;
     }
 #endif
 #if NY > 0
