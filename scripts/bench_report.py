@@ -397,21 +397,22 @@ every angle's (sin, cos) pair and collects them by the velocities before
 its joint CSE, per quantity where that is cheaper
 (`codegen_embedding.circle_where_cheaper`; the five-link keeps its factored
 γ): Stewart 12,472 → {s_g:,.0f} instructions per harness step (5,179 →
-{s_g_flops:,.0f} flops), five-link 16,981 → {f_g:,.0f}, final states within
-6·10⁻¹⁶ of before. *The landing gear's root*: `fmigen_poly_root` now also
+{s_g_flops:,.0f} flops), five-link 16,981 → {f_g:,.0f} (this one with the
+runtime's atan2 below, which its kinematics calls five times a step), final
+states within 6·10⁻¹⁶ of before. *The landing gear's root*: `fmigen_poly_root` now also
 stops Newton when p(z) is within the rounding error of its own evaluation;
 the gear's degree-6 step (coefficients ~10⁶¹) oscillated at a few 10⁻¹⁵ and
-every solve fell through to 500 Aberth iterations: 288,653 →
-{lg_g:,.0f} instructions per step. It still costs more than Newton per loop
+every solve fell through to 500 Aberth iterations: 288,653 → 8,749
+instructions per step, {lg_g:,.0f} with the runtime's atan2. It still costs more than Newton per loop
 ({lg_nl6:.2f}× Gröbner's at 10⁻⁶): that lex sequence's result misses the
 verification in every solve (residuals of the block's polynomials up to
 2·10⁻⁴ of their terms, one-off), so each step adds the Newton polish
 ({lg_its:.2f} LU factorizations per call) to the sequence — the conditioning
 of that Gröbner basis (p_BC¹² coefficients), which a better variable order
-or scaling would have to fix, not the generated code. *Angles read from an FMU*: its own atan2
+or scaling would have to fix, not the generated code. *Angles from their sin/cos*: the runtime's own atan2
 (`fmigen_atan2`, within one ulp of glibc's at half its instructions) for the
-angles completed from the solved sin/cos: Stewart FMU doStep 14,822 →
-{s_fmu:,.0f}. (The "before" numbers one-off, measured on each change's
+angles completed from the solved sin/cos, read from an FMU or bare by the
+embedding: Stewart FMU doStep 14,822 → {s_fmu:,.0f}. (The "before" numbers one-off, measured on each change's
 parent commit on 2026-11-26.) What is left is mostly arithmetic: the
 Stewart step executes {s_g_flops:,.0f} floating-point operations in
 {s_g:,.0f} instructions; of its `fmigen_embedded_prepare` about half is
