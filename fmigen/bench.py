@@ -31,6 +31,13 @@ forces.  Per row:
   the residual and the outputs), i.e. a HIL rig at 1 kHz reading outputs;
   ``fmu_kinematics_instructions_per_step`` its part in ``fmigen_kinematics``
   (one solve per step: the next step's first stage reuses the commit's);
+- ``operations_per_step`` / ``fmu_operations_per_step``: the floating-point
+  operations those callgrind runs executed per step, by type
+  (``count_operations``: add, mul, div, sqrt, fma, their sum ``flops``, and
+  ``libm_calls`` by function), so the distance of the instructions to the
+  arithmetic is visible per mechanism; ``newton_iterations``: LU
+  factorizations per call of a generated Newton block (the Newton rows; in a
+  Gröbner build its fallback and polish), None when none ran;
 - ``peak_constraint_violation``: max_j |Φ_j(q)| over every state the
   integrator evaluated, q_d as the formulation's kinematics returned it;
 - ``final_q``: the coordinates at the stop time (assembled, or as
@@ -162,26 +169,35 @@ def run_kinematic(exe: Path, stop_time: float, step: float, repeats: int, drive:
     return json.loads(r.stdout)
 
 
-def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None, fmu=False) -> tuple:
+def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None, fmu=False,
+                           detail=False):
     """(instructions (Ir) per step of the integration loop, of which in the
     generated kinematics ``fmigen_kinematics`` inclusive of the libm calls it
     makes), or (None, None) without valgrind.  With ``drive`` (period and
     amplitudes) the loop counted is the kinematic run's instead; with ``fmu``
-    the FMU's doStep path at a communication interval of ``step``."""
+    the FMU's doStep path at a communication interval of ``step``.
+
+    ``detail``: a dict instead, with also ``operations`` (``count_operations``:
+    the floating-point operations per step, by type) and
+    ``newton_iterations`` (LU factorizations per call of a generated Newton
+    block, None when none was called)."""
     if not shutil.which("valgrind"):
-        return None, None
+        return dict(instructions=None, kinematics=None, operations=None, newton_iterations=None) \
+            if detail else (None, None)
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "callgrind.out"
         loop, mode = ("run_kinematic", ["callgrind-kinematic", *map(repr, drive)]) if drive else \
             ("run_fmu_steps", ["callgrind-fmu"]) if fmu else ("run_steps", ["callgrind"])
-        r = subprocess.run(["valgrind", "--tool=callgrind", f"--toggle-collect={loop}",
+        # --dump-instr: costs per machine instruction, for count_operations
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes", f"--toggle-collect={loop}",
                             f"--callgrind-out-file={out}", str(exe), repr(stop_time), repr(step), "1",
                             *mode], capture_output=True, text=True)
         if r.returncode:
             raise ModelError(f"callgrind run failed: {r.stderr[-2000:]}")
         steps = json.loads(r.stdout)["steps"]
         total = kin = None
-        for line in out.read_text().splitlines():
+        text = out.read_text()
+        for line in text.splitlines():
             if line.startswith(("summary:", "totals:")):
                 total = int(line.split()[1]) / steps
         if shutil.which("callgrind_annotate"):
@@ -190,7 +206,150 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None,
             for line in ann.splitlines():
                 if line.rstrip().split(" [")[0].endswith("_fmigen_kinematics"):
                     kin = int(line.split()[0].replace(",", "")) / steps
-        return total, kin
+        if not detail:
+            return total, kin
+        prof = parse_callgrind(text)
+        ops = count_operations(prof, exe, steps)
+        lu = sum(n for (caller, callee), n in prof["calls"].items()
+                 if "fmigen_newton_block" in caller and callee.endswith("fmigen_lu_factor"))
+        blocks = sum(n for (caller, callee), n in prof["calls"].items()
+                     if "fmigen_newton_block" in callee and "fmigen_newton_block" not in caller)
+        return dict(instructions=total, kinematics=kin, operations=ops,
+                    newton_iterations=lu / blocks if blocks else None)
+
+
+def parse_callgrind(text: str) -> dict:
+    """A callgrind profile written with ``--dump-instr=yes``: {"ir": {(object,
+    address): executions} of the instructions themselves (a call's inclusive
+    cost is not added to its call site), "calls": {(caller, callee): calls},
+    "object_calls": {(caller's object, callee's object, callee): calls}}."""
+    names = {"ob": {}, "fn": {}}
+    ir, calls, object_calls = {}, {}, {}
+    ob = fn = cob = cfn = None
+    addr = 0
+    skip_next = False
+
+    def name(kind, rest):
+        # "(id) name" defines id, "(id)" refers to it (name compression)
+        rest = rest.strip()
+        if rest.startswith("("):
+            i = rest.index(")")
+            key, label = rest[1:i], rest[i + 1:].strip()
+            if label:
+                names[kind][key] = label
+            return names[kind].get(key, key)
+        return rest
+
+    def position(tok, prev):
+        if tok == "*":
+            return prev
+        if tok[0] in "+-":
+            return prev + int(tok, 0)
+        return int(tok, 0)
+
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        head = line.split("=", 1)[0]
+        if head in ("ob", "cob", "fn", "cfn"):
+            val = name("fn" if head.endswith("fn") else "ob", line.split("=", 1)[1])
+            if head == "ob":
+                ob = val
+            elif head == "fn":
+                fn, cob = val, None
+            elif head == "cob":
+                cob = val
+            else:
+                cfn = val
+            continue
+        if head == "calls":
+            n = int(line.split("=", 1)[1].split()[0])
+            calls[fn, cfn] = calls.get((fn, cfn), 0) + n
+            key = (ob, cob or ob, cfn)
+            object_calls[key] = object_calls.get(key, 0) + n
+            skip_next, cob = True, None
+            continue
+        if line[0] in "0123456789+-*":
+            parts = line.split()
+            addr = position(parts[0], addr)
+            if skip_next:   # the call site's inclusive cost of the call above
+                skip_next = False
+                continue
+            if len(parts) > 2:
+                ir[ob, addr] = ir.get((ob, addr), 0) + int(parts[2])
+    return {"ir": ir, "calls": calls, "object_calls": object_calls}
+
+
+#: floating-point arithmetic in x86-64 SSE2/AVX mnemonics (what gcc -O2
+#: emits for double): (type, operations per instruction); packed doubles
+#: count 2, an FMA a multiplication and an addition (counted under "fma").
+_FLOP_MNEMONICS = {
+    "addsd": ("add", 1), "subsd": ("add", 1), "addpd": ("add", 2), "subpd": ("add", 2),
+    "mulsd": ("mul", 1), "mulpd": ("mul", 2), "divsd": ("div", 1), "divpd": ("div", 2),
+    "sqrtsd": ("sqrt", 1), "sqrtpd": ("sqrt", 2),
+}
+
+
+def _flop_type(mnemonic):
+    m = mnemonic[1:] if mnemonic.startswith("v") and mnemonic[1:] in _FLOP_MNEMONICS else mnemonic
+    if m in _FLOP_MNEMONICS:
+        return _FLOP_MNEMONICS[m]
+    if m.startswith(("vfmadd", "vfmsub", "vfnmadd", "vfnmsub")):
+        return ("fma", 2 if m.endswith("pd") else 1)
+    return None
+
+
+def _libm_name(fn):
+    """glibc's internal variant (__sin_fma, __sincos_fma, __atan2_finite) →
+    the C function (sin, sincos, atan2)."""
+    base = fn.split("@")[0].lstrip("_")
+    for suffix in ("_fma4", "_fma", "_avx2", "_avx", "_sse2", "_sse41", "_finite"):
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+    return base
+
+
+def count_operations(prof: dict, exe: Path, steps: int) -> dict | None:
+    """Floating-point operations executed per step, by type, counted in the
+    run callgrind profiled (``prof`` from ``parse_callgrind``): every
+    arithmetic instruction of the harness binary (generated model and runtime)
+    times its executions — add (additions and subtractions), mul, div, sqrt,
+    fma, each scalar operation one, a packed one two — and the calls into
+    libm by function (sin, cos, sincos, atan2, ...; their insides are libm's,
+    not counted as operations).  ``flops``: add + mul + div + sqrt + 2 fma,
+    the libm calls not included.  Why the machine code and not the generated
+    C: it is what runs, after gcc's own simplification, in the loop the
+    instructions are counted in; the ratio instructions / flops is then the
+    overhead above the arithmetic itself.  None without objdump."""
+    if not shutil.which("objdump"):
+        return None
+    exe = Path(exe)
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(exe)], capture_output=True, text=True).stdout
+    mnemonic = {}
+    for line in dis.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) >= 2 and parts[0].endswith(":"):
+            try:
+                mnemonic[int(parts[0][:-1], 16)] = parts[1]
+            except ValueError:
+                pass
+    ops = {"add": 0, "mul": 0, "div": 0, "sqrt": 0, "fma": 0}
+    exe_name = str(exe.resolve())
+    for (ob, addr), n in prof["ir"].items():
+        if ob is None or Path(ob).resolve().as_posix() != exe_name:
+            continue
+        t = _flop_type(mnemonic.get(addr, ""))
+        if t:
+            ops[t[0]] += t[1] * n
+    libm = {}
+    for (ob, cob, cfn), n in prof["object_calls"].items():
+        if cob and "libm" in Path(cob).name and not (ob and "libm" in Path(ob).name):
+            f = _libm_name(cfn)
+            libm[f] = libm.get(f, 0) + n
+    out = {k: v / steps for k, v in ops.items()}
+    out["flops"] = out["add"] + out["mul"] + out["div"] + out["sqrt"] + 2 * out["fma"]
+    out["libm_calls"] = {k: v / steps for k, v in sorted(libm.items())}
+    return out
 
 
 def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_time=3.0, step=1e-3,
@@ -238,10 +397,13 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
                    for run in runs[i]):
                 raise ModelError(f"{f.label}: the harness is not deterministic across repeats")
             ir = kin = fmu_ir = fmu_kin = None
+            cg = cg_fmu = {}
             if callgrind:
                 log(f"callgrind: {f.label}")
-                ir, kin = callgrind_instructions(exes[i], stop_time, step)
-                fmu_ir, fmu_kin = callgrind_instructions(exes[i], stop_time, step, fmu=True)
+                cg = callgrind_instructions(exes[i], stop_time, step, detail=True)
+                cg_fmu = callgrind_instructions(exes[i], stop_time, step, fmu=True, detail=True)
+                ir, kin, fmu_ir, fmu_kin = (cg["instructions"], cg["kinematics"], cg_fmu["instructions"],
+                                            cg_fmu["kinematics"])
             row = {
                 "kinematics": f.kinematics,
                 "tolerance": f.tolerance,
@@ -258,6 +420,12 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
                 "kinematics_instructions_per_step": kin,
                 "fmu_instructions_per_step": fmu_ir,
                 "fmu_kinematics_instructions_per_step": fmu_kin,
+                # floating-point operations per step by type (count_operations)
+                "operations_per_step": cg.get("operations"),
+                "fmu_operations_per_step": cg_fmu.get("operations"),
+                # LU factorizations per generated Newton solve: 1.0 when the
+                # predicted start meets the tolerance in one step
+                "newton_iterations": cg.get("newton_iterations"),
                 "peak_constraint_violation": first["peak_violation"],
                 "core_step_max_diff": first["core_step_max_diff"],
                 # what the harness got of pinning / SCHED_FIFO / mlockall
@@ -323,7 +491,8 @@ def format_table(result: dict) -> str:
     head = (f"{result['mechanism']}: explicit Euler, h = {result['step'] * 1e3:g} ms, "
             f"{result['stop_time']:g} s, median of {result['repeats']} runs ({result['cpu']})")
     cols = ["formulation", "ms CPU / simulated s", "median step us", "max step us",
-            "instructions / step", "of which kinematics", "FMU doStep instr.", "peak |Phi|"]
+            "instructions / step", "of which kinematics", "FMU doStep instr.", "peak |Phi|",
+            "flops / step", "Newton its / solve"]
     if any(r.get("kinematic_run") for r in result["rows"]):
         cols += ["kinematic run ms/s", "kinematic run instr."]
     lines = [head, "  ".join(f"{c:>22s}" if k else f"{c:<28s}" for k, c in enumerate(cols))]
@@ -334,7 +503,9 @@ def format_table(result: dict) -> str:
             f"{r['kinematics_instructions_per_step']:.0f}"
         fmu_ir = "-" if r.get("fmu_instructions_per_step") is None else f"{r['fmu_instructions_per_step']:.0f}"
         vals = [f"{r['ms_per_simulated_s']:.3f}", f"{r['median_step_us']:.2f}", f"{r['max_step_us']:.2f}",
-                ir, kin, fmu_ir, f"{r['peak_constraint_violation']:.2e}"]
+                ir, kin, fmu_ir, f"{r['peak_constraint_violation']:.2e}",
+                "-" if not r.get("operations_per_step") else f"{r['operations_per_step']['flops']:.0f}",
+                "-" if r.get("newton_iterations") is None else f"{r['newton_iterations']:.2f}"]
         k = r.get("kinematic_run")
         if k:  # paper 000 Table 3's kinematic simulation
             vals.append(f"{k['ms_per_simulated_s']:.3f}")

@@ -430,7 +430,9 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         "int fmigen_kinematics(double t, double *q, const double *p, const FmigenBase *base, "
         "double *sol, double *trig)", body)
     code += f"\nconst char *const fmigen_kinematics_failure[] = {{\n    \"\",\n    {fail_table}\n}};\n"
-    angles = [f"    q[{i}] = atan2(trig[{2 * i}], trig[{2 * i + 1}]);" for i in lang.deferred]
+    # the runtime's atan2 (fmigen_core.c): reading every coordinate of an FMU
+    # computes these after each step, and libm's costs 12x as many instructions
+    angles = [f"    q[{i}] = fmigen_atan2(trig[{2 * i}], trig[{2 * i + 1}]);" for i in lang.deferred]
     code += _function("void fmigen_kinematic_angles(double *q, const double *trig)",
                       "\n".join(angles + ["    (void)q; (void)trig;"]))
     return code, sol_start
@@ -712,7 +714,7 @@ class CKinematics:
         if defer:
             self.deferred.append(i)
         else:
-            line += f" q[{i}] = atan2(sq, cq);"
+            line += f" q[{i}] = fmigen_atan2(sq, cq);"
         return [line + " }"]
 
     def angle_from_pair(self, i, vs, to_trig, defer):
@@ -720,7 +722,10 @@ class CKinematics:
         if defer:
             self.deferred.append(i)
         else:
-            out.append(f"        q[{i}] = atan2({vs[0]}, {vs[1]});")
+            # the runtime's atan2 (fmigen_core.c), as for the deferred
+            # angles: within an ulp of libm's at half its cost, and this one
+            # is in every right-hand side
+            out.append(f"        q[{i}] = fmigen_atan2({vs[0]}, {vs[1]});")
         return out
 
     def finish(self, out):

@@ -207,11 +207,13 @@ def lu_solve(n, LU, piv, b):
 
 
 def poly_eval(degree, a, z):
-    pv, d = a[0], 0.0
+    """p(z), p'(z) and Σ|a_k||z|^(degree−k), p's rounding-error scale (fmigen_core.c)."""
+    pv, d, m, az = a[0], 0.0, fabs(a[0]), fabs(z)
     for k in range(1, degree + 1):
         d = d * z + pv
         pv = pv * z + a[k]
-    return pv, d
+        m = m * az + fabs(a[k])
+    return pv, d, m
 
 
 def all_roots(degree, a):
@@ -275,12 +277,17 @@ def poly_root(degree, coeffs, x0):
     """fmigen_poly_root: (status, root) continuing the branch of x0."""
     z = x0
     for _it in range(8):
-        p, dp = poly_eval(degree, coeffs, z)
+        p, dp, mag = poly_eval(degree, coeffs, z)
         if dp == 0.0 or not isfinite(dp):
             break
         dz = p / dp
+        zp = z
         z -= dz
-        if fabs(dz) <= 1e-15 * (1.0 + fabs(z)):
+        converged = fabs(dz) <= 1e-15 * (1.0 + fabs(z))
+        # or p(z) within its own rounding error (2.22e-16 = DBL_EPSILON), as fmigen_poly_root
+        if not converged and fabs(p) <= 4.0 * degree * 2.220446049250313e-16 * mag:
+            z, converged = zp, True
+        if converged:
             if fabs(z - x0) <= 0.05 * (1.0 + fabs(x0)):
                 return 0, z
             break
@@ -297,7 +304,7 @@ def poly_root(degree, coeffs, x0):
         return 3, x0
     z = re[best]
     for _it in range(5):
-        p, dp = poly_eval(degree, coeffs, z)
+        p, dp, _mag = poly_eval(degree, coeffs, z)
         if dp == 0.0:
             break
         z -= p / dp

@@ -1,7 +1,8 @@
 """Run `fmigen bench` on the paper-000 mechanisms and write docs/benchmarks.md,
 docs/benchmarks.json (the raw bench JSON) and docs/benchmarks.png.
 
-    .venv/bin/python scripts/bench_report.py [--mechanisms stewart,five_link] [--repeats 7]
+    .venv/bin/python scripts/bench_report.py [--mechanisms stewart,five_link,landing_gear_dynamic]
+        [--repeats 7]
         [--mujoco-dir <site-packages>/mujoco] [--render-only]
 
 Numbers are measured, never edited: the markdown is generated from the JSON,
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from fmigen.bench import bench  # noqa: E402
+from fmigen.model import ModelError  # noqa: E402
 
 DOCS = ROOT / "docs"
 HOST_OPT = ["-O3", "-march=native"]
@@ -38,6 +40,35 @@ PAPER = {  # paper 000, MS compiler, dynamic simulation, ms per simulated second
 }
 
 
+#: issue 14's instruction targets (harness step, callgrind), printed met or
+#: missed.  landing_gear_dynamic's is set from its first measurement, half
+#: of it as the issue asks of the others: 8,749 per step (commit 35ec98a,
+#: 2026-11-26; the very first, 288,653, was fmigen_poly_root falling through
+#: to its Aberth fallback every step, fixed there).  Half of it is also what
+#: "Gröbner the cheapest exact formulation" needs: Newton per loop at 10⁻³
+#: took 4,377.
+TARGETS = {"stewart": {"harness": 5000, "fmu_ratio": 1.15}, "five_link": {"harness": 9000},
+           "landing_gear_dynamic": {"harness": 4375}}
+
+#: per mechanism, what `fmigen bench` runs when it is not paper 000's 3 s
+#: with every formulation: the dynamic landing gear falls under gravity into
+#: a singular configuration at t = 0.847 s (tests/test_landing_gear.py
+#: validates it to 0.75 s), and its massless piston coordinate leaves M
+#: singular, which Baumgarte and the springs cannot integrate.
+BENCH_ARGS = {"landing_gear_dynamic": dict(stop_time=0.75,
+                                           kinematics=["groebner", "newton", "newton-loop", "penalty"])}
+
+
+def operations_cell(ops):
+    """The floating-point operations per step (fmigen.bench.count_operations)."""
+    if not ops:
+        return "–"
+    calls = ", ".join(f"{n:.0f} {f}" for f, n in ops["libm_calls"].items() if n >= 0.5)
+    fma = f" {ops['fma']:,.0f} fma" if ops.get("fma") else ""
+    return (f"{ops['flops']:,.0f}: {ops['add']:,.0f} +, {ops['mul']:,.0f} ×, {ops['div']:,.0f} ÷, "
+            f"{ops['sqrt']:,.0f} √{fma}" + (f"; {calls}" if calls else ""))
+
+
 def label(row):
     return row["kinematics"] + ("" if row["tolerance"] is None else f" (tol {row['tolerance']:g})")
 
@@ -46,7 +77,8 @@ def table(result):
     paper = PAPER.get(result["mechanism"], {})
     head = ["formulation", "ms CPU / simulated s", "(min)", "instructions / step", "of which kinematics",
             "FMU doStep at h, instructions", "median step µs", "p99 step µs",
-            "max step µs", "peak max\\|Φ\\|", "vs Gröbner (instructions)"]
+            "max step µs", "peak max\\|Φ\\|", "vs Gröbner (instructions)",
+            "flops / step (+ − × ÷ √; libm calls)", "instructions / flop", "Newton iterations / solve"]
     kinematic = any(r.get("kinematic_run") for r in result["rows"])
     if kinematic:
         head += ["kinematic run ms/s", "kinematic run instructions / step", "kinematic run peak max\\|Φ\\|"]
@@ -63,7 +95,11 @@ def table(result):
                  "–" if r.get("fmu_instructions_per_step") is None else f"{r['fmu_instructions_per_step']:,.0f}",
                  f"{r['median_step_us']:.2f}", f"{r['p99_step_us']:.2f}", f"{r['max_step_us']:.1f}",
                  f"{r['peak_constraint_violation']:.1e}",
-                 "–" if ir is None or g["instructions_per_step"] is None else f"{ir / g['instructions_per_step']:.2f}×"]
+                 "–" if ir is None or g["instructions_per_step"] is None else f"{ir / g['instructions_per_step']:.2f}×",
+                 operations_cell(r.get("operations_per_step")),
+                 "–" if ir is None or not (r.get("operations_per_step") or {}).get("flops") else
+                 f"{ir / r['operations_per_step']['flops']:.2f}",
+                 "–" if r.get("newton_iterations") is None else f"{r['newton_iterations']:.2f}"]
         if kinematic:
             k = r.get("kinematic_run")
             cells += ["–"] * 3 if not k else [
@@ -112,6 +148,19 @@ def verdicts(result):
         out.append(f"- **Stewart ≤ 1 ms CPU per simulated second** — "
                    f"{'met' if v <= 1 else 'MISSED'}: {v:.2f} ms/s"
                    + ("" if v <= 1 else f", {v:.1f}× the target"))
+    t = TARGETS.get(result["mechanism"], {})
+    if "harness" in t and g["instructions_per_step"] is not None:
+        v = g["instructions_per_step"]
+        flops = (g.get("operations_per_step") or {}).get("flops")
+        out.append(f"- **Gröbner harness step ≤ {t['harness']:,} instructions** (issue 14) — "
+                   f"{'met' if v <= t['harness'] else 'MISSED'}: {v:,.0f}"
+                   + ("" if v <= t["harness"] else f", {v / t['harness']:.2f}× the target")
+                   + (f" ({flops:,.0f} flops of it)" if flops else ""))
+    if "fmu_ratio" in t and g.get("fmu_instructions_per_step"):
+        v = g["fmu_instructions_per_step"] / g["instructions_per_step"]
+        out.append(f"- **FMU doStep reading all outputs ≤ {t['fmu_ratio']}× the harness step** (issue 14) — "
+                   f"{'met' if v <= t['fmu_ratio'] else 'MISSED'}: {g['fmu_instructions_per_step']:,.0f} "
+                   f"= {v:.2f}×")
     ratio = g["max_step_us"] / g["median_step_us"]
     out.append(f"- **max step ≤ 3× median** (Gröbner) — {'met' if ratio <= 3 else 'MISSED'}: max "
                f"{g['max_step_us']:.1f} µs / median {g['median_step_us']:.2f} µs = {ratio:.1f}× "
@@ -193,8 +242,13 @@ NOTES = """\
   yields angles, whose sin/cos the embedding then needs. Newton per leg takes
   {s_nl3:.2f}× Gröbner's instructions (paper 000: 1.29× the time, MS compiler,
   13.3 vs 10.3 ms/s), at ~10⁸× less accuracy (peak max|Φ| {s_nl3_peak:.1e} vs
-  {s_g_peak:.1e}). At 10⁻⁶ (peak {s_nl6_peak:.1e} — the step test leaves about the
-  square of the last step as residual) each leg needs a second iteration.
+  {s_g_peak:.1e}). At 10⁻⁶ (peak {s_nl6_peak:.1e}) it takes {s_nl6_its:.2f} iterations
+  per leg solve (10⁻³: {s_nl3_its:.2f}), not the paper's second iteration: the
+  Newton start is not the previous step's solution but its prediction
+  q_d + v_d·h, whose first Newton step is already below 10⁻⁶ (largest
+  2.4·10⁻⁷ over the run, one-off), so both tolerances stop after it and the
+  two rows cost the same. `-DFMIGEN_NEWTON_TOL` does reach the compile (at
+  10⁻¹² the same build takes ~2 iterations; tests/test_bench.py).
 - **The kinematic part alone** ("of which kinematics": `fmigen_kinematics`
   inclusive of its libm calls, which now includes handing sin/cos to the
   embedding): for the Stewart platform Newton per leg needs {k_nl3:.1f}× (10⁻³) and
@@ -337,6 +391,38 @@ tests/test_formulations.py runs them on the four-bar against IDA (RK4,
 
 ## Optimisations done for this benchmark
 
+**Toward the arithmetic limit** (issue 14, the flops column). *The unit
+circle*: the generated embedding reduces γ, M and F modulo s² + c² − 1 of
+every angle's (sin, cos) pair and collects them by the velocities before
+its joint CSE, per quantity where that is cheaper
+(`codegen_embedding.circle_where_cheaper`; the five-link keeps its factored
+γ): Stewart 12,472 → {s_g:,.0f} instructions per harness step (5,179 →
+{s_g_flops:,.0f} flops), five-link 16,981 → {f_g:,.0f} (this one with the
+runtime's atan2 below, which its kinematics calls five times a step), final
+states within 6·10⁻¹⁶ of before. *The landing gear's root*: `fmigen_poly_root` now also
+stops Newton when p(z) is within the rounding error of its own evaluation;
+the gear's degree-6 step (coefficients ~10⁶¹) oscillated at a few 10⁻¹⁵ and
+every solve fell through to 500 Aberth iterations: 288,653 → 8,749
+instructions per step, {lg_g:,.0f} with the runtime's atan2. It still costs more than Newton per loop
+({lg_nl6:.2f}× Gröbner's at 10⁻⁶): that lex sequence's result misses the
+verification in every solve (residuals of the block's polynomials up to
+2·10⁻⁴ of their terms, one-off), so each step adds the Newton polish
+({lg_its:.2f} LU factorizations per call) to the sequence — the conditioning
+of that Gröbner basis (p_BC¹² coefficients), which a better variable order
+or scaling would have to fix, not the generated code. *Angles from their sin/cos*: the runtime's own atan2
+(`fmigen_atan2`, within one ulp of glibc's at half its instructions) for the
+angles completed from the solved sin/cos, read from an FMU or bare by the
+embedding: Stewart FMU doStep 14,822 → {s_fmu:,.0f}. (The "before" numbers one-off, measured on each change's
+parent commit on 2026-11-26.) What is left is mostly arithmetic: the
+Stewart step executes {s_g_flops:,.0f} floating-point operations in
+{s_g:,.0f} instructions; of its `fmigen_embedded_prepare` about half is
+linear algebra (Bᵀ M B over the 18 dependent coordinates alone is 378
+multiply-adds) and the rest the model quantities. Halving it needs the
+structure: each leg's Φ_i = [I | −[R b_k]× T(φ)] shares T, so Bᵀ M B could
+sum over the legs in body-frame (angular velocity) coordinates and apply T
+once, and the kinematics' platform points R b_k (its K_1..K_3) could be
+handed to the embedding as its sin/cos are.
+
 **The FMU step toward the harness** (issue 14). *First-same-as-last*: the
 generated right-hand side is cut into `fmigen_embedded_prepare` (v_d, Φ_d⁻¹Φ_i,
 a_c, the factored Bᵀ M B, everything that does not read the inputs) and
@@ -399,8 +485,11 @@ def notes(results, host=None):
                  s_fmu_k=g.get("fmu_kinematics_instructions_per_step") or float("nan"),
                  s_nl3=ir("newton-loop", 1e-3), s_nl6=ir("newton-loop", 1e-6), s_n6=ir("newton", 1e-6),
                  s_nl3_ir=s["newton-loop", 1e-3]["instructions_per_step"],
+                 s_g_flops=(g.get("operations_per_step") or {}).get("flops", float("nan")),
                  s_nl3_peak=s["newton-loop", 1e-3]["peak_constraint_violation"],
                  s_nl6_peak=s["newton-loop", 1e-6]["peak_constraint_violation"],
+                 s_nl3_its=s["newton-loop", 1e-3].get("newton_iterations") or float("nan"),
+                 s_nl6_its=s["newton-loop", 1e-6].get("newton_iterations") or float("nan"),
                  s_sp_peak=s["spring", None]["peak_constraint_violation"],
                  s_g_peak=g["peak_constraint_violation"],
                  # instructions per ns = instructions per step / ns per step
@@ -424,6 +513,11 @@ def notes(results, host=None):
                  kr_nl3r=kr["newton-loop", 1e-3] / kr["groebner", None],
                  kr_nl6r=kr["newton-loop", 1e-6] / kr["groebner", None],
                  kr_n3r=kr["newton", 1e-3] / kr["groebner", None], kr_n6r=kr["newton", 1e-6] / kr["groebner", None])
+    lg = by.get("landing_gear_dynamic", {})
+    lg_g = lg.get(("groebner", None), {})
+    d["lg_g"] = lg_g.get("instructions_per_step") or float("nan")
+    d["lg_its"] = lg_g.get("newton_iterations") or float("nan")
+    d["lg_nl6"] = (lg.get(("newton-loop", 1e-6), {}).get("instructions_per_step") or float("nan")) / d["lg_g"]
     rows = [row for r in results for row in r["rows"]]
     d.update(max_lo=min(r["max_step_us"] for r in rows), max_hi=max(r["max_step_us"] for r in rows),
              p99_lo=min(r["p99_step_us"] / r["median_step_us"] for r in rows),
@@ -444,7 +538,7 @@ def notes(results, host=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mechanisms", default="stewart,five_link")
+    ap.add_argument("--mechanisms", default="stewart,five_link,landing_gear_dynamic")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--mujoco-dir", default=None,
                     help="an installed mujoco package directory: run the MuJoCo peer rows "
@@ -460,7 +554,7 @@ def main(argv=None):
         results = []
         for mech in args.mechanisms.split(","):
             print(f"== {mech}", file=sys.stderr)
-            results.append(bench(mech, repeats=args.repeats,
+            results.append(bench(mech, repeats=args.repeats, **BENCH_ARGS.get(mech, {}),
                                  log=lambda m: print(m, file=sys.stderr, flush=True)))
         # what was measured, and when: a later --render-only must not claim HEAD
         commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
@@ -475,9 +569,16 @@ def main(argv=None):
         if "stewart" in args.mechanisms.split(","):
             # the Gröbner build rebuilt for this host (FMA, AVX2), for the 1 ms/s discussion
             print("== stewart, Gröbner, -O3 -march=native", file=sys.stderr)
-            host = bench("stewart", kinematics=["groebner"], repeats=args.repeats, opt=HOST_OPT,
-                         log=lambda m: print(m, file=sys.stderr, flush=True))
-            (DOCS / "benchmarks_host.json").write_text(json.dumps(stamp(host), indent=1) + "\n")
+            try:
+                host = bench("stewart", kinematics=["groebner"], repeats=args.repeats, opt=HOST_OPT,
+                             log=lambda m: print(m, file=sys.stderr, flush=True))
+                (DOCS / "benchmarks_host.json").write_text(json.dumps(stamp(host), indent=1) + "\n")
+            except ModelError as e:
+                # valgrind 3.19 does not decode AVX-512 (vrndscalesd in the
+                # runtime's step rounding on this host): the earlier host
+                # measurement stays, and the notes say from which commit
+                print(f"host build not measured: {str(e).splitlines()[0]} "
+                      f"{str(e).splitlines()[2] if len(str(e).splitlines()) > 2 else ''}", file=sys.stderr)
         if args.mujoco_dir:
             print("== MuJoCo peer (scripts/bench_mujoco.py)", file=sys.stderr)
             sys.path.insert(0, str(ROOT / "scripts"))
@@ -513,17 +614,31 @@ def main(argv=None):
           "triggers).",
           "- *median / p99 / max step*: per-step CLOCK_MONOTONIC in separate repeats; *max* is "
           "the median over repeats of each repeat's largest step.",
+          "- *flops / step*: the floating-point operations the same callgrind run executed "
+          "(`--dump-instr=yes`; every addsd/subsd, mulsd, divsd, sqrtsd of the harness binary — "
+          "generated model and runtime — times its executions, packed ones twice) and the libm "
+          "calls it made (their insides not counted); *instructions / flop* is the overhead above "
+          "the arithmetic itself. *Newton iterations / solve*: LU factorizations per call of a "
+          "generated Newton block (in a Gröbner build: the fallback and polish).",
           "- *peak max|Φ|*: the largest constraint violation over every state the integrator "
           "evaluated, with q_d as that formulation's kinematics returned it (augmented rows: as "
           "integrated).",
-          "- Newton rows stop when the Newton step is ≤ tol (absolute), warm-started from the "
-          "previous step, as paper 000's 10⁻³ / 10⁻⁶ rows. *newton* = one iteration over all "
+          "- Newton rows stop when the Newton step is ≤ tol (absolute), as paper 000's 10⁻³ / 10⁻⁶ "
+          "rows, warm-started from the previous step's solution extrapolated by its velocity "
+          "(q_d + v_d·h; the paper started from the previous solution itself). *newton* = one iteration over all "
           "dependent coordinates (all constraints as one block); *newton-loop* = Newton on each "
           "block (loop) separately.", "",
           f"Machine: {results[0]['cpu']}, {gcc}, {valgrind}; measured at commit "
           f"{results[0].get('commit', '?')}, {results[0].get('measured_utc', '?')} UTC.", ""]
     for res in results:
-        md += [f"## {res['mechanism']}", "", table(res), "", "Targets:", "", verdicts(res), ""]
+        md += [f"## {res['mechanism']}", ""]
+        if res["stop_time"] != 3.0:   # BENCH_ARGS: why this mechanism's run differs
+            md += [f"Run: {res['stop_time']:g} s (not 3 s), the formulations "
+                   f"{', '.join(dict.fromkeys(r['kinematics'] for r in res['rows']))} (see "
+                   "`BENCH_ARGS` in scripts/bench_report.py: the gear reaches a singular "
+                   "configuration at 0.847 s; its massless piston leaves M singular for Baumgarte "
+                   "and the springs).", ""]
+        md += [table(res), "", "Targets:", "", verdicts(res), ""]
         if res["mechanism"] == "stewart" and mj_path.exists():
             md += peer_section(mj, res)
     host_path = DOCS / "benchmarks_host.json"

@@ -199,3 +199,32 @@ def test_five_link_kinematic_run_matches_an_independent_solve():
     # measured 5.6e-16 (q) and 1.1e-16 (v) at z = 0.069 m, ż = −0.084 m/s
     assert np.abs(got_q - q_ref).max() <= 1e-10
     assert np.abs(got_v - v_ref).max() <= 1e-9
+
+
+def test_operation_count_and_newton_iterations():
+    """The operation-count and Newton-iteration columns, and the finding
+    behind the identical 1e-3 / 1e-6 Newton rows: ``-DFMIGEN_NEWTON_TOL``
+    reaches the compile (at 1e-12 the Newton per leg takes a second
+    iteration almost every solve), but the start predicted from the previous
+    step (q_d + v_d·h) is within ~2e-7 of the solution, so at 1e-3 and 1e-6
+    one iteration meets the tolerance and the rows are alike."""
+    from fmigen.bench import bench
+    r = bench("stewart", kinematics=["groebner", "newton-loop"], tolerances=[1e-6, 1e-12], stop_time=0.3,
+              repeats=1)
+    rows = {(row["kinematics"], row["tolerance"]): row for row in r["rows"]}
+    g, n6, n12 = rows["groebner", None], rows["newton-loop", 1e-6], rows["newton-loop", 1e-12]
+    assert g["newton_iterations"] is None           # no fallback, no polish at this start
+    assert n6["newton_iterations"] == 1.0
+    assert 1.5 < n12["newton_iterations"] <= 3.0
+    assert n12["instructions_per_step"] > n6["instructions_per_step"]
+    for row in (g, n6, n12):
+        ops = row["operations_per_step"]
+        assert ops["flops"] == ops["add"] + ops["mul"] + ops["div"] + ops["sqrt"] + 2 * ops["fma"]
+        # each step does arithmetic, and every instruction is at most one operation
+        assert 0 < ops["flops"] < row["instructions_per_step"]
+        assert ops["mul"] > 0 and ops["add"] > 0
+    # the triangular sequence's square roots (two per leg, 12 a step but at the
+    # first) are its own; the Newton legs get their sin/cos from libm instead
+    assert g["operations_per_step"]["sqrt"] > 11
+    assert n6["operations_per_step"]["libm_calls"].get("sincos", 0) > \
+        g["operations_per_step"]["libm_calls"].get("sincos", 0)

@@ -9,6 +9,7 @@
  * structural non-zeros (fmigen/codegen_embedding.py): the matrices are tiny
  * and sparse, and generic loops cost several times the arithmetic.
  */
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 #include "fmigen_runtime.h"
@@ -50,11 +51,51 @@ void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b)
     }
 }
 
-static void poly_eval(int degree, const double *a, double z, double *p, double *dp)
+/* p(z), p'(z) by Horner, and mag = Σ|a_k||z|^(degree−k), which bounds the
+ * rounding error of the computed p: |p̂ − p(z)| ≤ γ_2d·mag (Higham, Accuracy
+ * and Stability, §5.1). */
+static void poly_eval(int degree, const double *a, double z, double *p, double *dp, double *mag)
 {
-    double pv = a[0], d = 0.0;
-    for (int k = 1; k <= degree; k++) { d = d * z + pv; pv = pv * z + a[k]; }
-    *p = pv; *dp = d;
+    double pv = a[0], d = 0.0, m = fabs(a[0]), az = fabs(z);
+    for (int k = 1; k <= degree; k++) { d = d * z + pv; pv = pv * z + a[k]; m = m * az + fabs(a[k]); }
+    *p = pv; *dp = d; *mag = m;
+}
+
+/* atan(i/8), i = 0..8, in two parts: the correctly rounded double and the
+ * rest (mpmath, 200 bits) */
+static const double atan_eighths[9] = {
+    0.0, 0x1.fd5ba9aac2f6ep-4, 0x1.f5b75f92c80ddp-3, 0x1.6f61941e4def1p-2, 0x1.dac670561bb4fp-2,
+    0x1.1e00babdefeb4p-1, 0x1.4978fa3269ee1p-1, 0x1.700a7c5784634p-1, 0x1.921fb54442d18p-1};
+static const double atan_eighths_lo[9] = {
+    0.0, -0x1.cd37686760c17p-59, 0x1.8ab6e3cf7afbdp-57, -0x1.c63aae6f6e918p-56, 0x1.a2b7f222f65e2p-56,
+    -0x1.928df287a668fp-58, 0x1.2419a87f2a458p-56, -0x1.8c34d25aadef6p-56, 0x1.1a62633145c07p-55};
+
+/* Why not libm's: reading every coordinate of the Stewart platform's FMU
+ * after a step takes twelve atan2 (the leg angles from their solved sin/cos
+ * pairs), ~150 instructions each in glibc — 11 % of a doStep.  Here: the
+ * octant by |y| <= |x| (r = the smaller over the larger, in [0, 1]), then
+ * atan r = atan c + atan t with c = i/8 the nearest eighth (c = 0 below
+ * 1/8, so that atan t never cancels most of atan c) and
+ * t = (r − c)/(1 + r c) (r − c exact: Sterbenz), |t| <= 1/8, whose Taylor
+ * series to t^19 is exact to 3e-18 relative (the next term t^21/21 <=
+ * t·2^-54/21); atan c, π/2 and π are added in two parts.  Error: within
+ * about one ulp of libm's (tests/test_runtime_lu.py, a million points). */
+double fmigen_atan2(double y, double x)
+{
+    const double ax = fabs(x), ay = fabs(y), sum = ax + ay;
+    /* one test for NaN, an infinity (or a sum that overflows) and (±0, ±0) */
+    if (!(sum > 0.0 && sum < INFINITY)) return atan2(y, x);
+    const int swap = ay > ax;
+    const double r = swap ? ax / ay : ay / ax;
+    const int i = r < 0.125 ? 0 : (int)(r * 8.0 + 0.5);
+    const double c = 0.125 * i;
+    const double t = (r - c) / (1.0 + r * c), z = t * t;
+    const double s = z * (-1.0 / 3 + z * (1.0 / 5 + z * (-1.0 / 7 + z * (1.0 / 9 + z * (-1.0 / 11 + z * (1.0 / 13
+                     + z * (-1.0 / 15 + z * (1.0 / 17 + z * (-1.0 / 19)))))))));
+    double a = atan_eighths[i] + (atan_eighths_lo[i] + (t + t * s));
+    if (swap) a = (0x1.921fb54442d18p+0 - a) + 0x1.1a62633145c07p-54;   /* π/2 − a */
+    if (x < 0.0) a = (0x1.921fb54442d18p+1 - a) + 0x1.1a62633145c07p-53;  /* π − a */
+    return copysign(a, y);
 }
 
 /* All complex roots by Aberth–Ehrlich iteration (simultaneous Newton with
@@ -107,15 +148,24 @@ static int all_roots(int degree, const double *a, double *re, double *im)
 int fmigen_poly_root(int degree, const double *coeffs, double *x)
 {
     const double x0 = *x;
-    double z = x0, p, dp;
+    double z = x0, p, dp, mag;
     /* Newton from the previous value: a few iterations, and the result must
-     * stay close to it (continuity), otherwise the branch may have been lost. */
+     * stay close to it (continuity), otherwise the branch may have been lost.
+     * Converged when the step is below 1e-15 relative, or when p(z) is
+     * already within the rounding error of its own evaluation: the
+     * polynomial's large coefficients (the landing gear's reach 1e55) leave
+     * Newton oscillating at a few 1e-15 — near a double root at 1e-9 — and
+     * without the second test every such solve fell through to all_roots'
+     * 500 Aberth iterations (97 % of a landing-gear step).  The caller
+     * verifies the block's own polynomials at the result either way. */
     for (int it = 0; it < 8; it++) {
-        poly_eval(degree, coeffs, z, &p, &dp);
+        poly_eval(degree, coeffs, z, &p, &dp, &mag);
         if (dp == 0.0 || !isfinite(dp)) break;
-        double dz = p / dp;
+        double dz = p / dp, zp = z;
         z -= dz;
-        if (fabs(dz) <= 1e-15 * (1.0 + fabs(z))) {
+        int converged = fabs(dz) <= 1e-15 * (1.0 + fabs(z));
+        if (!converged && fabs(p) <= 4.0 * degree * DBL_EPSILON * mag) { z = zp; converged = 1; }
+        if (converged) {
             if (fabs(z - x0) <= 0.05 * (1.0 + fabs(x0))) { *x = z; return 0; }
             break;
         }
@@ -131,7 +181,7 @@ int fmigen_poly_root(int degree, const double *coeffs, double *x)
     if (best < 0) return 3;  /* no real root left: singular configuration */
     z = re[best];
     for (int it = 0; it < 5; it++) {  /* polish */
-        poly_eval(degree, coeffs, z, &p, &dp);
+        poly_eval(degree, coeffs, z, &p, &dp, &mag);
         if (dp == 0.0) break;
         z -= p / dp;
     }
@@ -366,8 +416,10 @@ void fmigen_core_observe_some(FmigenCore *c, int what)
         /* from the sin/cos the kinematics solved, not sin/cos of their atan2 */
         fmigen_phi_trig(c->t, c->q, c->v, c->p, c->u, c->solved.trig, phi);
 #endif
-        c->residual = 0.0;
-        for (int j = 0; j < NC; j++) if (fabs(phi[j]) > c->residual) c->residual = fabs(phi[j]);
+        /* in a local: through c-> every comparison reloads and stores it */
+        double r = 0.0;
+        for (int j = 0; j < NC; j++) if (fabs(phi[j]) > r) r = fabs(phi[j]);
+        c->residual = r;
     }
 #endif
 #if NY > 0

@@ -67,6 +67,7 @@
 #define fmigen_event_times FMIGEN_NAME(fmigen_event_times)
 #define fmigen_formulation_init FMIGEN_NAME(fmigen_formulation_init)
 #define fmigen_independent FMIGEN_NAME(fmigen_independent)
+#define fmigen_atan2 FMIGEN_NAME(fmigen_atan2)
 #define fmigen_kinematic_angles FMIGEN_NAME(fmigen_kinematic_angles)
 #define fmigen_kinematics FMIGEN_NAME(fmigen_kinematics)
 #define fmigen_kinematics_failure FMIGEN_NAME(fmigen_kinematics_failure)

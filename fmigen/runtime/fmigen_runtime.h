@@ -162,6 +162,12 @@ static inline int fmigen_quadratic_near(double a2, double a1, double a0, double 
  * eigenvalues of the companion matrix) and the real one nearest *x. */
 int fmigen_poly_root(int degree, const double *coeffs, double *x);
 
+/* atan2(y, x) within about one unit in the last place of libm's, for the
+ * angles an FMU reports from the sin/cos its kinematics solved
+ * (fmigen_kinematic_angles): a twelfth of glibc's instructions.  NaN,
+ * infinities and (±0, ±0) go to libm's atan2 and its conventions. */
+double fmigen_atan2(double y, double x);
+
 /* Dense LU with partial pivoting (row-major n×n), shared by the embedding and
  * the Newton blocks.  factor returns non-zero when the matrix is singular. */
 int fmigen_lu_factor(int n, double *A, int *piv);
