@@ -1,0 +1,102 @@
+"""A hanging planar ladder of L four-bar cells: one DOF per closed cell (issue 15, item 3).
+
+Two side rails of bars hang from ground, one rung per cell: cell k (k = 1..L)
+is the four-bar of the rung above it (ground for k = 1, the pivots at
+(0, 0) and (``base``, 0)), its left rail, its rung and its right rail.  The
+left rail of cell k hangs from the left end of rung k−1 (joint ``L{k}``),
+the right rail from its right end (``R{k}``); rung k is jointed to the left
+rail's lower end (``A{k}``) and closes the loop at the right rail's lower end
+(``B{k}``, the cut joint).  Coordinates: the relative angles L_k, A_k, R_k;
+independent: L_k, one per cell, so f = L and the reduced mass matrix is dense
+(every rail carries all the cells below it).
+
+Geometry: rails 1.0 and 1.2 m alternating sides from cell to cell (odd
+cells: the right rail is longer, even cells the left), rungs 0.9 m, the
+ground base 1.0 m, so no cell is a parallelogram and the rung tilts cancel
+pairwise instead of accumulating down the ladder.  Uniform bars of 1 kg/m.
+Loads: gravity (9.8 m/s² along −y) and an input torque ``tau`` (default
+0.5 N·m) on the top left rail (joint L1).  The start: every left rail hangs
+straight down (absolute angle −π/2), at rest; the right rails and rungs are
+assembled per cell by the circle intersection on the branch with each
+rung's right end to the right of its left end (the branch hints).
+
+``build(cells=L)`` makes any L ≥ 1; the CLI's ``fmigen build ladder``
+builds the default L = 4.  The benchmark family of ``scripts/bench_ladder.py``.
+"""
+import math
+
+from fmigen.joints import JointSystem
+from fmigen.model import ModelError
+
+DEFAULT_CELLS = 4
+BASE = 1.0            # ground pivot distance
+RUNG = 0.9            # rung length
+SHORT, LONG = 1.0, 1.2  # rail lengths
+DENSITY = 1.0         # kg/m
+TAU = 0.5
+
+
+def rails(k):
+    """(left, right) rail lengths of cell k (1-based)."""
+    return (SHORT, LONG) if k % 2 else (LONG, SHORT)
+
+
+def assemble_start(cells):
+    """Per cell the absolute angles (left rail, rung, right rail) of the start:
+    left rails straight down, the right node by circle intersection."""
+    out = []
+    left, right = (0.0, 0.0), (BASE, 0.0)
+    for k in range(1, cells + 1):
+        bl, br = rails(k)
+        th = -math.pi / 2
+        p = (left[0] + bl * math.cos(th), left[1] + bl * math.sin(th))
+        # the right node: |x − p| = RUNG, |x − right| = br, right of p
+        dx, dy = right[0] - p[0], right[1] - p[1]
+        d = math.hypot(dx, dy)
+        if not abs(RUNG - br) < d < RUNG + br:
+            raise ModelError(f"ladder cell {k} does not assemble at the start")
+        a = (RUNG**2 - br**2 + d**2) / (2 * d)
+        h = math.sqrt(RUNG**2 - a**2)
+        mx, my = p[0] + a * dx / d, p[1] + a * dy / d
+        cands = [(mx + h * dy / d, my - h * dx / d), (mx - h * dy / d, my + h * dx / d)]
+        # below the rung above (the open, hanging assembly)
+        q = min(cands, key=lambda c: c[1])
+        psi = math.atan2(q[1] - p[1], q[0] - p[0])
+        phi = math.atan2(q[1] - right[1], q[0] - right[0])
+        out.append((th, psi, phi))
+        left, right = p, q
+    return out
+
+
+def build(cells: int = DEFAULT_CELLS) -> JointSystem:
+    if isinstance(cells, bool) or not isinstance(cells, int) or cells < 1:
+        raise ModelError(f"ladder: cells must be an integer >= 1, got {cells!r}")
+    s = JointSystem(f"ladder_{cells}", description=f"hanging planar ladder of {cells} four-bar cells")
+    g = s.parameter("g", 9.8, "m/s2", tunable=True, description="gravity along -y")
+    tau = s.input("tau", TAU, "N.m", description="torque on the top left rail (joint L1)")
+    start = assemble_start(cells)
+
+    def bar(name, length):
+        m = DENSITY * length
+        return s.body(name, m, (0, 0, m * length**2 / 12), com=(length / 2, 0))
+
+    above_left, above_right = s.ground.origin, s.ground.marker("R0", (BASE, 0))
+    above_angle = 0.0
+    for k in range(1, cells + 1):
+        bl, br = rails(k)
+        th, psi, phi = start[k - 1]
+        left = bar(f"left{k}", bl)
+        rung = bar(f"rung{k}", RUNG)
+        right = bar(f"right{k}", br)
+        s.revolute(f"L{k}", above_left, left.origin, start=th - above_angle)
+        s.revolute(f"A{k}", left.marker("bottom", (bl, 0)), rung.origin, start=psi - th)
+        s.revolute(f"R{k}", above_right, right.origin, start=phi - above_angle)
+        s.revolute(f"B{k}", rung.marker("right", (RUNG, 0)), right.marker("bottom", (br, 0)))
+        s.branch_hint(rung.markers["right"], rung.origin, (1, 0, 0), +1)
+        above_left, above_right, above_angle = rung.origin, rung.markers["right"], psi
+    s.gravity = (0, -g, 0)
+    s.joint_force("L1", tau)
+    s.cut = [f"B{k}" for k in range(1, cells + 1)]
+    s.independent = [f"L{k}" for k in range(1, cells + 1)]
+    s.dof = cells
+    return s
