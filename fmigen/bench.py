@@ -162,14 +162,19 @@ def run_kinematic(exe: Path, stop_time: float, step: float, repeats: int, drive:
     return json.loads(r.stdout)
 
 
-def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None, fmu=False) -> tuple:
+def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None, fmu=False,
+                           functions=False) -> tuple:
     """(instructions (Ir) per step of the integration loop, of which in the
     generated kinematics ``fmigen_kinematics`` inclusive of the libm calls it
     makes), or (None, None) without valgrind.  With ``drive`` (period and
     amplitudes) the loop counted is the kinematic run's instead; with ``fmu``
-    the FMU's doStep path at a communication interval of ``step``."""
+    the FMU's doStep path at a communication interval of ``step``.  With
+    ``functions`` a third value: {function: inclusive instructions per step}
+    of every function callgrind_annotate lists (the model's without its
+    identifier prefix: fmigen_kinematics, fmigen_embedded_prepare, ...; libm's
+    as named there), where the step's cost goes."""
     if not shutil.which("valgrind"):
-        return None, None
+        return (None, None, {}) if functions else (None, None)
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "callgrind.out"
         loop, mode = ("run_kinematic", ["callgrind-kinematic", *map(repr, drive)]) if drive else \
@@ -181,16 +186,24 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None,
             raise ModelError(f"callgrind run failed: {r.stderr[-2000:]}")
         steps = json.loads(r.stdout)["steps"]
         total = kin = None
+        per_function = {}
         for line in out.read_text().splitlines():
             if line.startswith(("summary:", "totals:")):
                 total = int(line.split()[1]) / steps
         if shutil.which("callgrind_annotate"):
-            ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out)], capture_output=True,
-                                 text=True).stdout
+            ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
+                                 capture_output=True, text=True).stdout
             for line in ann.splitlines():
-                if line.rstrip().split(" [")[0].endswith("_fmigen_kinematics"):
+                name = line.rstrip().split(" [")[0]
+                if name.endswith("_fmigen_kinematics"):
                     kin = int(line.split()[0].replace(",", "")) / steps
-        return total, kin
+                fn = name.rsplit(":", 1)[-1]
+                count = line.split()[0].replace(",", "") if line.split() else ""
+                if functions and count.isdigit() and "(" in line and "PROGRAM TOTALS" not in line:
+                    # the model's functions carry its identifier as a prefix
+                    fn = fn[fn.index("fmigen_"):] if "fmigen_" in fn else fn
+                    per_function[fn] = max(per_function.get(fn, 0.0), int(count) / steps)
+        return (total, kin, per_function) if functions else (total, kin)
 
 
 def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_time=3.0, step=1e-3,

@@ -43,11 +43,17 @@ STAGES = [("dae", "equations of motion"), ("triangular", "triangularization + co
           ("codegen", "C generation"), ("derived", "derived-cache read"), ("fmu", "compile + package")]
 
 
-def build(mechanism: str, cache: Path, out: Path) -> dict:
+def build(mechanism: str, cache: Path, out: Path, timeout: float | None = None) -> dict:
+    """One ``fmigen build --json`` process: wall time and the build's stages,
+    or an error (also when it runs longer than ``timeout`` seconds)."""
     env = dict(os.environ, FMIGEN_CACHE=str(cache), PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "fmigen.cli", "build", mechanism, "-o", str(out), "--json"],
-                       capture_output=True, text=True, env=env, cwd=ROOT)
+    try:
+        p = subprocess.run([sys.executable, "-m", "fmigen.cli", "build", mechanism, "-o", str(out), "--json"],
+                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        wall = time.perf_counter() - t0
+        return {"wall": round(wall, 2), "error": f"stopped after the {timeout:g} s limit"}
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         return {"wall": round(wall, 2), "error": p.stderr.strip().splitlines()[-1]}
