@@ -20,8 +20,20 @@ straight down (absolute angle −π/2), at rest; the right rails and rungs are
 assembled per cell by the circle intersection on the branch with each
 rung's right end to the right of its left end (the branch hints).
 
+``rungs="planar"`` describes the same ladder with other coordinates: every
+rung hangs from ground by a planar joint (``P{k}``: its left end's x, y and
+its absolute angle), and both A_k and B_k are cut.  The joint coordinates
+then nest at most two deep (a rail's angle is relative to the rung above,
+whose pose is absolute), where the revolute rungs nest 2L deep: a cell's
+pose is a sum of up to 2L − 1 relative angles.  Same bodies, loads, start
+and independent coordinates L_k (both variants measure L_k relative to the
+rung above), so the two give the same L_k(t).  The planar variant declares no
+branch hints: its start is the exact assembly above, and fmigen's
+all-assemblies solver (``assemble``, used with hints up to 12 dependent
+coordinates) stalls on it at L = 2 ("back-substitution stalled").
+
 ``build(cells=L)`` makes any L ≥ 1; the CLI's ``fmigen build ladder``
-builds the default L = 4.  The benchmark family of ``scripts/bench_ladder.py``.
+builds the default L = 4.  The benchmark families of ``scripts/bench_ladder.py``.
 """
 import math
 
@@ -68,10 +80,15 @@ def assemble_start(cells):
     return out
 
 
-def build(cells: int = DEFAULT_CELLS) -> JointSystem:
+def build(cells: int = DEFAULT_CELLS, rungs: str = "revolute") -> JointSystem:
     if isinstance(cells, bool) or not isinstance(cells, int) or cells < 1:
         raise ModelError(f"ladder: cells must be an integer >= 1, got {cells!r}")
-    s = JointSystem(f"ladder_{cells}", description=f"hanging planar ladder of {cells} four-bar cells")
+    if rungs not in ("revolute", "planar"):
+        raise ModelError(f"ladder: rungs must be 'revolute' or 'planar', got {rungs!r}")
+    planar = rungs == "planar"
+    s = JointSystem(f"ladder_planar_{cells}" if planar else f"ladder_{cells}",
+                    description=f"hanging planar ladder of {cells} four-bar cells"
+                                + (" (rungs in absolute coordinates)" if planar else ""))
     g = s.parameter("g", 9.8, "m/s2", tunable=True, description="gravity along -y")
     tau = s.input("tau", TAU, "N.m", description="torque on the top left rail (joint L1)")
     start = assemble_start(cells)
@@ -82,21 +99,27 @@ def build(cells: int = DEFAULT_CELLS) -> JointSystem:
 
     above_left, above_right = s.ground.origin, s.ground.marker("R0", (BASE, 0))
     above_angle = 0.0
+    node = (0.0, 0.0)     # the left node above
     for k in range(1, cells + 1):
         bl, br = rails(k)
         th, psi, phi = start[k - 1]
+        node = (node[0] + bl * math.cos(th), node[1] + bl * math.sin(th))
         left = bar(f"left{k}", bl)
         rung = bar(f"rung{k}", RUNG)
         right = bar(f"right{k}", br)
         s.revolute(f"L{k}", above_left, left.origin, start=th - above_angle)
-        s.revolute(f"A{k}", left.marker("bottom", (bl, 0)), rung.origin, start=psi - th)
+        if planar:
+            s.planar(f"P{k}", s.ground.origin, rung.origin, start=(node[0], node[1], psi))
+        s.revolute(f"A{k}", left.marker("bottom", (bl, 0)), rung.origin,
+                   start=None if planar else psi - th)
         s.revolute(f"R{k}", above_right, right.origin, start=phi - above_angle)
         s.revolute(f"B{k}", rung.marker("right", (RUNG, 0)), right.marker("bottom", (br, 0)))
-        s.branch_hint(rung.markers["right"], rung.origin, (1, 0, 0), +1)
+        if not planar:
+            s.branch_hint(rung.markers["right"], rung.origin, (1, 0, 0), +1)
         above_left, above_right, above_angle = rung.origin, rung.markers["right"], psi
     s.gravity = (0, -g, 0)
     s.joint_force("L1", tau)
-    s.cut = [f"B{k}" for k in range(1, cells + 1)]
+    s.cut = [f"{j}{k}" for k in range(1, cells + 1) for j in (("A", "B") if planar else ("B",))]
     s.independent = [f"L{k}" for k in range(1, cells + 1)]
     s.dof = cells
     return s

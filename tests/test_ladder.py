@@ -12,8 +12,8 @@ import pytest
 
 from fmigen.joint_model import to_mechanism
 from fmigen.model import ModelError
-from fmigen.pipeline import load_mechanism
-from fmigen.validate import validate
+from fmigen.pipeline import build_fmu, load_mechanism
+from fmigen.validate import simulate, validate
 from mechanisms import fourbar_chain, ladder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,6 +102,30 @@ def test_bad_cell_counts_are_refused(bad):
     for module in (ladder, fourbar_chain):
         with pytest.raises(ModelError, match="cells must be an integer >= 1"):
             module.build(cells=bad)
+
+
+def test_unknown_rung_joint_is_refused():
+    with pytest.raises(ModelError, match="rungs must be 'revolute' or 'planar', got 'spherical'"):
+        ladder.build(cells=2, rungs="spherical")
+
+
+def test_planar_rungs_are_the_same_ladder(tmp_path_factory):
+    """The ladder with its rungs in absolute coordinates (planar joints on
+    ground, A_k and B_k cut: other coordinates, other constraints, other
+    blocks) moves exactly like the validated one with revolute rungs: the
+    independent L_k, relative to the rung above in both, agree."""
+    r, _ = _validated("ladder", 2, tmp_path_factory)
+    m = to_mechanism(ladder.build(cells=2, rungs="planar"))
+    assert [c.name for c in m.coordinates] == ["L1", "P1_x", "P1_y", "P1_angle", "R1",
+                                               "L2", "P2_x", "P2_y", "P2_angle", "R2"]
+    assert len(m.constraints) == 8 and m.independent == ["L1", "L2"]
+    fmu, _ = build_fmu(ladder.build(cells=2, rungs="planar"), tmp_path_factory.mktemp("lp") / "lp.fmu")
+    res = simulate(fmu, ["L1", "L2"], 1.0, 0.01)
+    assert len(res) == len(r.fmu_result)
+    for name in ("L1", "L2"):
+        assert np.ptp(res[name]) > 0.05
+        assert np.max(np.abs(res[name] - r.fmu_result[name])) < 1e-9
+    assert np.max(np.abs(res["constraint_residual"])) < 1e-12
 
 
 def test_bench_section_count_covers_the_whole_right_hand_side(tmp_path_factory):
