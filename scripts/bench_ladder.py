@@ -81,6 +81,8 @@ SECTIONS = [
     (r"rbu?\d+", "Bᵀ(F − M a_c)"),
     (r"dd\d+|di\d+|ln\d+|l\d+|z\d+|y\d+|x\d+", "LDLᵀ factor and solve"),
 ]
+#: libm's trigonometric entry points as callgrind names them (inclusive)
+LIBM = r"(__)?(sincos|sin|cos)(_fma)?|atan2"
 _STMT = re.compile(r"^\s*(?:const )?double (\w+) = (.*);\s*$")
 _OPS = re.compile(r"[-+*/]|\b(?:sin|cos|sqrt|fabs|atan2|pow|fmigen_powi|fmigen_max)\(")
 
@@ -241,8 +243,15 @@ def verdicts(rows, exps) -> list[str]:
                           f"MISSED: {t1:.0f} s at L = {l1}, O(L log L) from L = {l0}'s {t0:.0f} s allows "
                           f"{allowed:.0f} s") + f"; fitted exponent over L ≥ 8: {e_b:.2f}")
         else:
-            out.append(f"- **{fam}: build time at most O(L log L) beyond L = 8** — not measurable "
-                       "(fewer than two sizes ≥ 8 built)")
+            failed = [r for r in rows if r["family"] == fam and "model_c_bytes" not in r]
+            why = "fewer than two sizes ≥ 8 built"
+            if failed and ok:
+                last = max(ok, key=lambda r: r["cells"])
+                f0 = failed[0]
+                why = (f"L = {f0['cells']}: {f0['build'].get('error', 'failed')} — from L = {last['cells']} "
+                       f"({last['build']['wall']:.0f} s) more than {f0['build']['wall'] / last['build']['wall']:.0f}× "
+                       f"for {f0['cells'] / last['cells']:g}× the cells")
+            out.append(f"- **{fam}: build time at most O(L log L) beyond L = 8** — not measurable ({why})")
     return out
 
 
@@ -250,25 +259,31 @@ def plot(rows, path: Path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.6))
     for ax, q in zip(axes, ("build CPU s", "model.c bytes", "instructions / step")):
-        for fam, marker in zip(FAMILIES, "os^"):
-            pts = [(r["cells"], _quantities(r)[q]) for r in rows if r["family"] == fam and "model_c_bytes" in r]
+        top = 0
+        for k, (fam, marker) in enumerate(zip(FAMILIES, "os^")):
+            pts = [(r["cells"], _quantities(r)[q]) for r in rows if r["family"] == fam and "model_c_bytes" in r
+                   and _quantities(r)[q]]
             if pts:
-                ax.loglog(*zip(*pts), marker=marker, label=f"{fam} ({FAMILIES[fam][2]})")
+                ax.loglog(*zip(*pts), marker=marker, color=f"C{k}", label=f"{fam}: {FAMILIES[fam][2]}")
+                top = max(top, max(y for _, y in pts))
         ls = [r["cells"] for r in rows if "model_c_bytes" in r]
-        if ls:
-            base = [r for r in rows if r["family"] == "ladder" and r["cells"] == 1 and "model_c_bytes" in r]
-            ref = _quantities(base[0])[q] if base else None
-            if ref:
-                xs = [1, max(ls)]
-                ax.loglog(xs, [ref * x for x in xs], "k:", lw=0.8, label="∝ L (from ladder L = 1)")
-                ax.loglog(xs, [ref * x ** 2 for x in xs], "k--", lw=0.8, label="∝ L²")
+        base = [r for r in rows if r["family"] == "fourbar_chain" and r["cells"] == 1 and "model_c_bytes" in r]
+        ref = _quantities(base[0])[q] if base else None
+        if ref and ls:
+            xs = [1, max(ls)]
+            for k, style in ((1, ":"), (2, "--"), (3, "-.")):
+                ax.loglog(xs, [ref * x ** k for x in xs], "k" + style, lw=0.8,
+                          label=f"∝ L{'' if k == 1 else '²' if k == 2 else '³'} (from fourbar_chain at L = 1)")
         ax.set_xlabel("L (closed cells)")
         ax.set_title(q)
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
+        if ref:
+            ax.set_ylim(ref / 2, top * 4)
+    handles, labels = axes[2].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     fig.savefig(path, dpi=110)
 
 
@@ -298,8 +313,8 @@ def section(data) -> str:
             if a is not None:
                 ex.append(f"| {fam} | {q} | {a:.2f} | {'–' if b is None else f'{b:.2f}'} |")
     # where the step goes: per generated function and per section of the rhs
-    prof = ["| family | L | kinematics | velocities (v_d) | rhs prepare | rhs finish | rhs operations: "
-            + " / ".join(label for _, label in SECTIONS) + " |", "|" + "---|" * 7]
+    prof = ["| family | L | kinematics | rhs prepare | rhs finish | of these: libm sin, cos, atan2 | "
+            "rhs operations: " + " / ".join(label for _, label in SECTIONS) + " |", "|" + "---|" * 7]
     for r in rows:
         if "function_instructions_per_step" not in r:
             continue
@@ -307,18 +322,22 @@ def section(data) -> str:
         ops = r["rhs_operations"]
         prof.append("| " + " | ".join([
             r["family"], str(r["cells"]),
-            *(f"{fn.get(k, 0):,.0f}" for k in ("fmigen_kinematics", "fmigen_embedded_velocities",
-                                                "fmigen_embedded_prepare", "fmigen_embedded_finish")),
+            *(f"{fn.get(k, 0):,.0f}" for k in ("fmigen_kinematics", "fmigen_embedded_prepare",
+                                                "fmigen_embedded_finish")),
+            f"{sum(v for k, v in fn.items() if re.fullmatch(LIBM, k)):,.0f}",
             " / ".join(f"{ops[label]:,}" for _, label in SECTIONS)]) + " |")
     md = [HEADING, "",
           "Generated by `scripts/bench_ladder.py --write-docs` (raw data: `docs/benchmarks_ladder.json`; "
-          "chart: `docs/benchmarks_ladder.png`). Two families of L closed cells "
-          "(issue 15, item 3): `mechanisms/ladder.py`, a hanging planar ladder of L four-bar cells "
-          "(two rails, a rung per cell, f = L, relative joint angles, so the reduced mass matrix "
-          "BᵀMB is dense), and `mechanisms/fourbar_chain.py`, L four-bars in series each driven by "
-          "the previous one's rocker (f = 1): the loops grow alike, the f × f solve only in the first. "
-          "Both are written with the joint API, `build(cells=L)`; `tests/test_ladder.py` validates "
-          "L = 1, 2 of both against the DAE and Cartesian references.", "",
+          "chart: `docs/benchmarks_ladder.png`). Three families of L closed cells (issue 15, item 3), "
+          "all written with the joint API as `build(cells=L)`: *ladder* (`mechanisms/ladder.py`), a "
+          "hanging planar ladder of L four-bar cells (two rails, a rung per cell, revolute joints, "
+          "f = L, the reduced mass matrix BᵀMB dense); *ladder_planar*, the same ladder with every "
+          "rung hung from ground by a planar joint (`rungs=\"planar\"`: the rungs' poses absolute, "
+          "so joint coordinates nest two deep instead of 2L; same motion, tested); and "
+          "*fourbar_chain* (`mechanisms/fourbar_chain.py`), L four-bars in series each driven by "
+          "the previous one's rocker (f = 1): the loops grow alike, the f × f solve only in the "
+          "ladders. `tests/test_ladder.py` validates L = 1, 2 of ladder and fourbar_chain against "
+          "the DAE (IDA) and Cartesian references and ladder_planar against ladder.", "",
           "Per L: *cold build* = `fmigen build` (FMI 2.0 CS, rk4, plus the win64 DLL when mingw-w64 is "
           "installed) in its own process with an empty `FMIGEN_CACHE`, wall time including Python's "
           "start (~1.5 s), and its stages; *model.c* of the FMU; *instructions / step*: that model.c in "
@@ -326,21 +345,32 @@ def section(data) -> str:
           f"{rows[0].get('stop_time', 1):g} s, callgrind Ir of the integration loop / steps; "
           "*kinematics*: `fmigen_kinematics` inclusive); *peak max|Φ|* over every state the "
           "integrator evaluated.", "",
-          f"Machine: {data.get('machine', '?')}; "
-          + "; ".join(sorted({f"{r['family']} L={r['cells']}: {r['measured']}" for r in rows
-                             if r.get("measured")})[:1]) + " (first row; per-row commit, time and load "
-          "average in the JSON). Build times on this shared machine move by ±20 % between runs; "
-          "instruction counts are exact.", "",
+          f"Machine: {data.get('machine', '?')}; measured {_span(rows)} (per row in the JSON). "
+          "Other jobs shared the two cores, so wall times carry their turns: *build CPU s* is the "
+          "build's own CPU time (user + system of the build process and the compilers it ran), the "
+          "steadier number; instruction counts are exact.", "",
           *lines, "", f"![build time, model.c size and instructions per step against L]"
           f"({PNG_OUT.name})", "",
           "Least-squares slopes of log(quantity) against log L:", "", *ex, "",
           "Targets (issue 15, item 4):", "", *verdicts(rows, exps), "",
           "Where the step goes: instructions per step inclusive per generated function (callgrind; "
-          "*velocities* runs once per step for the state's v_d, *prepare*/*finish* are the right-hand "
-          "side), and the floating-point operations of one right-hand side by section (counted in "
-          "the generated straight-line C by the temporaries' names; +, −, ×, ÷ and calls):", "",
+          "an Euler step is one `fmigen_kinematics` and one right-hand side, `prepare` + `finish`; "
+          "the libm column is the part of those spent in sin, cos and atan2), and the floating-point "
+          "operations of one right-hand side by section (counted in the generated straight-line C "
+          "by the temporaries' names; +, −, ×, ÷ and calls):", "",
           *prof, ""]
     return "\n".join(md)
+
+
+def _span(rows) -> str:
+    stamps = [r["measured"] for r in rows if r.get("measured")]
+    if not stamps:
+        return "?"
+    commits = sorted({m.split(",")[0] for m in stamps})
+    times = sorted(m.split(", ")[1] for m in stamps)
+    loads = [float(m.rsplit(" ", 1)[1]) for m in stamps]
+    return (f"at commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}, {times[0]} – {times[-1][11:]}, "
+            f"load average {min(loads):.1f}–{max(loads):.1f} on the 2 cores")
 
 
 def write_docs(text: str):
