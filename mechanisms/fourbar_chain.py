@@ -24,6 +24,8 @@ import math
 from fmigen.joints import JointSystem
 from fmigen.model import ModelError
 
+from mechanisms.ladder import circle_intersections
+
 DEFAULT_CELLS = 4
 GROUND, CRANK, COUPLER, ROCKER = 3.0, 1.0, 4.0, 2.5
 MASS = 1.0
@@ -36,16 +38,9 @@ def assemble_start(cells):
     thetas, couplers = [THETA0], []
     for k in range(1, cells + 1):
         th = thetas[-1]
-        a = (3.0 * (k - 1) + CRANK * math.cos(th), CRANK * math.sin(th))
-        d_piv = (3.0 * k, 0.0)
-        dx, dy = d_piv[0] - a[0], d_piv[1] - a[1]
-        d = math.hypot(dx, dy)
-        if not abs(COUPLER - ROCKER) < d < COUPLER + ROCKER:
-            raise ModelError(f"fourbar_chain cell {k} does not assemble at the start")
-        u = (COUPLER**2 - ROCKER**2 + d**2) / (2 * d)
-        h = math.sqrt(COUPLER**2 - u**2)
-        mx, my = a[0] + u * dx / d, a[1] + u * dy / d
-        b = max([(mx + h * dy / d, my - h * dx / d), (mx - h * dy / d, my + h * dx / d)], key=lambda c: c[1])
+        a = (GROUND * (k - 1) + CRANK * math.cos(th), CRANK * math.sin(th))
+        d_piv = (GROUND * k, 0.0)
+        b = max(circle_intersections(a, COUPLER, d_piv, ROCKER, f"fourbar_chain cell {k}"), key=lambda c: c[1])
         couplers.append(math.atan2(b[1] - a[1], b[0] - a[0]))
         thetas.append(math.atan2(b[1] - d_piv[1], b[0] - d_piv[0]))
     return thetas, couplers

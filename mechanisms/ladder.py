@@ -53,6 +53,19 @@ def rails(k):
     return (SHORT, LONG) if k % 2 else (LONG, SHORT)
 
 
+def circle_intersections(p, r_p, q, r_q, what):
+    """The two points at distance r_p from p and r_q from q (plane), or a
+    ModelError naming ``what`` when the circles do not cross."""
+    dx, dy = q[0] - p[0], q[1] - p[1]
+    d = math.hypot(dx, dy)
+    if not abs(r_p - r_q) < d < r_p + r_q:
+        raise ModelError(f"{what} does not assemble at the start")
+    a = (r_p**2 - r_q**2 + d**2) / (2 * d)
+    h = math.sqrt(r_p**2 - a**2)
+    mx, my = p[0] + a * dx / d, p[1] + a * dy / d
+    return [(mx + h * dy / d, my - h * dx / d), (mx - h * dy / d, my + h * dx / d)]
+
+
 def assemble_start(cells):
     """Per cell the absolute angles (left rail, rung, right rail) of the start:
     left rails straight down, the right node by circle intersection."""
@@ -62,17 +75,9 @@ def assemble_start(cells):
         bl, br = rails(k)
         th = -math.pi / 2
         p = (left[0] + bl * math.cos(th), left[1] + bl * math.sin(th))
-        # the right node: |x − p| = RUNG, |x − right| = br, right of p
-        dx, dy = right[0] - p[0], right[1] - p[1]
-        d = math.hypot(dx, dy)
-        if not abs(RUNG - br) < d < RUNG + br:
-            raise ModelError(f"ladder cell {k} does not assemble at the start")
-        a = (RUNG**2 - br**2 + d**2) / (2 * d)
-        h = math.sqrt(RUNG**2 - a**2)
-        mx, my = p[0] + a * dx / d, p[1] + a * dy / d
-        cands = [(mx + h * dy / d, my - h * dx / d), (mx - h * dy / d, my + h * dx / d)]
-        # below the rung above (the open, hanging assembly)
-        q = min(cands, key=lambda c: c[1])
+        # the right node: |x − p| = RUNG, |x − right| = br; the lower one (the
+        # open, hanging assembly, right of p)
+        q = min(circle_intersections(p, RUNG, right, br, f"ladder cell {k}"), key=lambda c: c[1])
         psi = math.atan2(q[1] - p[1], q[0] - p[0])
         phi = math.atan2(q[1] - right[1], q[0] - right[0])
         out.append((th, psi, phi))
