@@ -23,6 +23,7 @@ import datetime
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -48,17 +49,24 @@ def build(mechanism: str, cache: Path, out: Path, timeout: float | None = None) 
     or an error (also when it runs longer than ``timeout`` seconds)."""
     env = dict(os.environ, FMIGEN_CACHE=str(cache), PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
+    # its own process group, so a timeout also stops the compilers it runs
+    p = subprocess.Popen([sys.executable, "-m", "fmigen.cli", "build", mechanism, "-o", str(out), "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+                         start_new_session=True)
     try:
-        p = subprocess.run([sys.executable, "-m", "fmigen.cli", "build", mechanism, "-o", str(out), "--json"],
-                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout)
+        stdout, stderr = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        _, stderr = p.communicate()
         wall = time.perf_counter() - t0
-        return {"wall": round(wall, 2), "error": f"stopped after the {timeout:g} s limit"}
+        stages = [line.strip() for line in stderr.splitlines() if line.startswith("[")]
+        return {"wall": round(wall, 2), "error": f"stopped after the {timeout:g} s limit"
+                + (f" in stage '{stages[-1]}'" if stages else "")}
     wall = time.perf_counter() - t0
     if p.returncode != 0:
-        return {"wall": round(wall, 2), "error": p.stderr.strip().splitlines()[-1]}
-    info = json.loads(p.stdout)
-    return {"wall": round(wall, 2), "stages": info["stages"], "hit": "from the cache" in p.stderr}
+        return {"wall": round(wall, 2), "error": stderr.strip().splitlines()[-1]}
+    info = json.loads(stdout)
+    return {"wall": round(wall, 2), "stages": info["stages"], "hit": "from the cache" in stderr}
 
 
 def measure(mechanisms, log) -> list[dict]:
