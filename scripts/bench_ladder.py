@@ -298,8 +298,10 @@ def section(data) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         if "model_c_bytes" not in r:
-            lines.append(f"| {r['family']} | {r['cells']} | | failed: {r['build'].get('error', '?')} "
-                         f"(after {r['build']['wall']:.0f} s) |" + " |" * (len(head) - 4))
+            b = r["build"]
+            lines.append(f"| {r['family']} | {r['cells']} | | > {b['wall']:.0f} | "
+                         + (f"> {b['cpu']:.0f}" if b.get("cpu") else "–")
+                         + f" | {b.get('error', 'failed')} |" + " |" * (len(head) - 6))
             continue
         st = r["build"]["stages"]
         lines.append("| " + " | ".join([
@@ -309,11 +311,14 @@ def section(data) -> str:
             f"{r['model_c_bytes'] / 1e3:.0f}", f"{r['model_c_lines']:,}", f"{r['instructions_per_step']:,.0f}",
             f"{r['kinematics_instructions_per_step']:,.0f}" if r.get("kinematics_instructions_per_step") else "–",
             f"{r['peak_constraint_violation']:.1e}"]) + " |")
-    ex = ["| family | quantity | exponent, all L | exponent, L ≥ 8 |", "|---|---|---|---|"]
+    ex = ["| family | quantity | exponent, all L built | exponent, L ≥ 8 |", "|---|---|---|---|"]
     for fam, qs in exps.items():
+        built = sorted(r["cells"] for r in rows if r["family"] == fam and "model_c_bytes" in r)
+        big = [x for x in built if x >= 8]
         for q, (a, b) in qs.items():
             if a is not None:
-                ex.append(f"| {fam} | {q} | {a:.2f} | {'–' if b is None else f'{b:.2f}'} |")
+                ex.append(f"| {fam} | {q} | {a:.2f} (L = {', '.join(map(str, built))}) | "
+                          + ("–" if b is None else f"{b:.2f} (L = {', '.join(map(str, big))})") + " |")
     # where the step goes: per generated function and per section of the rhs
     prof = ["| family | L | kinematics | rhs prepare | rhs finish | of these: libm sin, cos, atan2 | "
             "rhs operations: " + " / ".join(label for _, label in SECTIONS) + " |", "|" + "---|" * 7]
@@ -353,7 +358,8 @@ def section(data) -> str:
           "steadier number; instruction counts are exact.", "",
           *lines, "", f"![build time, model.c size and instructions per step against L]"
           f"({PNG_OUT.name})", "",
-          "Least-squares slopes of log(quantity) against log L:", "", *ex, "",
+          "Least-squares slopes of log(quantity) against log L over the sizes that built (a size that "
+          "did not build within the limit is not in the fit; see the targets):", "", *ex, "",
           "Targets (issue 15, item 4):", "", *verdicts(rows, exps), "",
           "Where the step goes: instructions per step inclusive per generated function (callgrind; "
           "an Euler step is one `fmigen_kinematics` and one right-hand side, `prepare` + `finish`; "
