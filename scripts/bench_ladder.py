@@ -1,14 +1,17 @@
 """Growth with the number of loops (issue 15, items 3 and 4): build time,
 generated code size and instructions per step of a family of L closed cells.
 
-Families (``mechanisms/``): ``ladder`` (L hanging four-bar cells, f = L, the
-reduced mass matrix dense) and ``fourbar_chain`` (L four-bars in series,
-f = 1).  Per family and L in 1, 2, 4, 8, 16, 32 (``--sizes``):
+Families (``mechanisms/``, ``FAMILIES``): ``ladder`` (L hanging four-bar
+cells, f = L, the reduced mass matrix dense; revolute rungs, so the joint
+angles nest 2L deep), ``ladder_planar`` (the same ladder with its rungs in
+absolute coordinates) and ``fourbar_chain`` (L four-bars in series, f = 1).
+Per family and L in 1, 2, 4, 8, 16, 32 (``--sizes``):
 
 * *cold build*: ``fmigen build`` of ``build(cells=L)`` (a two-line wrapper
   module) in its own process with an empty FMIGEN_CACHE
   (``scripts/bench_build.build``: wall time and the build's stage times);
-  a build over ``--timeout`` (default 600 s) stops the family there;
+  a build over ``--timeout`` (default 600 s) stops the family there; the
+  build's CPU time (it and the compilers it ran) is recorded too;
 * *code size*: bytes and lines of the FMU's ``sources/model.c``;
 * *instructions per step*: the FMU's own model.c and model_config.h compiled
   into ``fmigen bench``'s native harness (``fmigen/bench.py``:
