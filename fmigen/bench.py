@@ -178,12 +178,15 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None,
     the FMU's doStep path at a communication interval of ``step``.
 
     ``detail``: a dict instead, with also ``operations`` (``count_operations``:
-    the floating-point operations per step, by type) and
-    ``newton_iterations`` (LU factorizations per call of a generated Newton
-    block, None when none was called)."""
+    the floating-point operations per step, by type), ``newton_iterations``
+    (LU factorizations per call of a generated Newton block, None when none
+    was called) and ``functions`` ({function: inclusive instructions per
+    step} of every function callgrind_annotate lists, the model's without its
+    identifier prefix: fmigen_kinematics, fmigen_embedded_prepare, ...; libm's
+    as named there: where the step's cost goes)."""
     if not shutil.which("valgrind"):
-        return dict(instructions=None, kinematics=None, operations=None, newton_iterations=None) \
-            if detail else (None, None)
+        return dict(instructions=None, kinematics=None, operations=None, newton_iterations=None,
+                    functions={}) if detail else (None, None)
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "callgrind.out"
         loop, mode = ("run_kinematic", ["callgrind-kinematic", *map(repr, drive)]) if drive else \
@@ -196,16 +199,24 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None,
             raise ModelError(f"callgrind run failed: {r.stderr[-2000:]}")
         steps = json.loads(r.stdout)["steps"]
         total = kin = None
+        per_function = {}
         text = out.read_text()
         for line in text.splitlines():
             if line.startswith(("summary:", "totals:")):
                 total = int(line.split()[1]) / steps
         if shutil.which("callgrind_annotate"):
-            ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out)], capture_output=True,
-                                 text=True).stdout
+            ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
+                                 capture_output=True, text=True).stdout
             for line in ann.splitlines():
-                if line.rstrip().split(" [")[0].endswith("_fmigen_kinematics"):
+                name = line.rstrip().split(" [")[0]
+                if name.endswith("_fmigen_kinematics"):
                     kin = int(line.split()[0].replace(",", "")) / steps
+                fn = name.rsplit(":", 1)[-1]
+                count = line.split()[0].replace(",", "") if line.split() else ""
+                if detail and count.isdigit() and "(" in line and "PROGRAM TOTALS" not in line:
+                    # the model's functions carry its identifier as a prefix
+                    fn = fn[fn.index("fmigen_"):] if "fmigen_" in fn else fn
+                    per_function[fn] = max(per_function.get(fn, 0.0), int(count) / steps)
         if not detail:
             return total, kin
         prof = parse_callgrind(text)
@@ -215,7 +226,7 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None,
         blocks = sum(n for (caller, callee), n in prof["calls"].items()
                      if "fmigen_newton_block" in callee and "fmigen_newton_block" not in caller)
         return dict(instructions=total, kinematics=kin, operations=ops,
-                    newton_iterations=lu / blocks if blocks else None)
+                    newton_iterations=lu / blocks if blocks else None, functions=per_function)
 
 
 def parse_callgrind(text: str) -> dict:

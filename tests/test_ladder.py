@@ -1,0 +1,146 @@
+"""The loop-count benchmark families (issue 15, item 3): ``ladder`` (f = L)
+and ``fourbar_chain`` (f = 1), validated for L = 1, 2 against the DAE (IDA)
+and the Cartesian references, their input checks, and the section count of
+``scripts/bench_ladder.py`` on their generated code."""
+import importlib.util
+import math
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fmigen.joint_model import to_mechanism
+from fmigen.model import ModelError
+from fmigen.pipeline import build_fmu, load_mechanism
+from fmigen.validate import simulate, validate
+from mechanisms import fourbar_chain, ladder
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench_ladder():
+    spec = importlib.util.spec_from_file_location("bench_ladder", ROOT / "scripts" / "bench_ladder.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_runs = {}
+
+
+def _validated(family, cells, tmp_path_factory):
+    key = (family, cells)
+    if key not in _runs:
+        module = {"ladder": ladder, "fourbar_chain": fourbar_chain}[family]
+        fmu = tmp_path_factory.mktemp("ladder") / f"{family}_{cells}.fmu"
+        _runs[key] = (validate(module.build(cells=cells), stop_time=1.0, fmu_path=fmu), fmu)
+    return _runs[key]
+
+
+@pytest.mark.parametrize("family", ["ladder", "fourbar_chain"])
+@pytest.mark.parametrize("cells", [1, 2])
+def test_family_validates_against_the_dae_and_cartesian_references(family, cells, tmp_path_factory):
+    r, _ = _validated(family, cells, tmp_path_factory)
+    assert r.passed
+    assert set(r.references) == {"ida", "cartesian"}
+    for ref in r.references.values():
+        assert ref["passed"]
+        assert max(ref["max_abs_error"].values()) < 1e-6
+    assert r.max_constraint_residual < 1e-12
+    assert r.energy_drift < 1e-6
+    # every coordinate of the run, and the test means something: the
+    # mechanism moves (a resting one would match any reference)
+    n = 3 * cells if family == "ladder" else 2 * cells + 1
+    assert len(r.max_abs_error) == n
+    first = "L1" if family == "ladder" else "theta0"
+    swing = np.ptp(r.fmu_result[first])
+    assert swing > 0.05, swing
+
+
+def test_sizes_and_independent_coordinates():
+    for cells in (1, 3):
+        m = to_mechanism(ladder.build(cells=cells))
+        assert (len(m.coordinates), len(m.constraints), m.dof) == (3 * cells, 2 * cells, cells)
+        assert m.independent == [f"L{k}" for k in range(1, cells + 1)]
+        c = to_mechanism(fourbar_chain.build(cells=cells))
+        assert (len(c.coordinates), len(c.constraints), c.dof) == (2 * cells + 1, 2 * cells, 1)
+        assert c.independent == ["theta0"]
+
+
+def test_the_cli_builds_the_default_of_four_cells():
+    assert ladder.DEFAULT_CELLS == 4 and fourbar_chain.DEFAULT_CELLS == 4
+    assert load_mechanism("ladder").name == "ladder_4"
+    assert load_mechanism("fourbar_chain").name == "fourbar_chain_4"
+
+
+def test_start_closes_every_cell():
+    """The start of build(): each ladder cell's right node is where rung and
+    right rail meet (independently: from the absolute angles by plane
+    geometry), and the left rails hang straight down."""
+    start = ladder.assemble_start(6)
+    left, right = np.array([0.0, 0.0]), np.array([ladder.BASE, 0.0])
+    for k, (th, psi, phi) in enumerate(start, 1):
+        bl, br = ladder.rails(k)
+        assert th == -math.pi / 2
+        p = left + bl * np.array([math.cos(th), math.sin(th)])
+        q1 = p + ladder.RUNG * np.array([math.cos(psi), math.sin(psi)])
+        q2 = right + br * np.array([math.cos(phi), math.sin(phi)])
+        assert np.allclose(q1, q2, atol=1e-14, rtol=0)
+        assert q1[0] > p[0]            # the branch hint's side
+        left, right = p, q1
+    thetas, couplers = fourbar_chain.assemble_start(5)
+    for k in range(1, 6):
+        a = np.array([3.0 * (k - 1) + math.cos(thetas[k - 1]), math.sin(thetas[k - 1])])
+        b = a + 4.0 * np.array([math.cos(couplers[k - 1]), math.sin(couplers[k - 1])])
+        tip = np.array([3.0 * k, 0.0]) + 2.5 * np.array([math.cos(thetas[k]), math.sin(thetas[k])])
+        assert np.allclose(b, tip, atol=1e-14, rtol=0) and tip[1] > 0
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1.5, "4", True, None])
+def test_bad_cell_counts_are_refused(bad):
+    for module in (ladder, fourbar_chain):
+        with pytest.raises(ModelError, match="cells must be an integer >= 1"):
+            module.build(cells=bad)
+
+
+def test_unknown_rung_joint_is_refused():
+    with pytest.raises(ModelError, match="rungs must be 'revolute' or 'planar', got 'spherical'"):
+        ladder.build(cells=2, rungs="spherical")
+
+
+def test_planar_rungs_are_the_same_ladder(tmp_path_factory):
+    """The ladder with its rungs in absolute coordinates (planar joints on
+    ground, A_k and B_k cut: other coordinates, other constraints, other
+    blocks) moves exactly like the validated one with revolute rungs: the
+    independent L_k, relative to the rung above in both, agree."""
+    r, _ = _validated("ladder", 2, tmp_path_factory)
+    m = to_mechanism(ladder.build(cells=2, rungs="planar"))
+    assert [c.name for c in m.coordinates] == ["L1", "P1_x", "P1_y", "P1_angle", "R1",
+                                               "L2", "P2_x", "P2_y", "P2_angle", "R2"]
+    assert len(m.constraints) == 8 and m.independent == ["L1", "L2"]
+    fmu, _ = build_fmu(ladder.build(cells=2, rungs="planar"), tmp_path_factory.mktemp("lp") / "lp.fmu")
+    res = simulate(fmu, ["L1", "L2"], 1.0, 0.01)
+    assert len(res) == len(r.fmu_result)
+    for name in ("L1", "L2"):
+        assert np.ptp(res[name]) > 0.05
+        assert np.max(np.abs(res[name] - r.fmu_result[name])) < 1e-9
+    assert np.max(np.abs(res["constraint_residual"])) < 1e-12
+
+
+def test_bench_section_count_covers_the_whole_right_hand_side(tmp_path_factory):
+    """Every statement of the generated right-hand side falls in one of the
+    bench's sections (the names codegen_embedding gives its temporaries), and
+    the f × f part is there for the ladder: BᵀMB has f(f+1)/2 entries."""
+    bl = _bench_ladder()
+    _, fmu = _validated("ladder", 2, tmp_path_factory)
+    with zipfile.ZipFile(fmu) as z:
+        ops = bl.op_counts(z.read("sources/model.c").decode())
+    assert ops["other"] == 0
+    assert all(ops[label] > 0 for _, label in bl.SECTIONS)
+
+
+def test_bench_fit_recovers_known_exponents():
+    bl = _bench_ladder()
+    assert bl.fit([(x, 3 * x**1.5) for x in (1, 2, 4, 8)]) == pytest.approx(1.5)
+    assert bl.fit([(8, 5.0)]) is None
