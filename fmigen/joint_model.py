@@ -73,7 +73,7 @@ import sympy as sp
 from sympy.physics import mechanics as me
 
 from .joints import ANGLE_SLOTS, JointSystem, Marker
-from .model import Mechanism, ModelError, t
+from .model import FloatingBase, Mechanism, ModelError, t
 from .structure import DisjointSets
 
 #: cutting preference by kind, lower = cut first: the fewer closure equations
@@ -587,20 +587,35 @@ def to_mechanism(system: JointSystem) -> Mechanism:
         p = poses[mk.body.name]
         return p.R * mk.rotation, p.point(mk.position)
 
+    tree_links = _Tree(system, tree)
+    relative_cache = {}
+    base = _floating_base(system, tree, tree_links)
+    if base is not None:
+        joint, name = base
+        frame = poses[name].frame
+        m.floating_base = FloatingBase(name, [c.name for c in joint.coordinates], frame, tuple(poses[name].r),
+                                       tuple(frame.ang_vel_in(N).to_matrix(frame)))
+
+    def in_base(mk: Marker):
+        """The marker's origin relative to the floating base, base-frame
+        components, or None when it does not move with the base's subtree."""
+        if base is None or base[1] not in tree_links.path(mk.body.name):
+            return None
+        return tree_links.relative_pose(mk.body.name, base[1], relative_cache).point(mk.position)
+
     # bodies (ground and massless bodies add nothing to M)
     for b in system.bodies.values():
         if b.name == system.ground.name or (b.mass == 0 and b.inertia == sp.zeros(3, 3)):
             continue
         p = poses[b.name]
         com = p.point(b.com)
-        m.body(b.name, b.mass, b.inertia, tuple(com), p.frame)
+        rel = in_base(Marker(b, "com", b.com, sp.eye(3)))
+        m.body(b.name, b.mass, b.inertia, tuple(com), p.frame, com_in_base=None if rel is None else tuple(rel))
     m.gravity = tuple(sp.sympify(g) for g in system.gravity)
 
     # closure equations of the cut joints, each in the frame of the lowest
     # body both its markers hang from (ground: the world frame)
     candidates, position_checks = [], []
-    tree_links = _Tree(system, tree)
-    relative_cache = {}
     for j in cut:
         frame_body = tree_links.common_ancestor(j.parent.body.name, j.child.body.name)
 
@@ -628,15 +643,25 @@ def to_mechanism(system: JointSystem) -> Mechanism:
         q = rs.coordinate.symbol
         m.generalized_force(rs.coordinate.name,
                             -(rs.preload + rs.stiffness * (q - rs.free_angle) + rs.damping * q.diff(t)))
-    for sd in system.springs:
-        ra, rb = marker_pose(sd.a)[1], marker_pose(sd.b)[1]
+    def tension_vector(ra, rb, sd):
+        """T d/|d| (the force on a; −it on b): tension pulls them together."""
         d = rb - ra
         L = sp.sqrt(d.dot(d))
         Ldot = d.dot(d.diff(t)) / L
         T = sd.preload + sd.stiffness * (L - sd.free_length) + sd.damping * Ldot
-        # tension pulls the two points together
-        m.point_force(tuple(ra), tuple(T * d / L))
-        m.point_force(tuple(rb), tuple(-T * d / L))
+        return T * d / L
+
+    for sd in system.springs:
+        ra, rb = marker_pose(sd.a)[1], marker_pose(sd.b)[1]
+        f = tension_vector(ra, rb, sd)
+        pa, pb = in_base(sd.a), in_base(sd.b)
+        if pa is not None and pb is not None:
+            # both ends below the floating base: its rotation drops out
+            fb = tension_vector(pa, pb, sd)
+        elif pa is not None or pb is not None:
+            fb = poses[base[1]].R.T * f
+        m.point_force(tuple(ra), tuple(f), in_base=None if pa is None else (pa, fb))
+        m.point_force(tuple(rb), tuple(-f), in_base=None if pb is None else (pb, -fb))
     for fc in system.forces:
         _marker_force(m, fc, poses, marker_pose)
 
@@ -760,6 +785,20 @@ def _select_constraints(system, m, coords, candidates):
         if c.start is None:
             m.coordinate_by_name(c.name).start = float(v)
     return qs
+
+
+def _floating_base(system, tree, tree_links):
+    """(free joint, body) of a body on a free joint from ground that other
+    bodies hang below in the tree (a vehicle's chassis), or None: then
+    ``Mechanism.equations_of_motion`` derives M and F in its body-frame
+    speeds (``model.FloatingBase``)."""
+    for j, reverse in tree:
+        if j.kind != "free" or reverse or j.parent.body.name != system.ground.name:
+            continue
+        body = j.child.body.name
+        if any(b != body and body in tree_links.path(b) for b in tree_links.up):
+            return j, body
+    return None
 
 
 def _angular_velocity(frame, world):

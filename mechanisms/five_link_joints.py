@@ -33,7 +33,7 @@ from mechanisms.five_link import (C, CARRIER_RADIUS, CARRIER_THICKNESS, F0, FZ_P
                                   LINK_RADIUS, NAMES, POSE, W, carrier_mass, link_mass, start_configuration)
 
 
-def add_corner(s: JointSystem, base, prefix="", offset=(0, 0, 0), start_z=0.0, tunable_masses=True):
+def add_corner(s: JointSystem, base, prefix="", offset=(0, 0, 0), start_z=0.0, tunable_masses=True, side=+1):
     """The five-link corner of ``build`` hung from the body ``base`` (ground
     here; a chassis in a vehicle): the carrier on a free joint from a base
     marker at ``offset`` (its design position), the links on universal joints
@@ -41,8 +41,16 @@ def add_corner(s: JointSystem, base, prefix="", offset=(0, 0, 0), start_z=0.0, t
     ``prefix`` (coordinates, bodies, joints, parameters).  The closure
     equations are written in ``base``'s frame (``joint_model``), so on a
     moving chassis the corner keeps the structure it has here.  Returns
-    (carrier body, the carrier's pose coordinate names)."""
-    start = start_configuration(start_z)
+    (carrier body, the carrier's pose coordinate names).
+
+    ``side = -1`` mirrors the corner in the x-z plane (a right wheel from
+    the left one): y components of C_k and W_k change sign, and the start
+    pose with them (y, ψ, φ and each α_k: S Rz(φ) Ry(θ) Rx(ψ) S =
+    Rz(−φ) Ry(θ) Rx(−ψ) and S u_k(α, β) = u_k(−α, β), S = diag(1, −1, 1))."""
+    start = dict(start_configuration(start_z))
+    if side < 0:
+        for n in ["y", "psi", "phi"] + [f"alpha{i}" for i in range(1, 6)]:
+            start[n] = -start[n]
     mc = s.parameter(f"{prefix}m_carrier", carrier_mass(), "kg", tunable=tunable_masses,
                      description="wheel-carrier mass")
     R0, T0 = CARRIER_RADIUS, CARRIER_THICKNESS
@@ -57,9 +65,11 @@ def add_corner(s: JointSystem, base, prefix="", offset=(0, 0, 0), start_z=0.0, t
     for k in range(5):
         i = k + 1
         Lk = s.parameter(f"{prefix}L{i}", L[k], "m", description=f"length of link {i} ({NAMES[k]})")
-        Ck = [s.parameter(f"{prefix}C{i}{ax}", C[k][j], "m", description=f"chassis U-joint {i}, {ax}")
+        Ck = [s.parameter(f"{prefix}C{i}{ax}", C[k][j] * (side if ax == "y" else 1), "m",
+                          description=f"chassis U-joint {i}, {ax}")
               for j, ax in enumerate("xyz")]
-        Wk = [s.parameter(f"{prefix}W{i}{ax}", W[k][j], "m", description=f"carrier S-joint {i}, {ax}")
+        Wk = [s.parameter(f"{prefix}W{i}{ax}", W[k][j] * (side if ax == "y" else 1), "m",
+                          description=f"carrier S-joint {i}, {ax}")
               for j, ax in enumerate("xyz")]
         mk = s.parameter(f"{prefix}m_link{i}", link_mass(k), "kg", tunable=tunable_masses,
                          description=f"mass of link {i} ({NAMES[k]})")

@@ -72,7 +72,7 @@ def unsprung_masses():
     return [(carrier_mass(), 1.0), (WHEEL_MASS, 1.0)] + [(link_mass(k), dlinks[k]) for k in range(5)]
 
 
-def static_preload():
+def static_preload(sprung_mass=CHASSIS_MASS):
     """The coil-over tension at the design pose that balances it (negative:
     compression) when the tire carries the whole quarter car: the virtual
     work along the travel z, Fz·1 − Σ m_i g ∂h_i/∂z − T ∂ℓ/∂z = 0."""
@@ -83,8 +83,43 @@ def static_preload():
     h = 1e-5
     dl = (length(h) - length(-h)) / (2 * h)
     masses = unsprung_masses()
-    fz = (CHASSIS_MASS + sum(m for m, _ in masses)) * GRAVITY
+    fz = (sprung_mass + sum(m for m, _ in masses)) * GRAVITY
     return (fz - GRAVITY * sum(m * dh for m, dh in masses)) / dl
+
+
+def add_wheel_and_suspension(s: JointSystem, chassis, carrier, sprung_mass, prefix="", offset=(0, 0, 0), side=+1):
+    """The wheel on ``carrier`` (revolute ``{prefix}spin`` about the carrier's
+    y, drive torque input ``{prefix}T_drive``), the coil-over from ``chassis``
+    to the corner's spring link with the preload that balances the design
+    pose for ``sprung_mass`` on this corner, and the tire-load inputs
+    ``{prefix}Fx … {prefix}Mz`` on the wheel centre (``Fz`` starting at the
+    corner's static load).  ``offset``/``side`` as ``add_corner``'s."""
+    mirror = np.array([1.0, side, 1.0])
+    mw = s.parameter(f"{prefix}m_wheel", WHEEL_MASS, "kg", tunable=True, description="wheel and tire mass")
+    Iw = [s.parameter(f"{prefix}I_wheel_{ax}", v, "kg.m2", tunable=True, description=f"wheel inertia about {ax}")
+          for ax, v in zip("xyz", WHEEL_INERTIA)]
+    wheel = s.body(f"{prefix}wheel", mw, Iw)
+    s.revolute(f"{prefix}spin", carrier.origin, wheel.origin, axis=Y, start=0.0, velocity_start=30.0)
+
+    # coil-over: vertical in the design pose, preloaded for the static balance
+    bottom = spring_link_point() * mirror + np.array(offset, dtype=float)
+    top = bottom + np.array([0.0, 0.0, SPRING_HEIGHT])
+    k = s.parameter(f"{prefix}k_spring", SPRING_RATE, "N/m", tunable=True, description="coil-over spring rate")
+    d = s.parameter(f"{prefix}d_spring", DAMPING, "N.s/m", tunable=True, description="coil-over damping")
+    s.spring_damper(f"{prefix}coilover", chassis.marker(f"{prefix}spring_top", tuple(float(v) for v in top)),
+                    s.bodies[f"{prefix}link4"].marker("spring", (SPRING_AT * L[3], 0, 0)),
+                    stiffness=k, damping=d, free_length=SPRING_HEIGHT,
+                    preload=s.parameter(f"{prefix}coilover_preload", static_preload(sprung_mass), "N", tunable=True,
+                                        description="coil-over tension at the design length (negative: "
+                                                    "compression), the design pose's static balance"))
+
+    weight = (sprung_mass + sum(m for m, _ in unsprung_masses())) * GRAVITY
+    F = [s.input(f"{prefix}F{ax}", weight if ax == "z" else 0.0, "N",
+                 description=f"tire force on the wheel centre, world {ax}") for ax in "xyz"]
+    M = [s.input(f"{prefix}M{ax}", 0.0, "N.m", description=f"tire moment on the wheel, world {ax}") for ax in "xyz"]
+    s.force(f"{prefix}tire", wheel.origin, force=F, torque=M)
+    s.joint_force(f"{prefix}spin", s.input(f"{prefix}T_drive", 0.0, "N.m", description="drive/brake torque on the wheel"))
+    return wheel
 
 
 def build() -> JointSystem:
@@ -95,31 +130,7 @@ def build() -> JointSystem:
     s.prismatic("zc", s.ground.origin, chassis.origin, axis=Z, start=0.0)
     carrier, pose = add_corner(s, chassis)
     s.coordinate_by_name("z").velocity_start = 0.5
-
-    mw = s.parameter("m_wheel", WHEEL_MASS, "kg", tunable=True, description="wheel and tire mass")
-    Iw = [s.parameter(f"I_wheel_{ax}", v, "kg.m2", tunable=True, description=f"wheel inertia about {ax}")
-          for ax, v in zip("xyz", WHEEL_INERTIA)]
-    wheel = s.body("wheel", mw, Iw)
-    s.revolute("spin", carrier.origin, wheel.origin, axis=Y, start=0.0, velocity_start=30.0)
-
-    # coil-over: vertical in the design pose, preloaded to carry the chassis
-    bottom = spring_link_point()
-    top = bottom + np.array([0.0, 0.0, SPRING_HEIGHT])
-    k = s.parameter("k_spring", SPRING_RATE, "N/m", tunable=True, description="coil-over spring rate")
-    d = s.parameter("d_spring", DAMPING, "N.s/m", tunable=True, description="coil-over damping")
-    s.spring_damper("coilover", chassis.marker("spring_top", tuple(float(v) for v in top)),
-                    s.bodies["link4"].marker("spring", (SPRING_AT * L[3], 0, 0)),
-                    stiffness=k, damping=d, free_length=SPRING_HEIGHT,
-                    preload=s.parameter("coilover_preload", static_preload(), "N", tunable=True,
-                                        description="coil-over tension at the design length (negative: "
-                                                    "compression), the design pose's static balance"))
-
-    weight = (CHASSIS_MASS + sum(m for m, _ in unsprung_masses())) * GRAVITY
-    F = [s.input(f"F{ax}", weight if ax == "z" else 0.0, "N",
-                 description=f"tire force on the wheel centre, world {ax}") for ax in "xyz"]
-    M = [s.input(f"M{ax}", 0.0, "N.m", description=f"tire moment on the wheel, world {ax}") for ax in "xyz"]
-    s.force("tire", wheel.origin, force=F, torque=M)
-    s.joint_force("spin", s.input("T_drive", 0.0, "N.m", description="drive/brake torque on the wheel"))
+    add_wheel_and_suspension(s, chassis, carrier, CHASSIS_MASS)
 
     s.gravity = (0, 0, -g)
     s.output("travel", s.coordinate_by_name("z").symbol)
