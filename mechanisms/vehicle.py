@@ -1,19 +1,33 @@
 """A full vehicle: a 6-DOF chassis on four five-link corners, tire loads and wheel torques as inputs.
 
-Work in progress toward the driving-simulator vehicle (see the project's
-issue list): the chassis is a free body (``xc yc zc`` in the world, 3-2-1
-angles ``yawc pitchc rollc``), each corner is ``five_link_joints.add_corner``
-hung from the chassis (left corners as in ``five_link``, right corners
-mirrored in the x-z plane), with ``quarter_car_joints``' wheel, coil-over
-and tire-load inputs.  The front corners use the same five-link geometry
-(no better front-axle data is at hand) and their track rods are fixed to the
-chassis: there is no steering input yet.
+The chassis is a free body (``xc yc zc`` in the world, 3-2-1 angles
+``yawc pitchc rollc``; a floating base, so its equations of motion are
+derived in its body-frame speeds, ``fmigen/model.py``); each corner is
+``five_link_joints.add_corner`` hung from the chassis (left corners as in
+``five_link``, right corners mirrored in the x-z plane) with
+``quarter_car_joints``' wheel (drive torque input ``*_T_drive``), coil-over
+(preloaded for the static balance of the design pose under the corner's share
+of the chassis) and tire-load inputs ``*_Fx … *_Mz`` at the wheel centre.
+Corners are prefixed ``fl_ fr_ rl_ rr_``.
 
-Every corner's loops close in the chassis frame (``joint_model``), so the
-partition finds four copies of ``five_link``'s structure, independent of the
-chassis pose.  Corners are prefixed ``fl_ fr_ rl_ rr_``; independent
+Limits of this model: the front corners use the rear five-link geometry (no
+better front-axle data is at hand) with their track rods fixed to the
+chassis, so there is **no steering input**; and the tire loads are inputs
+only (a simulator's tire model closes the loop through the wheel outputs).
+
+Every corner's loops close in the chassis frame (``joint_model``): four
+copies of ``five_link``'s blocks (a 5×5 Newton block in the carrier pose,
+triangular link angles), whatever the chassis does.  Independent
 coordinates: the chassis' six, each corner's travel ``*_z`` and wheel
-``*_spin`` (14).
+``*_spin`` (14 of 74 coordinates, 60 constraints).  The start is the design
+pose at rest with every wheel turning at 30 rad/s and the front-left wheel
+moving up at 0.5 m/s relative to the chassis, as after a bump.
+
+Outputs per corner: the wheel centre's world position ``*_wheel_x/y/z`` and
+velocity ``*_wheel_vx/vy/vz``, the carrier's world orientation
+``*_wheel_yaw/pitch/roll`` (3-2-1; the wheel's, apart from its spin
+``*_spin``) and the suspension travel ``*_travel``; the chassis pose and
+velocities are its coordinates and their ``der()``.
 """
 import sympy as sp
 
@@ -73,6 +87,8 @@ def build() -> JointSystem:
         carrier, _ = add_corner(s, chassis, prefix=prefix, offset=offset, side=side)
         add_wheel_and_suspension(s, chassis, carrier, share, prefix=prefix, offset=offset, side=side)
         independent += [f"{prefix}z", f"{prefix}spin"]
+        if prefix == "fl_":
+            s.coordinate_by_name("fl_z").velocity_start = 0.5      # the bump
         _wheel_outputs(s, prefix, offset, r_chassis, R_chassis)
     s.gravity = (0, 0, -g)
     s.cut = [f"{p}S{i}" for p in CORNERS for i in range(1, 6)]
