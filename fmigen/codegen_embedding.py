@@ -170,6 +170,30 @@ def on_the_circle(exprs: list) -> list:
     return out
 
 
+#: Above this many operations (sympy's count before any substitution) a
+#: quantity is not expanded onto the unit circle, and the joint CSE of
+#: quantities this large together runs without its 'basic' pre-pass: both
+#: take time superlinear in the size (the expansion multiplies out the
+#: factored products a floating base's derivation keeps; the pre-pass is
+#: sympy's factor_terms on every sum) for a few per cent of the operations.
+#: The vehicle (Φ_q, γ, M, F: 17k, 82k, 91k, 310k operations): C generation
+#: stopped after more than 4 minutes with both, 22 s without; one five-link
+#: corner on a free chassis: 20.6 -> 7.0 s for 1.3 % more instructions per
+#: step.  Every other shipped mechanism stays below (five_link's four
+#: quantities ~26k together, the Stewart platform's ~9k), its code unchanged.
+LARGE_MODEL_OPS = 60_000
+
+
+def is_large(exprs) -> bool:
+    """More than LARGE_MODEL_OPS operations in ``exprs`` (counting stops there)."""
+    total = 0
+    for e in exprs:
+        total += sp.count_ops(e)
+        if total > LARGE_MODEL_OPS:
+            return True
+    return False
+
+
 def _cse_ops(exprs) -> int:
     reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none", optimizations=None)
     return sp.count_ops([e for _, e in reps] + list(reduced))
@@ -187,7 +211,7 @@ def circle_where_cheaper(exprs: list) -> list:
     pair: nothing to reduce, only products multiplied out).  The count is
     sympy's operations after a quick CSE (no optimizations) of the quantity
     alone, which orders the alternatives as the joint CSE does."""
-    if not exprs:
+    if not exprs or is_large(exprs):
         return exprs
     reduced = on_the_circle(exprs)
     if all(r == e for r, e in zip(reduced, exprs)):
@@ -216,7 +240,8 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
     exprs = []
     for _, d in groups:
         exprs += circle_where_cheaper([sm(sp.sympify(e).xreplace(trig_subs)) for e in d.values()])
-    reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none", optimizations="basic")
+    reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none",
+                           optimizations=None if is_large(exprs) else "basic")
     vd_syms = {sp.Symbol(f"v[{i}]") for i in dep}
     late = _late(reps, vd_syms)
     u_syms = {sp.Symbol(f"u[{k}]") for k in range(len(dae.inputs))}
@@ -557,7 +582,8 @@ def augmented_code(emb: Embedding, form_code: int, sm: SymbolMap) -> str:
     Fv = {i: emb.F[i] for i in range(n) if emb.F[i] != 0}
     groups = [J, Ph, Pt, G, Mu, Fv]
     exprs = [sm(e) for d in groups for e in d.values()]
-    reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none", optimizations="basic")
+    reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none",
+                           optimizations=None if is_large(exprs) else "basic")
     code = _Code()
     code.emit("(void)t; (void)p; (void)u; (void)fp;")
     for sym, e in reps:

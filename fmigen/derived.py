@@ -87,6 +87,11 @@ def key_text(mech, options: dict) -> str:
                     s(b.frame.ang_vel_in(w).to_matrix(w))] for b in mech.bodies],
         "constraints": [[c.name, s(c.expr)] for c in mech.constraints],
         "point_forces": [s(tuple(f)) for f in mech.point_forces],
+        "point_forces_in_base": [None if f is None else s(tuple(f)) for f in mech.point_forces_in_base],
+        "bodies_in_base": [None if b.com_in_base is None else s(b.com_in_base) for b in mech.bodies],
+        "floating_base": None if mech.floating_base is None else
+        [mech.floating_base.body, mech.floating_base.coordinates, s(mech.floating_base.origin),
+         s(mech.floating_base.angular_velocity)],
         "generalized_forces": {k: s(sp.sympify(v)) for k, v in mech.generalized_forces.items()},
         "gravity": s(tuple(mech.gravity)),
         "outputs": {k: s(sp.sympify(v)) for k, v in mech.outputs.items()},

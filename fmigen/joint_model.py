@@ -24,16 +24,20 @@
    bodies get a chain of ``Axis``/body-fixed frames (angular velocities are
    then sums of joint rates, not derivatives of a DCM).
 4. *Closure constraints* of every cut joint, written from the joint's
-   definition in the world frame; identically zero equations are dropped
+   definition in the frame of the lowest body both its markers hang from in
+   the tree: the world frame when that is ground, a chassis' frame for the
+   loops of a suspension below it (then the chassis pose, which every row
+   would otherwise contain, drops out, and each corner's loops keep the
+   structure they have on a fixed chassis); identically zero equations are dropped
    (the out-of-plane ones of a planar loop), then the redundant ones: the
    rows of Φ_q are selected greedily at points on the constraint manifold
    (the start projected onto it and two nearby points), keeping a row only
    when it raises the rank.
 
    *Distance links.*  A cut spherical joint S whose one marker is on a body
-   (the link) placed in the tree by a universal joint U on ground (U's
-   parent marker on ground, its child on the link) does not get S's three
-   position rows d = 0.  With w = R_Pᵀ (r_S − r_P) the S point on the other
+   (the link) placed in the tree by a universal joint U on the body the
+   loop closes in (ground, or the chassis; U's parent marker there, its
+   child on the link) does not get S's three position rows d = 0.  With w = R_Pᵀ (r_S − r_P) the S point on the other
    body seen from U's centre in U's parent-marker frame, ℓ the link vector
    from U's to S's marker (U's child-marker frame) and e = R_U(q1, q2) ℓ =
    Rot(a, q1) Rot(b, q2) ℓ its direction from U's angles, it gets
@@ -69,7 +73,7 @@ import sympy as sp
 from sympy.physics import mechanics as me
 
 from .joints import ANGLE_SLOTS, JointSystem, Marker
-from .model import Mechanism, ModelError, t
+from .model import FloatingBase, Mechanism, ModelError, t
 from .structure import DisjointSets
 
 #: cutting preference by kind, lower = cut first: the fewer closure equations
@@ -198,6 +202,76 @@ def _joint_frame(frame, joint, q, reverse, name):
 
 
 # --- the tree -------------------------------------------------------------------
+
+def _place(kp: _Pose, joint, reverse):
+    """(r, R, angle) of the body a tree joint places, from the pose ``kp`` of
+    the body it hangs from (any frame: the world, or an ancestor body's)."""
+    known_mk, new_mk = (joint.child, joint.parent) if reverse else (joint.parent, joint.child)
+    q = [c.symbol for c in joint.coordinates]
+    RJ, pJ = joint_transform(joint, q)
+    # the known marker's pose, then the new marker's through the joint
+    mk_angle = _z_angle(known_mk.rotation)
+    new_angle = _z_angle(new_mk.rotation)
+    jz = _joint_z_angle(joint, q, reverse)
+    RMk = kp.R * known_mk.rotation
+    rMk = kp.point(known_mk.position)
+    if not reverse:
+        R_new_mk = RMk * RJ
+        r_new_mk = rMk + RMk * pJ
+    else:
+        R_new_mk = RMk * RJ.T
+        r_new_mk = rMk - R_new_mk * pJ
+    if kp.angle is not None and mk_angle is not None and new_angle is not None and jz is not None:
+        # a body turning about the frame's z only: keep its angle as one sum,
+        # and the point written with it (no expanded DCM products)
+        angle = sp.Add(kp.angle, mk_angle, jz, -new_angle)
+        return r_new_mk - rz(angle) * sp.Matrix(new_mk.position), rz(angle), angle
+    R = (R_new_mk * new_mk.rotation.T).applyfunc(sp.expand)
+    return r_new_mk - R * sp.Matrix(new_mk.position), R, None
+
+
+class _Tree:
+    """The spanning tree as parent links, for poses relative to a body.
+
+    A loop whose joints all hang below a moving body A (a suspension below a
+    chassis) closes in A's frame: its closure equations written there contain
+    only the loop's own coordinates, not A's pose (a chassis' six free-joint
+    coordinates would otherwise enter every row, and with them products of
+    its rotation and the loop's — a basis that is not the loop's own)."""
+
+    def __init__(self, system, tree):
+        self.ground = system.ground.name
+        self.up = {}           # body -> (joint, reversed) placing it
+        for j, reverse in tree:
+            self.up[(j.parent if reverse else j.child).body.name] = (j, reverse)
+
+    def parent(self, body):
+        j, reverse = self.up[body]
+        return (j.child if reverse else j.parent).body.name
+
+    def path(self, body):
+        """Bodies from ``body`` up to ground, both included."""
+        out = [body]
+        while out[-1] != self.ground:
+            out.append(self.parent(out[-1]))
+        return out
+
+    def common_ancestor(self, a, b):
+        above_a = set(self.path(a))
+        return next(x for x in self.path(b) if x in above_a)
+
+    def relative_pose(self, body, ancestor, cache):
+        """(r, R) of ``body`` in the frame of ``ancestor`` (on its path)."""
+        key = (body, ancestor)
+        if key not in cache:
+            if body == ancestor:
+                cache[key] = _Pose(sp.zeros(3, 1), sp.eye(3), None, sp.Integer(0))
+            else:
+                j, reverse = self.up[body]
+                r, R, angle = _place(self.relative_pose(self.parent(body), ancestor, cache), j, reverse)
+                cache[key] = _Pose(r, R, None, angle)
+        return cache[key]
+
 
 def _loaded_coordinates(system: JointSystem):
     """Coordinates that must stay coordinates: loaded or named independent."""
@@ -331,18 +405,23 @@ def closure_equations(joint, RP, rP, RC, rC):
     return eqs
 
 
-def _distance_link(system, joint, placed_by):
+def _distance_link(system, joint, tree_links: _Tree):
     """(universal joint U, link-side marker, other marker) when the cut
-    spherical ``joint`` closes through a link hung from ground by U (module
-    docstring, item 4), else None."""
+    spherical ``joint`` closes through a link hung by U from a body A that the
+    other marker's body also hangs from (ground, or a chassis both sides of
+    the loop are below; module docstring, item 4), else None."""
     if joint.kind != "spherical":
         return None
-    ground = system.ground.name
     for mine, other in ((joint.parent, joint.child), (joint.child, joint.parent)):
-        if mine.body.name == ground or mine.body.name not in placed_by:
+        if mine.body.name not in tree_links.up:
             continue
-        u, reverse = placed_by[mine.body.name]
-        if u.kind != "universal" or reverse or u.parent.body.name != ground:
+        u, reverse = tree_links.up[mine.body.name]
+        if u.kind != "universal" or reverse:
+            continue
+        # U's parent body must be where the loop closes: an ancestor of the
+        # other side, so w below is in a frame of the loop's own coordinates
+        other_path = tree_links.path(other.body.name)
+        if u.parent.body.name not in other_path or mine.body.name in other_path:
             continue
         ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
         # ℓ along the second axis: q2 only spins the link about itself, and
@@ -359,7 +438,7 @@ def distance_link_equations(joint, u, mine, other, marker_pose):
     a, b = sp.Matrix(u.axis), sp.Matrix(u.axis2)
     q1, q2 = (c.symbol for c in u.coordinates)
     ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
-    RP, rP = marker_pose(u.parent)          # constant: U's parent marker is on ground
+    RP, rP = marker_pose(u.parent)          # constant: U's parent body is the loop's frame
     r_other = marker_pose(other)[1]
     d = r_other - rP
     w = RP.T * d
@@ -494,41 +573,35 @@ def to_mechanism(system: JointSystem) -> Mechanism:
     for j, reverse in tree:
         known_mk, new_mk = (j.child, j.parent) if reverse else (j.parent, j.child)
         kp = poses[known_mk.body.name]
-        q = [c.symbol for c in j.coordinates]
-        RJ, pJ = joint_transform(j, q)
+        r, R, angle = _place(kp, j, reverse)
         name = new_mk.body.name
-        # the known marker's pose, then the new marker's through the joint
-        mk_angle = _z_angle(known_mk.rotation)
-        new_angle = _z_angle(new_mk.rotation)
-        jz = _joint_z_angle(j, q, reverse)
-        RMk = kp.R * known_mk.rotation
-        rMk = kp.point(known_mk.position)
-        if not reverse:
-            R_new_mk = RMk * RJ
-            r_new_mk = rMk + RMk * pJ
-        else:
-            R_new_mk = RMk * RJ.T
-            r_new_mk = rMk - R_new_mk * pJ
-        if kp.angle is not None and mk_angle is not None and new_angle is not None and jz is not None:
-            # a body turning about world z only: keep its angle as one sum
-            angle = sp.Add(kp.angle, mk_angle, jz, -new_angle)
-            R = rz(angle)
+        if angle is not None:
             frame = m.planar_frame(name, angle) if angle != 0 else N
         else:
-            angle = None
-            R = (R_new_mk * new_mk.rotation.T).applyfunc(sp.expand)
             f = _oriented(kp.frame, known_mk.rotation, f"{name}_at_{known_mk.name}")
-            f = _joint_frame(f, j, q, reverse, f"{name}_joint")
+            f = _joint_frame(f, j, [c.symbol for c in j.coordinates], reverse, f"{name}_joint")
             frame = _oriented(f, new_mk.rotation.T, name)
-        r = r_new_mk - R * sp.Matrix(new_mk.position)
-        if angle is not None:
-            # the same point written with the single angle (no expanded DCM products)
-            r = r_new_mk - rz(angle) * sp.Matrix(new_mk.position)
         poses[name] = _Pose(r, R, frame, angle)
 
     def marker_pose(mk: Marker):
         p = poses[mk.body.name]
         return p.R * mk.rotation, p.point(mk.position)
+
+    tree_links = _Tree(system, tree)
+    relative_cache = {}
+    base = _floating_base(system, tree, tree_links)
+    if base is not None:
+        joint, name = base
+        frame = poses[name].frame
+        m.floating_base = FloatingBase(name, [c.name for c in joint.coordinates], frame, tuple(poses[name].r),
+                                       tuple(frame.ang_vel_in(N).to_matrix(frame)))
+
+    def in_base(mk: Marker):
+        """The marker's origin relative to the floating base, base-frame
+        components, or None when it does not move with the base's subtree."""
+        if base is None or base[1] not in tree_links.path(mk.body.name):
+            return None
+        return tree_links.relative_pose(mk.body.name, base[1], relative_cache).point(mk.position)
 
     # bodies (ground and massless bodies add nothing to M)
     for b in system.bodies.values():
@@ -536,18 +609,27 @@ def to_mechanism(system: JointSystem) -> Mechanism:
             continue
         p = poses[b.name]
         com = p.point(b.com)
-        m.body(b.name, b.mass, b.inertia, tuple(com), p.frame)
+        rel = in_base(Marker(b, "com", b.com, sp.eye(3)))
+        m.body(b.name, b.mass, b.inertia, tuple(com), p.frame, com_in_base=None if rel is None else tuple(rel))
     m.gravity = tuple(sp.sympify(g) for g in system.gravity)
 
-    # closure equations of the cut joints
+    # closure equations of the cut joints, each in the frame of the lowest
+    # body both its markers hang from (ground: the world frame)
     candidates, position_checks = [], []
-    placed_by = {(j.parent.body.name if reverse else j.child.body.name): (j, reverse) for j, reverse in tree}
     for j in cut:
-        RP, rP = marker_pose(j.parent)
-        RC, rC = marker_pose(j.child)
-        link = _distance_link(system, j, placed_by) if system.distance_links else None
+        frame_body = tree_links.common_ancestor(j.parent.body.name, j.child.body.name)
+
+        def loop_pose(mk: Marker, frame_body=frame_body):
+            if frame_body == system.ground.name:
+                return marker_pose(mk)
+            p = tree_links.relative_pose(mk.body.name, frame_body, relative_cache)
+            return p.R * mk.rotation, p.point(mk.position)
+
+        RP, rP = loop_pose(j.parent)
+        RC, rC = loop_pose(j.child)
+        link = _distance_link(system, j, tree_links) if system.distance_links else None
         if link is not None:
-            candidates += distance_link_equations(j, *link, marker_pose)
+            candidates += distance_link_equations(j, *link, loop_pose)
             position_checks.append((j, [e for _, e in closure_equations(j, RP, rP, RC, rC)], link[0], link[1]))
         else:
             candidates += closure_equations(j, RP, rP, RC, rC)
@@ -561,15 +643,25 @@ def to_mechanism(system: JointSystem) -> Mechanism:
         q = rs.coordinate.symbol
         m.generalized_force(rs.coordinate.name,
                             -(rs.preload + rs.stiffness * (q - rs.free_angle) + rs.damping * q.diff(t)))
-    for sd in system.springs:
-        ra, rb = marker_pose(sd.a)[1], marker_pose(sd.b)[1]
+    def tension_vector(ra, rb, sd):
+        """T d/|d| (the force on a; −it on b): tension pulls them together."""
         d = rb - ra
         L = sp.sqrt(d.dot(d))
         Ldot = d.dot(d.diff(t)) / L
         T = sd.preload + sd.stiffness * (L - sd.free_length) + sd.damping * Ldot
-        # tension pulls the two points together
-        m.point_force(tuple(ra), tuple(T * d / L))
-        m.point_force(tuple(rb), tuple(-T * d / L))
+        return T * d / L
+
+    for sd in system.springs:
+        ra, rb = marker_pose(sd.a)[1], marker_pose(sd.b)[1]
+        f = tension_vector(ra, rb, sd)
+        pa, pb = in_base(sd.a), in_base(sd.b)
+        if pa is not None and pb is not None:
+            # both ends below the floating base: its rotation drops out
+            fb = tension_vector(pa, pb, sd)
+        elif pa is not None or pb is not None:
+            fb = poses[base[1]].R.T * f
+        m.point_force(tuple(ra), tuple(f), in_base=None if pa is None else (pa, fb))
+        m.point_force(tuple(rb), tuple(-f), in_base=None if pb is None else (pb, -fb))
     for fc in system.forces:
         _marker_force(m, fc, poses, marker_pose)
 
@@ -693,6 +785,20 @@ def _select_constraints(system, m, coords, candidates):
         if c.start is None:
             m.coordinate_by_name(c.name).start = float(v)
     return qs
+
+
+def _floating_base(system, tree, tree_links):
+    """(free joint, body) of a body on a free joint from ground that other
+    bodies hang below in the tree (a vehicle's chassis), or None: then
+    ``Mechanism.equations_of_motion`` derives M and F in its body-frame
+    speeds (``model.FloatingBase``)."""
+    for j, reverse in tree:
+        if j.kind != "free" or reverse or j.parent.body.name != system.ground.name:
+            continue
+        body = j.child.body.name
+        if any(b != body and body in tree_links.path(b) for b in tree_links.up):
+            return j, body
+    return None
 
 
 def _angular_velocity(frame, world):

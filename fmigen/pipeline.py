@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import codegen, derived, fmu
+from . import codegen, derived, fmu, progress
 from .dae import DAE, build_dae
 from .embed import Embedding, embed
 from .model import Mechanism, ModelError
@@ -115,8 +115,10 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
                   newton_tol=None) -> Compiled:
     log = log or (lambda msg: None)
     times = {}
+    history = progress.StageTimes()
     t0 = time.perf_counter()
-    log(f"[1/5] deriving equations of motion of '{mech.name}' (sympy.physics.mechanics)")
+    progress.stage(log, f"[1/5] deriving equations of motion of '{mech.name}' (sympy.physics.mechanics)",
+                   history.last(mech.name, "dae"))
     dae = build_dae(mech)
     times["dae"] = time.perf_counter() - t0
     part = choose_partition(dae)
@@ -124,7 +126,7 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
         f"{len(part.blocks)} block(s)")
     emb = embed(dae, part)
     t1 = time.perf_counter()
-    log("[3/5] triangularizing the constraint blocks")
+    progress.stage(log, "[3/5] triangularizing the constraint blocks", history.last(mech.name, "triangular"))
     tri = triangularize(dae, part, order=order, use_cache=use_cache, log=lambda m: log("      " + m),
                         kinematics=kinematics, newton_tol=newton_tol)
     _warn_singularities(dae, tri, log)
@@ -139,9 +141,10 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
         alternatives.append((embed(dae, part_k), tri_k))
     times["triangular"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    log("[4/5] generating C")
+    progress.stage(log, "[4/5] generating C", history.last(mech.name, "codegen"))
     gen = codegen.generate(emb, tri, mech.name, alternatives=alternatives)
     times["codegen"] = time.perf_counter() - t2
+    history.remember(mech.name, times)
     log(f"      stages: equations of motion {times['dae']:.2f} s, triangularization and workspace cover "
         f"{times['triangular']:.2f} s, C generation {times['codegen']:.2f} s")
     return Compiled(mech, dae, part, emb, tri, gen, times)
@@ -217,14 +220,17 @@ def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_c
         log(f"      formulation: {form.name} ({', '.join(f'{n} = {v:g}' for n, v, _, _ in form.parameters())})")
         compiled.generated = formulation.apply(compiled.generated, form, compiled.embedding)
     paths = []
+    history = progress.StageTimes()
     compiled.seconds["fmu"] = 0.0
     for out, fmi, kind in targets:
         t0 = time.perf_counter()
-        log(f"[5/5] compiling and packaging {out} (FMI {fmi}.0 {kind.upper()})")
+        progress.stage(log, f"[5/5] compiling and packaging {out} (FMI {fmi}.0 {kind.upper()})",
+                       history.last(mech.name, f"fmu_{fmi}_{kind}"))
         paths.append(fmu.package(compiled.interface if hit else compiled.embedding, compiled.generated, Path(out),
                                  solver=solver, step=step, fmi=fmi, kind=kind, windows=windows,
                                  use_cache=use_cache))
         seconds = time.perf_counter() - t0
+        history.remember(mech.name, {f"fmu_{fmi}_{kind}": seconds})
         compiled.seconds["fmu"] += seconds
         log(f"      compiled and packaged in {seconds:.2f} s")
     return paths, compiled

@@ -10,13 +10,21 @@ only the plain lines are written, so logs stay diffable.
 ``Bar`` counts items (``fmigen sweep``'s runs) with their rate and ETA: a
 status line redrawn in place on a terminal (``Progress.status``), a plain
 line every 10 % or 10 s otherwise.
+
+``stage`` starts a pipeline stage with the time the same stage of the same
+mechanism took last time (``StageTimes``, kept beside the caches), so a
+build of minutes says how long it is expected to take: "(last build: 155 s)"
+on the line, and the spinner counts up to it.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import threading
 import time
+from pathlib import Path
 
 #: seconds of silence before the spinner appears
 DELAY = 2.0
@@ -38,13 +46,16 @@ class Progress:
         self._thread = None
         #: a status line (Bar) is showing: the spinner keeps quiet
         self._status = False
+        #: seconds the current stage took last time (``stage``), or None
+        self._expected = None
 
-    def __call__(self, msg: str):
+    def __call__(self, msg: str, expected: float | None = None):
         with self._lock:
             self._erase()
             self._status = False
             print(msg, file=self.stream, flush=True)
             self._since = time.monotonic()
+            self._expected = expected
 
     def status(self, text: str):
         """Redraw the last line in place (terminals only: callers check
@@ -81,7 +92,8 @@ class Progress:
             with self._lock:
                 elapsed = time.monotonic() - self._since
                 if elapsed >= DELAY and not self._status:
-                    self.stream.write(f"\r\033[K      {FRAMES[k % len(FRAMES)]} {elapsed:.0f} s")
+                    of = f" of about {self._expected:.0f} s" if self._expected else ""
+                    self.stream.write(f"\r\033[K      {FRAMES[k % len(FRAMES)]} {elapsed:.0f} s{of}")
                     self.stream.flush()
                     self._shown = True
                     k += 1
@@ -138,3 +150,48 @@ class Bar:
         failed = f", {self.failed} failed" if self.failed else ""
         head = f"{self.label}: " if self.label else ""
         self.log(f"{head}{self.done}/{self.total} done{failed} in {elapsed:.2f} s ({rate:.1f}/s)")
+
+
+class StageTimes:
+    """How long each stage of each mechanism's build took last time, in
+    ``stage_times.json`` under the cache directory (``FMIGEN_CACHE``); a
+    missing or unreadable file is an empty history, never an error."""
+
+    def __init__(self, path: Path | None = None):
+        if path is None:
+            from .groebner import CACHE_DIR
+            path = CACHE_DIR / "stage_times.json"
+        self.path = Path(path)
+
+    def _read(self) -> dict:
+        try:
+            return json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def last(self, mechanism: str, stage: str) -> float | None:
+        value = self._read().get(mechanism, {}).get(stage)
+        return float(value) if isinstance(value, (int, float)) else None
+
+    def remember(self, mechanism: str, seconds: dict):
+        data = self._read()
+        data.setdefault(mechanism, {}).update({k: round(float(v), 2) for k, v in seconds.items()})
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+            tmp.replace(self.path)     # atomic: parallel builds never read half a file
+        except OSError:
+            pass
+
+
+def stage(log, msg: str, expected: float | None):
+    """Log a stage's first line with the time it took last time: on the line
+    when that was long enough to matter (≥ 5 s), and to the spinner of a
+    ``Progress``."""
+    if expected is not None and expected >= 5:
+        msg += f" (last build: {expected:.0f} s)"
+    if isinstance(log, Progress):
+        log(msg, expected=expected)
+    else:
+        log(msg)

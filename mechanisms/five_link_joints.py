@@ -33,36 +33,63 @@ from mechanisms.five_link import (C, CARRIER_RADIUS, CARRIER_THICKNESS, F0, FZ_P
                                   LINK_RADIUS, NAMES, POSE, W, carrier_mass, link_mass, start_configuration)
 
 
-def build() -> JointSystem:
-    s = JointSystem("five_link_joints", description=__doc__.splitlines()[0])
-    start = start_configuration(0.0)
-    g = s.parameter("g", GRAVITY, "m/s2", tunable=True, description="gravity along -z")
-    f0 = s.parameter("F0", F0, "N", tunable=True, description="constant vertical force on the carrier")
-    fs = s.parameter("F_scale", 1.0, "1", tunable=True,
-                     description="scale of the piecewise part of the vertical force")
-    mc = s.parameter("m_carrier", carrier_mass(), "kg", tunable=True, description="wheel-carrier mass")
+def add_corner(s: JointSystem, base, prefix="", offset=(0, 0, 0), start_z=0.0, tunable_masses=True, side=+1):
+    """The five-link corner of ``build`` hung from the body ``base`` (ground
+    here; a chassis in a vehicle): the carrier on a free joint from a base
+    marker at ``offset`` (its design position), the links on universal joints
+    at the base points C_k + offset, the spherical joints cut.  Names get
+    ``prefix`` (coordinates, bodies, joints, parameters).  The closure
+    equations are written in ``base``'s frame (``joint_model``), so on a
+    moving chassis the corner keeps the structure it has here.  Returns
+    (carrier body, the carrier's pose coordinate names).
+
+    ``side = -1`` mirrors the corner in the x-z plane (a right wheel from
+    the left one): y components of C_k and W_k change sign, and the start
+    pose with them (y, ψ, φ and each α_k: S Rz(φ) Ry(θ) Rx(ψ) S =
+    Rz(−φ) Ry(θ) Rx(−ψ) and S u_k(α, β) = u_k(−α, β), S = diag(1, −1, 1))."""
+    start = dict(start_configuration(start_z))
+    if side < 0:
+        for n in ["y", "psi", "phi"] + [f"alpha{i}" for i in range(1, 6)]:
+            start[n] = -start[n]
+    mc = s.parameter(f"{prefix}m_carrier", carrier_mass(), "kg", tunable=tunable_masses,
+                     description="wheel-carrier mass")
     R0, T0 = CARRIER_RADIUS, CARRIER_THICKNESS
-    carrier = s.body("carrier", mc, (mc * (3 * R0**2 + T0**2) / 12, mc * R0**2 / 2, mc * (3 * R0**2 + T0**2) / 12))
-    pose = ["x", "y", "z", "psi", "theta", "phi"]
-    s.free("carrier", s.ground.origin, carrier.origin, coordinates=pose,
-           start=[start[n] if n != "z" else 0.0 for n in pose])
+    carrier = s.body(f"{prefix}carrier", mc, (mc * (3 * R0**2 + T0**2) / 12, mc * R0**2 / 2,
+                                              mc * (3 * R0**2 + T0**2) / 12))
+    pose = [f"{prefix}{n}" for n in ("x", "y", "z", "psi", "theta", "phi")]
+    hub = base.origin if tuple(offset) == (0, 0, 0) else base.marker(f"{prefix}hub", offset)
+    s.free(f"{prefix}carrier", hub, carrier.origin, coordinates=pose,
+           start=[start[n] for n in ("x", "y", "z", "psi", "theta", "phi")])
 
     r = LINK_RADIUS
     for k in range(5):
         i = k + 1
-        Lk = s.parameter(f"L{i}", L[k], "m", description=f"length of link {i} ({NAMES[k]})")
-        Ck = [s.parameter(f"C{i}{ax}", C[k][j], "m", description=f"chassis U-joint {i}, {ax}")
+        Lk = s.parameter(f"{prefix}L{i}", L[k], "m", description=f"length of link {i} ({NAMES[k]})")
+        Ck = [s.parameter(f"{prefix}C{i}{ax}", C[k][j] * (side if ax == "y" else 1), "m",
+                          description=f"chassis U-joint {i}, {ax}")
               for j, ax in enumerate("xyz")]
-        Wk = [s.parameter(f"W{i}{ax}", W[k][j], "m", description=f"carrier S-joint {i}, {ax}")
+        Wk = [s.parameter(f"{prefix}W{i}{ax}", W[k][j] * (side if ax == "y" else 1), "m",
+                          description=f"carrier S-joint {i}, {ax}")
               for j, ax in enumerate("xyz")]
-        mk = s.parameter(f"m_link{i}", link_mass(k), "kg", tunable=True,
+        mk = s.parameter(f"{prefix}m_link{i}", link_mass(k), "kg", tunable=tunable_masses,
                          description=f"mass of link {i} ({NAMES[k]})")
-        link = s.body(f"link{i}", mk, (mk * r**2 / 2, mk * (3 * r**2 + Lk**2) / 12, mk * (3 * r**2 + Lk**2) / 12),
-                      com=(Lk / 2, 0, 0))
-        s.universal(f"U{i}", s.ground.marker(f"C{i}", Ck), link.origin, axis=X, axis2=Y,
-                    coordinates=[f"alpha{i}", f"beta{i}"], start=[start[f"alpha{i}"], start[f"beta{i}"]])
-        s.spherical(f"S{i}", carrier.marker(f"W{i}", Wk), link.marker("end", (Lk, 0, 0)))
+        link = s.body(f"{prefix}link{i}", mk, (mk * r**2 / 2, mk * (3 * r**2 + Lk**2) / 12,
+                                               mk * (3 * r**2 + Lk**2) / 12), com=(Lk / 2, 0, 0))
+        at = [c + o for c, o in zip(Ck, offset)]
+        s.universal(f"{prefix}U{i}", base.marker(f"{prefix}C{i}", at), link.origin, axis=X, axis2=Y,
+                    coordinates=[f"{prefix}alpha{i}", f"{prefix}beta{i}"],
+                    start=[start[f"alpha{i}"], start[f"beta{i}"]])
+        s.spherical(f"{prefix}S{i}", carrier.marker(f"W{i}", Wk), link.marker("end", (Lk, 0, 0)))
+    return carrier, pose
 
+
+def build() -> JointSystem:
+    s = JointSystem("five_link_joints", description=__doc__.splitlines()[0])
+    g = s.parameter("g", GRAVITY, "m/s2", tunable=True, description="gravity along -z")
+    f0 = s.parameter("F0", F0, "N", tunable=True, description="constant vertical force on the carrier")
+    fs = s.parameter("F_scale", 1.0, "1", tunable=True,
+                     description="scale of the piecewise part of the vertical force")
+    add_corner(s, s.ground)
     s.gravity = (0, 0, -g)
     pieces = [(amp * fn(t), t < upper if upper is not None else True) for amp, fn, upper in FZ_PIECES]
     s.joint_force("carrier", f0 + fs * sp.Piecewise(*pieces), coordinate="z")

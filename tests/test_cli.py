@@ -111,3 +111,37 @@ def test_progress_spinner_on_a_terminal_only(monkeypatch):
     # the spinner with the elapsed time, erased before the next line
     assert "\r\033[K      |" in shown and " 0 s" in shown
     assert shown.count("\n") == 2 and "\r\033[K[2/5] the next\n" in shown
+
+
+def test_a_stage_shows_the_time_it_took_last_build(monkeypatch, tmp_path):
+    import io
+    import time
+    from fmigen import progress
+    monkeypatch.setattr(progress, "DELAY", 0.05)
+    history = progress.StageTimes(tmp_path / "stage_times.json")
+    assert history.last("vehicle", "dae") is None          # no history: no claim
+    history.remember("vehicle", {"dae": 155.234, "codegen": 3.0})
+    history.remember("fourbar", {"dae": 1.0})
+    assert history.last("vehicle", "dae") == 155.23 and history.last("fourbar", "dae") == 1.0
+    stream = io.StringIO()
+    with progress.Progress(stream, spinner=True) as log:
+        progress.stage(log, "[1/5] deriving", history.last("vehicle", "dae"))
+        time.sleep(0.4)
+        progress.stage(log, "[4/5] generating C", history.last("vehicle", "codegen"))
+    shown = stream.getvalue()
+    # on the line when it matters (≥ 5 s), and the spinner counts up to it
+    assert "[1/5] deriving (last build: 155 s)\n" in shown and " 0 s of about 155 s" in shown
+    assert "[4/5] generating C\n" in shown
+    (tmp_path / "stage_times.json").write_text("{not json")
+    assert history.last("vehicle", "dae") is None          # a broken file is no history
+
+
+def test_a_build_records_its_stage_times(monkeypatch, tmp_path):
+    from fmigen import groebner, progress
+    from fmigen.pipeline import build_fmu
+    monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path)
+    lines = []
+    build_fmu("fourbar", tmp_path / "fb.fmu", log=lines.append, use_cache=False)
+    history = progress.StageTimes(tmp_path / "stage_times.json")
+    for stage in ("dae", "triangular", "codegen", "fmu_2_cs"):
+        assert history.last("fourbar", stage) is not None, stage
