@@ -24,14 +24,21 @@ int main(void) {
 """
 
 
-def test_lu_solve_matches_numpy(tmp_path):
+def runtime_harness(tmp_path, source, name):
+    """``source`` linked against the runtime alone (a one-coordinate
+    model_config.h; the model's functions left unresolved, never called)."""
     (tmp_path / "model_config.h").write_text("#define NQ 1\n#define NC 0\n#define NI 1\n#define NP 0\n"
                                              "#define NU 0\n#define NY 0\n#define NSOL 0\n")
-    (tmp_path / "h.c").write_text(HARNESS)
-    exe = tmp_path / "lu"
+    (tmp_path / "h.c").write_text(source)
+    exe = tmp_path / name
     subprocess.run(["gcc", "-O2", "-std=c99", f"-I{tmp_path}", f"-I{RUNTIME}", str(tmp_path / "h.c"),
                     str(RUNTIME / "fmigen_core.c"), "-o", str(exe), "-lm", "-no-pie",
                     "-Wl,--unresolved-symbols=ignore-all"], check=True)
+    return exe
+
+
+def test_lu_solve_matches_numpy(tmp_path):
+    exe = runtime_harness(tmp_path, HARNESS, "lu")
     rng = np.random.default_rng(1)
     cases, expected = [], []
     for n in (2, 3, 5, 8, 18):
@@ -82,13 +89,7 @@ def test_poly_root_stops_at_the_rounding_floor(tmp_path, monkeypatch):
     through to every root by Aberth iteration (500 iterations of it made
     97 % of a landing-gear step).  C and the Python runtime alike."""
     from fmigen import pyruntime
-    (tmp_path / "model_config.h").write_text("#define NQ 1\n#define NC 0\n#define NI 1\n#define NP 0\n"
-                                             "#define NU 0\n#define NY 0\n#define NSOL 0\n")
-    (tmp_path / "h.c").write_text(POLY_HARNESS)
-    exe = tmp_path / "poly"
-    subprocess.run(["gcc", "-O2", "-std=c99", f"-I{tmp_path}", f"-I{RUNTIME}", str(tmp_path / "h.c"),
-                    str(RUNTIME / "fmigen_core.c"), "-o", str(exe), "-lm", "-no-pie",
-                    "-Wl,--unresolved-symbols=ignore-all"], check=True)
+    exe = runtime_harness(tmp_path, POLY_HARNESS, "poly")
     out = subprocess.run([str(exe)], input=" ".join(map(repr, GEAR_POLY + [GEAR_X0])), capture_output=True,
                          text=True, check=True).stdout.split()
     st, z, trig_calls = int(out[0]), float(out[1]), int(out[2])
