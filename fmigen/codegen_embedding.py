@@ -170,26 +170,28 @@ def on_the_circle(exprs: list) -> list:
     return out
 
 
-#: Above this many operations (sympy's count before any substitution) a
-#: quantity is not expanded onto the unit circle, and the joint CSE of
-#: quantities this large together runs without its 'basic' pre-pass: both
-#: take time superlinear in the size (the expansion multiplies out the
-#: factored products a floating base's derivation keeps; the pre-pass is
-#: sympy's factor_terms on every sum) for a few per cent of the operations.
-#: The vehicle (Φ_q, γ, M, F: 17k, 82k, 91k, 310k operations): C generation
-#: stopped after more than 4 minutes with both, 22 s without; one five-link
-#: corner on a free chassis: 20.6 -> 7.0 s for 1.3 % more instructions per
-#: step.  Every other shipped mechanism stays below (five_link's four
-#: quantities ~26k together, the Stewart platform's ~9k), its code unchanged.
+#: Model quantities this large are not expanded onto the unit circle
+#: (``circle_where_cheaper``, per quantity) and, together, do not get the
+#: joint CSE's 'basic' pre-pass (sympy's factor_terms on every sum): both
+#: take time superlinear in the size for a few per cent of the operations.
+#: The vehicle (Φ_q, γ, M, F: 17k, 82k, 91k, 310k operations): its C
+#: generation stopped after more than 4 minutes with both, 56 s with the
+#: expansion trial of Φ_q alone, 22 s without either; one five-link corner on
+#: a free chassis: 20.6 -> 7.0 s for 1.3 % more instructions per step.  The
+#: shipped mechanisms' code is unchanged: only five_link's γ (20k) is over
+#: CIRCLE_MAX_OPS, and its expansion was never the cheaper one, and every
+#: other set of quantities is under LARGE_MODEL_OPS (five_link's ~26k, the
+#: Stewart platform's ~9k).  Counts are sympy's, before any substitution.
+CIRCLE_MAX_OPS = 20_000
 LARGE_MODEL_OPS = 60_000
 
 
-def is_large(exprs) -> bool:
-    """More than LARGE_MODEL_OPS operations in ``exprs`` (counting stops there)."""
+def is_large(exprs, limit=LARGE_MODEL_OPS) -> bool:
+    """More than ``limit`` operations in ``exprs`` (counting stops there)."""
     total = 0
     for e in exprs:
         total += sp.count_ops(e)
-        if total > LARGE_MODEL_OPS:
+        if total > limit:
             return True
     return False
 
@@ -211,7 +213,7 @@ def circle_where_cheaper(exprs: list) -> list:
     pair: nothing to reduce, only products multiplied out).  The count is
     sympy's operations after a quick CSE (no optimizations) of the quantity
     alone, which orders the alternatives as the joint CSE does."""
-    if not exprs or is_large(exprs):
+    if not exprs or is_large(exprs, CIRCLE_MAX_OPS):
         return exprs
     reduced = on_the_circle(exprs)
     if all(r == e for r, e in zip(reduced, exprs)):
