@@ -38,3 +38,14 @@ def cached_validate(mech, **kw):
     if key not in _reports:
         _reports[key] = validate(mech, **kw)
     return _reports[key]
+
+
+def p_bc_ramp(p0, rate, stop):
+    """Input signal for the landing gear's kinematic FMUs: p_BC = p0 + rate·t
+    (with its derivative, which the kinematic FMU takes as an input too)."""
+    import numpy as np
+    sig = np.zeros(2, dtype=[("time", float), ("p_BC", float), ("der(p_BC)", float)])
+    sig["time"] = [0.0, stop]
+    sig["p_BC"] = [p0, p0 + rate * stop]
+    sig["der(p_BC)"] = rate
+    return sig

@@ -728,22 +728,32 @@ def test_corrupt_or_foreign_state_bytes_give_error_never_a_crash(fmus):
 
 # ---- Model Exchange: derivatives are a function of (t, x) ----
 
-@pytest.mark.parametrize("fmi", "23")
-def test_me_derivatives_do_not_depend_on_what_was_evaluated_before(fmus, fmi):
-    s, vr = _slave(fmus, fmi, "me")
-    _init(s, fmi)
+def _continuous_time(s, fmi):
+    """Put an initialized ME instance of the four-bar (two states) in
+    Continuous-Time Mode: (its states, f(t, x) -> its derivatives there)."""
     s.enterContinuousTimeMode()
     get_dx = s.getDerivatives if fmi == "2" else s.getContinuousStateDerivatives
     buf = (c_double * 2)()
     s.getContinuousStates(buf, 2)
-    x0 = np.array(buf)
 
-    def derivatives(t, x):
+    def f(t, x):
         s.setTime(t)
         s.setContinuousStates((c_double * 2)(*x), 2)
         d = (c_double * 2)()
         get_dx(d, 2)
-        return bytes(d)
+        return np.array(d)
+
+    return np.array(buf), f
+
+
+@pytest.mark.parametrize("fmi", "23")
+def test_me_derivatives_do_not_depend_on_what_was_evaluated_before(fmus, fmi):
+    s, vr = _slave(fmus, fmi, "me")
+    _init(s, fmi)
+    x0, f = _continuous_time(s, fmi)
+
+    def derivatives(t, x):
+        return f(t, x).tobytes()
 
     first = derivatives(0.01, x0 + [0.02, 0.1])
     for k in range(1, 30):                       # trial states an integrator might visit
@@ -885,19 +895,8 @@ def test_an_input_changed_at_every_step_enters_the_next_step(fmus, fmi):
     _init(s, fmi)
     me, _ = _slave(fmus, fmi, "me", name="me")
     _init(me, fmi)
-    me.enterContinuousTimeMode()
     me_set = me.setReal if fmi == "2" else me.setFloat64
-    get_dx = me.getDerivatives if fmi == "2" else me.getContinuousStateDerivatives
-    buf = (c_double * 2)()
-    me.getContinuousStates(buf, 2)
-    x = np.array(buf)
-
-    def f(t, x):
-        me.setTime(t)
-        me.setContinuousStates((c_double * 2)(*x), 2)
-        d = (c_double * 2)()
-        get_dx(d, 2)
-        return np.array(d)
+    x, f = _continuous_time(me, fmi)
 
     h, t = 1e-3, 0.0
     for k in range(200):

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import sympy as sp
+from conftest import p_bc_ramp
 from fmpy import simulate_fmu
 from scipy.optimize import fsolve
 
@@ -52,15 +53,6 @@ def gear_fmus(tmp_path_factory):
     return path, py_path
 
 
-def _ramp(p0, rate, stop):
-    """Input signal for the kinematic FMU: p_BC = p0 + rate·t."""
-    sig = np.zeros(2, dtype=[("time", float), ("p_BC", float), ("der(p_BC)", float)])
-    sig["time"] = [0.0, stop]
-    sig["p_BC"] = [p0, p0 + rate * stop]
-    sig["der(p_BC)"] = rate
-    return sig
-
-
 def test_kinematic_fmu_is_valid_and_takes_p_bc_as_input(gear_fmu):
     from fmpy import read_model_description
     from fmpy.validation import validate_fmu
@@ -71,7 +63,7 @@ def test_kinematic_fmu_is_valid_and_takes_p_bc_as_input(gear_fmu):
 
 def test_stroke_sweep_stays_on_one_branch(gear_fmu):
     # drive the piston at 10 cm/s from 200 to 300
-    r = simulate_fmu(str(gear_fmu), stop_time=10.0, output_interval=0.05, input=_ramp(200.0, 10.0, 10.0),
+    r = simulate_fmu(str(gear_fmu), stop_time=10.0, output_interval=0.05, input=p_bc_ramp(200.0, 10.0, 10.0),
                      output=["p_BC", *ANGLES, "der(theta_A)", "constraint_residual"])
     # fmpy sets inputs at the start of each communication step and the FMU
     # holds them over it, so the last output shows p_BC(9.95 s)
@@ -95,7 +87,7 @@ def test_stroke_sweep_stays_on_one_branch(gear_fmu):
 def test_end_of_stroke_is_reported_as_singular(gear_fmu):
     """Retracting below p ≈ 178.7 the two real branches of the sextic merge:
     the FMU stops with fmi2Discard at the last good point instead of jumping."""
-    r = simulate_fmu(str(gear_fmu), stop_time=5.0, output_interval=0.01, input=_ramp(200.0, -10.0, 5.0),
+    r = simulate_fmu(str(gear_fmu), stop_time=5.0, output_interval=0.01, input=p_bc_ramp(200.0, -10.0, 5.0),
                      output=["p_BC", *ANGLES, "constraint_residual"])
     assert r["time"][-1] < 2.2 and 178.0 < r["p_BC"][-1] < 179.5
     assert np.abs(r["constraint_residual"]).max() <= 1e-12
