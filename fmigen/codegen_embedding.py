@@ -175,9 +175,10 @@ def on_the_circle(exprs: list) -> list:
 #: joint CSE's 'basic' pre-pass (sympy's factor_terms on every sum): both
 #: take time superlinear in the size for a few per cent of the operations.
 #: The vehicle (Φ_q, γ, M, F: 17k, 82k, 91k, 310k operations): its C
-#: generation stopped after more than 4 minutes with both, 56 s with the
-#: expansion trial of Φ_q alone, 22 s without either; one five-link corner on
-#: a free chassis: 20.6 -> 7.0 s for 1.3 % more instructions per step.  The
+#: generation stopped after more than 4 minutes with both, took 56 s with the
+#: expansion trial of Φ_q alone and 27 s with neither (unloaded machine).
+#: One five-link corner on a free chassis, derived in world-frame speeds:
+#: 20.6 -> 7.0 s without the pre-pass, for 1.3 % more instructions per step.  The
 #: shipped mechanisms' code is unchanged: only five_link's γ (20k) is over
 #: CIRCLE_MAX_OPS, and its expansion was never the cheaper one, and every
 #: other set of quantities is under LARGE_MODEL_OPS (five_link's ~26k, the

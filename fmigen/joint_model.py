@@ -596,12 +596,13 @@ def to_mechanism(system: JointSystem) -> Mechanism:
         m.floating_base = FloatingBase(name, [c.name for c in joint.coordinates], frame, tuple(poses[name].r),
                                        tuple(frame.ang_vel_in(N).to_matrix(frame)))
 
-    def in_base(mk: Marker):
-        """The marker's origin relative to the floating base, base-frame
-        components, or None when it does not move with the base's subtree."""
-        if base is None or base[1] not in tree_links.path(mk.body.name):
+    def in_base(body: str, position):
+        """A point of ``body`` (body-frame ``position``) relative to the
+        floating base, base-frame components, or None when the body does not
+        move with the base's subtree."""
+        if base is None or base[1] not in tree_links.path(body):
             return None
-        return tree_links.relative_pose(mk.body.name, base[1], relative_cache).point(mk.position)
+        return tree_links.relative_pose(body, base[1], relative_cache).point(position)
 
     # bodies (ground and massless bodies add nothing to M)
     for b in system.bodies.values():
@@ -609,7 +610,7 @@ def to_mechanism(system: JointSystem) -> Mechanism:
             continue
         p = poses[b.name]
         com = p.point(b.com)
-        rel = in_base(Marker(b, "com", b.com, sp.eye(3)))
+        rel = in_base(b.name, b.com)
         m.body(b.name, b.mass, b.inertia, tuple(com), p.frame, com_in_base=None if rel is None else tuple(rel))
     m.gravity = tuple(sp.sympify(g) for g in system.gravity)
 
@@ -654,7 +655,7 @@ def to_mechanism(system: JointSystem) -> Mechanism:
     for sd in system.springs:
         ra, rb = marker_pose(sd.a)[1], marker_pose(sd.b)[1]
         f = tension_vector(ra, rb, sd)
-        pa, pb = in_base(sd.a), in_base(sd.b)
+        pa, pb = in_base(sd.a.body.name, sd.a.position), in_base(sd.b.body.name, sd.b.position)
         if pa is not None and pb is not None:
             # both ends below the floating base: its rotation drops out
             fb = tension_vector(pa, pb, sd)

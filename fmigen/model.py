@@ -15,7 +15,8 @@ the base placed relative to it (``Body.com_in_base``), and the result is
 turned back into q̇: M = Tᵀ M̃ T, F = Tᵀ (F̃ − M̃ Ṫ q̇).  In world-frame
 speeds each body's velocity carries the base's rotation multiplied out with
 its own (one five-link corner on a free chassis: M and F of 68k and 170k
-operations); in the base's frame they do not (8k and 39k).
+operations); in the base's frame they do not (Kane's M̃ and F̃ of the same corner in a
+prototype: 8k and 39k).
 """
 
 from __future__ import annotations

@@ -36,9 +36,9 @@ relative to the chassis (as after a bump) and turning at 30 rad/s (about
 35 km/h), so the run exercises the travel, the coil-over, the chassis'
 heave and the wheel's gyroscopic coupling with the camber change.
 
-Validated with ``fmigen validate quarter_car_joints --step 5e-4``: IDA and
-the Cartesian reference agree with the FMU to about 1e-10; RK4 at 1 ms
-leaves a relative energy-balance drift of about 1e-6 (falling as h⁴).
+``fmigen validate quarter_car_joints --stop-time 1`` (RK4, 1 ms) passes:
+IDA 1.2e-10, the Cartesian reference 3.2e-10, energy balance 6.1e-10,
+constraint residual 1.7e-16.
 """
 import numpy as np
 
