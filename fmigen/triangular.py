@@ -457,7 +457,10 @@ def abstract(polys, variables, counter):
         P = sp.Poly(p, *variables)
         new = 0
         for monom, coeff in P.terms():
-            coeff = sp.nsimplify(coeff) if coeff.is_Number else coeff
+            # an exact rational stays as it is: nsimplify may turn one into
+            # radicals (106397/250000 -> ...·10^(1/6)·7^(5/6)/..., which
+            # Singular cannot read)
+            coeff = sp.nsimplify(coeff) if coeff.is_Number and not coeff.is_Rational else coeff
             if not coeff.free_symbols:
                 k = coeff
             else:
