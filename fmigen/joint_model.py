@@ -35,9 +35,10 @@
    when it raises the rank.
 
    *Distance links.*  A cut spherical joint S whose one marker is on a body
-   (the link) placed in the tree by a universal joint U on the body the
-   loop closes in (ground, or the chassis; U's parent marker there, its
-   child on the link) does not get S's three position rows d = 0.  With w = R_Pᵀ (r_S − r_P) the S point on the other
+   (the link) placed in the tree by a universal joint U (its child marker on
+   the link; its parent on the body the loop closes in, or on a body moving
+   below it, such as a steering rack carrying a tie rod) does not get S's
+   three position rows d = 0.  With w = R_Pᵀ (r_S − r_P) the S point on the other
    body seen from U's centre in U's parent-marker frame, ℓ the link vector
    from U's to S's marker (U's child-marker frame) and e = R_U(q1, q2) ℓ =
    Rot(a, q1) Rot(b, q2) ℓ its direction from U's angles, it gets
@@ -407,9 +408,8 @@ def closure_equations(joint, RP, rP, RC, rC):
 
 def _distance_link(system, joint, tree_links: _Tree):
     """(universal joint U, link-side marker, other marker) when the cut
-    spherical ``joint`` closes through a link hung by U from a body A that the
-    other marker's body also hangs from (ground, or a chassis both sides of
-    the loop are below; module docstring, item 4), else None."""
+    spherical ``joint`` closes through a link hung by U (module docstring,
+    item 4), else None."""
     if joint.kind != "spherical":
         return None
     for mine, other in ((joint.parent, joint.child), (joint.child, joint.parent)):
@@ -418,10 +418,11 @@ def _distance_link(system, joint, tree_links: _Tree):
         u, reverse = tree_links.up[mine.body.name]
         if u.kind != "universal" or reverse:
             continue
-        # U's parent body must be where the loop closes: an ancestor of the
-        # other side, so w below is in a frame of the loop's own coordinates
-        other_path = tree_links.path(other.body.name)
-        if u.parent.body.name not in other_path or mine.body.name in other_path:
+        # the link must not carry the other side.  U's parent body need not
+        # be where the loop closes: on a steering rack below the chassis, w
+        # below also contains the rack's coordinate, a known of the loop
+        # (d = 0 ⇔ T(w − e) = 0 holds whatever w depends on)
+        if mine.body.name in tree_links.path(other.body.name):
             continue
         ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
         # ℓ along the second axis: q2 only spins the link about itself, and
@@ -438,7 +439,7 @@ def distance_link_equations(joint, u, mine, other, marker_pose):
     a, b = sp.Matrix(u.axis), sp.Matrix(u.axis2)
     q1, q2 = (c.symbol for c in u.coordinates)
     ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
-    RP, rP = marker_pose(u.parent)          # constant: U's parent body is the loop's frame
+    RP, rP = marker_pose(u.parent)          # in the loop's frame: constant, or moved by a rack
     r_other = marker_pose(other)[1]
     d = r_other - rP
     w = RP.T * d
