@@ -118,9 +118,13 @@ def model_description(iface: Interface, gen: GeneratedModel, table: VariableTabl
         # continuity or lands on the mirror branch
         cs = etree.SubElement(root, "ModelExchange", **common, completedIntegratorStepNotNeeded="false")
     else:
+        # first input derivatives (fmi2SetRealInputDerivatives) make the
+        # inputs linear over a communication step (fmigen_core_inputs); a
+        # kinematic FMU's inputs are its coordinates, set, not interpolated
         cs = etree.SubElement(root, "CoSimulation", **common,
                               canHandleVariableCommunicationStepSize="true",
-                              canInterpolateInputs="false", maxOutputDerivativeOrder="0",
+                              canInterpolateInputs="false" if mech.kinematic else "true",
+                              maxOutputDerivativeOrder="0",
                               canRunAsynchronuously="false")
     files = etree.SubElement(cs, "SourceFiles")
     for src in ["model.c", *RUNTIME_SOURCES, GLUE["2"]]:

@@ -2,6 +2,7 @@
 harness): bad calls give error statuses and change nothing, many
 instantiate/free cycles, no leaks under valgrind, parallel instances,
 logging categories, singular configurations reported as Discard."""
+import ctypes
 import math
 import os
 import shutil
@@ -916,3 +917,54 @@ def test_an_input_changed_at_every_step_enters_the_next_step(fmus, fmi):
     s.freeInstance()
     me.terminate()
     me.freeInstance()
+
+
+def test_input_derivatives_make_the_input_linear_over_the_step(fmus):
+    """fmi2SetRealInputDerivatives (canInterpolateInputs): over a doStep the
+    torque is τ + τ̇ (t − t_c).  Against RK4 step by step on the Model
+    Exchange FMU's derivatives with the torque set to that line at each
+    stage; a slope left in place keeps extrapolating from where it was given,
+    and a new value without a slope holds."""
+    path, md, _ = fmus["2", "cs"]
+    assert md.coSimulation.canInterpolateInputs
+    s, vr = _slave(fmus)
+    _init(s)
+    me, _ = _slave(fmus, "2", "me", name="me")
+    _init(me)
+    x, f = _continuous_time(me, "2")
+
+    def me_step(t, x, h, tau):
+        def g(tt, xx):
+            me.setReal([vr["tau"]], [tau(tt)])
+            return f(tt, xx)
+        k1 = g(t, x)
+        k2 = g(t + 0.5 * h, x + 0.5 * h * k1)
+        k3 = g(t + 0.5 * h, x + 0.5 * h * k2)
+        k4 = g(t + h, x + h * k3)
+        return x + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+
+    h, t = 1e-3, 0.0
+    last = None
+    for k in range(150):
+        if k < 100:      # value and slope every step
+            tau0, slope = 6.0 + 4.0 * math.sin(0.1 * k), 40.0 * math.cos(0.1 * k)
+            s.setReal([vr["tau"]], [tau0])
+            s.fmi2SetRealInputDerivatives(s.component, (ctypes.c_uint * 1)(vr["tau"]), 1,
+                                          (ctypes.c_int * 1)(1), (ctypes.c_double * 1)(slope))
+            last = (t, tau0, slope)
+        elif k == 120:   # a new value: its slope is gone
+            s.setReal([vr["tau"]], [5.0])
+            last = (t, 5.0, 0.0)
+        t0, tau0, slope = last     # 100 ≤ k < 120: the last slope keeps extrapolating
+        x = me_step(t, x, h, lambda tt: tau0 + slope * (tt - t0))
+        s.doStep(t, h)
+        t += h
+        assert np.abs(np.array(s.getReal([vr["theta"], vr["der(theta)"]])) - x).max() <= 1e-13, k
+    # only first derivatives of inputs, finite, of inputs
+    for order, ref, value in ((2, vr["tau"], 1.0), (1, vr["theta"], 1.0), (1, vr["tau"], math.nan)):
+        with pytest.raises(FMICallException):
+            s.fmi2SetRealInputDerivatives(s.component, (ctypes.c_uint * 1)(ref), 1,
+                                          (ctypes.c_int * 1)(order), (ctypes.c_double * 1)(value))
+    for inst in (s, me):
+        inst.terminate()
+        inst.freeInstance()

@@ -203,8 +203,7 @@ fmi2Status fmi2GetNominalsOfContinuousStates(fmi2Component c, fmi2Real x[], size
 fmi2Status fmi2SetRealInputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t n,
                                        const fmi2Integer order[], const fmi2Real value[])
 {
-    (void)vr; (void)n; (void)order; (void)value;
-    return ST(fg_fail(IN(c), "fmi2SetRealInputDerivatives: not supported (canInterpolateInputs=false)"));
+    return ST(fg_set_input_derivatives(IN(c), vr, n, order, value));
 }
 
 fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t n,

@@ -274,6 +274,13 @@ static int velocities(FmigenCore *c, double t, const double *q, double *v, const
 }
 #endif
 
+const double *fmigen_core_inputs(const FmigenCore *c, double t, double *buf)
+{
+    if (!NU || !c->interpolate) return c->u;
+    for (int k = 0; k < NU; k++) buf[k] = c->u[k] + c->du[k] * (t - c->tu);
+    return buf;
+}
+
 static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
 {
 #if FMIGEN_FORMULATION
@@ -299,7 +306,8 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
     int k = 0;
     if (hit && work_matches(c, t, x)) { vs = m->v; ws = m->work; }
     else k = P->prepare(t, qs, v, c->p, ts, work);
-    if (!k) k = P->finish(t, qs, vs, c->p, c->u, ts, ws, dx + NI);
+    double ubuf[FMIGEN_DIM(NU)];
+    if (!k) k = P->finish(t, qs, vs, c->p, fmigen_core_inputs(c, t, ubuf), ts, ws, dx + NI);
     if (k) {
         snprintf(c->message, sizeof c->message, "singular configuration at t=%.9g: %s", t,
                  embedding_failure(k));
@@ -404,6 +412,9 @@ void fmigen_core_observe_some(FmigenCore *c, int what)
         todo |= FMIGEN_OBSERVE_ANGLES;
     todo &= c->observe_pending;
     c->observe_pending &= ~todo;
+    double ubuf[FMIGEN_DIM(NU)];
+    const double *u = fmigen_core_inputs(c, c->t, ubuf);
+    (void)u;
 #if !FMIGEN_FORMULATION
     if (todo & FMIGEN_OBSERVE_ANGLES) fmigen_partitions[c->solved.part].angles(c->q, c->solved.trig);
 #endif
@@ -411,10 +422,10 @@ void fmigen_core_observe_some(FmigenCore *c, int what)
     if (todo & FMIGEN_OBSERVE_RESIDUAL) {
         double phi[NC];
 #if FMIGEN_FORMULATION
-        fmigen_phi(c->t, c->q, c->v, c->p, c->u, phi);
+        fmigen_phi(c->t, c->q, c->v, c->p, u, phi);
 #else
         /* from the sin/cos the kinematics solved, not sin/cos of their atan2 */
-        fmigen_phi_trig(c->t, c->q, c->v, c->p, c->u, c->solved.trig, phi);
+        fmigen_phi_trig(c->t, c->q, c->v, c->p, u, c->solved.trig, phi);
 #endif
         /* in a local: through c-> every comparison reloads and stores it */
         double r = 0.0;
@@ -425,9 +436,9 @@ void fmigen_core_observe_some(FmigenCore *c, int what)
 #if NY > 0
     if (todo & FMIGEN_OBSERVE_OUTPUTS) {
 #if FMIGEN_FORMULATION
-        fmigen_outputs(c->t, c->q, c->v, c->p, c->u, c->y);
+        fmigen_outputs(c->t, c->q, c->v, c->p, u, c->y);
 #else
-        fmigen_outputs_trig(c->t, c->q, c->v, c->p, c->u, c->solved.trig, c->y);
+        fmigen_outputs_trig(c->t, c->q, c->v, c->p, u, c->solved.trig, c->y);
 #endif
     }
 #endif

@@ -275,6 +275,22 @@ static int is_independent(int i)
     return 0;
 }
 
+/* The inputs' values at the current time, their slopes kept: u + du (t − tu)
+ * becomes u with tu = t, so that a new value or slope of one input does not
+ * move the others. */
+static void fold_inputs(FmigenCore *k)
+{
+    if (!k->interpolate) { k->tu = k->t; return; }
+    for (int j = 0; j < NU; j++) k->u[j] += k->du[j] * (k->t - k->tu);
+    k->tu = k->t;
+}
+
+static void update_interpolate(FmigenCore *k)
+{
+    k->interpolate = 0;
+    for (int j = 0; j < NU; j++) if (k->du[j] != 0.0) k->interpolate = 1;
+}
+
 int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double value[])
 {
     if (!fg_allowed(in, "SetReal/SetFloat64",
@@ -332,19 +348,48 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
     for (size_t i = 0; i < n; i++)
         if (vr[i] < VR_RES) { fmigen_core_observe(k); break; }
     int changed = 0;
+    fold_inputs(k);
     for (size_t i = 0; i < n; i++) {
         unsigned r = vr[i];
         double *dst;
         if (r < VR_V) dst = &k->q[r];
         else if (r < VR_RES) dst = &k->v[r - VR_V];
-        else if (r >= VR_U && r < VR_P) dst = &k->u[r - VR_U];
+        else if (r >= VR_U && r < VR_P) {
+            dst = &k->u[r - VR_U];
+            /* a new value starts without a slope until the importer gives one */
+            if (k->du[r - VR_U] != 0.0) { k->du[r - VR_U] = 0.0; changed = 1; }
+        }
         else if (r >= VR_P && r < VR_H) dst = &k->p[r - VR_P];
         else if (r >= VR_F && r < VR_END) dst = &k->fp[r - VR_F];
         else dst = &k->h;
         if (*dst != value[i]) changed = 1;
         *dst = value[i];
     }
+    update_interpolate(k);
     if (changed) { in->s.assembled = 0; in->s.have_rhs = 0; }
+    return FG_OK;
+}
+
+int fg_set_input_derivatives(FgInstance *in, const unsigned vr[], size_t n, const int order[], const double value[])
+{
+    if (!in) return FG_ERROR;
+    if (FMIGEN_KINEMATIC)
+        return fg_fail(in, "SetRealInputDerivatives: a kinematic FMU's inputs are its coordinates and velocities; "
+                       "set the velocities instead");
+    for (size_t i = 0; i < n; i++) {
+        if (!(vr[i] >= VR_U && vr[i] < VR_P))
+            return fg_fail(in, "SetRealInputDerivatives: value reference %u is not an input", vr[i]);
+        if (order[i] != 1)
+            return fg_fail(in, "SetRealInputDerivatives: order %d for value reference %u: only first derivatives "
+                           "are used (the inputs are interpolated linearly)", order[i], vr[i]);
+        if (!isfinite(value[i]))
+            return fg_fail(in, "SetRealInputDerivatives: value reference %u given a non-finite derivative", vr[i]);
+    }
+    FmigenCore *k = &in->s.core;
+    fold_inputs(k);
+    for (size_t i = 0; i < n; i++) k->du[vr[i] - VR_U] = value[i];
+    update_interpolate(k);
+    in->s.have_rhs = 0;
     return FG_OK;
 }
 

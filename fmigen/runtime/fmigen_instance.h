@@ -98,6 +98,7 @@ int fg_reset(FgInstance *in);
 
 int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[]);
 int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double value[]);
+int fg_set_input_derivatives(FgInstance *in, const unsigned vr[], size_t n, const int order[], const double value[]);
 int fg_no_variables(FgInstance *in, const char *fn, const char *type, size_t n);
 
 /* Co-Simulation */

@@ -284,7 +284,11 @@ typedef struct {
     double q[NQ], v[NQ];         /* all coordinates and velocities, consistent
                                     (deferred angles: see observe_pending) */
     double p[FMIGEN_DIM(NP)];    /* tunable parameters */
-    double u[FMIGEN_DIM(NU)];    /* inputs, held constant over a communication step */
+    double u[FMIGEN_DIM(NU)];    /* inputs at time tu, held constant unless du is set */
+    double du[FMIGEN_DIM(NU)];   /* their first derivatives (fmi2SetRealInputDerivatives):
+                                    u(t) = u + du (t − tu) between communication points */
+    double tu;                   /* the time u and du refer to */
+    int interpolate;             /* some du is non-zero */
     double y[FMIGEN_DIM(NY)];    /* user outputs */
     FmigenBase base;             /* the last accepted kinematics solution */
     int part;                    /* active partition (fmigen_partitions), 0 unless switched */
@@ -322,6 +326,9 @@ void fmigen_core_observe_some(FmigenCore *c, int what);
  * so the state lands exactly on t + H.  0 on success. */
 int fmigen_core_step(FmigenCore *c, double H);
 int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx);
+/* The inputs at time t: c->u, or u + du (t − tu) in buf when the importer
+ * gave input derivatives. */
+const double *fmigen_core_inputs(const FmigenCore *c, double t, double *buf);
 /* The same, and the solve at (t, x) becomes the base the next solve
  * continues: for a loop of explicit Euler steps over fmigen_core_rhs (the
  * benchmark harness), where each step's state is evaluated once. */
