@@ -109,7 +109,7 @@ def cmd_validate(args):
                       residual_tol=args.residual_tol, energy_tol=args.energy_tol,
                       reference_rtol=args.reference_rtol, cartesian_rtol=args.cartesian_rtol,
                       check_reference=args.check_reference, existing_fmu=args.fmu, log=_log(args),
-                      use_cache=not args.no_cache, peer=args.peer)
+                      use_cache=not args.no_cache, peer=args.peer, input_signals=args.input)
     if args.plot:
         plot(report, args.plot)
     if args.report:
@@ -340,6 +340,11 @@ def main(argv=None):
                         "description (default 1e-11)")
     p.add_argument("--check-reference", action="store_true",
                    help="also solve the reference at 100x rtol and report the difference")
+    p.add_argument("--input", action="append", metavar="NAME=EXPR", default=None,
+                   help="drive an input with an expression in t (repeatable), e.g. "
+                        "'rack_demand=0.01*smoothstep(t, 0.1, 0.2)' (smoothstep: the C2 step 0 -> 1 from t0 to "
+                        "t1); the references use the expression, the FMU its samples at every step with their "
+                        "slopes as input derivatives; other inputs stay at their start values")
     p.add_argument("--plot", help="write a PNG of the trajectories and errors")
     p.add_argument("--fmu", help="validate this FMU (built earlier by fmigen build) instead of building one; "
                                  "its own solver and internal step apply")

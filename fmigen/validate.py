@@ -23,6 +23,14 @@ inertias and twists by the Cartesian forward kinematics): independent of the
 model stage.  Otherwise T = ½ vᵀ M v uses the DAE's M — shared with the
 model, so it checks the integration (the FMU's step and its velocities), not
 the equations — and V, P_in come from the Mechanism's bodies and loads.
+
+Inputs stay at their start values unless ``input_signals`` gives some of
+them as expressions in t (``parse_input_signals``; ``smoothstep(t, t0, t1)``
+is the C² step 0 → 1).  The references then use the expression itself; the
+FMU gets it sampled at every communication point, with the slope to the
+next sample as its input derivative where the FMU can interpolate inputs
+(fmi2SetRealInputDerivatives), so it follows the piecewise-linear signal
+through the sample points, within ü h²/8 of the expression.
 """
 
 from __future__ import annotations
@@ -88,10 +96,137 @@ class Report:
                 "passed": self.passed}
 
 
-def simulate(fmu_path, names, stop_time, output_interval, start_values=None):
-    return fmpy.simulate_fmu(str(fmu_path), stop_time=stop_time, output_interval=output_interval,
-                             output=[*names, *[f"der({n})" for n in names], "constraint_residual"],
-                             start_values=start_values or {})
+def simulate(fmu_path, names, stop_time, output_interval, start_values=None, signals=None):
+    """The FMU in fmpy; ``signals``: {input name: f(t) (numpy)}, sampled at
+    every output point (``validate``'s module docstring)."""
+    kw = {}
+    if signals:
+        # samples at the communication points k·H (fmpy's own arithmetic),
+        # listed a hair (1e-9 H) early: at a communication point fmpy takes
+        # the slope of the table segment its time falls in, and on a sample
+        # itself that is the segment *before* it, a slope one step late
+        # (measured: 3.5e-6 instead of 1e-6 in a servoed rack's position)
+        times = np.arange(int(round(stop_time / output_interval)) + 2) * output_interval
+        table = np.zeros(len(times), dtype=[("time", float)] + [(n, float) for n in signals])
+        table["time"] = times - 1e-9 * output_interval
+        for n, f in signals.items():
+            table[n] = np.broadcast_to(f(times), times.shape)
+        md = fmpy.read_model_description(str(fmu_path))
+        kw = {"input": table,
+              "set_input_derivatives": bool(md.coSimulation and md.coSimulation.canInterpolateInputs)}
+        # every input in the table (the others at their start values): fmpy
+        # warns about each missing one
+        for v in md.modelVariables:
+            if v.causality == "input" and v.name not in signals:
+                table = _with_column(table, v.name, float(v.start))
+        kw["input"] = table
+    with _fmpy_input_derivatives_sized():
+        return fmpy.simulate_fmu(str(fmu_path), stop_time=stop_time, output_interval=output_interval,
+                                 output=[*names, *[f"der({n})" for n in names], "constraint_residual"],
+                                 start_values=start_values or {}, **kw)
+
+
+def _with_column(table, name, value):
+    out = np.zeros(len(table), dtype=table.dtype.descr + [(name, float)])
+    for n in table.dtype.names:
+        out[n] = table[n]
+    out[name] = value
+    return out
+
+
+class _fmpy_input_derivatives_sized:
+    """fmpy 0.3's ``Input`` allocates the derivative buffer of its
+    fmi2SetRealInputDerivatives call for exactly 9 inputs (a ctypes array of
+    9), so any other number fails (``derivatives[:] = d``: "Can only assign
+    sequence of same size").  Within this block its continuous inputs get a
+    buffer of their own size; outside it fmpy is untouched."""
+
+    def __enter__(self):
+        from fmpy import simulation
+        self.cls = simulation.Input
+        self.init = self.cls.__init__
+        init = self.init
+
+        def sized(obj, *args, **kwargs):
+            init(obj, *args, **kwargs)
+            if hasattr(obj, "continuous"):      # (not set without signals)
+                obj.continuous = [c._replace(derivatives=(c.values._type_ * len(c.vrs))())
+                                  for c in obj.continuous]
+
+        self.cls.__init__ = sized
+        return self
+
+    def __exit__(self, *exc):
+        self.cls.__init__ = self.init
+        return False
+
+
+def smoothstep(tt, t0, t1):
+    """0 before t0, 1 after t1, and the quintic s³(10 − 15s + 6s²) between
+    (s = (t − t0)/(t1 − t0)): a step with continuous first and second
+    derivatives, which the references integrate without a discontinuity."""
+    import sympy as sp
+    s = (tt - t0) / (t1 - t0)
+    return sp.Piecewise((0, tt < t0), (s**3 * (10 - 15 * s + 6 * s**2), tt < t1), (1, True))
+
+
+def parse_input_signals(mech, signals) -> dict:
+    """{input name: sympy expression in t} from {name: text or expression}
+    (or a list of "name=expression" texts): only the mechanism's inputs,
+    only t as a symbol."""
+    import sympy as sp
+    from .model import t as T_SYM
+    if not signals:
+        return {}
+    if not isinstance(signals, dict):
+        pairs = {}
+        for text in signals:
+            name, sep, expr = str(text).partition("=")
+            if not sep:
+                raise ModelError(f"input signal '{text}': expected NAME=EXPRESSION, e.g. "
+                                 "rack_demand=0.01*smoothstep(t, 0.1, 0.2)")
+            pairs[name.strip()] = expr.strip()
+        signals = pairs
+    known = {i.name for i in mech.inputs}
+    out = {}
+    for name, expr in signals.items():
+        if name not in known:
+            raise ModelError(f"input signal for '{name}': '{mech.name}' has no such input "
+                             f"(inputs: {', '.join(sorted(known)) or 'none'})")
+        try:
+            e = sp.sympify(expr, locals={"t": T_SYM, "smoothstep": smoothstep}) if isinstance(expr, str) \
+                else sp.sympify(expr)
+        except (sp.SympifyError, SyntaxError, TypeError) as err:
+            raise ModelError(f"input signal for '{name}': cannot read '{expr}' ({err})") from None
+        stray = e.free_symbols - {T_SYM}
+        if stray:
+            raise ModelError(f"input signal for '{name}' uses {sorted(map(str, stray))}: "
+                             "only t may appear")
+        out[name] = e
+    return out
+
+
+def _signal_functions(signals: dict) -> dict:
+    """{name: numpy f(t)} of parsed signals."""
+    import sympy as sp
+    from .model import t as T_SYM
+    return {n: sp.lambdify(T_SYM, e, "numpy") for n, e in signals.items()}
+
+
+def with_input_signals(dae, signals: dict):
+    """The DAE with those inputs replaced by their expressions in t (no
+    longer inputs: the references integrate the signal itself)."""
+    import dataclasses
+    import sympy as sp
+    if not signals:
+        return dae
+    by_name = {i.name: i.symbol for i in dae.mechanism.inputs}
+    sub = {by_name[n]: sp.sympify(e) for n, e in signals.items()}
+    keep = [k for k, u in enumerate(dae.inputs) if u not in sub]
+    return dataclasses.replace(dae, F=dae.F.xreplace(sub),
+                               inputs=[dae.inputs[k] for k in keep],
+                               input_values=[dae.input_values[k] for k in keep],
+                               outputs={k: sp.sympify(v).xreplace(sub) for k, v in dae.outputs.items()})
 
 
 def coordinate_errors(dae, result, ref):
@@ -108,12 +243,13 @@ def _wrapped(d, angle):
     return (d + math.pi) % (2 * math.pi) - math.pi if angle else d
 
 
-def model_energy_balance(dae, times, q, v):
+def model_energy_balance(dae, times, q, v, signals=None):
     """(T, V, W) along a trajectory (rows of q, v in model order) from the
     Mechanism: T = ½ vᵀ M v with the DAE's M — the model stage's own M, so
     this checks the integration, not the equations of motion — V from gravity
     and the bodies' centre-of-mass heights, W = ∫ (Σ Q_i v_i + Σ f · ṗ) dt
-    by the cumulative Simpson rule (inputs at their start values)."""
+    by the cumulative Simpson rule (inputs at their start values, or the
+    expressions in t of ``signals``)."""
     import sympy as sp
     from scipy.integrate import cumulative_simpson
 
@@ -123,7 +259,7 @@ def model_energy_balance(dae, times, q, v):
     to_v = {qd.diff(T_SYM): vs for qd, vs in zip(dyn, dae.v_sym)}
     to_q = dict(zip(dyn, dae.q_sym))
     values = {p.symbol: float(p.value) for p in mech.parameters}
-    values.update({i.symbol: float(i.start) for i in mech.inputs})
+    values.update({i.symbol: sp.sympify((signals or {}).get(i.name, float(i.start))) for i in mech.inputs})
 
     def plain(expr):
         return sp.sympify(expr).xreplace(to_v).xreplace(to_q).xreplace(values)
@@ -152,11 +288,12 @@ def _reference_entry(errors, verrors, coord_tol, velocity_tol, **extra):
                            and all(e <= velocity_tol for e in verrors.values())), **extra}
 
 
-def cartesian_reference(mech, dae, q0, independent, result, rtol, log):
+def cartesian_reference(mech, dae, q0, independent, result, rtol, log, signals=None):
     """The Cartesian reference of a joint-described mechanism from the same
     start as the FMU: the assembled coordinates (the Mechanism's coordinates
     are relative joint coordinates of the same names), the independent
-    velocities as given; parameters and inputs at the Mechanism's values."""
+    velocities as given; parameters and inputs at the Mechanism's values
+    (``signals``: {input name: f(t)} for those given as signals)."""
     from .cartesian import CartesianError, CartesianModel
     system = mech.joint_system
     joint_names = {c.name for c in system.coordinates}
@@ -167,7 +304,8 @@ def cartesian_reference(mech, dae, q0, independent, result, rtol, log):
     sys_params = {p.name for p in system.parameters}
     sys_inputs = {i.name for i in system.inputs}
     model = CartesianModel(system, parameters={p.name: p.value for p in mech.parameters if p.name in sys_params},
-                           inputs={i.name: i.start for i in mech.inputs if i.name in sys_inputs})
+                           inputs={i.name: (signals or {}).get(i.name, i.start) for i in mech.inputs
+                                   if i.name in sys_inputs})
     log(f"integrating the Cartesian reference ({model.N} bodies in absolute coordinates, CVODE, rtol={rtol:g})")
     v0 = dae.start_velocity_guess()
     try:
@@ -183,7 +321,8 @@ def cartesian_reference(mech, dae, q0, independent, result, rtol, log):
 def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
              coord_tol=DEFAULT_COORD_TOL, residual_tol=DEFAULT_RESIDUAL_TOL, velocity_tol=DEFAULT_VELOCITY_TOL,
              energy_tol=DEFAULT_ENERGY_TOL, reference_rtol=1e-12, cartesian_rtol=1e-11, check_reference=False,
-             fmu_path=None, existing_fmu=None, log=None, use_cache=True, peer=None) -> Report:
+             fmu_path=None, existing_fmu=None, log=None, use_cache=True, peer=None,
+             input_signals=None) -> Report:
     """``fmu_path``: where to write the FMU built for the run (default a
     temporary file); ``existing_fmu``: validate that FMU instead of building
     one (it must have this mechanism's coordinates; its own internal step
@@ -192,7 +331,9 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     mechanism (``pipeline.build_fmus`` with ``reuse``), else derive and
     record it; False derives everything again.  ``peer="mujoco"``: also
     run the joint description in MuJoCo (``mjcf.compare_with_mujoco``) from
-    the FMU's start and compare; it counts in ``passed`` like the references."""
+    the FMU's start and compare; it counts in ``passed`` like the references.
+    ``input_signals``: inputs as expressions in t ({name: text} or
+    ["name=text", ...]; module docstring), the others at their start."""
     log = log or (lambda msg: None)
     if peer not in (None, "mujoco"):
         raise ModelError(f"unknown peer '{peer}' (the one peer is mujoco)")
@@ -201,6 +342,10 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
         raise ModelError(f"'{mech.name}' is kinematic (no dynamics): there is no DAE trajectory to "
                          "validate against; sweep its inputs instead")
     output_interval = output_interval or max(step, round(0.01 / step) * step)
+    signals = parse_input_signals(mech, input_signals)
+    signal_fns = _signal_functions(signals)
+    if signals:
+        log("input signals: " + ", ".join(f"{n} = {e}" for n, e in signals.items()))
     # The FMU is sampled every step (``per`` samples per output interval) for
     # the energy balance: the work integral's quadrature error at a 10 ms
     # spacing (4.5e-5 relative on the four-bar by Simpson) would hide the
@@ -226,14 +371,15 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
             raise ModelError(f"{path} is not an FMU of '{mech.name}': it lacks {', '.join(missing)}")
         build_seconds = 0.0
         log(f"simulating {path.name} in fmpy to t={stop_time}")
-        result = simulate(path, dae.names, stop_time, sample_interval)
+        result = simulate(path, dae.names, stop_time, sample_interval, signals=signal_fns)
     else:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(fmu_path) if fmu_path else Path(tmp) / f"{mech.name}.fmu"
             path, compiled = build_fmu(mech, path, solver=solver, step=step, log=log, use_cache=use_cache,
                                        reuse=use_cache)
             log(f"simulating {path.name} in fmpy to t={stop_time}")
-            result = simulate(path, [c.name for c in mech.coordinates], stop_time, sample_interval)
+            result = simulate(path, [c.name for c in mech.coordinates], stop_time, sample_interval,
+                              signals=signal_fns)
         # the prepared copy (assembled start) the FMU was built from; a
         # derived-model cache hit has no DAE, and the reference needs one
         from .dae import build_dae
@@ -249,6 +395,7 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     stopped_early = fine["time"][-1] < stop_time - 1e-9 * max(1.0, stop_time)
     if stopped_early:
         log(f"the FMU stopped at t={fine['time'][-1]:g} (fmi2Discard), before {stop_time:g}")
+    dae = with_input_signals(dae, signals)
     log(f"integrating the DAE reference (IDA, rtol={reference_rtol:g})")
     q0 = assemble_newton(dae, dae.start_guess(), independent)
     v0 = dae.start_velocity_guess()
@@ -266,7 +413,8 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     v_fmu = np.column_stack([fine[f"der({n})"] for n in dae.names])
     cart = None
     if mech.joint_system is not None:
-        model, cart, failure = cartesian_reference(mech, dae, q0, independent, result, cartesian_rtol, log)
+        model, cart, failure = cartesian_reference(mech, dae, q0, independent, result, cartesian_rtol, log,
+                                                   signal_fns)
         if cart is None:
             references["cartesian"] = {"max_abs_error": {}, "max_abs_velocity_error": {}, "passed": False,
                                        "rtol": cartesian_rtol, "error": failure}
@@ -281,7 +429,7 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
         T, V, W = model.energy_balance(fine["time"], dict(zip(dae.names, q_fmu.T)), dict(zip(dae.names, v_fmu.T)))
         source = "the joint description (independent of the model stage)"
     else:
-        T, V, W = model_energy_balance(dae, fine["time"], q_fmu, v_fmu)
+        T, V, W = model_energy_balance(dae, fine["time"], q_fmu, v_fmu, signals)
         source = "the DAE's M (shared with the model stage: checks the integration only)"
     if peer == "mujoco":
         from .mjcf import MJCFError, compare_with_mujoco
@@ -310,7 +458,7 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
                             "step": step if existing_fmu is None else None, "stop_time": stop_time,
                             "output_interval": output_interval, "reference_rtol": reference_rtol,
                             "cartesian_rtol": cartesian_rtol, "fmu": str(existing_fmu) if existing_fmu else None,
-                            "peer": peer},
+                            "peer": peer, "input_signals": {n: str(e) for n, e in signals.items()}},
                   units={c.name: c.unit for c in mech.coordinates})
 
 

@@ -103,3 +103,30 @@ def test_symplectic_euler_keeps_the_energy_that_explicit_euler_loses():
     symplectic = cached_validate("slider_crank", stop_time=5.0, solver="symplectic", step=1e-3)
     assert symplectic.energy_drift < explicit.energy_drift / 5, (symplectic.energy_drift, explicit.energy_drift)
     assert max(symplectic.max_abs_error.values()) < max(explicit.max_abs_error.values()) / 5
+
+
+def test_input_signals_are_read_and_checked():
+    """``validate --input NAME=EXPR``: the expression in t (smoothstep is the
+    C² step), only the mechanism's inputs, only t as a symbol; the DAE the
+    references integrate has the signal in place of the input."""
+    import sympy as sp
+    from fmigen.dae import build_dae
+    from fmigen.model import ModelError, t
+    from fmigen.pipeline import load_mechanism
+    from fmigen.validate import parse_input_signals, with_input_signals
+    mech = load_mechanism("fourbar")
+    sig = parse_input_signals(mech, ["tau = 6 + 2*smoothstep(t, 0.1, 0.3)"])
+    f = sp.lambdify(t, sig["tau"])
+    assert [f(x) for x in (0.0, 0.1, 0.2, 0.3, 1.0)] == pytest.approx([6, 6, 7, 8, 8], abs=1e-15)
+    # C²: value, slope and curvature continuous at both ends
+    for end in (0.1, 0.3):
+        for d in range(3):
+            g = sp.lambdify(t, sp.diff(sig["tau"], t, d))
+            assert g(end - 1e-9) == pytest.approx(g(end + 1e-9), abs=1e-3)   # |d²| peaks at 290
+    dae = build_dae(mech)
+    driven = with_input_signals(dae, sig)
+    assert driven.inputs == [] and not driven.F.has(dae.inputs[0]) and driven.F.has(t)
+    for bad, why in ((["torque=1"], "no such input"), (["tau=2*x"], "only t may appear"),
+                     (["tau"], "NAME=EXPRESSION"), (["tau=2*("], "cannot read")):
+        with pytest.raises(ModelError, match=why):
+            parse_input_signals(mech, bad)
