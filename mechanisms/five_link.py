@@ -83,6 +83,8 @@ from sympy import cos, sin
 
 from fmigen.model import Mechanism, t
 
+from mechanisms.corner_geometry import DENSITY, LINK_RADIUS, LinkCorner, rotation
+
 NAMES = ["camber strut", "traction strut", "thrust strut", "spring link", "track rod"]
 #: S-joints on the carrier, carrier frame [m]
 W = [(-0.030, -0.040, 0.130),
@@ -99,8 +101,6 @@ C = [(-0.045010, -0.563361, 0.117992),
 #: link lengths [m]
 L = [0.523714, 0.502747, 0.540257, 0.549308, 0.543659]
 
-DENSITY = 8000.0          # kg/m^3
-LINK_RADIUS = 0.015       # m
 CARRIER_RADIUS = 0.15     # m
 CARRIER_THICKNESS = 0.02  # m
 GRAVITY = 9.81            # m/s^2
@@ -118,62 +118,13 @@ POSE = ["x", "y", "phi", "theta", "psi"]
 
 # --- numpy geometry (start guesses, scripts and tests) ------------------------
 
-def rotation(phi, theta, psi):
-    """R = Rz(φ) Ry(θ) Rx(ψ), paper eq. 14 (carrier frame -> world)."""
-    cf, sf, ct, st, cp, sp_ = math.cos(phi), math.sin(phi), math.cos(theta), math.sin(theta), \
-        math.cos(psi), math.sin(psi)
-    return np.array([[cf * ct, cf * st * sp_ - sf * cp, cf * st * cp + sf * sp_],
-                     [sf * ct, sf * st * sp_ + cf * cp, sf * st * cp - cf * sp_],
-                     [-st, ct * sp_, ct * cp]])
-
-
-def link_vectors(pose, z):
-    """X_k = carrier point k − C_k (5×3) for pose = (x, y, φ, θ, ψ)."""
-    x, y, phi, theta, psi = pose
-    return np.array([x, y, z]) + np.array(W) @ rotation(phi, theta, psi).T - np.array(C)
-
-
-def distance_residuals(pose, z):
-    X = link_vectors(pose, z)
-    return (X * X).sum(axis=1) - np.array(L) ** 2
-
-
-def solve_pose(z, guess=None, tol=1e-15, max_iter=50):
-    """Newton on the five distance equations for (x, y, φ, θ, ψ) at height z
-    (central-difference Jacobian, which is ample for a 5×5 start guess)."""
-    p = np.zeros(5) if guess is None else np.array(guess, dtype=float)
-    for _ in range(max_iter):
-        f = distance_residuals(p, z)
-        J = np.empty((5, 5))
-        for j in range(5):
-            d = np.zeros(5)
-            d[j] = 1e-7
-            J[:, j] = (distance_residuals(p + d, z) - distance_residuals(p - d, z)) / 2e-7
-        step = np.linalg.solve(J, f)
-        p -= step
-        if np.abs(step).max() < tol:
-            break
-    return p
-
-
-def joint_angles(pose, z):
-    """(α_k, β_k) of the branch sin β_k > 0 from the link directions."""
-    u = link_vectors(pose, z) / np.array(L)[:, None]
-    beta = np.arccos(np.clip(u[:, 0], -1, 1))
-    alpha = np.arctan2(u[:, 1], -u[:, 2])
-    return alpha, beta
-
-
-def start_configuration(z=0.0):
-    """All 16 coordinates at height z by name (design-pose Newton start)."""
-    pose = solve_pose(z)
-    alpha, beta = joint_angles(pose, z)
-    q = dict(zip(POSE, pose))
-    q["z"] = z
-    for k in range(5):
-        q[f"alpha{k + 1}"] = float(alpha[k])
-        q[f"beta{k + 1}"] = float(beta[k])
-    return q
+FIVE_LINK = LinkCorner(tuple(NAMES), tuple(W), tuple(C), tuple(L))
+link_vectors = FIVE_LINK.link_vectors
+distance_residuals = FIVE_LINK.distance_residuals
+solve_pose = FIVE_LINK.solve_pose
+joint_angles = FIVE_LINK.joint_angles
+start_configuration = FIVE_LINK.start_configuration
+link_mass = FIVE_LINK.link_mass
 
 
 def wheel_angles(phi, theta, psi):
@@ -193,9 +144,6 @@ def wheel_angles(phi, theta, psi):
     a, c = R[:, 1], R[:, 2]
     return (math.atan2(a[0], a[1]), -math.asin(max(-1.0, min(1.0, a[2]))), math.atan2(-c[0], c[2]))
 
-
-def link_mass(k):
-    return DENSITY * math.pi * LINK_RADIUS**2 * L[k]
 
 
 def carrier_mass():

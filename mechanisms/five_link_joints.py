@@ -29,11 +29,12 @@ import sympy as sp
 from fmigen.joints import JointSystem, X, Y
 from fmigen.model import t
 
-from mechanisms.five_link import (C, CARRIER_RADIUS, CARRIER_THICKNESS, F0, FZ_PIECES, GRAVITY, L,
-                                  LINK_RADIUS, NAMES, POSE, W, carrier_mass, link_mass, start_configuration)
+from mechanisms.five_link import (CARRIER_RADIUS, CARRIER_THICKNESS, F0, FIVE_LINK, FZ_PIECES, GRAVITY,
+                                  LINK_RADIUS, POSE, carrier_mass)
 
 
-def add_corner(s: JointSystem, base, prefix="", offset=(0, 0, 0), start_z=0.0, tunable_masses=True, side=+1):
+def add_corner(s: JointSystem, base, prefix="", offset=(0, 0, 0), start_z=0.0, tunable_masses=True, side=+1,
+               geometry=FIVE_LINK, rack=None):
     """The five-link corner of ``build`` hung from the body ``base`` (ground
     here; a chassis in a vehicle): the carrier on a free joint from a base
     marker at ``offset`` (its design position), the links on universal joints
@@ -46,8 +47,16 @@ def add_corner(s: JointSystem, base, prefix="", offset=(0, 0, 0), start_z=0.0, t
     ``side = -1`` mirrors the corner in the x-z plane (a right wheel from
     the left one): y components of C_k and W_k change sign, and the start
     pose with them (y, ψ, φ and each α_k: S Rz(φ) Ry(θ) Rx(ψ) S =
-    Rz(−φ) Ry(θ) Rx(−ψ) and S u_k(α, β) = u_k(−α, β), S = diag(1, −1, 1))."""
-    start = dict(start_configuration(start_z))
+    Rz(−φ) Ry(θ) Rx(−ψ) and S u_k(α, β) = u_k(−α, β), S = diag(1, −1, 1)).
+
+    ``geometry``: the hard points (``corner_geometry.LinkCorner``; default
+    ``five_link``'s).  Its ``rack_links`` hang from the body ``rack`` (a
+    steering rack sliding along ``base``'s y, its frame ``base``'s at zero
+    displacement) instead of ``base``."""
+    if geometry.rack_links and rack is None:
+        raise ValueError(f"the corner's rods {[k + 1 for k in geometry.rack_links]} hang from a steering rack: "
+                         "pass rack=<body>")
+    start = dict(geometry.start_configuration(start_z))
     if side < 0:
         for n in ["y", "psi", "phi"] + [f"alpha{i}" for i in range(1, 6)]:
             start[n] = -start[n]
@@ -64,19 +73,21 @@ def add_corner(s: JointSystem, base, prefix="", offset=(0, 0, 0), start_z=0.0, t
     r = LINK_RADIUS
     for k in range(5):
         i = k + 1
-        Lk = s.parameter(f"{prefix}L{i}", L[k], "m", description=f"length of link {i} ({NAMES[k]})")
-        Ck = [s.parameter(f"{prefix}C{i}{ax}", C[k][j] * (side if ax == "y" else 1), "m",
-                          description=f"chassis U-joint {i}, {ax}")
+        name = geometry.names[k]
+        on = rack if k in geometry.rack_links else base
+        Lk = s.parameter(f"{prefix}L{i}", geometry.L[k], "m", description=f"length of link {i} ({name})")
+        Ck = [s.parameter(f"{prefix}C{i}{ax}", geometry.C[k][j] * (side if ax == "y" else 1), "m",
+                          description=f"{'rack' if on is rack else 'chassis'} U-joint {i}, {ax}")
               for j, ax in enumerate("xyz")]
-        Wk = [s.parameter(f"{prefix}W{i}{ax}", W[k][j] * (side if ax == "y" else 1), "m",
+        Wk = [s.parameter(f"{prefix}W{i}{ax}", geometry.W[k][j] * (side if ax == "y" else 1), "m",
                           description=f"carrier S-joint {i}, {ax}")
               for j, ax in enumerate("xyz")]
-        mk = s.parameter(f"{prefix}m_link{i}", link_mass(k), "kg", tunable=tunable_masses,
-                         description=f"mass of link {i} ({NAMES[k]})")
+        mk = s.parameter(f"{prefix}m_link{i}", geometry.link_mass(k), "kg", tunable=tunable_masses,
+                         description=f"mass of link {i} ({name})")
         link = s.body(f"{prefix}link{i}", mk, (mk * r**2 / 2, mk * (3 * r**2 + Lk**2) / 12,
                                                mk * (3 * r**2 + Lk**2) / 12), com=(Lk / 2, 0, 0))
         at = [c + o for c, o in zip(Ck, offset)]
-        s.universal(f"{prefix}U{i}", base.marker(f"{prefix}C{i}", at), link.origin, axis=X, axis2=Y,
+        s.universal(f"{prefix}U{i}", on.marker(f"{prefix}C{i}", at), link.origin, axis=X, axis2=Y,
                     coordinates=[f"{prefix}alpha{i}", f"{prefix}beta{i}"],
                     start=[start[f"alpha{i}"], start[f"beta{i}"]])
         s.spherical(f"{prefix}S{i}", carrier.marker(f"W{i}", Wk), link.marker("end", (Lk, 0, 0)))

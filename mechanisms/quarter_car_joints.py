@@ -44,7 +44,7 @@ import numpy as np
 
 from fmigen.joints import JointSystem, Y, Z
 
-from mechanisms.five_link import C, GRAVITY, L, POSE, link_mass, carrier_mass, start_configuration, link_vectors
+from mechanisms.five_link import FIVE_LINK, GRAVITY, POSE, carrier_mass
 from mechanisms.five_link_joints import add_corner
 
 CHASSIS_MASS = 400.0          # kg, a quarter of a 1600 kg car
@@ -56,44 +56,46 @@ SPRING_AT = 0.6               # fraction of the spring link's length
 SPRING_HEIGHT = 0.30          # m, the coil-over's length in the design pose
 
 
-def spring_link_point():
+def spring_link_point(geometry=FIVE_LINK):
     """The coil-over's lower end in the design pose (chassis frame = world at zc = 0)."""
-    X4 = link_vectors([start_configuration(0.0)[n] for n in POSE], 0.0)[3]
-    return np.array(C[3]) + SPRING_AT * X4
+    X4 = geometry.link_vectors([geometry.start_configuration(0.0)[n] for n in POSE], 0.0)[3]
+    return np.array(geometry.C[3]) + SPRING_AT * X4
 
 
-def unsprung_masses():
+def unsprung_masses(geometry=FIVE_LINK):
     """(mass, d(height)/d(travel)) of each unsprung body at the design pose."""
     def heights(z):
-        X = link_vectors([start_configuration(z)[n] for n in POSE], z)
-        return [np.array(C[k])[2] + 0.5 * X[k][2] for k in range(5)]
+        X = geometry.link_vectors([geometry.start_configuration(z)[n] for n in POSE], z)
+        return [np.array(geometry.C[k])[2] + 0.5 * X[k][2] for k in range(5)]
     h = 1e-5
     dlinks = (np.array(heights(h)) - np.array(heights(-h))) / (2 * h)
-    return [(carrier_mass(), 1.0), (WHEEL_MASS, 1.0)] + [(link_mass(k), dlinks[k]) for k in range(5)]
+    return [(carrier_mass(), 1.0), (WHEEL_MASS, 1.0)] + [(geometry.link_mass(k), dlinks[k]) for k in range(5)]
 
 
-def static_preload(sprung_mass=CHASSIS_MASS):
+def static_preload(sprung_mass=CHASSIS_MASS, geometry=FIVE_LINK):
     """The coil-over tension at the design pose that balances it (negative:
     compression) when the tire carries the whole quarter car: the virtual
     work along the travel z, Fz·1 − Σ m_i g ∂h_i/∂z − T ∂ℓ/∂z = 0."""
     def length(z):
-        X4 = link_vectors([start_configuration(z)[n] for n in POSE], z)[3]
-        bottom = np.array(C[3]) + SPRING_AT * X4
-        return np.linalg.norm(spring_link_point() + np.array([0, 0, SPRING_HEIGHT]) - bottom)
+        X4 = geometry.link_vectors([geometry.start_configuration(z)[n] for n in POSE], z)[3]
+        bottom = np.array(geometry.C[3]) + SPRING_AT * X4
+        return np.linalg.norm(spring_link_point(geometry) + np.array([0, 0, SPRING_HEIGHT]) - bottom)
     h = 1e-5
     dl = (length(h) - length(-h)) / (2 * h)
-    masses = unsprung_masses()
+    masses = unsprung_masses(geometry)
     fz = (sprung_mass + sum(m for m, _ in masses)) * GRAVITY
     return (fz - GRAVITY * sum(m * dh for m, dh in masses)) / dl
 
 
-def add_wheel_and_suspension(s: JointSystem, chassis, carrier, sprung_mass, prefix="", offset=(0, 0, 0), side=+1):
+def add_wheel_and_suspension(s: JointSystem, chassis, carrier, sprung_mass, prefix="", offset=(0, 0, 0), side=+1,
+                             geometry=FIVE_LINK):
     """The wheel on ``carrier`` (revolute ``{prefix}spin`` about the carrier's
     y, drive torque input ``{prefix}T_drive``), the coil-over from ``chassis``
     to the corner's spring link with the preload that balances the design
     pose for ``sprung_mass`` on this corner, and the tire-load inputs
     ``{prefix}Fx … {prefix}Mz`` on the wheel centre (``Fz`` starting at the
-    corner's static load).  ``offset``/``side`` as ``add_corner``'s."""
+    corner's static load).  ``offset``/``side``/``geometry`` as
+    ``add_corner``'s (the coil-over sits on the geometry's rod 4)."""
     mirror = np.array([1.0, side, 1.0])
     mw = s.parameter(f"{prefix}m_wheel", WHEEL_MASS, "kg", tunable=True, description="wheel and tire mass")
     Iw = [s.parameter(f"{prefix}I_wheel_{ax}", v, "kg.m2", tunable=True, description=f"wheel inertia about {ax}")
@@ -102,18 +104,19 @@ def add_wheel_and_suspension(s: JointSystem, chassis, carrier, sprung_mass, pref
     s.revolute(f"{prefix}spin", carrier.origin, wheel.origin, axis=Y, start=0.0, velocity_start=30.0)
 
     # coil-over: vertical in the design pose, preloaded for the static balance
-    bottom = spring_link_point() * mirror + np.array(offset, dtype=float)
+    bottom = spring_link_point(geometry) * mirror + np.array(offset, dtype=float)
     top = bottom + np.array([0.0, 0.0, SPRING_HEIGHT])
     k = s.parameter(f"{prefix}k_spring", SPRING_RATE, "N/m", tunable=True, description="coil-over spring rate")
     d = s.parameter(f"{prefix}d_spring", DAMPING, "N.s/m", tunable=True, description="coil-over damping")
     s.spring_damper(f"{prefix}coilover", chassis.marker(f"{prefix}spring_top", tuple(float(v) for v in top)),
-                    s.bodies[f"{prefix}link4"].marker("spring", (SPRING_AT * L[3], 0, 0)),
+                    s.bodies[f"{prefix}link4"].marker("spring", (SPRING_AT * geometry.L[3], 0, 0)),
                     stiffness=k, damping=d, free_length=SPRING_HEIGHT,
-                    preload=s.parameter(f"{prefix}coilover_preload", static_preload(sprung_mass), "N", tunable=True,
+                    preload=s.parameter(f"{prefix}coilover_preload", static_preload(sprung_mass, geometry), "N",
+                                        tunable=True,
                                         description="coil-over tension at the design length (negative: "
                                                     "compression), the design pose's static balance"))
 
-    weight = (sprung_mass + sum(m for m, _ in unsprung_masses())) * GRAVITY
+    weight = (sprung_mass + sum(m for m, _ in unsprung_masses(geometry))) * GRAVITY
     F = [s.input(f"{prefix}F{ax}", weight if ax == "z" else 0.0, "N",
                  description=f"tire force on the wheel centre, world {ax}") for ax in "xyz"]
     M = [s.input(f"{prefix}M{ax}", 0.0, "N.m", description=f"tire moment on the wheel, world {ax}") for ax in "xyz"]

@@ -1,33 +1,40 @@
-"""A full vehicle: a 6-DOF chassis on four five-link corners, tire loads and wheel torques as inputs.
+"""A full vehicle: a 6-DOF chassis on steerable double-wishbone front and five-link rear corners.
 
 The chassis is a free body (``xc yc zc`` in the world, 3-2-1 angles
 ``yawc pitchc rollc``; a floating base, so its equations of motion are
-derived in its body-frame speeds, ``fmigen/model.py``); each corner is
-``five_link_joints.add_corner`` hung from the chassis (left corners as in
-``five_link``, right corners mirrored in the x-z plane) with
+derived in its body-frame speeds, ``fmigen/model.py``).  Each corner is
+``five_link_joints.add_corner`` hung from the chassis (left corners as
+designed, right corners mirrored in the x-z plane) with
 ``quarter_car_joints``' wheel (drive torque input ``*_T_drive``), coil-over
 (preloaded for the static balance of the design pose under the corner's share
 of the chassis) and tire-load inputs ``*_Fx … *_Mz`` at the wheel centre.
-Corners are prefixed ``fl_ fr_ rl_ rr_``.
+Corners are prefixed ``fl_ fr_ rl_ rr_``:
 
-Limits of this model: the front corners use the rear five-link geometry (no
-better front-axle data is at hand) with their track rods fixed to the
-chassis, so there is **no steering input**; and the tire loads are inputs
-only (a simulator's tire model closes the loop through the wheel outputs).
+* rear: ``five_link``'s five-link geometry;
+* front: ``front_corner``'s double wishbone (two A-arms, each two rods to its
+  ball joint, and a tie rod), both tie rods on one steering rack (``rack``,
+  a body sliding along the chassis y on the front axle line) that a stiff
+  position servo drives towards the input ``rack_demand`` (positive: to the
+  left, steering right; 30 mm give about 12° at the wheels).  The hard
+  points and their rationale are in ``mechanisms/front_corner.py``.
+
+The tire loads are inputs only: a simulator's tire model closes the loop
+through the wheel outputs.
 
 Every corner's loops close in the chassis frame (``joint_model``): four
-copies of ``five_link``'s blocks (a 5×5 Newton block in the carrier pose,
-triangular link angles), whatever the chassis does.  Independent
-coordinates: the chassis' six, each corner's travel ``*_z`` and wheel
-``*_spin`` (14 of 74 coordinates, 60 constraints).  The start is the design
-pose at rest with every wheel turning at 30 rad/s and the front-left wheel
-moving up at 0.5 m/s relative to the chassis, as after a bump.
+five-rod blocks (a 5×5 Newton block in the carrier pose, triangular rod
+angles), whatever the chassis does; the front blocks take the rack
+displacement as one more known.  Independent coordinates: the chassis' six,
+the rack, each corner's travel ``*_z`` and wheel ``*_spin`` (15 of 75
+coordinates, 60 constraints).  The start is the design pose at rest with
+every wheel turning at 30 rad/s and the front-left wheel moving up at
+0.5 m/s relative to the chassis, as after a bump.
 
 Outputs per corner: the wheel centre's world position ``*_wheel_x/y/z`` and
 velocity ``*_wheel_vx/vy/vz``, the carrier's world orientation
 ``*_wheel_yaw/pitch/roll`` (3-2-1; the wheel's, apart from its spin
 ``*_spin``) and the suspension travel ``*_travel``; the chassis pose and
-velocities are its coordinates and their ``der()``.
+velocities, and the rack displacement, are coordinates with their ``der()``.
 """
 import sympy as sp
 
@@ -35,8 +42,9 @@ from fmigen.joint_model import rot, rz
 from fmigen.joints import JointSystem, X, Y
 from fmigen.model import t
 
-from mechanisms.five_link import GRAVITY, POSE
+from mechanisms.five_link import FIVE_LINK, GRAVITY, POSE
 from mechanisms.five_link_joints import add_corner
+from mechanisms.front_corner import DOUBLE_WISHBONE, add_rack
 from mechanisms.quarter_car_joints import add_wheel_and_suspension
 
 CHASSIS_MASS = 1400.0                    # kg
@@ -48,6 +56,7 @@ CG_HEIGHT = 0.25                         # m above the wheel centres
 CORNERS = {"fl_": (0.45 * WHEELBASE, +1), "fr_": (0.45 * WHEELBASE, -1),
            "rl_": (-0.55 * WHEELBASE, +1), "rr_": (-0.55 * WHEELBASE, -1)}
 CHASSIS_POSE = ["xc", "yc", "zc", "rollc", "pitchc", "yawc"]
+FRONT = ("fl_", "fr_")
 
 
 def _wheel_outputs(s, prefix, offset, r_chassis, R_chassis):
@@ -80,12 +89,18 @@ def build() -> JointSystem:
     q = {n: s.coordinate_by_name(n).symbol for n in CHASSIS_POSE}
     r_chassis = sp.Matrix([q["xc"], q["yc"], q["zc"]])
     R_chassis = rz(q["yawc"]) * rot(Y, q["pitchc"]) * rot(X, q["rollc"])
+    # the steering rack on the front axle line, level with the wheel centres
+    rack = add_rack(s, chassis, at=(CORNERS["fl_"][0], 0.0, -CG_HEIGHT))
+    independent.append("rack")
     for prefix, (ax, side) in CORNERS.items():
         offset = (ax, side * TRACK / 2, -CG_HEIGHT)
         # the static load of each corner: the chassis' weight split by the axle position
         share = CHASSIS_MASS / 2 * (1 - abs(ax) / WHEELBASE)
-        carrier, _ = add_corner(s, chassis, prefix=prefix, offset=offset, side=side)
-        add_wheel_and_suspension(s, chassis, carrier, share, prefix=prefix, offset=offset, side=side)
+        geometry = DOUBLE_WISHBONE if prefix in FRONT else FIVE_LINK
+        carrier, _ = add_corner(s, chassis, prefix=prefix, offset=offset, side=side, geometry=geometry,
+                                rack=rack if prefix in FRONT else None)
+        add_wheel_and_suspension(s, chassis, carrier, share, prefix=prefix, offset=offset, side=side,
+                                 geometry=geometry)
         independent += [f"{prefix}z", f"{prefix}spin"]
         if prefix == "fl_":
             s.coordinate_by_name("fl_z").velocity_start = 0.5      # the bump

@@ -428,23 +428,57 @@ def test_quarter_car_validates_against_both_references():
     assert r.max_constraint_residual < 1e-13
 
 
+STEER = ("rack_demand=0.02*smoothstep(t, 0.05, 0.15)",)
+
+
+def test_front_corner_steering_step_validates_against_both_references():
+    """The double-wishbone corner with its tie rod on the steering rack: a
+    20 mm rack demand ramped in 0.1 s (C²), the FMU fed its samples with
+    their slopes as input derivatives, against IDA on the model's DAE and the
+    Cartesian reference, both integrating the expression itself.  The
+    difference is the input's sampling, O(H²) in the communication step H
+    (measured in the knuckle's yaw: 4.9e-6 at 1 ms, 1.2e-6 at 0.5 ms,
+    3.0e-7 at 0.25 ms, 4.9e-8 at 0.1 ms), so the run communicates every
+    0.1 ms.  And the kinematics against the hard points by numpy alone: the
+    knuckle pose the FMU reached is the five-rod solve at its travel and
+    rack displacement."""
+    from conftest import cached_validate
+    from mechanisms.five_link import wheel_angles
+    from mechanisms.front_corner import DOUBLE_WISHBONE
+    r = cached_validate("front_corner", stop_time=0.2, step=1e-4, input_signals=STEER)
+    assert r.passed, r.as_json()
+    assert set(r.references) == {"ida", "cartesian"}
+    assert max(r.references["cartesian"]["max_abs_error"].values()) < 1e-7
+    assert r.max_constraint_residual < 1e-13
+    end = {n: float(r.fmu_result[n][-1]) for n in ("z", "rack", "x", "y", "phi", "theta", "psi")}
+    assert end["rack"] == pytest.approx(0.02, abs=2e-4)        # the servo followed the demand
+    pose = DOUBLE_WISHBONE.solve_pose(end["z"], rack=end["rack"])
+    assert np.abs(pose - [end[n] for n in ("x", "y", "phi", "theta", "psi")]).max() < 1e-9
+    toe = wheel_angles(end["phi"], end["theta"], end["psi"])[0]
+    assert math.degrees(toe) > 7.0      # 20 mm of rack: about 8° of toe-in at the left wheel
+
+
 def test_vehicle_corners_close_in_the_chassis_frame_each_on_its_own():
     """The full vehicle's 60 closure rows: none contains the chassis' six
-    coordinates, each corner's rows only that corner's coordinates, and the
-    mirrored (right) corners' rows are the left ones with y, ψ, φ and every
-    α negated and the y geometry mirrored — checked numerically at the
-    start assembly, where every row vanishes."""
-    from mechanisms.vehicle import CHASSIS_POSE, CORNERS, build as vehicle
+    coordinates, each corner's rows only that corner's coordinates (and the
+    front tie rods' the steering rack's), and the mirrored (right) corners'
+    rows are the left ones with y, ψ, φ and every α negated and the y
+    geometry mirrored — checked numerically at the start assembly, where
+    every row vanishes."""
+    from mechanisms.vehicle import CHASSIS_POSE, CORNERS, FRONT, build as vehicle
     s = vehicle()
     m = to_mechanism(s)
-    assert len(m.constraints) == 60 and m.dof == 14
+    assert len(m.constraints) == 60 and m.dof == 15
     from sympy.core.function import AppliedUndef
     chassis = {s.coordinate_by_name(n).symbol for n in CHASSIS_POSE}
     for c in m.constraints:
         used = {f.func.__name__ for f in c.expr.atoms(AppliedUndef)}
         assert not (c.expr.atoms(sp.Function) & chassis), c.name
         prefix = c.name[:3]
-        assert prefix in CORNERS and all(u.startswith(prefix) for u in used), (c.name, used)
+        assert prefix in CORNERS and all(u.startswith(prefix) for u in used - {"rack"}), (c.name, used)
+        # the rack moves the front tie rods' inner ends (along y: the rod's
+        # distance and its direction across U's x axis, not its x), nothing else
+        assert ("rack" in used) == (prefix in FRONT and c.name[3:] in ("S5_dist", "S5_dir_b")), (c.name, used)
     params = {p.symbol: p.value for p in m.parameters}
     values = {c.symbol: c.start for c in m.coordinates}
     worst = max(abs(float(c.expr.xreplace(values).xreplace(params))) for c in m.constraints)
