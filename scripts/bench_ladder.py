@@ -64,11 +64,17 @@ DOC = ROOT / "docs" / "benchmarks.md"
 JSON_OUT = ROOT / "docs" / "benchmarks_ladder.json"
 PNG_OUT = ROOT / "docs" / "benchmarks_ladder.png"
 HEADING = "## Growth with the number of loops"
-#: family -> (module under mechanisms/, build() keywords besides cells, description)
+#: family -> (module under mechanisms/, build() keywords besides cells, description, fmigen build
+#: --dynamics): the first three with the embedding (Bᵀ M B), the *_recursive
+#: ones the same mechanisms with the recursive elimination (codegen_recursive)
 FAMILIES = {
-    "ladder": ("ladder", {}, "ladder of L four-bar cells, revolute rungs, f = L"),
-    "ladder_planar": ("ladder", {"rungs": "planar"}, "the same ladder, rungs in absolute coordinates, f = L"),
-    "fourbar_chain": ("fourbar_chain", {}, "chain of L four-bars, f = 1"),
+    "ladder": ("ladder", {}, "ladder of L four-bar cells, revolute rungs, f = L", "embedded"),
+    "ladder_planar": ("ladder", {"rungs": "planar"}, "the same ladder, rungs in absolute coordinates, f = L",
+                      "embedded"),
+    "fourbar_chain": ("fourbar_chain", {}, "chain of L four-bars, f = 1", "embedded"),
+    "ladder_planar_recursive": ("ladder", {"rungs": "planar"}, "ladder_planar, recursive dynamics",
+                                "recursive"),
+    "fourbar_chain_recursive": ("fourbar_chain", {}, "fourbar_chain, recursive dynamics", "recursive"),
 }
 SIZES = (1, 2, 4, 8, 16, 32)
 #: item 4's targets
@@ -84,6 +90,15 @@ SECTIONS = [
     (r"rbu?\d+", "Bᵀ(F − M a_c)"),
     (r"dd\d+|di\d+|ln\d+|l\d+|z\d+|y\d+|x\d+", "LDLᵀ factor and solve"),
 ]
+#: the recursive elimination's temporaries (codegen_recursive; it shares the
+#: model expressions and the factors of Φ_d's diagonal blocks above)
+RECURSIVE_SECTIONS = [
+    (r"vs\d+", "recursive: v_d by block substitution"),
+    (r"eH\d+|eU\d+|eM\d+|eP\d+|eDi\d+|eL\d+", "recursive: elimination of M and Φ_q"),
+    (r"eF\d+|eg\d+|eV\d+|eG\d+|eZ\d+|eA\d+", "recursive: F, γ and back substitution"),
+]
+EMBEDDED_SECTIONS = SECTIONS
+SECTIONS = EMBEDDED_SECTIONS + RECURSIVE_SECTIONS
 #: libm's trigonometric entry points as callgrind names them (inclusive)
 LIBM = r"(__)?(sincos|sin|cos)(_fma)?|atan2"
 _STMT = re.compile(r"^\s*(?:const )?double (\w+) = (.*);\s*$")
@@ -122,7 +137,7 @@ def op_counts(model_c: str) -> dict:
 
 
 def wrapper_module(family: str, cells: int, where: Path) -> Path:
-    module, kw, _ = FAMILIES[family]
+    module, kw, _, _ = FAMILIES[family]
     args = "".join(f", {k}={v!r}" for k, v in kw.items())
     path = where / f"{family}_{cells}.py"
     path.write_text(f'"""{family} with {cells} cells (scripts/bench_ladder.py)."""\n'
@@ -143,7 +158,8 @@ def measure_one(family: str, cells: int, stop_time: float, timeout: float, log) 
         fmu_path = tmp / f"{family}_{cells}.fmu"
         log(f"{family} L={cells}: cold build (empty cache)")
         cpu0 = _children_cpu()
-        cold = timed_build(str(spec), tmp / "cache", fmu_path, timeout=timeout)
+        cold = timed_build(str(spec), tmp / "cache", fmu_path, timeout=timeout,
+                           options=("--dynamics", FAMILIES[family][3]))
         # CPU seconds of the build and everything it ran (gcc): on a shared
         # machine the wall time also counts other jobs' turns
         cold["cpu"] = round(_children_cpu() - cpu0, 2)
@@ -268,7 +284,7 @@ def plot(rows, path: Path):
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.6))
     for ax, q in zip(axes, ("build CPU s", "model.c bytes", "instructions / step")):
         top = 0
-        for k, (fam, marker) in enumerate(zip(FAMILIES, "os^")):
+        for k, (fam, marker) in enumerate(zip(FAMILIES, "os^vD")):
             pts = [(r["cells"], _quantities(r)[q]) for r in rows if r["family"] == fam and "model_c_bytes" in r
                    and _quantities(r)[q]]
             if pts:
