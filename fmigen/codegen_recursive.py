@@ -79,12 +79,12 @@ from .model import ModelError
 
 #: ``--dynamics auto`` picks the recursive elimination from this many
 #: independent coordinates on (see ``choose``).  Measured (callgrind,
-#: instructions per Euler step, docs/benchmarks.md): below it the two are
-#: within a few per cent either way — ladder_planar L = 1, 2: +2 %, +1 %;
-#: L = 4: −3 %; the Stewart platform (f = 6): +1 % — and from it on the
-#: elimination wins by a margin that grows with f: ladder_planar L = 8
-#: −18 %, L = 16 −42 %.  So the shipped mechanisms up to f = 7 keep the
-#: embedding they were validated with.
+#: instructions per Euler step, docs/benchmarks.md, recursive against
+#: embedded): below it the elimination costs a few per cent more —
+#: ladder_planar L = 1, 2, 4: +5 %, +8 %, +2 %; the Stewart platform
+#: (f = 6): +1 % — and from it on it wins by a margin that grows with f:
+#: ladder_planar L = 8 −13 %, L = 16 −40 %.  So the shipped mechanisms up
+#: to f = 7 keep the embedding they were validated with.
 RECURSIVE_FROM_F = 8
 DYNAMICS = ("auto", "embedded", "recursive")
 
