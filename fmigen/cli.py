@@ -52,6 +52,9 @@ def cmd_build(args):
     if args.runtime == "python" and args.kinematics in AUGMENTED:
         raise ModelError(f"--runtime python builds the embedded formulations only; --kinematics "
                          f"{args.kinematics} needs the C runtime")
+    if args.runtime == "python" and args.dynamics == "recursive":
+        raise ModelError("--dynamics recursive is generated C; --runtime python solves the embedded ODE with its "
+                         "own numpy code (use --runtime c)")
     if args.runtime == "python":
         # the same reduced model as a pure-Python FMU through pythonfmu
         # (FMI 2.0 Co-Simulation only; fmigen/pyruntime.py)
@@ -71,12 +74,15 @@ def cmd_build(args):
         paths, compiled = build_fmus(args.mechanism, targets, solver=args.solver, step=args.step,
                                      order=order, use_cache=not args.no_cache, log=_log(args),
                                      kinematics=args.kinematics, newton_tol=args.newton_tol,
-                                     formulation_params=given.get(args.kinematics), reuse=not args.no_cache)
+                                     formulation_params=given.get(args.kinematics), reuse=not args.no_cache,
+                                     dynamics=args.dynamics)
         path = paths[0]
     seconds = time.perf_counter() - t0
     info = {"fmu": str(path), "mechanism": compiled.mechanism.name, "fmi": args.fmi, "kind": args.kind,
             "runtime": args.runtime, "solver": args.solver, "kinematics": args.kinematics,
             "step": args.step, "seconds": round(seconds, 3),
+            # what --dynamics chose (the generated right-hand side's solver)
+            "dynamics": "recursive" if compiled.generated.macros.get("FMIGEN_DYNAMICS_RECURSIVE") else "embedded",
             "independent": compiled.independent_names, "start": compiled.start,
             # per stage: dae, triangular, codegen, fmu when derived; derived, fmu on a derived-cache hit
             "stages": {k: round(v, 3) for k, v in compiled.seconds.items()}}
@@ -303,6 +309,14 @@ def main(argv=None):
                         "q, v; the constraints drift, see constraint_residual)")
     p.add_argument("--newton-tol", type=_positive, default=None,
                    help="Newton step tolerance of --kinematics newton|newton-loop (absolute, default 1e-10)")
+    from .codegen_recursive import DYNAMICS, RECURSIVE_FROM_F
+    p.add_argument("--dynamics", choices=DYNAMICS, default="auto",
+                   help="how the generated right-hand side solves the embedded ODE (same trajectories to "
+                        "round-off): embedded forms the reduced mass matrix B^T M B (cost growing as f^2 to "
+                        "f^3 in the f independent coordinates); recursive eliminates loop by loop, leaves to "
+                        "root, without forming B (cost linear in the number of loops); auto (default) takes "
+                        f"recursive from f = {RECURSIVE_FROM_F} independent coordinates on, the measured "
+                        "crossover. Not with --kinematics baumgarte|penalty|spring or --runtime python")
     from .formulation import add_options as add_formulation_options
     add_formulation_options(p)
     p.set_defaults(func=cmd_build)

@@ -806,16 +806,17 @@ def sol_layout(dae, tri) -> tuple[list[tuple[int, int]], list[int]]:
     return [(i if i is not None else -1 - offset[r], kind) for i, r, kind in slots], terms
 
 
-def _partition_code(emb, tri, sm, trig, suffix, shared=None):
+def _partition_code(emb, tri, sm, trig, suffix, shared=None, dynamics="embedded"):
     """Kinematics, embedding and tables of one partition, and the sizes of
     its solution vector and embedding ``work``; names suffixed (``_p1``...)
-    for an alternative one (coordinate switching)."""
+    for an alternative one (coordinate switching).  ``dynamics``: the
+    embedding's solver (``codegen_embedding.embedding_code``)."""
     import re
     kin, sol_start = kinematics_code(emb, tri, sm, trig)
     if shared is not None and "embedding" in shared:
         embedding, nwork = shared["embedding"]
     else:
-        embedding, nwork = embedding_code(emb, tri, sm, trig[1])
+        embedding, nwork = embedding_code(emb, tri, sm, trig[1], dynamics=dynamics)
         if shared is not None:
             shared["embedding"] = embedding, nwork
     slots, terms = sol_layout(emb.dae, tri)
@@ -839,11 +840,13 @@ def _arr(ctype, name, values, fmt=repr):
 
 
 def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shared=None,
-             alternatives=()) -> GeneratedModel:
+             alternatives=(), dynamics="embedded") -> GeneratedModel:
     """model.c and model_config.h.  ``shared``: a dict kept across calls for
     the same embedding and partition (several kinematics formulations).
     ``alternatives``: (embedding, triangularization) of further partitions
-    the FMU may switch to (``Mechanism.switch_independent``)."""
+    the FMU may switch to (``Mechanism.switch_independent``).  ``dynamics``
+    embedded|recursive: how the right-hand side solves the embedded ODE
+    (``codegen_embedding``, ``codegen_recursive``), for every partition."""
     dae = emb.dae
     mech = dae.mechanism
     sm = SymbolMap(emb)
@@ -854,10 +857,11 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     if tols:
         parts += ["#ifndef FMIGEN_NEWTON_TOL", f"#define FMIGEN_NEWTON_TOL {min(tols)!r}", "#endif", ""]
     trig = trig_plan(emb)
-    code0, nwarm, nwork = _partition_code(emb, tri, sm, trig, "", shared)
+    code0, nwarm, nwork = _partition_code(emb, tri, sm, trig, "", shared, dynamics)
     parts.append(code0)
     for k, (emb_k, tri_k) in enumerate(alternatives, start=1):
-        code_k, nsol_k, nwork_k = _partition_code(emb_k, tri_k, SymbolMap(emb_k), trig_plan(emb_k), f"_p{k}")
+        code_k, nsol_k, nwork_k = _partition_code(emb_k, tri_k, SymbolMap(emb_k), trig_plan(emb_k), f"_p{k}",
+                                                  dynamics=dynamics)
         parts.append(code_k)
         nwarm, nwork = max(nwarm, nsol_k), max(nwork, nwork_k)
     def matrix_fn(name, sig, M):
@@ -934,6 +938,10 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
               # cache at the commit then keys on t too
               "FMIGEN_EMBEDDING_TIME": int(any(sp.sympify(e).has(t) for e in
                                                [*dae.Phi, *emb.M, *emb.F])),}
+    if dynamics == "recursive":
+        # informational (the runtime calls the same three functions): which
+        # solver the embedding's right-hand side was generated with
+        macros["FMIGEN_DYNAMICS_RECURSIVE"] = 1
     return finish(model_identifier, "\n".join(parts), macros, tri.start, mech, tuple(emb.independent))
 
 

@@ -53,6 +53,7 @@ import re
 
 import sympy as sp
 
+from . import codegen_recursive as recursive
 from .codegen import SymbolMap, c
 from .embed import Embedding
 from .triangular import Triangularization
@@ -222,9 +223,18 @@ def circle_where_cheaper(exprs: list) -> list:
     return reduced if _cse_ops(reduced) < _cse_ops(exprs) else exprs
 
 
-def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_subs: dict) -> tuple[str, int]:
+def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_subs: dict,
+                   dynamics: str = "embedded") -> tuple[str, int]:
     """The three functions' C and the size of ``work``; ``trig_subs`` (codegen.trig_plan) maps sin/cos of
-    each angle to the ``trig`` array the kinematics filled."""
+    each angle to the ``trig`` array the kinematics filled.
+
+    ``dynamics``: ``embedded`` forms X = Φ_d⁻¹Φ_i and Bᵀ M B as above;
+    ``recursive`` solves the same equations by the elimination of
+    ``codegen_recursive`` (v_d and q̈_i without forming B: code and work
+    linear in the number of loops).  The model quantities, their CSE, the
+    factored diagonal blocks of Φ_d and the three functions are shared."""
+    if dynamics not in ("embedded", "recursive"):
+        raise ValueError(f"unknown dynamics '{dynamics}'")
     dae = emb.dae
     n, m, f = dae.n, dae.m, emb.f
     ind, dep = emb.independent, emb.dependent
@@ -291,12 +301,15 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
                 solved += unk
             return x
 
-        X = [solve({j: Jn.get((j, ind[k])) for j in range(m)}, f"X{k}_") for k in range(f)]
-        Y = solve(Ptn, "Y_")
-        for i in dep:
-            terms = [(X[k].get(i), f"v[{ind[k]}]") for k in range(f)]
-            val = code.dot("vd", Y.get(i), terms, sign="+")
-            code.emit(f"v[{i}] = {'-' + val if val else '0.0'};")
+        if dynamics == "recursive":
+            recursive.velocities(code, blocks, inv, Jn, Ptn, ind)
+        else:
+            X = [solve({j: Jn.get((j, ind[k])) for j in range(m)}, f"X{k}_") for k in range(f)]
+            Y = solve(Ptn, "Y_")
+            for i in dep:
+                terms = [(X[k].get(i), f"v[{ind[k]}]") for k in range(f)]
+                val = code.dot("vd", Y.get(i), terms, sign="+")
+                code.emit(f"v[{i}] = {'-' + val if val else '0.0'};")
         if not with_rhs:
             code.emit("return 0;")
             return "\n".join(code.lines)
@@ -319,6 +332,10 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
             Fn[i] = code.let("F_", c(sp.Add(*free))) if free else None
             if len(free) < len(terms):
                 Fu[i] = code.let("Fu_", c(sp.Add(*[a for a in terms if a.free_symbols & u_dep])))
+        if dynamics == "recursive":
+            recursive.accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, ind, n)
+            code.emit("return 0;")
+            return "\n".join(code.lines)
         ac = solve(Gn, "ac_")
         # res = F − M a_c (every coordinate: r̄ = Bᵀ res reads them all)
         res = {i: code.dot("res", Fn.get(i), [(Mn.get((i, d)), ac.get(d)) for d in dep]) for i in range(n)}

@@ -101,6 +101,8 @@ class Compiled:
     triangular: Triangularization
     generated: codegen.GeneratedModel
     seconds: dict
+    #: how the right-hand side solves the embedded ODE: embedded | recursive
+    dynamics: str = "embedded"
 
     @property
     def independent_names(self) -> list[str]:
@@ -112,7 +114,11 @@ class Compiled:
 
 
 def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinematics="groebner",
-                  newton_tol=None) -> Compiled:
+                  newton_tol=None, dynamics="auto") -> Compiled:
+    """The derivation, stages 1-4.  ``dynamics`` embedded|recursive|auto:
+    how the generated right-hand side solves the embedded ODE
+    (``codegen_recursive.choose``)."""
+    from .codegen_recursive import choose as choose_dynamics
     log = log or (lambda msg: None)
     times = {}
     history = progress.StageTimes()
@@ -125,6 +131,8 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     log(f"[2/5] partition: independent {[dae.names[i] for i in part.independent]}, "
         f"{len(part.blocks)} block(s)")
     emb = embed(dae, part)
+    dynamics, why = choose_dynamics(dynamics, emb)
+    log(f"      dynamics: {dynamics} ({why})")
     t1 = time.perf_counter()
     progress.stage(log, "[3/5] triangularizing the constraint blocks", history.last(mech.name, "triangular"))
     tri = triangularize(dae, part, order=order, use_cache=use_cache, log=lambda m: log("      " + m),
@@ -142,12 +150,12 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     times["triangular"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     progress.stage(log, "[4/5] generating C", history.last(mech.name, "codegen"))
-    gen = codegen.generate(emb, tri, mech.name, alternatives=alternatives)
+    gen = codegen.generate(emb, tri, mech.name, alternatives=alternatives, dynamics=dynamics)
     times["codegen"] = time.perf_counter() - t2
     history.remember(mech.name, times)
     log(f"      stages: equations of motion {times['dae']:.2f} s, triangularization and workspace cover "
         f"{times['triangular']:.2f} s, C generation {times['codegen']:.2f} s")
-    return Compiled(mech, dae, part, emb, tri, gen, times)
+    return Compiled(mech, dae, part, emb, tri, gen, times, dynamics)
 
 
 def _warn_singularities(dae, tri, log):
@@ -170,16 +178,18 @@ def _warn_singularities(dae, tri, log):
 
 def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=True, log=None,
               fmi="2", kind="cs", windows=None, kinematics="groebner", newton_tol=None, formulation_params=None,
-              reuse=False):
+              reuse=False, dynamics="auto"):
     """One FMU; see ``build_fmus``."""
     paths, compiled = build_fmus(spec_or_mech, [(out, fmi, kind)], solver=solver, step=step, order=order,
                                  use_cache=use_cache, log=log, windows=windows, kinematics=kinematics,
-                                 newton_tol=newton_tol, formulation_params=formulation_params, reuse=reuse)
+                                 newton_tol=newton_tol, formulation_params=formulation_params, reuse=reuse,
+                                 dynamics=dynamics)
     return paths[0], compiled
 
 
 def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_cache=True, log=None,
-               windows=None, kinematics="groebner", newton_tol=None, formulation_params=None, reuse=False):
+               windows=None, kinematics="groebner", newton_tol=None, formulation_params=None, reuse=False,
+               dynamics="auto"):
     """FMUs of one derivation: ``targets`` is a list of (path, fmi "2"|"3",
     kind "cs"|"me"); the model is derived and generated once, then compiled
     and packaged per variant.
@@ -194,22 +204,31 @@ def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_c
     ``kinematics`` baumgarte|penalty|spring: an augmented formulation
     (fmigen/formulation.py) with ``formulation_params`` ({name: value}, None =
     defaults) on the Gröbner build's model functions, which also assemble the
-    start."""
+    start.
+
+    ``dynamics`` embedded|recursive|auto: the embedded ODE's right-hand side
+    by Bᵀ M B (``codegen_embedding``) or by the elimination whose cost is
+    linear in the loops (``codegen_recursive``); auto picks by the number of
+    independent coordinates (``codegen_recursive.choose``).  Not with an
+    augmented formulation, which does not embed."""
     from . import formulation
     log = log or (lambda msg: None)
     form = None
     if kinematics in formulation.AUGMENTED:
         form = formulation.make(kinematics, **(formulation_params or {}))
         kinematics = "groebner"
+        if dynamics == "recursive":
+            raise ModelError(f"--dynamics recursive solves the embedded ODE; the {kinematics} formulation "
+                             "integrates all coordinates and has no embedding to solve (use --dynamics auto)")
     elif formulation_params:
         raise ModelError(f"formulation parameters {sorted(formulation_params)} apply to --kinematics "
                          f"{'|'.join(formulation.AUGMENTED)} only")
     mech = prepare_mechanism(spec_or_mech, log)
     t0 = time.perf_counter()
-    options = {"order": order, "kinematics": kinematics, "newton_tol": newton_tol}
+    options = {"order": order, "kinematics": kinematics, "newton_tol": newton_tol, "dynamics": dynamics}
     compiled, hit = derived.derive(
         mech, options, lambda: compile_model(mech, order=order, use_cache=use_cache, log=log,
-                                             kinematics=kinematics, newton_tol=newton_tol),
+                                             kinematics=kinematics, newton_tol=newton_tol, dynamics=dynamics),
         use_cache=use_cache, reuse=reuse and form is None)
     if hit:
         compiled.seconds = {"derived": time.perf_counter() - t0}

@@ -44,13 +44,15 @@ STAGES = [("dae", "equations of motion"), ("triangular", "triangularization + co
           ("codegen", "C generation"), ("derived", "derived-cache read"), ("fmu", "compile + package")]
 
 
-def build(mechanism: str, cache: Path, out: Path, timeout: float | None = None) -> dict:
-    """One ``fmigen build --json`` process: wall time and the build's stages,
-    or an error (also when it runs longer than ``timeout`` seconds)."""
+def build(mechanism: str, cache: Path, out: Path, timeout: float | None = None, options=()) -> dict:
+    """One ``fmigen build --json`` process (with the further command-line
+    ``options``): wall time and the build's stages, or an error (also when it
+    runs longer than ``timeout`` seconds)."""
     env = dict(os.environ, FMIGEN_CACHE=str(cache), PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
     # its own process group, so a timeout also stops the compilers it runs
-    p = subprocess.Popen([sys.executable, "-m", "fmigen.cli", "build", mechanism, "-o", str(out), "--json"],
+    p = subprocess.Popen([sys.executable, "-m", "fmigen.cli", "build", mechanism, "-o", str(out), "--json",
+                          *options],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
                          start_new_session=True)
     try:
@@ -66,7 +68,8 @@ def build(mechanism: str, cache: Path, out: Path, timeout: float | None = None) 
     if p.returncode != 0:
         return {"wall": round(wall, 2), "error": stderr.strip().splitlines()[-1]}
     info = json.loads(stdout)
-    return {"wall": round(wall, 2), "stages": info["stages"], "hit": "from the cache" in stderr}
+    return {"wall": round(wall, 2), "stages": info["stages"], "hit": "from the cache" in stderr,
+            "dynamics": info.get("dynamics")}
 
 
 def measure(mechanisms, log) -> list[dict]:

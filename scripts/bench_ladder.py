@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import json
 import math
 import os
@@ -59,16 +60,23 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from bench_build import build as timed_build  # noqa: E402
 
 from fmigen import bench  # noqa: E402
+from fmigen.codegen_recursive import RECURSIVE_FROM_F  # noqa: E402
 
 DOC = ROOT / "docs" / "benchmarks.md"
 JSON_OUT = ROOT / "docs" / "benchmarks_ladder.json"
 PNG_OUT = ROOT / "docs" / "benchmarks_ladder.png"
 HEADING = "## Growth with the number of loops"
-#: family -> (module under mechanisms/, build() keywords besides cells, description)
+#: family -> (module under mechanisms/, build() keywords besides cells, description, fmigen build
+#: --dynamics): the first three with the embedding (Bᵀ M B), the *_recursive
+#: ones the same mechanisms with the recursive elimination (codegen_recursive)
 FAMILIES = {
-    "ladder": ("ladder", {}, "ladder of L four-bar cells, revolute rungs, f = L"),
-    "ladder_planar": ("ladder", {"rungs": "planar"}, "the same ladder, rungs in absolute coordinates, f = L"),
-    "fourbar_chain": ("fourbar_chain", {}, "chain of L four-bars, f = 1"),
+    "ladder": ("ladder", {}, "ladder of L four-bar cells, revolute rungs, f = L", "embedded"),
+    "ladder_planar": ("ladder", {"rungs": "planar"}, "the same ladder, rungs in absolute coordinates, f = L",
+                      "embedded"),
+    "fourbar_chain": ("fourbar_chain", {}, "chain of L four-bars, f = 1", "embedded"),
+    "ladder_planar_recursive": ("ladder", {"rungs": "planar"}, "ladder_planar, recursive dynamics",
+                                "recursive"),
+    "fourbar_chain_recursive": ("fourbar_chain", {}, "fourbar_chain, recursive dynamics", "recursive"),
 }
 SIZES = (1, 2, 4, 8, 16, 32)
 #: item 4's targets
@@ -84,6 +92,15 @@ SECTIONS = [
     (r"rbu?\d+", "Bᵀ(F − M a_c)"),
     (r"dd\d+|di\d+|ln\d+|l\d+|z\d+|y\d+|x\d+", "LDLᵀ factor and solve"),
 ]
+#: the recursive elimination's temporaries (codegen_recursive; it shares the
+#: model expressions and the factors of Φ_d's diagonal blocks above)
+RECURSIVE_SECTIONS = [
+    (r"vs\d+", "recursive: v_d by block substitution"),
+    (r"eH\d+|eU\d+|eM\d+|eP\d+|eDi\d+|eL\d+", "recursive: elimination of M and Φ_q"),
+    (r"eF\d+|eg\d+|eV\d+|eG\d+|eZ\d+|eA\d+", "recursive: F, γ and back substitution"),
+]
+EMBEDDED_SECTIONS = SECTIONS
+SECTIONS = EMBEDDED_SECTIONS + RECURSIVE_SECTIONS
 #: libm's trigonometric entry points as callgrind names them (inclusive)
 LIBM = r"(__)?(sincos|sin|cos)(_fma)?|atan2"
 _STMT = re.compile(r"^\s*(?:const )?double (\w+) = (.*);\s*$")
@@ -122,7 +139,7 @@ def op_counts(model_c: str) -> dict:
 
 
 def wrapper_module(family: str, cells: int, where: Path) -> Path:
-    module, kw, _ = FAMILIES[family]
+    module, kw, _, _ = FAMILIES[family]
     args = "".join(f", {k}={v!r}" for k, v in kw.items())
     path = where / f"{family}_{cells}.py"
     path.write_text(f'"""{family} with {cells} cells (scripts/bench_ladder.py)."""\n'
@@ -143,7 +160,8 @@ def measure_one(family: str, cells: int, stop_time: float, timeout: float, log) 
         fmu_path = tmp / f"{family}_{cells}.fmu"
         log(f"{family} L={cells}: cold build (empty cache)")
         cpu0 = _children_cpu()
-        cold = timed_build(str(spec), tmp / "cache", fmu_path, timeout=timeout)
+        cold = timed_build(str(spec), tmp / "cache", fmu_path, timeout=timeout,
+                           options=("--dynamics", FAMILIES[family][3]))
         # CPU seconds of the build and everything it ran (gcc): on a shared
         # machine the wall time also counts other jobs' turns
         cold["cpu"] = round(_children_cpu() - cpu0, 2)
@@ -172,6 +190,40 @@ def measure_one(family: str, cells: int, stop_time: float, timeout: float, log) 
                    stop_time=stop_time, step=1e-3, harness_seconds=round(time.perf_counter() - t0, 1))
         log(f"{family} L={cells}: {total:,.0f} instructions/step, peak |Phi| {run['peak_violation']:.1e}")
         return row
+
+
+def measure_equality(family: str, cells: int, stop_time: float, log) -> dict:
+    """The recursive and the embedded dynamics of one mechanism, both built
+    (``pipeline.build_fmu``, FMI 2.0 CS, rk4, h = 1 ms) and run for
+    ``stop_time`` s in fmpy: the largest difference of any coordinate or
+    velocity at the 0.01 s output points."""
+    import numpy as np
+
+    from fmigen.pipeline import build_fmu
+    from fmigen.validate import simulate
+    module, kw, _, _ = FAMILIES[family]
+    mod = importlib.import_module(f"mechanisms.{module}")
+    runs = {}
+    with tempfile.TemporaryDirectory(prefix="fmigen-ladder-eq-") as tmp:
+        for dyn in ("embedded", "recursive"):
+            fmu, compiled = build_fmu(mod.build(cells=cells, **kw), Path(tmp) / f"{dyn}.fmu", dynamics=dyn)
+            runs[dyn] = simulate(fmu, list(compiled.dae.names), stop_time, 0.01)
+    a, b = runs["embedded"], runs["recursive"]
+    names = [x for x in a.dtype.names if x != "time" and x != "constraint_residual"]
+    err = max(float(np.max(np.abs(a[x] - b[x]))) for x in names)
+    swing = float(np.ptp(a[compiled.independent_names[0]]))
+    log(f"{family} L={cells}: recursive against embedded, max |difference| {err:.1e} over {len(names)} "
+        f"coordinates and velocities ({stop_time:g} s; the first independent coordinate swings {swing:.2f})")
+    return {"family": family, "cells": cells, "max_abs_difference": err, "variables": len(names),
+            "stop_time": stop_time, "swing": swing}
+
+
+def save_equality(row: dict):
+    data = load_json()
+    data["equality"] = [r for r in data.get("equality", []) if (r["family"], r["cells"]) != (row["family"], row["cells"])]
+    data["equality"].append(row)
+    data["equality"].sort(key=lambda r: (list(FAMILIES).index(r["family"]), r["cells"]))
+    JSON_OUT.write_text(json.dumps(data, indent=1) + "\n")
 
 
 def load_json() -> dict:
@@ -268,7 +320,7 @@ def plot(rows, path: Path):
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.6))
     for ax, q in zip(axes, ("build CPU s", "model.c bytes", "instructions / step")):
         top = 0
-        for k, (fam, marker) in enumerate(zip(FAMILIES, "os^")):
+        for k, (fam, marker) in enumerate(zip(FAMILIES, "os^vD")):
             pts = [(r["cells"], _quantities(r)[q]) for r in rows if r["family"] == fam and "model_c_bytes" in r
                    and _quantities(r)[q]]
             if pts:
@@ -336,7 +388,8 @@ def section(data) -> str:
             *(f"{fn.get(k, 0):,.0f}" for k in ("fmigen_kinematics", "fmigen_embedded_prepare",
                                                 "fmigen_embedded_finish")),
             f"{sum(v for k, v in fn.items() if re.fullmatch(LIBM, k)):,.0f}",
-            " / ".join(f"{ops[label]:,}" for _, label in SECTIONS)]) + " |")
+            # rows measured before the recursive sections existed count 0 there
+            " / ".join(f"{ops.get(label, 0):,}" for _, label in SECTIONS)]) + " |")
     md = [HEADING, "",
           "Generated by `scripts/bench_ladder.py --write-docs` (raw data: `docs/benchmarks_ladder.json`; "
           "chart: `docs/benchmarks_ladder.png`). Three families of L closed cells, "
@@ -349,6 +402,17 @@ def section(data) -> str:
           "the previous one's rocker (f = 1): the loops grow alike, the f × f solve only in the "
           "ladders. `tests/test_ladder.py` validates L = 1, 2 of ladder and fourbar_chain against "
           "the DAE (IDA) and Cartesian references and ladder_planar against ladder.", "",
+          "These three are built with `--dynamics embedded`: the right-hand side forms X = Φ_d⁻¹Φ_i, "
+          "M·B and BᵀMB (`fmigen/codegen_embedding.py`). *ladder_planar_recursive* and "
+          "*fourbar_chain_recursive* are the same mechanisms built with `--dynamics recursive` "
+          "(`fmigen/codegen_recursive.py`): the same equations solved by eliminating, in an order "
+          "fixed at build time from the leaves to the root, one loop block of Φ_d or one independent "
+          "coordinate at a time — B is never formed, so every piece couples a bounded number of "
+          "coordinates and the right-hand side's code and work grow linearly with L. The "
+          "kinematics (the Gröbner sequences) and the model expressions are the same code in both. "
+          f"`fmigen build --dynamics auto` (the default) takes the recursive elimination from "
+          f"f = {RECURSIVE_FROM_F} independent coordinates on (below it the two are within a few per "
+          "cent; see the rows).", "",
           "Per L: *cold build* = `fmigen build` (FMI 2.0 CS, rk4, plus the win64 DLL when mingw-w64 is "
           "installed) in its own process with an empty `FMIGEN_CACHE`, wall time including Python's "
           "start (~1.5 s), and its stages; *model.c* of the FMU; *instructions / step*: that model.c in "
@@ -371,6 +435,17 @@ def section(data) -> str:
           "operations of one right-hand side by section (counted in the generated straight-line C "
           "by the temporaries' names; +, −, ×, ÷ and calls):", "",
           *prof, ""]
+    eq = data.get("equality", [])
+    if eq:
+        md += ["Same trajectories: each mechanism built with `--dynamics embedded` and with "
+               "`--dynamics recursive` (FMI 2.0 CS, rk4, h = 1 ms) and run in fmpy "
+               "(`scripts/bench_ladder.py --equality`); the largest difference of any coordinate or "
+               "velocity at the 0.01 s output points:", "",
+               "| mechanism | L | time s | coordinates and velocities | swing of the first independent "
+               "coordinate | max \\|recursive − embedded\\| |", "|---|---|---|---|---|---|"]
+        md += [f"| {r['family']} | {r['cells']} | {r['stop_time']:g} | {r['variables']} | {r['swing']:.2f} | "
+               f"{r['max_abs_difference']:.1e} |" for r in eq]
+        md.append("")
     return "\n".join(md)
 
 
@@ -409,6 +484,10 @@ def main(argv=None):
     p.add_argument("--write-docs", action="store_true",
                    help="draw the PNG and write the section of docs/benchmarks.md from the JSON")
     p.add_argument("--docs-only", action="store_true", help="measure nothing; with --write-docs")
+    p.add_argument("--equality", action="store_true",
+                   help="instead of the cost: build each family's mechanism (--family, default ladder_planar "
+                        "and fourbar_chain) with both dynamics and record the largest difference of their "
+                        "trajectories over --stop-time s")
     args = p.parse_args(argv)
     try:
         sizes = sorted({int(x) for x in args.sizes.split(",") if x.strip()})
@@ -420,7 +499,11 @@ def main(argv=None):
     def log(msg):
         print(f"[{datetime.datetime.now():%H:%M:%S}] {msg}", file=sys.stderr, flush=True)
 
-    if not args.docs_only:
+    if args.equality:
+        for fam in args.family or ["ladder_planar", "fourbar_chain"]:
+            for L in sizes:
+                save_equality(measure_equality(fam, L, args.stop_time, log))
+    elif not args.docs_only:
         for fam in args.family or list(FAMILIES):
             for L in sizes:
                 row = measure_one(fam, L, args.stop_time, args.timeout, log)

@@ -145,3 +145,16 @@ def test_a_build_records_its_stage_times(monkeypatch, tmp_path):
     history = progress.StageTimes(tmp_path / "stage_times.json")
     for stage in ("dae", "triangular", "codegen", "fmu_2_cs"):
         assert history.last("fourbar", stage) is not None, stage
+
+
+def test_build_help_explains_the_dynamics_choice():
+    from fmigen.codegen_recursive import RECURSIVE_FROM_F
+    p = run("build", "--help")
+    text = " ".join(p.stdout.split())
+    assert "--dynamics {auto,embedded,recursive}" in text
+    assert "without forming B" in text and f"from f = {RECURSIVE_FROM_F} independent coordinates on" in text
+
+
+def test_recursive_dynamics_refused_with_the_python_runtime(tmp_path):
+    p = run("build", "fourbar", "-o", str(tmp_path / "x.fmu"), "--runtime", "python", "--dynamics", "recursive")
+    assert p.returncode != 0 and "--dynamics recursive is generated C" in p.stderr
