@@ -82,6 +82,7 @@ from .dae import build_dae
 from .embed import embed
 from .model import ModelError
 from .partition import choose_partition
+from .codegen_recursive import DYNAMICS
 from .triangular import KINEMATICS, triangularize
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -114,22 +115,26 @@ def formulations(kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES):
     return out
 
 
-def generate_sources(mech, kinematics, log=None, augmented=()):
+def generate_sources(mech, kinematics, log=None, augmented=(), dynamics="auto"):
     """{kinematics: (GeneratedModel, coordinate names)}: the DAE, partition and
     embedding once, then triangularize + codegen per formulation; the
     ``augmented`` formulations (formulation.Augmented) are checked against the
-    model and added on the Gröbner build, keyed by their name."""
+    model and added on the Gröbner build, keyed by their name.  ``dynamics``:
+    the embedded ODE's solver as ``fmigen build --dynamics`` chooses it."""
+    from .codegen_recursive import choose as choose_dynamics
     log = log or (lambda m: None)
     dae = build_dae(mech)
     part = choose_partition(dae)
     emb = embed(dae, part)
+    dynamics, why = choose_dynamics(dynamics, emb, part)
+    log(f"dynamics: {dynamics} ({why})")
     for form in augmented:
         formulation.check_model(emb, form)
     out, shared = {}, {}
     for k in kinematics:
         log(f"generating C for kinematics '{k}'")
         tri = triangularize(dae, part, kinematics=k, log=lambda m: log("  " + m))
-        out[k] = (codegen.generate(emb, tri, mech.name, shared=shared), dae.names)
+        out[k] = (codegen.generate(emb, tri, mech.name, shared=shared, dynamics=dynamics), dae.names)
     for form in augmented:
         out[form.name] = (formulation.apply(out["groebner"][0], form, emb), dae.names)
     return out
@@ -364,9 +369,11 @@ def count_operations(prof: dict, exe: Path, steps: int) -> dict | None:
 
 
 def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_time=3.0, step=1e-3,
-          repeats=5, callgrind=True, log=None, keep=None, formulation_params=None, opt=None) -> dict:
+          repeats=5, callgrind=True, log=None, keep=None, formulation_params=None, opt=None,
+          dynamics="auto") -> dict:
     """Run every formulation; the JSON of ``fmigen bench --json``.
-    ``formulation_params``: {augmented formulation: {parameter: value}}."""
+    ``formulation_params``: {augmented formulation: {parameter: value}};
+    ``dynamics``: as ``fmigen build --dynamics`` (auto: what a build ships)."""
     from .pipeline import prepare_mechanism
     log = log or (lambda m: None)
     mech = prepare_mechanism(spec, log)   # the start the FMU would have
@@ -379,7 +386,7 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
     # kinematics only for the start)
     needed = {"groebner" if f.kinematics in STABILIZED else f.kinematics for f in forms}
     sources = generate_sources(mech, sorted(needed, key=list(KINEMATICS).index), log,
-                               augmented=list(augmented.values()))
+                               augmented=list(augmented.values()), dynamics=dynamics)
     rows = []
     tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="fmigen-bench-"))
     try:
@@ -467,7 +474,10 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    return {"mechanism": mech.name, "stop_time": stop_time, "step": step, "solver": "euler",
+    # what auto chose (the right-hand side's solver of the embedded rows)
+    resolved = "recursive" if any(g.macros.get("FMIGEN_DYNAMICS_RECURSIVE") for g, _ in sources.values()) \
+        else "embedded"
+    return {"mechanism": mech.name, "stop_time": stop_time, "step": step, "solver": "euler", "dynamics": resolved,
             "repeats": repeats, "cpu": _cpu_name(), "compiler": f"gcc {' '.join(opt or CFLAGS[:1])} {CFLAGS[1]}",
             "seconds": round(time.perf_counter() - t0, 2), "rows": rows}
 
@@ -561,6 +571,9 @@ def add_parser(sub):
     p.add_argument("--opt", default=None,
                    help="optimization flags instead of the FMU's portable -O2, for a source FMU rebuilt "
                         "on its target; write it with '=': --opt=\"-O3 -march=native\"")
+    p.add_argument("--dynamics", choices=DYNAMICS, default="auto",
+                   help="the embedded ODE's solver, as fmigen build --dynamics (default auto: what a build "
+                        "ships; the augmented formulations integrate every coordinate and ignore it)")
     formulation.add_options(p)
 
     def run(args):
@@ -571,7 +584,7 @@ def add_parser(sub):
                        repeats=args.repeats, callgrind=not args.no_callgrind,
                        log=args.progress, keep=args.keep,
                        opt=args.opt.split() if args.opt else None,
-                       formulation_params=formulation.params_from_args(args))
+                       formulation_params=formulation.params_from_args(args), dynamics=args.dynamics)
         print(json.dumps(result) if args.json else format_table(result))
         return 0
 

@@ -309,14 +309,16 @@ def main(argv=None):
                         "q, v; the constraints drift, see constraint_residual)")
     p.add_argument("--newton-tol", type=_positive, default=None,
                    help="Newton step tolerance of --kinematics newton|newton-loop (absolute, default 1e-10)")
-    from .codegen_recursive import DYNAMICS, RECURSIVE_FROM_F
+    from .codegen_recursive import DYNAMICS, RECURSIVE_FROM_COUPLING, RECURSIVE_FROM_F
     p.add_argument("--dynamics", choices=DYNAMICS, default="auto",
                    help="how the generated right-hand side solves the embedded ODE (same trajectories to "
                         "round-off): embedded forms the reduced mass matrix B^T M B (cost growing as f^2 to "
                         "f^3 in the f independent coordinates); recursive eliminates loop by loop, leaves to "
                         "root, without forming B (cost linear in the number of loops); auto (default) takes "
                         f"recursive from f = {RECURSIVE_FROM_F} independent coordinates on, the measured "
-                        "crossover. Not with --kinematics baumgarte|penalty|spring or --runtime python")
+                        f"crossover, where B is dense (at least {100 * RECURSIVE_FROM_COUPLING:.0f} percent of its entries "
+                        "can be non-zero: loops nested in loops, not independent corners). Not with "
+                        "--kinematics baumgarte|penalty|spring or --runtime python")
     from .formulation import add_options as add_formulation_options
     add_formulation_options(p)
     p.set_defaults(func=cmd_build)

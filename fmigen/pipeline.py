@@ -131,7 +131,7 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     log(f"[2/5] partition: independent {[dae.names[i] for i in part.independent]}, "
         f"{len(part.blocks)} block(s)")
     emb = embed(dae, part)
-    dynamics, why = choose_dynamics(dynamics, emb)
+    dynamics, why = choose_dynamics(dynamics, emb, part)
     log(f"      dynamics: {dynamics} ({why})")
     t1 = time.perf_counter()
     progress.stage(log, "[3/5] triangularizing the constraint blocks", history.last(mech.name, "triangular"))

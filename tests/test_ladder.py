@@ -271,6 +271,32 @@ def test_dynamics_choice():
         choose("fast", SimpleNamespace(f=1))
 
 
+def test_auto_dynamics_needs_a_dense_B():
+    """B's structural density from the partition's blocks: eight independent
+    corners (each block reads its own coordinate) leave B 1/8 dense, and
+    auto keeps the embedding; a chain whose every block reads all the
+    independent coordinates through the block before it is dense, and
+    auto eliminates.  And the planar ladder's real partition."""
+    from fmigen.codegen_recursive import RECURSIVE_FROM_COUPLING, choose, coupling
+    from fmigen.partition import Block
+    f = 8
+    corners = SimpleNamespace(independent=list(range(f)), dependent=list(range(f, 2 * f)),
+                              blocks=[Block([k], [f + k], [k]) for k in range(f)])
+    assert coupling(corners) == pytest.approx(1 / f)
+    assert choose("auto", SimpleNamespace(f=f), corners)[0] == "embedded"
+    chain = SimpleNamespace(independent=list(range(f)), dependent=list(range(f, 2 * f)),
+                            blocks=[Block([0], [f], list(range(f)))] +
+                                   [Block([k], [f + k], [f + k - 1]) for k in range(1, f)])
+    assert coupling(chain) == 1.0
+    assert choose("auto", SimpleNamespace(f=f), chain)[0] == "recursive"
+    from fmigen.dae import build_dae
+    from fmigen.partition import choose_partition
+    from fmigen.pipeline import as_mechanism, prepare_mechanism
+    from mechanisms.ladder import build
+    part = choose_partition(build_dae(prepare_mechanism(as_mechanism(build(cells=4, rungs="planar")))))
+    assert coupling(part) == pytest.approx(0.625) and coupling(part) > RECURSIVE_FROM_COUPLING
+
+
 def test_recursive_dynamics_refused_where_there_is_no_embedding(tmp_path):
     with pytest.raises(ModelError, match="--dynamics recursive solves the embedded ODE"):
         build_fmu(fourbar_chain.build(cells=1), tmp_path / "x.fmu", kinematics="baumgarte", dynamics="recursive")
