@@ -51,13 +51,13 @@ rest with the wheel turning at 30 rad/s.
 """
 import numpy as np
 
-from fmigen.joints import JointSystem, Y, Z
+from fmigen.joints import JointSystem, Y
 from fmigen.model import t
 
 from mechanisms.corner_geometry import LinkCorner
-from mechanisms.five_link import GRAVITY, POSE
+from mechanisms.five_link import POSE
 from mechanisms.five_link_joints import add_corner
-from mechanisms.quarter_car_joints import CHASSIS_MASS, add_wheel_and_suspension
+from mechanisms.quarter_car_joints import CHASSIS_MASS, add_wheel_and_suspension, heaving_chassis
 
 _W = ((-0.010, -0.090, 0.190), (-0.010, -0.090, 0.190),
       (0.010, -0.040, -0.150), (0.010, -0.040, -0.150),
@@ -95,15 +95,10 @@ def add_rack(s: JointSystem, chassis, at=(0.0, 0.0, 0.0), prefix=""):
 
 def build() -> JointSystem:
     s = JointSystem("front_corner", description=__doc__.splitlines()[0])
-    g = s.parameter("g", GRAVITY, "m/s2", tunable=True, description="gravity along -z")
-    mch = s.parameter("m_chassis", CHASSIS_MASS, "kg", tunable=True, description="sprung (chassis) mass")
-    chassis = s.body("chassis", mch, (mch * 0.2, mch * 0.2, mch * 0.2))
-    s.prismatic("zc", s.ground.origin, chassis.origin, axis=Z, start=0.0)
+    chassis = heaving_chassis(s)
     rack = add_rack(s, chassis)
-    add_corner(s, chassis, geometry=DOUBLE_WISHBONE, rack=rack)
-    carrier = s.bodies["carrier"]
+    carrier, _ = add_corner(s, chassis, geometry=DOUBLE_WISHBONE, rack=rack)
     add_wheel_and_suspension(s, chassis, carrier, CHASSIS_MASS, geometry=DOUBLE_WISHBONE)
-    s.gravity = (0, 0, -g)
     s.output("travel", s.coordinate_by_name("z").symbol)
     s.cut = [f"S{i}" for i in range(1, 6)]
     s.independent = ["zc", "z", "spin", "rack"]

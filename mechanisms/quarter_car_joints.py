@@ -125,17 +125,24 @@ def add_wheel_and_suspension(s: JointSystem, chassis, carrier, sprung_mass, pref
     return wheel
 
 
-def build() -> JointSystem:
-    s = JointSystem("quarter_car_joints", description=__doc__.splitlines()[0])
+def heaving_chassis(s: JointSystem):
+    """Gravity ``g`` along −z and a quarter car's chassis heaving on a
+    vertical prismatic joint ``zc``; returns the chassis body."""
     g = s.parameter("g", GRAVITY, "m/s2", tunable=True, description="gravity along -z")
     mch = s.parameter("m_chassis", CHASSIS_MASS, "kg", tunable=True, description="sprung (chassis) mass")
     chassis = s.body("chassis", mch, (mch * 0.2, mch * 0.2, mch * 0.2))
     s.prismatic("zc", s.ground.origin, chassis.origin, axis=Z, start=0.0)
+    s.gravity = (0, 0, -g)
+    return chassis
+
+
+def build() -> JointSystem:
+    s = JointSystem("quarter_car_joints", description=__doc__.splitlines()[0])
+    chassis = heaving_chassis(s)
     carrier, pose = add_corner(s, chassis)
     s.coordinate_by_name("z").velocity_start = 0.5
     add_wheel_and_suspension(s, chassis, carrier, CHASSIS_MASS)
 
-    s.gravity = (0, 0, -g)
     s.output("travel", s.coordinate_by_name("z").symbol)
     s.output("wheel_z", s.coordinate_by_name("zc").symbol + s.coordinate_by_name("z").symbol)
     s.cut = [f"S{i}" for i in range(1, 6)]
