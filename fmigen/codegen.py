@@ -826,7 +826,8 @@ def _partition_code(emb, tri, sm, trig, suffix, shared=None):
                       _arr("double", "fmigen_sol_start", sol_start),
                       _arr("int", "fmigen_sol_layout", layout, str), ""])
     if suffix:
-        code = re.sub(r"\b(" + "|".join(PARTITION_SYMBOLS) + r"|fmigen_newton_block\d+|fmigen_coeffs_\w+)\b", r"\1" + suffix,
+        code = re.sub(r"\b(" + "|".join(PARTITION_SYMBOLS) + r"|fmigen_newton_block\d+|fmigen_coeffs_\w+"
+                      r"|fmigen_embedded_\w+_(?:chunk\d+|scratch))\b", r"\1" + suffix,
                       code)
         # the alternative's functions are reached through fmigen_partitions only
         code = re.sub(r"^(int|void|const) (fmigen_\w+" + suffix + r")", r"static \1 \2", code, flags=re.M)
