@@ -166,10 +166,16 @@ def build_dae(mech: Mechanism) -> DAE:
     structural = {p.symbol: exact(p.value) for p in mech.parameters if not p.tunable}
     tunable = [p for p in mech.parameters if p.tunable]
 
+    # one pass: xreplace matches a node before its arguments, so each
+    # Derivative(q(t), t) becomes its velocity before q(t) inside it could
+    # (the same result as the three replacements in turn, in half the time:
+    # 2.8 against 5.5 s of the vehicle's M and F)
+    replace = {**to_plain, **to_plain_q, **structural}
+
     def plain(expr):
         # xreplace, not subs: structural replacement is all that is needed and
         # subs is ~50x slower on the Stewart platform's forcing vector.
-        return sp.sympify(expr).xreplace(to_plain).xreplace(to_plain_q).xreplace(structural)
+        return sp.sympify(expr).xreplace(replace)
 
     def plain_exact(expr):
         # floats exact before the geometry is substituted: 0.3·l with l = 0.7

@@ -725,7 +725,8 @@ def _select_constraints(system, m, coords, candidates):
     values = np.array([num.f(q) for q in generic]).reshape(3, -1) if num.m else np.zeros((3, 0))
     scale = max(1.0, *(abs(float(p.value)) for p in system.parameters if not p.tunable), 1.0)
     alive = [nonzero[i] for i in range(num.m) if np.abs(values[:, i]).max() > _ZERO_TOL * scale]
-    num = _Numeric([exprs[k] for k in alive], coords, params)
+    if alive != nonzero:   # (the lambdified Jacobian: seconds for the vehicle's 60 equations)
+        num = _Numeric([exprs[k] for k in alive], coords, params)
     q0 = np.array([m.coordinate_by_name(c.name).start for c in coords])
     indep = set(system.independent or [])
     fixed = {c.name for c in coords if c.name in indep}
@@ -824,7 +825,11 @@ def _marker_force(m, fc, poses, marker_pose):
         wr = _angular_velocity(rp.frame, N)
         vr = rp.r.diff(t) + wr.cross(r - rp.r)
         power -= F.dot(vr) + tau.dot(wr)
+    # only the speeds the power reads (the vehicle's tire loads: 16 of 74)
+    rates = power.atoms(sp.Derivative)
     for c in m.coordinates:
+        if c.symbol.diff(t) not in rates:
+            continue
         Q = sp.diff(power, c.symbol.diff(t))
         if Q != 0:
             m.generalized_force(c.name, Q)

@@ -355,7 +355,12 @@ class Mechanism:
         ub = [u[i] for i in base]
         # q̇_b = T⁻¹ u_b written out, so Kane's q̇ coefficient matrix is the
         # identity (its own LU of the symbolic T block took 25 s of a vehicle)
-        Tinv = T.inv().applyfunc(sp.simplify)
+        if T[:3, 3:].is_zero_matrix and T[3:, :3].is_zero_matrix and r0.diff(t) == sp.Matrix(qb_dot[:3]):
+            # the origin's speeds are B.dcm(N) q̇_r, a rotation: its inverse
+            # is its transpose (the simplified inverse of T, 4 s of a vehicle)
+            Tinv = sp.diag(T[:3, :3].T, T[3:, 3:].inv().applyfunc(sp.simplify))
+        else:
+            Tinv = T.inv().applyfunc(sp.simplify)
         kd = [qdot[base[k]] - sum(Tinv[k, j] * ub[j] for j in range(6)) for k in range(6)]
         kd += [qdot[i] - u[i] for i in range(n) if i not in base_set]
 

@@ -97,9 +97,13 @@ def dependencies(emb: Embedding) -> Dependencies:
     def of_v(i):
         return {vname[i]} if i in indep else {qname[k] for k in loop[i]} | {vname[k] for k in loop[i]}
 
-    def of_expr(expr):
+    def of_expr(*exprs):
+        # the union of the expressions' symbols (not of their sum: summing
+        # the vehicle's 74 forces one by one took seconds, each sum flattening
+        # the whole Add again)
+        symbols = set().union(*(sp.sympify(e).free_symbols for e in exprs))
         rt, params = set(), set()
-        for s in sp.sympify(expr).free_symbols:
+        for s in symbols:
             if s in dae.q_sym:
                 rt |= of_q(dae.q_sym.index(s))
             elif s in dae.v_sym:
@@ -128,14 +132,14 @@ def dependencies(emb: Embedding) -> Dependencies:
     for i in range(dae.n):
         put(qname[i], of_q(i))
         put(vname[i], of_v(i))
-    phi_rt, _ = of_expr(sum(dae.Phi, sp.Integer(0)))
+    phi_rt, _ = of_expr(*dae.Phi)
     put("constraint_residual", {x for x in phi_rt if not x.startswith("der(")})
     for name, expr in dae.outputs.items():
         rt, params = of_expr(expr)
         put(name, rt, params)
-    _, m_params = of_expr(sum(emb.M, sp.Integer(0)))
-    f_rt, f_params = of_expr(sum(emb.F, sp.Integer(0)))
-    g_rt, _ = of_expr(sum(emb.gamma, sp.Integer(0)) + sum(emb.Phi_t, sp.Integer(0)))
+    _, m_params = of_expr(*emb.M)
+    f_rt, f_params = of_expr(*emb.F)
+    g_rt, _ = of_expr(*emb.gamma, *emb.Phi_t)
     states = {qname[i] for i in indep} | {vname[i] for i in indep}
     acc_rt = states | {x for x in f_rt | g_rt if x not in states and not x.startswith("der(")
                        and x not in {qname[i] for i in range(dae.n)}}

@@ -6,9 +6,8 @@ derived in its body-frame speeds, ``fmigen/model.py``).  Each corner is
 ``five_link_joints.add_corner`` hung from the chassis (left corners as
 designed, right corners mirrored in the x-z plane) with
 ``quarter_car_joints``' wheel (drive torque input ``*_T_drive``), coil-over
-(preloaded for the static balance of the design pose under the corner's share
-of the chassis) and tire-load inputs ``*_Fx … *_Mz`` at the wheel centre.
-Corners are prefixed ``fl_ fr_ rl_ rr_``:
+and tire-load inputs ``*_Fx … *_Mz`` at the wheel centre.  Corners are
+prefixed ``fl_ fr_ rl_ rr_``:
 
 * rear: ``five_link``'s five-link geometry;
 * front: ``front_corner``'s double wishbone (two A-arms, each two rods to its
@@ -21,6 +20,15 @@ Corners are prefixed ``fl_ fr_ rl_ rr_``:
 The tire loads are inputs only: a simulator's tire model closes the loop
 through the wheel outputs.
 
+The design pose at rest is a static equilibrium: each corner's tire load
+``*_Fz`` starts at its share of the car's weight from the whole car's
+vertical and pitch balance (``axle_loads``: the links' weights act off the
+axle, and the rack rides on the front axle line), and its coil-over preload
+balances that load along the travel (``quarter_car_joints.static_preload``).
+Started at rest (``build(bump=False)``) the chassis stays at its ride
+height; with the chassis' weight split by the axle positions alone it had
+pitched 5.8 mrad and sunk 83 µm in 1 s (five-link corners all round).
+
 Every corner's loops close in the chassis frame (``joint_model``): four
 five-rod blocks (a 5×5 Newton block in the carrier pose, triangular rod
 angles), whatever the chassis does; the front blocks take the rack
@@ -28,7 +36,8 @@ displacement as one more known.  Independent coordinates: the chassis' six,
 the rack, each corner's travel ``*_z`` and wheel ``*_spin`` (15 of 75
 coordinates, 60 constraints).  The start is the design pose at rest with
 every wheel turning at 30 rad/s and the front-left wheel moving up at
-0.5 m/s relative to the chassis, as after a bump.
+0.5 m/s relative to the chassis, as after a bump (``build(bump=False)``:
+everything at rest).
 
 Outputs per corner: the wheel centre's world position ``*_wheel_x/y/z`` and
 velocity ``*_wheel_vx/vy/vz``, the carrier's world orientation
@@ -42,10 +51,10 @@ from fmigen.joint_model import rot, rz
 from fmigen.joints import JointSystem, X, Y
 from fmigen.model import t
 
-from mechanisms.five_link import FIVE_LINK, GRAVITY, POSE
+from mechanisms.five_link import FIVE_LINK, GRAVITY, POSE, carrier_mass
 from mechanisms.five_link_joints import add_corner
-from mechanisms.front_corner import DOUBLE_WISHBONE, add_rack
-from mechanisms.quarter_car_joints import add_wheel_and_suspension
+from mechanisms.front_corner import DOUBLE_WISHBONE, RACK_MASS, add_rack
+from mechanisms.quarter_car_joints import WHEEL_MASS, add_wheel_and_suspension
 
 CHASSIS_MASS = 1400.0                    # kg
 CHASSIS_INERTIA = (500.0, 2000.0, 2200.0)   # kg m², roll, pitch, yaw
@@ -57,6 +66,44 @@ CORNERS = {"fl_": (0.45 * WHEELBASE, +1), "fr_": (0.45 * WHEELBASE, -1),
            "rl_": (-0.55 * WHEELBASE, +1), "rr_": (-0.55 * WHEELBASE, -1)}
 CHASSIS_POSE = ["xc", "yc", "zc", "rollc", "pitchc", "yawc"]
 FRONT = ("fl_", "fr_")
+
+
+def geometry_of(prefix):
+    return DOUBLE_WISHBONE if prefix in FRONT else FIVE_LINK
+
+
+def unsprung_moment(geometry):
+    """(mass, Σ m·x) of one corner's unsprung bodies in the design pose, x
+    along the car in the corner's frame: the carrier and the wheel at the
+    carrier centre, each link's centre halfway along it (the same for a
+    mirrored corner)."""
+    start = geometry.start_configuration(0.0)
+    X = geometry.link_vectors([start[n] for n in POSE], 0.0)
+    bodies = [(carrier_mass(), start["x"]), (WHEEL_MASS, start["x"])]
+    bodies += [(geometry.link_mass(k), geometry.C[k][0] + 0.5 * X[k][0]) for k in range(5)]
+    return sum(m for m, _ in bodies), sum(m * x for m, x in bodies)
+
+
+def axle_loads():
+    """The sprung mass each corner carries at rest in the design pose (its
+    tire then carries that and its unsprung bodies), {prefix: kg}: the whole
+    car's vertical and pitch balance, per side F_f + F_r = (m_chassis/2 +
+    m_rack/2 + m_u,f + m_u,r) g and F_f a_f + F_r a_r = g Σ m x (moments about
+    the chassis' centre of mass; the tire forces at the wheel centres a_f,
+    a_r, which are ~1e-5 m off the corners' origins; the rack on the front
+    axle line).  The links' weights act off the axle (their centres are up
+    to 0.24 m from it), so this is not the chassis' weight split by the axle
+    positions alone (that left the chassis pitching 6 mrad in its first
+    second at rest)."""
+    xf, xr = CORNERS["fl_"][0], CORNERS["rl_"][0]
+    (muf, muxf), (mur, muxr) = unsprung_moment(DOUBLE_WISHBONE), unsprung_moment(FIVE_LINK)
+    af = xf + DOUBLE_WISHBONE.start_configuration(0.0)["x"]     # the wheel centres along the car
+    ar = xr + FIVE_LINK.start_configuration(0.0)["x"]
+    total = CHASSIS_MASS / 2 + RACK_MASS / 2 + muf + mur        # F_f + F_r, per side, / g
+    moment = muf * xf + muxf + mur * xr + muxr + RACK_MASS / 2 * xf   # F_f a_f + F_r a_r, per side, / g
+    front = (moment - total * ar) / (af - ar)
+    loads = {"f": front - muf, "r": total - front - mur}
+    return {p: float(loads[p[0]]) for p in CORNERS}
 
 
 def _wheel_outputs(s, prefix, offset, r_chassis, R_chassis):
@@ -76,7 +123,7 @@ def _wheel_outputs(s, prefix, offset, r_chassis, R_chassis):
     s.output(f"{prefix}travel", q["z"])
 
 
-def build() -> JointSystem:
+def build(bump: bool = True) -> JointSystem:
     s = JointSystem("vehicle", description=__doc__.splitlines()[0])
     g = s.parameter("g", GRAVITY, "m/s2", tunable=True, description="gravity along -z")
     mch = s.parameter("m_chassis", CHASSIS_MASS, "kg", tunable=True, description="chassis (sprung) mass")
@@ -92,18 +139,21 @@ def build() -> JointSystem:
     # the steering rack on the front axle line, level with the wheel centres
     rack = add_rack(s, chassis, at=(CORNERS["fl_"][0], 0.0, -CG_HEIGHT))
     independent.append("rack")
+    loads = axle_loads()
     for prefix, (ax, side) in CORNERS.items():
         offset = (ax, side * TRACK / 2, -CG_HEIGHT)
-        # the static load of each corner: the chassis' weight split by the axle position
-        share = CHASSIS_MASS / 2 * (1 - abs(ax) / WHEELBASE)
-        geometry = DOUBLE_WISHBONE if prefix in FRONT else FIVE_LINK
+        # the static load of each corner (the design pose at rest is an equilibrium)
+        share = loads[prefix]
+        geometry = geometry_of(prefix)
         carrier, _ = add_corner(s, chassis, prefix=prefix, offset=offset, side=side, geometry=geometry,
                                 rack=rack if prefix in FRONT else None)
         add_wheel_and_suspension(s, chassis, carrier, share, prefix=prefix, offset=offset, side=side,
                                  geometry=geometry)
         independent += [f"{prefix}z", f"{prefix}spin"]
-        if prefix == "fl_":
+        if prefix == "fl_" and bump:
             s.coordinate_by_name("fl_z").velocity_start = 0.5      # the bump
+        if not bump:
+            s.coordinate_by_name(f"{prefix}spin").velocity_start = 0.0
         _wheel_outputs(s, prefix, offset, r_chassis, R_chassis)
     s.gravity = (0, 0, -g)
     s.cut = [f"{p}S{i}" for p in CORNERS for i in range(1, 6)]

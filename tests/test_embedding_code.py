@@ -164,3 +164,57 @@ def test_generated_recursive_dynamics_matches_numpy(name, kinematics, bound, tmp
     print(name, kinematics, worst)
     assert worst["qdd"] <= bound and worst["v"] <= bound
     assert worst["trig"] <= 1e-12
+
+
+def _rechunked(model_c: str, size: int) -> str:
+    """model.c with its three embedding functions generated as chunks of
+    ``size`` statements (``codegen_embedding.chunked``), whatever their size."""
+    from fmigen.codegen_embedding import chunked
+    for name in ["fmigen_embedded_velocities", "fmigen_embedded_prepare", "fmigen_embedded_finish"]:
+        i = model_c.index(f"\nint {name}(") + 1
+        j = model_c.index("\n{\n", i)
+        k = model_c.index("\n}\n", j)
+        params = model_c[i + len(f"int {name}("):j - 1]
+        model_c = model_c[:i] + chunked(name, params, model_c[j + 3:k], size=size, above=0) + model_c[k + 3:]
+    return model_c
+
+
+def test_chunked_embedding_is_bit_identical(tmp_path):
+    """A large model's embedding functions are split into chunks that hand
+    over through a scratch struct (gcc's register allocation is superlinear
+    in a function's size).  The five-link's, cut into chunks of 40
+    statements (its 5×5 LU block's arrays, checks and solves cross chunks),
+    gives bit for bit the unsplit functions' q, v, q̈ and trig; its own
+    model.c is below the size where chunks start, so it is not chunked."""
+    mech = load_mechanism("five_link")
+    dae = build_dae(mech)
+    part = choose_partition(dae)
+    emb = embed(dae, part)
+    gen = codegen.generate(emb, triangularize(dae, part), mech.name)
+    assert "FMIGEN_CHUNK" not in gen.model_c
+    chunked_c = _rechunked(gen.model_c, 40)
+    assert chunked_c.count("FMIGEN_CHUNK int fmigen_embedded_prepare_chunk") > 10
+    assert "S->A" in chunked_c          # an LU block's matrix crosses chunks
+    outputs = []
+    for variant, code in (("whole", gen.model_c), ("chunked", chunked_c)):
+        d = tmp_path / variant
+        d.mkdir()
+        (d / "model.c").write_text(code)
+        (d / "model_config.h").write_text(gen.config_h)
+        (d / "driver.c").write_text(DRIVER)
+        r = subprocess.run(["gcc", *CFLAGS, f"-I{d}", f"-I{RUNTIME_DIR}", str(d / "model.c"),
+                            str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "fmigen_augmented.c"),
+                            str(d / "driver.c"), "-lm", "-o", str(d / "driver")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert "warning" not in r.stderr, r.stderr
+        rng = np.random.default_rng(3)
+        runs = []
+        for _ in range(4):
+            qi = [0.02 * rng.normal()]
+            vi = [rng.normal()]
+            for mode in (1, 0):
+                runs.append(subprocess.run([str(d / "driver"), str(mode), "0.3", *map(repr, qi), *map(repr, vi)],
+                                           capture_output=True, text=True).stdout)
+        outputs.append(runs)
+    assert outputs[0] == outputs[1]
+    assert all(run.startswith("0 0\n") for run in outputs[0])

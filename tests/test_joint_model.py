@@ -491,6 +491,45 @@ def test_vehicle_corners_close_in_the_chassis_frame_each_on_its_own():
             assert start[left + n] == pytest.approx(-start[right + n], abs=1e-12), n
 
 
+def test_vehicle_design_pose_is_balanced_by_its_static_loads():
+    """The tire loads the vehicle starts with (``axle_loads``) hold the whole
+    car in the design pose: with the model's own bodies (masses and centres
+    of mass at the start assembly, from the joint description) and the tire
+    forces at the wheel centres (the model's outputs), the vertical forces and
+    the moments about the chassis' pitch and roll axes sum to zero.  (Each
+    corner's travel is balanced by its coil-over preload,
+    quarter_car_joints.static_preload; the FMU started at rest keeps the
+    chassis within 1.1e-13 m of its ride height over 1 s, docs/benchmarks.md.)"""
+    from mechanisms.vehicle import CORNERS, build as vehicle
+    m = to_mechanism(vehicle(bump=False))
+    values = {c.symbol: sp.Float(c.start) for c in m.coordinates} | \
+        {p.symbol: sp.Float(p.value) for p in m.parameters}
+
+    def num(e):
+        return float(sp.sympify(e).xreplace(values))
+    g = next(float(p.value) for p in m.parameters if p.name == "g")
+    fz = {i.name: float(i.start) for i in m.inputs}
+    vertical = -sum(num(b.mass) * g for b in m.bodies) + sum(fz[f"{c}Fz"] for c in CORNERS)
+    weight = sum(num(b.mass) * g for b in m.bodies)
+    # moments about the chassis' centre of mass (its origin, at x = y = 0)
+    pitch = sum(num(b.mass) * g * num(b.com[0]) for b in m.bodies) - \
+        sum(fz[f"{c}Fz"] * num(m.outputs[f"{c}wheel_x"]) for c in CORNERS)
+    roll = sum(num(b.mass) * g * num(b.com[1]) for b in m.bodies) - \
+        sum(fz[f"{c}Fz"] * num(m.outputs[f"{c}wheel_y"]) for c in CORNERS)
+    assert len(m.bodies) == 30          # chassis, rack, and per corner carrier, wheel, five links
+    assert abs(vertical) < 1e-9 * weight
+    assert abs(pitch) < 1e-9 * weight and abs(roll) < 1e-9 * weight
+    # the chassis' weight split by the axle positions alone (the loads of
+    # before) leaves a pitching moment: the links' weights act off the axle
+    from mechanisms.vehicle import CHASSIS_MASS, WHEELBASE, axle_loads
+    shares = axle_loads()
+    plain = {c: fz[f"{c}Fz"] + (CHASSIS_MASS / 2 * (1 - abs(ax) / WHEELBASE) - shares[c]) * g
+             for c, (ax, _) in CORNERS.items()}
+    pitch_plain = sum(num(b.mass) * g * num(b.com[0]) for b in m.bodies) - \
+        sum(plain[c] * num(m.outputs[f"{c}wheel_x"]) for c in CORNERS)
+    assert abs(pitch_plain) > 10.0                      # N·m
+
+
 def floating_system():
     """A free 'chassis' with a trailing arm (revolute), a wheel on the arm
     and a spring-damper chassis–arm: small, but every floating-base path

@@ -117,6 +117,19 @@ static inline double fmigen_powi(double x, int n)
     }
 }
 
+/* A chunk of a large generated straight-line function (codegen_embedding.chunked):
+ * not inlined back into its caller, and without gcc's SLP vectorization, whose
+ * analysis of the chunks' many stores to their scratch struct took half of
+ * gcc's time (the vehicle's model.c in chunks of 1,000: 22.2 s of CPU with
+ * it, 11.6 s without; the instructions per step do not change). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define FMIGEN_CHUNK static __attribute__((noinline, optimize("no-tree-slp-vectorize")))
+#elif defined(__GNUC__)
+#define FMIGEN_CHUNK static __attribute__((noinline))
+#else
+#define FMIGEN_CHUNK static
+#endif
+
 /* max without libm's NaN rules (fmax is a library call at -O2) */
 static inline double fmigen_max(double a, double b) { return a > b ? a : b; }
 
