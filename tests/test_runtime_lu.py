@@ -55,6 +55,80 @@ def test_lu_solve_matches_numpy(tmp_path):
         assert np.abs(got - x).max() <= 1e-10 * (1 + np.abs(x).max())
 
 
+#: the runtime's LU as one loop for any n (before it was specialized per size)
+GENERIC_HARNESS = r"""
+#include <stdio.h>
+#include <math.h>
+#include <string.h>
+#include "fmigen_runtime.h"
+static int generic_factor(int n, double *A, int *piv)
+{
+    double scale = 0.0;
+    for (int k = 0; k < n * n; k++) if (fabs(A[k]) > scale) scale = fabs(A[k]);
+    if (!(scale > 0.0) || !isfinite(scale)) return 1;
+    for (int k = 0; k < n; k++) {
+        int p = k;
+        for (int i = k + 1; i < n; i++) if (fabs(A[i * n + k]) > fabs(A[p * n + k])) p = i;
+        if (!(fabs(A[p * n + k]) > 1e-13 * scale)) return 1;
+        piv[k] = p;
+        if (p != k) for (int j = 0; j < n; j++) {
+            double tmp = A[k * n + j]; A[k * n + j] = A[p * n + j]; A[p * n + j] = tmp;
+        }
+        for (int i = k + 1; i < n; i++) {
+            double l = A[i * n + k] /= A[k * n + k];
+            for (int j = k + 1; j < n; j++) A[i * n + j] -= l * A[k * n + j];
+        }
+    }
+    return 0;
+}
+static void generic_solve(int n, const double *LU, const int *piv, double *b)
+{
+    for (int k = 0; k < n; k++)
+        if (piv[k] != k) { double tmp = b[k]; b[k] = b[piv[k]]; b[piv[k]] = tmp; }
+    for (int k = 0; k < n; k++)
+        for (int i = k + 1; i < n; i++) b[i] -= LU[i * n + k] * b[k];
+    for (int k = n - 1; k >= 0; k--) {
+        for (int j = k + 1; j < n; j++) b[k] -= LU[k * n + j] * b[j];
+        b[k] /= LU[k * n + k];
+    }
+}
+int main(void) {
+    int n, cases = 0, same = 0; double A[400], B[400], b[20], c[20]; int piv[20], pv[20];
+    while (scanf("%d", &n) == 1) {
+        for (int i = 0; i < n * n; i++) scanf("%lf", &A[i]);
+        for (int i = 0; i < n; i++) scanf("%lf", &b[i]);
+        memcpy(B, A, sizeof A); memcpy(c, b, sizeof b);
+        int s1 = fmigen_lu_factor(n, A, piv), s2 = generic_factor(n, B, pv);
+        if (!s1) fmigen_lu_solve(n, A, piv, b);
+        if (!s2) generic_solve(n, B, pv, c);
+        cases++;
+        same += s1 == s2 && (s1 || (!memcmp(A, B, sizeof(double) * n * n) && !memcmp(b, c, sizeof(double) * n)
+                                    && !memcmp(piv, pv, sizeof(int) * n)));
+    }
+    printf("%d %d\n", cases, same);
+    return 0;
+}
+"""
+
+
+def test_lu_per_size_is_bit_for_bit_the_loop(tmp_path):
+    """fmigen_lu_factor/_solve run 4x4 to 6x6 inlined with the size a
+    constant and the loops unrolled: the same operations in the same order
+    as the loop for any n, so the same bits (factors, pivots, solution), and
+    the same singularity verdicts."""
+    exe = runtime_harness(tmp_path, GENERIC_HARNESS, "generic")
+    rng = np.random.default_rng(5)
+    cases = []
+    for n in (3, 4, 5, 6, 7):
+        for k in range(40):
+            A = rng.normal(size=(n, n)) * 10.0 ** rng.integers(-3, 4, size=(n, n))
+            if k % 10 == 0:
+                A[-1] = A[0] * 2.0          # singular
+            cases.append(f"{n} " + " ".join(repr(float(v)) for v in A.ravel()) + " "
+                         + " ".join(repr(float(v)) for v in rng.normal(size=n)))
+    out = subprocess.run([str(exe)], input="\n".join(cases), capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [str(len(cases))] * 2
+
 #: a step polynomial of the dynamic landing gear's Gröbner sequence
 #: (s_theta_B, degree 6) as the kinematics met it at t = 0.47 s, and the
 #: predicted root it started from
