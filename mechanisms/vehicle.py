@@ -26,8 +26,9 @@ vertical and pitch balance (``axle_loads``: the links' weights act off the
 axle, and the rack rides on the front axle line), and its coil-over preload
 balances that load along the travel (``quarter_car_joints.static_preload``).
 Started at rest (``build(bump=False)``) the chassis stays at its ride
-height; with the chassis' weight split by the axle positions alone it had
-pitched 5.8 mrad and sunk 83 µm in 1 s (five-link corners all round).
+height: 2.4e-13 m and 1.1e-13 rad from it after 1 s (the FMU, RK4 at 1 ms);
+with the chassis' weight split by the axle positions alone it had pitched
+5.8 mrad and sunk 83 µm in 1 s (five-link corners all round, then).
 
 Every corner's loops close in the chassis frame (``joint_model``): four
 five-rod blocks (a 5×5 Newton block in the carrier pose, triangular rod
