@@ -257,3 +257,21 @@ def test_a_motion_nothing_resists_is_refused():
     s.revolute("hinge", s.ground.origin, b.origin, start=0.0)
     with pytest.raises(CartesianError, match="no mass or inertia resists"):
         solve_cartesian(s, {"hinge": 0.0}, {}, ["hinge"], [0.0, 0.1])
+
+
+def test_energy_drift_at_rest_is_measured_against_the_precision_of_E():
+    """A body held at rest under loads moves next to nothing: its rounding
+    (1e-12 J in a potential of 4 kJ) is not a drift of the order of the
+    1e-10 J the motion moves, but a real loss is still one."""
+    from fmigen.cartesian import energy_drift
+    n = 101
+    V = 3.7e3 + 1e-10 * np.sin(np.linspace(0, 3, n)) + 1e-12 * (-1.0) ** np.arange(n)
+    T = np.full(n, 1e-14)
+    W = V - V[0] - 1e-12 * (-1.0) ** np.arange(n) + 1e-12      # the balance to the rounding
+    assert energy_drift(T, V, W) < 1e-7
+    W_lost = W - np.linspace(0, 1e-3, n)                       # 1 mJ unaccounted for
+    assert energy_drift(T, V, W_lost) > 1e-2
+    # a moving mechanism keeps its own scale: the floor is far below it
+    t = np.linspace(0, 1, n)
+    assert energy_drift(0.5 * np.sin(t) ** 2, 3.7e3 - 0.5 * np.sin(t) ** 2 + 1e-9 * t, np.zeros(n)) == \
+        pytest.approx(1e-9 / (0.5 * np.sin(1.0) ** 2), rel=1e-3)
