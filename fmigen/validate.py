@@ -107,31 +107,21 @@ def simulate(fmu_path, names, stop_time, output_interval, start_values=None, sig
         # itself that is the segment *before* it, a slope one step late
         # (measured: 3.5e-6 instead of 1e-6 in a servoed rack's position)
         times = np.arange(int(round(stop_time / output_interval)) + 2) * output_interval
-        table = np.zeros(len(times), dtype=[("time", float)] + [(n, float) for n in signals])
-        table["time"] = times - 1e-9 * output_interval
-        for n, f in signals.items():
-            table[n] = np.broadcast_to(f(times), times.shape)
         md = fmpy.read_model_description(str(fmu_path))
+        # every input in the table (fmpy warns about each missing one): the
+        # signals, the others at their start values
+        inputs = [v for v in md.modelVariables if v.causality == "input"]
+        table = np.zeros(len(times), dtype=[("time", float)] + [(v.name, float) for v in inputs])
+        table["time"] = times - 1e-9 * output_interval
+        for v in inputs:
+            table[v.name] = np.broadcast_to(signals[v.name](times), times.shape) if v.name in signals \
+                else float(v.start)
         kw = {"input": table,
               "set_input_derivatives": bool(md.coSimulation and md.coSimulation.canInterpolateInputs)}
-        # every input in the table (the others at their start values): fmpy
-        # warns about each missing one
-        for v in md.modelVariables:
-            if v.causality == "input" and v.name not in signals:
-                table = _with_column(table, v.name, float(v.start))
-        kw["input"] = table
     with _fmpy_input_derivatives_sized():
         return fmpy.simulate_fmu(str(fmu_path), stop_time=stop_time, output_interval=output_interval,
                                  output=[*names, *[f"der({n})" for n in names], "constraint_residual"],
                                  start_values=start_values or {}, **kw)
-
-
-def _with_column(table, name, value):
-    out = np.zeros(len(table), dtype=table.dtype.descr + [(name, float)])
-    for n in table.dtype.names:
-        out[n] = table[n]
-    out[name] = value
-    return out
 
 
 class _fmpy_input_derivatives_sized:

@@ -81,11 +81,11 @@ class LinkCorner:
         alpha = np.arctan2(u[:, 1], -u[:, 2])
         return alpha, beta
 
-    def start_configuration(self, z=0.0, rack=0.0, pose_names=("x", "y", "phi", "theta", "psi")):
+    def start_configuration(self, z=0.0, rack=0.0):
         """All 16 coordinates at height z by name (design-pose Newton start)."""
         pose = self.solve_pose(z, rack=rack)
         alpha, beta = self.joint_angles(pose, z, rack)
-        q = dict(zip(pose_names, pose))
+        q = dict(zip(("x", "y", "phi", "theta", "psi"), pose))
         q["z"] = z
         for k in range(5):
             q[f"alpha{k + 1}"] = float(alpha[k])

@@ -81,6 +81,7 @@ def add_rack(s: JointSystem, chassis, at=(0.0, 0.0, 0.0), prefix=""):
     chassis' at zero displacement), driven towards the input
     ``{prefix}rack_demand`` by a stiff servo.  Returns the rack body."""
     m = s.parameter(f"{prefix}m_rack", RACK_MASS, "kg", tunable=True, description="steering rack mass")
+    # a bar about 0.35 m long along y (m L²/12 ≈ 0.01 m across it)
     rack = s.body(f"{prefix}rack", m, (m * 0.01, m * 0.001, m * 0.01), com=tuple(at))
     r = s.prismatic(f"{prefix}rack", chassis.origin, rack.origin, axis=Y, start=0.0)
     k = s.parameter(f"{prefix}k_rack_servo", SERVO_STIFFNESS, "N/m", tunable=True,
