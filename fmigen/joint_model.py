@@ -18,7 +18,7 @@
 3. *Poses.*  Each body's world pose composes the joint transforms along its
    tree path.  A body that only turns about the world z axis keeps its
    orientation as one angle (a sum of joint angles), so a planar chain's
-   frames are ``Axis`` rotations about z (KanesMethod stays fast) and its
+   frames are ``Axis`` rotations about z (the equations of motion stay small) and its
    positions contain cos/sin of sums that ``expand_trig`` turns into products
    of the joint angles' s/c — polynomial, as the Gröbner stage needs.  Other
    bodies get a chain of ``Axis``/body-fixed frames (angular velocities are
