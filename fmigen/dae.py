@@ -123,7 +123,17 @@ class NumericDAE:
 
     @cached_property
     def _Phi_q(self):
-        return self._lambdify(self.dae.Phi_q)
+        # only the structural non-zeros, scattered into a zero matrix: Φ_q
+        # of a chain of loops is sparse (a 32-cell ladder: 2 % of 128 × 160),
+        # and building the dense nested list and converting it took most of
+        # the workspace sweep's time
+        J = self.dae.Phi_q
+        rows, cols, entries = [], [], []
+        for (j, i), e in J.todok().items():
+            rows.append(j)
+            cols.append(i)
+            entries.append(e)
+        return (np.array(rows, dtype=int), np.array(cols, dtype=int), self._lambdify(entries) if entries else None)
 
     @cached_property
     def _Phi_t(self):
@@ -143,7 +153,11 @@ class NumericDAE:
         return np.array(self._Phi(tt, *q), dtype=float).ravel()
 
     def Phi_q(self, tt, q):
-        return np.array(self._Phi_q(tt, *q), dtype=float).reshape(-1, len(q))
+        rows, cols, values = self._Phi_q
+        out = np.zeros((self.dae.m, len(q)))
+        if values is not None:
+            out[rows, cols] = values(tt, *q)
+        return out
 
     def Phi_t(self, tt, q):
         return np.array(self._Phi_t(tt, *q), dtype=float).ravel()

@@ -4,7 +4,8 @@ choose alternative sequences and by ``fmigen check``).
 Newton continuation on the *full* constraint system Φ(q) = 0 from the start
 assembly: the independent coordinates move along straight paths (a full turn
 each way for a single independent angle; the axes and a few seeded random
-directions otherwise), and at every point the dependent coordinates are
+directions otherwise, or only random directions beyond 16 independent
+coordinates), and at every point the dependent coordinates are
 corrected by Newton on Φ with q_i held, predicted along the tangent
 q̇_d = −Φ_d⁻¹ Φ_i q̇_i.  Nothing here uses the Gröbner sequences, so the
 sweep is an independent reference for them: the branch it follows is the
@@ -28,6 +29,11 @@ from .partition import Partition
 #: a point whose Φ_d has a condition number above this is reported as a
 #: physical singularity of the partition (the sweep stops there)
 COND_LIMIT = 1e8
+
+#: most paths of a sweep: up to 16 independent coordinates, each axis both
+#: ways and 4 random directions; beyond that, this many random directions
+#: each way (the cost of the sweep then grows with the size of Φ only)
+MAX_PATHS = 36
 
 
 def unit_scales(dae: DAE) -> np.ndarray:
@@ -101,20 +107,30 @@ def sweep(dae: DAE, part: Partition, start: dict, points_per_path=None, seed=0, 
         extent = 2 * np.pi if dae.mechanism.coordinates[i].unit == "rad" else 1.0  # × the unit scale
         directions = [np.array([1.0]), np.array([-1.0])]
         n_steps = points_per_path or 720
-    else:
+    elif 2 * f + 4 <= MAX_PATHS:
         rng = np.random.default_rng(seed)
         directions = [s * e for e in np.eye(f) for s in (1.0, -1.0)]
         directions += [d / np.linalg.norm(d) for d in rng.normal(size=(4, f))]
         extent = 1.0   # one rad, or one mechanism size, per unit-scaled direction
+        n_steps = points_per_path or 40
+    else:
+        # MAX_PATHS random directions, each way, each moving every
+        # independent coordinate: along an axis only the blocks that depend
+        # on that coordinate move, so with many of them each block would move
+        # on a few of the 2f + 4 paths while the sweep's cost grows as f².
+        # Scaled so that the largest component is 1: each coordinate goes
+        # as far as along its axis (a unit norm would move each by ~1/√f)
+        rng = np.random.default_rng(seed)
+        directions = [s * d / np.abs(d).max() for d in rng.normal(size=(MAX_PATHS // 2, f)) for s in (1.0, -1.0)]
+        extent = 1.0
         n_steps = points_per_path or 40
     points, paths, physical = [q0.copy()], [], []
     conds = [float(np.linalg.cond(num.Phi_q(0.0, q0)[:, dep]))]
     for d in directions:
         step = extent / n_steps * d * scales[indep]
         q, path, travelled = q0.copy(), [0], 0
+        Jd, cond = num.Phi_q(0.0, q), conds[0]
         while travelled < n_steps:
-            Jd = num.Phi_q(0.0, q)
-            cond = np.linalg.cond(Jd[:, dep])
             if not cond < COND_LIMIT:
                 physical.append(_stop(dae, indep, q, cond, "Φ_d singular", len(paths)))
                 break
@@ -134,7 +150,10 @@ def sweep(dae: DAE, part: Partition, start: dict, points_per_path=None, seed=0, 
             travelled += h
             q = nxt
             points.append(q.copy())
-            conds.append(float(np.linalg.cond(num.Phi_q(0.0, q)[:, dep])))
+            # Φ_q and its condition at the new point, also the next step's
+            Jd = num.Phi_q(0.0, q)
+            cond = float(np.linalg.cond(Jd[:, dep]))
+            conds.append(cond)
             path.append(len(points) - 1)
         paths.append(path)
     log(f"workspace sweep: {len(points)} configurations on {len(paths)} paths, "
