@@ -167,7 +167,10 @@ def on_the_circle(exprs: list) -> list:
         e = sp.expand(sp.sympify(e))
         if pairs:
             e = sp.expand(e.replace(is_high_sine, reduce_sine))
-        out.append(sp.collect(e, vel) if vel else e)
+        # by the velocities this entry has: collecting by all n of them
+        # costs n per entry, O(n²) over a model (a 32-cell ladder's 160)
+        mine = [v for v in vel if v in e.free_symbols]
+        out.append(sp.collect(e, mine) if mine else e)
     return out
 
 
