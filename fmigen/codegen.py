@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import uuid
 from dataclasses import dataclass
 
@@ -65,7 +66,13 @@ _printer = _Printer()
 
 
 def c(expr) -> str:
-    return _printer.doprint(expr)
+    """One expression's C, on one line: sympy prints a Piecewise as a ternary
+    over several lines, and the passes over the generated statements
+    (``codegen_embedding._split_inputs``, ``chunked``) read one per line."""
+    return _ONE_LINE.sub(" ", _printer.doprint(expr))
+
+
+_ONE_LINE = re.compile(r"\s*\n\s*")
 
 
 @dataclass

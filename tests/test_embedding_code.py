@@ -12,7 +12,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from sympy import cos, sin
+from sympy import Piecewise, cos, sin
 
 from fmigen import codegen
 from fmigen.bench import CFLAGS, RUNTIME_DIR
@@ -83,6 +83,21 @@ def gear_pendulums() -> Mechanism:
     return m
 
 
+def switched_torque_pendulums() -> Mechanism:
+    """``gear_pendulums`` with a torque on θ that reads an input through a
+    Piecewise (a one-sided stop, say).  sympy prints a Piecewise over several
+    lines, and the split of the right-hand side at the inputs
+    (``_split_inputs``) once worked line by line: the statement's first line
+    went to prepare, the line reading u to finish, and model.c did not
+    compile."""
+    m = gear_pendulums()
+    m.name = "switched_torque_pendulums"
+    tau = m.input("tau", 1.5, "N*m")
+    theta = m.coordinate_by_name("theta").symbol
+    m.generalized_force("theta", Piecewise((tau * (1 + theta), theta > 0.3), (-2 * tau, True)))
+    return m
+
+
 def max_relative_differences(mech, kinematics, tmp_path, trials=12, dynamics="embedded"):
     dae = build_dae(mech)
     part = choose_partition(dae)
@@ -137,13 +152,16 @@ def max_relative_differences(mech, kinematics, tmp_path, trials=12, dynamics="em
 # fourbar 2.5e-15 / 2.5e-16 / 3.3e-16, five_link 6.0e-13 / 6.5e-16 / 2.2e-16
 # (cond Φ_d ≈ 41, terms of Bᵀ(F − M a_c)
 # ~74 against a result ~2: the round-off the numpy reference shares)
-CASES = [("gear", "groebner", 1e-13), ("fourbar", "groebner", 1e-13), ("fourbar", "newton-loop", 1e-13),
-         ("five_link", "groebner", 1e-11)]
+CASES = [("gear", "groebner", 1e-13), ("switched", "groebner", 1e-13), ("fourbar", "groebner", 1e-13),
+         ("fourbar", "newton-loop", 1e-13), ("five_link", "groebner", 1e-11)]
+
+
+LOCAL = {"gear": gear_pendulums, "switched": switched_torque_pendulums}
 
 
 @pytest.mark.parametrize("name,kinematics,bound", CASES)
 def test_generated_embedding_matches_numpy(name, kinematics, bound, tmp_path):
-    mech = gear_pendulums() if name == "gear" else load_mechanism(name)
+    mech = LOCAL[name]() if name in LOCAL else load_mechanism(name)
     worst = max_relative_differences(mech, kinematics, tmp_path)
     print(name, kinematics, worst)
     assert worst["qdd"] <= bound and worst["v"] <= bound
@@ -154,12 +172,13 @@ def test_generated_embedding_matches_numpy(name, kinematics, bound, tmp_path):
 # numpy embedding: a chain of one loop, a Newton kinematics, and the Stewart
 # platform (spatial bodies, six parallel loops, f = 6, a dense 6 × 6 left at
 # the root)
-RECURSIVE_CASES = [("gear", "groebner", 1e-13), ("fourbar", "newton-loop", 1e-13), ("stewart", "groebner", 1e-12)]
+RECURSIVE_CASES = [("gear", "groebner", 1e-13), ("switched", "groebner", 1e-13), ("fourbar", "newton-loop", 1e-13),
+                   ("stewart", "groebner", 1e-12)]
 
 
 @pytest.mark.parametrize("name,kinematics,bound", RECURSIVE_CASES)
 def test_generated_recursive_dynamics_matches_numpy(name, kinematics, bound, tmp_path):
-    mech = gear_pendulums() if name == "gear" else load_mechanism(name)
+    mech = LOCAL[name]() if name in LOCAL else load_mechanism(name)
     worst = max_relative_differences(mech, kinematics, tmp_path, dynamics="recursive")
     print(name, kinematics, worst)
     assert worst["qdd"] <= bound and worst["v"] <= bound
