@@ -6,22 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
 
-# One BLAS thread unless the user asked otherwise, set before numpy loads:
-# the build's dense algebra is on small matrices (the workspace sweep's
-# Φ_d, up to a few hundred rows), where OpenBLAS's threads only spin against
-# the compiler and whatever else shares the cores.  Measured on the 2-core
-# machine under load: a 128 × 128 solve 0.12 ms of CPU with one thread,
-# 0.66 ms with two; a 32-cell ladder's triangularization 183 s of CPU.
-if "numpy" not in sys.modules:
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-        os.environ.setdefault(_var, "1")
-
-from .model import ModelError  # noqa: E402 (after the BLAS setting above)
+from .model import ModelError
 
 
 def _log(args):
