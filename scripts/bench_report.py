@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -644,10 +645,16 @@ def main(argv=None):
     host_path = DOCS / "benchmarks_host.json"
     host = json.loads(host_path.read_text()) if host_path.exists() else None
     md += ["![CPU time and instructions per step](benchmarks.png)", "", notes(results, host)]
-    # the last section, "## Build time", is scripts/bench_build.py's: kept as it is
+    # the sections after this script's own are other scripts' and hand-written
+    # ones (the full vehicle, bench_ladder.py's growth with the loops,
+    # bench_build.py's build time): kept as they are, from the first heading
+    # this script does not write
     old = (DOCS / "benchmarks.md").read_text() if (DOCS / "benchmarks.md").exists() else ""
-    if "\n## Build time\n" in old:
-        md += ["", old[old.index("\n## Build time\n") + 1:].rstrip("\n")]
+    owned = {line for line in "\n".join(md).splitlines() if line.startswith("## ")}
+    others = [m.start() + 1 for m in re.finditer(r"\n## [^\n]*", old)
+              if m.group(0)[1:] not in owned]
+    if others:
+        md += ["", old[others[0]:].rstrip("\n")]
     (DOCS / "benchmarks.md").write_text("\n".join(md))
     print("\n".join(md))
 
