@@ -147,6 +147,29 @@ def test_bench_section_count_covers_the_whole_right_hand_side(tmp_path_factory):
     assert all(ops[label] == 0 for _, label in bl.RECURSIVE_SECTIONS)
 
 
+def test_bench_section_count_reads_chunked_functions(tmp_path_factory):
+    """A large model's embedding functions are generated in chunks
+    (``codegen_embedding.chunked``); the count is the same as over the whole
+    function (it once counted 0 there, and a chunk's ``S->`` hand-over is no
+    subtraction)."""
+    from fmigen.codegen_embedding import chunked
+    bl = _bench_ladder()
+    _, fmu = _validated("ladder", 2, tmp_path_factory)
+    with zipfile.ZipFile(fmu) as z:
+        model_c = z.read("sources/model.c").decode()
+    whole = bl.op_counts(model_c)
+    for name in ("fmigen_embedded_prepare", "fmigen_embedded_finish"):
+        i = model_c.index(f"\nint {name}(") + 1
+        j = model_c.index("\n{\n", i)
+        k = model_c.index("\n}\n", j)
+        params = model_c[i + len(f"int {name}("):j - 1]
+        model_c = model_c[:i] + chunked(name, params, model_c[j + 3:k], size=7, above=0) + model_c[k + 3:]
+    assert model_c.count("FMIGEN_CHUNK int fmigen_embedded_prepare_chunk") > 3
+    assert "S->" in model_c
+    assert bl.op_counts(model_c) == whole
+    assert sum(whole.values()) > 100
+
+
 def test_bench_section_count_covers_the_recursive_right_hand_side(tmp_path_factory):
     bl = _bench_ladder()
     fmu, _ = _built_with("ladder_planar", 2, "recursive", tmp_path_factory)
