@@ -334,22 +334,24 @@ class Mechanism:
                 # array-derivative machinery, 5x slower here
                 bias = [e.diff(t, 2).xreplace(no_qddot) for e in r]
                 load = [load[a] - weight * bias[a] for a in range(3)]
-                add_mass(cols, J, lambda a: weight)
-            for k, i in enumerate(cols):
-                F[i] += sum(J[a][k] * load[a] for a in range(3) if J[a][k] != 0)
+                add_mass(cols, J, weight * sp.eye(3))
+            add_force(cols, J, load)
 
-        def add_mass(cols, J, weight_of_row, inertia=None):
+        def add_mass(cols, J, inertia):
+            """Jᵀ·inertia·J into M's upper triangle (J: 3 rows, one column
+            per coordinate in ``cols``)."""
             for k1, i in enumerate(cols):
                 for k2 in range(k1, len(cols)):
                     j = cols[k2]
-                    if inertia is None:
-                        term = sum(weight_of_row(a) * J[a][k1] * J[a][k2] for a in range(3))
-                    else:
-                        term = sum(J[a][k1] * inertia[a, c] * J[c][k2]
-                                   for a in range(3) for c in range(3) if inertia[a, c] != 0)
+                    term = sum(J[a][k1] * inertia[a, c] * J[c][k2]
+                               for a in range(3) for c in range(3) if inertia[a, c] != 0)
                     if term != 0:
-                        key = (min(i, j), max(i, j))
-                        entries[key] = entries.get(key, 0) + term
+                        entries[(i, j)] = entries.get((i, j), 0) + term
+
+        def add_force(cols, J, load):
+            """Jᵀ·load into F."""
+            for k, i in enumerate(cols):
+                F[i] += sum(J[a][k] * load[a] for a in range(3) if J[a][k] != 0)
 
         for b in self.bodies:
             add_point(b.com, b.mass, b.mass * g)
@@ -360,9 +362,8 @@ class Mechanism:
                 Jw = [[w[a].diff(qdot[i]) for i in cols] for a in range(3)]
                 alpha = sp.Matrix([e.diff(t).xreplace(no_qddot) for e in w])
                 torque = -(I * alpha + w.cross(I * w))
-                add_mass(cols, Jw, None, inertia=I)
-                for k, i in enumerate(cols):
-                    F[i] += sum(Jw[a][k] * torque[a] for a in range(3) if Jw[a][k] != 0)
+                add_mass(cols, Jw, I)
+                add_force(cols, Jw, torque)
         for point, force in self.point_forces:
             add_point(point, 0, force)
         for i, c in enumerate(self.coordinates):
