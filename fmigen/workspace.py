@@ -31,8 +31,9 @@ from .partition import Partition
 COND_LIMIT = 1e8
 
 #: most paths of a sweep: up to 16 independent coordinates, each axis both
-#: ways and 4 random directions; beyond that, this many random directions
-#: each way (the cost of the sweep then grows with the size of Φ only)
+#: ways and 4 random directions; beyond that, this many paths along half as
+#: many random directions, each both ways (the cost of the sweep then grows
+#: with the size of Φ only)
 MAX_PATHS = 36
 
 
@@ -114,7 +115,7 @@ def sweep(dae: DAE, part: Partition, start: dict, points_per_path=None, seed=0, 
         extent = 1.0   # one rad, or one mechanism size, per unit-scaled direction
         n_steps = points_per_path or 40
     else:
-        # MAX_PATHS random directions, each way, each moving every
+        # MAX_PATHS / 2 random directions, both ways, each moving every
         # independent coordinate: along an axis only the blocks that depend
         # on that coordinate move, so with many of them each block would move
         # on a few of the 2f + 4 paths while the sweep's cost grows as f².
