@@ -50,6 +50,12 @@ class _Printer(C99CodePrinter):
     def _print_Integer(self, expr):
         return f"{float(expr)!r}" if abs(int(expr)) > 2**31 else super()._print_Integer(expr)
 
+    def _print_Piecewise(self, expr):
+        # sympy's ternary spans several lines; the passes over the generated
+        # statements (codegen_embedding._split_inputs, chunked) read one
+        # statement per line
+        return re.sub(r"\s*\n\s*", " ", super()._print_Piecewise(expr))
+
     def _print_Pi(self, expr):
         # M_PI is not part of strict C99 (-std=c99 hides it)
         return "3.141592653589793"
@@ -66,13 +72,7 @@ _printer = _Printer()
 
 
 def c(expr) -> str:
-    """One expression's C, on one line: sympy prints a Piecewise as a ternary
-    over several lines, and the passes over the generated statements
-    (``codegen_embedding._split_inputs``, ``chunked``) read one per line."""
-    return _ONE_LINE.sub(" ", _printer.doprint(expr))
-
-
-_ONE_LINE = re.compile(r"\s*\n\s*")
+    return _printer.doprint(expr)
 
 
 @dataclass
