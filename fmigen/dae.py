@@ -127,13 +127,9 @@ class NumericDAE:
         # of a chain of loops is sparse (a 32-cell ladder: 2 % of 128 × 160),
         # and building the dense nested list and converting it took most of
         # the workspace sweep's time
-        J = self.dae.Phi_q
-        rows, cols, entries = [], [], []
-        for (j, i), e in J.todok().items():
-            rows.append(j)
-            cols.append(i)
-            entries.append(e)
-        return (np.array(rows, dtype=int), np.array(cols, dtype=int), self._lambdify(entries) if entries else None)
+        nonzero = self.dae.Phi_q.todok()
+        rows, cols = (np.array([key[a] for key in nonzero], dtype=int) for a in (0, 1))
+        return rows, cols, self._lambdify(list(nonzero.values())) if nonzero else None
 
     @cached_property
     def _Phi_t(self):

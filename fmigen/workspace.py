@@ -108,29 +108,30 @@ def sweep(dae: DAE, part: Partition, start: dict, points_per_path=None, seed=0, 
         extent = 2 * np.pi if dae.mechanism.coordinates[i].unit == "rad" else 1.0  # × the unit scale
         directions = [np.array([1.0]), np.array([-1.0])]
         n_steps = points_per_path or 720
-    elif 2 * f + 4 <= MAX_PATHS:
+    else:
         rng = np.random.default_rng(seed)
-        directions = [s * e for e in np.eye(f) for s in (1.0, -1.0)]
-        directions += [d / np.linalg.norm(d) for d in rng.normal(size=(4, f))]
+        if 2 * f + 4 <= MAX_PATHS:
+            directions = [s * e for e in np.eye(f) for s in (1.0, -1.0)]
+            directions += [d / np.linalg.norm(d) for d in rng.normal(size=(4, f))]
+        else:
+            # MAX_PATHS / 2 random directions, both ways, each moving every
+            # independent coordinate: along an axis only the blocks that
+            # depend on that coordinate move, so with many of them each block
+            # would move on a few of the 2f + 4 paths while the sweep's cost
+            # grows as f².  Scaled so that the largest component is 1: each
+            # coordinate goes as far as along its axis (a unit norm would
+            # move each by ~1/√f)
+            directions = [s * d / np.abs(d).max() for d in rng.normal(size=(MAX_PATHS // 2, f))
+                          for s in (1.0, -1.0)]
         extent = 1.0   # one rad, or one mechanism size, per unit-scaled direction
         n_steps = points_per_path or 40
-    else:
-        # MAX_PATHS / 2 random directions, both ways, each moving every
-        # independent coordinate: along an axis only the blocks that depend
-        # on that coordinate move, so with many of them each block would move
-        # on a few of the 2f + 4 paths while the sweep's cost grows as f².
-        # Scaled so that the largest component is 1: each coordinate goes
-        # as far as along its axis (a unit norm would move each by ~1/√f)
-        rng = np.random.default_rng(seed)
-        directions = [s * d / np.abs(d).max() for d in rng.normal(size=(MAX_PATHS // 2, f)) for s in (1.0, -1.0)]
-        extent = 1.0
-        n_steps = points_per_path or 40
     points, paths, physical = [q0.copy()], [], []
-    conds = [float(np.linalg.cond(num.Phi_q(0.0, q0)[:, dep]))]
+    J0 = num.Phi_q(0.0, q0)
+    conds = [float(np.linalg.cond(J0[:, dep]))]
     for d in directions:
         step = extent / n_steps * d * scales[indep]
         q, path, travelled = q0.copy(), [0], 0
-        Jd, cond = num.Phi_q(0.0, q), conds[0]
+        Jd, cond = J0, conds[0]
         while travelled < n_steps:
             if not cond < COND_LIMIT:
                 physical.append(_stop(dae, indep, q, cond, "Φ_d singular", len(paths)))

@@ -68,10 +68,11 @@ def numeric(mech, exprs):
     values = {p.symbol: p.value for p in mech.parameters}
     values.update({i.symbol: i.start for i in mech.inputs})
     values[t] = 0.3
-    plain = {**{qi.diff(t): v for qi, v in zip(q, vs)}}
+    rates = {qi.diff(t): v for qi, v in zip(q, vs)}
     out = []
     for e in exprs:
-        e = e.xreplace(plain).xreplace(dict(zip(q, qs))).xreplace(values)
+        # the rates first: q(t) inside Derivative(q(t), t) must stay a q(t)
+        e = e.xreplace(rates).xreplace(dict(zip(q, qs))).xreplace(values)
         out.append(sp.lambdify([qs, vs], e, "numpy"))
     return out
 
