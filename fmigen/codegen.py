@@ -249,11 +249,60 @@ def _newton_function(emb, tb, sm, bi):
     the sequence registers): 1 when converged within ``max_iter`` steps."""
     body = _newton_code(emb, tb, sm, bi, "max_iter", indent="    ")
     return (f"static int __attribute__((noinline)) fmigen_newton_block{bi}(double t, double *q, const double *p, "
-            f"int max_iter)\n{{\n{body}\n    (void)t; (void)p;\n    return converged_{bi};\n}}\n")
+            f"int max_iter, double *pair)\n{{\n{body}\n    (void)t; (void)p; (void)pair;\n"
+            f"    return converged_{bi};\n}}\n")
 
 
 def _newton_call(bi, tag, iterations, indent):
-    return f"{indent}const int converged_{tag} = fmigen_newton_block{bi}(t, q, p, {iterations});"
+    return f"{indent}const int converged_{tag} = fmigen_newton_block{bi}(t, q, p, {iterations}, pr{tag});"
+
+
+def newton_pairs(emb, tb):
+    """{coordinate: slot} of the angles a block's Newton iteration carries as
+    (sin, cos) pairs (``newton_system``): slot j is pair[2j], pair[2j + 1]
+    of the Newton function's hand-over, in and out."""
+    unk = tb.block.unknowns
+    return {unk[k]: j for j, k in enumerate(newton_system(emb, tb, "ns", "nc")[2])}
+
+
+def newton_start(pairs, layout, prefix, sums=None, printer=None):
+    """The Newton hand-over's start, 2·len(pairs) values slot by slot: each
+    carried angle's block variables (``prefix`` "P_": their prediction),
+    whose atan2 the angle is — the iteration normalizes them: a prediction
+    or a rejected sequence's pair lies off the unit circle by more than
+    round-off (normalized here, at the call, the Stewart platform's hot path
+    spilled more: +200 instructions a step) — or, for a Newton block's
+    coordinate (kind "q"), sin and cos of q.  An angle of an angle sum
+    (``sums``) starts from its sine and cosine by angle addition, as in
+    ``q_from_vars``.  The same text in C and Python."""
+    sums = sums or {}
+    printer = printer or c
+    items = [None] * (2 * len(pairs))
+    for i, kind, vs, _ in layout:
+        if i not in pairs:
+            continue
+        j = pairs[i]
+        if i in sums:
+            ren = {v: sp.Symbol(f"{prefix}{v}") for _, _, ws, _ in layout for v in ws}
+            items[2 * j], items[2 * j + 1] = (printer(e.xreplace(ren)) for e in sums[i][1:])
+        elif kind == "angle":
+            items[2 * j], items[2 * j + 1] = f"{prefix}{vs[0]}", f"{prefix}{vs[1]}"
+        else:
+            items[2 * j], items[2 * j + 1] = f"sin(q[{i}])", f"cos(q[{i}])"
+    return items
+
+
+#: A Newton iteration to round-off stops when its step is at round-off,
+#: 1e-14·(1 + max|q|): that last step only confirms the iterate before it.
+#: It also stops after a step d that is at most 1e-3 of the step p before it
+#: (the quadratic regime) when the quadratic model of the two, next step ≈
+#: d·(d/p)², puts the next step ten times below that bound.  Why: from a
+#: prediction 1e-6 away, steps of 1e-6, 1e-12 and 1e-24 took three Jacobians
+#: and LU factorizations where two give the same result (the landing gear's
+#: Newton from the prediction: 2.88 iterations per solve).  Sequence blocks
+#: verify a Newton result against their own polynomials afterwards
+#: (FMIGEN_SEQ_TOL), as before.  C and Python, the same text.
+QUADRATIC_STOP = "{p} > 0.0 && {d} <= 1e-3 * {p} && 10.0 * {d} * {d} * {d} <= 1e-14 * (1.0 + {q}) * {p} * {p}"
 
 
 def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
@@ -263,24 +312,34 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
     convergence test, 0 when it did not or the Jacobian was singular or the
     step not finite.  An alternative formulation's block (``tb.tol`` set,
     kinematics "newton"/"newton-loop") stops at the absolute step tolerance
-    FMIGEN_NEWTON_TOL; every other at 1e-14·(1 + max|q|)."""
-    dae = emb.dae
+    FMIGEN_NEWTON_TOL; every other at 1e-14·(1 + max|q|), or one step
+    earlier when the last two steps show quadratic convergence that puts the
+    next one there (``QUADRATIC_STOP``)."""
     unk = tb.block.unknowns
     nb = len(unk)
-    Phi_b = sp.Matrix([dae.Phi[j] for j in tb.block.equations])
-    J_b = Phi_b.jacobian([dae.q_sym[i] for i in unk])
+    Phi_b, J_b, pairs = newton_system(emb, tb, "ns", "nc")
     ind = indent
     body = assignments([f"r[{k}]" for k in range(nb)] + [f"J[{k}]" for k in range(nb * nb)],
                        [sm(e) for e in Phi_b] + [sm(e) for e in J_b], indent=ind + "        ",
                        tmp=f"n{tag}_")
-    test = ("converged = dmax <= FMIGEN_NEWTON_TOL; (void)qmax;" if tb.tol is not None
-            else "converged = dmax <= 1e-14 * (1.0 + qmax);")
+    quadratic = QUADRATIC_STOP.format(d="dmax", p="dprev", q="qmax")
+    test = ("converged = dmax <= FMIGEN_NEWTON_TOL; (void)qmax; (void)dprev;" if tb.tol is not None
+            else f"converged = dmax <= 1e-14 * (1.0 + qmax) || ({quadratic}); dprev = dmax;")
     idx = ", ".join(str(i) for i in unk)
+    # the carried pairs come in and go out through pair[] (newton_pairs):
+    # turned with every step, the last one included, so that they are sin
+    # and cos of the q handed back
+    start = "".join(f"\n{ind}    double ns{k} = pair[{2 * j}], nc{k} = pair[{2 * j + 1}];"
+                    f"\n{ind}    {{ const double rn = 1.0 / sqrt(ns{k} * ns{k} + nc{k} * nc{k}); "
+                    f"ns{k} *= rn; nc{k} *= rn; }}" for j, k in enumerate(pairs))
+    turn = "".join(f"\n{ind}        fmigen_rotate(&ns{k}, &nc{k}, -r[{k}], q[{unk[k]}]);" for k in pairs)
+    back = "".join(f"\n{ind}    pair[{2 * j}] = ns{k}; pair[{2 * j + 1}] = nc{k};" for j, k in enumerate(pairs))
     return f"""{ind}int converged_{tag} = 0;
 {ind}{{
 {ind}    static const int idx[{nb}] = {{{idx}}};
 {ind}    double J[{nb * nb}], r[{nb}];
 {ind}    int piv[{nb}], converged = 0;
+{ind}    double dprev = 0.0;{start}
 {ind}    for (int it = 0; it < {iterations} && !converged; it++) {{
 {body}
 {ind}        if (fmigen_lu_factor({nb}, J, piv)) break;
@@ -291,11 +350,33 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
 {ind}            if (fabs(r[i]) > dmax) dmax = fabs(r[i]);
 {ind}            if (fabs(q[idx[i]]) > qmax) qmax = fabs(q[idx[i]]);
 {ind}        }}
-{ind}        if (!(dmax == dmax)) break;
+{ind}        if (!(dmax == dmax)) break;{turn}
 {ind}        {test}
-{ind}    }}
+{ind}    }}{back}
 {ind}    converged_{tag} = converged;
 {ind}}}"""
+
+
+def newton_system(emb, tb, sin_prefix, cos_prefix):
+    """A block's Newton system: its equations Φ_b, their Jacobian in its
+    unknowns, with sin q_i and cos q_i of each unknown angle replaced by the
+    symbols <sin_prefix>k, <cos_prefix>k (k its position in the block), and
+    those positions.  The Newton code keeps each pair and turns it with the
+    step (fmigen_rotate) instead of calling sin and cos every iteration;
+    sines of other arguments of an unknown (2 q_i, q_i + q_j) stay."""
+    dae = emb.dae
+    unk = tb.block.unknowns
+    Phi_b = sp.Matrix([dae.Phi[j] for j in tb.block.equations])
+    J_b = Phi_b.jacobian([dae.q_sym[i] for i in unk])
+    subs, pairs = {}, []
+    found = Phi_b.atoms(sp.sin, sp.cos) | J_b.atoms(sp.sin, sp.cos)
+    for k, i in enumerate(unk):
+        qs = dae.q_sym[i]
+        if sp.sin(qs) in found or sp.cos(qs) in found:
+            subs[sp.sin(qs)] = sp.Symbol(f"{sin_prefix}{k}")
+            subs[sp.cos(qs)] = sp.Symbol(f"{cos_prefix}{k}")
+            pairs.append(k)
+    return Phi_b.xreplace(subs), J_b.xreplace(subs), pairs
 
 
 def trig_plan(emb: Embedding):
@@ -407,7 +488,9 @@ def block_failure(dae, tb) -> str:
 def q_from_vars(layout, prefix="", sums=None, printer=None):
     """(coordinate, expression) setting q of each unknown from its
     variables (``prefix`` "P_": from their predictions): atan2(s, c) for an
-    angle; the same text in C and Python.  ``sums`` (``angle_sums``): an
+    angle, by the runtime's fmigen_atan2 (a Newton start: libm's took ~145
+    instructions a call, a tenth of a landing-gear step); the same text in C
+    and Python (pyruntime.fmigen_atan2, bit for bit).  ``sums`` (``angle_sums``): an
     angle whose variables are an angle sum's is atan2 of its sine and cosine
     by angle addition, printed by ``printer`` (C's or Python's)."""
     sums = sums or {}
@@ -417,9 +500,10 @@ def q_from_vars(layout, prefix="", sums=None, printer=None):
         if i in sums:
             ren = {v: sp.Symbol(f"{prefix}{v}") for _, _, ws, _ in layout for v in ws}
             sin_q, cos_q = (printer(e.xreplace(ren)) for e in sums[i][1:])
-            out.append((i, f"atan2({sin_q}, {cos_q})"))
+            out.append((i, f"fmigen_atan2({sin_q}, {cos_q})"))
         else:
-            out.append((i, f"atan2({prefix}{vs[0]}, {prefix}{vs[1]})" if kind == "angle" else f"{prefix}{vs[0]}"))
+            out.append((i, f"fmigen_atan2({prefix}{vs[0]}, {prefix}{vs[1]})" if kind == "angle"
+                        else f"{prefix}{vs[0]}"))
     return out
 
 
@@ -532,10 +616,12 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
         # prediction and continuity tolerances
         for name, expr in defs:
             out += lang.let("block", name, expr)
+        pairs = newton_pairs(emb, tb)
         if tb.method == "newton":
             for i, e in q_from_vars(layout, "P_"):
                 out += lang.set("block", f"q[{i}]", e)
             lang.newton_function(tb, bi)
+            out += lang.newton_start("block", newton_start(pairs, layout, "P_"), bi)
             out += lang.newton("block", tb, bi, bi, "FMIGEN_NEWTON_MAX_ITER")
             out += lang.return_unless_newton_continues(
                 bi, [f"fabs(q[{i}] - P_q{i}) <= T{i}" for i, *_ in layout], code)
@@ -543,7 +629,9 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
                 out += lang.set("block", f"sol[{slot[f'q{i}']}]", f"q[{i}]")
             for i in tb.block.unknowns:
                 if i in trig_angles:
-                    out += lang.trig_from_q("block", i)
+                    # the pair the iteration carried: sin, cos of that q
+                    out += (lang.trig_from_pair("block", i, bi, pairs[i]) if i in pairs
+                            else lang.trig_from_q("block", i))
             out += lang.block_close()
             continue
         for K, expr in tb.abstractions.items():
@@ -553,7 +641,7 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
         allvars = [v for _, _, vs, _ in layout for v in vs]
         # the attempts: sequence 0, 1, ... then Newton; a failed check leaves
         # an attempt with ok = 0 and the next one runs
-        out += lang.attempts_open(allvars, nseq)
+        out += lang.attempts_open(allvars, nseq, tb.newton_first)
         for si, seq in enumerate(tb.sequences):
             out += lang.case_open(si, f"sequence {seq.label}")
             for step in seq.steps:
@@ -575,9 +663,10 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
         for i, e in q_from_vars(layout, "P_", sums, lang.expr):
             out += lang.set("case", f"q[{i}]", e)
         lang.newton_function(tb, bi)
+        out += lang.newton_start("case", newton_start(pairs, layout, "P_", sums, lang.expr), f"{bi}_n")
         out += lang.newton("case", tb, bi, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER")
         out += lang.break_unless("case", f"converged_{bi}_n", bare=True)
-        out += lang.vars_from_q("case", layout, sums)
+        out += lang.vars_from_q("case", layout, sums, pairs, f"{bi}_n")
         out += lang.case_close(2)
         out += lang.cases_close()
         # --- verification: the block's own polynomials, relative, |P_k| ≤
@@ -586,9 +675,10 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
         out += lang.verify_open(polys, pscales, f"v{bi}_")
         for i, e in q_from_vars(layout, "", sums, lang.expr):
             out += lang.set("polish", f"q[{i}]", e)
+        out += lang.newton_start("polish", newton_start(pairs, layout, "", sums, lang.expr), f"{bi}_p")
         out += lang.newton("polish", tb, bi, f"{bi}_p", "4")
         out += lang.polished_open(f"converged_{bi}_p")
-        out += lang.vars_from_q("polished", layout, sums)
+        out += lang.vars_from_q("polished", layout, sums, pairs, f"{bi}_p")
         out += lang.verify_close()
         # a Newton or polished result: every variable (ok == 1, a sequence's,
         # had its roots checked above)
@@ -661,10 +751,15 @@ class CKinematics:
     def return_unless_newton_continues(self, bi, continuity, code):
         return [f"        if (!converged_{bi} || (check && !({' && '.join(continuity)}))) return {code};"]
 
-    def attempts_open(self, allvars, nseq):
-        return ["        double " + ", ".join(str(v) for v in allvars) + ";", "        int ok = 0;",
-                f"        for (int attempt = 0; attempt <= {nseq} && !ok; attempt++) {{",
-                "            switch (attempt) {"]
+    def attempts_open(self, allvars, nseq, newton_first=False):
+        head = ["        double " + ", ".join(str(v) for v in allvars) + ";", "        int ok = 0;"]
+        if not newton_first:
+            return head + [f"        for (int attempt = 0; attempt <= {nseq} && !ok; attempt++) {{",
+                           "            switch (attempt) {"]
+        # continuing: Newton from the prediction (the last case) first
+        return head + [f"        for (int pass = 0; pass <= {nseq} && !ok; pass++) {{",
+                       f"            const int attempt = check ? (pass + {nseq}) % {nseq + 1} : pass;",
+                       "            switch (attempt) {"]
 
     def case_open(self, si, label):
         return [f"            case {si}: {{ /* {label} */" if si is not None else
@@ -699,8 +794,14 @@ class CKinematics:
     def cases_close(self):
         return ["            }", "            if (!ok) continue;"]
 
-    def vars_from_q(self, depth, layout, sums):
-        return _vars_from_q(layout, self.indent[depth], sums)
+    def vars_from_q(self, depth, layout, sums, pairs=None, tag=None):
+        return _vars_from_q(layout, self.indent[depth], sums, pairs, tag)
+
+    def newton_start(self, depth, items, tag):
+        return [f"{self.indent[depth]}double pr{tag}[{max(1, len(items))}] = {{{', '.join(items) or '0.0'}}};"]
+
+    def trig_from_pair(self, depth, i, tag, j):
+        return [f"{self.indent[depth]}trig[{2 * i}] = pr{tag}[{2 * j}]; trig[{2 * i + 1}] = pr{tag}[{2 * j + 1}];"]
 
     def _within(self, n, tol):
         return " && ".join(f"fabs(rv[{k}]) <= {tol} * rs[{k}]" for k in range(n))
@@ -781,12 +882,19 @@ def verification(tb):
     return [*tb.polys, *tb.circles], [abs_sum(p) for p in tb.polys] + [sp.Integer(2)] * len(tb.circles)
 
 
-def _vars_from_q(layout, ind, sums=None):
+def _vars_from_q(layout, ind, sums=None, pairs=None, tag=None):
+    """A block's variables from q after a Newton iteration: an angle's pair
+    as the iteration carried it (``pairs``: its slot in pr<tag>), else sin
+    and cos of q."""
     lines = []
+    pairs = pairs or {}
     for i, kind, vs, _ in layout:
         if i in (sums or {}):
             psi = c(sums[i][0])
             lines.append(f"{ind}{vs[0]} = sin({psi}); {vs[1]} = cos({psi});")
+        elif kind == "angle" and i in pairs:
+            j = pairs[i]
+            lines.append(f"{ind}{vs[0]} = pr{tag}[{2 * j}]; {vs[1]} = pr{tag}[{2 * j + 1}];")
         elif kind == "angle":
             lines.append(f"{ind}{vs[0]} = sin(q[{i}]); {vs[1]} = cos(q[{i}]);")
         else:

@@ -68,7 +68,7 @@ from pathlib import Path
 import sympy as sp
 
 from . import codegen, fmu, variables
-from .codegen import SymbolMap
+from .codegen import SymbolMap, newton_system
 from .codegen_embedding import structure_tables
 from .model import ModelError
 
@@ -133,6 +133,72 @@ def quadratic_near(a2, a1, a0, pred):
             return 1, pred
         x = 2.0 * a0 / den
     return (0 if x == x else 1), x
+
+
+def rotate(s, c, d, a):
+    """fmigen_rotate: (sin, cos) of θ + d = a from (s, c) of θ, the same
+    operations in the same order."""
+    if fabs(d) <= 0.03125:
+        z = d * d
+        sd = d * (1.0 + z * (-1.0 / 6 + z * (1.0 / 120 + z * (-1.0 / 5040))))
+        cd = 1.0 + z * (-0.5 + z * (1.0 / 24 + z * (-1.0 / 720 + z * (1.0 / 40320))))
+        return s * cd + c * sd, c * cd - s * sd
+    return math.sin(a), math.cos(a)
+
+
+def fmigen_atan2(y, x):
+    """runtime/fmigen_core.c's fmigen_atan2 (the angles of a Newton start and
+    of the FMU's outputs), the same operations in the same order: atan r =
+    atan(i/64) + atan t, the tables in two parts."""
+    hi = (
+        0.0, 0.015623728620476831, 0.031239833430268277, 0.046840712915969654, 0.06241880999595735,
+        0.0779666338315423, 0.09347678115858947, 0.10894195698986579, 0.12435499454676144,
+        0.13970887428916365, 0.15499674192394097, 0.1702119252854744, 0.18534794999569476,
+        0.2003985538258785, 0.21535769969773805, 0.23021958727684372, 0.24497866312686414,
+        0.2596296294082575, 0.2741674511196588, 0.2885873618940774, 0.3028848683749714, 0.31705575320914703,
+        0.3310960767041321, 0.34500217720710513, 0.35877067027057225, 0.3723984466767542,
+        0.38588266939807375, 0.39922076957525254, 0.4124104415973873, 0.42544963737004227,
+        0.43833655985795783, 0.4510696559885235, 0.4636476090008061, 0.4760693303227612, 0.48833395105640554,
+        0.5004408131472942, 0.5123894603107377, 0.5241796287829132, 0.5358112379604637, 0.5472843809874369,
+        0.5585993153435624, 0.5697564534829784, 0.5807563535676704, 0.5915997103351114, 0.6022873461349642,
+        0.6128202021652414, 0.6231993299340659, 0.6334258829691446, 0.6435011087932844, 0.6534263411807619,
+        0.6632029927060933, 0.6728325475937632, 0.6823165548747481, 0.6916566218531999, 0.7008544078844502,
+        0.7099116184635249, 0.7188299996216245, 0.7276113326265107, 0.7362574289814281, 0.7447701257160751,
+        0.7531512809621944, 0.7614027698055784, 0.7695264804056583, 0.7775243103733478, 0.7853981633974483,)
+    lo = (
+        0.0, -4.913600136566304e-19, -1.188442711587748e-18, -1.655677442254952e-19, -1.5490756308295046e-18,
+        5.804551873143357e-18, -6.2844725995420954e-18, 6.8267122072409585e-18, -3.1253241424539383e-18,
+        -2.9579864247315813e-18, 9.585415594114324e-18, -3.541164079802125e-18, 4.180692268843079e-18,
+        3.1399542871844493e-18, 4.738160130078733e-19, 1.2313404529142703e-17, 1.0698755618734451e-17,
+        1.9238754924615304e-17, 8.261353575163773e-18, -1.428369957377257e-17, -1.1010827903001369e-17,
+        -1.893928924292642e-17, -7.952610375793799e-18, -2.2938804755578304e-17, -2.4623815582638635e-17,
+        1.9612311504845653e-17, 2.378822732491941e-17, 2.246598105617042e-17, -1.587652227770689e-17,
+        2.3315530741892885e-17, -2.494277030626541e-17, -2.2703795229420475e-17, 2.2698777452961687e-17,
+        1.4654487332256713e-17, -1.1373236189329585e-17, -4.7181675085518756e-17, -2.5462781472855804e-17,
+        5.520094119641666e-18, -4.0637956834825575e-18, 4.923709671396255e-17, -5.4556305485916264e-18,
+        1.2255062085054184e-17, -1.441464378193067e-17, 4.920495453686772e-17, 2.950430737228402e-17,
+        -3.1552061848586226e-17, 2.672403885140095e-17, -2.7290767436015276e-17, 1.5834785051444286e-17,
+        3.5800634857340095e-17, -3.076054864429649e-17, -1.899315009714705e-17, 6.943223671560008e-18,
+        -8.117151192285796e-18, -1.987626234335816e-17, -4.597166450584887e-17, -2.1478388444456983e-17,
+        2.569325697391839e-18, 3.473937648299457e-17, 3.708315849135547e-17, -2.4256934659182068e-17,
+        9.850030332752822e-18, -3.704991905602721e-17, -2.6676490951944502e-17, 3.061616997868383e-17,)
+    ax, ay = fabs(x), fabs(y)
+    total = ax + ay
+    if not (total > 0.0 and total < math.inf):
+        return math.atan2(y, x)
+    swap = ay > ax
+    r = ax / ay if swap else ay / ax
+    i = 0 if r < 0.015625 else int(r * 64.0 + 0.5)
+    c = 0.015625 * i
+    t = (r - c) / (1.0 + r * c)
+    z = t * t
+    s = z * (-1.0 / 3 + z * (1.0 / 5 + z * (-1.0 / 7 + z * (1.0 / 9))))
+    a = hi[i] + (lo[i] + (t + t * s))
+    if swap:
+        a = (1.5707963267948966 - a) + 6.123233995736766e-17
+    if x < 0.0:
+        a = (3.141592653589793 - a) + 1.2246467991473532e-16
+    return math.copysign(a, y)
 
 
 def fmigen_powi(x, n):
@@ -800,7 +866,8 @@ class SlaveMethods:
         self.last_successful_time = state["last_successful_time"]
 
 
-RUNTIME_OBJECTS = [linear, quadratic_near, fmigen_powi, fmax, fmin, lu_factor, lu_solve, poly_eval, all_roots, poly_root,
+RUNTIME_OBJECTS = [linear, quadratic_near, rotate, fmigen_atan2, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
+                   poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]
 SLAVE_METHODS = ["__init__", "_defaults", "to_xml", "_fail", "_allowed", "setup_experiment",
                  "enter_initialization_mode", "exit_initialization_mode", "terminate", "_ensure_assembled",
@@ -883,20 +950,25 @@ def _newton_lines(emb, tb, sm, tag, iterations, ind):
     from the values in q, at most ``iterations`` steps; leaves
     ``converged_<tag>`` true when the step passed the convergence test, false
     when it did not or the Jacobian was singular or the step not finite."""
-    dae = emb.dae
     unk = tb.block.unknowns
     nb = len(unk)
-    Phi_b = sp.Matrix([dae.Phi[j] for j in tb.block.equations])
-    J_b = Phi_b.jacobian([dae.q_sym[i] for i in unk])
+    Phi_b, J_b, pairs = newton_system(emb, tb, "_ns", "_nc")
     body = assignments([f"_r[{k}]" for k in range(nb)] + [f"_J[{k}]" for k in range(nb * nb)],
                        [sm(e) for e in Phi_b] + [sm(e) for e in J_b], indent=ind + "    ",
                        tmp=f"n{tag}_")
-    test = ("_dmax <= FMIGEN_NEWTON_TOL" if tb.tol is not None else "_dmax <= 1e-14 * (1.0 + _qmax)")
+    quadratic = codegen.QUADRATIC_STOP.format(d="_dmax", p="_dprev", q="_qmax").replace("&&", "and")
+    test = ("_dmax <= FMIGEN_NEWTON_TOL" if tb.tol is not None else
+            f"_dmax <= 1e-14 * (1.0 + _qmax) or ({quadratic})")
     return [f"{ind}_idx = {list(unk)!r}",
             f"{ind}_J = [0.0] * {nb * nb}",
             f"{ind}_r = [0.0] * {nb}",
             f"{ind}_piv = [0] * {nb}",
+            *[line for j, k in enumerate(pairs) for line in (
+                f"{ind}_ns{k}, _nc{k} = _pr{tag}[{2 * j}], _pr{tag}[{2 * j + 1}]",
+                f"{ind}_rn = 1.0 / math.sqrt(_ns{k} * _ns{k} + _nc{k} * _nc{k})",
+                f"{ind}_ns{k}, _nc{k} = _ns{k} * _rn, _nc{k} * _rn")],
             f"{ind}_conv = False",
+            f"{ind}_dprev = 0.0",
             f"{ind}_it = 0",
             f"{ind}while _it < {iterations} and not _conv:",
             *body,
@@ -909,18 +981,25 @@ def _newton_lines(emb, tb, sm, tag, iterations, ind):
             f"{ind}        if fabs(_r[_i]) > _dmax: _dmax = fabs(_r[_i])",
             f"{ind}        if fabs(q[_idx[_i]]) > _qmax: _qmax = fabs(q[_idx[_i]])",
             f"{ind}    if not (_dmax == _dmax): break",
+            *[f"{ind}    _ns{k}, _nc{k} = rotate(_ns{k}, _nc{k}, -_r[{k}], q[{unk[k]}])" for k in pairs],
             f"{ind}    _conv = {test}",
+            f"{ind}    _dprev = _dmax",
             f"{ind}    _it += 1",
+            *[f"{ind}_pr{tag}[{2 * j}], _pr{tag}[{2 * j + 1}] = _ns{k}, _nc{k}" for j, k in enumerate(pairs)],
             f"{ind}converged_{tag} = _conv"]
 
 
-def _vars_from_q(layout, ind, sums=None):
+def _vars_from_q(layout, ind, sums=None, pairs=None, tag=None):
     """codegen._vars_from_q in Python."""
     lines = []
+    pairs = pairs or {}
     for i, kind, vs, _ in layout:
         if i in (sums or {}):
             psi = pyexpr(sums[i][0])
             lines += [f"{ind}{vs[0]} = sin({psi})", f"{ind}{vs[1]} = cos({psi})"]
+        elif kind == "angle" and i in pairs:
+            j = pairs[i]
+            lines += [f"{ind}{vs[0]} = _pr{tag}[{2 * j}]", f"{ind}{vs[1]} = _pr{tag}[{2 * j + 1}]"]
         elif kind == "angle":
             lines += [f"{ind}{vs[0]} = sin(q[{i}])", f"{ind}{vs[1]} = cos(q[{i}])"]
         else:
@@ -978,8 +1057,11 @@ class PyKinematics:
     def return_unless_newton_continues(self, bi, continuity, code):
         return [f"    if not converged_{bi} or (check and not ({' and '.join(continuity)})): return {code}"]
 
-    def attempts_open(self, allvars, nseq):
-        return ["    _ok = 0", f"    for _attempt in range({nseq + 1}):"]
+    def attempts_open(self, allvars, nseq, newton_first=False):
+        if not newton_first:
+            return ["    _ok = 0", f"    for _attempt in range({nseq + 1}):"]
+        return ["    _ok = 0", f"    for _pass in range({nseq + 1}):",
+                f"        _attempt = (_pass + {nseq}) % {nseq + 1} if check else _pass"]
 
     def case_open(self, si, label):
         head = f"        {'if' if si == 0 else 'elif'} _attempt == {si}:" if si is not None else "        else:"
@@ -1014,8 +1096,15 @@ class PyKinematics:
     def cases_close(self):
         return ["        if not _ok: continue"]
 
-    def vars_from_q(self, depth, layout, sums):
-        return _vars_from_q(layout, self.indent[depth], sums)
+    def vars_from_q(self, depth, layout, sums, pairs=None, tag=None):
+        return _vars_from_q(layout, self.indent[depth], sums, pairs, tag)
+
+    def newton_start(self, depth, items, tag):
+        return [f"{self.indent[depth]}_pr{tag} = [{', '.join(items)}]"]
+
+    def trig_from_pair(self, depth, i, tag, j):
+        ind = self.indent[depth]
+        return [f"{ind}trig[{2 * i}] = _pr{tag}[{2 * j}]", f"{ind}trig[{2 * i + 1}] = _pr{tag}[{2 * j + 1}]"]
 
     @staticmethod
     def _within(n, tol):

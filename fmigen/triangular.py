@@ -139,6 +139,11 @@ class TriangularBlock:
     order_given: bool = False
     #: the primary sequence's error amplification (``amplification``)
     amplification: float = math.nan
+    #: no swept configuration is covered by any of the block's sequences
+    #: (``cover_workspace``): a step continuing from the last one tries Newton
+    #: from the prediction first, the sequences only when that fails (and at
+    #: the first assembly, which has no prediction)
+    newton_first: bool = False
     #: the lex orders measured for the primary (``_better_conditioned``):
     #: (label, amplification, degenerate swept points), the chosen one first
     order_search: list = field(default_factory=list)
@@ -1115,6 +1120,17 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None, 
         if uncovered.any():
             log(f"block {name}: {int(uncovered.sum())} swept configurations are covered by no sequence; "
                 "the run-time Newton fallback solves them")
+        if uncovered.all():
+            # Why: every run-time solve would evaluate the sequence, find it
+            # degenerate or short of FMIGEN_SEQ_TOL, and end in Newton anyway
+            # (the landing gear: its linear steps' coefficients, degree-12
+            # polynomials in p_BC with 260-digit integers, cancel to ~1e-10
+            # everywhere).  Newton from the prediction first skips that work;
+            # the sequence still finds the branch where there is no
+            # prediction (the first assembly) or Newton fails.
+            tb.newton_first = True
+            log(f"block {name}: its sequences cover no swept configuration; a step that continues from the "
+                "last one tries Newton from the prediction first")
 
 
 def _measured(dae, tb, order, sw, scales, name, use_cache, log, timeout):

@@ -171,3 +171,32 @@ def test_a_failed_kinematic_step_keeps_the_last_good_state(gear_fmus, runtime):
     assert after["constraint_residual"] <= 1e-12
     _, unread = _stroke_until_discard(gear_fmu, read_every_step=False)
     assert unread == after
+
+
+def test_a_continuing_step_solves_the_gear_by_newton_first():
+    """The gear's Gröbner sequence loses digits everywhere (its linear steps'
+    coefficients are degree-12 polynomials in p_BC with 260-digit integers):
+    it covers no swept configuration, so every solve ended in Newton anyway,
+    after the sequence.  Marked at build time, a step continuing from the
+    last one tries Newton from the prediction first; the sequence still
+    finds the branch at the first assembly.  Still exact: the peak
+    violation stays at round-off, each solve two iterations (the second
+    stop by the quadratic-convergence test).  The Stewart platform's legs,
+    whose sequences are regular, keep the sequence first."""
+    from fmigen.bench import bench
+    from fmigen.dae import build_dae
+    from fmigen.partition import choose_partition
+    from fmigen.pipeline import load_mechanism
+    from fmigen.triangular import triangularize
+
+    def blocks(name):
+        dae = build_dae(load_mechanism(name))
+        return triangularize(dae, choose_partition(dae)).blocks
+
+    assert [tb.newton_first for tb in blocks("landing_gear_dynamic")] == [True]
+    assert not any(tb.newton_first for tb in blocks("stewart"))
+    row = bench("landing_gear_dynamic", kinematics=["groebner"], stop_time=0.3, repeats=1)["rows"][0]
+    print(row["newton_iterations"], row["peak_constraint_violation"])
+    # measured: 2.00 iterations per solve, peak 1.8e-15 (0.75 s run)
+    assert row["newton_iterations"] <= 2.05
+    assert row["peak_constraint_violation"] <= 1e-14

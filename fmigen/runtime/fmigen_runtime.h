@@ -133,6 +133,28 @@ static inline double fmigen_powi(double x, int n)
 /* max without libm's NaN rules (fmax is a library call at -O2) */
 static inline double fmigen_max(double a, double b) { return a > b ? a : b; }
 
+/* (s, c) = (sin θ, cos θ) of a Newton block's angle, moved with its step:
+ * θ + d = a.  Why: every Newton iteration evaluated sin and cos of every
+ * angle of its block again (libm, ~100 instructions a pair; the landing gear
+ * spends more on them than on its LU), while a step after the first is
+ * small.  For |d| <= 1/32 the pair is rotated by d with sin d and cos d from
+ * their Taylor series to d^7 and d^8 (the next terms, d^9/9! and d^10/10!,
+ * are below 1e-18 of them); a larger step takes libm's sin and cos of a. */
+static inline void fmigen_rotate(double *s, double *c, double d, double a)
+{
+    if (fabs(d) <= 0.03125) {
+        const double z = d * d;
+        const double sd = d * (1.0 + z * (-1.0 / 6 + z * (1.0 / 120 + z * (-1.0 / 5040))));
+        const double cd = 1.0 + z * (-0.5 + z * (1.0 / 24 + z * (-1.0 / 720 + z * (1.0 / 40320))));
+        const double s0 = *s, c0 = *c;
+        *s = s0 * cd + c0 * sd;
+        *c = c0 * cd - s0 * sd;
+    } else {
+        *s = sin(a);
+        *c = cos(a);
+    }
+}
+
 /* ---- solution-sequence helpers used by the generated kinematics ----
  * Each returns non-zero at a singularity (vanishing leading coefficient or a
  * negative discriminant), which the FMU reports as fmi2Discard. */
