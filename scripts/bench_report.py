@@ -240,7 +240,8 @@ NOTES = """\
   leg. The triangular sequence costs two square roots and a few divisions per
   leg, and its polynomial variables *are* the sines and cosines of the leg
   angles, which it hands to the embedding (no atan2, no sin/cos); a Newton leg
-  yields angles, whose sin/cos the embedding then needs. Newton per leg takes
+  starts from libm's sin/cos of its predicted angles and hands the pairs it
+  turned with its step (`fmigen_rotate`) to the embedding. Newton per leg takes
   {s_nl3:.2f}× Gröbner's instructions (paper 000: 1.29× the time, MS compiler,
   13.3 vs 10.3 ms/s), at ~10⁸× less accuracy (peak max|Φ| {s_nl3_peak:.1e} vs
   {s_g_peak:.1e}). At 10⁻⁶ (peak {s_nl6_peak:.1e}) it takes {s_nl6_its:.2f} iterations
@@ -329,11 +330,11 @@ NOTES = """\
   verdict.** A Gröbner step is now {s_g:,.0f} instructions (37,179 before the
   generated embedding, see below): the kinematics {s_gk:,.0f}; the model
   expressions Φ_q, γ, M and F after one joint CSE (one-off operation counts
-  of the generated code), ~2,000 operations
-  (~4,000 instructions — γ and F are ~2,100 operations each before CSE,
-  expanded polynomials in the platform's Euler angles and rates); the
-  unrolled linear algebra, ~1,100 multiplications (~4,500 instructions, 378
-  of them Bᵀ M B's upper triangle). In this run's least disturbed repeat
+  of the generated code's `fmigen_embedded_prepare`), ~1,200 operations
+  (γ and F are ~2,100 operations each before CSE, expanded polynomials in
+  the platform's Euler angles and rates); the unrolled linear algebra,
+  ~1,900 operations (X = Φ_d⁻¹Φ_i, M·B and Bᵀ M B were 1,404 of them before
+  Bᵀ M B was summed leg by leg, 964 since). In this run's least disturbed repeat
   this machine retired {ipn:.1f} instructions per ns in this code ({h_ipn:.1f} for the
   host build below), so 1 µs per step needs ~{need:.1f} k instructions. Rebuilt for the
   host (`fmigen bench --opt="-O3 -march=native"`: FMA, AVX2 — what a HIL
@@ -404,24 +405,48 @@ states within 6·10⁻¹⁶ of before. *The landing gear's root*: `fmigen_poly_r
 stops Newton when p(z) is within the rounding error of its own evaluation;
 the gear's degree-6 step (coefficients ~10⁶¹) oscillated at a few 10⁻¹⁵ and
 every solve fell through to 500 Aberth iterations: 288,653 → 8,749
-instructions per step, {lg_g:,.0f} with the runtime's atan2. It still costs more than Newton per loop
-({lg_nl6:.2f}× Gröbner's at 10⁻⁶): that lex sequence's result misses the
-verification in every solve (residuals of the block's polynomials up to
-2·10⁻⁴ of their terms, one-off), so each step adds the Newton polish
-({lg_its:.2f} LU factorizations per call) to the sequence — the conditioning
-of that Gröbner basis (p_BC¹² coefficients), which a better variable order
-or scaling would have to fix, not the generated code. *Angles from their sin/cos*: the runtime's own atan2
-(`fmigen_atan2`, within one ulp of glibc's at half its instructions) for the
+instructions per step. *The landing gear's Newton*: that lex sequence's
+result still misses the verification in every solve (residuals of the
+block's polynomials up to 2·10⁻⁴ of their terms, one-off: the conditioning
+of that Gröbner basis, its p_BC¹² coefficients), so every solve ended in the
+Newton polish after the sequence. The workspace sweep now finds that its
+sequences cover no swept configuration, and a step continuing from the last
+one tries Newton from the prediction first; the sequence still finds the
+branch at the first assembly and where Newton fails. The kinematics' Newton
+iteration (every formulation's) carries each angle's (sin, cos) pair and
+turns it with the step (`fmigen_rotate`: the Taylor series of sin d and
+cos d for |d| ≤ 1/32), in from the prediction or the sequence and out to
+the block's variables, instead of libm's sin and cos in every iteration and
+after it; it stops one iteration earlier when the last two steps show
+quadratic convergence that puts the next one below round-off
+(`codegen.QUADRATIC_STOP`); its start angle is `fmigen_atan2`, not libm's.
+Landing gear, Gröbner build: 6,856 → {lg_g:,.0f} instructions per step,
+{lg_its:.2f} LU factorizations per solve, peak violation unchanged (one-off
+steps: 6,414 with Newton first alone, 5,720 with the carried pairs inside
+the iteration, 5,069 with the quadratic stop, 4,740 with `fmigen_atan2` at
+the start). Newton per loop at 10⁻⁶ takes {lg_nl6:.2f}× those instructions,
+stopping 10⁻⁶ away instead of at round-off. *Angles from their sin/cos*: the runtime's own atan2
+(`fmigen_atan2`, within one ulp of glibc's at half its instructions; since
+with a table of atan(i/64), whose series stops at t⁹ instead of t¹⁹) for the
 angles completed from the solved sin/cos, read from an FMU or bare by the
-embedding: Stewart FMU doStep 14,822 → {s_fmu:,.0f}. (The "before" numbers one-off, measured on each change's
+embedding: Stewart FMU doStep 14,822 → 13,327 (eighths) → 13,211 (64ths; one-off).
+*Bᵀ M B by blocks*: where Φ_d is block-diagonal with blocks up to 3×3 and M
+couples no two blocks (nor a block to an independent coordinate), as the
+Stewart platform's legs, Bᵀ M B = M_ii + Σ_b Φ_i,bᵀ (A_bᵀ M_b A_b) Φ_i,b with
+A_b the block's adjugate inverse, so each leg adds its 3 × 3 matrix instead
+of every entry being a dot over all 18 dependent coordinates; and a factor
+that is exactly ±1 (the platform's position in each leg's rows of Φ_i) is
+left out of its products, bit for bit the same value. Stewart harness step
+11,432 → 10,854 → 10,755 instructions (one-off; 10,762 with the Newton
+changes above, which only touch its unused fallback). (The "before" numbers one-off, measured on each change's
 parent commit on 2026-11-26.) What is left is mostly arithmetic: the
 Stewart step executes {s_g_flops:,.0f} floating-point operations in
 {s_g:,.0f} instructions; of its `fmigen_embedded_prepare` about half is
-linear algebra (Bᵀ M B over the 18 dependent coordinates alone is 378
-multiply-adds) and the rest the model quantities. Halving it needs the
-structure: each leg's Φ_i = [I | −[R b_k]× T(φ)] shares T, so Bᵀ M B could
-sum over the legs in body-frame (angular velocity) coordinates and apply T
-once, and the kinematics' platform points R b_k (its K_1..K_3) could be
+linear algebra and the rest the model quantities. Halving it needs more
+structure than the blockwise sum: each leg's Φ_i = [I | −[R b_k]× T(φ)]
+shares T, so the legs' terms could be summed in body-frame (angular
+velocity) coordinates and T applied once, γ and F written in those
+quantities, and the kinematics' platform points R b_k (its K_1..K_3)
 handed to the embedding as its sin/cos are.
 
 **The FMU step toward the harness**. *First-same-as-last*: the
