@@ -398,10 +398,9 @@ circle*: the generated embedding reduces γ, M and F modulo s² + c² − 1 of
 every angle's (sin, cos) pair and collects them by the velocities before
 its joint CSE, per quantity where that is cheaper
 (`codegen_embedding.circle_where_cheaper`; the five-link keeps its factored
-γ): Stewart 12,472 → {s_g:,.0f} instructions per harness step (5,179 →
-{s_g_flops:,.0f} flops), five-link 16,981 → {f_g:,.0f} (this one with the
-runtime's atan2 below, which its kinematics calls five times a step), final
-states within 6·10⁻¹⁶ of before. *The landing gear's root*: `fmigen_poly_root` now also
+γ): Stewart 12,472 instructions per harness step before it (5,179 flops),
+{s_g:,.0f} ({s_g_flops:,.0f} flops) now, with the changes below; five-link
+16,981 before, {f_g:,.0f} now; final states within 6·10⁻¹⁶ of before. *The landing gear's root*: `fmigen_poly_root` now also
 stops Newton when p(z) is within the rounding error of its own evaluation;
 the gear's degree-6 step (coefficients ~10⁶¹) oscillated at a few 10⁻¹⁵ and
 every solve fell through to 500 Aberth iterations: 288,653 → 8,749
