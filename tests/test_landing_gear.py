@@ -77,7 +77,8 @@ def test_stroke_sweep_stays_on_one_branch(gear_fmu):
         got = np.array([r[n][k] for n in ANGLES])
         assert np.abs(got - guess).max() < 1e-9, (r["p_BC"][k], got, guess)
     # constraints to round-off, also near p = 302 where the lex sequence is
-    # 0/0 and the continuity-guarded Newton polish takes over (measured 1.1e-13)
+    # 0/0 (a continuing step solves the block by Newton from the prediction
+    # first, continuity-checked; measured 1.1e-13 when the polish did it)
     assert np.abs(r["constraint_residual"]).max() <= 1e-12
     # angle rates from the velocity solve match finite differences of the angles
     fd = np.gradient(r["theta_A"], r["time"])
@@ -96,7 +97,8 @@ def test_end_of_stroke_is_reported_as_singular(gear_fmu):
 def test_dynamic_variant_matches_dae_reference_until_the_toggle():
     """Assumed masses, gravity, no actuator force: the gear swings open.
     The FMU passes p_BC ≈ 3.02 m, where the lex sequence is ill-conditioned
-    (its polish is re-done from the previous solution), and agrees with IDA."""
+    (a continuing step solves the block by Newton from the prediction), and
+    agrees with IDA."""
     from conftest import cached_validate
     r = cached_validate("landing_gear_dynamic", stop_time=0.75)
     assert r.fmu_result["p_BC"][-1] > 3.02
