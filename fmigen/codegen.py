@@ -602,6 +602,21 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
     out = lang.prelude(dae.n, dq)
     for k in sorted(trig_angles & set(emb.independent)):
         out += lang.trig_from_q("top", k)
+    # The blocks' abstracted knowns that read no dependent coordinate, with
+    # one CSE over all of them, before the first block.  Why: the Stewart
+    # platform's six legs each abstract the platform point R(φ, θ, ψ)·b_k
+    # (K_1..K_18); per block, every leg multiplied out R's entries again
+    # (270 operations; gcc cannot share them across the blocks' stores to
+    # trig[]), jointly 128.
+    dep_syms = {dae.q_sym[i] for i in emb.dependent}
+    hoisted = {K: expr for tb in tri.blocks if tb.method == "groebner"
+               for K, expr in tb.abstractions.items() if not (sp.sympify(expr).free_symbols & dep_syms)}
+    if hoisted:
+        reps, reduced = sp.cse([sm(ts(e)) for e in hoisted.values()], symbols=sp.numbered_symbols("ka"))
+        for name, e in reps:
+            out += lang.let("top", str(name), lang.expr(e))
+        for K, e in zip(hoisted, reduced):
+            out += lang.let("top", str(K), lang.expr(e))
 
     for bi, tb in enumerate(tri.blocks):
         layout, slot, defs, start = block_plan(dae, tb, scales, tri.start, len(sol_start),
@@ -635,7 +650,8 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
             out += lang.block_close()
             continue
         for K, expr in tb.abstractions.items():
-            out += lang.let("block", K, lang.expr(sm(ts(expr))))
+            if K not in hoisted:
+                out += lang.let("block", K, lang.expr(sm(ts(expr))))
         for v, expr in tb.known_ring.items():
             out += lang.let("block", v, lang.expr(sm(ts(expr))))
         allvars = [v for _, _, vs, _ in layout for v in vs]
