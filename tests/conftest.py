@@ -18,6 +18,33 @@ def toggle_fourbar():
     return m
 
 
+#: fmpy's printer as a C callback, alive for the whole session (see below)
+_FMPY_PRINTER = []
+
+
+@pytest.fixture(autouse=True)
+def _fmpy_logger_proxy_reset():
+    """fmpy's native logging proxy (fmpy.logging) keeps one global logger:
+    ``simulate_fmu(logger=f)`` points it at f's ctypes thunk, which is freed
+    with that call's callbacks, and every later FMI 2 FMU in the process
+    logs through the same proxy (fmpy's default callbacks too) into freed
+    memory — a segmentation fault or an illegal instruction.  Seen running
+    tests/test_switching.py (loggers) before tests/test_landing_gear.py (a
+    Discard message); the whole suite's alphabetical order hid it.  After
+    every test the proxy is pointed back at fmpy's own printer, whose thunk
+    lives as long as the session."""
+    yield
+    from ctypes import byref
+
+    from fmpy.fmi2 import fmi2CallbackFunctions, fmi2CallbackLoggerTYPE, printLogMessage
+    from fmpy.logging import addLoggerProxy
+    if not _FMPY_PRINTER:
+        _FMPY_PRINTER.append(fmi2CallbackLoggerTYPE(printLogMessage))
+    callbacks = fmi2CallbackFunctions()
+    callbacks.logger = _FMPY_PRINTER[0]
+    addLoggerProxy(byref(callbacks))
+
+
 @pytest.fixture(scope="session")
 def fmu_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("fmus")
