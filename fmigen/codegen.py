@@ -271,8 +271,9 @@ def newton_start(pairs, layout, prefix, sums=None, printer=None):
     whose atan2 the angle is — the iteration normalizes them: a prediction
     or a rejected sequence's pair lies off the unit circle by more than
     round-off (normalized here, at the call, the Stewart platform's hot path
-    spilled more: +200 instructions a step) — or, for a Newton block's
-    coordinate (kind "q"), sin and cos of q.  An angle of an angle sum
+    spilled more: +200 instructions a step).  None for a Newton block
+    (kind "q"): its iteration starts from sin and cos of q itself, and the
+    hand-over only returns the pairs.  An angle of an angle sum
     (``sums``) starts from its sine and cosine by angle addition, as in
     ``q_from_vars``.  The same text in C and Python."""
     sums = sums or {}
@@ -288,7 +289,7 @@ def newton_start(pairs, layout, prefix, sums=None, printer=None):
         elif kind == "angle":
             items[2 * j], items[2 * j + 1] = f"{prefix}{vs[0]}", f"{prefix}{vs[1]}"
         else:
-            items[2 * j], items[2 * j + 1] = f"sin(q[{i}])", f"cos(q[{i}])"
+            return None
     return items
 
 
@@ -329,9 +330,12 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
     # the carried pairs come in and go out through pair[] (newton_pairs):
     # turned with every step, the last one included, so that they are sin
     # and cos of the q handed back
-    start = "".join(f"\n{ind}    double ns{k} = pair[{2 * j}], nc{k} = pair[{2 * j + 1}];"
-                    f"\n{ind}    {{ const double rn = 1.0 / sqrt(ns{k} * ns{k} + nc{k} * nc{k}); "
-                    f"ns{k} *= rn; nc{k} *= rn; }}" for j, k in enumerate(pairs))
+    # (a Newton block has no pair to start from: libm's, on the circle)
+    start = "".join(f"\n{ind}    double ns{k} = sin(q[{unk[k]}]), nc{k} = cos(q[{unk[k]}]);" for k in pairs) \
+        if tb.method == "newton" else \
+        "".join(f"\n{ind}    double ns{k} = pair[{2 * j}], nc{k} = pair[{2 * j + 1}];"
+                f"\n{ind}    {{ const double rn = 1.0 / sqrt(ns{k} * ns{k} + nc{k} * nc{k}); "
+                f"ns{k} *= rn; nc{k} *= rn; }}" for j, k in enumerate(pairs))
     turn = "".join(f"\n{ind}        fmigen_rotate(&ns{k}, &nc{k}, -r[{k}], q[{unk[k]}]);" for k in pairs)
     back = "".join(f"\n{ind}    pair[{2 * j}] = ns{k}; pair[{2 * j + 1}] = nc{k};" for j, k in enumerate(pairs))
     return f"""{ind}int converged_{tag} = 0;
@@ -636,7 +640,7 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
             for i, e in q_from_vars(layout, "P_"):
                 out += lang.set("block", f"q[{i}]", e)
             lang.newton_function(tb, bi)
-            out += lang.newton_start("block", newton_start(pairs, layout, "P_"), bi)
+            out += lang.newton_start("block", newton_start(pairs, layout, "P_"), bi, 2 * len(pairs))
             out += lang.newton("block", tb, bi, bi, "FMIGEN_NEWTON_MAX_ITER")
             out += lang.return_unless_newton_continues(
                 bi, [f"fabs(q[{i}] - P_q{i}) <= T{i}" for i, *_ in layout], code)
@@ -813,7 +817,9 @@ class CKinematics:
     def vars_from_q(self, depth, layout, sums, pairs=None, tag=None):
         return _vars_from_q(layout, self.indent[depth], sums, pairs, tag)
 
-    def newton_start(self, depth, items, tag):
+    def newton_start(self, depth, items, tag, n=0):
+        if items is None:   # returned pairs only
+            return [f"{self.indent[depth]}double pr{tag}[{max(1, n)}];"]
         return [f"{self.indent[depth]}double pr{tag}[{max(1, len(items))}] = {{{', '.join(items) or '0.0'}}};"]
 
     def trig_from_pair(self, depth, i, tag, j):

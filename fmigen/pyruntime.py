@@ -963,10 +963,12 @@ def _newton_lines(emb, tb, sm, tag, iterations, ind):
             f"{ind}_J = [0.0] * {nb * nb}",
             f"{ind}_r = [0.0] * {nb}",
             f"{ind}_piv = [0] * {nb}",
-            *[line for j, k in enumerate(pairs) for line in (
-                f"{ind}_ns{k}, _nc{k} = _pr{tag}[{2 * j}], _pr{tag}[{2 * j + 1}]",
-                f"{ind}_rn = 1.0 / math.sqrt(_ns{k} * _ns{k} + _nc{k} * _nc{k})",
-                f"{ind}_ns{k}, _nc{k} = _ns{k} * _rn, _nc{k} * _rn")],
+            *([f"{ind}_ns{k}, _nc{k} = math.sin(q[{unk[k]}]), math.cos(q[{unk[k]}])" for k in pairs]
+              if tb.method == "newton" else
+              [line for j, k in enumerate(pairs) for line in (
+                  f"{ind}_ns{k}, _nc{k} = _pr{tag}[{2 * j}], _pr{tag}[{2 * j + 1}]",
+                  f"{ind}_rn = 1.0 / math.sqrt(_ns{k} * _ns{k} + _nc{k} * _nc{k})",
+                  f"{ind}_ns{k}, _nc{k} = _ns{k} * _rn, _nc{k} * _rn")]),
             f"{ind}_conv = False",
             f"{ind}_dprev = 0.0",
             f"{ind}_it = 0",
@@ -1099,7 +1101,9 @@ class PyKinematics:
     def vars_from_q(self, depth, layout, sums, pairs=None, tag=None):
         return _vars_from_q(layout, self.indent[depth], sums, pairs, tag)
 
-    def newton_start(self, depth, items, tag):
+    def newton_start(self, depth, items, tag, n=0):
+        if items is None:   # returned pairs only
+            return [f"{self.indent[depth]}_pr{tag} = [0.0] * {n}"]
         return [f"{self.indent[depth]}_pr{tag} = [{', '.join(items)}]"]
 
     def trig_from_pair(self, depth, i, tag, j):
