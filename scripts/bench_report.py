@@ -424,7 +424,9 @@ Landing gear, Gröbner build: 6,856 → {lg_g:,.0f} instructions per step,
 steps: 6,414 with Newton first alone, 5,720 with the carried pairs inside
 the iteration, 5,069 with the quadratic stop, 4,740 with `fmigen_atan2` at
 the start). Newton per loop at 10⁻⁶ takes {lg_nl6:.2f}× those instructions,
-stopping 10⁻⁶ away instead of at round-off. *Angles from their sin/cos*: the runtime's own atan2
+stopping 10⁻⁶ away instead of at round-off. A Newton block (the
+five-link's pose block, every block of the newton formulations) starts its
+pairs from libm's sin and cos of q inside the iteration and hands them back. *Angles from their sin/cos*: the runtime's own atan2
 (`fmigen_atan2`, within one ulp of glibc's at half its instructions; since
 with a table of atan(i/64), whose series stops at t⁹ instead of t¹⁹) for the
 angles completed from the solved sin/cos, read from an FMU or bare by the
@@ -437,7 +439,12 @@ of every entry being a dot over all 18 dependent coordinates; and a factor
 that is exactly ±1 (the platform's position in each leg's rows of Φ_i) is
 left out of its products, bit for bit the same value. Stewart harness step
 11,432 → 10,854 → 10,755 instructions (one-off; 10,762 with the Newton
-changes above, which only touch its unused fallback). (The "before" numbers one-off, measured on each change's
+changes above, which only touch its unused fallback). *Shared
+abstractions*: the blocks' abstracted knowns that read no dependent
+coordinate are computed once, before the first block, with one CSE over all
+of them (the legs' platform points R·b_k, K_1..K_18: 270 → 128 operations;
+gcc could not share them across the blocks' stores to `trig`): 10,762 →
+{s_g:,.0f}. (The "before" numbers one-off, measured on each change's
 parent commit on 2026-11-26.) What is left is mostly arithmetic: the
 Stewart step executes {s_g_flops:,.0f} floating-point operations in
 {s_g:,.0f} instructions; of its `fmigen_embedded_prepare` about half is
