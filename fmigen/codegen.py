@@ -295,15 +295,19 @@ def newton_start(pairs, layout, prefix, sums=None, printer=None):
 
 #: A Newton iteration to round-off stops when its step is at round-off,
 #: 1e-14·(1 + max|q|): that last step only confirms the iterate before it.
-#: It also stops after a step d that is at most 1e-3 of the step p before it
-#: (the quadratic regime) when the quadratic model of the two, next step ≈
-#: d·(d/p)², puts the next step ten times below that bound.  Why: from a
+#: It also stops after a step d that is at most 1e-3 of the step p before it,
+#: p itself at most 1e-4·(1 + max|q|) (the quadratic regime, near the
+#: solution: not after a long first step from a far start, where the local
+#: model is not yet the one that holds at the solution), when the quadratic
+#: model of the two, next step ≈ d·(d/p)², puts the next step ten times
+#: below that bound.  Why: from a
 #: prediction 1e-6 away, steps of 1e-6, 1e-12 and 1e-24 took three Jacobians
 #: and LU factorizations where two give the same result (the landing gear's
 #: Newton from the prediction: 2.88 iterations per solve).  Sequence blocks
 #: verify a Newton result against their own polynomials afterwards
 #: (FMIGEN_SEQ_TOL), as before.  C and Python, the same text.
-QUADRATIC_STOP = "{p} > 0.0 && {d} <= 1e-3 * {p} && 10.0 * {d} * {d} * {d} <= 1e-14 * (1.0 + {q}) * {p} * {p}"
+QUADRATIC_STOP = ("{p} > 0.0 && {p} <= 1e-4 * (1.0 + {q}) && {d} <= 1e-3 * {p} && "
+                  "10.0 * {d} * {d} * {d} <= 1e-14 * (1.0 + {q}) * {p} * {p}")
 
 
 def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
@@ -683,7 +687,10 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
         for i, e in q_from_vars(layout, "P_", sums, lang.expr):
             out += lang.set("case", f"q[{i}]", e)
         lang.newton_function(tb, bi)
-        out += lang.newton_start("case", newton_start(pairs, layout, "P_", sums, lang.expr), f"{bi}_n")
+        start_n = newton_start(pairs, layout, "P_", sums, lang.expr)
+        # a sequence block's carried angles are its (s, c) pairs or angle sums
+        assert start_n is not None, "a carried angle of a sequence block without its pair"
+        out += lang.newton_start("case", start_n, f"{bi}_n")
         out += lang.newton("case", tb, bi, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER")
         out += lang.break_unless("case", f"converged_{bi}_n", bare=True)
         out += lang.vars_from_q("case", layout, sums, pairs, f"{bi}_n")
@@ -695,7 +702,8 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
         out += lang.verify_open(polys, pscales, f"v{bi}_")
         for i, e in q_from_vars(layout, "", sums, lang.expr):
             out += lang.set("polish", f"q[{i}]", e)
-        out += lang.newton_start("polish", newton_start(pairs, layout, "", sums, lang.expr), f"{bi}_p")
+        out += lang.newton_start("polish", newton_start(pairs, layout, "", sums, lang.expr), f"{bi}_p",
+                                 2 * len(pairs))
         out += lang.newton("polish", tb, bi, f"{bi}_p", "4")
         out += lang.polished_open(f"converged_{bi}_p")
         out += lang.vars_from_q("polished", layout, sums, pairs, f"{bi}_p")

@@ -1134,11 +1134,11 @@ class PyKinematics:
 
     def angle_from_sums(self, i, sin_q, cos_q, to_trig, defer):
         trig = [f"    trig[{2 * i}] = _sq", f"    trig[{2 * i + 1}] = _cq"] if to_trig else []
-        return [f"    _sq = {sin_q}", f"    _cq = {cos_q}", *trig, f"    q[{i}] = atan2(_sq, _cq)"]
+        return [f"    _sq = {sin_q}", f"    _cq = {cos_q}", *trig, f"    q[{i}] = fmigen_atan2(_sq, _cq)"]
 
     def angle_from_pair(self, i, vs, to_trig, defer):
         trig = [f"    trig[{2 * i}] = {vs[0]}", f"    trig[{2 * i + 1}] = {vs[1]}"] if to_trig else []
-        return [*trig, f"    q[{i}] = atan2({vs[0]}, {vs[1]})"]
+        return [*trig, f"    q[{i}] = fmigen_atan2({vs[0]}, {vs[1]})"]
 
     def finish(self, out):
         return "def fmigen_kinematics(t, q, p, base, sol):\n" + "\n".join(out + ["    return 0"]) + "\n"

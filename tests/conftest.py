@@ -22,18 +22,17 @@ def toggle_fourbar():
 _FMPY_PRINTER = []
 
 
-@pytest.fixture(autouse=True)
-def _fmpy_logger_proxy_reset():
+def reset_fmpy_logger():
     """fmpy's native logging proxy (fmpy.logging) keeps one global logger:
     ``simulate_fmu(logger=f)`` points it at f's ctypes thunk, which is freed
     with that call's callbacks, and every later FMI 2 FMU in the process
     logs through the same proxy (fmpy's default callbacks too) into freed
     memory — a segmentation fault or an illegal instruction.  Seen running
     tests/test_switching.py (loggers) before tests/test_landing_gear.py (a
-    Discard message); the whole suite's alphabetical order hid it.  After
-    every test the proxy is pointed back at fmpy's own printer, whose thunk
-    lives as long as the session."""
-    yield
+    Discard message); the whole suite's alphabetical order hid it.  This
+    points the proxy back at fmpy's own printer, whose thunk lives as long as
+    the session: around every test (the fixture below), and in a test right
+    after a ``logger=`` run that other FMUs follow."""
     from ctypes import byref
 
     from fmpy.fmi2 import fmi2CallbackFunctions, fmi2CallbackLoggerTYPE, printLogMessage
@@ -43,6 +42,13 @@ def _fmpy_logger_proxy_reset():
     callbacks = fmi2CallbackFunctions()
     callbacks.logger = _FMPY_PRINTER[0]
     addLoggerProxy(byref(callbacks))
+
+
+@pytest.fixture(autouse=True)
+def _fmpy_logger_proxy_reset():
+    reset_fmpy_logger()
+    yield
+    reset_fmpy_logger()
 
 
 @pytest.fixture(scope="session")

@@ -139,7 +139,8 @@ static inline double fmigen_max(double a, double b) { return a > b ? a : b; }
  * spends more on them than on its LU), while a step after the first is
  * small.  For |d| <= 1/32 the pair is rotated by d with sin d and cos d from
  * their Taylor series to d^7 and d^8 (the next terms, d^9/9! and d^10/10!,
- * are below 1e-18 of them); a larger step takes libm's sin and cos of a. */
+ * are at most 2.5e-18 of sin d and 2.5e-22 of cos d); a larger step takes
+ * libm's sin and cos of a. */
 static inline void fmigen_rotate(double *s, double *c, double d, double a)
 {
     if (fabs(d) <= 0.03125) {
