@@ -257,23 +257,35 @@ def _newton_call(bi, tag, iterations, indent):
     return f"{indent}const int converged_{tag} = fmigen_newton_block{bi}(t, q, p, {iterations}, pr{tag});"
 
 
+def _carried(dae, tb) -> list[int]:
+    """Positions (in the block's unknowns) of the angles a block's Newton
+    iteration carries as (sin, cos) pairs: those whose sin or cos its
+    equations contain (their Jacobian then has the pair too).  Read off
+    Φ_b alone, so ``newton_pairs`` needs no Jacobian."""
+    Phi_b = [sp.sympify(dae.Phi[j]) for j in tb.block.equations]
+    found = set().union(*(e.atoms(sp.sin, sp.cos) for e in Phi_b))
+    return [k for k, i in enumerate(tb.block.unknowns)
+            if sp.sin(dae.q_sym[i]) in found or sp.cos(dae.q_sym[i]) in found]
+
+
 def newton_pairs(emb, tb):
     """{coordinate: slot} of the angles a block's Newton iteration carries as
-    (sin, cos) pairs (``newton_system``): slot j is pair[2j], pair[2j + 1]
-    of the Newton function's hand-over, in and out."""
+    (sin, cos) pairs (``_carried``): slot j is pair[2j], pair[2j + 1] of the
+    Newton function's hand-over, in and out."""
     unk = tb.block.unknowns
-    return {unk[k]: j for j, k in enumerate(newton_system(emb, tb, "ns", "nc")[2])}
+    return {unk[k]: j for j, k in enumerate(_carried(emb.dae, tb))}
 
 
 def newton_start(pairs, layout, prefix, sums=None, printer=None):
     """The Newton hand-over's start, 2·len(pairs) values slot by slot: each
     carried angle's block variables (``prefix`` "P_": their prediction),
-    whose atan2 the angle is — the iteration normalizes them: a prediction
+    whose atan2 the angle is.  The iteration normalizes them (a prediction
     or a rejected sequence's pair lies off the unit circle by more than
-    round-off (normalized here, at the call, the Stewart platform's hot path
-    spilled more: +200 instructions a step).  None for a Newton block
-    (kind "q"): its iteration starts from sin and cos of q itself, and the
-    hand-over only returns the pairs.  An angle of an angle sum
+    round-off); normalizing them here, at the call, cost the Stewart
+    platform's hot path 200 instructions a step in spills, although it never
+    takes this path.  None for a Newton block (kind "q"): its iteration
+    starts from sin and cos of q itself, and the hand-over only returns the
+    pairs.  An angle of an angle sum
     (``sums``) starts from its sine and cosine by angle addition, as in
     ``q_from_vars``.  The same text in C and Python."""
     sums = sums or {}
@@ -300,12 +312,12 @@ def newton_start(pairs, layout, prefix, sums=None, printer=None):
 #: solution: not after a long first step from a far start, where the local
 #: model is not yet the one that holds at the solution), when the quadratic
 #: model of the two, next step ≈ d·(d/p)², puts the next step ten times
-#: below that bound.  Why: from a
-#: prediction 1e-6 away, steps of 1e-6, 1e-12 and 1e-24 took three Jacobians
-#: and LU factorizations where two give the same result (the landing gear's
-#: Newton from the prediction: 2.88 iterations per solve).  Sequence blocks
-#: verify a Newton result against their own polynomials afterwards
-#: (FMIGEN_SEQ_TOL), as before.  C and Python, the same text.
+#: below that bound.  Why: from a prediction 1e-6 away, steps of 1e-6,
+#: 1e-12 and 1e-24 took three Jacobians and LU factorizations where two give
+#: the same result (the landing gear's Newton from the prediction: 2.88
+#: iterations per solve).  Sequence blocks verify a Newton result against
+#: their own polynomials afterwards (FMIGEN_SEQ_TOL), as before.  C and
+#: Python, the same text.
 QUADRATIC_STOP = ("{p} > 0.0 && {p} <= 1e-4 * (1.0 + {q}) && {d} <= 1e-3 * {p} && "
                   "10.0 * {d} * {d} * {d} <= 1e-14 * (1.0 + {q}) * {p} * {p}")
 
@@ -331,15 +343,17 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
     test = ("converged = dmax <= FMIGEN_NEWTON_TOL; (void)qmax; (void)dprev;" if tb.tol is not None
             else f"converged = dmax <= 1e-14 * (1.0 + qmax) || ({quadratic}); dprev = dmax;")
     idx = ", ".join(str(i) for i in unk)
-    # the carried pairs come in and go out through pair[] (newton_pairs):
+    # the carried pairs come in and go out through pair[] (newton_pairs),
     # turned with every step, the last one included, so that they are sin
-    # and cos of the q handed back
-    # (a Newton block has no pair to start from: libm's, on the circle)
-    start = "".join(f"\n{ind}    double ns{k} = sin(q[{unk[k]}]), nc{k} = cos(q[{unk[k]}]);" for k in pairs) \
-        if tb.method == "newton" else \
-        "".join(f"\n{ind}    double ns{k} = pair[{2 * j}], nc{k} = pair[{2 * j + 1}];"
-                f"\n{ind}    {{ const double rn = 1.0 / sqrt(ns{k} * ns{k} + nc{k} * nc{k}); "
-                f"ns{k} *= rn; nc{k} *= rn; }}" for j, k in enumerate(pairs))
+    # and cos of the q handed back.  A Newton block has no pair to start
+    # from: libm's, on the circle; a sequence block's start pair (a
+    # prediction, a rejected result) is normalized.
+    if tb.method == "newton":
+        start = "".join(f"\n{ind}    double ns{k} = sin(q[{unk[k]}]), nc{k} = cos(q[{unk[k]}]);" for k in pairs)
+    else:
+        start = "".join(f"\n{ind}    double ns{k} = pair[{2 * j}], nc{k} = pair[{2 * j + 1}];"
+                        f"\n{ind}    {{ const double rn = 1.0 / sqrt(ns{k} * ns{k} + nc{k} * nc{k}); "
+                        f"ns{k} *= rn; nc{k} *= rn; }}" for j, k in enumerate(pairs))
     turn = "".join(f"\n{ind}        fmigen_rotate(&ns{k}, &nc{k}, -r[{k}], q[{unk[k]}]);" for k in pairs)
     back = "".join(f"\n{ind}    pair[{2 * j}] = ns{k}; pair[{2 * j + 1}] = nc{k};" for j, k in enumerate(pairs))
     return f"""{ind}int converged_{tag} = 0;
@@ -376,14 +390,12 @@ def newton_system(emb, tb, sin_prefix, cos_prefix):
     unk = tb.block.unknowns
     Phi_b = sp.Matrix([dae.Phi[j] for j in tb.block.equations])
     J_b = Phi_b.jacobian([dae.q_sym[i] for i in unk])
-    subs, pairs = {}, []
-    found = Phi_b.atoms(sp.sin, sp.cos) | J_b.atoms(sp.sin, sp.cos)
-    for k, i in enumerate(unk):
-        qs = dae.q_sym[i]
-        if sp.sin(qs) in found or sp.cos(qs) in found:
-            subs[sp.sin(qs)] = sp.Symbol(f"{sin_prefix}{k}")
-            subs[sp.cos(qs)] = sp.Symbol(f"{cos_prefix}{k}")
-            pairs.append(k)
+    pairs = _carried(dae, tb)
+    subs = {}
+    for k in pairs:
+        qs = dae.q_sym[unk[k]]
+        subs[sp.sin(qs)] = sp.Symbol(f"{sin_prefix}{k}")
+        subs[sp.cos(qs)] = sp.Symbol(f"{cos_prefix}{k}")
     return Phi_b.xreplace(subs), J_b.xreplace(subs), pairs
 
 
