@@ -369,11 +369,12 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
         # res = F − M a_c (every coordinate: r̄ = Bᵀ res reads them all)
         res = {i: code.dot("res", Fn.get(i), [(Mn.get((i, d)), ac.get(d)) for d in dep]) for i in range(n)}
         if blockwise:
-            Mb, rb = _blockwise_reduced(code, blocks, adj, Jn, Mn, res, ind, f)
+            Mb = _blockwise_reduced(code, blocks, adj, Jn, Mn, ind, f)
+            rb = _blockwise_transposed(code, blocks, adj, Jn, res, {a: res.get(ind[a]) for a in range(f)},
+                                       ind, f, "zt", "rb")
             if Fu:   # r̄ += Bᵀ F_u
-                ru = _blockwise_reduced_force(code, blocks, adj, Jn, Fu, ind, f)
-                for a in range(f):
-                    rb[a] = code.dot("rbu", " + ".join(x for x in (rb[a], ru[a]) if x) or None, [], sign="+")
+                first = {a: " + ".join(x for x in (rb[a], Fu.get(ind[a])) if x) or None for a in range(f)}
+                rb = _blockwise_transposed(code, blocks, adj, Jn, Fu, first, ind, f, "zu", "rbu")
             _ldlt_solve(code, f, Mb, rb)
             code.emit("return 0;")
             return "\n".join(code.lines)
@@ -400,8 +401,11 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
     # the blockwise reduced mass matrix where the structure allows it and its
     # code is the cheaper (_blockwise_structure); the velocities function
     # then computes v_d the same way, so both give the same bits
-    blockwise = blockwise_possible and _count_ops(body(True, True)) < _count_ops(body(True, False))
-    prepare, finish, nwork = _split_inputs(body(True, blockwise).split("\n"))
+    rhs = {False: body(True, False)}
+    if blockwise_possible:
+        rhs[True] = body(True, True)
+    blockwise = blockwise_possible and _count_ops(rhs[True]) < _count_ops(rhs[False])
+    prepare, finish, nwork = _split_inputs(rhs[blockwise].split("\n"))
     return (chunked("fmigen_embedded_velocities", sig, body(False, blockwise)) + "\n" +
             chunked("fmigen_embedded_prepare", "double t, const double *q, double *v, const double *p, "
                     "const double *trig, double *work", prepare) + "\n" +
@@ -637,13 +641,12 @@ def _blockwise_structure(emb: Embedding, blocks) -> bool:
                    for i in emb.dependent for k in range(emb.dae.n))
 
 
-def _blockwise_reduced(code: _Code, blocks, adj, Jn, Mn, res, ind, f):
-    """Bᵀ M B (upper triangle) and r̄ = Bᵀ res summed block by block, for the
-    structure ``_blockwise_structure`` checks.  With A_b = Φ_d,b⁻¹ (the
-    adjugate inverse) and Φ_i,b the block's rows of Φ_i:
+def _blockwise_reduced(code: _Code, blocks, adj, Jn, Mn, ind, f):
+    """Bᵀ M B (upper triangle) summed block by block, for the structure
+    ``_blockwise_structure`` checks.  With A_b = Φ_d,b⁻¹ (the adjugate
+    inverse) and Φ_i,b the block's rows of Φ_i:
 
-        Bᵀ M B = M_ii + Σ_b Φ_i,bᵀ N_b Φ_i,b,   N_b = A_bᵀ M_b A_b,
-        r̄ = res_i − Σ_b Φ_i,bᵀ (A_bᵀ res_b).
+        Bᵀ M B = M_ii + Σ_b Φ_i,bᵀ N_b Φ_i,b,   N_b = A_bᵀ M_b A_b.
 
     Why: X = Φ_d⁻¹ Φ_i couples every independent coordinate to every
     dependent one that any loop moves (the Stewart platform's pose moves all
@@ -654,7 +657,6 @@ def _blockwise_reduced(code: _Code, blocks, adj, Jn, Mn, res, ind, f):
     Bᵀ M B; 3,677 → 3,449 over its whole right-hand side (``_count_ops``);
     callgrind: 11,432 → 10,854 instructions per explicit Euler step."""
     terms = {(a, c): [] for a in range(f) for c in range(a, f)}
-    rterms = {a: [] for a in range(f)}
     for bi, (eqs, unk) in enumerate(blocks):
         A, nb = adj[bi], len(unk)
         # M_b A_b, then N_b = A_bᵀ (M_b A_b), upper triangle (N_b symmetric)
@@ -671,24 +673,21 @@ def _blockwise_reduced(code: _Code, blocks, adj, Jn, Mn, res, ind, f):
         for a in range(f):
             for c in range(a, f):
                 terms[(a, c)] += [(Pi[k][a], P[k][c]) for k in range(nb)]
-        # z_b = A_bᵀ res_b, then Φ_i,bᵀ z_b into r̄
-        z = [code.dot("zt", None, [(A[r][k], res.get(unk[r])) for r in range(nb)], sign="+") for k in range(nb)]
-        for a in range(f):
-            rterms[a] += [(Pi[k][a], z[k]) for k in range(nb)]
-    Mb = {(a, c): code.dot("mh", Mn.get((ind[a], ind[c])), terms[(a, c)], sign="+") for (a, c) in terms}
-    rb = {a: code.dot("rb", res.get(ind[a]), rterms[a]) for a in range(f)}
-    return Mb, rb
+    return {(a, c): code.dot("mh", Mn.get((ind[a], ind[c])), terms[(a, c)], sign="+") for (a, c) in terms}
 
 
-def _blockwise_reduced_force(code: _Code, blocks, adj, Jn, Fu, ind, f):
-    """Bᵀ F_u for ``_blockwise_reduced``: F_u,i − Σ_b Φ_i,bᵀ (A_bᵀ F_u,b)."""
-    rterms = {a: [] for a in range(f)}
+def _blockwise_transposed(code: _Code, blocks, adj, Jn, vec, first, ind, f, ztag, tag):
+    """first_a − (Xᵀ vec_d)_a per independent coordinate a, block by block for
+    ``_blockwise_reduced``'s structure: Xᵀ vec_d = Σ_b Φ_i,bᵀ (A_bᵀ vec_b).
+    With first = vec_i it is r̄ = Bᵀ vec (the residual; the input forces
+    F_u, added to r̄ in fmigen_embedded_finish)."""
+    terms = {a: [] for a in range(f)}
     for bi, (eqs, unk) in enumerate(blocks):
         A, nb = adj[bi], len(unk)
-        z = [code.dot("zu", None, [(A[r][k], Fu.get(unk[r])) for r in range(nb)], sign="+") for k in range(nb)]
+        z = [code.dot(ztag, None, [(A[r][k], vec.get(unk[r])) for r in range(nb)], sign="+") for k in range(nb)]
         for a in range(f):
-            rterms[a] += [(Jn.get((j, ind[a])), z[k]) for k, j in enumerate(eqs)]
-    return {a: code.dot("ru", Fu.get(ind[a]), rterms[a]) for a in range(f)}
+            terms[a] += [(Jn.get((j, ind[a])), z[k]) for k, j in enumerate(eqs)]
+    return {a: code.dot(tag, first[a], terms[a]) for a in range(f)}
 
 
 def _count_ops(body: str) -> int:
