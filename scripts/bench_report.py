@@ -442,9 +442,10 @@ left out of its products, bit for bit the same value. Stewart harness step
 changes above, which only touch its unused fallback). *Shared
 abstractions*: the blocks' abstracted knowns that read no dependent
 coordinate are computed once, before the first block, with one CSE over all
-of them (the legs' platform points R·b_k, K_1..K_18: 270 → 128 operations;
+of them (the legs' platform points R·b_k, K_1..K_18: 270 → 125 operations;
 gcc could not share them across the blocks' stores to `trig`): 10,762 →
-{s_g:,.0f}. (The "before" numbers one-off, measured on each change's
+10,656 (one-off); {s_g:,.0f} since the review's reordering of the blockwise
+right-hand side. (The "before" numbers one-off, measured on each change's
 parent commit on 2026-11-26.) What is left is mostly arithmetic: the
 Stewart step executes {s_g_flops:,.0f} floating-point operations in
 {s_g:,.0f} instructions; of its `fmigen_embedded_prepare` about half is
