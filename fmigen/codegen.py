@@ -626,8 +626,8 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
     # one CSE over all of them, before the first block.  Why: the Stewart
     # platform's six legs each abstract the platform point R(φ, θ, ψ)·b_k
     # (K_1..K_18); per block, every leg multiplied out R's entries again
-    # (270 operations; gcc cannot share them across the blocks' stores to
-    # trig[]), jointly 125 (codegen_embedding._count_ops of both).
+    # (288 operations; gcc cannot share them across the blocks' stores to
+    # trig[]), jointly 135 (codegen_embedding.statement_operations).
     dep_syms = {dae.q_sym[i] for i in emb.dependent}
     hoisted = {K: expr for tb in tri.blocks if tb.method == "groebner"
                for K, expr in tb.abstractions.items() if not (sp.sympify(expr).free_symbols & dep_syms)}

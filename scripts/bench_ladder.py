@@ -60,6 +60,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from bench_build import build as timed_build  # noqa: E402
 
 from fmigen import bench  # noqa: E402
+from fmigen.codegen_embedding import STATEMENT, statement_operations  # noqa: E402
 from fmigen.codegen_recursive import RECURSIVE_FROM_F  # noqa: E402
 
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -103,8 +104,6 @@ EMBEDDED_SECTIONS = SECTIONS
 SECTIONS = EMBEDDED_SECTIONS + RECURSIVE_SECTIONS
 #: libm's trigonometric entry points as callgrind names them (inclusive)
 LIBM = r"(__)?(sincos|sin|cos)(_fma)?|atan2"
-_STMT = re.compile(r"^\s*(?:const )?double (\w+) = (.*);\s*$")
-_OPS = re.compile(r"[-+*/]|\b(?:sin|cos|sqrt|fabs|atan2|pow|fmigen_powi|fmigen_max)\(")
 
 
 def _function_body(src: str, name: str) -> str:
@@ -126,13 +125,11 @@ def op_counts(model_c: str) -> dict:
     counts["other"] = 0
     for fn in ("fmigen_embedded_prepare", "fmigen_embedded_finish"):
         for line in _function_body(model_c, fn).splitlines():
-            m = _STMT.match(line)
+            m = STATEMENT.match(line)
             if not m:
                 continue
             name, expr = m.groups()
-            # constants are no operations, nor a chunk's "S->" hand-over
-            expr = re.sub(r"\(\(?-?\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)?\)\)?", "K", expr.replace("S->", ""))
-            ops = len(_OPS.findall(expr))
+            ops = statement_operations(expr)
             for pattern, label in SECTIONS:
                 if re.fullmatch(pattern, name):
                     counts[label] += ops

@@ -330,11 +330,11 @@ NOTES = """\
   verdict.** A Gröbner step is now {s_g:,.0f} instructions (37,179 before the
   generated embedding, see below): the kinematics {s_gk:,.0f}; the model
   expressions Φ_q, γ, M and F after one joint CSE (one-off operation counts
-  of the generated code's `fmigen_embedded_prepare`), ~1,200 operations
-  (γ and F are ~2,100 operations each before CSE, expanded polynomials in
-  the platform's Euler angles and rates); the unrolled linear algebra,
-  ~1,900 operations (X = Φ_d⁻¹Φ_i, M·B and Bᵀ M B were 1,404 of them before
-  Bᵀ M B was summed leg by leg, 964 since). In this run's least disturbed repeat
+  of the generated right-hand side, `codegen_embedding.statement_operations`),
+  1,314 operations (γ and F are ~2,100 operations each before CSE, expanded
+  polynomials in the platform's Euler angles and rates); the unrolled linear
+  algebra, 2,035 operations (X = Φ_d⁻¹Φ_i, M·B and Bᵀ M B would be 1,404 of
+  them; summed leg by leg they are 886). In this run's least disturbed repeat
   this machine retired {ipn:.1f} instructions per ns in this code ({h_ipn:.1f} for the
   host build below), so 1 µs per step needs ~{need:.1f} k instructions. Rebuilt for the
   host (`fmigen bench --opt="-O3 -march=native"`: FMA, AVX2 — what a HIL
@@ -442,7 +442,7 @@ left out of its products, bit for bit the same value. Stewart harness step
 changes above, which only touch its unused fallback). *Shared
 abstractions*: the blocks' abstracted knowns that read no dependent
 coordinate are computed once, before the first block, with one CSE over all
-of them (the legs' platform points R·b_k, K_1..K_18: 270 → 125 operations;
+of them (the legs' platform points R·b_k, K_1..K_18: 288 → 135 operations;
 gcc could not share them across the blocks' stores to `trig`): 10,762 →
 10,656 (one-off); {s_g:,.0f} since the review's reordering of the blockwise
 right-hand side. (The "before" numbers one-off, measured on each change's
