@@ -513,7 +513,7 @@ def format_table(result: dict) -> str:
             f"{result['stop_time']:g} s, median of {result['repeats']} runs ({result['cpu']})")
     cols = ["formulation", "ms CPU / simulated s", "median step us", "max step us",
             "instructions / step", "of which kinematics", "FMU doStep instr.", "peak |Phi|",
-            "flops / step", "Newton its / solve"]
+            "flops / step", "LU / Newton solve"]
     if any(r.get("kinematic_run") for r in result["rows"]):
         cols += ["kinematic run ms/s", "kinematic run instr."]
     lines = [head, "  ".join(f"{c:>22s}" if k else f"{c:<28s}" for k, c in enumerate(cols))]

@@ -321,6 +321,27 @@ def newton_start(pairs, layout, prefix, sums=None, printer=None):
 QUADRATIC_STOP = ("{p} > 0.0 && {p} <= 1e-4 * (1.0 + {q}) && {d} <= 1e-3 * {p} && "
                   "10.0 * {d} * {d} * {d} <= 1e-14 * (1.0 + {q}) * {p} * {p}")
 
+#: Near the solution the exact Newton blocks keep the Jacobian's LU factors
+#: and take the next steps with them (simplified Newton, "chord" steps):
+#: after a fresh step of at most 1e-4·(1 + max|q|), the next step evaluates
+#: the residual only.  Why: from a prediction 1e-6 away, the second step's
+#: Jacobian differs from the first's by O(1e-6), so the chord step's error
+#: is that times the step, 1e-6·1e-12, as good as a fresh one; the Jacobian
+#: and its factorization are two thirds of a Newton iteration (five-link:
+#: 2 fresh iterations per solve before).  A chord step d after a step p
+#: contracts the error by ρ ≈ d/p, so what is left after it is about
+#: d·(d/p); it stops when that is a thousand times below the round-off
+#: bound, d ≤ 1e-3·p as in QUADRATIC_STOP, and keeps the factors for another
+#: chord step only while the contraction is at least that (else a fresh
+#: Jacobian).  A thousand, not QUADRATIC_STOP's ten: the chord estimate is
+#: close to what is left, where the quadratic one overshoots by orders, and
+#: the landing gear's lengths in mm put |Φ| ≈ 600·|error in q| — with ten,
+#: a stroke sweep in 0.5 mm steps ended at |Φ| = 1.4e-12 (1.7e-13 before).
+#: QUADRATIC_STOP applies after two fresh steps only: after a chord step
+#: the quadratic model's constant d/p² is not measured.
+CHORD_STOP = ("{p} > 0.0 && {p} <= 1e-4 * (1.0 + {q}) && {d} <= 1e-3 * {p} && "
+              "1e3 * {d} * {d} <= 1e-14 * (1.0 + {q}) * {p}")
+
 
 def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
     """Newton iteration on one block's own equations, from the values already
@@ -328,20 +349,37 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
     leaves ``int converged_<tag>`` = 1 when the step fell below the
     convergence test, 0 when it did not or the Jacobian was singular or the
     step not finite.  An alternative formulation's block (``tb.tol`` set,
-    kinematics "newton"/"newton-loop") stops at the absolute step tolerance
-    FMIGEN_NEWTON_TOL; every other at 1e-14·(1 + max|q|), or one step
-    earlier when the last two steps show quadratic convergence that puts the
-    next one there (``QUADRATIC_STOP``)."""
+    kinematics "newton"/"newton-loop") takes a fresh Jacobian every step and
+    stops at the absolute step tolerance FMIGEN_NEWTON_TOL: the textbook
+    Newton those formulations stand for.  Every other stops at
+    1e-14·(1 + max|q|), or one step earlier when the last two steps show the
+    convergence that puts the next one there (``QUADRATIC_STOP``,
+    ``CHORD_STOP``), and steps with the last LU factors once near the
+    solution (``CHORD_STOP``'s comment)."""
     unk = tb.block.unknowns
     nb = len(unk)
     Phi_b, J_b, pairs = newton_system(emb, tb, "ns", "nc")
     ind = indent
+    exact = tb.tol is None
+    inner = ind + ("            " if exact else "        ")
     body = assignments([f"r[{k}]" for k in range(nb)] + [f"J[{k}]" for k in range(nb * nb)],
-                       [sm(e) for e in Phi_b] + [sm(e) for e in J_b], indent=ind + "        ",
-                       tmp=f"n{tag}_")
-    quadratic = QUADRATIC_STOP.format(d="dmax", p="dprev", q="qmax")
-    test = ("converged = dmax <= FMIGEN_NEWTON_TOL; (void)qmax; (void)dprev;" if tb.tol is not None
-            else f"converged = dmax <= 1e-14 * (1.0 + qmax) || ({quadratic}); dprev = dmax;")
+                       [sm(e) for e in Phi_b] + [sm(e) for e in J_b], indent=inner, tmp=f"n{tag}_")
+    factor = f"{inner}if (fmigen_lu_factor({nb}, J, piv)) break;"
+    if exact:
+        residual = assignments([f"r[{k}]" for k in range(nb)], [sm(e) for e in Phi_b], indent=inner,
+                               tmp=f"nr{tag}_")
+        evaluate = (f"{ind}        const int fresh = !reuse;\n{ind}        if (fresh) {{\n{body}\n{factor}\n"
+                    f"{ind}        }} else {{\n{residual}\n{ind}        }}")
+        quadratic = QUADRATIC_STOP.format(d="dmax", p="dprev", q="qmax")
+        chord = CHORD_STOP.format(d="dmax", p="dprev", q="qmax")
+        test = (f"converged = dmax <= 1e-14 * (1.0 + qmax) || (fresh ? fresh_prev && ({quadratic}) : ({chord}));"
+                f"\n{ind}        reuse = fresh ? dmax <= 1e-4 * (1.0 + qmax) : dmax <= 1e-3 * dprev;"
+                f"\n{ind}        fresh_prev = fresh; dprev = dmax;")
+        state = f"\n{ind}    int reuse = 0, fresh_prev = 0;"
+    else:
+        evaluate = f"{body}\n{factor}"
+        test = "converged = dmax <= FMIGEN_NEWTON_TOL; (void)qmax; (void)dprev;"
+        state = ""
     idx = ", ".join(str(i) for i in unk)
     # the carried pairs come in and go out through pair[] (newton_pairs),
     # turned with every step, the last one included, so that they are sin
@@ -361,10 +399,9 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
 {ind}    static const int idx[{nb}] = {{{idx}}};
 {ind}    double J[{nb * nb}], r[{nb}];
 {ind}    int piv[{nb}], converged = 0;
-{ind}    double dprev = 0.0;{start}
+{ind}    double dprev = 0.0;{state}{start}
 {ind}    for (int it = 0; it < {iterations} && !converged; it++) {{
-{body}
-{ind}        if (fmigen_lu_factor({nb}, J, piv)) break;
+{evaluate}
 {ind}        fmigen_lu_solve({nb}, J, piv, r);
 {ind}        double dmax = 0.0, qmax = 0.0;
 {ind}        for (int i = 0; i < {nb}; i++) {{

@@ -947,18 +947,37 @@ def assignments(targets, exprs, indent="    ", tmp="x"):
 
 def _newton_lines(emb, tb, sm, tag, iterations, ind):
     """codegen._newton_code in Python: Newton on the block's own equations
-    from the values in q, at most ``iterations`` steps; leaves
+    from the values in q, at most ``iterations`` steps, chord steps with the
+    last LU factors near the solution in an exact block; leaves
     ``converged_<tag>`` true when the step passed the convergence test, false
     when it did not or the Jacobian was singular or the step not finite."""
     unk = tb.block.unknowns
     nb = len(unk)
     Phi_b, J_b, pairs = newton_system(emb, tb, "_ns", "_nc")
+    exact = tb.tol is None
+    inner = ind + ("        " if exact else "    ")
     body = assignments([f"_r[{k}]" for k in range(nb)] + [f"_J[{k}]" for k in range(nb * nb)],
-                       [sm(e) for e in Phi_b] + [sm(e) for e in J_b], indent=ind + "    ",
-                       tmp=f"n{tag}_")
-    quadratic = codegen.QUADRATIC_STOP.format(d="_dmax", p="_dprev", q="_qmax").replace("&&", "and")
-    test = ("_dmax <= FMIGEN_NEWTON_TOL" if tb.tol is not None else
-            f"_dmax <= 1e-14 * (1.0 + _qmax) or ({quadratic})")
+                       [sm(e) for e in Phi_b] + [sm(e) for e in J_b], indent=inner, tmp=f"n{tag}_")
+    factor = [f"{inner}if lu_factor({nb}, _J, _piv): break"]
+
+    def py(cond):
+        return cond.replace("&&", "and")
+    if exact:
+        residual = assignments([f"_r[{k}]" for k in range(nb)], [sm(e) for e in Phi_b], indent=inner,
+                               tmp=f"nr{tag}_")
+        evaluate = [f"{ind}    _fresh = not _reuse", f"{ind}    if _fresh:", *body, *factor,
+                    f"{ind}    else:", *residual]
+        quadratic = py(codegen.QUADRATIC_STOP.format(d="_dmax", p="_dprev", q="_qmax"))
+        chord = py(codegen.CHORD_STOP.format(d="_dmax", p="_dprev", q="_qmax"))
+        test = [f"{ind}    _conv = _dmax <= 1e-14 * (1.0 + _qmax) or "
+                f"((_fresh_prev and ({quadratic})) if _fresh else ({chord}))",
+                f"{ind}    _reuse = _dmax <= 1e-4 * (1.0 + _qmax) if _fresh else _dmax <= 1e-3 * _dprev",
+                f"{ind}    _fresh_prev = _fresh"]
+        state = [f"{ind}_reuse = False", f"{ind}_fresh_prev = False"]
+    else:
+        evaluate = [*body, *factor]
+        test = [f"{ind}    _conv = _dmax <= FMIGEN_NEWTON_TOL"]
+        state = []
     return [f"{ind}_idx = {list(unk)!r}",
             f"{ind}_J = [0.0] * {nb * nb}",
             f"{ind}_r = [0.0] * {nb}",
@@ -971,10 +990,10 @@ def _newton_lines(emb, tb, sm, tag, iterations, ind):
                   f"{ind}_ns{k}, _nc{k} = _ns{k} * _rn, _nc{k} * _rn")]),
             f"{ind}_conv = False",
             f"{ind}_dprev = 0.0",
+            *state,
             f"{ind}_it = 0",
             f"{ind}while _it < {iterations} and not _conv:",
-            *body,
-            f"{ind}    if lu_factor({nb}, _J, _piv): break",
+            *evaluate,
             f"{ind}    lu_solve({nb}, _J, _piv, _r)",
             f"{ind}    _dmax = 0.0",
             f"{ind}    _qmax = 0.0",
@@ -984,7 +1003,7 @@ def _newton_lines(emb, tb, sm, tag, iterations, ind):
             f"{ind}        if fabs(q[_idx[_i]]) > _qmax: _qmax = fabs(q[_idx[_i]])",
             f"{ind}    if not (_dmax == _dmax): break",
             *[f"{ind}    _ns{k}, _nc{k} = rotate(_ns{k}, _nc{k}, -_r[{k}], q[{unk[k]}])" for k in pairs],
-            f"{ind}    _conv = {test}",
+            *test,
             f"{ind}    _dprev = _dmax",
             f"{ind}    _it += 1",
             *[f"{ind}_pr{tag}[{2 * j}], _pr{tag}[{2 * j + 1}] = _ns{k}, _nc{k}" for j, k in enumerate(pairs)],

@@ -79,7 +79,7 @@ def table(result):
     head = ["formulation", "ms CPU / simulated s", "(min)", "instructions / step", "of which kinematics",
             "FMU doStep at h, instructions", "median step µs", "p99 step µs",
             "max step µs", "peak max\\|Φ\\|", "vs Gröbner (instructions)",
-            "flops / step (+ − × ÷ √; libm calls)", "instructions / flop", "Newton iterations / solve"]
+            "flops / step (+ − × ÷ √; libm calls)", "instructions / flop", "LU factorizations / Newton solve"]
     kinematic = any(r.get("kinematic_run") for r in result["rows"])
     if kinematic:
         head += ["kinematic run ms/s", "kinematic run instructions / step", "kinematic run peak max\\|Φ\\|"]
@@ -426,7 +426,19 @@ the iteration, 5,069 with the quadratic stop, 4,740 with `fmigen_atan2` at
 the start). Newton per loop at 10⁻⁶ takes {lg_nl6:.2f}× those instructions,
 stopping 10⁻⁶ away instead of at round-off. A Newton block (the
 five-link's pose block, every block of the newton formulations) starts its
-pairs from libm's sin and cos of q inside the iteration and hands them back. *Angles from their sin/cos*: the runtime's own atan2
+pairs from libm's sin and cos of q inside the iteration and hands them back. *Chord steps*: near
+the solution an exact block's Newton keeps the LU factors of its last
+Jacobian for the next step, which evaluates the residual only (simplified
+Newton; `codegen.CHORD_STOP`: after a fresh step of at most 10⁻⁴ of the
+scale, while each step contracts by 1000 or more, stopping when the
+estimate of what is left, d·(d/p), is 1000 times below the round-off bound).
+From a prediction, the second step's Jacobian differs from the first's by
+the first step, so the chord step lands as close as a fresh one: five-link
+13,649 → {f_g:,.0f} instructions per harness step, the landing gear 4,053 →
+{lg_g:,.0f} ({lg_its:.2f} LU factorizations per solve, from 2.00), peaks
+unchanged (2.2·10⁻¹⁶, 1.8·10⁻¹⁵); the gear's stroke sweep in 0.5 mm steps
+still ends at |Φ| ≤ 1.7·10⁻¹³. The newton and newton-loop formulations keep
+a fresh Jacobian every step: they stand for textbook Newton. *Angles from their sin/cos*: the runtime's own atan2
 (`fmigen_atan2`, within one ulp of glibc's at half its instructions; since
 with a table of atan(i/64), whose series stops at t⁹ instead of t¹⁹) for the
 angles completed from the solved sin/cos, read from an FMU or bare by the
@@ -651,7 +663,7 @@ def main(argv=None):
           "(`--dump-instr=yes`; every addsd/subsd, mulsd, divsd, sqrtsd of the harness binary — "
           "generated model and runtime — times its executions, packed ones twice) and the libm "
           "calls it made (their insides not counted); *instructions / flop* is the overhead above "
-          "the arithmetic itself. *Newton iterations / solve*: LU factorizations per call of a "
+          "the arithmetic itself. *LU factorizations / Newton solve*: LU factorizations per call of a "
           "generated Newton block (in a Gröbner build: the fallback and polish).",
           "- *peak max|Φ|*: the largest constraint violation over every state the integrator "
           "evaluated, with q_d as that formulation's kinematics returned it (augmented rows: as "
