@@ -161,7 +161,12 @@ def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, 
 def run_harness(exe: Path, stop_time: float, step: float, repeats: int) -> dict:
     r = subprocess.run([str(exe), repr(stop_time), repr(step), str(repeats)], capture_output=True, text=True)
     if r.returncode:
-        raise ModelError(f"benchmark harness failed: {r.stderr.strip()}")
+        message = r.stderr.strip()
+        if "singular configuration" in message:
+            # the motion itself got there (the landing gear collapsing under
+            # gravity at t = 0.847 s): a shorter run times what comes before
+            message += " -- the simulated motion reaches it; a --stop-time before that time benchmarks the motion up to it"
+        raise ModelError(f"benchmark harness failed: {message}")
     return json.loads(r.stdout)
 
 
@@ -377,6 +382,14 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
     from .pipeline import prepare_mechanism
     log = log or (lambda m: None)
     mech = prepare_mechanism(spec, log)   # the start the FMU would have
+    if mech.kinematic:
+        # its B^T M B is zero: the harness's dynamic run would stop at step 0
+        # calling that a singular configuration, which it is not
+        raise ModelError(
+            f"'{mech.name}' is a kinematic mechanism (its independent coordinates are FMU inputs and it "
+            "has no equations of motion to integrate); fmigen bench times an explicit Euler simulation "
+            "of the dynamics. Bench a variant of it with masses instead; `fmigen validate` runs its "
+            "kinematic FMU against the reference")
     forms = formulations(kinematics, tolerances)
     formulation_params = formulation_params or {}
     augmented = {f.kinematics: formulation.make(f.kinematics, **formulation_params.get(f.kinematics, {}))

@@ -150,6 +150,24 @@ def test_bad_formulation_is_a_clear_error(capsys):
     assert "unknown kinematics formulation 'lagrange'" in capsys.readouterr().err
 
 
+def test_a_kinematic_mechanism_is_a_clear_error_not_a_singularity(capsys):
+    # the landing gear's kinematic FMU has no masses: the harness used to
+    # stop at step 0 "singular configuration ... B^T M B is not positive definite"
+    assert cli_main(["bench", "landing_gear", "--kinematics", "groebner", "--repeats", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "'landing_gear' is a kinematic mechanism" in err and "singular" not in err
+
+
+def test_a_motion_that_reaches_a_singularity_names_it_and_the_way_out(capsys):
+    # the dynamic landing gear collapses under gravity to the end of its
+    # stroke at t = 0.847 s: a real singular configuration, reported with the
+    # step and the state, and what to do to bench the motion before it
+    assert cli_main(["bench", "landing_gear_dynamic", "--kinematics", "groebner", "--repeats", "1",
+                     "--no-callgrind", "--stop-time", "1.0"]) == 2
+    err = capsys.readouterr().err
+    assert "step 847: singular configuration at t=0.847" in err and "--stop-time" in err
+
+
 def test_five_link_kinematic_run_matches_an_independent_solve():
     """Paper 000's kinematic simulation (Table 3): z driven through
     0.08 sin(2πt/3); the harness's last driven state against scipy's
