@@ -35,9 +35,11 @@ forces.  Per row:
   operations those callgrind runs executed per step, by type
   (``count_operations``: add, mul, div, sqrt, fma, their sum ``flops``, and
   ``libm_calls`` by function), so the distance of the instructions to the
-  arithmetic is visible per mechanism; ``newton_iterations``: LU
-  factorizations per call of a generated Newton block (the Newton rows; in a
-  Gröbner build its fallback and polish), None when none ran;
+  arithmetic is visible per mechanism; ``newton_iterations``: steps
+  (LU solves) and ``newton_factorizations``: LU factorizations per call of a
+  generated Newton block (the Newton rows; in a Gröbner build its fallback,
+  polish or Newton-first block: chord steps reuse a factorization), None
+  when none ran;
 - ``peak_constraint_violation``: max_j |Φ_j(q)| over every state the
   integrator evaluated, q_d as the formulation's kinematics returned it;
 - ``final_q``: the coordinates at the stop time (assembled, or as
@@ -189,13 +191,14 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None,
 
     ``detail``: a dict instead, with also ``operations`` (``count_operations``:
     the floating-point operations per step, by type), ``newton_iterations``
-    (LU factorizations per call of a generated Newton block, None when none
-    was called) and ``functions`` ({function: inclusive instructions per
+    and ``newton_factorizations`` (LU solves and LU factorizations per call
+    of a generated Newton block, None when none was called) and ``functions`` ({function: inclusive instructions per
     step} of every function callgrind_annotate lists, the model's without its
     identifier prefix: fmigen_kinematics, fmigen_embedded_prepare, ...; libm's
     as named there: where the step's cost goes)."""
     if not shutil.which("valgrind"):
         return dict(instructions=None, kinematics=None, operations=None, newton_iterations=None,
+                    newton_factorizations=None,
                     functions={}) if detail else (None, None)
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "callgrind.out"
@@ -231,12 +234,15 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None,
             return total, kin
         prof = parse_callgrind(text)
         ops = count_operations(prof, exe, steps)
-        lu = sum(n for (caller, callee), n in prof["calls"].items()
-                 if "fmigen_newton_block" in caller and callee.endswith("fmigen_lu_factor"))
+        def newton_calls(fn):
+            return sum(n for (caller, callee), n in prof["calls"].items()
+                       if "fmigen_newton_block" in caller and callee.endswith(fn))
+        lu, solves = newton_calls("fmigen_lu_factor"), newton_calls("fmigen_lu_solve")
         blocks = sum(n for (caller, callee), n in prof["calls"].items()
                      if "fmigen_newton_block" in callee and "fmigen_newton_block" not in caller)
         return dict(instructions=total, kinematics=kin, operations=ops,
-                    newton_iterations=lu / blocks if blocks else None, functions=per_function)
+                    newton_iterations=solves / blocks if blocks else None,
+                    newton_factorizations=lu / blocks if blocks else None, functions=per_function)
 
 
 def parse_callgrind(text: str) -> dict:
@@ -457,6 +463,7 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
                 # LU factorizations per generated Newton solve: 1.0 when the
                 # predicted start meets the tolerance in one step
                 "newton_iterations": cg.get("newton_iterations"),
+                "newton_factorizations": cg.get("newton_factorizations"),
                 "peak_constraint_violation": first["peak_violation"],
                 "core_step_max_diff": first["core_step_max_diff"],
                 # what the harness got of pinning / SCHED_FIFO / mlockall
@@ -526,7 +533,7 @@ def format_table(result: dict) -> str:
             f"{result['stop_time']:g} s, median of {result['repeats']} runs ({result['cpu']})")
     cols = ["formulation", "ms CPU / simulated s", "median step us", "max step us",
             "instructions / step", "of which kinematics", "FMU doStep instr.", "peak |Phi|",
-            "flops / step", "LU / Newton solve"]
+            "flops / step", "Newton its (LU) / solve"]
     if any(r.get("kinematic_run") for r in result["rows"]):
         cols += ["kinematic run ms/s", "kinematic run instr."]
     lines = [head, "  ".join(f"{c:>22s}" if k else f"{c:<28s}" for k, c in enumerate(cols))]
@@ -539,7 +546,8 @@ def format_table(result: dict) -> str:
         vals = [f"{r['ms_per_simulated_s']:.3f}", f"{r['median_step_us']:.2f}", f"{r['max_step_us']:.2f}",
                 ir, kin, fmu_ir, f"{r['peak_constraint_violation']:.2e}",
                 "-" if not r.get("operations_per_step") else f"{r['operations_per_step']['flops']:.0f}",
-                "-" if r.get("newton_iterations") is None else f"{r['newton_iterations']:.2f}"]
+                "-" if r.get("newton_iterations") is None else
+                f"{r['newton_iterations']:.2f} ({r['newton_factorizations']:.2f})"]
         k = r.get("kinematic_run")
         if k:  # paper 000 Table 3's kinematic simulation
             vals.append(f"{k['ms_per_simulated_s']:.3f}")

@@ -305,42 +305,30 @@ def newton_start(pairs, layout, prefix, sums=None, printer=None):
     return items
 
 
-#: A Newton iteration to round-off stops when its step is at round-off,
-#: 1e-14·(1 + max|q|): that last step only confirms the iterate before it.
-#: It also stops after a step d that is at most 1e-3 of the step p before it,
-#: p itself at most 1e-4·(1 + max|q|) (the quadratic regime, near the
-#: solution: not after a long first step from a far start, where the local
-#: model is not yet the one that holds at the solution), when the quadratic
-#: model of the two, next step ≈ d·(d/p)², puts the next step ten times
-#: below that bound.  Why: from a prediction 1e-6 away, steps of 1e-6,
-#: 1e-12 and 1e-24 took three Jacobians and LU factorizations where two give
-#: the same result (the landing gear's Newton from the prediction: 2.88
-#: iterations per solve).  Sequence blocks verify a Newton result against
-#: their own polynomials afterwards (FMIGEN_SEQ_TOL), as before.  C and
-#: Python, the same text.
-QUADRATIC_STOP = ("{p} > 0.0 && {p} <= 1e-4 * (1.0 + {q}) && {d} <= 1e-3 * {p} && "
-                  "10.0 * {d} * {d} * {d} <= 1e-14 * (1.0 + {q}) * {p} * {p}")
-
-#: Near the solution the exact Newton blocks keep the Jacobian's LU factors
-#: and take the next steps with them (simplified Newton, "chord" steps):
-#: after a fresh step of at most 1e-4·(1 + max|q|), the next step evaluates
-#: the residual only.  Why: from a prediction 1e-6 away, the second step's
-#: Jacobian differs from the first's by O(1e-6), so the chord step's error
-#: is that times the step, 1e-6·1e-12, as good as a fresh one; the Jacobian
-#: and its factorization are two thirds of a Newton iteration (five-link:
-#: 2 fresh iterations per solve before).  A chord step d after a step p
-#: contracts the error by ρ ≈ d/p, so what is left after it is about
-#: d·(d/p); it stops when that is a thousand times below the round-off
-#: bound, d ≤ 1e-3·p as in QUADRATIC_STOP, and keeps the factors for another
-#: chord step only while the contraction is at least that (else a fresh
-#: Jacobian).  A thousand, not QUADRATIC_STOP's ten: the chord estimate is
-#: close to what is left, where the quadratic one overshoots by orders, and
-#: the landing gear's lengths in mm put |Φ| ≈ 600·|error in q| — with ten,
-#: a stroke sweep in 0.5 mm steps ended at |Φ| = 1.4e-12 (1.7e-13 before).
-#: QUADRATIC_STOP applies after two fresh steps only: after a chord step
-#: the quadratic model's constant d/p² is not measured.
+#: An exact block's Newton iteration (``_newton_code``) takes fresh steps
+#: (Jacobian, LU factorization) until a step is at most 1e-4·(1 + max|q|);
+#: from there it keeps those LU factors and takes chord steps (simplified
+#: Newton: the residual only) for as long as each contracts the step by
+#: 1000 or more, else a fresh step again.  Why: from a prediction 1e-6
+#: away, a chord step with the first step's Jacobian lands about as close as
+#: a fresh one, and the Jacobian and its factorization are two thirds of an
+#: iteration (the five-link's pose block and the landing gear took two fresh
+#: steps per solve before, 2.88 with the last step at round-off).
+#: It stops when a step is at round-off, 1e-14·(1 + max|q|): that step only
+#: confirms the iterate before it.  It also stops after two chord steps in a
+#: row when their ratio, the chord's measured contraction ρ = d/p, puts what
+#: is left, ρ·d, a thousand times below that bound.  Only then: after a
+#: fresh step, d/p measures the curvature along that one step, and the
+#: chord's contraction depends on the curvature in every direction (a
+#: review's Φ = (x + 1000·x·y, y + 1e-3·x²): d·(d/p) predicted round-off, the
+#: result was 67 times the bound).  A thousand rather than ten: the landing
+#: gear's lengths in mm put |Φ| ≈ 600·|error in q|.  The iteration limit
+#: counts fresh steps (what a caller's ``max_iter`` meant before), and chord
+#: steps, which must contract, at most 8 more.  C and Python, the same text.
 CHORD_STOP = ("{p} > 0.0 && {p} <= 1e-4 * (1.0 + {q}) && {d} <= 1e-3 * {p} && "
               "1e3 * {d} * {d} <= 1e-14 * (1.0 + {q}) * {p}")
+#: chord steps allowed beyond the fresh steps' limit
+CHORD_EXTRA = 8
 
 
 def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
@@ -351,11 +339,10 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
     step not finite.  An alternative formulation's block (``tb.tol`` set,
     kinematics "newton"/"newton-loop") takes a fresh Jacobian every step and
     stops at the absolute step tolerance FMIGEN_NEWTON_TOL: the textbook
-    Newton those formulations stand for.  Every other stops at
-    1e-14·(1 + max|q|), or one step earlier when the last two steps show the
-    convergence that puts the next one there (``QUADRATIC_STOP``,
-    ``CHORD_STOP``), and steps with the last LU factors once near the
-    solution (``CHORD_STOP``'s comment)."""
+    Newton those formulations stand for.  Every other takes chord steps with
+    the last LU factors once near the solution and stops at round-off
+    (``CHORD_STOP``'s comment); ``iterations`` then limits its fresh steps.
+    A step that is not finite (NaN or ±inf) ends it unconverged."""
     unk = tb.block.unknowns
     nb = len(unk)
     Phi_b, J_b, pairs = newton_system(emb, tb, "ns", "nc")
@@ -369,17 +356,19 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
         residual = assignments([f"r[{k}]" for k in range(nb)], [sm(e) for e in Phi_b], indent=inner,
                                tmp=f"nr{tag}_")
         evaluate = (f"{ind}        const int fresh = !reuse;\n{ind}        if (fresh) {{\n{body}\n{factor}\n"
-                    f"{ind}        }} else {{\n{residual}\n{ind}        }}")
-        quadratic = QUADRATIC_STOP.format(d="dmax", p="dprev", q="qmax")
+                    f"{inner}nfresh++;\n{ind}        }} else {{\n{residual}\n{ind}        }}")
         chord = CHORD_STOP.format(d="dmax", p="dprev", q="qmax")
-        test = (f"converged = dmax <= 1e-14 * (1.0 + qmax) || (fresh ? fresh_prev && ({quadratic}) : ({chord}));"
+        test = (f"converged = dmax <= 1e-14 * (1.0 + qmax) || (!fresh && chord_prev && ({chord}));"
                 f"\n{ind}        reuse = fresh ? dmax <= 1e-4 * (1.0 + qmax) : dmax <= 1e-3 * dprev;"
-                f"\n{ind}        fresh_prev = fresh; dprev = dmax;")
-        state = f"\n{ind}    int reuse = 0, fresh_prev = 0;"
+                f"\n{ind}        chord_prev = !fresh; dprev = dmax;")
+        state = f"\n{ind}    int reuse = 0, chord_prev = 0, nfresh = 0;"
+        loop = (f"for (int it = 0; (reuse || nfresh < {iterations}) && it < {iterations} + {CHORD_EXTRA} "
+                f"&& !converged; it++)")
     else:
         evaluate = f"{body}\n{factor}"
         test = "converged = dmax <= FMIGEN_NEWTON_TOL; (void)qmax; (void)dprev;"
         state = ""
+        loop = f"for (int it = 0; it < {iterations} && !converged; it++)"
     idx = ", ".join(str(i) for i in unk)
     # the carried pairs come in and go out through pair[] (newton_pairs),
     # turned with every step, the last one included, so that they are sin
@@ -400,7 +389,7 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
 {ind}    double J[{nb * nb}], r[{nb}];
 {ind}    int piv[{nb}], converged = 0;
 {ind}    double dprev = 0.0;{state}{start}
-{ind}    for (int it = 0; it < {iterations} && !converged; it++) {{
+{ind}    {loop} {{
 {evaluate}
 {ind}        fmigen_lu_solve({nb}, J, piv, r);
 {ind}        double dmax = 0.0, qmax = 0.0;
@@ -409,7 +398,7 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
 {ind}            if (fabs(r[i]) > dmax) dmax = fabs(r[i]);
 {ind}            if (fabs(q[idx[i]]) > qmax) qmax = fabs(q[idx[i]]);
 {ind}        }}
-{ind}        if (!(dmax == dmax)) break;{turn}
+{ind}        if (!(dmax < HUGE_VAL)) break;{turn}
 {ind}        {test}
 {ind}    }}{back}
 {ind}    converged_{tag} = converged;

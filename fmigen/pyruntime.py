@@ -966,18 +966,19 @@ def _newton_lines(emb, tb, sm, tag, iterations, ind):
         residual = assignments([f"_r[{k}]" for k in range(nb)], [sm(e) for e in Phi_b], indent=inner,
                                tmp=f"nr{tag}_")
         evaluate = [f"{ind}    _fresh = not _reuse", f"{ind}    if _fresh:", *body, *factor,
-                    f"{ind}    else:", *residual]
-        quadratic = py(codegen.QUADRATIC_STOP.format(d="_dmax", p="_dprev", q="_qmax"))
+                    f"{inner}_nfresh += 1", f"{ind}    else:", *residual]
         chord = py(codegen.CHORD_STOP.format(d="_dmax", p="_dprev", q="_qmax"))
-        test = [f"{ind}    _conv = _dmax <= 1e-14 * (1.0 + _qmax) or "
-                f"((_fresh_prev and ({quadratic})) if _fresh else ({chord}))",
+        test = [f"{ind}    _conv = _dmax <= 1e-14 * (1.0 + _qmax) or (not _fresh and _chord_prev and ({chord}))",
                 f"{ind}    _reuse = _dmax <= 1e-4 * (1.0 + _qmax) if _fresh else _dmax <= 1e-3 * _dprev",
-                f"{ind}    _fresh_prev = _fresh"]
-        state = [f"{ind}_reuse = False", f"{ind}_fresh_prev = False"]
+                f"{ind}    _chord_prev = not _fresh"]
+        state = [f"{ind}_reuse = False", f"{ind}_chord_prev = False", f"{ind}_nfresh = 0"]
+        loop = (f"{ind}while (_reuse or _nfresh < {iterations}) and _it < {iterations} + {codegen.CHORD_EXTRA} "
+                f"and not _conv:")
     else:
         evaluate = [*body, *factor]
         test = [f"{ind}    _conv = _dmax <= FMIGEN_NEWTON_TOL"]
         state = []
+        loop = f"{ind}while _it < {iterations} and not _conv:"
     return [f"{ind}_idx = {list(unk)!r}",
             f"{ind}_J = [0.0] * {nb * nb}",
             f"{ind}_r = [0.0] * {nb}",
@@ -992,7 +993,7 @@ def _newton_lines(emb, tb, sm, tag, iterations, ind):
             f"{ind}_dprev = 0.0",
             *state,
             f"{ind}_it = 0",
-            f"{ind}while _it < {iterations} and not _conv:",
+            loop,
             *evaluate,
             f"{ind}    lu_solve({nb}, _J, _piv, _r)",
             f"{ind}    _dmax = 0.0",
@@ -1001,7 +1002,7 @@ def _newton_lines(emb, tb, sm, tag, iterations, ind):
             f"{ind}        q[_idx[_i]] -= _r[_i]",
             f"{ind}        if fabs(_r[_i]) > _dmax: _dmax = fabs(_r[_i])",
             f"{ind}        if fabs(q[_idx[_i]]) > _qmax: _qmax = fabs(q[_idx[_i]])",
-            f"{ind}    if not (_dmax == _dmax): break",
+            f"{ind}    if not (_dmax < math.inf): break",
             *[f"{ind}    _ns{k}, _nc{k} = rotate(_ns{k}, _nc{k}, -_r[{k}], q[{unk[k]}])" for k in pairs],
             *test,
             f"{ind}    _dprev = _dmax",

@@ -79,7 +79,7 @@ def table(result):
     head = ["formulation", "ms CPU / simulated s", "(min)", "instructions / step", "of which kinematics",
             "FMU doStep at h, instructions", "median step µs", "p99 step µs",
             "max step µs", "peak max\\|Φ\\|", "vs Gröbner (instructions)",
-            "flops / step (+ − × ÷ √; libm calls)", "instructions / flop", "LU factorizations / Newton solve"]
+            "flops / step (+ − × ÷ √; libm calls)", "instructions / flop", "Newton iterations (LU factorizations) / solve"]
     kinematic = any(r.get("kinematic_run") for r in result["rows"])
     if kinematic:
         head += ["kinematic run ms/s", "kinematic run instructions / step", "kinematic run peak max\\|Φ\\|"]
@@ -100,7 +100,8 @@ def table(result):
                  operations_cell(r.get("operations_per_step")),
                  "–" if ir is None or not (r.get("operations_per_step") or {}).get("flops") else
                  f"{ir / r['operations_per_step']['flops']:.2f}",
-                 "–" if r.get("newton_iterations") is None else f"{r['newton_iterations']:.2f}"]
+                 "–" if r.get("newton_iterations") is None else
+                 f"{r['newton_iterations']:.2f} ({r.get('newton_factorizations') or float('nan'):.2f})"]
         if kinematic:
             k = r.get("kinematic_run")
             cells += ["–"] * 3 if not k else [
@@ -416,29 +417,36 @@ iteration (every formulation's) carries each angle's (sin, cos) pair and
 turns it with the step (`fmigen_rotate`: the Taylor series of sin d and
 cos d for |d| ≤ 1/32), in from the prediction or the sequence and out to
 the block's variables, instead of libm's sin and cos in every iteration and
-after it; it stops one iteration earlier when the last two steps show
-quadratic convergence that puts the next one below round-off
-(`codegen.QUADRATIC_STOP`); its start angle is `fmigen_atan2`, not libm's.
-Landing gear, Gröbner build: 6,856 → {lg_g:,.0f} instructions per step,
-{lg_its:.2f} LU factorizations per solve, peak violation unchanged (one-off
-steps: 6,414 with Newton first alone, 5,720 with the carried pairs inside
-the iteration, 5,069 with the quadratic stop, 4,740 with `fmigen_atan2` at
-the start). Newton per loop at 10⁻⁶ takes {lg_nl6:.2f}× those instructions,
+after it; it stopped one iteration earlier when the last two steps showed
+quadratic convergence that put the next one below round-off (a rule the
+chord steps below replaced); its start angle is `fmigen_atan2`, not libm's.
+Landing gear, Gröbner build: 6,856 → 4,053 instructions per step, peak
+violation unchanged (one-off steps: 6,414 with Newton first alone, 5,720
+with the carried pairs inside the iteration, 5,069 with the quadratic stop,
+4,740 with `fmigen_atan2` at the start); {lg_g:,.0f} now. Newton per loop at 10⁻⁶ takes {lg_nl6:.2f}× those instructions,
 stopping 10⁻⁶ away instead of at round-off. A Newton block (the
 five-link's pose block, every block of the newton formulations) starts its
 pairs from libm's sin and cos of q inside the iteration and hands them back. *Chord steps*: near
 the solution an exact block's Newton keeps the LU factors of its last
-Jacobian for the next step, which evaluates the residual only (simplified
-Newton; `codegen.CHORD_STOP`: after a fresh step of at most 10⁻⁴ of the
-scale, while each step contracts by 1000 or more, stopping when the
-estimate of what is left, d·(d/p), is 1000 times below the round-off bound).
-From a prediction, the second step's Jacobian differs from the first's by
-the first step, so the chord step lands as close as a fresh one: five-link
-13,649 → {f_g:,.0f} instructions per harness step, the landing gear 4,053 →
-{lg_g:,.0f} ({lg_its:.2f} LU factorizations per solve, from 2.00), peaks
-unchanged (2.2·10⁻¹⁶, 1.8·10⁻¹⁵); the gear's stroke sweep in 0.5 mm steps
-still ends at |Φ| ≤ 1.7·10⁻¹³. The newton and newton-loop formulations keep
-a fresh Jacobian every step: they stand for textbook Newton. *Angles from their sin/cos*: the runtime's own atan2
+Jacobian and takes the next steps with them, evaluating the residual only
+(simplified Newton; `codegen.CHORD_STOP`): after a fresh step of at most
+10⁻⁴ of the scale, for as long as each step contracts by 1000 or more. It
+stops at a step at round-off, or after two chord steps in a row whose
+measured contraction puts what is left 1000 times below that bound. A first
+version also stopped after one chord step, estimating the contraction from
+the fresh step before it (landing gear 3,810, one-off); a review showed
+that estimate measures the curvature along one direction only (on
+Φ = (x + 1000·x·y, y + 10⁻³·x²) it stopped at 67 times the bound), so it
+was dropped. Five-link 13,649 → {f_g:,.0f} instructions per harness step
+(one LU factorization per solve instead of two); the landing gear 4,053 →
+{lg_g:,.0f} ({lg_its:.2f} iterations and {lg_lu:.2f} LU factorizations per
+solve, from 2.00 and 2.00: there a Jacobian costs about what the two chord
+steps do); peaks unchanged (2.2·10⁻¹⁶, 1.8·10⁻¹⁵), the gear's stroke sweep
+in 0.5 mm steps still ends at |Φ| ≤ 1.7·10⁻¹³. Keeping the factors from one
+solve to the next was measured too and dropped: five-link 12,892 against
+12,332 with a fresh start, one-off (the old factors contract too slowly and every
+solve refactored anyway). The newton and newton-loop formulations keep a
+fresh Jacobian every step: they stand for textbook Newton. *Angles from their sin/cos*: the runtime's own atan2
 (`fmigen_atan2`, within one ulp of glibc's at half its instructions; since
 with a table of atan(i/64), whose series stops at t⁹ instead of t¹⁹) for the
 angles completed from the solved sin/cos, read from an FMU or bare by the
@@ -562,6 +570,7 @@ def notes(results, host=None):
     lg_g = lg.get(("groebner", None), {})
     d["lg_g"] = lg_g.get("instructions_per_step") or float("nan")
     d["lg_its"] = lg_g.get("newton_iterations") or float("nan")
+    d["lg_lu"] = lg_g.get("newton_factorizations") or float("nan")
     d["lg_nl6"] = (lg.get(("newton-loop", 1e-6), {}).get("instructions_per_step") or float("nan")) / d["lg_g"]
     rows = [row for r in results for row in r["rows"]]
     d.update(max_lo=min(r["max_step_us"] for r in rows), max_hi=max(r["max_step_us"] for r in rows),
@@ -663,8 +672,9 @@ def main(argv=None):
           "(`--dump-instr=yes`; every addsd/subsd, mulsd, divsd, sqrtsd of the harness binary — "
           "generated model and runtime — times its executions, packed ones twice) and the libm "
           "calls it made (their insides not counted); *instructions / flop* is the overhead above "
-          "the arithmetic itself. *LU factorizations / Newton solve*: LU factorizations per call of a "
-          "generated Newton block (in a Gröbner build: the fallback and polish).",
+          "the arithmetic itself. *Newton iterations (LU factorizations) / solve*: steps and LU "
+          "factorizations per call of a generated Newton block (in a Gröbner build: the fallback, "
+          "the polish and a Newton-first block; a chord step reuses a factorization).",
           "- *peak max|Φ|*: the largest constraint violation over every state the integrator "
           "evaluated, with q_d as that formulation's kinematics returned it (augmented rows: as "
           "integrated).",

@@ -234,6 +234,9 @@ def test_operation_count_and_newton_iterations():
     assert g["newton_iterations"] is None           # no fallback, no polish at this start
     assert n6["newton_iterations"] == 1.0
     assert 1.5 < n12["newton_iterations"] <= 3.0
+    # textbook Newton: a fresh Jacobian every step (no chord steps)
+    assert n6["newton_factorizations"] == n6["newton_iterations"]
+    assert n12["newton_factorizations"] == n12["newton_iterations"]
     assert n12["instructions_per_step"] > n6["instructions_per_step"]
     for row in (g, n6, n12):
         ops = row["operations_per_step"]
