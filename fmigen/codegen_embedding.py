@@ -60,6 +60,7 @@ import sympy as sp
 from . import codegen_recursive as recursive
 from .codegen import SymbolMap, c
 from .embed import Embedding
+from .model import t as TIME
 from .triangular import Triangularization
 
 #: largest diagonal block of Φ_d inverted by its adjugate; larger blocks are
@@ -245,6 +246,93 @@ def circle_where_cheaper(exprs: list) -> list:
     return reduced if _cse_ops(reduced) < _cse_ops(exprs) else exprs
 
 
+def _jet(e, jets: dict):
+    """(ė, ë) of a polynomial in the coordinates, t, and sines and cosines of
+    such, along q̇ with q̈ = 0 (``jets`` maps every atom already known, a
+    coordinate to (its velocity, 0), t to (1, 0), a CSE symbol to its own
+    pair).  None for a function it has no rule for."""
+    if e in jets:
+        return jets[e]
+    if e.is_Number or e.is_Symbol:
+        return sp.Integer(0), sp.Integer(0)
+    if e.is_Add:
+        parts = [_jet(a, jets) for a in e.args]
+        if any(x is None for x in parts):
+            return None
+        return sp.Add(*[x[0] for x in parts]), sp.Add(*[x[1] for x in parts])
+    if e.is_Mul:
+        args = e.args
+        parts = [_jet(a, jets) for a in args]
+        if any(x is None for x in parts):
+            return None
+        d1, d2 = [], []
+        for i, (a1, a2) in enumerate(parts):
+            if a1 == 0 and a2 == 0:
+                continue
+            rest = sp.Mul(*(args[:i] + args[i + 1:]))
+            d1.append(rest * a1)
+            d2.append(rest * a2)
+            for j in range(i + 1, len(args)):
+                if parts[j][0] != 0:
+                    d2.append(2 * sp.Mul(*[args[k] for k in range(len(args)) if k not in (i, j)])
+                              * a1 * parts[j][0])
+        return sp.Add(*d1), sp.Add(*d2)
+    if e.is_Pow and e.exp.is_Integer:
+        b, n = e.base, int(e.exp)
+        part = _jet(b, jets)
+        if part is None:
+            return None
+        b1, b2 = part
+        return n * b ** (n - 1) * b1, n * b ** (n - 1) * b2 + n * (n - 1) * b ** (n - 2) * b1 ** 2
+    if isinstance(e, (sp.sin, sp.cos)):
+        part = _jet(e.args[0], jets)
+        if part is None:
+            return None
+        u1, u2 = part
+        s, c_ = sp.sin(e.args[0]), sp.cos(e.args[0])
+        if isinstance(e, sp.sin):
+            return c_ * u1, c_ * u2 - s * u1 ** 2
+        return -s * u1, -s * u2 - c_ * u1 ** 2
+    return None
+
+
+def gamma_by_jets(dae) -> list | None:
+    """γ = −Φ̈ at q̈ = 0 (the same quantity as ``dae.gamma``, −(Φ_q q̇)_q q̇ −
+    2 Φ_qt q̇ − Φ_tt) by forward differentiation: Φ through one CSE, and for
+    each of its temporaries and rows the first and second time derivative
+    from its operands' (product rule, chain rule for sin and cos), then
+    substituted back into one expression per row for the joint CSE.  Why:
+    the symbolic γ differentiates Φ_q q̇ as expanded expressions and loses
+    the products Φ is built of — the five-link's distance constraints
+    |d|² − L² become γ = −2(ḋ·ḋ + d·d̈) again this way: 2,109 → 1,174
+    operations after CSE (sympy's count), the Stewart platform's 1,001 → 639
+    (818 on the unit circle).  None when Φ uses a function without a rule."""
+    reps, rows = sp.cse(list(dae.Phi), optimizations=None)
+    jets = {qs: (vs, sp.Integer(0)) for qs, vs in zip(dae.q_sym, dae.v_sym)}
+    jets[TIME] = (sp.Integer(1), sp.Integer(0))
+    # each temporary's derivatives as symbols of their own while the rows
+    # are differentiated (small expressions), then everything substituted
+    # back in order: each definition refers to earlier ones only
+    defs = []
+    for sym, e in reps:
+        part = _jet(e, jets)
+        if part is None:
+            return None
+        d1, d2 = sp.Symbol(f"{sym.name}_d1"), sp.Symbol(f"{sym.name}_d2")
+        defs += [(sym, e), (d1, part[0]), (d2, part[1])]
+        jets[sym] = (d1, d2)
+    out = []
+    for row in rows:
+        part = _jet(row, jets)
+        if part is None:
+            return None
+        out.append(-part[1])
+    full = {}
+    for sym, e in defs:
+        full[sym] = e.xreplace(full)
+    return [g.xreplace(full) for g in out]
+
+
 def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_subs: dict,
                    dynamics: str = "embedded") -> tuple[str, int]:
     """The three functions' C and the size of ``work``; ``trig_subs`` (codegen.trig_plan) maps sin/cos of
@@ -272,11 +360,34 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
                 Mm[(i, k)] = emb.M[i, k]
     Fv = {i: emb.F[i] for i in range(n) if emb.F[i] != 0}
     groups = [("J", J), ("Pt", Pt), ("G", G), ("M", Mm), ("F", Fv)]
-    exprs = []
-    for _, d in groups:
-        exprs += circle_where_cheaper([sm(sp.sympify(e).xreplace(trig_subs)) for e in d.values()])
-    reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none",
-                           optimizations=None if is_large(exprs) else "basic")
+    quantities = {g: circle_where_cheaper([sm(sp.sympify(e).xreplace(trig_subs)) for e in d.values()])
+                  for g, d in groups}
+
+    def joint_cse(gamma):
+        every = [e for g, _ in groups for e in (gamma if g == "G" else quantities[g])]
+        return sp.cse(every, symbols=sp.numbered_symbols("w"), order="none",
+                      optimizations=None if is_large(every) else "basic")
+
+    def operations(cse):
+        return sp.count_ops([e for _, e in cse[0]] + list(cse[1]))
+
+    # γ by forward differentiation (gamma_by_jets) where the joint CSE of all
+    # the quantities comes out cheaper with it: the five-link's, 2,471 → 2,158
+    # operations; not the Stewart platform's, 1,265 → 1,416, although its γ
+    # alone is cheaper that way (639 against 818: the unit-circle form shares
+    # its products with Φ_q, M and F).  Compared through the joint CSE as it
+    # runs, with the 'basic' pre-pass: the quick one ranks the Stewart jets
+    # first (1,341 against 1,447), and its step got 207 instructions slower.
+    # Not for a γ too large to take through the CSE twice (the vehicle's 82k
+    # operations).
+    joint = joint_cse(quantities["G"])
+    jet_rows = gamma_by_jets(dae) if G and not is_large(list(G.values())) else None
+    if jet_rows is not None and not is_large([jet_rows[j] for j in G]):
+        jets = [sm(sp.sympify(jet_rows[j]).xreplace(trig_subs)) for j in G]
+        with_jets = joint_cse(jets)
+        if operations(with_jets) < operations(joint):
+            joint = with_jets
+    reps, reduced = joint
     vd_syms = {sp.Symbol(f"v[{i}]") for i in dep}
     late = _late(reps, vd_syms)
     u_syms = {sp.Symbol(f"u[{k}]") for k in range(len(dae.inputs))}

@@ -446,7 +446,19 @@ in 0.5 mm steps still ends at |Φ| ≤ 1.7·10⁻¹³. Keeping the factors from 
 solve to the next was measured too and dropped: five-link 12,892 against
 12,332 with a fresh start, one-off (the old factors contract too slowly and every
 solve refactored anyway). The newton and newton-loop formulations keep a
-fresh Jacobian every step: they stand for textbook Newton. *Angles from their sin/cos*: the runtime's own atan2
+fresh Jacobian every step: they stand for textbook Newton. *γ by
+forward differentiation* (`codegen_embedding.gamma_by_jets`): Φ through one
+CSE, and the first and second time derivative of each temporary and row from
+its operands' (product and chain rule), so that the five-link's distance
+constraints |d|² − L² give γ = −2(ḋ·ḋ + d·d̈) again instead of the expanded
+derivative of Φ_q q̇; chosen where the joint CSE of Φ_q, γ, M and F comes
+out cheaper with it (five-link: 2,471 → 2,158 operations by sympy's count;
+the Stewart platform keeps its unit-circle γ, 1,265 against 1,416, although
+its γ alone is cheaper by forward differentiation — chosen by that count, its
+step was 207 instructions slower, one-off). Five-link 12,373 → {f_g:,.0f}
+instructions per harness step; tested against the symbolic γ on four
+mechanisms (one with Φ depending on t) and through the generated embedding
+against numpy. *Angles from their sin/cos*: the runtime's own atan2
 (`fmigen_atan2`, within one ulp of glibc's at half its instructions; since
 with a table of atan(i/64), whose series stops at t⁹ instead of t¹⁹) for the
 angles completed from the solved sin/cos, read from an FMU or bare by the
