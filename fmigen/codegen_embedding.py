@@ -250,10 +250,13 @@ def _jet(e, jets: dict):
     """(ė, ë) of a polynomial in the coordinates, t, and sines and cosines of
     such, along q̇ with q̈ = 0 (``jets`` maps every atom already known, a
     coordinate to (its velocity, 0), t to (1, 0), a CSE symbol to its own
-    pair).  None for a function it has no rule for."""
+    pair), every other symbol and every constant (π, √3) constant in time:
+    Φ reads no symbol but the coordinates and t (``dae.build_dae`` checks).
+    None for a function it has no rule for (sqrt, Abs, exp, Piecewise, a
+    non-integer power)."""
     if e in jets:
         return jets[e]
-    if e.is_Number or e.is_Symbol:
+    if e.is_number or e.is_Symbol:
         return sp.Integer(0), sp.Integer(0)
     if e.is_Add:
         parts = [_jet(a, jets) for a in e.args]
@@ -306,7 +309,7 @@ def gamma_by_jets(dae) -> list | None:
     the products Φ is built of — the five-link's distance constraints
     |d|² − L² become γ = −2(ḋ·ḋ + d·d̈) again this way: 2,109 → 1,174
     operations after CSE (sympy's count), the Stewart platform's 1,001 → 639
-    (818 on the unit circle).  None when Φ uses a function without a rule."""
+    (786 on the unit circle).  None when Φ uses a function without a rule."""
     reps, rows = sp.cse(list(dae.Phi), optimizations=None)
     jets = {qs: (vs, sp.Integer(0)) for qs, vs in zip(dae.q_sym, dae.v_sym)}
     jets[TIME] = (sp.Integer(1), sp.Integer(0))
@@ -373,20 +376,26 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
 
     # γ by forward differentiation (gamma_by_jets) where the joint CSE of all
     # the quantities comes out cheaper with it: the five-link's, 2,471 → 2,158
-    # operations; not the Stewart platform's, 1,265 → 1,416, although its γ
-    # alone is cheaper that way (639 against 818: the unit-circle form shares
-    # its products with Φ_q, M and F).  Compared through the joint CSE as it
-    # runs, with the 'basic' pre-pass: the quick one ranks the Stewart jets
-    # first (1,341 against 1,447), and its step got 207 instructions slower.
-    # Not for a γ too large to take through the CSE twice (the vehicle's 82k
-    # operations).
+    # operations (fourbar_chain's 289 → 277, a 4-cell ladder's 901 → 859);
+    # not the Stewart
+    # platform's, 1,265 → 1,416, although its γ alone is cheaper that way
+    # (639 against 786: the unit-circle form shares its products with Φ_q, M
+    # and F).  Compared through the joint CSE as it runs, with the 'basic'
+    # pre-pass: the quick one ranks the Stewart jets first (1,341 against
+    # 1,447), and its step got 207 instructions slower.  That second joint
+    # CSE is the slow part of generating the code (a 4-cell ladder's: 1.6 s),
+    # so it runs only where the jets make γ alone at least 10 % cheaper by
+    # the quick count (five-link 1,174 against 2,109, Stewart 639 against
+    # 786) and the quantities are not too large for the 'basic' pre-pass.
+    every = [e for g, _ in groups for e in quantities[g]]
     joint = joint_cse(quantities["G"])
-    jet_rows = gamma_by_jets(dae) if G and not is_large(list(G.values())) else None
-    if jet_rows is not None and not is_large([jet_rows[j] for j in G]):
+    jet_rows = gamma_by_jets(dae) if G and not is_large(every) else None
+    if jet_rows is not None:
         jets = [sm(sp.sympify(jet_rows[j]).xreplace(trig_subs)) for j in G]
-        with_jets = joint_cse(jets)
-        if operations(with_jets) < operations(joint):
-            joint = with_jets
+        if _cse_ops(jets) < 0.9 * _cse_ops(quantities["G"]):
+            with_jets = joint_cse(jets)
+            if operations(with_jets) < operations(joint):
+                joint, quantities["G"] = with_jets, jets
     reps, reduced = joint
     vd_syms = {sp.Symbol(f"v[{i}]") for i in dep}
     late = _late(reps, vd_syms)

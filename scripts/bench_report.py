@@ -453,9 +453,11 @@ its operands' (product and chain rule), so that the five-link's distance
 constraints |d|² − L² give γ = −2(ḋ·ḋ + d·d̈) again instead of the expanded
 derivative of Φ_q q̇; chosen where the joint CSE of Φ_q, γ, M and F comes
 out cheaper with it (five-link: 2,471 → 2,158 operations by sympy's count;
-the Stewart platform keeps its unit-circle γ, 1,265 against 1,416, although
-its γ alone is cheaper by forward differentiation — chosen by that count, its
-step was 207 instructions slower, one-off). Five-link 12,373 → {f_g:,.0f}
+fourbar_chain 289 → 277, 3,927 → 3,909 instructions per step, one-off; a
+4-cell ladder 901 → 859, its section below not re-measured; the Stewart
+platform keeps its unit-circle γ, 1,265 against 1,416, although its γ alone
+is cheaper by forward differentiation — chosen by that count, its step was
+207 instructions slower, one-off). Five-link 12,373 → {f_g:,.0f}
 instructions per harness step; tested against the symbolic γ on four
 mechanisms (one with Φ depending on t) and through the generated embedding
 against numpy. *Angles from their sin/cos*: the runtime's own atan2

@@ -301,3 +301,33 @@ def test_gamma_by_forward_differentiation_is_the_symbolic_gamma(name):
     assert worst <= 1e-12
     if name == "driven":   # the time terms are there: the moving slide line's −y''(t)
         assert t in sp.sympify(jets[1]).free_symbols
+
+
+def test_jet_rules_match_sympy_diff():
+    """codegen_embedding._jet rule by rule against sympy's own derivatives
+    (q̈ = 0): products with repeated factors, negative powers, sin and cos of
+    compound arguments, time, and constants such as π and √3 (constant in
+    time, not "no rule"); None for what it has no rule for."""
+    import sympy as sp
+    from fmigen.codegen_embedding import _jet
+    from fmigen.model import t
+    a, b = sp.symbols("a b")
+    va, vb = sp.symbols("va vb")
+    A, B = sp.Function("A")(t), sp.Function("B")(t)
+    jets = {a: (va, sp.Integer(0)), b: (vb, sp.Integer(0)), t: (sp.Integer(1), sp.Integer(0))}
+    to_t = {a: A, b: B}
+    back = {A.diff(t, 2): 0, B.diff(t, 2): 0}
+    back.update({A.diff(t): va, B.diff(t): vb})
+    back.update({A: a, B: b})
+    cases = [a**2 * b**3, 3 * a * b * t, a**-2 * b, 1 / (a * b + 2)**3, sp.sin(a + 2 * b - 3 * t),
+             sp.cos(a * b) * sp.sin(t**2), sp.sin(sp.cos(a) * b)**2 * (a - 2 * b),
+             sp.sin(2 * sp.pi * t / 3) * sp.sqrt(3) * a]
+    for e in cases:
+        d1, d2 = _jet(e, jets)
+        e_t = e.xreplace(to_t)
+        ref1 = e_t.diff(t).subs(back)
+        ref2 = e_t.diff(t, 2).subs(back)
+        assert sp.simplify(d1 - ref1) == 0, e
+        assert sp.simplify(d2 - ref2) == 0, e
+    for e in (sp.sqrt(a), sp.Abs(a), sp.exp(a), a**sp.Rational(1, 3)):
+        assert _jet(e, jets) is None, e
