@@ -192,8 +192,8 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None,
     ``detail``: a dict instead, with also ``operations`` (``count_operations``:
     the floating-point operations per step, by type), ``newton_iterations``
     and ``newton_factorizations`` (LU solves and LU factorizations per call
-    of a generated Newton block, None when none was called) and ``functions`` ({function: inclusive instructions per
-    step} of every function callgrind_annotate lists, the model's without its
+    of a generated Newton block, None when none was called) and
+    ``functions`` ({function: inclusive instructions per step} of every function callgrind_annotate lists, the model's without its
     identifier prefix: fmigen_kinematics, fmigen_embedded_prepare, ...; libm's
     as named there: where the step's cost goes)."""
     if not shutil.which("valgrind"):
@@ -234,6 +234,7 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None,
             return total, kin
         prof = parse_callgrind(text)
         ops = count_operations(prof, exe, steps)
+
         def newton_calls(fn):
             return sum(n for (caller, callee), n in prof["calls"].items()
                        if "fmigen_newton_block" in caller and callee.endswith(fn))
@@ -460,8 +461,8 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
                 # floating-point operations per step by type (count_operations)
                 "operations_per_step": cg.get("operations"),
                 "fmu_operations_per_step": cg_fmu.get("operations"),
-                # LU factorizations per generated Newton solve: 1.0 when the
-                # predicted start meets the tolerance in one step
+                # steps and LU factorizations per generated Newton solve:
+                # 1.0 when the predicted start meets the tolerance in one step
                 "newton_iterations": cg.get("newton_iterations"),
                 "newton_factorizations": cg.get("newton_factorizations"),
                 "peak_constraint_violation": first["peak_violation"],

@@ -311,9 +311,9 @@ def newton_start(pairs, layout, prefix, sums=None, printer=None):
 #: Newton: the residual only) for as long as each contracts the step by
 #: 1000 or more, else a fresh step again.  Why: from a prediction 1e-6
 #: away, a chord step with the first step's Jacobian lands about as close as
-#: a fresh one, and the Jacobian and its factorization are two thirds of an
-#: iteration (the five-link's pose block and the landing gear took two fresh
-#: steps per solve before, 2.88 with the last step at round-off).
+#: a fresh one, and the Jacobian and its factorization are most of an
+#: iteration (the five-link's pose block: two fresh steps took 4,070
+#: instructions a solve, a fresh and a chord step 2,756).
 #: It stops when a step is at round-off, 1e-14·(1 + max|q|): that step only
 #: confirms the iterate before it.  It also stops after two chord steps in a
 #: row when their ratio, the chord's measured contraction ρ = d/p, puts what
@@ -321,8 +321,12 @@ def newton_start(pairs, layout, prefix, sums=None, printer=None):
 #: fresh step, d/p measures the curvature along that one step, and the
 #: chord's contraction depends on the curvature in every direction (a
 #: review's Φ = (x + 1000·x·y, y + 1e-3·x²): d·(d/p) predicted round-off, the
-#: result was 67 times the bound).  A thousand rather than ten: the landing
-#: gear's lengths in mm put |Φ| ≈ 600·|error in q|.  The iteration limit
+#: result was 67 times the bound).  A thousand rather than ten: with that
+#: first version's estimate, ten ended the landing gear's stroke sweep in
+#: 0.5 mm steps at |Φ| = 1.4e-12 (its lengths in mm put |Φ| ≈ 600·|error in
+#: q|); with the measured contraction, ten and a thousand take the same
+#: steps on the five-link and the gear, so the margin costs nothing.  The
+#: iteration limit
 #: counts fresh steps (what a caller's ``max_iter`` meant before), and chord
 #: steps, which must contract, at most 8 more.  C and Python, the same text.
 CHORD_STOP = ("{p} > 0.0 && {p} <= 1e-4 * (1.0 + {q}) && {d} <= 1e-3 * {p} && "
@@ -349,12 +353,12 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
     ind = indent
     exact = tb.tol is None
     inner = ind + ("            " if exact else "        ")
+    phi = [sm(e) for e in Phi_b]
     body = assignments([f"r[{k}]" for k in range(nb)] + [f"J[{k}]" for k in range(nb * nb)],
-                       [sm(e) for e in Phi_b] + [sm(e) for e in J_b], indent=inner, tmp=f"n{tag}_")
+                       phi + [sm(e) for e in J_b], indent=inner, tmp=f"n{tag}_")
     factor = f"{inner}if (fmigen_lu_factor({nb}, J, piv)) break;"
     if exact:
-        residual = assignments([f"r[{k}]" for k in range(nb)], [sm(e) for e in Phi_b], indent=inner,
-                               tmp=f"nr{tag}_")
+        residual = assignments([f"r[{k}]" for k in range(nb)], phi, indent=inner, tmp=f"nr{tag}_")
         evaluate = (f"{ind}        const int fresh = !reuse;\n{ind}        if (fresh) {{\n{body}\n{factor}\n"
                     f"{inner}nfresh++;\n{ind}        }} else {{\n{residual}\n{ind}        }}")
         chord = CHORD_STOP.format(d="dmax", p="dprev", q="qmax")

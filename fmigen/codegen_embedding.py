@@ -375,21 +375,21 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
         return sp.count_ops([e for _, e in cse[0]] + list(cse[1]))
 
     # γ by forward differentiation (gamma_by_jets) where the joint CSE of all
-    # the quantities comes out cheaper with it: the five-link's, 2,471 → 2,158
-    # operations (fourbar_chain's 289 → 277, a 4-cell ladder's 901 → 859);
-    # not the Stewart
-    # platform's, 1,265 → 1,416, although its γ alone is cheaper that way
-    # (639 against 786: the unit-circle form shares its products with Φ_q, M
-    # and F).  Compared through the joint CSE as it runs, with the 'basic'
-    # pre-pass: the quick one ranks the Stewart jets first (1,341 against
-    # 1,447), and its step got 207 instructions slower.  That second joint
-    # CSE is the slow part of generating the code (a 4-cell ladder's: 1.6 s),
-    # so it runs only where the jets make γ alone at least 10 % cheaper by
-    # the quick count (five-link 1,174 against 2,109, Stewart 639 against
-    # 786) and the quantities are not too large for the 'basic' pre-pass.
-    every = [e for g, _ in groups for e in quantities[g]]
+    # the quantities comes out cheaper with it: the five-link's, 2,471 →
+    # 2,158 operations (fourbar_chain's 289 → 277, a 4-cell ladder's 901 →
+    # 859); not the Stewart platform's, 1,265 → 1,416, although its γ alone
+    # is cheaper that way (639 against 786: the unit-circle form shares its
+    # products with Φ_q, M and F).  Compared through the joint CSE as it
+    # runs, with the 'basic' pre-pass: the quick one ranks the Stewart jets
+    # first (1,341 against 1,447), and its step got 207 instructions slower.
+    # That second joint CSE is the slow part of generating the code (a 4-cell
+    # ladder's: 1.6 s), so it runs only where the jets make γ alone at least
+    # 10 % cheaper by the quick count (five-link 1,174 against 2,109, Stewart
+    # 639 against 786) and the quantities are not too large for the 'basic'
+    # pre-pass.
     joint = joint_cse(quantities["G"])
-    jet_rows = gamma_by_jets(dae) if G and not is_large(every) else None
+    large = is_large([e for g, _ in groups for e in quantities[g]])
+    jet_rows = gamma_by_jets(dae) if G and not large else None
     if jet_rows is not None:
         jets = [sm(sp.sympify(jet_rows[j]).xreplace(trig_subs)) for j in G]
         if _cse_ops(jets) < 0.9 * _cse_ops(quantities["G"]):

@@ -956,15 +956,15 @@ def _newton_lines(emb, tb, sm, tag, iterations, ind):
     Phi_b, J_b, pairs = newton_system(emb, tb, "_ns", "_nc")
     exact = tb.tol is None
     inner = ind + ("        " if exact else "    ")
+    phi = [sm(e) for e in Phi_b]
     body = assignments([f"_r[{k}]" for k in range(nb)] + [f"_J[{k}]" for k in range(nb * nb)],
-                       [sm(e) for e in Phi_b] + [sm(e) for e in J_b], indent=inner, tmp=f"n{tag}_")
+                       phi + [sm(e) for e in J_b], indent=inner, tmp=f"n{tag}_")
     factor = [f"{inner}if lu_factor({nb}, _J, _piv): break"]
 
     def py(cond):
         return cond.replace("&&", "and")
     if exact:
-        residual = assignments([f"_r[{k}]" for k in range(nb)], [sm(e) for e in Phi_b], indent=inner,
-                               tmp=f"nr{tag}_")
+        residual = assignments([f"_r[{k}]" for k in range(nb)], phi, indent=inner, tmp=f"nr{tag}_")
         evaluate = [f"{ind}    _fresh = not _reuse", f"{ind}    if _fresh:", *body, *factor,
                     f"{inner}_nfresh += 1", f"{ind}    else:", *residual]
         chord = py(codegen.CHORD_STOP.format(d="_dmax", p="_dprev", q="_qmax"))
