@@ -142,14 +142,17 @@ def generate_sources(mech, kinematics, log=None, augmented=(), dynamics="auto"):
     return out
 
 
-def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, cc="gcc", opt=None) -> Path:
+def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, cc="gcc", opt=None,
+                    defines=()) -> Path:
     """``opt``: optimization flags replacing the FMU's -O2 (e.g. what a HIL
-    target would rebuild the source FMU with)."""
+    target would rebuild the source FMU with); ``defines``: -D flags, such as
+    the runtime's checks (FMIGEN_SEQ_TOL, FMIGEN_SWITCH_COND) set so that
+    every solve takes a path it otherwise rarely takes."""
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "model.c").write_text(gen.model_c)
     (workdir / "model_config.h").write_text(gen.config_h)
     exe = workdir / "bench_harness"
-    defs = [f"-DFMIGEN_NEWTON_TOL={tolerance!r}"] if tolerance is not None else []
+    defs = ([f"-DFMIGEN_NEWTON_TOL={tolerance!r}"] if tolerance is not None else []) + list(defines)
     flags = CFLAGS if not opt else [*opt, *CFLAGS[1:]]
     cmd = [cc, *flags, *defs, f"-I{workdir}", f"-I{RUNTIME_DIR}", str(workdir / "model.c"),
            str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "fmigen_augmented.c"),

@@ -639,8 +639,21 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
     # coordinates read bare by the embedding or by a later block (its
     # abstractions, or its Newton fallback's equations): always computed
     bare = _bare([*emb.Phi_q, *emb.Phi_t, *emb.gamma, *emb.M, *emb.F], dae, trig_subs)
-    for tb in tri.blocks:
-        bare |= _bare([dae.Phi[j] for j in tb.block.equations], dae) - set(tb.block.unknowns)
+    # A sequence block's own equations read earlier blocks' angles bare only
+    # in its Newton (the fallback, the polish, a Newton-first block's
+    # iteration); its sequences read them through the abstractions.  Such an
+    # angle is deferred like any other and completed from its pair where
+    # that Newton runs (``newton_reads``): the five-link's five β_k, read by
+    # their α_k blocks' fallbacks, cost an atan2 each in every solve
+    # (330 instructions of 11,782 a step).  A Newton block's equations are
+    # its normal path: what they read stays in q.
+    newton_reads = {}
+    for bi, tb in enumerate(tri.blocks):
+        reads = _bare([dae.Phi[j] for j in tb.block.equations], dae) - set(tb.block.unknowns)
+        if tb.method == "newton":
+            bare |= reads
+        else:
+            newton_reads[bi] = reads
         bare |= _bare([*tb.abstractions.values(), *tb.known_ring.values()], dae, trig_subs)
         # known angles an angle sum's recovery subtracts
         bare |= _bare([tb.recover[i] for i in tb.angle_sums], dae, trig_subs) - set(tb.block.unknowns)
@@ -726,6 +739,8 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
                 out += lang.break_unless_continuous("case", rc)
             out += lang.case_close(1)
         out += lang.case_open(None, "Newton from the prediction")
+        complete = sorted(newton_reads[bi] & set(lang.deferred))
+        out += lang.complete_angles("case", complete)
         for i, e in q_from_vars(layout, "P_", sums, lang.expr):
             out += lang.set("case", f"q[{i}]", e)
         lang.newton_function(tb, bi)
@@ -744,6 +759,7 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
         out += lang.verify_open(polys, pscales, f"v{bi}_")
         for i, e in q_from_vars(layout, "", sums, lang.expr):
             out += lang.set("polish", f"q[{i}]", e)
+        out += lang.complete_angles("polish", complete)
         out += lang.newton_start("polish", newton_start(pairs, layout, "", sums, lang.expr), f"{bi}_p",
                                  2 * len(pairs))
         out += lang.newton("polish", tb, bi, f"{bi}_p", "4")
@@ -907,6 +923,10 @@ class CKinematics:
         else:
             line += f" q[{i}] = fmigen_atan2(sq, cq);"
         return [line + " }"]
+
+    def complete_angles(self, depth, indices):
+        # deferred angles a Newton reads bare, from the pairs they left in trig
+        return [f"{self.indent[depth]}q[{i}] = fmigen_atan2(trig[{2 * i}], trig[{2 * i + 1}]);" for i in indices]
 
     def angle_from_pair(self, i, vs, to_trig, defer):
         out = [f"        trig[{2 * i}] = {vs[0]}; trig[{2 * i + 1}] = {vs[1]};"] if to_trig else []
