@@ -286,6 +286,46 @@ def test_singular_configuration_gives_discard_with_status_functions(toggle_fmus,
     assert 0.8 < res["time"][-1] < 0.9
 
 
+def test_a_commit_that_fails_loses_nothing_of_the_last_good_state(tmp_path):
+    """Explicit Euler at the communication step: each doStep's one stage
+    reuses the last commit's solve (the memo), so the toggle's singular
+    configuration is met by the commit's kinematics at the step's end.
+    That solve goes into the memo's other half (FmigenSolved.side); the good
+    state's deferred angles, residual and outputs, never read before the
+    failure, must still come from the half it left: after the Discard every
+    value is, bit for bit, what an instance that stops at the last good time
+    without failing reads."""
+    c = compile_model(toggle_fourbar())
+    h = 0.01
+    path = fmu_mod.package(c.embedding, c.generated, tmp_path / "toggle_euler.fmu", solver="euler", step=h,
+                           windows=False)
+    md = read_model_description(str(path))
+    unzip = extract(str(path), unzipdir=str(tmp_path / "u"))
+    every = [v.valueReference for v in md.modelVariables if v.type == "Real"]
+
+    def instance(name):
+        s = FMU2Slave(guid=md.guid, unzipDirectory=unzip, modelIdentifier="fourbar_toggle", instanceName=name)
+        s.instantiate()
+        _init(s)
+        return s
+
+    s, t = instance("fails"), 0.0
+    with pytest.raises(FMICallException) as e:
+        for _ in range(300):
+            s.doStep(t, h)
+            t += h
+    assert _status(e) == 2 and 0.8 < t < 0.9
+    after = s.getReal(every)
+    twin, tt = instance("twin"), 0.0
+    for _ in range(round(t / h)):
+        twin.doStep(tt, h)
+        tt += h
+    assert tt == t
+    assert after == twin.getReal(every)
+    s.freeInstance()
+    twin.freeInstance()
+
+
 def test_singular_configuration_fmi3_reports_last_successful_time(toggle_fmus, tmp_path):
     path = toggle_fmus["3"]
     md = read_model_description(str(path))

@@ -310,12 +310,20 @@ void fmigen_base_accept(FmigenBase *b, double t, const double *q, const double *
  * more iteration and differ within its tolerance.  t counts only for rheonomic constraints: an
  * importer's communication points (start + n·H) differ from the FMU's
  * summed times in the last bit, and fmi2DoStep takes the importer's. */
+static int same_bits(const double *a, const int *index, const double *x, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (memcmp(&a[index[k]], &x[k], sizeof(double)) != 0) return 0;
+    return 1;
+}
+
 static int solved_matches(const FmigenCore *c, double t, const double *x)
 {
     const FmigenSolved *m = &c->solved;
     if (!m->valid || m->part != c->part || (FMIGEN_KINEMATICS_TIME && memcmp(&m->t, &t, sizeof t) != 0))
         return 0;
-    return memcmp(m->qi, x, NI * sizeof(double)) == 0 && (NP == 0 || memcmp(m->p, c->p, NP * sizeof(double)) == 0);
+    return same_bits(m->q, FMIGEN_PART(c)->independent, x, NI) &&
+           (NP == 0 || memcmp(m->p, c->p, NP * sizeof(double)) == 0);
 }
 
 /* A memo hit whose embedding half (prepare) also holds for v_i = x[NI..2NI)
@@ -323,7 +331,7 @@ static int solved_matches(const FmigenCore *c, double t, const double *x)
 static int work_matches(const FmigenCore *c, double t, const double *x)
 {
     const FmigenSolved *m = &c->solved;
-    return m->have_work && memcmp(m->vi, x + NI, NI * sizeof(double)) == 0 &&
+    return m->have_work && same_bits(m->v, FMIGEN_PART(c)->independent, x + NI, NI) &&
            (!FMIGEN_EMBEDDING_TIME || memcmp(&m->t, &t, sizeof t) == 0);
 }
 #endif
@@ -366,7 +374,7 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
     const double *qs = q, *ts = trig, *vs = v, *ws = work;
     if (hit) {
         qs = m->q;
-        ts = m->trig;
+        ts = FMIGEN_MEMO_TRIG(m);
     } else {
         for (int k = 0; k < NI; k++) q[P->independent[k]] = x[k];
         if (kinematics(c, t, q, trig, sol)) return 1;
@@ -385,7 +393,7 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
         return 1;
     }
     for (int i = 0; i < NI; i++) dx[i] = x[NI + i];
-    for (int i = 0; i < FMIGEN_NX; i++) if (!isfinite(dx[i])) {
+    if (!fmigen_all_finite(dx, FMIGEN_NX)) {
         snprintf(c->message, sizeof c->message, "non-finite state derivative at t=%.9g", t);
         return 1;
     }
@@ -412,19 +420,21 @@ int fmigen_core_rhs_accept(FmigenCore *c, double t, const double *x, double *dx)
 int fmigen_core_assemble(FmigenCore *c)
 {
     const FmigenPartition *P = FMIGEN_PART(c);
-    for (int k = 0; k < NI; k++)
-        if (!isfinite(c->q[P->independent[k]]) || !isfinite(c->v[P->independent[k]])) {
-            snprintf(c->message, sizeof c->message, "non-finite independent coordinate or velocity");
-            return 1;
-        }
-    /* zeroed: the sequence fills the entries of angles only, and the memo
-     * keeps the whole array in the FMU state (serialized bytes must not
-     * carry stack garbage) */
+    if (!fmigen_all_finite_at(c->q, P->independent, NI) || !fmigen_all_finite_at(c->v, P->independent, NI)) {
+        snprintf(c->message, sizeof c->message, "non-finite independent coordinate or velocity");
+        return 1;
+    }
+#if FMIGEN_FORMULATION
+    /* zeroed: the sequence fills the entries of angles only (the augmented
+     * formulation reads its start's angles from them) */
     double trig[2 * NQ] = {0}, sol[FMIGEN_DIM(NSOL)] = {0};
-#if !FMIGEN_FORMULATION
+#else
     FmigenSolved *m = &c->solved;
-    /* the memo's kinematics stays valid until overwritten below, its
-     * embedding half not: prepare writes into it */
+    /* the solve goes into the memo's other half (its entries start zeroed
+     * with the core, so the FMU state never carries stack bytes); the
+     * memo's kinematics stays valid until the flip below, its embedding half
+     * not: prepare writes into it */
+    double *trig = m->trigs[!m->side], *sol = m->sols[!m->side];
     m->have_work = 0;
 #endif
     if (kinematics(c, c->t, c->q, trig, sol)) return 1;
@@ -452,14 +462,11 @@ int fmigen_core_assemble(FmigenCore *c)
     P->angles(c->base.q, trig);
 #endif
     m->valid = 1;
+    m->side = !m->side;
     m->part = c->part;
     m->t = c->t;
-    for (int k = 0; k < NI; k++) m->qi[k] = c->q[P->independent[k]];
     if (NP) memcpy(m->p, c->p, NP * sizeof(double));
     memcpy(m->q, c->q, sizeof m->q);
-    memcpy(m->trig, trig, sizeof m->trig);
-    memcpy(m->sol, sol, sizeof m->sol);
-    for (int k = 0; k < NI; k++) m->vi[k] = c->v[P->independent[k]];
     memcpy(m->v, c->v, sizeof m->v);
 #if !FMIGEN_KINEMATIC
     m->have_work = kw == 0;
@@ -487,7 +494,7 @@ void fmigen_core_observe_some(FmigenCore *c, int what)
     const double *u = fmigen_core_inputs(c, c->t, ubuf);
     (void)u;
 #if !FMIGEN_FORMULATION
-    if (todo & FMIGEN_OBSERVE_ANGLES) fmigen_partitions[c->solved.part].angles(c->q, c->solved.trig);
+    if (todo & FMIGEN_OBSERVE_ANGLES) fmigen_partitions[c->solved.part].angles(c->q, FMIGEN_MEMO_TRIG(&c->solved));
 #endif
 #if NC > 0
     if (todo & FMIGEN_OBSERVE_RESIDUAL) {
@@ -496,7 +503,7 @@ void fmigen_core_observe_some(FmigenCore *c, int what)
         fmigen_phi(c->t, c->q, c->v, c->p, u, phi);
 #else
         /* from the sin/cos the kinematics solved, not sin/cos of their atan2 */
-        fmigen_phi_trig(c->t, c->q, c->v, c->p, u, c->solved.trig, phi);
+        fmigen_phi_trig(c->t, c->q, c->v, c->p, u, FMIGEN_MEMO_TRIG(&c->solved), phi);
 #endif
         /* in a local: through c-> every comparison reloads and stores it */
         double r = 0.0;
@@ -509,7 +516,7 @@ void fmigen_core_observe_some(FmigenCore *c, int what)
 #if FMIGEN_FORMULATION
         fmigen_outputs(c->t, c->q, c->v, c->p, u, c->y);
 #else
-        fmigen_outputs_trig(c->t, c->q, c->v, c->p, u, c->solved.trig, c->y);
+        fmigen_outputs_trig(c->t, c->q, c->v, c->p, u, FMIGEN_MEMO_TRIG(&c->solved), c->y);
 #endif
     }
 #endif
@@ -651,7 +658,7 @@ int fmigen_core_step(FmigenCore *c, double H)
         t = c->t + (double)(s + 1) * c->h;
     }
     if (rem > 0.0 && one_step(c, x, t, t_end - t)) return 1;
-    for (int k = 0; k < FMIGEN_NX; k++) if (!isfinite(x[k])) {
+    if (!fmigen_all_finite(x, FMIGEN_NX)) {
         snprintf(c->message, sizeof c->message, "state became non-finite before t=%.9g", t_end);
         return 1;
     }

@@ -542,7 +542,7 @@ int fg_completed_integrator_step(FgInstance *in, int *enter_event)
     /* the importer accepted this state: the next solves predict from it */
     FmigenCore *c = &in->s.core;
 #if !FMIGEN_FORMULATION
-    fmigen_base_accept(&c->base, c->t, c->q, c->v, c->solved.sol);
+    fmigen_base_accept(&c->base, c->t, c->q, c->v, FMIGEN_MEMO_SOL(&c->solved));
 #endif
     in->s.last_successful_time = c->t;
     *enter_event = c->t >= in->s.next_event;
@@ -604,6 +604,7 @@ static const char *snapshot_invalid(const FgSnapshot *s)
     if ((unsigned)s->state > (unsigned)S_ERROR) return "unknown life-cycle state";
     if ((unsigned)c->part >= (unsigned)FMIGEN_DIM(NPART) || (unsigned)c->solved.part >= (unsigned)FMIGEN_DIM(NPART))
         return "partition index out of range";
+    if ((unsigned)c->solved.side > 1u) return "memo half out of range";
     if (c->solver != FMIGEN_EULER && c->solver != FMIGEN_RK4 && c->solver != FMIGEN_SYMPLECTIC)
         return "unknown solver";
     if (!(c->h > 0.0) || !isfinite(c->h)) return "internal step not > 0";

@@ -133,6 +133,30 @@ static inline double fmigen_powi(double x, int n)
 /* max without libm's NaN rules (fmax is a library call at -O2) */
 static inline double fmigen_max(double a, double b) { return a > b ? a : b; }
 
+/* Every x[k] finite: x − x is +0 for a finite x and NaN for ±inf or NaN,
+ * and a NaN stays in the sum.  Three instructions an entry where isfinite
+ * with its branch per entry took seven (a doStep tests the state, the
+ * derivative and the independent coordinates: Stewart 250 instructions). */
+#if defined(__GNUC__)
+#define FMIGEN_UNROLL_16 _Pragma("GCC unroll 16")
+#else
+#define FMIGEN_UNROLL_16
+#endif
+static inline int fmigen_all_finite(const double *x, int n)
+{
+    double z = 0.0;
+    FMIGEN_UNROLL_16 for (int k = 0; k < n; k++) z += x[k] - x[k];
+    return z == 0.0;
+}
+
+/* the same for x[index[0..n)] */
+static inline int fmigen_all_finite_at(const double *x, const int *index, int n)
+{
+    double z = 0.0;
+    FMIGEN_UNROLL_16 for (int k = 0; k < n; k++) z += x[index[k]] - x[index[k]];
+    return z == 0.0;
+}
+
 /* (s, c) = (sin θ, cos θ) of a Newton block's angle, moved with its step:
  * θ + d = a.  Why: every Newton iteration evaluated sin and cos of every
  * angle of its block again (libm, ~100 instructions a pair; the landing gear
@@ -310,10 +334,19 @@ extern const double fmigen_event_times[];
  * has to invalidate it. */
 typedef struct {
     int valid, part, have_work;
-    double t, qi[FMIGEN_DIM(NI)], p[FMIGEN_DIM(NP)];
-    double q[NQ], trig[2 * NQ], sol[FMIGEN_DIM(NSOL)];
-    double vi[FMIGEN_DIM(NI)], v[NQ], work[FMIGEN_DIM(FMIGEN_NWORK)];
+    /* which half of trigs/sols holds the solve: the next one writes into
+     * the other half, so a commit that fails leaves the memo (and the
+     * sin/cos a pending observation reads) as it was, and the kinematics
+     * writes its hand-over in place instead of into a zeroed local copied
+     * afterwards (Stewart: 160 instructions a doStep) */
+    int side;
+    double t, p[FMIGEN_DIM(NP)];
+    double q[NQ], trigs[2][2 * NQ], sols[2][FMIGEN_DIM(NSOL)];
+    double v[NQ], work[FMIGEN_DIM(FMIGEN_NWORK)];
 } FmigenSolved;
+/* the memo's sin/cos hand-over and solution vector */
+#define FMIGEN_MEMO_TRIG(m) ((m)->trigs[(m)->side])
+#define FMIGEN_MEMO_SOL(m) ((m)->sols[(m)->side])
 
 typedef struct {
     double t;                    /* time of the current state */
@@ -335,7 +368,7 @@ typedef struct {
     int solver;
     FmigenSolved solved;         /* memo of the kinematics (see FmigenSolved) */
     /* FMIGEN_OBSERVE_* bits: what of q's deferred angles, the residual and
-     * y is not computed yet (the state was assembled and solved.trig holds
+     * y is not computed yet (the state was assembled and the memo's trig half holds
      * its sin/cos); fmigen_core_observe_some computes each at its first
      * read, so a step after which the importer reads none of them does not
      * pay, and reading one does not pay for the others. */
