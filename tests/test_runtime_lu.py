@@ -310,3 +310,42 @@ def test_python_ports_of_atan2_and_rotate_are_bit_identical(tmp_path):
     # starts from and of the rotation's two products and sum, ~2 ulps of 1
     # (measured: 2.2e-16, one ulp, on both branches)
     assert worst <= 4.5e-16, worst
+
+
+FINITE = r"""
+#include <stdio.h>
+#include "fmigen_runtime.h"
+int main(void) {
+    double x[5] = {1.0, -0.0, 4.9e-324, 1.7976931348623157e308, 2.0};
+    const int at[2] = {0, 3};
+    const double bad[4] = {INFINITY, -INFINITY, NAN, -NAN};
+    printf("%d %d", fmigen_all_finite(x, 5), fmigen_all_finite_at(x, at, 2));
+    for (int k = 0; k < 4; k++) {
+        x[3] = bad[k];
+        printf(" %d %d %d", fmigen_all_finite(x, 5), fmigen_all_finite_at(x, at, 2),
+               fmigen_all_finite_at(x, at, 1));
+    }
+    printf("\n");
+    return 0;
+}
+"""
+
+
+def test_the_finiteness_test_holds_under_an_importers_fast_math_flags(tmp_path):
+    """fmigen_all_finite (the state, derivative and independent-coordinate
+    checks of every step) reads the exponent bits, so an importer rebuilding
+    the source FMU with value-changing floating-point flags keeps it: the sum
+    of x − x it replaced was folded to "finite" by -fassociative-math
+    (-ffast-math -fno-finite-math-only, -funsafe-math-optimizations; a
+    review's reproduction).  Subnormals, −0 and the largest double are
+    finite; ±inf and ±NaN are not, in every position asked about."""
+    (tmp_path / "model_config.h").write_text("#define NQ 1\n#define NC 0\n#define NI 1\n#define NP 0\n"
+                                             "#define NU 0\n#define NY 0\n#define NSOL 0\n")
+    (tmp_path / "f.c").write_text(FINITE)
+    for flags in (["-O2"], ["-O0"], ["-O3", "-march=native"], ["-O2", "-ffast-math", "-fno-finite-math-only"],
+                  ["-O2", "-funsafe-math-optimizations"]):
+        exe = tmp_path / "finite"
+        subprocess.run(["gcc", *flags, "-std=c99", f"-I{tmp_path}", f"-I{RUNTIME}", str(tmp_path / "f.c"),
+                        "-o", str(exe), "-lm"], check=True)
+        out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
+        assert out == ["1", "1"] + ["0", "0", "1"] * 4, (flags, out)

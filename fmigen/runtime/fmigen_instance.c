@@ -225,8 +225,12 @@ int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[])
     for (size_t i = 0; i < n; i++) {
         const unsigned r = vr[i];
         if (r < VR_V) {
+            /* the partition of the solve the angles come from: after a
+             * failed step that switched, c->part is the new one while the
+             * restored state is the memo's */
+            const FmigenPartition *P = &fmigen_partitions[in->s.core.solved.part];
             int independent = 0;
-            for (int k = 0; k < NI; k++) independent |= FMIGEN_PART(&in->s.core)->independent[k] == (int)r;
+            for (int k = 0; k < NI; k++) independent |= P->independent[k] == (int)r;
             if (!independent) what |= FMIGEN_OBSERVE_ANGLES;
         }
         else if (r == VR_RES) what |= FMIGEN_OBSERVE_RESIDUAL;
@@ -589,7 +593,7 @@ int fg_free_state(FgInstance *in, void **state)
  * fields are then checked one by one, because bytes from a file or a network
  * are never trusted to index a table. */
 #define FG_STATE_MAGIC 0x53474d46u   /* "FMGS" */
-#define FG_STATE_VERSION 3u   /* 2: next_event; 3: the embedding half in the memo */
+#define FG_STATE_VERSION 4u   /* 2: next_event; 3: the embedding half in the memo; 4: its two halves */
 typedef struct {
     unsigned magic, version;
     unsigned long long size;
