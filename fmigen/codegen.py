@@ -205,9 +205,17 @@ def poly_plan(polys, tmp="m"):
 _CONST_DEF = re.compile(r"^\s*const double (\w+) = ((?:(?!;|,\s*\w+\s*=[^=]).)*);$")
 #: the names a statement reads or writes: identifiers, not the functions it calls
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b(?!\s*\()")
-_COMMENT_END = re.compile(r"\s*/\*[^*]*\*/\s*$")
-#: how every line of a generated function ends (one statement a line)
-_LINE_END = re.compile(r"(;|\{|\}|\*/)\s*$")
+#: how every line of a generated function ends (one statement a line),
+#: read without its comments and strings (``_code``)
+_LINE_END = re.compile(r"(;|\{|\})\s*$")
+
+
+def _code(line):
+    """A line without its comments and string literals: what braces and
+    names are counted in (a failure message or a block's name may hold
+    either)."""
+    line = re.sub(r'"(?:\\.|[^"\\])*"', '""', line)
+    return re.sub(r"//.*$", "", re.sub(r"/\*.*?\*/", " ", line))
 
 
 def _statements(lines):
@@ -216,7 +224,8 @@ def _statements(lines):
     out, cur, depth = [], [], 0
     for ln in lines:
         cur.append(ln)
-        depth += ln.count("{") - ln.count("}")
+        code = _code(ln)
+        depth += code.count("{") - code.count("}")
         if depth <= 0:
             out.append(cur)
             cur, depth = [], 0
@@ -227,19 +236,35 @@ def _statements(lines):
 
 def _sink_block(lines):
     """``sink_definitions`` for one block's lines (nested blocks too)."""
-    if not all(_LINE_END.search(ln) or not ln.strip() for ln in lines):
-        return lines    # a statement over several lines: not what this reads
-    stmts, defs = [], {}
+    if not all(_LINE_END.search(_code(ln)) or not _code(ln).strip() for ln in lines):
+        return lines    # a statement over several lines, a preprocessor line: not what this reads
+    stmts, segment = [], []
+    out = []
     for st in _statements(lines):
-        opens = _COMMENT_END.sub("", st[0]).rstrip().endswith("{")
-        if len(st) > 2 and opens and st[-1].strip().startswith("}"):
+        head = _code(st[0]).strip()
+        if len(st) > 2 and head.endswith("{") and _code(st[-1]).strip().startswith("}"):
             st = [st[0], *_sink_block(st[1:-1]), st[-1]]
-        m = _CONST_DEF.match(st[0]) if len(st) == 1 else None
+        if head.startswith(("}", "case ", "default")):
+            # "} else {", a switch's label: no definition moves across it
+            out += _sink_segment(segment) + st
+            segment = []
+        else:
+            segment.append(st)
+    return out + _sink_segment(segment)
+
+
+def _sink_segment(stmts):
+    """Statements of one block without else or case labels between them,
+    the constants among them moved down (``sink_definitions``)."""
+    defs = {}
+    for k, st in enumerate(stmts):
+        m = _CONST_DEF.match(_code(st[0]).rstrip()) if len(st) == 1 else None
         if m:
-            defs[len(stmts)] = (m.group(1), set(_IDENT.findall(m.group(2))))
-        stmts.append(st)
+            defs[k] = (m.group(1), set(_IDENT.findall(m.group(2))))
     n = len(stmts)
     name_at = {name: k for k, (name, _) in defs.items()}
+    if len(name_at) != len(defs) or any(name_at.get(r, -1) > k for k, (_, reads) in defs.items() for r in reads):
+        return [ln for st in stmts for ln in st]   # a name defined twice, or read before its definition
     users = {k: [] for k in defs}
     mentions = {}   # a name that is no const definition -> the other statements mentioning it, in order
     for k, st in enumerate(stmts):
@@ -248,11 +273,15 @@ def _sink_block(lines):
                 if r in name_at and name_at[r] < k:
                     users[name_at[r]].append(k)
             continue
-        for r in set(_IDENT.findall("\n".join(st))):
+        for r in set(_IDENT.findall(_code("\n".join(st)))):
             if r in name_at and name_at[r] < k:
                 users[name_at[r]].append(k)
             elif r not in name_at:
                 mentions.setdefault(r, []).append(k)
+    # the next statement that stays, from each position
+    stays_next = [n] * (n + 1)
+    for k in range(n - 1, -1, -1):
+        stays_next[k] = k if k not in defs else stays_next[k + 1]
     # Last definition first, each to just before the first statement that
     # reads it, or that mentions something else it reads (a barrier), in the
     # order as it stands: positions are paths, (k, ∞) for a statement that
@@ -268,7 +297,7 @@ def _sink_block(lines):
             if j < len(later):
                 targets.append(later[j])
         if not targets:   # read by nothing: where it was, before the next statement that stays
-            targets = [next((j for j in range(k + 1, n) if j not in defs), n)]
+            targets = [stays_next[k + 1]]
         t = min(targets, key=lambda j: pos.get(j, (n, INF)))
         anchor = pos.get(t, (n, INF))
         pos[k] = anchor[:-1] + (len(before[t]), INF)
@@ -296,18 +325,25 @@ def _sink_block(lines):
 def sink_definitions(source: str) -> str:
     """Every ``const double x = ...;`` of the generated functions moved down
     to just before the first statement that needs it, its own operands just
-    before it: the order a depth-first walk from each use gives.  Why: the
-    CSE lists all its temporaries first and gcc (-O2, no scheduling before
-    register allocation on x86) keeps that order, so hundreds of values live
-    across the whole function and spill to the stack; demand order keeps
-    them short-lived.  Measured: the Stewart platform's embedding 6,795 →
-    6,639 instructions per step, the five-link's 5,233 → 4,986.  Only
-    definitions move, and only later, and never past a statement that
-    mentions something they read other than a const definition (which may
-    write it: q[i] = ..., a0 -= ..., a call filling an array): the same
-    operations on the same values, bit for bit the same results.  A
-    function is a line ``{`` after its signature up to ``}``, as the
-    generator writes them."""
+    before it.  Why: the CSE lists all its temporaries first and gcc (-O2,
+    no scheduling before register allocation on x86-64) keeps that order, so
+    hundreds of values live across the whole function and spill to the
+    stack; in demand order they are short-lived.  Measured per harness step:
+    Stewart 10,553 → 10,364 instructions (its embedding 6,795 → 6,603),
+    five-link 11,439 → 11,167.
+
+    Only definitions move, only later, within their block and never across
+    an ``else`` or a ``case`` label, and never past a statement that
+    mentions something they read other than a const definition (it may
+    write it: ``q[i] = ...``, ``a0 -= ...``, a call filling an array): the
+    same operations on the same values, bit for bit the same results.  That
+    rests on what the generator writes, which this reads as text: one
+    statement a line, a function a line ``{`` after its signature up to
+    ``}``, every name defined once in its block, memory written only through
+    the names a statement shows (no pointer locals, no calls writing globals
+    or through arguments they are not given).  A block it cannot read that
+    way (a statement over several lines, a preprocessor line, a name defined
+    twice or read before its definition) is left as it is."""
     lines = source.split("\n")
     out, i = [], 0
     while i < len(lines):

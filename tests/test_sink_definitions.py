@@ -51,6 +51,62 @@ def test_constants_move_down_to_their_first_use_and_never_past_a_write_of_what_t
     assert sorted(out) == sorted(SOURCE.split("\n"))
 
 
+GUARDED = """int g(double *q, double *out, int c)
+{
+    if (c) {
+        const double a = q[0];
+        const double y = a + 1;
+        out[0] = y;
+    } else {
+        const double a = q[1];
+        const double y = a + 2;
+        out[0] = y;
+    }
+    const double m = q[2] * 2; /* a comment with a brace { */
+    fail("a message with { and ;");
+    switch (c) {
+    case 0: {
+        const double z = m + 1;
+        out[1] = z;
+        break; }
+    default: {
+        out[1] = 0.0;
+        break; }
+    }
+    return 0;
+}
+int h(double *q, double *out)
+{
+    const double early = q[3];
+    const double late = q[4];
+#if 1
+    q[3] = 0.0;
+#endif
+    out[0] = 0.0;
+    out[2] = early + late;
+    return 0;
+}"""
+
+
+def test_an_else_a_case_label_a_brace_in_a_string_and_a_preprocessor_line_stop_it():
+    """What the generator does not write today, read safely all the same: a
+    constant never crosses "} else {" (both branches define a and y), braces
+    and semicolons in comments and strings are not code, and a block with a
+    preprocessor line is left as it is (in h, ``early`` must stay before the
+    q[3] write inside #if)."""
+    out = codegen.sink_definitions(GUARDED).split("\n")
+    i_else = out.index("    } else {")
+    assert out.index("        const double a = q[0];") < out.index("        const double y = a + 1;") < i_else
+    assert i_else < out.index("        const double a = q[1];")
+    # m is first read inside the switch's case: it moves down to just before the switch
+    assert out.index("    const double m = q[2] * 2; /* a comment with a brace { */") == \
+        out.index("    switch (c) {") - 1
+    # h: left as it is (late could move, early could not)
+    assert out[out.index("    const double early = q[3];") + 1] == "    const double late = q[4];"
+    assert out.index("    const double early = q[3];") < out.index("    q[3] = 0.0;")
+    assert sorted(out) == sorted(GUARDED.split("\n"))
+
+
 @pytest.mark.parametrize("name", ["stewart", "landing_gear_dynamic", "fourbar_chain"])
 def test_a_sunk_model_runs_bit_for_bit_like_the_model_as_generated(name, tmp_path, monkeypatch):
     """Stewart: the embedding's ~940 constants and the kinematics' blocks;
