@@ -465,6 +465,22 @@ against numpy. *Angles from their sin/cos*: the runtime's own atan2
 with a table of atan(i/64), whose series stops at t⁹ instead of t¹⁹) for the
 angles completed from the solved sin/cos, read from an FMU or bare by the
 embedding: Stewart FMU doStep 14,822 → 13,327 (eighths) → 13,211 (64ths; one-off).
+*Angles only a fallback reads*: a later block's own equations read earlier
+blocks' angles bare only in its Newton (the fallback from the prediction,
+the polish); such an angle is now deferred like the others and completed
+from its pair where that Newton runs (`codegen.kinematics_walk`,
+`newton_reads`): the five-link's five β_k took an atan2 each in every solve,
+11,782 → 11,439 instructions per harness step (one-off). *Constants where
+they are used* (`codegen.sink_definitions`): every `const double` of the
+generated functions moves down to just before its first use, never past a
+statement that mentions something else it reads. The CSE lists all its
+temporaries first and gcc -O2 keeps that order (no scheduling before
+register allocation on x86-64), so hundreds of values lived across the
+whole function and spilled to the stack (Stewart's `prepare`: 1,368 stack
+loads and 689 stack stores per step, one-off). Stewart 10,553 → 10,364,
+five-link 11,439 → 11,167 (one-off, each on its parent commit), bit for bit
+the same trajectories (tests/test_sink_definitions.py runs three mechanisms
+with and without it in the harness).
 *Bᵀ M B by blocks*: where Φ_d is block-diagonal with blocks up to 3×3 and M
 couples no two blocks (nor a block to an independent coordinate), as the
 Stewart platform's legs, Bᵀ M B = M_ii + Σ_b Φ_i,bᵀ (A_bᵀ M_b A_b) Φ_i,b with
@@ -506,6 +522,18 @@ landing gear's `p_BC¹²`). Stewart, Gröbner, FMU doStep reading every
 coordinate and the residual: 19,429 → {s_fmu:,.0f} instructions per step
 (harness 12,326 → {s_g:,.0f}; the split's hand-over costs the harness ~140;
 the "before" numbers one-off, measured on the parent commit on 2026-11-26).
+*The commit's bookkeeping*: the memo keeps its sin/cos hand-over and
+solution vector in two halves (`FmigenSolved.side`); a commit solves into
+the other half and flips it on success, so the solve needs no zeroed local
+copied into the memo afterwards, and a commit that fails leaves the memo,
+and what a pending observation of the last good state reads, as it was. The
+memo's copies of q_i and v_i went (its key is compared through the
+partition's indices), and the finiteness tests sum x − x instead of a
+branch per entry: Stewart doStep 12,950 → 12,692 (one-off). What is left
+above the harness step is mostly what reading every output needs: twelve
+atan2 (~750 instructions), Φ at the unit-circle pairs for
+`constraint_residual` (~700), the copies that make the state consistent
+and restorable (~400).
 
 **Generated embedding** (`fmigen/codegen_embedding.py`). The runtime's
 generic embedding (block LU of Φ_d and loops over index arrays for Bᵀ M B)
