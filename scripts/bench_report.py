@@ -528,8 +528,10 @@ the other half and flips it on success, so the solve needs no zeroed local
 copied into the memo afterwards, and a commit that fails leaves the memo,
 and what a pending observation of the last good state reads, as it was. The
 memo's copies of q_i and v_i went (its key is compared through the
-partition's indices), and the finiteness tests sum x − x instead of a
-branch per entry: Stewart doStep 12,950 → 12,692 (one-off). What is left
+partition's indices), and the finiteness tests OR the entries' exponent
+bits instead of a branch per entry: Stewart doStep 12,950 → 12,692 with a
+sum of x − x as that test (one-off), which a review found folded away by an
+importer's -fassociative-math; the bit test costs 26 instructions more. What is left
 above the harness step is mostly what reading every output needs: twelve
 atan2 (~750 instructions), Φ at the unit-circle pairs for
 `constraint_residual` (~700), the copies that make the state consistent
