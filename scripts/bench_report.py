@@ -454,7 +454,9 @@ constraints |d|² − L² give γ = −2(ḋ·ḋ + d·d̈) again instead of the
 derivative of Φ_q q̇; chosen where the joint CSE of Φ_q, γ, M and F comes
 out cheaper with it (five-link: 2,471 → 2,158 operations by sympy's count;
 fourbar_chain 289 → 277, 3,927 → 3,909 instructions per step, one-off; a
-4-cell ladder 901 → 859, its section below not re-measured; the Stewart
+4-cell ladder 901 → 859 (its section below, re-measured at da94328 with
+the later changes too: 7,055 instructions per step at adac807, 6,844 now);
+the Stewart
 platform keeps its unit-circle γ, 1,265 against 1,416, although its γ alone
 is cheaper by forward differentiation — chosen by that count, its step was
 207 instructions slower, one-off). Five-link 12,373 → {f_g:,.0f}
