@@ -742,9 +742,8 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
     code += f"\nconst char *const fmigen_kinematics_failure[] = {{\n    \"\",\n    {fail_table}\n}};\n"
     # the runtime's atan2 (fmigen_core.c): reading every coordinate of an FMU
     # computes these after each step, and libm's costs 12x as many instructions
-    angles = [f"    q[{i}] = fmigen_atan2(trig[{2 * i}], trig[{2 * i + 1}]);" for i in lang.deferred]
     code += _function("void fmigen_kinematic_angles(double *q, const double *trig)",
-                      "\n".join(angles + ["    (void)q; (void)trig;"]))
+                      "\n".join(lang.complete_angles("top", lang.deferred) + ["    (void)q; (void)trig;"]))
     return code, sol_start
 
 
@@ -802,8 +801,8 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
     # iteration); its sequences read them through the abstractions.  Such an
     # angle is deferred like any other and completed from its pair where
     # that Newton runs (``newton_reads``): the five-link's five β_k, read by
-    # their α_k blocks' fallbacks, cost an atan2 each in every solve
-    # (330 instructions of 11,782 a step).  A Newton block's equations are
+    # their α_k blocks' fallbacks, cost an atan2 each in every solve (the
+    # step 11,782 → 11,439 instructions without them).  A Newton block's equations are
     # its normal path: what they read stays in q.
     newton_reads = {}
     for bi, tb in enumerate(tri.blocks):
@@ -897,8 +896,11 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
                 out += lang.break_unless_continuous("case", rc)
             out += lang.case_close(1)
         out += lang.case_open(None, "Newton from the prediction")
-        complete = sorted(newton_reads[bi] & set(lang.deferred))
-        out += lang.complete_angles("case", complete)
+        # the deferred angles this block's Newton reads (none where every
+        # angle is in q at once: the Python port)
+        complete = sorted(newton_reads[bi] & set(lang.deferred)) if lang.defers_angles else []
+        if complete:
+            out += lang.complete_angles("case", complete)
         for i, e in q_from_vars(layout, "P_", sums, lang.expr):
             out += lang.set("case", f"q[{i}]", e)
         lang.newton_function(tb, bi)
@@ -917,7 +919,8 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
         out += lang.verify_open(polys, pscales, f"v{bi}_")
         for i, e in q_from_vars(layout, "", sums, lang.expr):
             out += lang.set("polish", f"q[{i}]", e)
-        out += lang.complete_angles("polish", complete)
+        if complete:
+            out += lang.complete_angles("polish", complete)
         out += lang.newton_start("polish", newton_start(pairs, layout, "", sums, lang.expr), f"{bi}_p",
                                  2 * len(pairs))
         out += lang.newton("polish", tb, bi, f"{bi}_p", "4")
@@ -1083,7 +1086,8 @@ class CKinematics:
         return [line + " }"]
 
     def complete_angles(self, depth, indices):
-        # deferred angles a Newton reads bare, from the pairs they left in trig
+        # deferred angles, from the pairs they left in trig (a Newton that
+        # reads them bare; fmigen_kinematic_angles for all of them)
         return [f"{self.indent[depth]}q[{i}] = fmigen_atan2(trig[{2 * i}], trig[{2 * i + 1}]);" for i in indices]
 
     def angle_from_pair(self, i, vs, to_trig, defer):

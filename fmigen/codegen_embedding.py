@@ -221,9 +221,14 @@ def is_large(exprs, limit=LARGE_MODEL_OPS) -> bool:
     return False
 
 
-def _cse_ops(exprs) -> int:
-    reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none", optimizations=None)
+def _operations(cse) -> int:
+    """sympy's operation count of a CSE's result (its temporaries and rows)."""
+    reps, reduced = cse
     return sp.count_ops([e for _, e in reps] + list(reduced))
+
+
+def _cse_ops(exprs) -> int:
+    return _operations(sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none", optimizations=None))
 
 
 def circle_where_cheaper(exprs: list) -> list:
@@ -366,13 +371,12 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
     quantities = {g: circle_where_cheaper([sm(sp.sympify(e).xreplace(trig_subs)) for e in d.values()])
                   for g, d in groups}
 
+    large = is_large([e for g, _ in groups for e in quantities[g]])
+
     def joint_cse(gamma):
         every = [e for g, _ in groups for e in (gamma if g == "G" else quantities[g])]
         return sp.cse(every, symbols=sp.numbered_symbols("w"), order="none",
-                      optimizations=None if is_large(every) else "basic")
-
-    def operations(cse):
-        return sp.count_ops([e for _, e in cse[0]] + list(cse[1]))
+                      optimizations=None if large else "basic")
 
     # γ by forward differentiation (gamma_by_jets) where the joint CSE of all
     # the quantities comes out cheaper with it: the five-link's, 2,471 →
@@ -388,13 +392,12 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
     # 639 against 786) and the quantities are not too large for the 'basic'
     # pre-pass.
     joint = joint_cse(quantities["G"])
-    large = is_large([e for g, _ in groups for e in quantities[g]])
     jet_rows = gamma_by_jets(dae) if G and not large else None
     if jet_rows is not None:
         jets = [sm(sp.sympify(jet_rows[j]).xreplace(trig_subs)) for j in G]
         if _cse_ops(jets) < 0.9 * _cse_ops(quantities["G"]):
             with_jets = joint_cse(jets)
-            if operations(with_jets) < operations(joint):
+            if _operations(with_jets) < _operations(joint):
                 joint, quantities["G"] = with_jets, jets
     reps, reduced = joint
     vd_syms = {sp.Symbol(f"v[{i}]") for i in dep}

@@ -1041,7 +1041,6 @@ class PyKinematics:
     sin(atan2(s, c))."""
     base_sol, base_v, base_q = "b_sol", "b_v", "b_q"
     defers_angles = False
-    deferred = ()    # every angle is in q at once: no Newton has one to complete
     helpers = None   # codegen.step_code: coefficients inline
     #: the walker's statement depths, and the verification's own
     indent = {"top": "    ", "block": "    ", "case": " " * 16, "step": " " * 16, "polish": " " * 16,
@@ -1156,9 +1155,6 @@ class PyKinematics:
     def angle_from_sums(self, i, sin_q, cos_q, to_trig, defer):
         trig = [f"    trig[{2 * i}] = _sq", f"    trig[{2 * i + 1}] = _cq"] if to_trig else []
         return [f"    _sq = {sin_q}", f"    _cq = {cos_q}", *trig, f"    q[{i}] = fmigen_atan2(_sq, _cq)"]
-
-    def complete_angles(self, depth, indices):
-        return []
 
     def angle_from_pair(self, i, vs, to_trig, defer):
         trig = [f"    trig[{2 * i}] = {vs[0]}", f"    trig[{2 * i + 1}] = {vs[1]}"] if to_trig else []
