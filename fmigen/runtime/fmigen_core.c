@@ -16,10 +16,8 @@
 
 #if defined(__GNUC__)
 #define FMIGEN_ALWAYS_INLINE static inline __attribute__((always_inline))
-#define FMIGEN_UNROLL _Pragma("GCC unroll 8")
 #else
 #define FMIGEN_ALWAYS_INLINE static inline
-#define FMIGEN_UNROLL
 #endif
 
 /* LU with partial pivoting of the n×n row-major A in place (piv: the row
