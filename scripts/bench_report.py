@@ -534,10 +534,12 @@ partition's indices), and the finiteness tests OR the entries' exponent
 bits instead of a branch per entry: Stewart doStep 12,950 → 12,692 with a
 sum of x − x as that test (one-off), which a review found folded away by an
 importer's -fassociative-math; the bit test costs 26 instructions more. What is left
-above the harness step is mostly what reading every output needs: twelve
-atan2 (~750 instructions), Φ at the unit-circle pairs for
-`constraint_residual` (~700), the copies that make the state consistent
-and restorable (~400).
+above the harness step ({s_fmu:,.0f} − {s_g:,.0f}) is mostly what reading every
+output needs: twelve atan2 and completing the angles (~810 instructions,
+one-off callgrind profile), Φ at the unit-circle pairs for
+`constraint_residual` and its max (~690); the rest (~650) makes the state
+consistent and restorable (copies of q, v and the solve, the state's
+gather and scatter, the finiteness tests).
 
 **Generated embedding** (`fmigen/codegen_embedding.py`). The runtime's
 generic embedding (block LU of Φ_d and loops over index arrays for Bᵀ M B)
