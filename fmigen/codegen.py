@@ -740,7 +740,7 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         "int fmigen_kinematics(double t, double *q, const double *p, const FmigenBase *base, "
         "double *sol, double *trig)", body)
     code += f"\nconst char *const fmigen_kinematics_failure[] = {{\n    \"\",\n    {fail_table}\n}};\n"
-    # the runtime's atan2 (fmigen_core.c): reading every coordinate of an FMU
+    # the runtime's atan2 (fmigen_numeric.h): reading every coordinate of an FMU
     # computes these after each step, and libm's costs 12x as many instructions
     code += _function("void fmigen_kinematic_angles(double *q, const double *trig)",
                       "\n".join(lang.complete_angles("top", lang.deferred) + ["    (void)q; (void)trig;"]))
@@ -1095,7 +1095,7 @@ class CKinematics:
         if defer:
             self.deferred.append(i)
         else:
-            # the runtime's atan2 (fmigen_core.c), as for the deferred
+            # the runtime's atan2 (fmigen_numeric.h), as for the deferred
             # angles: within an ulp of libm's at half its cost, and this one
             # is in every right-hand side
             out.append(f"        q[{i}] = fmigen_atan2({vs[0]}, {vs[1]});")
@@ -1210,8 +1210,11 @@ def _partition_code(emb, tri, sm, trig, suffix, shared=None, dynamics="embedded"
         code = re.sub(r"\b(" + "|".join(PARTITION_SYMBOLS) + r"|fmigen_newton_block\d+|fmigen_coeffs_\w+"
                       r"|fmigen_embedded_\w+_(?:chunk\d+|scratch))\b", r"\1" + suffix,
                       code)
-        # the alternative's functions are reached through fmigen_partitions only
-        code = re.sub(r"^(int|void|const) (fmigen_\w+" + suffix + r")", r"static \1 \2", code, flags=re.M)
+        # the alternative's functions and tables are reached through
+        # fmigen_partitions only (static: not a symbol that could clash with
+        # another model's, or with the model's own AVX copy)
+        code = re.sub(r"^(?=(?:int|void|const)\b[^=(]*\bfmigen_\w+" + suffix + r"\b)", "static ", code,
+                      flags=re.M)
     return code, len(sol_start), nwork
 
 
