@@ -4,7 +4,8 @@ Tables 1 and 3).
 Every formulation goes through the same pipeline and codegen (only the
 ``kinematics`` argument of ``triangularize`` differs, or, for the augmented
 formulations, the ``FMIGEN_FORMULATION`` macros in model_config.h), is
-compiled with -O2 like the FMU together with the FMU's runtime
+compiled as the FMU's binary is (-O2, and on x86-64 Linux the model's AVX
+copy, which runs where the processor has AVX) together with the FMU's runtime
 (``runtime/fmigen_core.c``, ``runtime/fmigen_augmented.c``) and the native
 harness ``runtime/bench_harness.c`` (no FMI layer, no ctypes, no fmpy), and
 runs the
@@ -143,24 +144,39 @@ def generate_sources(mech, kinematics, log=None, augmented=(), dynamics="auto"):
 
 
 def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, cc="gcc", opt=None,
-                    defines=()) -> Path:
+                    defines=(), avx=None) -> Path:
     """``opt``: optimization flags replacing the FMU's -O2 (e.g. what a HIL
     target would rebuild the source FMU with); ``defines``: -D flags, such as
     the runtime's checks (FMIGEN_SEQ_TOL, FMIGEN_SWITCH_COND) set so that
-    every solve takes a path it otherwise rarely takes."""
+    every solve takes a path it otherwise rarely takes; ``avx``: link the
+    model's AVX copy, as a binary FMU does (default: where the FMU would,
+    unless ``opt`` is given: a rebuild with its own flags has one copy)."""
+    from .fmu import AVX_FLAGS, AVX_SOURCE, avx_variant
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "model.c").write_text(gen.model_c)
     (workdir / "model_config.h").write_text(gen.config_h)
     exe = workdir / "bench_harness"
     defs = ([f"-DFMIGEN_NEWTON_TOL={tolerance!r}"] if tolerance is not None else []) + list(defines)
     flags = CFLAGS if not opt else [*opt, *CFLAGS[1:]]
-    cmd = [cc, *flags, *defs, f"-I{workdir}", f"-I{RUNTIME_DIR}", str(workdir / "model.c"),
-           str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "fmigen_augmented.c"),
-           str(RUNTIME_DIR / "bench_harness.c"), "-lm", "-o", str(exe)]
+    if avx is None:
+        avx = not opt and avx_variant(cc)
+    includes = [f"-I{workdir}", f"-I{RUNTIME_DIR}"]
+    extra = []
+    if avx:
+        # the model's AVX copy, as compile_shared builds it
+        defs.append("-DFMIGEN_AVX_DISPATCH=1")
+        extra = [str(workdir / "model_avx.o")]
+        _run_cc([cc, *flags, *defs, *includes, *AVX_FLAGS, "-c", str(RUNTIME_DIR / AVX_SOURCE), "-o", extra[0]])
+    _run_cc([cc, *flags, *defs, *includes, str(workdir / "model.c"), *extra,
+             str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "fmigen_augmented.c"),
+             str(RUNTIME_DIR / "bench_harness.c"), "-lm", "-o", str(exe)])
+    return exe
+
+
+def _run_cc(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise ModelError(f"compiling the benchmark harness failed:\n{' '.join(cmd)}\n{r.stderr}")
-    return exe
 
 
 def run_harness(exe: Path, stop_time: float, step: float, repeats: int) -> dict:
@@ -225,6 +241,8 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None,
                                  capture_output=True, text=True).stdout
             for line in ann.splitlines():
                 name = line.rstrip().split(" [")[0]
+                # the model's AVX copy (fmigen_model_avx.c) ends in _avx
+                name = name.removesuffix("_avx")
                 if name.endswith("_fmigen_kinematics"):
                     kin = int(line.split()[0].replace(",", "")) / steps
                 fn = name.rsplit(":", 1)[-1]
@@ -240,7 +258,7 @@ def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None,
 
         def newton_calls(fn):
             return sum(n for (caller, callee), n in prof["calls"].items()
-                       if "fmigen_newton_block" in caller and callee.endswith(fn))
+                       if "fmigen_newton_block" in caller and callee.removesuffix("_avx").endswith(fn))
         lu, solves = newton_calls("fmigen_lu_factor"), newton_calls("fmigen_lu_solve")
         blocks = sum(n for (caller, callee), n in prof["calls"].items()
                      if "fmigen_newton_block" in callee and "fmigen_newton_block" not in caller)
@@ -321,12 +339,16 @@ _FLOP_MNEMONICS = {
 }
 
 
-def _flop_type(mnemonic):
+def _flop_type(mnemonic, operands=""):
+    """(type, operations) of one instruction; a packed one on 256-bit ymm
+    registers (the model's AVX copy) holds four doubles, not two."""
     m = mnemonic[1:] if mnemonic.startswith("v") and mnemonic[1:] in _FLOP_MNEMONICS else mnemonic
+    wide = 2 if "%ymm" in operands else 1
     if m in _FLOP_MNEMONICS:
-        return _FLOP_MNEMONICS[m]
+        kind, n = _FLOP_MNEMONICS[m]
+        return kind, n * wide if n == 2 else n
     if m.startswith(("vfmadd", "vfmsub", "vfnmadd", "vfnmsub")):
-        return ("fma", 2 if m.endswith("pd") else 1)
+        return ("fma", 2 * wide if m.endswith("pd") else 1)
     return None
 
 
@@ -361,7 +383,7 @@ def count_operations(prof: dict, exe: Path, steps: int) -> dict | None:
         parts = line.split(None, 2)
         if len(parts) >= 2 and parts[0].endswith(":"):
             try:
-                mnemonic[int(parts[0][:-1], 16)] = parts[1]
+                mnemonic[int(parts[0][:-1], 16)] = (parts[1], parts[2] if len(parts) > 2 else "")
             except ValueError:
                 pass
     ops = {"add": 0, "mul": 0, "div": 0, "sqrt": 0, "fma": 0}
@@ -369,7 +391,7 @@ def count_operations(prof: dict, exe: Path, steps: int) -> dict | None:
     for (ob, addr), n in prof["ir"].items():
         if ob is None or Path(ob).resolve().as_posix() != exe_name:
             continue
-        t = _flop_type(mnemonic.get(addr, ""))
+        t = _flop_type(*mnemonic.get(addr, ("",)))
         if t:
             ops[t[0]] += t[1] * n
     libm = {}
@@ -594,8 +616,9 @@ def add_parser(sub):
     p.add_argument("--no-callgrind", action="store_true", help="skip the valgrind instruction count")
     p.add_argument("--keep", help="keep the generated sources and harness binaries in this directory")
     p.add_argument("--opt", default=None,
-                   help="optimization flags instead of the FMU's portable -O2, for a source FMU rebuilt "
-                        "on its target; write it with '=': --opt=\"-O3 -march=native\"")
+                   help="optimization flags instead of the FMU binary's (-O2, with the model's AVX copy "
+                        "on x86-64 Linux), for a source FMU rebuilt on its target (one copy); write it "
+                        "with '=': --opt=\"-O3 -march=native\"")
     p.add_argument("--dynamics", choices=DYNAMICS, default="auto",
                    help="the embedded ODE's solver, as fmigen build --dynamics (default auto: what a build "
                         "ships; the augmented formulations integrate every coordinate and ignore it)")

@@ -54,7 +54,8 @@ def _core_library(compiled, workdir: Path):
     lib = workdir / "kinematics.so"
     # the model's internal functions, not the FMI API, are what is called
     # here: export them (an FMU binary hides them)
-    fmu.compile_shared(src, lib, extra=["-fvisibility=default"])
+    # (the SSE2 copy: the AVX one, whose symbols end in _avx, is not called)
+    fmu.compile_shared(src, lib, extra=["-fvisibility=default"], avx=False)
     return ctypes.CDLL(str(lib))
 
 

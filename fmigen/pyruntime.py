@@ -84,7 +84,7 @@ def _c_define(name, path="fmigen_runtime.h"):
 
 
 FMIGEN_NEWTON_MAX_ITER = _c_define("FMIGEN_NEWTON_MAX_ITER")
-FMIGEN_MAX_DEGREE = _c_define("FMIGEN_MAX_DEGREE", "fmigen_core.c")
+FMIGEN_MAX_DEGREE = _c_define("FMIGEN_MAX_DEGREE", "fmigen_numeric.h")
 #: the run-time checks of every kinematics block (fmigen_runtime.h)
 FMIGEN_SWITCH_COND = _c_define("FMIGEN_SWITCH_COND")
 FMIGEN_SEQ_TOL = _c_define("FMIGEN_SEQ_TOL")
@@ -101,8 +101,9 @@ class PythonRuntimeError(ModelError):
 
 
 # --------------------------------------------------------------------------
-# Runtime (copied into the generated module).  Ports of fmigen_runtime.h and
-# fmigen_core.c (the embedding: of its block-LU version, see the top).
+# Runtime (copied into the generated module).  Ports of fmigen_runtime.h,
+# fmigen_numeric.h and fmigen_core.c (the embedding: of its block-LU
+# version, see the top).
 # --------------------------------------------------------------------------
 
 def linear(a1, a0):
@@ -147,7 +148,7 @@ def rotate(s, c, d, a):
 
 
 def fmigen_atan2(y, x):
-    """runtime/fmigen_core.c's fmigen_atan2 (the angles of a Newton start and
+    """runtime/fmigen_numeric.h's fmigen_atan2 (the angles of a Newton start and
     of the FMU's outputs), the same operations in the same order: atan r =
     atan(i/64) + atan t, the tables in two parts."""
     hi = (
@@ -273,7 +274,7 @@ def lu_solve(n, LU, piv, b):
 
 
 def poly_eval(degree, a, z):
-    """p(z), p'(z) and Σ|a_k||z|^(degree−k), p's rounding-error scale (fmigen_core.c)."""
+    """p(z), p'(z) and Σ|a_k||z|^(degree−k), p's rounding-error scale (fmigen_numeric.h)."""
     pv, d, m, az = a[0], 0.0, fabs(a[0]), fabs(z)
     for k in range(1, degree + 1):
         d = d * z + pv
@@ -283,7 +284,7 @@ def poly_eval(degree, a, z):
 
 
 def all_roots(degree, a):
-    """Aberth–Ehrlich iteration as in fmigen_core.c; (status, re, im)."""
+    """Aberth–Ehrlich iteration as in fmigen_numeric.h; (status, re, im)."""
     if degree > FMIGEN_MAX_DEGREE or a[0] == 0.0:
         return 1, None, None
     R = 0.0

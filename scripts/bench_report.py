@@ -235,6 +235,21 @@ NOTES = """\
   carries that noise — a CPU-time "MISSED" between rows within ~10 % of each
   other is noise, not a measurement. callgrind's counts are exact and repeat
   to the instruction.
+- **The counts are of the model's AVX copy**, which is what an FMU built here
+  runs on this processor (`fmigen/runtime/fmigen_model_avx.c`: model.c and
+  the LU, atan2 and root kernels compiled again with `-mavx
+  -fno-tree-vectorize -funroll-loops`; the binary takes it where the
+  processor has AVX). Its results are bit for bit the SSE2 copy's
+  (tests/test_avx_variant.py). The SSE2 copy, which every x86-64 processor
+  runs, measured at 11327d1 (the same code without the AVX copy): Stewart
+  10,377 instructions per harness step and 12,528 per doStep, five-link
+  11,168 and 12,975 (one-off). The difference is mostly register copies:
+  SSE2's arithmetic overwrites one operand, so gcc copies a register before
+  most operations (1,308 `movapd` per Stewart `prepare`); AVX's
+  three-operand forms need none. gcc's vectorizer is off for that copy:
+  packing scalar code into vectors cost more instructions than it saved
+  (five-link 9,184 with it, one-off), and the unrolled loops (the Newton
+  blocks' and the LU's) save another ~360 on the five-link.
 - **Stewart, Gröbner vs Newton per leg.** With a warm start from the previous
   step (1 ms earlier) and a step tolerance of 10⁻³, Newton per leg converges
   in one iteration: one 3×3 Jacobian (with its sines and cosines) and LU per
@@ -701,8 +716,9 @@ def main(argv=None):
           "Setup: every formulation goes through the same pipeline and code generator — only "
           "`triangularize(kinematics=...)` differs, or for the augmented rows (baumgarte, penalty, "
           "spring) the formulation macros in `model_config.h` — and is compiled with "
-          f"`{results[0]['compiler']}` together with the FMU's runtime (`fmigen/runtime/fmigen_core.c`, "
-          "`fmigen_augmented.c`) and the native "
+          f"`{results[0]['compiler']}` as the FMU's binary is (model.c twice: SSE2 and the AVX copy "
+          "`fmigen/runtime/fmigen_model_avx.c`, which runs here) together with the FMU's runtime "
+          "(`fmigen/runtime/fmigen_core.c`, `fmigen_augmented.c`) and the native "
           "harness `fmigen/runtime/bench_harness.c` (no FMI layer, no Python in the loop). The "
           "harness runs paper 000's experiment: explicit Euler, h = 1 ms, 3 s, the mechanism's "
           "default forces, exactly the arithmetic of `fmigen_core_step` (tested bit for bit, every "
@@ -718,7 +734,8 @@ def main(argv=None):
           "the median over repeats of each repeat's largest step.",
           "- *flops / step*: the floating-point operations the same callgrind run executed "
           "(`--dump-instr=yes`; every addsd/subsd, mulsd, divsd, sqrtsd of the harness binary — "
-          "generated model and runtime — times its executions, packed ones twice) and the libm "
+          "generated model and runtime, SSE2 or AVX (v-prefixed) — times its executions, packed "
+          "ones twice, four times on 256-bit ymm registers) and the libm "
           "calls it made (their insides not counted); *instructions / flop* is the overhead above "
           "the arithmetic itself. *Newton iterations (LU factorizations) / solve*: steps and LU "
           "factorizations per call of a generated Newton block (in a Gröbner build: the fallback, "

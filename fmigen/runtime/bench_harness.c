@@ -177,14 +177,14 @@ __attribute__((noinline, noclone)) int run_kinematic(FmigenCore *c, long nsteps,
             c->q[fmigen_independent[k]] = qi[s * NI + k];
             c->v[fmigen_independent[k]] = vi[s * NI + k];
         }
-        int e = fmigen_kinematics(t, c->q, c->p, &c->base, sol, trig);
-        if (!e) e = fmigen_embedded_velocities(t, c->q, c->v, c->p, c->u, trig);
+        int e = FMIGEN_MODEL_FN(fmigen_kinematics)(t, c->q, c->p, &c->base, sol, trig);
+        if (!e) e = FMIGEN_MODEL_FN(fmigen_embedded_velocities)(t, c->q, c->v, c->p, c->u, trig);
         if (e) { fprintf(stderr, "kinematic step %ld (t=%g): failure %d\n", s, t, e); return 1; }
         fmigen_base_accept(&c->base, t, c->q, c->v, sol);  /* as an FMU step's commit */
-        fmigen_kinematic_angles(c->q, trig);   /* every angle, as a Newton formulation gives */
+        FMIGEN_MODEL_FN(fmigen_kinematic_angles)(c->q, trig);   /* every angle, as a Newton formulation gives */
         if (peak) {
             double phi[FMIGEN_DIM(NC)];
-            fmigen_phi(t, c->q, c->v, c->p, c->u, phi);
+            FMIGEN_MODEL_FN(fmigen_phi)(t, c->q, c->v, c->p, c->u, phi);
             for (int j = 0; j < NC; j++) if (fabs(phi[j]) > *peak) *peak = fabs(phi[j]);
         }
     }

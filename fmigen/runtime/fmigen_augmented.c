@@ -102,7 +102,7 @@ int fmigen_augmented_rhs(FmigenCore *c, double t, const double *x, double *dx)
      * with Φ̇ = Φ_q v + Φ_t and LDLᵀ factorizations of M (penalty: of
      * M + ρΦ_qᵀΦ_q) and of Φ_q M⁻¹ Φ_qᵀ. */
     double ubuf[FMIGEN_DIM(NU)];
-    int k = fmigen_augmented_accel(t, q, v, c->p, fmigen_core_inputs(c, t, ubuf), c->fp, dx + NQ);
+    int k = FMIGEN_MODEL_FN(fmigen_augmented_accel)(t, q, v, c->p, fmigen_core_inputs(c, t, ubuf), c->fp, dx + NQ);
     if (k == 2) return singular(c, t, FMIGEN_FORMULATION == 2 ? "penalty matrix M + ρΦ_qᵀΦ_q" : "mass matrix M");
     if (k) return singular(c, t, "constraint matrix Φ_q M⁻¹ Φ_qᵀ (redundant or dependent constraints)");
     memcpy(dx, v, NQ * sizeof(double));

@@ -228,7 +228,7 @@ int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[])
             /* the partition of the solve the angles come from: after a
              * failed step that switched, c->part is the new one while the
              * restored state is the memo's */
-            const FmigenPartition *P = &fmigen_partitions[in->s.core.solved.part];
+            const FmigenPartition *P = &FMIGEN_MODEL_FN(fmigen_partitions)[in->s.core.solved.part];
             int independent = 0;
             for (int k = 0; k < NI; k++) independent |= P->independent[k] == (int)r;
             if (!independent) what |= FMIGEN_OBSERVE_ANGLES;

@@ -317,7 +317,7 @@ extern const double fmigen_event_times[];
 #endif
 #define FMIGEN_NX (FMIGEN_FORMULATION ? 2 * NQ : 2 * NI)
 #define FMIGEN_SWITCHING (NPART > 1 && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
-#define FMIGEN_PART(c) (&fmigen_partitions[(c)->part])
+#define FMIGEN_PART(c) (&FMIGEN_MODEL_FN(fmigen_partitions)[(c)->part])
 
 #ifndef FMIGEN_RESIDUAL_ANGLES
 #define FMIGEN_RESIDUAL_ANGLES 1
@@ -433,6 +433,39 @@ int fmigen_augmented_rhs(FmigenCore *c, double t, const double *x, double *dx);
  * definite, 3 when Φ_q M⁻¹ Φ_qᵀ is singular. */
 int fmigen_augmented_accel(double t, const double *q, const double *v, const double *p, const double *u,
                            const double *fp, double *a);
+#endif
+
+/* ---- model.c for processors with AVX (FMIGEN_AVX_DISPATCH) ----
+ * A binary FMU for x86-64 Linux holds model.c twice: as built for every
+ * x86-64 processor (SSE2) and, from fmigen_model_avx.c, compiled for AVX,
+ * its symbols ending in _avx (fmigen_names.h).  FMIGEN_MODEL_FN(f) is the
+ * copy this processor runs.  Why: SSE2's arithmetic overwrites an operand,
+ * so gcc copies registers around most operations (a fifth of a Stewart
+ * step's instructions); AVX's three-operand forms need no copies, and a
+ * step takes ~20 % fewer instructions and ~25 % less time (Stewart, five-
+ * link).  AVX, not FMA: the same IEEE operations in the same order, so both
+ * copies end in the same bits (tests/test_avx_variant.py); a fused a*b + c
+ * rounds once, and gcc fuses wherever contraction is on (GNU C modes).  A
+ * source FMU builds one copy with the importer's flags. */
+#if FMIGEN_AVX_DISPATCH && !defined(FMIGEN_MODEL_VARIANT)
+#define FMIGEN_AVX_NAME(name) FMIGEN_PASTE(name, avx)
+extern const FmigenPartition FMIGEN_AVX_NAME(fmigen_partitions)[];
+extern __typeof__(fmigen_kinematics) FMIGEN_AVX_NAME(fmigen_kinematics);
+extern __typeof__(fmigen_kinematic_angles) FMIGEN_AVX_NAME(fmigen_kinematic_angles);
+extern __typeof__(fmigen_embedded_velocities) FMIGEN_AVX_NAME(fmigen_embedded_velocities);
+extern __typeof__(fmigen_embedded_prepare) FMIGEN_AVX_NAME(fmigen_embedded_prepare);
+extern __typeof__(fmigen_embedded_finish) FMIGEN_AVX_NAME(fmigen_embedded_finish);
+extern __typeof__(fmigen_phi) FMIGEN_AVX_NAME(fmigen_phi);
+extern __typeof__(fmigen_phi_trig) FMIGEN_AVX_NAME(fmigen_phi_trig);
+extern __typeof__(fmigen_outputs) FMIGEN_AVX_NAME(fmigen_outputs);
+extern __typeof__(fmigen_outputs_trig) FMIGEN_AVX_NAME(fmigen_outputs_trig);
+#if FMIGEN_FORMULATION
+extern __typeof__(fmigen_augmented_accel) FMIGEN_AVX_NAME(fmigen_augmented_accel);
+#endif
+/* libgcc's cpuid flags (which also check that the OS saves the AVX registers) */
+#define FMIGEN_MODEL_FN(f) (__builtin_cpu_supports("avx") ? FMIGEN_AVX_NAME(f) : (f))
+#else
+#define FMIGEN_MODEL_FN(f) (f)
 #endif
 
 #endif

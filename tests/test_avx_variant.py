@@ -1,0 +1,181 @@
+"""The model's AVX copy (runtime/fmigen_model_avx.c): a binary FMU for x86-64
+Linux holds model.c and the numerical kernels twice, and runs the copy
+compiled for AVX where the processor has it.  It may change the speed and
+nothing else: the same IEEE operations in the same order (AVX, no FMA, no
+contraction), so a run ends in the same bits as with the SSE2 copy.
+
+Checked in the native harness (the benchmark's loop, the FMU's core_step
+and the kinematic run) and in real FMUs run by fmpy, each against the same
+model built without the AVX copy; and, under callgrind, that the AVX copy
+is what runs, in the harness and in an FMU loaded with dlopen."""
+import json
+import re
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import fmpy
+import numpy as np
+import pytest
+
+from fmigen import fmu
+from fmigen.bench import compile_harness, run_kinematic
+from fmigen.pipeline import build_fmu, compile_model, load_mechanism
+
+
+def _has_avx():
+    try:
+        return "avx" in Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+
+
+# without AVX both builds run the SSE2 copy: equal bits would prove nothing
+pytestmark = [pytest.mark.skipif(not fmu.avx_variant("gcc"), reason="gcc does not target x86-64 Linux here"),
+              pytest.mark.skipif(not _has_avx(), reason="this processor has no AVX")]
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+
+
+def _harness_run(gen, workdir, avx, seconds="0.4"):
+    exe = compile_harness(gen, workdir, avx=avx)
+    r = subprocess.run([str(exe), seconds, "0.001", "1"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return exe, json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("name", ["stewart", "five_link", "landing_gear_dynamic", "fourbar_chain"])
+def test_the_avx_copy_ends_in_the_same_bits_as_the_sse2_copy(name, tmp_path):
+    """Stewart: the embedding's straight-line code; the five-link: its 5×5
+    Newton block with the LU, and its kinematic run (q_i driven, q_d and v_d
+    solved every step); the landing gear: polynomial roots and a
+    Newton-first block; fourbar_chain: γ by forward differentiation.  The
+    benchmark's loop (final_q, final_v) and one fmigen_core_step over the
+    whole run (core_step_max_diff against that loop: 0 in both builds)."""
+    mech = load_mechanism(name)
+    gen = compile_model(mech).generated
+    exe_avx, with_avx = _harness_run(gen, tmp_path / "avx", True)
+    exe_plain, plain = _harness_run(gen, tmp_path / "plain", False)
+    for key in ("final_q", "final_v", "peak_violation", "core_step_max_diff"):
+        assert with_avx[key] == plain[key], key
+    assert with_avx["core_step_max_diff"] == 0.0
+    if mech.kinematic_drive:
+        names = [c.name for c in mech.coordinates]
+        drive = [float(mech.kinematic_drive_period)] + [float(mech.kinematic_drive.get(names[i], 0.0))
+                                                         for i in gen.independent]
+        a, b = (run_kinematic(exe, 0.3, 0.001, 1, drive) for exe in (exe_avx, exe_plain))
+        for key in ("final_q", "final_v", "peak_violation"):
+            assert a[key] == b[key], key
+
+
+def _executed(callgrind_out: Path, identifier: str) -> set:
+    """The model's functions (its identifier's prefix) that callgrind saw run."""
+    text = callgrind_out.read_text()
+    return set(re.findall(rf"\b{identifier}_(fmigen_\w+)", text))
+
+
+@needs_valgrind
+def test_the_avx_copy_is_what_runs_in_the_harness(tmp_path):
+    """callgrind names the functions executed: the model's kinematics,
+    embedding and LU with the _avx suffix, their SSE2 copies never."""
+    gen = compile_model(load_mechanism("five_link")).generated
+    exe, _ = _harness_run(gen, tmp_path, True, seconds="0.01")
+    out = tmp_path / "cg.out"
+    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(exe), "0.01", "0.001", "1"],
+                   capture_output=True, check=True)
+    ran = _executed(out, "five_link")
+    for fn in ("fmigen_kinematics", "fmigen_embedded_prepare", "fmigen_lu_factor", "fmigen_phi_trig"):
+        assert f"{fn}_avx" in ran and fn not in ran, (fn, sorted(ran))
+
+
+DRIVER = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+#include "fmi2Functions.h"
+static void logger(fmi2ComponentEnvironment e, fmi2String n, fmi2Status s, fmi2String c, fmi2String m, ...)
+{
+    fprintf(stderr, "%s\n", m);
+}
+int main(int argc, char **argv)
+{
+    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!h) { fprintf(stderr, "%s\n", dlerror()); return 1; }
+    fmi2InstantiateTYPE *inst = (fmi2InstantiateTYPE *)dlsym(h, "fmi2Instantiate");
+    fmi2SetupExperimentTYPE *setup = (fmi2SetupExperimentTYPE *)dlsym(h, "fmi2SetupExperiment");
+    fmi2EnterInitializationModeTYPE *enter = (fmi2EnterInitializationModeTYPE *)dlsym(h, "fmi2EnterInitializationMode");
+    fmi2ExitInitializationModeTYPE *leave = (fmi2ExitInitializationModeTYPE *)dlsym(h, "fmi2ExitInitializationMode");
+    fmi2DoStepTYPE *step = (fmi2DoStepTYPE *)dlsym(h, "fmi2DoStep");
+    fmi2GetRealTYPE *get = (fmi2GetRealTYPE *)dlsym(h, "fmi2GetReal");
+    fmi2CallbackFunctions cb = {logger, 0, 0, 0, 0};
+    fmi2Component c = inst("x", fmi2CoSimulation, argv[2], "", &cb, fmi2False, fmi2False);
+    if (!c || setup(c, fmi2False, 0.0, 0.0, fmi2False, 0.0) || enter(c) || leave(c)) return 2;
+    fmi2ValueReference vr[3] = {0, 1, 2};
+    double v[3], t = 0.0;
+    for (int k = 0; k < 300; k++, t += 1e-3) {
+        if (step(c, t, 1e-3, fmi2True) != fmi2OK) return 3;
+        if (get(c, vr, 3, v) != fmi2OK) return 4;
+    }
+    printf("%.17g %.17g %.17g\n", v[0], v[1], v[2]);
+    return 0;
+}
+"""
+
+
+@needs_valgrind
+def test_an_fmu_loaded_with_dlopen_runs_its_avx_copy(tmp_path):
+    """Through the FMI layer (fmi2.c, the instance, the core) of a real
+    binary: the crank-slider that switches its independent coordinate at
+    the dead centre, so its second partition's functions run too; the
+    model's exported functions run only as their _avx copies."""
+    path, _ = build_fmu("slider_crank_from_slider", tmp_path / "s.fmu", windows=False)
+    with zipfile.ZipFile(path) as z:
+        so = next(n for n in z.namelist() if n.endswith(".so"))
+        z.extract(so, tmp_path)
+    guid = fmpy.read_model_description(str(path)).guid
+    (tmp_path / "driver.c").write_text(DRIVER)
+    driver = tmp_path / "driver"
+    subprocess.run(["gcc", "-O1", f"-I{fmu.RUNTIME_DIR / 'fmi2'}", str(tmp_path / "driver.c"), "-ldl",
+                    "-o", str(driver)], check=True)
+    out = tmp_path / "cg.out"
+    r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(driver),
+                        str(tmp_path / so), guid], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    ran = _executed(out, "slider_crank_from_slider")
+    model = {fn for fn in ran if not fn.startswith(("fmigen_core", "fmigen_state", "fmigen_base"))}
+    assert {"fmigen_kinematics_avx", "fmigen_embedded_prepare_avx", "fmigen_phi_trig_avx"} <= model, sorted(ran)
+    assert not {fn for fn in model if not fn.endswith("_avx")} & {
+        "fmigen_kinematics", "fmigen_embedded_prepare", "fmigen_embedded_finish", "fmigen_phi_trig",
+        "fmigen_kinematic_angles", "fmigen_atan2"}, sorted(ran)
+
+
+def _simulate(path, **kw):
+    r = fmpy.simulate_fmu(str(path), **kw)
+    return {name: r[name] for name in r.dtype.names}
+
+
+@pytest.mark.parametrize("name, kw, settings", [
+    # coordinate switching: partition 1's functions are the AVX copy's too
+    ("slider_crank_from_slider", {}, dict(stop_time=0.5, output_interval=0.01, output=["theta", "x"])),
+    # an augmented formulation (fmigen_augmented_accel)
+    ("fourbar", dict(kinematics="baumgarte"), dict(stop_time=0.5, output_interval=0.01)),
+    # outputs (fmigen_outputs_trig)
+    ("quarter_car_joints", {}, dict(stop_time=0.3, output_interval=0.01)),
+    ("five_link", dict(solver="euler"), dict(stop_time=0.3, output_interval=0.001)),
+])
+def test_an_fmu_with_the_avx_copy_gives_fmpy_the_same_bits(name, kw, settings, tmp_path, monkeypatch):
+    with_avx, _ = build_fmu(name, tmp_path / "avx.fmu", windows=False, **kw)
+    monkeypatch.setattr(fmu, "avx_variant", lambda cc: False)
+    plain, _ = build_fmu(name, tmp_path / "plain.fmu", windows=False, **kw)
+    symbols = {}
+    for label, path in (("avx", with_avx), ("plain", plain)):
+        with zipfile.ZipFile(path) as z:
+            so = next(n for n in z.namelist() if n.endswith(".so"))
+            z.extract(so, tmp_path / label)
+            assert "sources/fmigen_model_avx.c" not in z.namelist()
+        symbols[label] = subprocess.run(["nm", str(tmp_path / label / so)], capture_output=True, text=True).stdout
+    assert f"{name}_fmigen_kinematics_avx" in symbols["avx"]
+    assert "_avx" not in symbols["plain"]
+    a, b = _simulate(with_avx, **settings), _simulate(plain, **settings)
+    assert a.keys() == b.keys() and len(a["time"]) > 10
+    for key in a:
+        assert np.array_equal(a[key], b[key]), key
