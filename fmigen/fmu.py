@@ -57,7 +57,7 @@ AVX_SOURCE = "fmigen_model_avx.c"
 #: packing of scalar code cost more than it saved, and with unrolled loops
 #: (the Newton blocks' and the LU's).  Callgrind, instructions per harness
 #: step of explicit Euler (fmigen bench): Stewart 10,377 with SSE2, 8,324
-#: with -mavx alone, 8,040 with these; five-link 11,168, 9,184, 8,822.
+#: with -mavx alone, 8,040 with these; five-link 11,168, 9,184, 8,830.
 AVX_FLAGS = ["-mavx", "-mno-fma", "-ffp-contract=off", "-fno-tree-vectorize", "-funroll-loops"]
 GLUE = {"2": "fmi2.c", "3": "fmi3.c"}
 FMI_HEADERS = {"2": ["fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h"],
