@@ -353,7 +353,11 @@ def _cached_object(cc: str, flags: list, source: Path, workdir: Path) -> Path:
                           capture_output=True, text=True)
     if deps.returncode != 0:
         raise BuildError(f"C compilation failed (dependencies of {source.name}):\n{deps.stderr}")
-    headers = sorted(Path(d) for d in deps.stdout.replace("\\\n", " ").split()[1:])
+    # by name, not by path: the AVX wrapper sits in a temporary directory of
+    # its own, and ordering by path would key the same files differently
+    # from build to build
+    headers = sorted((Path(d) for d in deps.stdout.replace("\\\n", " ").split()[1:]),
+                     key=lambda p: (p.name, p.read_bytes()))
     h = hashlib.sha256()
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
     h.update("\0".join([cc, version, *[f for f in flags if not f.startswith("-I")]]).encode())

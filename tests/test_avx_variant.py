@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -179,3 +180,27 @@ def test_an_fmu_with_the_avx_copy_gives_fmpy_the_same_bits(name, kw, settings, t
     assert a.keys() == b.keys() and len(a["time"]) > 10
     for key in a:
         assert np.array_equal(a[key], b[key]), key
+
+
+def test_a_rebuild_takes_both_copies_from_the_object_cache(tmp_path, monkeypatch):
+    """The AVX wrapper is compiled from a temporary directory of its own:
+    the object cache must key it by the files' names and contents, not
+    their paths (ordered by path, a new temporary name reordered the key and
+    the first warm build compiled model.c's AVX copy again)."""
+    from fmigen import groebner, variables
+    monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
+    compiled = compile_model(load_mechanism("fourbar"))
+    table = variables.table(fmu.Interface.of(compiled.embedding), 1e-3)
+    counts = []
+    # sources in directories whose paths sort before and after the wrapper's
+    # (tempfile's "tmp..." in the same directory), as two builds' may
+    for prefix in ("0fmigen", "zfmigen", "0fmigen"):
+        root = Path(tempfile.mkdtemp(prefix=prefix))
+        try:
+            fmu.write_sources(root / "sources", compiled.generated, table)
+            fmu.compile_shared(root / "sources", tmp_path / "m.so", use_cache=True)
+        finally:
+            shutil.rmtree(root)
+        counts.append(len(list((tmp_path / "cache" / "objects").glob("*.o"))))
+    # model.c, its AVX copy, three runtime sources and fmi2.c, compiled once
+    assert counts == [6, 6, 6]
