@@ -440,11 +440,12 @@ int fmigen_augmented_accel(double t, const double *q, const double *v, const dou
  * x86-64 processor (SSE2) and, from fmigen_model_avx.c, compiled for AVX,
  * its symbols ending in _avx (fmigen_names.h).  FMIGEN_MODEL_FN(f) is the
  * copy this processor runs.  Why: SSE2's arithmetic overwrites an operand,
- * so gcc copies registers around most operations (a fifth of a Stewart
- * step's instructions); AVX's three-operand forms need no copies, and a
- * step takes ~20 % fewer instructions and ~25 % less time (Stewart, five-
- * link).  AVX, not FMA: the same IEEE operations in the same order, so both
- * copies end in the same bits (tests/test_avx_variant.py); a fused a*b + c
+ * so gcc copies registers around most operations (1,308 movapd of a
+ * Stewart step's 10,377 instructions); AVX's three-operand
+ * forms need no copies, and a step takes ~20 % fewer instructions and ~20 %
+ * less CPU time (Stewart: 1.08 -> 0.85 ms per simulated second,
+ * docs/benchmarks.md).  AVX, not FMA: the same IEEE operations in the same
+ * order, so both copies end in the same bits (tests/test_avx_variant.py); a fused a*b + c
  * rounds once, and gcc fuses wherever contraction is on (GNU C modes).  A
  * source FMU builds one copy with the importer's flags. */
 #if FMIGEN_AVX_DISPATCH && !defined(FMIGEN_MODEL_VARIANT)
