@@ -3,6 +3,7 @@
 # the system packages that are missing (Singular, the Gröbner engine, only
 # when it is missing; Python's venv; gcc; mingw-w64 for the win64 DLL;
 # valgrind for the leak check; libtbb12 for the ecospy test master;
+# gcc-multilib (amd64) for a 32-bit build's test;
 # chromium and its driver for the report test), a virtual environment in .venv, and the package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,11 @@ command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || missing+=(gcc-mingw-w64-x86
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 # ecospy (a test master) loads libtbb.so.12
 ldconfig -p 2>/dev/null | grep -q 'libtbb\.so\.12' || missing+=(libtbb12)
+# gcc -m32 (32-bit x86, x87 arithmetic) for the runtime header's test on amd64
+if [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ] &&
+   ! echo 'int main(void) { return 0; }' | gcc -m32 -x c - -o /dev/null >/dev/null 2>&1; then
+    missing+=(gcc-multilib)
+fi
 # headless Chromium renders the HTML validation report in its test
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
