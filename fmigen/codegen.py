@@ -742,8 +742,12 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
     code += f"\nconst char *const fmigen_kinematics_failure[] = {{\n    \"\",\n    {fail_table}\n}};\n"
     # the runtime's atan2 (fmigen_numeric.h): reading every coordinate of an FMU
     # computes these after each step, and libm's costs 12x as many instructions
-    code += _function("void fmigen_kinematic_angles(double *q, const double *trig)",
-                      "\n".join(lang.complete_angles("top", lang.deferred) + ["    (void)q; (void)trig;"]))
+    # four at a time (fmigen_atan2_4, the same bits as one by one): what
+    # reading every coordinate after a step costs the Stewart platform's FMU
+    whole = len(lang.deferred) - len(lang.deferred) % 4
+    body = [f"    fmigen_atan2_4(q, trig, {', '.join(map(str, lang.deferred[k:k + 4]))});" for k in range(0, whole, 4)]
+    body += lang.complete_angles("top", lang.deferred[whole:]) + ["    (void)q; (void)trig;"]
+    code += _function("void fmigen_kinematic_angles(double *q, const double *trig)", "\n".join(body))
     return code, sol_start
 
 

@@ -595,7 +595,7 @@ class Core:
         m = self.m
         for k in range(m.NI):
             if not isfinite(self.q[m.independent[k]]) or not isfinite(self.v[m.independent[k]]):
-                self.message = "non-finite independent coordinate or velocity"
+                self.message = "non-finite independent coordinate or velocity at t=%.9g" % self.t
                 return 1
         sol = [0.0] * m.NSOL
         if self.kinematics(self.t, self.q, sol):
@@ -682,10 +682,7 @@ class Core:
             t = self.t + (s + 1) * self.h
         if rem > 0.0 and self.one_step(x, t, t_end - t):
             return 1
-        for k in range(2 * NI):
-            if not isfinite(x[k]):
-                self.message = "state became non-finite before t=%.9g" % t_end
-                return 1
+        # x finite: the commit's assembly tests it (the same values)
         for k in range(NI):
             self.q[m.independent[k]] = x[k]
             self.v[m.independent[k]] = x[NI + k]

@@ -133,6 +133,8 @@ def max_relative_differences(mech, kinematics, tmp_path, trials=12, dynamics="em
     # the angles the sequence leaves to fmigen_kinematic_angles (atan2 later)
     body = gen.model_c.split("void fmigen_kinematic_angles", 1)[1].split("\n}", 1)[0]
     deferred = [int(k) for k in re.findall(r"q\[(\d+)\] = fmigen_atan2", body)]
+    for group in re.findall(r"fmigen_atan2_4\(q, trig, ([\d, ]+)\)", body):   # four at a time
+        deferred += [int(k) for k in group.split(",")]
     rng = np.random.default_rng(7)
     q0 = np.array([tri.start[n] for n in dae.names])
     worst = {"qdd": 0.0, "v": 0.0, "trig": 0.0}

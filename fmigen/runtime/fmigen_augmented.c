@@ -41,40 +41,16 @@ void fmigen_formulation_init(FmigenCore *c)
 #endif
 }
 
-void fmigen_state_get(const FmigenCore *c, double *x)
-{
-#if FMIGEN_FORMULATION
-    memcpy(x, c->q, NQ * sizeof(double));
-    memcpy(x + NQ, c->v, NQ * sizeof(double));
-#else
-    for (int k = 0; k < NI; k++) {
-        x[k] = c->q[FMIGEN_PART(c)->independent[k]];
-        x[NI + k] = c->v[FMIGEN_PART(c)->independent[k]];
-    }
-#endif
-}
-
-void fmigen_state_set(FmigenCore *c, const double *x)
-{
-#if FMIGEN_FORMULATION
-    memcpy(c->q, x, NQ * sizeof(double));
-    memcpy(c->v, x + NQ, NQ * sizeof(double));
-#else
-    for (int k = 0; k < NI; k++) {
-        c->q[FMIGEN_PART(c)->independent[k]] = x[k];
-        c->v[FMIGEN_PART(c)->independent[k]] = x[NI + k];
-    }
-#endif
-}
-
 int fmigen_core_refresh(FmigenCore *c)
 {
 #if FMIGEN_FORMULATION
-    for (int i = 0; i < NQ; i++)
-        if (!isfinite(c->q[i]) || !isfinite(c->v[i])) {
-            snprintf(c->message, sizeof c->message, "non-finite coordinate or velocity at t=%.9g", c->t);
-            return 1;
-        }
+    /* by the exponent bits (fmigen_all_finite): isfinite is folded to true
+     * under an importer's -ffinite-math-only, and this is the test of a
+     * step's integrated state */
+    if (!fmigen_all_finite(c->q, NQ) || !fmigen_all_finite(c->v, NQ)) {
+        snprintf(c->message, sizeof c->message, "non-finite coordinate or velocity at t=%.9g", c->t);
+        return 1;
+    }
     c->observe_pending = FMIGEN_OBSERVE_ALL;
     return 0;
 #else
@@ -106,7 +82,7 @@ int fmigen_augmented_rhs(FmigenCore *c, double t, const double *x, double *dx)
     if (k == 2) return singular(c, t, FMIGEN_FORMULATION == 2 ? "penalty matrix M + ρΦ_qᵀΦ_q" : "mass matrix M");
     if (k) return singular(c, t, "constraint matrix Φ_q M⁻¹ Φ_qᵀ (redundant or dependent constraints)");
     memcpy(dx, v, NQ * sizeof(double));
-    for (int i = 0; i < 2 * NQ; i++) if (!isfinite(dx[i])) {
+    if (!fmigen_all_finite(dx, 2 * NQ)) {   /* the bits, as above */
         snprintf(c->message, sizeof c->message, "non-finite state derivative at t=%.9g", t);
         return 1;
     }

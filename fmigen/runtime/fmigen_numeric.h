@@ -12,12 +12,6 @@
 #include <float.h>
 #include "fmigen_runtime.h"
 
-#if defined(__GNUC__)
-#define FMIGEN_ALWAYS_INLINE static inline __attribute__((always_inline))
-#else
-#define FMIGEN_ALWAYS_INLINE static inline
-#endif
-
 /* LU with partial pivoting of the n×n row-major A in place (piv: the row
  * swaps); 1 when A is singular (a pivot not above 1e-13 of its largest
  * entry) or not finite.  One body, instantiated twice: for any n, and
@@ -110,7 +104,7 @@ static void poly_eval(int degree, const double *a, double z, double *p, double *
 
 /* atan(i/64), i = 0..64, in two parts: the correctly rounded double and the
  * rest (mpmath, 200 bits) */
-static const double atan_64ths[65] = {
+const double fmigen_atan_64ths[65] = {
     0.0, 0x1.fff555bbb729bp-7, 0x1.ffd55bba97625p-6, 0x1.7fb818430da2ap-5, 0x1.ff55bb72cfdeap-5,
     0x1.3f59f0e7c559dp-4, 0x1.7ee182602f10fp-4, 0x1.be39ebe6f07c3p-4, 0x1.fd5ba9aac2f6ep-4,
     0x1.1e1fafb043727p-3, 0x1.3d6eee8c6626cp-3, 0x1.5c9811e3ec26ap-3, 0x1.7b97b4bce5b02p-3,
@@ -127,7 +121,7 @@ static const double atan_64ths[65] = {
     0x1.6220d115d7b8ep-1, 0x1.66d663923e087p-1, 0x1.6b798920b3d99p-1, 0x1.700a7c5784634p-1,
     0x1.748978fba8e0fp-1, 0x1.78f6bbd5d315ep-1, 0x1.7d528289fa093p-1, 0x1.819d0b7158a4dp-1,
     0x1.85d69576cc2c5p-1, 0x1.89ff5ff57f1f8p-1, 0x1.8e17aa99cc05ep-1, 0x1.921fb54442d18p-1};
-static const double atan_64ths_lo[65] = {
+const double fmigen_atan_64ths_lo[65] = {
     0.0, -0x1.220c39d4dff50p-61, -0x1.5ec431444912cp-60, -0x1.86ef8f794f105p-63, -0x1.c934d86d23f1dp-60,
     0x1.ac4ce285df847p-58, -0x1.cfb654c0c3d98p-58, 0x1.f7b8f29a05987p-58, -0x1.cd37686760c17p-59,
     -0x1.b485914dacf8cp-59, 0x1.61a3b0ce9281bp-57, -0x1.054ab2c010f3dp-58, 0x1.347b0b4f881cap-58,
@@ -168,7 +162,7 @@ double fmigen_atan2(double y, double x)
     const double c = 0.015625 * i;
     const double t = (r - c) / (1.0 + r * c), z = t * t;
     const double s = z * (-1.0 / 3 + z * (1.0 / 5 + z * (-1.0 / 7 + z * (1.0 / 9))));
-    double a = atan_64ths[i] + (atan_64ths_lo[i] + (t + t * s));
+    double a = fmigen_atan_64ths[i] + (fmigen_atan_64ths_lo[i] + (t + t * s));
     if (swap) a = (0x1.921fb54442d18p+0 - a) + 0x1.1a62633145c07p-54;   /* π/2 − a */
     if (x < 0.0) a = (0x1.921fb54442d18p+1 - a) + 0x1.1a62633145c07p-53;  /* π − a */
     return copysign(a, y);

@@ -241,6 +241,107 @@ int fmigen_poly_root(int degree, const double *coeffs, double *x);
  * (fmigen_kinematic_angles): a twelfth of glibc's instructions.  NaN,
  * infinities and (±0, ±0) go to libm's atan2 and its conventions. */
 double fmigen_atan2(double y, double x);
+/* atan(i/64), i = 0..64, the correctly rounded double and the rest */
+extern const double fmigen_atan_64ths[65], fmigen_atan_64ths_lo[65];
+
+/* Four angles at once, bit for bit fmigen_atan2's: q[a] = atan2(trig[2a],
+ * trig[2a + 1]) for a = a0..a3, the generated fmigen_kinematic_angles' call
+ * with constant indices (inlined, so the gathers are plain loads).  Why:
+ * reading every coordinate of the Stewart platform after a step completes
+ * twelve leg angles: 711 instructions one at a time (a third of what the
+ * FMU's doStep added to the harness step), 345 four at a time in the AVX
+ * copy.  The lanes do fmigen_atan2's IEEE operations in its order (the
+ * masks select, never compute; r < 1/64 zeroes r·64 + 0.5 before its
+ * truncation, which gives the same i = 0); a group with a NaN, an infinity
+ * or (±0, ±0) goes to fmigen_atan2 lane by lane, whose libm call handles
+ * it.  Vector types are GCC's (9 and later: __builtin_convertvector) and
+ * clang's; another compiler takes the four calls. */
+#if defined(__GNUC__)
+#define FMIGEN_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define FMIGEN_ALWAYS_INLINE static inline
+#endif
+#ifndef FMIGEN_VECTORS   /* -DFMIGEN_VECTORS=0: the fallback (its test) */
+#if defined(__i386__) && !defined(__SSE2_MATH__)
+/* 32-bit x87 arithmetic: the scalar code keeps extended precision in its
+ * registers and the lanes do not (a review measured 111,082 of 400,000
+ * lanes off with gcc -m32), so the four calls */
+#define FMIGEN_VECTORS 0
+#elif defined(__has_builtin)
+#if __has_builtin(__builtin_convertvector)
+#define FMIGEN_VECTORS 1
+#else
+#define FMIGEN_VECTORS 0
+#endif
+#elif defined(__GNUC__) && __GNUC__ >= 9 && !defined(__INTEL_COMPILER)
+#define FMIGEN_VECTORS 1
+#else
+#define FMIGEN_VECTORS 0
+#endif
+#endif
+#if FMIGEN_VECTORS
+typedef double fmigen_v4d __attribute__((vector_size(32)));
+typedef long long fmigen_v4l __attribute__((vector_size(32)));
+typedef int fmigen_v4i __attribute__((vector_size(16)));
+/* m ? a : b lane by lane (m: all ones or zeros): one blend with AVX */
+#if defined(__AVX__)
+#define FMIGEN_SELECT(m, a, b) __builtin_ia32_blendvpd256((b), (a), (fmigen_v4d)(m))
+#else
+#define FMIGEN_SELECT(m, a, b) ((fmigen_v4d)(((m) & (fmigen_v4l)(a)) | (~(m) & (fmigen_v4l)(b))))
+#endif
+#endif
+FMIGEN_ALWAYS_INLINE void fmigen_atan2_4(double *q, const double *trig, int a0, int a1, int a2, int a3)
+{
+#if FMIGEN_VECTORS
+    const fmigen_v4d y = {trig[2 * a0], trig[2 * a1], trig[2 * a2], trig[2 * a3]};
+    const fmigen_v4d x = {trig[2 * a0 + 1], trig[2 * a1 + 1], trig[2 * a2 + 1], trig[2 * a3 + 1]};
+    /* the sign bits, a constant in memory (an integer constant was built
+     * in a register and stored to be broadcast, in every group) */
+    const fmigen_v4l sign = (fmigen_v4l)(fmigen_v4d){-0.0, -0.0, -0.0, -0.0};
+    const fmigen_v4d ax = (fmigen_v4d)((fmigen_v4l)x & ~sign), ay = (fmigen_v4d)((fmigen_v4l)y & ~sign);
+    const fmigen_v4d sum = ax + ay;
+    const fmigen_v4l ok = (sum > 0.0) & (sum < INFINITY);
+#if defined(__AVX__)
+    const int all_ok = __builtin_ia32_movmskpd256((fmigen_v4d)ok) == 15;   /* one instruction, not eight */
+#else
+    const int all_ok = (ok[0] & ok[1] & ok[2] & ok[3]) != 0;
+#endif
+    if (!all_ok) {
+        q[a0] = fmigen_atan2(y[0], x[0]);
+        q[a1] = fmigen_atan2(y[1], x[1]);
+        q[a2] = fmigen_atan2(y[2], x[2]);
+        q[a3] = fmigen_atan2(y[3], x[3]);
+        return;
+    }
+    const fmigen_v4l swap = ay > ax;
+    const fmigen_v4d r = FMIGEN_SELECT(swap, ax, ay) / FMIGEN_SELECT(swap, ay, ax);
+    const fmigen_v4l small = r < 0.015625;
+    const fmigen_v4i i = __builtin_convertvector((fmigen_v4d)(~small & (fmigen_v4l)(r * 64.0 + 0.5)), fmigen_v4i);
+    const fmigen_v4d c = 0.015625 * __builtin_convertvector(i, fmigen_v4d);
+    const fmigen_v4d t = (r - c) / (1.0 + r * c), z = t * t;
+    const fmigen_v4d s = z * (-1.0 / 3 + z * (1.0 / 5 + z * (-1.0 / 7 + z * (1.0 / 9))));
+    /* unsigned: a lane moved to a 32-bit register is zero-extended already,
+     * an int index took a sign extension each */
+    const unsigned i0 = (unsigned)i[0], i1 = (unsigned)i[1], i2 = (unsigned)i[2], i3 = (unsigned)i[3];
+    const fmigen_v4d hi = {fmigen_atan_64ths[i0], fmigen_atan_64ths[i1], fmigen_atan_64ths[i2], fmigen_atan_64ths[i3]};
+    const fmigen_v4d lo = {fmigen_atan_64ths_lo[i0], fmigen_atan_64ths_lo[i1], fmigen_atan_64ths_lo[i2],
+                           fmigen_atan_64ths_lo[i3]};
+    fmigen_v4d v = hi + (lo + (t + t * s));
+    v = FMIGEN_SELECT(swap, (0x1.921fb54442d18p+0 - v) + 0x1.1a62633145c07p-54, v);   /* π/2 − v */
+    v = FMIGEN_SELECT(x < 0.0, (0x1.921fb54442d18p+1 - v) + 0x1.1a62633145c07p-53, v);  /* π − v */
+    /* copysign: v >= +0 here (no lane is −0), its sign bit clear */
+    v = (fmigen_v4d)((fmigen_v4l)v | ((fmigen_v4l)y & sign));
+    q[a0] = v[0];
+    q[a1] = v[1];
+    q[a2] = v[2];
+    q[a3] = v[3];
+#else
+    q[a0] = fmigen_atan2(trig[2 * a0], trig[2 * a0 + 1]);
+    q[a1] = fmigen_atan2(trig[2 * a1], trig[2 * a1 + 1]);
+    q[a2] = fmigen_atan2(trig[2 * a2], trig[2 * a2 + 1]);
+    q[a3] = fmigen_atan2(trig[2 * a3], trig[2 * a3 + 1]);
+#endif
+}
 
 /* Dense LU with partial pivoting (row-major n×n), shared by the embedding and
  * the Newton blocks.  factor returns non-zero when the matrix is singular. */
@@ -419,9 +520,7 @@ int fmigen_core_rhs_accept(FmigenCore *c, double t, const double *x, double *dx)
 
 /* fmigen_augmented.c */
 void fmigen_formulation_init(FmigenCore *c);
-/* x (FMIGEN_NX) from / into c->q, c->v: [q_i, v_i] or, augmented, [q, v] */
-void fmigen_state_get(const FmigenCore *c, double *x);
-void fmigen_state_set(FmigenCore *c, const double *x);
+/* fmigen_state_get, fmigen_state_set: at the end of this header */
 /* After a step or a state change: the embedded formulation assembles (solves
  * q_d, v_d); an augmented one only checks its q, v.  Either way residual and
  * outputs are left to fmigen_core_observe. */
@@ -468,5 +567,39 @@ extern __typeof__(fmigen_augmented_accel) FMIGEN_AVX_NAME(fmigen_augmented_accel
 #else
 #define FMIGEN_MODEL_FN(f) (f)
 #endif
+
+
+/* x (FMIGEN_NX) from / into c->q, c->v: [q_i, v_i] or, augmented, [q, v].
+ * Inline: a doStep calls both, and the calls and the partition's dispatch
+ * were a third of their instructions.  The index table is this translation
+ * unit's copy, without the dispatch (the SSE2 and AVX copies hold the same
+ * numbers). */
+static inline void fmigen_state_get(const FmigenCore *c, double *x)
+{
+#if FMIGEN_FORMULATION
+    memcpy(x, c->q, NQ * sizeof(double));
+    memcpy(x + NQ, c->v, NQ * sizeof(double));
+#else
+    const int *independent = fmigen_partitions[c->part].independent;
+    FMIGEN_UNROLL for (int k = 0; k < NI; k++) {
+        x[k] = c->q[independent[k]];
+        x[NI + k] = c->v[independent[k]];
+    }
+#endif
+}
+
+static inline void fmigen_state_set(FmigenCore *c, const double *x)
+{
+#if FMIGEN_FORMULATION
+    memcpy(c->q, x, NQ * sizeof(double));
+    memcpy(c->v, x + NQ, NQ * sizeof(double));
+#else
+    const int *independent = fmigen_partitions[c->part].independent;
+    FMIGEN_UNROLL for (int k = 0; k < NI; k++) {
+        c->q[independent[k]] = x[k];
+        c->v[independent[k]] = x[NI + k];
+    }
+#endif
+}
 
 #endif
