@@ -89,7 +89,8 @@ from .codegen_recursive import DYNAMICS
 from .triangular import KINEMATICS, triangularize
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
-CFLAGS = ["-O2", "-std=c99", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unused-variable"]
+#: the FMU binary's (fmu.CFLAGS) without -fPIC; --opt replaces the first two
+CFLAGS = ["-O2", "-fno-math-errno", "-std=c99", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unused-variable"]
 DEFAULT_TOLERANCES = (1e-3, 1e-6)
 #: augmented formulations (fmigen/formulation.py), built on the Gröbner model
 STABILIZED = formulation.AUGMENTED
@@ -157,7 +158,7 @@ def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, 
     (workdir / "model_config.h").write_text(gen.config_h)
     exe = workdir / "bench_harness"
     defs = ([f"-DFMIGEN_NEWTON_TOL={tolerance!r}"] if tolerance is not None else []) + list(defines)
-    flags = CFLAGS if not opt else [*opt, *CFLAGS[1:]]
+    flags = CFLAGS if not opt else [*opt, *CFLAGS[2:]]
     if avx is None:
         avx = not opt and avx_variant(cc)
     includes = [f"-I{workdir}", f"-I{RUNTIME_DIR}"]
@@ -524,7 +525,7 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
     resolved = "recursive" if any(g.macros.get("FMIGEN_DYNAMICS_RECURSIVE") for g, _ in sources.values()) \
         else "embedded"
     return {"mechanism": mech.name, "stop_time": stop_time, "step": step, "solver": "euler", "dynamics": resolved,
-            "repeats": repeats, "cpu": _cpu_name(), "compiler": f"gcc {' '.join(opt or CFLAGS[:1])} {CFLAGS[1]}",
+            "repeats": repeats, "cpu": _cpu_name(), "compiler": f"gcc {' '.join(opt or CFLAGS[:2])} {CFLAGS[2]}",
             "seconds": round(time.perf_counter() - t0, 2), "rows": rows}
 
 
