@@ -555,22 +555,27 @@ GCC and clang, inlined with the indices constant), the scalar
 `fmigen_atan2`'s IEEE operations lane by lane, so the same bits
 (tests/test_runtime_lu.py, 400,000 groups with special values in some
 lanes, for SSE2, AVX, no vector types and x87): Stewart's twelve leg
-angles 711 → 311 instructions a step in the AVX copy. *The step's
+angles 711 → 311 instructions a step in the AVX copy (323 in the final
+build below: gcc placed the fallback differently). *The step's
 bookkeeping*: the residual's max two at a time (SSE2 `maxpd`, 81 → 32), a
 communication step of one internal step without the division, floor and
 remainder, the state's gather and scatter inline, the memo's key compared
 without a branch per entry, v_i gathered only when the embedding half
 misses, and no finiteness test of the integrated state before the commit
-tests the same values. Stewart doStep 9,936 → {s_fmu:,.0f} (1.24× → {s_ratio:.3f}× the
-harness step; one-off, in order: the angles 9,593, the bookkeeping the
-rest); the harness step, whose right-hand side shares the v_i and dx
-changes, 8,040 → {s_g:,.0f}. What is left above
+tests the same values. *No errno*: the binary is compiled with
+`-fno-math-errno` (nothing reads errno), so a square root is the
+instruction alone, without the compare, the jump to libm's `sqrt` for a
+negative argument and the spills around that call (the residual
+normalizes 15 sin/cos pairs); the same bits. Stewart doStep 9,936 →
+{s_fmu:,.0f} (1.24× → {s_ratio:.3f}× the harness step; one-off, in order: the angles
+9,593, the bookkeeping 9,221, no errno the rest); the harness step, whose
+right-hand side shares the v_i, dx and errno changes, 8,040 → {s_g:,.0f}. What is left above
 the harness step ({s_fmu:,.0f} − {s_g:,.0f}) is mostly what reading every output
-needs: the angles (311 instructions, one-off callgrind profile), Φ at the
-unit-circle pairs for `constraint_residual` and its max (~480); the rest
+needs: the angles (323 instructions, one-off callgrind profile), Φ at the
+unit-circle pairs for `constraint_residual` and its max (~440); the rest
 (~400) makes the state consistent and restorable (copies of q, v and the
 solve, the state's gather and scatter, the memo's key, the finiteness
-tests). The target is met by a few instructions, so a harness made
+tests). The target is met by a few dozen instructions, so a harness made
 cheaper without a cheaper observation would miss it again.
 
 **Generated embedding** (`fmigen/codegen_embedding.py`). The runtime's
