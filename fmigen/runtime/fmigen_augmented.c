@@ -1,5 +1,7 @@
 /* fmigen runtime: the augmented formulations (constraint stabilization and
- * virtual springs) and the state packing shared by every formulation.
+ * virtual springs) and the commit every formulation calls (refresh); the
+ * state packing shared by every formulation, fmigen_state_get/_set, is
+ * inline in fmigen_runtime.h.
  *
  * model_config.h selects the formulation (codegen/formulation.py):
  *   FMIGEN_FORMULATION 0   embedded ODE (fmigen_core.c), x = [q_i, v_i]
