@@ -250,7 +250,7 @@ int fmigen_core_assemble(FmigenCore *c)
  * reloaded and stored it.  Unrolled: the loop's counting and branch were a
  * third of its instructions (Stewart's 18: observing 189 -> 140 a step).
  * Two at a time with SSE2 (maxpd, the max of each half, then of the two):
- * 81 -> 35 instructions for the 18.  As before, a NaN |x_k| is not taken
+ * 81 -> 32 instructions for the 18.  As before, a NaN |x_k| is not taken
  * (max(a, r) is a > r ? a : r, lane by lane), so the order does not matter. */
 static double max_abs(const double *x, int n)
 {
