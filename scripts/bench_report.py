@@ -577,6 +577,18 @@ unit-circle pairs for `constraint_residual` and its max (~440); the rest
 solve, the state's gather and scatter, the memo's key, the finiteness
 tests). The target is met by a few dozen instructions, so a harness made
 cheaper without a cheaper observation would miss it again.
+*Through the FMI API* the importer pays more than that: "FMU doStep at h"
+counts the runtime core (`fmigen_core_step` and what the first read
+computes), not `fmi2DoStep` and `fmi2GetReal`. `scripts/bench_fmi_api.py`
+counts those on a real Stewart FMU (explicit Euler, 1 ms; a C driver loads
+its binary with dlopen, 3000 × fmi2DoStep of 1 ms each followed by one
+fmi2GetReal; one-off, 2026-11-27): 8,454 instructions a step reading
+nothing, 10,369 reading the 49 coordinates, velocities and
+`constraint_residual`, 10,743 reading all 62 reals (1.34× the harness
+step). `fmi2GetReal` itself took 2,704 of those 62
+reads' instructions until it stopped looking each coordinate up in the
+partition's list of independent ones (a table per call instead: 1,449, 23
+a value; before: 11,999 a step).
 
 **Generated embedding** (`fmigen/codegen_embedding.py`). The runtime's
 generic embedding (block LU of Φ_d and loops over index arrays for Bᵀ M B)
