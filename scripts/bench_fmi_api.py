@@ -5,7 +5,7 @@ counts the runtime core (fmigen_core_step and what the first read computes).
     python scripts/bench_fmi_api.py [mechanism] [--steps 3000] [--json]
 
 Builds the mechanism's Co-Simulation FMU (explicit Euler, h = 1 ms), loads
-its Linux binary with dlopen from a small C driver, and counts with
+its Linux binary with dlopen from fmigen/runtime/fmi2_driver.c, and counts with
 callgrind the loop of fmi2DoStep(1 ms) followed by one fmi2GetReal of the
 first N Real variables (value references in model-description order), for
 N = 0, the coordinates, velocities and constraint_residual (2·NQ + 1), and
@@ -24,52 +24,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-DRIVER = r"""
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include "fmi2Functions.h"
-static void logger(fmi2ComponentEnvironment e, fmi2String n, fmi2Status s, fmi2String c, fmi2String m, ...)
-{
-    fprintf(stderr, "%s\n", m);
-}
-static fmi2DoStepTYPE *step;
-static fmi2GetRealTYPE *get;
-static fmi2ValueReference vr[4096];
-static int nvr;
-/* noinline: callgrind counts this loop (--toggle-collect=run) */
-__attribute__((noinline)) int run(fmi2Component c, long n, int nread)
-{
-    static double v[4096];
-    double t = 0.0;
-    for (long k = 0; k < n; k++, t += 1e-3) {
-        if (step(c, t, 1e-3, fmi2True) != fmi2OK) return 3;
-        if (nread && get(c, vr, (size_t)nread, v) != fmi2OK) return 4;
-    }
-    return 0;
-}
-int main(int argc, char **argv)
-{
-    /* argv: binary, guid, file of value references, steps, how many to read */
-    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!h) { fprintf(stderr, "%s\n", dlerror()); return 1; }
-    fmi2InstantiateTYPE *inst = (fmi2InstantiateTYPE *)dlsym(h, "fmi2Instantiate");
-    fmi2SetupExperimentTYPE *setup = (fmi2SetupExperimentTYPE *)dlsym(h, "fmi2SetupExperiment");
-    fmi2EnterInitializationModeTYPE *enter = (fmi2EnterInitializationModeTYPE *)dlsym(h, "fmi2EnterInitializationMode");
-    fmi2ExitInitializationModeTYPE *leave = (fmi2ExitInitializationModeTYPE *)dlsym(h, "fmi2ExitInitializationMode");
-    step = (fmi2DoStepTYPE *)dlsym(h, "fmi2DoStep");
-    get = (fmi2GetRealTYPE *)dlsym(h, "fmi2GetReal");
-    FILE *f = fopen(argv[3], "r");
-    if (!f) return 1;
-    while (nvr < 4096 && fscanf(f, "%u", &vr[nvr]) == 1) nvr++;
-    fclose(f);
-    const int nread = atoi(argv[5]) < nvr ? atoi(argv[5]) : nvr;
-    fmi2CallbackFunctions cb = {logger, 0, 0, 0, 0};
-    fmi2Component c = inst("bench", fmi2CoSimulation, argv[2], "", &cb, fmi2False, fmi2False);
-    if (!c || setup(c, fmi2False, 0.0, 0.0, fmi2False, 0.0) || enter(c) || leave(c)) return 2;
-    return run(c, atol(argv[4]), nread);
-}
-"""
 
 
 def main(argv=None) -> int:
@@ -88,13 +42,11 @@ def main(argv=None) -> int:
         path, _ = build_fmu(args.mechanism, tmp / "m.fmu", solver="euler", step=1e-3, windows=False)
         md = fmpy.read_model_description(str(path))
         reals = [v for v in md.modelVariables if v.type == "Real"]
-        (tmp / "vrs.txt").write_text(" ".join(str(v.valueReference) for v in reals))
         with zipfile.ZipFile(path) as z:
             so = next(n for n in z.namelist() if n.endswith(".so"))
             z.extract(so, tmp)
-        (tmp / "driver.c").write_text(DRIVER)
-        subprocess.run(["gcc", "-O1", f"-I{fmu.RUNTIME_DIR / 'fmi2'}", str(tmp / "driver.c"), "-ldl",
-                        "-o", str(tmp / "driver")], check=True)
+        subprocess.run(["gcc", "-O1", f"-I{fmu.RUNTIME_DIR / 'fmi2'}", str(fmu.RUNTIME_DIR / "fmi2_driver.c"),
+                        "-ldl", "-o", str(tmp / "driver")], check=True)
         # the coordinates, their velocities and the residual lead the table
         lead = next((i for i, v in enumerate(reals) if v.name == "constraint_residual"), None)
         counts = {"nothing": 0, **({"q, der(q), constraint_residual": lead + 1} if lead is not None else {}),
@@ -104,8 +56,8 @@ def main(argv=None) -> int:
             print(f"callgrind: fmi2DoStep + fmi2GetReal of {n} ({label})", file=sys.stderr)
             cg = tmp / f"cg.{n}"
             r = subprocess.run(["valgrind", "--tool=callgrind", "--toggle-collect=run", f"--callgrind-out-file={cg}",
-                                str(tmp / "driver"), str(tmp / so), md.guid, str(tmp / "vrs.txt"), str(args.steps),
-                                str(n)], capture_output=True, text=True)
+                                str(tmp / "driver"), str(tmp / so), md.guid, str(args.steps),
+                                *(str(v.valueReference) for v in reals[:n])], capture_output=True, text=True)
             if r.returncode:
                 raise SystemExit(f"the driver failed ({r.returncode}): {r.stderr[-2000:]}")
             total = next(int(line.split()[1]) for line in cg.read_text().splitlines() if line.startswith("summary:"))
