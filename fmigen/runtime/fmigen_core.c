@@ -148,13 +148,13 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
      * part of q̈_i (or what the commit of this state left: first-same-as-last),
      * then q̈_i with the inputs */
     int k = 0;
-    const int work_hit = hit && work_matches(c, P, t, x);
-    /* v_i into v: prepare completes v_d there, and the base takes it (a
-     * hit on the embedding half reads the memo's v instead; a miss on the
-     * kinematics is a miss on both) */
-    if (!work_hit) FMIGEN_UNROLL for (int i = 0; i < NI; i++) v[P->independent[i]] = x[NI + i];
-    if (work_hit) { vs = m->v; ws = m->work; }
-    else k = P->prepare(t, qs, v, c->p, ts, work);
+    if (hit && work_matches(c, P, t, x)) { vs = m->v; ws = m->work; }
+    else {
+        /* v_i into v: prepare completes v_d there, and the base takes it
+         * (a miss on the kinematics is a miss on the embedding half too) */
+        FMIGEN_UNROLL for (int i = 0; i < NI; i++) v[P->independent[i]] = x[NI + i];
+        k = P->prepare(t, qs, v, c->p, ts, work);
+    }
     double ubuf[FMIGEN_DIM(NU)];
     if (!k) k = P->finish(t, qs, vs, c->p, fmigen_core_inputs(c, t, ubuf), ts, ws, dx + NI);
     if (k) {
@@ -432,7 +432,9 @@ int fmigen_core_step(FmigenCore *c, double H)
     if (H == c->h) {
         /* one internal step: the communication step a HIL rig or a driving
          * simulator uses, without the division, floor and remainder below
-         * (what their loop does for H = h: one step of t_end − t) */
+         * (what their loop does for H = h: one step of t_end − t).  The
+         * loop alone costs a Stewart doStep 52 instructions more (9,228
+         * against 9,176, with the floor replaced by a conversion) */
         if (one_step(c, x, t, t_end - t)) return 1;
     } else {
         /* Full internal steps of h, then one shorter step to land on t_end.

@@ -160,11 +160,10 @@ double fmigen_atan2(double y, double x)
     const double r = swap ? ax / ay : ay / ax;
     const int i = r < 0.015625 ? 0 : (int)(r * 64.0 + 0.5);
     const double c = 0.015625 * i;
-    const double t = (r - c) / (1.0 + r * c), z = t * t;
-    const double s = z * (-1.0 / 3 + z * (1.0 / 5 + z * (-1.0 / 7 + z * (1.0 / 9))));
-    double a = fmigen_atan_64ths[i] + (fmigen_atan_64ths_lo[i] + (t + t * s));
-    if (swap) a = (0x1.921fb54442d18p+0 - a) + 0x1.1a62633145c07p-54;   /* π/2 − a */
-    if (x < 0.0) a = (0x1.921fb54442d18p+1 - a) + 0x1.1a62633145c07p-53;  /* π − a */
+    const double t = FMIGEN_ATAN_REDUCE(r, c), z = t * t;
+    double a = fmigen_atan_64ths[i] + (fmigen_atan_64ths_lo[i] + FMIGEN_ATAN_SERIES(t, z));
+    if (swap) a = FMIGEN_HALF_PI_MINUS(a);
+    if (x < 0.0) a = FMIGEN_PI_MINUS(a);
     return copysign(a, y);
 }
 

@@ -243,13 +243,21 @@ int fmigen_poly_root(int degree, const double *coeffs, double *x);
 double fmigen_atan2(double y, double x);
 /* atan(i/64), i = 0..64, the correctly rounded double and the rest */
 extern const double fmigen_atan_64ths[65], fmigen_atan_64ths_lo[65];
+/* fmigen_atan2's arithmetic, written once for its scalar form
+ * (fmigen_numeric.h) and its four lanes (fmigen_atan2_4), so both do the
+ * same operations in the same order: t from r and its 64th c, atan t by its
+ * series in z = t², and π/2 − a and π − a in two parts */
+#define FMIGEN_ATAN_REDUCE(r, c) (((r) - (c)) / (1.0 + (r) * (c)))
+#define FMIGEN_ATAN_SERIES(t, z) ((t) + (t) * ((z) * (-1.0 / 3 + (z) * (1.0 / 5 + (z) * (-1.0 / 7 + (z) * (1.0 / 9))))))
+#define FMIGEN_HALF_PI_MINUS(a) ((0x1.921fb54442d18p+0 - (a)) + 0x1.1a62633145c07p-54)
+#define FMIGEN_PI_MINUS(a) ((0x1.921fb54442d18p+1 - (a)) + 0x1.1a62633145c07p-53)
 
 /* Four angles at once, bit for bit fmigen_atan2's: q[a] = atan2(trig[2a],
  * trig[2a + 1]) for a = a0..a3, the generated fmigen_kinematic_angles' call
  * with constant indices (inlined, so the gathers are plain loads).  Why:
  * reading every coordinate of the Stewart platform after a step completes
  * twelve leg angles: 711 instructions one at a time (a third of what the
- * FMU's doStep added to the harness step), 345 four at a time in the AVX
+ * FMU's doStep added to the harness step), 323 four at a time in the AVX
  * copy.  The lanes do fmigen_atan2's IEEE operations in its order (the
  * masks select, never compute; r < 1/64 zeroes r·64 + 0.5 before its
  * truncation, which gives the same i = 0); a group with a NaN, an infinity
@@ -318,17 +326,16 @@ FMIGEN_ALWAYS_INLINE void fmigen_atan2_4(double *q, const double *trig, int a0, 
     const fmigen_v4l small = r < 0.015625;
     const fmigen_v4i i = __builtin_convertvector((fmigen_v4d)(~small & (fmigen_v4l)(r * 64.0 + 0.5)), fmigen_v4i);
     const fmigen_v4d c = 0.015625 * __builtin_convertvector(i, fmigen_v4d);
-    const fmigen_v4d t = (r - c) / (1.0 + r * c), z = t * t;
-    const fmigen_v4d s = z * (-1.0 / 3 + z * (1.0 / 5 + z * (-1.0 / 7 + z * (1.0 / 9))));
+    const fmigen_v4d t = FMIGEN_ATAN_REDUCE(r, c), z = t * t;
     /* unsigned: a lane moved to a 32-bit register is zero-extended already,
      * an int index took a sign extension each */
     const unsigned i0 = (unsigned)i[0], i1 = (unsigned)i[1], i2 = (unsigned)i[2], i3 = (unsigned)i[3];
     const fmigen_v4d hi = {fmigen_atan_64ths[i0], fmigen_atan_64ths[i1], fmigen_atan_64ths[i2], fmigen_atan_64ths[i3]};
     const fmigen_v4d lo = {fmigen_atan_64ths_lo[i0], fmigen_atan_64ths_lo[i1], fmigen_atan_64ths_lo[i2],
                            fmigen_atan_64ths_lo[i3]};
-    fmigen_v4d v = hi + (lo + (t + t * s));
-    v = FMIGEN_SELECT(swap, (0x1.921fb54442d18p+0 - v) + 0x1.1a62633145c07p-54, v);   /* π/2 − v */
-    v = FMIGEN_SELECT(x < 0.0, (0x1.921fb54442d18p+1 - v) + 0x1.1a62633145c07p-53, v);  /* π − v */
+    fmigen_v4d v = hi + (lo + FMIGEN_ATAN_SERIES(t, z));
+    v = FMIGEN_SELECT(swap, FMIGEN_HALF_PI_MINUS(v), v);
+    v = FMIGEN_SELECT(x < 0.0, FMIGEN_PI_MINUS(v), v);
     /* copysign: v >= +0 here (no lane is −0), its sign bit clear */
     v = (fmigen_v4d)((fmigen_v4l)v | ((fmigen_v4l)y & sign));
     q[a0] = v[0];
