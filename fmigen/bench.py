@@ -89,8 +89,15 @@ from .codegen_recursive import DYNAMICS
 from .triangular import KINEMATICS, triangularize
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
-#: the FMU binary's (fmu.CFLAGS) without -fPIC; --opt replaces the first two
-CFLAGS = ["-O2", "-fno-math-errno", "-std=c99", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unused-variable"]
+
+
+def harness_cflags(opt=None) -> list:
+    """The FMU binary's flags (fmu.CFLAGS) without -fPIC, its optimization
+    flags replaced by ``opt`` when given.  (fmu, which imports fmpy, is
+    imported here and not at the top: the CLI imports this module to build
+    its parser.)"""
+    from .fmu import CFLAGS, OPT_FLAGS
+    return [*(opt or OPT_FLAGS), *(f for f in CFLAGS[len(OPT_FLAGS):] if f != "-fPIC")]
 DEFAULT_TOLERANCES = (1e-3, 1e-6)
 #: augmented formulations (fmigen/formulation.py), built on the Gröbner model
 STABILIZED = formulation.AUGMENTED
@@ -158,7 +165,7 @@ def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, 
     (workdir / "model_config.h").write_text(gen.config_h)
     exe = workdir / "bench_harness"
     defs = ([f"-DFMIGEN_NEWTON_TOL={tolerance!r}"] if tolerance is not None else []) + list(defines)
-    flags = CFLAGS if not opt else [*opt, *CFLAGS[2:]]
+    flags = harness_cflags(opt)
     if avx is None:
         avx = not opt and avx_variant(cc)
     includes = [f"-I{workdir}", f"-I{RUNTIME_DIR}"]
@@ -525,7 +532,8 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
     resolved = "recursive" if any(g.macros.get("FMIGEN_DYNAMICS_RECURSIVE") for g, _ in sources.values()) \
         else "embedded"
     return {"mechanism": mech.name, "stop_time": stop_time, "step": step, "solver": "euler", "dynamics": resolved,
-            "repeats": repeats, "cpu": _cpu_name(), "compiler": f"gcc {' '.join(opt or CFLAGS[:2])} {CFLAGS[2]}",
+            "repeats": repeats, "cpu": _cpu_name(),
+            "compiler": "gcc " + " ".join(f for f in harness_cflags(opt) if not f.startswith("-W")),
             "seconds": round(time.perf_counter() - t0, 2), "rows": rows}
 
 

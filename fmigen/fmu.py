@@ -69,12 +69,12 @@ MINGW_CC = "x86_64-w64-mingw32-gcc"
 KINDS = ("cs", "me")
 SOLVERS = {"euler": 0, "rk4": 1, "symplectic": 2}   # runtime/fmigen_runtime.h
 #: -fno-math-errno: nothing reads errno, and sqrt's errno branch (a compare,
-#: a jump and the spills around its cold libm call) was 3 of the ~9
-#: instructions of each of the 15 sin/cos normalizations in the Stewart
-#: platform's residual; the same bits (vsqrtsd either way).  Stewart doStep
+#: a jump to libm's sqrt and the spills around that cold call) cost the
+#: Stewart platform's residual, which normalizes 15 sin/cos pairs, 433
+#: instead of 395 instructions; the same bits (vsqrtsd either way).  Stewart doStep
 #: 9,221 -> 9,176 instructions, harness step 8,028 -> 8,009.
-CFLAGS = ["-O2", "-fno-math-errno", "-std=c99", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter",
-          "-Wno-unused-variable"]
+OPT_FLAGS = ["-O2", "-fno-math-errno"]
+CFLAGS = [*OPT_FLAGS, "-std=c99", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unused-variable"]
 
 
 class BuildError(RuntimeError):
@@ -362,13 +362,12 @@ def _cached_object(cc: str, flags: list, source: Path, workdir: Path) -> Path:
     # by name, not by path: the AVX wrapper sits in a temporary directory of
     # its own, and ordering by path would key the same files differently
     # from build to build
-    headers = sorted((Path(d) for d in deps.stdout.replace("\\\n", " ").split()[1:]),
-                     key=lambda p: (p.name, p.read_bytes()))
+    headers = sorted((Path(d).name, Path(d).read_bytes()) for d in deps.stdout.replace("\\\n", " ").split()[1:])
     h = hashlib.sha256()
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
     h.update("\0".join([cc, version, *[f for f in flags if not f.startswith("-I")]]).encode())
-    for f in [source, *headers]:
-        h.update(b"\0" + f.name.encode() + b"\0" + f.read_bytes())
+    for name, text in [(source.name, source.read_bytes()), *headers]:
+        h.update(b"\0" + name.encode() + b"\0" + text)
     cached = CACHE_DIR / "objects" / f"{h.hexdigest()}.o"
     if not cached.exists():
         obj, _ = _compile_object(cc, flags, source, workdir / f"{source.stem}.{h.hexdigest()[:8]}.o")

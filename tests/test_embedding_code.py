@@ -15,7 +15,7 @@ import pytest
 from sympy import Piecewise, cos, sin
 
 from fmigen import codegen
-from fmigen.bench import CFLAGS, RUNTIME_DIR
+from fmigen.bench import RUNTIME_DIR, harness_cflags
 from fmigen.dae import build_dae
 from fmigen.embed import embed, embedded_rhs
 from fmigen.model import Mechanism
@@ -124,7 +124,7 @@ def max_relative_differences(mech, kinematics, tmp_path, trials=12, dynamics="em
     (tmp_path / "model_config.h").write_text(gen.config_h)
     (tmp_path / "driver.c").write_text(DRIVER)
     exe = tmp_path / "driver"
-    r = subprocess.run(["gcc", *CFLAGS, f"-I{tmp_path}", f"-I{RUNTIME_DIR}", str(tmp_path / "model.c"),
+    r = subprocess.run(["gcc", *harness_cflags(), f"-I{tmp_path}", f"-I{RUNTIME_DIR}", str(tmp_path / "model.c"),
                         str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "fmigen_augmented.c"),
                         str(tmp_path / "driver.c"), "-lm", "-o", str(exe)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -240,7 +240,7 @@ def test_chunked_embedding_is_bit_identical(tmp_path):
         (d / "model.c").write_text(code)
         (d / "model_config.h").write_text(gen.config_h)
         (d / "driver.c").write_text(DRIVER)
-        r = subprocess.run(["gcc", *CFLAGS, f"-I{d}", f"-I{RUNTIME_DIR}", str(d / "model.c"),
+        r = subprocess.run(["gcc", *harness_cflags(), f"-I{d}", f"-I{RUNTIME_DIR}", str(d / "model.c"),
                             str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "fmigen_augmented.c"),
                             str(d / "driver.c"), "-lm", "-o", str(d / "driver")], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
