@@ -89,8 +89,6 @@ def test_the_avx_copy_is_what_runs_in_the_harness(tmp_path):
         assert f"{fn}_avx" in ran and fn not in ran, (fn, sorted(ran))
 
 
-
-
 @needs_valgrind
 def test_an_fmu_loaded_with_dlopen_runs_its_avx_copy(tmp_path):
     """Through the FMI layer (fmi2.c, the instance, the core) of a real
