@@ -985,7 +985,7 @@ def parse_inputs(text: str | None) -> dict:
 
 def cli_assemble(args, log) -> int:
     from .pipeline import load_mechanism
-    mech = load_mechanism(args.mechanism)
+    mech = load_mechanism(args.mechanism, use_cache=not args.no_cache)
     try:
         res = assemble(mech, parse_inputs(args.inputs), hidden=args.hidden, method=args.method,
                        sylvester=args.sylvester,

@@ -172,7 +172,7 @@ def check(spec, use_cache=True, log=None) -> dict:
     from .pipeline import compile_model, prepare_mechanism
     from .triangular import block_name
     log = log or (lambda msg: None)
-    mech = prepare_mechanism(spec, log)
+    mech = prepare_mechanism(spec, log, use_cache)
     if mech.kinematic and not mech.coordinates:
         raise ModelError(f"'{mech.name}' has no coordinates to check")
     compiled = compile_model(mech, use_cache=use_cache, log=log)

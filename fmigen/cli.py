@@ -42,6 +42,11 @@ def _choices(*allowed):
 def cmd_build(args):
     from .pipeline import build_fmus
     t0 = time.perf_counter()
+    if Path(args.output).is_dir():
+        # checked before deriving: packaging is the last stage, and a cold
+        # build of the vehicle takes minutes to get there
+        raise ModelError(f"-o {args.output} is a directory; give the FMU file to write, such as "
+                         f"{Path(args.output) / (Path(args.mechanism).stem + '.fmu')}")
     order = args.order.split(",") if args.order else None
     from .formulation import AUGMENTED, option_name, params_from_args
     given = params_from_args(args)
@@ -163,7 +168,7 @@ def cmd_triangularize(args):
     from .pipeline import compile_model, load_mechanism
     t0 = time.perf_counter()
     order = args.order.split(",") if args.order else None
-    compiled = compile_model(load_mechanism(args.mechanism), order=order,
+    compiled = compile_model(load_mechanism(args.mechanism, use_cache=not args.no_cache), order=order,
                              use_cache=not args.no_cache, log=_log(args))
     seconds = time.perf_counter() - t0
     blocks = []

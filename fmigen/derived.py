@@ -19,12 +19,24 @@ by
 
 A hit returns a ``Derived`` (no symbolic model); callers that need the DAE,
 partition or triangularization derive as before (with the Gröbner cache).
+
+The same root (``joint_models``) keeps a second, earlier cache: the
+low-level ``Mechanism`` that ``joint_model.to_mechanism`` makes of a
+``JointSystem`` (``mechanism_of``), keyed by the joint system itself with
+the same source digest.  Why: for a large joint system the conversion,
+not the derivation, is what a warm build waits for (the vehicle: ~9 s of
+sympy differentiation and constraint selection before the derived-model key
+can even be computed).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import os
+import pickle
+import platform
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,10 +84,90 @@ def source_digest() -> str:
     return h.hexdigest()
 
 
+#: the joint-system conversion's entries (``mechanism_of``): a new format
+#: changes every key
+JOINT_FORMAT = "joint-model-1"
+
+
+def mechanism_of(system, use_cache=True):
+    """``joint_model.to_mechanism(system)``, read from the cache when the same
+    joint system was converted by the same code before.
+
+    The key is the sha256 of the joint system's canonical text
+    (``_canonical``: every body, marker, joint, load, output and option it
+    holds; the conversion reads nothing else), the fmigen source digest, and
+    the sympy, numpy and Python versions (the start projection is numeric).
+    A joint system holding something the text cannot describe is converted
+    every time.  An entry is a pickle of the
+    Mechanism, written atomically; one that cannot be read is converted
+    again and rewritten.  (Like any local cache, its directory must be the
+    user's own: a pickle runs code when read.)"""
+    import numpy
+    from .joint_model import to_mechanism
+    if not use_cache:
+        return to_mechanism(system)
+    try:
+        data = json.dumps(_canonical(system))
+    except TypeError:   # something the key cannot describe: no entry
+        return to_mechanism(system)
+    h = hashlib.sha256()
+    for part in (JOINT_FORMAT, source_digest(), sp.__version__, numpy.__version__, platform.python_version(),
+                 data):
+        h.update(part.encode() + b"\0")
+    path = groebner.CACHE_DIR / "joint_models" / f"{h.hexdigest()}.pickle"
+    if path.exists():
+        try:
+            mech = pickle.loads(path.read_bytes())
+            if type(mech).__name__ == "Mechanism":
+                return mech
+        except Exception:   # a damaged or foreign entry: convert and rewrite it
+            pass
+    mech = to_mechanism(system)
+    try:
+        blob = pickle.dumps(mech, protocol=4)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return mech
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(blob)
+    tmp.replace(path)
+    return mech
+
+
+def _canonical(x):
+    """A joint system as JSON-able data that is the same for equal systems:
+    sympy objects by ``srepr``, dataclasses by their fields, a marker by its
+    body's name (not the body: the body lists its markers).  Why not the
+    pickle: its bytes follow object identity (sympy's cache hands a second
+    build the first one's objects, which pickle as references), so the same
+    mechanism built twice in one process pickled differently."""
+    from .joints import Marker
+    if isinstance(x, Marker):
+        return ["Marker", x.body.name, x.name, _canonical(x.position), _canonical(x.rotation)]
+    if isinstance(x, (sp.Basic, sp.MatrixBase)):
+        return sp.srepr(x)
+    if isinstance(x, (bool, int, str)) or x is None:
+        return x
+    if isinstance(x, float):
+        return repr(x)
+    if isinstance(x, (list, tuple)):
+        return [_canonical(v) for v in x]
+    if isinstance(x, dict):
+        return [[_canonical(k), _canonical(v)] for k, v in x.items()]
+    if dataclasses.is_dataclass(x):
+        return [type(x).__name__] + [[f.name, _canonical(getattr(x, f.name))] for f in dataclasses.fields(x)]
+    raise TypeError(f"no canonical form of {type(x).__name__}")
+
+
 def key_text(mech, options: dict) -> str:
     """What the derived model is a function of (see the module docstring), as text."""
     from .workspace import mechanism_unit_scales
-    s = sp.srepr
+    # the arguments in sympy's own canonical order (order="none"): the
+    # printer's term ordering was 1.4 of the vehicle's 2.0 s here, and adds
+    # nothing to a key (equal expressions have their arguments in the same
+    # order, whatever process built them)
+    def s(expr):
+        return sp.srepr(expr, order="none")
     w = mech.world
     model = {
         "name": mech.name,

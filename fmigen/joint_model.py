@@ -495,17 +495,35 @@ class _Numeric:
         if stray:
             raise ModelError(f"closure equations use {sorted(map(str, stray))}: only coordinates and "
                              "structural parameters may enter a joint's geometry")
-        exprs = [e.subs(t, 0) for e in exprs]
-        self.m = len(exprs)
-        vec = sp.Matrix(exprs) if exprs else sp.zeros(0, 1)
+        self.exprs = [e.subs(t, 0) for e in exprs]
+        self.m = len(self.exprs)
+        vec = sp.Matrix(self.exprs) if self.exprs else sp.zeros(0, 1)
         self._f = sp.lambdify(self.q, vec, "numpy", cse=True)
-        self._J = sp.lambdify(self.q, vec.jacobian(self.q), "numpy", cse=True)
+        self._J = None
 
     def f(self, q):
         return np.array(self._f(*q), dtype=float).ravel()
 
     def J(self, q):
+        if self._J is None:
+            self._J = sp.lambdify(self.q, self._jacobian(), "numpy", cse=True)
         return np.array(self._J(*q), dtype=float).reshape(self.m, len(q))
+
+    def _jacobian(self):
+        """∂Φ/∂q, differentiating each row only by the coordinates it reads
+        (the same entries as ``Matrix.jacobian``).  Why: built on first use
+        and sparse, it no longer dominates loading a joint system — a
+        closure row reads its own loop's coordinates only (the vehicle: 60
+        rows of 75 coordinates; the dense Jacobian's 4,500 derivatives took
+        most of the 3.1 s of constraint selection, and the first of the two
+        systems selection builds, and the start check's, never read it)."""
+        J = sp.zeros(self.m, len(self.q))
+        index = {s: i for i, s in enumerate(self.q)}
+        for j, e in enumerate(self.exprs):
+            for s in e.free_symbols:
+                if s in index:
+                    J[j, index[s]] = e.diff(s)
+        return J
 
 
 def _project(num: _Numeric, q0, free, iterations=60):

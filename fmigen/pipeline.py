@@ -25,17 +25,18 @@ from .triangular import Triangularization, triangularize
 MECHANISMS_DIR = Path(__file__).resolve().parent.parent / "mechanisms"
 
 
-def load_mechanism(spec: str) -> Mechanism:
+def load_mechanism(spec: str, use_cache=True) -> Mechanism:
     """``spec`` is a path to a module (``mechanisms/fourbar.py``), a bare name
     (``fourbar``) or a MuJoCo model file (``model.xml``).  Its ``build()`` returns a ``Mechanism`` or a
-    ``joints.JointSystem``, which is converted (``joint_model.to_mechanism``)."""
+    ``joints.JointSystem``, which is converted (``joint_model.to_mechanism``; with ``use_cache``
+    through ``derived.mechanism_of``'s cache)."""
     path = Path(spec)
     if path.suffix.lower() == ".xml":
         # a MuJoCo model (MJCF): its bodies and joints (fmigen/mjcf.py)
         if not path.exists():
             raise ModelError(f"no MJCF file {path}")
         from .mjcf import import_mjcf
-        return as_mechanism(import_mjcf(path), str(path))
+        return as_mechanism(import_mjcf(path), str(path), use_cache)
     if path.suffix != ".py":
         candidates = [Path.cwd() / "mechanisms" / f"{spec}.py", MECHANISMS_DIR / f"{spec}.py"]
         path = next((c for c in candidates if c.exists()), candidates[-1])
@@ -53,15 +54,15 @@ def load_mechanism(spec: str) -> Mechanism:
     module_spec.loader.exec_module(module)
     if not hasattr(module, "build"):
         raise ModelError(f"{path} has no build() -> Mechanism function")
-    return as_mechanism(module.build(), f"{path}: build()")
+    return as_mechanism(module.build(), f"{path}: build()", use_cache)
 
 
-def as_mechanism(obj, what="the mechanism") -> Mechanism:
-    """A ``Mechanism`` as it is, a ``JointSystem`` converted to one."""
+def as_mechanism(obj, what="the mechanism", use_cache=True) -> Mechanism:
+    """A ``Mechanism`` as it is, a ``JointSystem`` converted to one (read
+    from the conversion cache with ``use_cache``, ``derived.mechanism_of``)."""
     from .joints import JointSystem
     if isinstance(obj, JointSystem):
-        from .joint_model import to_mechanism
-        return to_mechanism(obj)
+        return derived.mechanism_of(obj, use_cache)
     if not isinstance(obj, Mechanism):
         raise ModelError(f"{what} returned {type(obj).__name__}, not a Mechanism or a JointSystem")
     return obj
@@ -75,7 +76,7 @@ def _copy(mech: Mechanism) -> Mechanism:
     return out
 
 
-def prepare_mechanism(spec_or_mech, log=None) -> Mechanism:
+def prepare_mechanism(spec_or_mech, log=None, use_cache=True) -> Mechanism:
     """The mechanism as every build simulates it (the C and Python FMUs and
     ``fmigen bench``): loaded, and its start taken as the real assembly at
     the start input nearest the guesses (``assemble.start_assembly_hook``:
@@ -85,9 +86,9 @@ def prepare_mechanism(spec_or_mech, log=None) -> Mechanism:
     converted."""
     from .assemble import start_assembly_hook
     if isinstance(spec_or_mech, (str, Path)):
-        mech = load_mechanism(spec_or_mech)
+        mech = load_mechanism(spec_or_mech, use_cache)
     else:
-        mech = _copy(as_mechanism(spec_or_mech))
+        mech = _copy(as_mechanism(spec_or_mech, use_cache=use_cache))
     start_assembly_hook(mech, log=log or (lambda msg: None))
     return mech
 
@@ -223,7 +224,7 @@ def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_c
     elif formulation_params:
         raise ModelError(f"formulation parameters {sorted(formulation_params)} apply to --kinematics "
                          f"{'|'.join(formulation.AUGMENTED)} only")
-    mech = prepare_mechanism(spec_or_mech, log)
+    mech = prepare_mechanism(spec_or_mech, log, use_cache)
     t0 = time.perf_counter()
     options = {"order": order, "kinematics": kinematics, "newton_tol": newton_tol, "dynamics": dynamics}
     compiled, hit = derived.derive(

@@ -1363,7 +1363,7 @@ def build_python_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use
     log = log or (lambda msg: None)
     check_pythonfmu()
     if compiled is None:
-        mech = prepare_mechanism(spec_or_mech, log)
+        mech = prepare_mechanism(spec_or_mech, log, use_cache)
         compiled = compile_model(mech, order=order, use_cache=use_cache, log=log, kinematics=kinematics,
                                  newton_tol=newton_tol)
     if compiled.mechanism.switch_independent:

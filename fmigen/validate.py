@@ -327,7 +327,8 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     log = log or (lambda msg: None)
     if peer not in (None, "mujoco"):
         raise ModelError(f"unknown peer '{peer}' (the one peer is mujoco)")
-    mech = load_mechanism(spec) if isinstance(spec, (str, Path)) else as_mechanism(spec)
+    mech = (load_mechanism(spec, use_cache) if isinstance(spec, (str, Path)) else
+            as_mechanism(spec, use_cache=use_cache))
     if mech.kinematic:
         raise ModelError(f"'{mech.name}' is kinematic (no dynamics): there is no DAE trajectory to "
                          "validate against; sweep its inputs instead")

@@ -49,6 +49,12 @@ def test_build_by_path_and_bad_mechanism(tmp_path):
     assert "[5/5] compiling and packaging" in p.stderr and "\r" not in p.stderr
     p = run("build", "nosuch", "-o", str(tmp_path / "x.fmu"))
     assert p.returncode == 2 and "no mechanism 'nosuch'" in p.stderr
+    # an existing directory as the output: refused before deriving, by name
+    # (it was an IsADirectoryError traceback from zipfile once the build had
+    # run to its last stage)
+    p = run("build", "slider_crank", "-o", str(tmp_path))
+    assert p.returncode == 2 and f"-o {tmp_path} is a directory" in p.stderr
+    assert "Traceback" not in p.stderr and "[1/5]" not in p.stderr
 
 
 def test_step_must_be_positive():

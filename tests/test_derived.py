@@ -87,3 +87,55 @@ def test_validate_reuses_the_cached_build(cache):
     assert not any(HIT in m for m in first) and any(HIT in m for m in second)
     assert r2.passed and r2.max_abs_error == r1.max_abs_error
     assert r2.max_abs_velocity_error == r1.max_abs_velocity_error
+
+
+# --- the joint-system conversion cache (derived.mechanism_of) -----------------
+
+def _joint_system(name="stewart_joints"):
+    import importlib
+    return importlib.import_module(f"mechanisms.{name}").build()
+
+
+def test_joint_conversion_is_read_back_as_converted(cache, monkeypatch):
+    """The second conversion of the same joint system is the recorded one:
+    to_mechanism does not run, and the mechanism is the fresh one to every
+    detail the derived-model key reads (bodies' DCMs and angular velocities,
+    constraints, forces, outputs, starts)."""
+    import fmigen.joint_model as joint_model
+    from fmigen.derived import key_text, mechanism_of
+    fresh = joint_model.to_mechanism(_joint_system())
+    first = mechanism_of(_joint_system())
+    entries = list((cache / "joint_models").glob("*.pickle"))
+    assert len(entries) == 1
+
+    def refuse(system):
+        raise AssertionError("converted again although the entry exists")
+    monkeypatch.setattr(joint_model, "to_mechanism", refuse)
+    second = mechanism_of(_joint_system())
+    options = {"order": None, "kinematics": "groebner"}
+    assert key_text(second, options) == key_text(fresh, options) == key_text(first, options)
+    assert [c.start for c in second.coordinates] == [c.start for c in fresh.coordinates]
+    assert second.joint_system.name == fresh.name
+
+
+def test_joint_conversion_key_follows_the_system(cache):
+    """A changed joint system (a structural parameter's value) is a new
+    entry with its own result; use_cache=False neither reads nor writes;
+    a damaged entry is converted again and rewritten."""
+    from fmigen.derived import mechanism_of
+    base = mechanism_of(_joint_system("fourbar_joints"))
+    changed = _joint_system("fourbar_joints")
+    p = next(p for p in changed.parameters if not p.tunable)
+    p.value = float(p.value) * 1.1
+    other = mechanism_of(changed)
+    entries = sorted((cache / "joint_models").glob("*.pickle"))
+    assert len(entries) == 2
+    assert next(q.value for q in other.parameters if q.name == p.name) == p.value
+    assert [c.start for c in other.coordinates] != [c.start for c in base.coordinates]
+    mechanism_of(_joint_system("slider_crank_joints"), use_cache=False)
+    assert len(list((cache / "joint_models").glob("*.pickle"))) == 2
+    for e in entries:
+        e.write_bytes(b"not a pickle")
+    again = mechanism_of(_joint_system("fourbar_joints"))
+    assert [c.start for c in again.coordinates] == [c.start for c in base.coordinates]
+    assert sorted(e.read_bytes() == b"not a pickle" for e in entries) == [False, True]
