@@ -1259,6 +1259,8 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
         return _function(f"void {name}({sig}, double *out)",
                          "    (void)t; (void)q; (void)v; (void)p; (void)u;\n" + prelude + body)
 
+    always_independent = set(emb.independent).intersection(*(set(e.independent) for e, _ in alternatives))
+
     def trig_fn(name, sig, M):
         """The same from the sin/cos the kinematics left in ``trig`` (the
         trig_plan angles: filled by every partition's kinematics, as the
@@ -1272,9 +1274,16 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
         # that of the q the FMU reports (atan2 of the pair), not of the
         # pair's distance from the circle; a sqrt and a division per angle
         # against sin and cos of the atan2
+        # ... except an angle independent in every partition: the kinematics
+        # fills its pair with sin and cos of the coordinate itself
+        # (trig_from_q), which is what a residual at the reported q reads
+        # (the Stewart platform's three of fifteen: ~27 instructions a step)
         trig_lines, unit = [], {}
         for k in sorted(dae.q_sym.index(a) for a in angles):
-            if sp.sin(dae.q_sym[k]) in trig[1]:
+            if sp.sin(dae.q_sym[k]) in trig[1] and k in always_independent:
+                unit[sp.sin(dae.q_sym[k])] = sp.Symbol(f"trig[{2 * k}]")
+                unit[sp.cos(dae.q_sym[k])] = sp.Symbol(f"trig[{2 * k + 1}]")
+            elif sp.sin(dae.q_sym[k]) in trig[1]:
                 s_, c_ = f"trig[{2 * k}]", f"trig[{2 * k + 1}]"
                 trig_lines.append(f"    const double r_q{k} = 1.0/sqrt({s_}*{s_} + {c_}*{c_}); "
                                   f"const double ts_q{k} = {s_}*r_q{k}, tc_q{k} = {c_}*r_q{k};")

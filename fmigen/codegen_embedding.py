@@ -420,7 +420,14 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
         names = {}
         for g in group_names:
             for key in dict(groups)[g]:
-                names[(g, key)] = code.let(g + "_", c(values[(g, key)]))
+                value = values[(g, key)]
+                # an entry that is zero only after the trig substitution and
+                # the circle reduction (the Stewart legs' M coupling β and s,
+                # zero once cos² + sin² = 1 is used) is a structural zero
+                # from here on: a named 0 would still be multiplied (gcc may
+                # not drop 0·x, which is NaN for an infinite x).  Not Φ_q's,
+                # whose named entries the block factorizations read
+                names[(g, key)] = None if g != "J" and value == 0 else code.let(g + "_", c(value))
         return names
 
     blocks = _blocks(emb, tri)
@@ -480,7 +487,7 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
         Fn, Fu = {}, {}
         for i in Fv:
             terms = sp.Add.make_args(values[("F", i)])
-            free = [a for a in terms if not (a.free_symbols & u_dep)]
+            free = [a for a in terms if a != 0 and not (a.free_symbols & u_dep)]
             Fn[i] = code.let("F_", c(sp.Add(*free))) if free else None
             if len(free) < len(terms):
                 Fu[i] = code.let("Fu_", c(sp.Add(*[a for a in terms if a.free_symbols & u_dep])))

@@ -120,6 +120,17 @@ def max_relative_differences(mech, kinematics, tmp_path, trials=12, dynamics="em
     if mech.name == "pushed_stewart" and dynamics == "embedded":
         # the leg-by-leg sums, with the inputs' share in finish
         assert "const double nb" in gen.model_c and "const double zu" in gen.model_c
+        # M's β-s entry of every leg is zero only once sin² + cos² = 1 is
+        # used: a structural zero, no named 0 multiplied (it was M_244 = 0 ..
+        # M_264 = 0, each in four products)
+        rhs = gen.model_c.split("int fmigen_embedded_prepare", 1)[1]
+        assert not re.findall(r"const double (?:M|G|F)_\d+ = 0;", rhs)
+        # the residual scales the sequence's sin/cos pairs onto the circle,
+        # not the platform angles': their pairs are sin and cos of q itself
+        phi = gen.model_c.split("void fmigen_phi_trig", 1)[1].split("\n}", 1)[0]
+        normalized = {int(k) for k in re.findall(r"const double r_q(\d+) =", phi)}
+        assert normalized and not normalized & set(emb.independent)
+        assert normalized == set(codegen.trig_plan(emb)[0]) - set(emb.independent)
     (tmp_path / "model.c").write_text(gen.model_c)
     (tmp_path / "model_config.h").write_text(gen.config_h)
     (tmp_path / "driver.c").write_text(DRIVER)
