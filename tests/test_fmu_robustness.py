@@ -130,6 +130,53 @@ def test_calls_in_the_wrong_state_are_errors(fmus, fmi):
     s.freeInstance()
 
 
+@pytest.mark.parametrize("fmi,kind", [("2", "cs"), ("2", "me"), ("3", "cs")])
+def test_get_real_reads_every_slot_and_refuses_unknown_references(fmus, fmi, kind):
+    """GetReal's tables (fmigen_instance.c, index_values): one call for every
+    declared variable gives what one call per variable gives; a value
+    reference past the table, and the acceleration slot a Co-Simulation FMU
+    leaves undeclared, are errors naming it; a Model Exchange FMU solves
+    its accelerations when read (the rhs, through the slow path)."""
+    s, vr = _slave(fmus, fmi, kind)
+    _init(s, fmi)
+    get = s.getReal if fmi == "2" else s.getFloat64
+    md = fmus[fmi, kind][1]
+    reals = [v for v in md.modelVariables if v.type in ("Real", "Float64") and v.causality != "independent"]
+    declared = [v.valueReference for v in reals]
+    # at the start, each slot holds what the modelDescription starts it at
+    # (the crank angle and velocity, the input, the parameters): a table
+    # pointing a group at another's array fails here
+    at_start = dict(zip(declared, get(declared)))
+    exact = [v for v in reals if v.start is not None and (v.initial == "exact" or v.causality in
+                                                         ("input", "parameter"))]
+    assert len(exact) >= 6
+    for v in exact:
+        assert at_start[v.valueReference] == float(v.start), v.name
+    assert at_start[vr["constraint_residual"]] <= 1e-12
+    if kind == "cs":
+        s.doStep(0.0, 0.01)
+    together = get(declared)
+    assert together == [get([r])[0] for r in declared]
+    assert all(math.isfinite(x) for x in together)
+    if kind == "me":
+        # the crank under its 6 N·m torque accelerates from rest
+        assert get([vr["der(theta,2)"]])[0] > 0
+    for bad in (max(declared) + 1000, 2 ** 31):
+        with pytest.raises(FMICallException) as e:
+            get([declared[0], bad])
+        assert _status(e) == 3
+    if kind == "cs":
+        # the slot of der(theta,2) (value reference 13 in Model Exchange):
+        # undeclared in Co-Simulation, an error there
+        acc = next(v.valueReference for v in fmus[fmi, "me"][1].modelVariables if v.name == "der(theta,2)")
+        assert acc not in declared
+        with pytest.raises(FMICallException) as e:
+            get([acc])
+        assert _status(e) == 3
+    s.terminate()
+    s.freeInstance()
+
+
 def test_me_functions_check_state_and_sizes(fmus):
     s, vr = _slave(fmus, "2", "me")
     dx = np.zeros(2)

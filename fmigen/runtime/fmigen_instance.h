@@ -73,7 +73,19 @@ typedef struct FgInstance {
     const void *callbacks;   /* the FMI version's callback data, owned by the wrapper */
     void *environment;
     char *name;
+    /* GetReal's tables, made once per instance (index_values).  value_of:
+     * per value reference, where the value is (in s, so an FMU state
+     * restored into this instance is read the same way); NULL for a slot
+     * read otherwise: the accelerations (Model Exchange: solved on demand)
+     * and a slot this interface type does not have.  read_needs: per
+     * partition and value reference, what reading it needs: the
+     * FMIGEN_OBSERVE_* bits (a dependent coordinate may be a deferred
+     * angle), FG_READ_SLOW where value_of is NULL */
+    const double *value_of[VR_END > 0 ? VR_END : 1];
+    unsigned char read_needs[NPART][VR_END > 0 ? VR_END : 1];
 } FgInstance;
+
+enum { FG_READ_SLOW = 0x80 };
 
 FgInstance *fg_new(const char *name, int kind, int logging_on, FgEmit emit, const void *callbacks, void *env);
 void fg_free(FgInstance *in);

@@ -138,8 +138,11 @@ static inline double fmigen_max(double a, double b) { return a > b ? a : b; }
 /* a short loop of known count unrolled (gcc -O2 does not by itself) */
 #if defined(__GNUC__)
 #define FMIGEN_UNROLL _Pragma("GCC unroll 8")
+/* ... and a loop of any count four iterations at a time */
+#define FMIGEN_UNROLL_4 _Pragma("GCC unroll 4")
 #else
 #define FMIGEN_UNROLL
+#define FMIGEN_UNROLL_4
 #endif
 /* Every x[k] finite, by its bits: (bits & exponent) + 2^52 reaches 2^63
  * exactly when the exponent is all ones (±inf, NaN), so the OR of those sums
