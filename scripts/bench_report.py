@@ -516,12 +516,20 @@ right-hand side. (The "before" numbers one-off, measured on each change's
 parent commit on 2026-11-26.) What is left is mostly arithmetic: the
 Stewart step executes {s_g_flops:,.0f} floating-point operations in
 {s_g:,.0f} instructions; of its `fmigen_embedded_prepare` about half is
-linear algebra and the rest the model quantities. Halving it needs more
-structure than the blockwise sum: each leg's Φ_i = [I | −[R b_k]× T(φ)]
-shares T, so the legs' terms could be summed in body-frame (angular
-velocity) coordinates and T applied once, γ and F written in those
-quantities, and the kinematics' platform points R b_k (its K_1..K_3)
-handed to the embedding as its sin/cos are.
+linear algebra and the rest the model quantities. By the operators in its
+C (one-off, before the structural zeros below): γ ~590, F ~330, the
+leg-by-leg Bᵀ M B with its LDLᵀ ~1,020, v_d with the Jacobian blocks and
+their inverses ~560. Body-frame quantities alone would not halve that:
+γ written as ω × (ω × R b_k) plus the velocity-product rate of ω, both
+formed once, is ~460 operations for the six legs by the same count — the
+joint CSE already shares most of what the expanded Euler-angle polynomials
+repeat. What would is the legs' sameness: their code is the same up to
+constants, so the six legs in the lanes of vector types (as
+`fmigen_atan2_4` does for the angles: the same IEEE operations per lane,
+so the same bits) would run the per-leg part, most of the step, in about a
+third of its instructions. The legs' expressions would have to be derived
+with their constants as symbols first: with numbers, legs 5 and 6 (base
+points on x = 0) are not even the same expressions.
 
 **The FMU step toward the harness**. *First-same-as-last*: the
 generated right-hand side is cut into `fmigen_embedded_prepare` (v_d, Φ_d⁻¹Φ_i,
@@ -572,23 +580,40 @@ normalizes 15 sin/cos pairs); the same bits. Stewart doStep 9,936 →
 right-hand side shares the v_i, dx and errno changes, 8,040 → {s_g:,.0f}. What is left above
 the harness step ({s_fmu:,.0f} − {s_g:,.0f}) is mostly what reading every output
 needs: the angles (323 instructions, one-off callgrind profile), Φ at the
-unit-circle pairs for `constraint_residual` and its max (~440); the rest
+unit-circle pairs for `constraint_residual` and its max (~440; 384 plus
+the max since it reads the platform angles' pairs as they are); the rest
 (~400) makes the state consistent and restorable (copies of q, v and the
 solve, the state's gather and scatter, the memo's key, the finiteness
-tests). The target is met by a few dozen instructions, so a harness made
-cheaper without a cheaper observation would miss it again.
+tests). The target is met by a handful of instructions (8 after the
+structural zeros below), so a harness made cheaper without a cheaper
+observation misses it: the observation, not the ratio, is what an importer's
+step costs beyond the harness.
 *Through the FMI API* the importer pays more than that: "FMU doStep at h"
 counts the runtime core (`fmigen_core_step` and what the first read
 computes), not `fmi2DoStep` and `fmi2GetReal`. `scripts/bench_fmi_api.py`
 counts those on a real Stewart FMU (explicit Euler, 1 ms; a C driver loads
 its binary with dlopen, 3000 × fmi2DoStep of 1 ms each followed by one
-fmi2GetReal; one-off, 2026-11-27): 8,454 instructions a step reading
-nothing, 10,369 reading the 49 coordinates, velocities and
-`constraint_residual`, 10,743 reading all 62 reals (1.34× the harness
-step). `fmi2GetReal` itself took 2,704 of those 62
-reads' instructions until it stopped looking each coordinate up in the
-partition's list of independent ones (a table per call instead: 1,449, 23
-a value; before: 11,999 a step).
+fmi2GetReal; one-off, 2026-11-27, at 1311614): 8,257 instructions a step
+reading nothing, 9,706 reading the 49 coordinates, velocities and
+`constraint_residual`, 9,856 reading all 62 reals (1.26× the harness
+step; 10,745 = 1.34× at 454ee06, 11,999 before that). `fmi2GetReal`
+itself took 2,704 instructions for those 62 reads while it looked each
+coordinate up in the partition's list of independent ones; a table per
+call made that 1,449 (23 a value, two passes over the value references
+through the groups' ranges); now two tables made once per instance
+(`index_values`: a pointer per value reference, and per partition what
+reading it needs) leave an OR pass and a load pass, both unrolled: 770.
+*Structural zeros after the circle*: a mass-matrix, γ or force entry that
+is zero only once sin² + cos² = 1 is used (each Stewart leg's β–s mass
+entry) was a named 0 multiplied in four products a leg (gcc keeps 0·x, NaN
+for an infinite x); it is now a structural zero like any other: harness
+8,004 → {s_g:,.0f}, doStep 9,178 → 8,979 (flops 4,104 → {s_g_flops:,.0f}), the
+five-link unchanged. *The residual at the reported angles*: the residual
+scaled every sin/cos pair onto the unit circle, also the platform's three
+Euler angles, whose pairs are libm's sin and cos of the coordinate in every
+partition; those are read as they are now (doStep 8,979 → {s_fmu:,.0f};
+Stewart's peak |Φ| 1.44e-15 → 1.33e-15, the residual's last bits). Every
+row's final state is the same to the bit as before both.
 
 **Generated embedding** (`fmigen/codegen_embedding.py`). The runtime's
 generic embedding (block LU of Φ_d and loops over index arrays for Bᵀ M B)
