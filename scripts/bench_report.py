@@ -521,9 +521,9 @@ C (one-off, before the structural zeros below): γ ~590, F ~330, the
 leg-by-leg Bᵀ M B with its LDLᵀ ~1,020, v_d with the Jacobian blocks and
 their inverses ~560. Body-frame quantities alone would not halve that:
 γ written as ω × (ω × R b_k) plus the velocity-product rate of ω, both
-formed once, is ~460 operations for the six legs by the same count — the
-joint CSE already shares most of what the expanded Euler-angle polynomials
-repeat. What would is the legs' sameness: their code is the same up to
+formed once, comes to ~460 operations for the six legs by a hand count (an
+estimate, not generated code) — the joint CSE already shares most of what
+the expanded Euler-angle polynomials repeat. What would is the legs' sameness: their code is the same up to
 constants, so the six legs in the lanes of vector types (as
 `fmigen_atan2_4` does for the angles: the same IEEE operations per lane,
 so the same bits) would run the per-leg part, most of the step, in about a
