@@ -185,7 +185,7 @@ def bundle(spec, out_dir, stop_time=2.0, output_interval=None, reference_rtol=1e
     from .reference import assemble_newton, solve_reference
     log = log or (lambda msg: None)
     seconds = {}
-    mech = load_mechanism(spec)
+    mech = load_mechanism(spec, use_cache)
     if mech.kinematic:
         raise ModelError(f"'{mech.name}' is kinematic (no dynamics): there is no DAE reference to bundle")
     output_interval = output_interval or max(step, round(0.01 / step) * step)

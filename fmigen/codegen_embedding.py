@@ -486,11 +486,12 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
         # finish, _split_inputs, is then small)
         Fn, Fu = {}, {}
         for i in Fv:
-            terms = sp.Add.make_args(values[("F", i)])
-            free = [a for a in terms if a != 0 and not (a.free_symbols & u_dep)]
+            terms = [a for a in sp.Add.make_args(values[("F", i)]) if a != 0]
+            free = [a for a in terms if not (a.free_symbols & u_dep)]
+            with_u = [a for a in terms if a.free_symbols & u_dep]
             Fn[i] = code.let("F_", c(sp.Add(*free))) if free else None
-            if len(free) < len(terms):
-                Fu[i] = code.let("Fu_", c(sp.Add(*[a for a in terms if a.free_symbols & u_dep])))
+            if with_u:
+                Fu[i] = code.let("Fu_", c(sp.Add(*with_u)))
         if dynamics == "recursive":
             recursive.accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, ind, n)
             code.emit("return 0;")

@@ -275,9 +275,13 @@ def accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, independent, n):
     ``Jn`` {(row, col): name} the C names of Φ_q, ``Gn`` of γ, ``Mn`` of M
     (both triangles), ``Fn``/``Fu`` the forces without and with the
     inputs, ``inv[bi](rhs, tag)`` the factored diagonal block bi of Φ_d."""
+    # M's structural non-zeros only: an entry the model's code found zero
+    # (codegen_embedding's stage: zero once sin² + cos² = 1) is None there,
+    # and would count as a coupling and be emitted as a factor
     M = {}
     for (r, s), name in Mn.items():
-        M[_key(r, s)] = name
+        if name is not None:
+            M[_key(r, s)] = name
     rows = {}
     for (j, i), name in Jn.items():
         rows.setdefault(j, {})[i] = name
@@ -345,6 +349,9 @@ def accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, independent, n):
             for d in unk:
                 del adj[d], readers[d]
             for (r, s), name in new.items():
+                if name is None:   # an exact zero (nothing was there, nothing filled in)
+                    M.pop((r, s), None)
+                    continue
                 M[(r, s)] = name
                 if r != s:
                     adj[r].add(s)
@@ -362,7 +369,7 @@ def accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, independent, n):
             dinv = code.let("eDi", f"1.0/{d}")
             S = sorted(adj[i])
             Mis = {s: m(i, s) for s in S}
-            lo = {s: code.let("eL", f"{Mis[s]}*{dinv}") for s in S}
+            lo = {s: code.let("eL", f"{Mis[s]}*{dinv}") if Mis[s] else None for s in S}
             new = {}
             for a, r in enumerate(S):
                 for s in S[a:]:
@@ -373,6 +380,9 @@ def accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, independent, n):
                 adj[r].discard(i)
             del adj[i], readers[i]
             for (r, s), name in new.items():
+                if name is None:   # an exact zero (nothing was there, nothing filled in)
+                    M.pop((r, s), None)
+                    continue
                 M[(r, s)] = name
                 if r != s:
                     adj[r].add(s)
@@ -383,7 +393,8 @@ def accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, independent, n):
     F = {}
     for i in set(Fn) | set(Fu):
         parts = [x for x in (Fn.get(i), Fu.get(i)) if x]
-        F[i] = parts[0] if len(parts) == 1 else code.let("eF", " + ".join(parts))
+        if parts:   # (a force that is an exact zero has no name)
+            F[i] = parts[0] if len(parts) == 1 else code.let("eF", " + ".join(parts))
     gam = dict(Gn)
     record = []
     for step in steps:

@@ -37,6 +37,7 @@ import json
 import os
 import pickle
 import platform
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,7 +109,7 @@ def mechanism_of(system, use_cache=True):
         return to_mechanism(system)
     try:
         data = json.dumps(_canonical(system))
-    except TypeError:   # something the key cannot describe: no entry
+    except (TypeError, ValueError, RecursionError):   # something the key cannot describe: no entry
         return to_mechanism(system)
     h = hashlib.sha256()
     for part in (JOINT_FORMAT, source_digest(), sp.__version__, numpy.__version__, platform.python_version(),
@@ -123,14 +124,17 @@ def mechanism_of(system, use_cache=True):
         except Exception:   # a damaged or foreign entry: convert and rewrite it
             pass
     mech = to_mechanism(system)
+    # the cache is optional: a mechanism that does not pickle, or a cache
+    # directory that cannot be written, costs the next load a conversion,
+    # never this one its result
     try:
         blob = pickle.dumps(mech, protocol=4)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return mech
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(blob)
-    tmp.replace(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(blob)
+        tmp.replace(path)
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError, OSError):
+        pass
     return mech
 
 

@@ -381,7 +381,7 @@ def sweep(spec, params: list[str], stop_time=None, output_interval=None, outputs
     if not specs:
         raise ModelError("give at least one --param NAME=SPEC")
     runs = design(specs, samples, seed)
-    mech = load_mechanism(spec)
+    mech = load_mechanism(spec, use_cache)
     # before the build (seconds): a structural parameter cannot be swept at all
     for s in specs:
         if s.name in structural_names(mech):
@@ -459,7 +459,7 @@ def add_parser(sub):
                        samples=args.samples, seed=args.seed, scheduler=args.scheduler, workers=args.workers,
                        trajectories=bool(args.trajectories), fmu=args.fmu, solver=args.solver, step=args.step,
                        use_cache=not args.no_cache, log=log)
-        out = args.output or f"{load_mechanism(args.mechanism).name}_sweep.parquet"
+        out = args.output or f"{load_mechanism(args.mechanism, not args.no_cache).name}_sweep.parquet"
         result.write_parquet(out)
         if args.trajectories:
             result.write_trajectories(args.trajectories)

@@ -134,6 +134,15 @@ def test_joint_conversion_key_follows_the_system(cache):
     assert [c.start for c in other.coordinates] != [c.start for c in base.coordinates]
     mechanism_of(_joint_system("slider_crank_joints"), use_cache=False)
     assert len(list((cache / "joint_models").glob("*.pickle"))) == 2
+    import fmigen.joint_model as joint_model
+    calls = []
+    convert = joint_model.to_mechanism
+    try:   # ... and does not read one that exists
+        joint_model.to_mechanism = lambda s: calls.append(s) or convert(s)
+        mechanism_of(_joint_system("fourbar_joints"), use_cache=False)
+    finally:
+        joint_model.to_mechanism = convert
+    assert len(calls) == 1
     for e in entries:
         e.write_bytes(b"not a pickle")
     again = mechanism_of(_joint_system("fourbar_joints"))

@@ -83,6 +83,56 @@ def gear_pendulums() -> Mechanism:
     return m
 
 
+def circle_zeros() -> Mechanism:
+    """A mass matrix entry and a force that are zero only on the unit circle:
+    body 1 at ((x + y) cos a, (x + y) sin a) gives M[x, y] = m1 sin²a +
+    m1 cos²a − m1, and the force k(sin²φ + cos²φ − 1) on x, φ = 2a geared.
+    The generated code takes both as structural zeros once the circle is
+    used (codegen_embedding's stage); the recursive elimination once
+    emitted the zero M entry as a factor named None (a C compile error) and
+    the embedding the zero force as a named 0 among the input forces."""
+    m = Mechanism("circle_zeros")
+    a = m.coordinate("a", 0.3, "rad")
+    x = m.coordinate("x", 0.5, "m")
+    y = m.coordinate("y", 0.2, "m")
+    phi = m.coordinate("phi", 0.6, "rad")
+    m1 = m.parameter("m1", 1.0, "kg", tunable=True)
+    g = m.parameter("g", 9.81, "m/s2", tunable=True)
+    k = m.parameter("k", 3.0, "N", tunable=True)
+    m.planar_body("b1", m1, 0.1, ((x + y) * cos(a), (x + y) * sin(a)), a)
+    m.planar_body("b2", m1, 0.1, (x - y, 0), 0)
+    m.planar_body("b3", 2.0, 0.05, (0.25 * sin(phi), -0.25 * cos(phi)), phi)
+    m.gravity = (0, -g, 0)
+    m.generalized_force("x", k * (sin(phi) ** 2 + cos(phi) ** 2 - 1))
+    m.constraint("gear", phi - 2 * a)
+    m.independent = ["a", "x", "y"]
+    m.dof = 3
+    return m
+
+
+def circle_zero_force() -> Mechanism:
+    """A crank geared to a pendulum and a slider x with the force
+    k(sin²φ + cos²φ − 1), zero on the unit circle, where the code of F is
+    the reduced one: the force was once split off as a named 0 among the
+    input forces (no input reads it), multiplied in finish."""
+    m = Mechanism("circle_zero_force")
+    a = m.coordinate("a", 0.3, "rad")
+    phi = m.coordinate("phi", 0.6, "rad")
+    x = m.coordinate("x", 0.1, "m")
+    m1 = m.parameter("m1", 1.0, "kg", tunable=True)
+    g = m.parameter("g", 9.81, "m/s2", tunable=True)
+    k = m.parameter("k", 3.0, "N", tunable=True)
+    m.planar_body("b1", m1, 0.1, (0.5 * cos(a), 0.5 * sin(a)), a)
+    m.planar_body("b2", 1.0, 0.1, (x, 0), 0)
+    m.planar_body("b3", 2.0, 0.05, (0.25 * sin(phi), -0.25 * cos(phi)), phi)
+    m.gravity = (0, -g, 0)
+    m.generalized_force("x", k * (sin(phi) ** 2 + cos(phi) ** 2 - 1))
+    m.constraint("gear", phi - 2 * a)
+    m.independent = ["a", "x"]
+    m.dof = 2
+    return m
+
+
 def switched_torque_pendulums() -> Mechanism:
     """``gear_pendulums`` with a torque on θ that reads an input through a
     Piecewise (a one-sided stop, say).  sympy prints a Piecewise over several
@@ -131,6 +181,10 @@ def max_relative_differences(mech, kinematics, tmp_path, trials=12, dynamics="em
         normalized = {int(k) for k in re.findall(r"const double r_q(\d+) =", phi)}
         assert normalized and not normalized & set(emb.independent)
         assert normalized == set(codegen.trig_plan(emb)[0]) - set(emb.independent)
+    # an exact zero is a structural zero: never a named 0 nor a missing name
+    rhs = gen.model_c.split("int fmigen_embedded_prepare", 1)[1]
+    assert not re.findall(r"const double (?:M|G|F|Fu|Pt)_\d+ = 0;", rhs)
+    assert not re.search(r"\bNone\b", gen.model_c)
     (tmp_path / "model.c").write_text(gen.model_c)
     (tmp_path / "model_config.h").write_text(gen.config_h)
     (tmp_path / "driver.c").write_text(DRIVER)
@@ -183,10 +237,12 @@ def max_relative_differences(mech, kinematics, tmp_path, trials=12, dynamics="em
 # ~74 against a result ~2: the round-off the numpy reference shares)
 CASES = [("gear", "groebner", 1e-13), ("switched", "groebner", 1e-13), ("fourbar", "groebner", 1e-13),
          ("fourbar", "newton-loop", 1e-13), ("five_link", "groebner", 1e-11),
-         ("pushed_stewart", "groebner", 1e-12)]
+         ("pushed_stewart", "groebner", 1e-12), ("circle_zeros", "groebner", 1e-13),
+         ("circle_zero_force", "groebner", 1e-13)]
 
 
-LOCAL = {"gear": gear_pendulums, "switched": switched_torque_pendulums, "pushed_stewart": pushed_stewart}
+LOCAL = {"gear": gear_pendulums, "switched": switched_torque_pendulums, "pushed_stewart": pushed_stewart,
+         "circle_zeros": circle_zeros, "circle_zero_force": circle_zero_force}
 
 
 @pytest.mark.parametrize("name,kinematics,bound", CASES)
@@ -203,7 +259,8 @@ def test_generated_embedding_matches_numpy(name, kinematics, bound, tmp_path):
 # platform (spatial bodies, six parallel loops, f = 6, a dense 6 × 6 left at
 # the root)
 RECURSIVE_CASES = [("gear", "groebner", 1e-13), ("switched", "groebner", 1e-13), ("fourbar", "newton-loop", 1e-13),
-                   ("stewart", "groebner", 1e-12)]
+                   ("stewart", "groebner", 1e-12), ("circle_zeros", "groebner", 1e-13),
+                   ("circle_zero_force", "groebner", 1e-13)]
 
 
 @pytest.mark.parametrize("name,kinematics,bound", RECURSIVE_CASES)

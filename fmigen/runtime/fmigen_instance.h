@@ -75,9 +75,11 @@ typedef struct FgInstance {
     char *name;
     /* GetReal's tables, made once per instance (index_values).  value_of:
      * per value reference, where the value is (in s, so an FMU state
-     * restored into this instance is read the same way); NULL for a slot
-     * read otherwise: the accelerations (Model Exchange: solved on demand)
-     * and a slot this interface type does not have.  read_needs: per
+     * restored into this instance is read the same way); NULL for the
+     * accelerations, read otherwise (Model Exchange: solved on demand;
+     * Co-Simulation: refused).  The slots one interface does not declare
+     * (internal_step in Model Exchange, time in FMI 2) read as before, from
+     * the core.  read_needs: per
      * partition and value reference, what reading it needs: the
      * FMIGEN_OBSERVE_* bits (a dependent coordinate may be a deferred
      * angle), FG_READ_SLOW where value_of is NULL */
