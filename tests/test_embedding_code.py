@@ -83,28 +83,34 @@ def gear_pendulums() -> Mechanism:
     return m
 
 
+def _geared_pendulum_and_circle_force(m, a, phi):
+    """Parameters m1, g, k; a pendulum φ = 2a; the force k(sin²φ + cos²φ − 1)
+    on the coordinate x, zero only on the unit circle."""
+    m1 = m.parameter("m1", 1.0, "kg", tunable=True)
+    g = m.parameter("g", 9.81, "m/s2", tunable=True)
+    k = m.parameter("k", 3.0, "N", tunable=True)
+    m.planar_body("b3", 2.0, 0.05, (0.25 * sin(phi), -0.25 * cos(phi)), phi)
+    m.gravity = (0, -g, 0)
+    m.generalized_force("x", k * (sin(phi) ** 2 + cos(phi) ** 2 - 1))
+    m.constraint("gear", phi - 2 * a)
+    return m1
+
+
 def circle_zeros() -> Mechanism:
     """A mass matrix entry and a force that are zero only on the unit circle:
     body 1 at ((x + y) cos a, (x + y) sin a) gives M[x, y] = m1 sin²a +
     m1 cos²a − m1, and the force k(sin²φ + cos²φ − 1) on x, φ = 2a geared.
     The generated code takes both as structural zeros once the circle is
     used (codegen_embedding's stage); the recursive elimination once
-    emitted the zero M entry as a factor named None (a C compile error) and
-    the embedding the zero force as a named 0 among the input forces."""
+    emitted the zero M entry as a factor named None (a C compile error)."""
     m = Mechanism("circle_zeros")
     a = m.coordinate("a", 0.3, "rad")
     x = m.coordinate("x", 0.5, "m")
     y = m.coordinate("y", 0.2, "m")
     phi = m.coordinate("phi", 0.6, "rad")
-    m1 = m.parameter("m1", 1.0, "kg", tunable=True)
-    g = m.parameter("g", 9.81, "m/s2", tunable=True)
-    k = m.parameter("k", 3.0, "N", tunable=True)
+    m1 = _geared_pendulum_and_circle_force(m, a, phi)
     m.planar_body("b1", m1, 0.1, ((x + y) * cos(a), (x + y) * sin(a)), a)
     m.planar_body("b2", m1, 0.1, (x - y, 0), 0)
-    m.planar_body("b3", 2.0, 0.05, (0.25 * sin(phi), -0.25 * cos(phi)), phi)
-    m.gravity = (0, -g, 0)
-    m.generalized_force("x", k * (sin(phi) ** 2 + cos(phi) ** 2 - 1))
-    m.constraint("gear", phi - 2 * a)
     m.independent = ["a", "x", "y"]
     m.dof = 3
     return m
@@ -119,15 +125,9 @@ def circle_zero_force() -> Mechanism:
     a = m.coordinate("a", 0.3, "rad")
     phi = m.coordinate("phi", 0.6, "rad")
     x = m.coordinate("x", 0.1, "m")
-    m1 = m.parameter("m1", 1.0, "kg", tunable=True)
-    g = m.parameter("g", 9.81, "m/s2", tunable=True)
-    k = m.parameter("k", 3.0, "N", tunable=True)
+    m1 = _geared_pendulum_and_circle_force(m, a, phi)
     m.planar_body("b1", m1, 0.1, (0.5 * cos(a), 0.5 * sin(a)), a)
     m.planar_body("b2", 1.0, 0.1, (x, 0), 0)
-    m.planar_body("b3", 2.0, 0.05, (0.25 * sin(phi), -0.25 * cos(phi)), phi)
-    m.gravity = (0, -g, 0)
-    m.generalized_force("x", k * (sin(phi) ** 2 + cos(phi) ** 2 - 1))
-    m.constraint("gear", phi - 2 * a)
     m.independent = ["a", "x"]
     m.dof = 2
     return m
