@@ -152,10 +152,10 @@ def _canonical(x):
         return sp.srepr(x)
     if isinstance(x, (bool, int, str)) or x is None:
         return x
-    if isinstance(x, float):
-        return repr(x)
+    if isinstance(x, float):   # tagged: the float 1.0 is not the string "1.0"
+        return ["float", repr(x)]
     if isinstance(x, (list, tuple)):
-        return [_canonical(v) for v in x]
+        return [type(x).__name__] + [_canonical(v) for v in x]
     if isinstance(x, dict):
         return [[_canonical(k), _canonical(v)] for k, v in x.items()]
     if dataclasses.is_dataclass(x):
