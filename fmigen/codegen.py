@@ -1281,15 +1281,14 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
         # doStep 8,979 -> 8,968)
         trig_lines, unit = [], {}
         for k in sorted(dae.q_sym.index(a) for a in angles):
-            if sp.sin(dae.q_sym[k]) in trig[1] and k in always_independent:
-                unit[sp.sin(dae.q_sym[k])] = sp.Symbol(f"trig[{2 * k}]")
-                unit[sp.cos(dae.q_sym[k])] = sp.Symbol(f"trig[{2 * k + 1}]")
-            elif sp.sin(dae.q_sym[k]) in trig[1]:
-                s_, c_ = f"trig[{2 * k}]", f"trig[{2 * k + 1}]"
+            if sp.sin(dae.q_sym[k]) not in trig[1]:
+                continue
+            s_, c_ = f"trig[{2 * k}]", f"trig[{2 * k + 1}]"
+            if k not in always_independent:
                 trig_lines.append(f"    const double r_q{k} = 1.0/sqrt({s_}*{s_} + {c_}*{c_}); "
                                   f"const double ts_q{k} = {s_}*r_q{k}, tc_q{k} = {c_}*r_q{k};")
-                unit[sp.sin(dae.q_sym[k])] = sp.Symbol(f"ts_q{k}")
-                unit[sp.cos(dae.q_sym[k])] = sp.Symbol(f"tc_q{k}")
+                s_, c_ = f"ts_q{k}", f"tc_q{k}"
+            unit[sp.sin(dae.q_sym[k])], unit[sp.cos(dae.q_sym[k])] = sp.Symbol(s_), sp.Symbol(c_)
         exprs = [sp.sympify(e).xreplace(unit) for e in M]
         reads_angle = any(e.free_symbols & angles for e in exprs)
         prelude, subs = _sincos_prelude(exprs, dae)

@@ -300,6 +300,17 @@ def accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, independent, n):
     def m(r, s):
         return M.get(_key(r, s))
 
+    def store(new):
+        """A piece's updated entries into M and its pattern.  An exact zero
+        (None: nothing was there and nothing filled in) stays out, so every
+        coupling in adj has a name."""
+        for (r, s), name in new.items():
+            if name is not None:
+                M[(r, s)] = name
+                if r != s:
+                    adj[r].add(s)
+                    adj[s].add(r)
+
     # ---- pass 1: the mass matrix and the constraint rows (no input read)
     steps = []
     for kind, x in order:
@@ -348,14 +359,7 @@ def accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, independent, n):
                 adj[r] -= own
             for d in unk:
                 del adj[d], readers[d]
-            for (r, s), name in new.items():
-                if name is None:   # an exact zero (nothing was there, nothing filled in)
-                    M.pop((r, s), None)
-                    continue
-                M[(r, s)] = name
-                if r != s:
-                    adj[r].add(s)
-                    adj[s].add(r)
+            store(new)
             steps.append(("block", x, unk, N, K, H, MrD, MDD, PlD))
         else:
             i = x
@@ -369,7 +373,7 @@ def accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, independent, n):
             dinv = code.let("eDi", f"1.0/{d}")
             S = sorted(adj[i])
             Mis = {s: m(i, s) for s in S}
-            lo = {s: code.let("eL", f"{Mis[s]}*{dinv}") if Mis[s] else None for s in S}
+            lo = {s: code.let("eL", f"{Mis[s]}*{dinv}") for s in S}
             new = {}
             for a, r in enumerate(S):
                 for s in S[a:]:
@@ -379,14 +383,7 @@ def accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, independent, n):
             for r in S:
                 adj[r].discard(i)
             del adj[i], readers[i]
-            for (r, s), name in new.items():
-                if name is None:   # an exact zero (nothing was there, nothing filled in)
-                    M.pop((r, s), None)
-                    continue
-                M[(r, s)] = name
-                if r != s:
-                    adj[r].add(s)
-                    adj[s].add(r)
+            store(new)
             steps.append(("coordinate", i, dinv, S, Mis, lo))
 
     # ---- pass 2: the right-hand side F, γ through the same eliminations
