@@ -67,39 +67,33 @@ static void defaults(FgInstance *in)
     in->s.next_event = INFINITY;
 }
 
-/* GetReal's tables (FgInstance): a read of n values is then one pass that
- * ORs what they need and one of loads.  Why: the two passes over the groups'
- * ranges (what to observe, then where each value is) took 22 instructions a
- * value, 1,432 of a Stewart fmi2GetReal of its 62 reals. */
+/* The value-reference tables (FgInstance), once per instance: GetReal is
+ * then one pass that ORs what the values need and one of loads, SetReal
+ * writes through the same pointers.  Why: the two passes over the groups'
+ * ranges (what to observe, then where each value is) took 1,432
+ * instructions of a Stewart fmi2GetReal of its 62 reals. */
 static void index_values(FgInstance *in)
 {
-    for (int part = 0; part < NPART; part++) {
-        unsigned char independent[NQ] = {0};
-        const int *index = FMIGEN_MODEL_FN(fmigen_partitions)[part].independent;
-        for (int k = 0; k < NI; k++) independent[index[k]] = 1;
-        for (unsigned r = 0; r < VR_END; r++) {
-            unsigned char need = 0;
-            if (r < VR_V) need = independent[r - VR_Q] ? 0 : FMIGEN_OBSERVE_ANGLES;
-            else if (r == VR_RES) need = FMIGEN_OBSERVE_RESIDUAL;
-            else if (r >= VR_Y && r < VR_A) need = FMIGEN_OBSERVE_OUTPUTS;
-            in->read_needs[part][r] = need;
-        }
-    }
+    unsigned char independent[NPART][NQ > 0 ? NQ : 1] = {{0}};
+    for (int part = 0; part < NPART; part++)
+        for (int k = 0; k < NI; k++) independent[part][FMIGEN_MODEL_FN(fmigen_partitions)[part].independent[k]] = 1;
     FmigenCore *k = &in->s.core;
     for (unsigned r = 0; r < VR_END; r++) {
-        const double *src = NULL;
+        double *src = NULL;
+        unsigned char need = 0;
         if (r < VR_V) src = &k->q[r - VR_Q];
         else if (r < VR_RES) src = &k->v[r - VR_V];
-        else if (r == VR_RES) src = &k->residual;
+        else if (r == VR_RES) { src = &k->residual; need = FMIGEN_OBSERVE_RESIDUAL; }
         else if (r >= VR_U && r < VR_P) src = &k->u[r - VR_U];
         else if (r >= VR_P && r < VR_H) src = &k->p[r - VR_P];
         else if (r == VR_H) src = &k->h;
-        else if (r >= VR_Y && r < VR_A) src = &k->y[r - VR_Y];
+        else if (r >= VR_Y && r < VR_A) { src = &k->y[r - VR_Y]; need = FMIGEN_OBSERVE_OUTPUTS; }
         else if (r == VR_TIME) src = &k->t;
         else if (r >= VR_F) src = &k->fp[r - VR_F];
         in->value_of[r] = src;
-        if (!src)
-            for (int part = 0; part < NPART; part++) in->read_needs[part][r] |= FG_READ_SLOW;
+        for (int part = 0; part < NPART; part++)
+            in->read_needs[part][r] = need | (src ? 0 : FG_READ_SLOW) |
+                                      (r < VR_V && !independent[part][r - VR_Q] ? FMIGEN_OBSERVE_ANGLES : 0);
     }
 }
 
@@ -263,8 +257,8 @@ int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[])
      * memo's). */
     const unsigned char *needs = in->read_needs[in->s.core.solved.part];
     int what = 0;
-    /* unrolled: the loop's own counting and branch were a third of each
-     * pass (62 reals: 16 -> 12 instructions a value) */
+    /* unrolled: the loops' own counting and branches (this function, 62
+     * reals: 1,050 -> 770 instructions) */
     FMIGEN_UNROLL_4 for (size_t i = 0; i < n; i++) {
         if (vr[i] >= VR_END) return fg_fail(in, "GetReal/GetFloat64: unknown value reference %u", vr[i]);
         what |= needs[vr[i]];
@@ -382,18 +376,10 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
     int changed = 0;
     fold_inputs(k);
     for (size_t i = 0; i < n; i++) {
-        unsigned r = vr[i];
-        double *dst;
-        if (r < VR_V) dst = &k->q[r];
-        else if (r < VR_RES) dst = &k->v[r - VR_V];
-        else if (r >= VR_U && r < VR_P) {
-            dst = &k->u[r - VR_U];
-            /* a new value starts without a slope until the importer gives one */
-            if (k->du[r - VR_U] != 0.0) { k->du[r - VR_U] = 0.0; changed = 1; }
-        }
-        else if (r >= VR_P && r < VR_H) dst = &k->p[r - VR_P];
-        else if (r >= VR_F && r < VR_END) dst = &k->fp[r - VR_F];
-        else dst = &k->h;
+        const unsigned r = vr[i];
+        double *dst = in->value_of[r];   /* validated above: a settable slot */
+        /* a new input value starts without a slope until the importer gives one */
+        if (r >= VR_U && r < VR_P && k->du[r - VR_U] != 0.0) { k->du[r - VR_U] = 0.0; changed = 1; }
         if (*dst != value[i]) changed = 1;
         *dst = value[i];
     }

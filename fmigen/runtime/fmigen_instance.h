@@ -73,17 +73,17 @@ typedef struct FgInstance {
     const void *callbacks;   /* the FMI version's callback data, owned by the wrapper */
     void *environment;
     char *name;
-    /* GetReal's tables, made once per instance (index_values).  value_of:
-     * per value reference, where the value is (in s, so an FMU state
-     * restored into this instance is read the same way); NULL for the
-     * accelerations, read otherwise (Model Exchange: solved on demand;
-     * Co-Simulation: refused).  The slots one interface does not declare
-     * (internal_step in Model Exchange, time in FMI 2) read as before, from
-     * the core.  read_needs: per
-     * partition and value reference, what reading it needs: the
-     * FMIGEN_OBSERVE_* bits (a dependent coordinate may be a deferred
-     * angle), FG_READ_SLOW where value_of is NULL */
-    const double *value_of[VR_END > 0 ? VR_END : 1];
+    /* GetReal's and SetReal's tables, made once per instance
+     * (index_values).  value_of: per value reference, where the value is
+     * (in s, so an FMU state restored into this instance is read and set
+     * the same way); NULL for the accelerations, read otherwise (Model
+     * Exchange: solved on demand; Co-Simulation: refused).  The slots one
+     * interface does not declare (internal_step in Model Exchange, time in
+     * FMI 2) read as before, from the core.  read_needs: per partition and
+     * value reference, what reading it needs: the FMIGEN_OBSERVE_* bits (a
+     * dependent coordinate may be a deferred angle), FG_READ_SLOW where
+     * value_of is NULL */
+    double *value_of[VR_END > 0 ? VR_END : 1];
     unsigned char read_needs[NPART][VR_END > 0 ? VR_END : 1];
 } FgInstance;
 
