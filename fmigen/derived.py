@@ -99,12 +99,13 @@ def mechanism_of(system, use_cache=True):
     holds; the conversion reads nothing else), the fmigen source digest, and
     the sympy, numpy and Python versions (the start projection is numeric).
     A joint system holding something the text cannot describe is converted
-    every time.  An entry is a pickle of the
-    Mechanism, written atomically; one that cannot be read is converted
-    again and rewritten.  (Like any local cache, its directory must be the
-    user's own: a pickle runs code when read.)"""
+    every time.  An entry is a pickle of the Mechanism, written atomically;
+    one that cannot be read is converted again and rewritten.  (Like any
+    local cache, its directory must be the user's own: a pickle runs code
+    when read.)"""
     import numpy
     from .joint_model import to_mechanism
+    from .model import Mechanism
     if not use_cache:
         return to_mechanism(system)
     try:
@@ -119,7 +120,7 @@ def mechanism_of(system, use_cache=True):
     if path.exists():
         try:
             mech = pickle.loads(path.read_bytes())
-            if type(mech).__name__ == "Mechanism":
+            if isinstance(mech, Mechanism):
                 return mech
         except Exception:   # a damaged or foreign entry: convert and rewrite it
             pass

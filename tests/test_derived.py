@@ -118,7 +118,7 @@ def test_joint_conversion_is_read_back_as_converted(cache, monkeypatch):
     assert second.joint_system.name == fresh.name
 
 
-def test_joint_conversion_key_follows_the_system(cache):
+def test_joint_conversion_key_follows_the_system(cache, monkeypatch):
     """A changed joint system (a structural parameter's value) is a new
     entry with its own result; use_cache=False neither reads nor writes;
     a damaged entry is converted again and rewritten."""
@@ -137,12 +137,11 @@ def test_joint_conversion_key_follows_the_system(cache):
     import fmigen.joint_model as joint_model
     calls = []
     convert = joint_model.to_mechanism
-    try:   # ... and does not read one that exists
-        joint_model.to_mechanism = lambda s: calls.append(s) or convert(s)
-        mechanism_of(_joint_system("fourbar_joints"), use_cache=False)
-    finally:
-        joint_model.to_mechanism = convert
+    # ... and does not read one that exists
+    monkeypatch.setattr(joint_model, "to_mechanism", lambda s: calls.append(s) or convert(s))
+    mechanism_of(_joint_system("fourbar_joints"), use_cache=False)
     assert len(calls) == 1
+    monkeypatch.setattr(joint_model, "to_mechanism", convert)
     for e in entries:
         e.write_bytes(b"not a pickle")
     again = mechanism_of(_joint_system("fourbar_joints"))
