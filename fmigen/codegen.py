@@ -27,6 +27,7 @@ from sympy.printing.c import C99CodePrinter
 
 from .embed import Embedding
 from .model import t
+from .codegen_lanes import lane_classes, lane_function, residual_function
 from .triangular import Triangularization, abs_sum, block_layout, block_name
 
 
@@ -729,6 +730,15 @@ def angle_sums(tb, sm, ts):
     return out
 
 
+def hoisted_knowns(emb: Embedding, tri: Triangularization) -> dict:
+    """The Gröbner blocks' abstracted knowns that read no dependent
+    coordinate (K -> expression): the kinematics computes them once, before
+    the first block (``kinematics_walk``)."""
+    dep_syms = {emb.dae.q_sym[i] for i in emb.dependent}
+    return {K: expr for tb in tri.blocks if tb.method == "groebner"
+            for K, expr in tb.abstractions.items() if not (sp.sympify(expr).free_symbols & dep_syms)}
+
+
 def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=None):
     """The kinematics in C (``kinematics_walk`` with ``CKinematics``).
     Returns (C code, start values of the solution vector ``sol``: per block
@@ -832,15 +842,28 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
     # (K_1..K_18); per block, every leg multiplied out R's entries again
     # (288 operations; gcc cannot share them across the blocks' stores to
     # trig[]), jointly 135 (codegen_embedding.statement_operations).
-    dep_syms = {dae.q_sym[i] for i in emb.dependent}
-    hoisted = {K: expr for tb in tri.blocks if tb.method == "groebner"
-               for K, expr in tb.abstractions.items() if not (sp.sympify(expr).free_symbols & dep_syms)}
+    hoisted = hoisted_knowns(emb, tri)
     if hoisted:
         reps, reduced = sp.cse([sm(ts(e)) for e in hoisted.values()], symbols=sp.numbered_symbols("ka"))
         for name, e in reps:
             out += lang.let("top", str(name), lang.expr(e))
         for K, e in zip(hoisted, reduced):
             out += lang.let("top", str(K), lang.expr(e))
+
+    # Blocks that are one sequence up to their numbers (the Stewart
+    # platform's legs), four at a time in vector lanes (codegen_lanes.py)
+    # where the language has them: each class is solved before its first
+    # block, and a block's own code runs only where its lane failed.
+    lane_of = {}
+    if getattr(lang, "lanes", False):
+        plans, slots, woff = {}, {}, 0
+        for bi, tb in enumerate(tri.blocks):
+            layout, slot, _, start = block_plan(dae, tb, scales, tri.start, woff)
+            plans[bi], slots[bi], woff = layout, slot, woff + len(start)
+        for cls in lane_classes(tri, hoisted, scales):
+            for k, bi in enumerate(cls.members):
+                lane_of[bi] = (cls, k)
+            lang.helpers.append(lane_function(tri, cls, plans, slots, trig_angles, bare))
 
     for bi, tb in enumerate(tri.blocks):
         layout, slot, defs, start = block_plan(dae, tb, scales, tri.start, len(sol_start),
@@ -851,7 +874,14 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
         code = len(failures)
         nseq = len(tb.sequences) if tb.method == "groebner" else 0
         what = (f"groebner, {nseq} sequence(s)" if nseq else f"newton {tb.reason}")
-        out += lang.block_open(f"block {block_name(dae, tb.block)}: {what}")
+        if bi in lane_of:
+            cls, k = lane_of[bi]
+            if k == 0:
+                out += lang.lanes_call(cls.index, [str(K) for b in cls.members for K in tri.blocks[b].abstractions])
+            out += lang.block_open(f"block {block_name(dae, tb.block)}: {what}, unless lane {k} of "
+                                   f"fmigen_lanes{cls.index} solved it", f"!(lanes{cls.index} & {1 << k}u)")
+        else:
+            out += lang.block_open(f"block {block_name(dae, tb.block)}: {what}")
         # prediction and continuity tolerances
         for name, expr in defs:
             out += lang.let("block", name, expr)
@@ -962,6 +992,7 @@ class CKinematics:
     fmigen_kinematic_angles (``deferred``)."""
     base_sol, base_v, base_q = "base->sol", "base->v", "base->q"
     defers_angles = True
+    lanes = True   # codegen_lanes.py
     #: the walker's statement depths
     indent = {"top": "    ", "block": " " * 8, "case": " " * 16, "step": " " * 20, "polish": " " * 24,
               "polished": " " * 28}
@@ -981,11 +1012,15 @@ class CKinematics:
         return [f"{self.indent[depth]}{{ const double a = q[{i}]; trig[{2 * i}] = sin(a); "
                 f"trig[{2 * i + 1}] = cos(a); }}"]
 
-    def block_open(self, label):
-        return [f"    {{ /* {label} */"]
+    def block_open(self, label, guard=None):
+        return [f"    if ({guard}) {{ /* {label} */" if guard else f"    {{ /* {label} */"]
 
     def block_close(self):
         return ["    }"]
+
+    def lanes_call(self, index, knowns):
+        return [f"    const double lk{index}[] = {{{', '.join(knowns)}}};",
+                f"    const unsigned lanes{index} = fmigen_lanes{index}(lk{index}, dt, dqi, check, base, q, sol, trig);"]
 
     def let(self, depth, name, expr):
         return [f"{self.indent[depth]}const double {name} = {expr};"]
@@ -1211,7 +1246,7 @@ def _partition_code(emb, tri, sm, trig, suffix, shared=None, dynamics="embedded"
                       _arr("double", "fmigen_sol_start", sol_start),
                       _arr("int", "fmigen_sol_layout", layout, str), ""])
     if suffix:
-        code = re.sub(r"\b(" + "|".join(PARTITION_SYMBOLS) + r"|fmigen_newton_block\d+|fmigen_coeffs_\w+"
+        code = re.sub(r"\b(" + "|".join(PARTITION_SYMBOLS) + r"|fmigen_newton_block\d+|fmigen_lanes\d+|fmigen_coeffs_\w+"
                       r"|fmigen_embedded_\w+_(?:chunk\d+|scratch))\b", r"\1" + suffix,
                       code)
         # the alternative's functions and tables are reached through
@@ -1261,7 +1296,7 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
 
     always_independent = set(emb.independent).intersection(*(set(e.independent) for e, _ in alternatives))
 
-    def trig_fn(name, sig, M):
+    def trig_fn(name, sig, M, classes=()):
         """The same from the sin/cos the kinematics left in ``trig`` (the
         trig_plan angles: filled by every partition's kinematics, as the
         embedding reads them), so observing a state computes no sin/cos of
@@ -1279,36 +1314,63 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
         # (trig_from_q), which is what a residual at the reported q reads
         # (the Stewart platform's three of fifteen: 11 instructions a step,
         # doStep 8,979 -> 8,968)
-        trig_lines, unit = [], {}
+        trig_lines, unit = {}, {}
         for k in sorted(dae.q_sym.index(a) for a in angles):
             if sp.sin(dae.q_sym[k]) not in trig[1]:
                 continue
             s_, c_ = f"trig[{2 * k}]", f"trig[{2 * k + 1}]"
             if k not in always_independent:
-                trig_lines.append(f"    const double r_q{k} = 1.0/sqrt({s_}*{s_} + {c_}*{c_}); "
-                                  f"const double ts_q{k} = {s_}*r_q{k}, tc_q{k} = {c_}*r_q{k};")
+                trig_lines[k] = (f"    const double r_q{k} = 1.0/sqrt({s_}*{s_} + {c_}*{c_}); "
+                                 f"const double ts_q{k} = {s_}*r_q{k}, tc_q{k} = {c_}*r_q{k};")
                 s_, c_ = f"ts_q{k}", f"tc_q{k}"
             unit[sp.sin(dae.q_sym[k])], unit[sp.cos(dae.q_sym[k])] = sp.Symbol(s_), sp.Symbol(c_)
         exprs = [sp.sympify(e).xreplace(unit) for e in M]
         reads_angle = any(e.free_symbols & angles for e in exprs)
         prelude, subs = _sincos_prelude(exprs, dae)
-        prelude = "".join(line + "\n" for line in trig_lines) + prelude
         flat = [sm(e.xreplace(subs)) for e in exprs]
-        body = assignments([f"out[{k}]" for k in range(len(flat))], flat) or "    (void)out;"
-        return _function(f"void {name}({sig}, const double *trig, double *out)",
-                         "    (void)t; (void)q; (void)v; (void)p; (void)u; (void)trig;\n" + prelude + body), \
-            int(reads_angle)
+        # the rows of the blocks the kinematics solves in lanes, in lanes too
+        # (codegen_lanes.residual_function), where their rows allow it; the
+        # scalar rows stay for a compiler without vector types
+        lanes, own_angles = [], set()
+        for cls in classes:
+            rows = {b: list(tri.blocks[b].block.equations) for b in cls.members}
+            unknowns = {b: [("angle", (sp.Symbol(f"trig[{2 * i}]"), sp.Symbol(f"trig[{2 * i + 1}]")),
+                             (unit[sp.sin(dae.q_sym[i])], unit[sp.cos(dae.q_sym[i])]))
+                            if i in trig_lines else ("length", sp.Symbol(f"q[{i}]"), sp.Symbol(f"q[{i}]"))
+                            for i in tri.blocks[b].block.unknowns] for b in cls.members}
+            helper = residual_function(cls, rows, unknowns, {j: flat[j] for b in rows for j in rows[b]})
+            if helper is not None:
+                angles_c = {i for b in cls.members for i in tri.blocks[b].block.unknowns if i in trig_lines}
+                lanes.append((cls, helper, [j for b in cls.members for j in rows[b]], angles_c))
+                own_angles |= angles_c
+        prelude = "".join(line + "\n" for k, line in trig_lines.items() if k not in own_angles) + prelude
+        done = {j for _, _, rows_c, _ in lanes for j in rows_c}
+        body, helpers = [], ""
+        for cls, helper, rows_c, angles_c in lanes:
+            helpers += helper + "\n"
+            body.append(f"    if (!fmigen_residual_lanes{cls.index}(q, trig, out)) {{")
+            body += ["    " + trig_lines[k] for k in sorted(angles_c)]
+            body.append(assignments([f"out[{j}]" for j in rows_c], [flat[j] for j in rows_c],
+                                    indent="        ", tmp=f"y{cls.index}_"))
+            body.append("    }")
+        rest = [j for j in range(len(flat)) if j not in done]
+        body.append(assignments([f"out[{j}]" for j in rest], [flat[j] for j in rest]) if rest else "")
+        body = "\n".join(b for b in body if b) or "    (void)out;"
+        return helpers + _function(f"void {name}({sig}, const double *trig, double *out)",
+                                   "    (void)t; (void)q; (void)v; (void)p; (void)u; (void)trig;\n" + prelude +
+                                   body), int(reads_angle)
 
+    from .workspace import unit_scales
     sig = "double t, const double *q, const double *v, const double *p, const double *u"
     outputs = sp.Matrix(list(dae.outputs.values())) if dae.outputs else sp.Matrix([])
     parts.append(matrix_fn("fmigen_phi", sig, dae.Phi))
     parts.append(matrix_fn("fmigen_outputs", sig, outputs))
-    phi_trig, residual_angles = trig_fn("fmigen_phi_trig", sig, dae.Phi)
+    phi_trig, residual_angles = trig_fn("fmigen_phi_trig", sig, dae.Phi,
+                                        lane_classes(tri, hoisted_knowns(emb, tri), unit_scales(dae)))
     outputs_trig, outputs_angles = trig_fn("fmigen_outputs_trig", sig, outputs)
     parts += [phi_trig, outputs_trig]
 
     arr = _arr
-    from .workspace import unit_scales
     table = []
     for k, (emb_k, tri_k) in enumerate([(emb, tri), *alternatives]):
         sx = f"_p{k}" if k else ""

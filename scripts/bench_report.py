@@ -523,34 +523,33 @@ their inverses ~560. Body-frame quantities alone would not halve that:
 γ written as ω × (ω × R b_k) plus the velocity-product rate of ω, both
 formed once, comes to ~460 operations for the six legs by a hand count (an
 estimate, not generated code) — the joint CSE already shares most of what
-the expanded Euler-angle polynomials repeat. What would is the legs' sameness: their code is the same up to
-constants, so the six legs in the lanes of vector types (as
-`fmigen_atan2_4` does for the angles: the same IEEE operations per lane,
-so the same bits) would run the per-leg part, most of the step, in about a
-third of its instructions. How much of the step that is, by a one-off
-callgrind line profile of the harness at 8664181 (7,805 instructions), each
-statement of `prepare` classed by the coordinates it reads, directly or
-through its operands: the six legs' kinematics blocks 1,794 (the sequences
-977, their coefficients 287, the root and check helpers 530), in `prepare`
-1,630 that read one leg's coordinates only (its Jacobian block and inverse,
-mass, forces: no geometry constant appears in them) and 1,310 that read one
-leg's and the platform's (Φ_i, v_d, γ, the leg's share of Bᵀ M B); shared:
-the platform's sin/cos and the knowns K (638), `prepare`'s platform part
-(905), its sums over the legs and the LDLᵀ (749), `finish` (260) and the
-step's bookkeeping (3,071 in all). In four lanes (two passes for six
-legs) the 4,734 per-leg instructions would be ~1,580 plus the packing of
-the lanes: the step 4,650 plus the packing, at the target only if that
-stays under ~350; 5,520 plus the packing if the 1,310 stay scalar. What the lanes need
-first: one leg's code as a template. The kinematics has it nearly: with the
-base point B_k moved into the abstracted knowns (d = K − B_k, the leg vector)
-every leg's Gröbner basis is the same, without parameters (Singular:
-s² + 4s + 4 − |d|², |d|² s_β − d_x s − 2 d_x, …); today the abstraction keeps
-constant terms out of K (centred knowns, `triangular.abstract`), so each
-leg's coefficients carry its base point's numbers, and those of legs 5 and
-6 (base points on x = 0) other terms. The
-embedding's leg-local part is the same code up to names already; its
-platform part needs the partials of R·b_k (the platform point, as
-above) as per-leg inputs.
+the expanded Euler-angle polynomials repeat. What would is the legs'
+sameness. *Lanes* (`fmigen/codegen_lanes.py`): Gröbner blocks whose
+sequences have the same monomials step by step (legs 1–4; legs 5 and 6,
+whose base points on x = 0 drop the base's x terms, are a second class)
+are solved four at a time in the lanes of vector types: the block's
+primary sequence, its roots' continuity and its verification, the
+coefficients and predictions with the scalar code's operations in its
+order (as `fmigen_atan2_4` does for the angles), so the same bits, tested
+against the build without vector types; a lane that fails any check
+leaves its leg to the block's scalar code. The kinematics of a harness
+step 2,396 → 1,301 instructions, the step 7,805 → 6,710 (one-off,
+`fmigen bench`, on the parent commit and this one). The residual's rows
+of the same blocks are evaluated in lanes too, term by term
+(`fmigen_phi_trig` 384 → 287 instructions a doStep; the peak residual's
+last bits moved, 1.33e-15 → 1.55e-15). What is left per leg is in
+`prepare`. By a one-off callgrind line profile at 8664181, each statement
+classed by the coordinates it reads, directly or through its operands:
+1,630 instructions read one leg's coordinates only (its Jacobian block and
+inverse, mass, forces: no geometry constant appears in them) and 1,310
+one leg's and the platform's (Φ_i, v_d, γ, the leg's share of Bᵀ M B);
+shared are the platform's sin/cos and the knowns K (638), `prepare`'s
+platform part (905), its sums over the legs and the LDLᵀ (749), `finish`
+(260) and the bookkeeping. In lanes, those 2,940 would be ~980 plus the
+packing: a step of ~4,750 plus the packing. The leg-local part is the
+same code up to names already; the platform part needs the partials of
+R·b_k as per-leg inputs, and the joint CSE shares values across legs that
+lanes would need per leg.
 
 **The FMU step toward the harness**. *First-same-as-last*: the
 generated right-hand side is cut into `fmigen_embedded_prepare` (v_d, Φ_d⁻¹Φ_i,
@@ -601,14 +600,15 @@ normalizes 15 sin/cos pairs); the same bits. Stewart doStep 9,936 →
 right-hand side shares the v_i, dx and errno changes, 8,040 → {s_g:,.0f}. What is left above
 the harness step ({s_fmu:,.0f} − {s_g:,.0f}) is mostly what reading every output
 needs: the angles (323 instructions, one-off callgrind profile), Φ at the
-unit-circle pairs for `constraint_residual` and its max (~440; 384 plus
-the max since it reads the platform angles' pairs as they are); the rest
-(~400) makes the state consistent and restorable (copies of q, v and the
-solve, the state's gather and scatter, the memo's key, the finiteness
-tests). The target is met by a handful of instructions (8 after the
-structural zeros below), so a harness made cheaper without a cheaper
-observation misses it: the observation, not the ratio, is what an importer's
-step costs beyond the harness.
+unit-circle pairs for `constraint_residual` and its max (~340; 287 in
+lanes plus the max, 384 before them); the rest (~450) makes the state
+consistent and restorable (copies of q, v and the solve, the state's
+gather and scatter, the memo's key, the finiteness tests). The target was
+met by 8 instructions before the lanes (8,968 = 1.149× 7,805); they made
+the harness 1,095 instructions cheaper and the observation 97 (the
+residual), so the ratio rose while every doStep got cheaper: the
+observation, not the ratio, is what an importer's step costs beyond the
+harness.
 *Through the FMI API* the importer pays more than that: "FMU doStep at h"
 counts the runtime core (`fmigen_core_step` and what the first read
 computes), not `fmi2DoStep` and `fmi2GetReal`. `scripts/bench_fmi_api.py`
@@ -628,11 +628,11 @@ reading it needs) leave an OR pass and a load pass, both unrolled: 770.
 is zero only once sin² + cos² = 1 is used (each Stewart leg's β–s mass
 entry) was a named 0 multiplied in four products a leg (gcc keeps 0·x, NaN
 for an infinite x); it is now a structural zero like any other: harness
-8,004 → {s_g:,.0f}, doStep 9,178 → 8,979 (flops 4,104 → {s_g_flops:,.0f}), the
+8,004 → 7,805, doStep 9,178 → 8,979 (flops 4,104 → 4,010), the
 five-link unchanged. *The residual at the reported angles*: the residual
 scaled every sin/cos pair onto the unit circle, also the platform's three
 Euler angles, whose pairs are libm's sin and cos of the coordinate in every
-partition; those are read as they are now (doStep 8,979 → {s_fmu:,.0f};
+partition; those are read as they are now (doStep 8,979 → 8,968;
 Stewart's peak |Φ| 1.44e-15 → 1.33e-15, the residual's last bits). Every
 row's final state is the same to the bit as before both.
 

@@ -353,6 +353,69 @@ FMIGEN_ALWAYS_INLINE void fmigen_atan2_4(double *q, const double *trig, int a0, 
 #endif
 }
 
+#if FMIGEN_VECTORS
+/* Four blocks' sequence steps at once (the generated fmigen_lanes<k>,
+ * codegen_lanes.py): the root helpers above lane by lane, bit for bit,
+ * adding a lane mask (all ones) to *fail where the scalar helper fails.
+ * Every branch of the scalar code is computed and selected; a failed lane's
+ * value is not used (the block's scalar code solves it again).  Vectors go
+ * in and out through pointers (always inlined: the same code): passed by
+ * value without AVX they change the ABI, which gcc and clang warn of in
+ * every SSE2 build (-Wpsabi). */
+#define FMIGEN_ABS_4(x) ((fmigen_v4d)((fmigen_v4l)(x) & ~(fmigen_v4l)(fmigen_v4d){-0.0, -0.0, -0.0, -0.0}))
+
+FMIGEN_ALWAYS_INLINE void fmigen_sqrt_4(fmigen_v4d *x)
+{
+#if defined(__AVX__)
+    *x = __builtin_ia32_sqrtpd256(*x);
+#elif defined(__SSE2__)
+    typedef double v2d __attribute__((vector_size(16)));
+    const v2d lo = __builtin_ia32_sqrtpd((v2d){(*x)[0], (*x)[1]}), hi = __builtin_ia32_sqrtpd((v2d){(*x)[2], (*x)[3]});
+    *x = (fmigen_v4d){lo[0], lo[1], hi[0], hi[1]};
+#else
+    *x = (fmigen_v4d){sqrt((*x)[0]), sqrt((*x)[1]), sqrt((*x)[2]), sqrt((*x)[3])};
+#endif
+}
+
+/* the lanes set in *m (all ones or zeros per lane) as bits 0..3 */
+FMIGEN_ALWAYS_INLINE unsigned fmigen_lane_bits(const fmigen_v4l *m)
+{
+#if defined(__AVX__)
+    return (unsigned)__builtin_ia32_movmskpd256((fmigen_v4d)*m);
+#else
+    return (unsigned)(((*m)[0] & 1) | ((*m)[1] & 2) | ((*m)[2] & 4) | ((*m)[3] & 8));
+#endif
+}
+
+/* fmigen_linear */
+FMIGEN_ALWAYS_INLINE void fmigen_linear_4(const fmigen_v4d *a1, const fmigen_v4d *a0, fmigen_v4d *x, fmigen_v4l *fail)
+{
+    *x = -*a0 / *a1;
+    *fail |= ~(FMIGEN_ABS_4(*a1) > 1e-13 * FMIGEN_ABS_4(*a0)) | (*a1 == 0.0);
+}
+
+/* fmigen_quadratic_near: the same operations in the same order */
+FMIGEN_ALWAYS_INLINE void fmigen_quadratic_near_4(const fmigen_v4d *a2_, const fmigen_v4d *a1_, const fmigen_v4d *a0_,
+                                                  const fmigen_v4d *pred, fmigen_v4d *x, fmigen_v4l *fail)
+{
+    const fmigen_v4d a2 = *a2_, a1 = *a1_, a0 = *a0_, zero = {0.0, 0.0, 0.0, 0.0};
+    const fmigen_v4d scale = FMIGEN_ABS_4(a2) + FMIGEN_ABS_4(a1) + FMIGEN_ABS_4(a0);
+    *fail |= ~(FMIGEN_ABS_4(a2) > 1e-13 * scale);
+    fmigen_v4d disc = a1 * a1 - 4.0 * a2 * a0;
+    const fmigen_v4l negative = disc < 0.0;
+    *fail |= negative & (disc < -1e-12 * (a1 * a1 + FMIGEN_ABS_4(4.0 * a2 * a0)));
+    disc = FMIGEN_SELECT(negative, zero, disc);
+    fmigen_sqrt_4(&disc);
+    const fmigen_v4d r = FMIGEN_SELECT(2.0 * a2 * *pred + a1 >= 0.0, disc, -disc);
+    const fmigen_v4l plus = (-a1 * r > 0.0) | (a1 == 0.0);
+    const fmigen_v4d den = -a1 - r;
+    *fail |= ~plus & (den == 0.0);
+    const fmigen_v4d v = FMIGEN_SELECT(plus, (-a1 + r) / (2.0 * a2), 2.0 * a0 / den);
+    *x = v;
+    *fail |= v != v;
+}
+#endif
+
 /* Dense LU with partial pivoting (row-major n×n), shared by the embedding and
  * the Newton blocks.  factor returns non-zero when the matrix is singular. */
 int fmigen_lu_factor(int n, double *A, int *piv);
