@@ -404,6 +404,8 @@ def format_report(r: BundleReport) -> str:
 def add_parser(sub):
     """The ``bundle`` verb of the CLI (fmigen/cli.py calls this)."""
     import json
+
+    from .cli import positive
     p = sub.add_parser(
         "bundle", help="FMUs + DAE reference results in the FMI Cross-Check layout, self-checked in fmpy",
         description="Build the FMI 2.0 CS, FMI 2.0 ME and FMI 3.0 CS FMUs of a mechanism and write each as an FMI "
@@ -415,16 +417,17 @@ def add_parser(sub):
                     "reproduce its reference within the tolerances.")
     p.add_argument("mechanism", help="mechanism module: a path (mechanisms/fourbar.py) or a bare name (fourbar)")
     p.add_argument("-o", "--output", required=True, help="bundle root (the Cross-Check repository's fmus/)")
-    p.add_argument("--stop-time", type=float, default=2.0, help="simulated time in s (default 2)")
-    p.add_argument("--output-interval", type=float, default=None,
+    p.add_argument("--stop-time", type=positive, default=2.0, help="simulated time in s (default 2)")
+    p.add_argument("--output-interval", type=positive, default=None,
                    help="grid of the reference and StepSize (default: 10 ms rounded to a multiple of --step)")
-    p.add_argument("--reference-rtol", type=float, default=1e-12, help="IDA relative tolerance (default 1e-12)")
-    p.add_argument("--tol", type=float, default=COORD_TOL, help=f"coordinate tolerance stated and checked "
+    p.add_argument("--reference-rtol", type=positive, default=1e-12, help="IDA relative tolerance (default 1e-12)")
+    p.add_argument("--tol", type=positive, default=COORD_TOL, help=f"coordinate tolerance stated and checked "
                                                                 f"(default {COORD_TOL:g})")
-    p.add_argument("--velocity-tol", type=float, default=VELOCITY_TOL,
+    p.add_argument("--velocity-tol", type=positive, default=VELOCITY_TOL,
                    help=f"velocity tolerance stated and checked (default {VELOCITY_TOL:g})")
-    p.add_argument("--solver", choices=["euler", "rk4"], default="rk4", help="CS integrator (default rk4)")
-    p.add_argument("--step", type=float, default=1e-3, help="CS internal step in s (default 1e-3)")
+    p.add_argument("--solver", choices=["euler", "symplectic", "rk4"], default="rk4",
+                   help="CS integrator (default rk4)")
+    p.add_argument("--step", type=positive, default=1e-3, help="CS internal step in s (default 1e-3)")
     p.add_argument("--no-check", action="store_true", help="write the bundle without simulating it in fmpy")
     p.add_argument("--no-cache", action="store_true", help="derive the model again instead of using the cache")
     p.add_argument("--json", action="store_true", help="machine-readable report on stdout")

@@ -21,10 +21,10 @@ def _log(args):
     return getattr(args, "progress", None) or (lambda msg: print(msg, file=sys.stderr, flush=True))
 
 
-def _positive(x):
+def positive(x):
     v = float(x)
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0 (got {x})")
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0 (got {x})")
     return v
 
 
@@ -113,8 +113,18 @@ def cmd_build(args):
     return 0
 
 
+def _output_dir(path):
+    """Create the directory a named output file goes into, before the work
+    (as build, sweep and bundle do for theirs): a missing one is not found
+    after minutes of validation."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+
 def cmd_validate(args):
     from .validate import plot, validate
+    _output_dir(args.plot)
+    _output_dir(args.report)
     report = validate(args.mechanism, stop_time=args.stop_time, solver=args.solver, step=args.step,
                       output_interval=args.output_interval, coord_tol=args.tol, velocity_tol=args.velocity_tol,
                       residual_tol=args.residual_tol, energy_tol=args.energy_tol,
@@ -135,7 +145,9 @@ def cmd_validate(args):
         titles = {"ida": "the DAE reference (IDA on the model's M, F, Φ)",
                   "cartesian": "the Cartesian reference (Newton–Euler from the joint description)",
                   "mujoco": "MuJoCo (the exported joint description, RK4, stiff soft constraints)"}
-        print(f"{report.mechanism}: FMU ({args.solver}, h = {args.step:g} s) over {args.stop_time:g} s")
+        # the integrator that ran: with --fmu, the FMU's own
+        run = report.settings
+        print(f"{report.mechanism}: FMU ({run['solver']}, h = {run['step']:g} s) over {args.stop_time:g} s")
         for key, ref in report.references.items():
             how = f"rtol {ref['rtol']:g}" if "rtol" in ref else \
                 f"dt {ref['settings']['timestep']:g} s" if "settings" in ref else "not run"
@@ -232,6 +244,7 @@ def cmd_export_mjcf(args):
     xml = export_mjcf(mech.joint_system, start={c.name: c.start for c in mech.coordinates},
                       timestep=args.timestep)
     if args.output:
+        _output_dir(args.output)
         Path(args.output).write_text(xml)
         print(args.output if not args.json else json.dumps({"mjcf": args.output}))
     else:
@@ -279,7 +292,7 @@ def main(argv=None):
             p.add_argument("--solver", choices=["euler", "symplectic", "rk4"], default="rk4",
                            help="fixed-step integrator: explicit Euler, semi-implicit (symplectic) Euler or "
                                 "classical RK4 (default rk4)")
-            p.add_argument("--step", type=_positive, default=1e-3,
+            p.add_argument("--step", type=positive, default=1e-3,
                            help="internal step in seconds (default 1e-3); settable before initialization as the fixed parameter internal_step")
 
     p = sub.add_parser("build", help="build an FMU (FMI 2.0/3.0, Co-Simulation or Model Exchange)",
@@ -312,7 +325,7 @@ def main(argv=None):
                         "the kinematics of the embedded ODE; baumgarte, penalty (paper 000) and spring (virtual "
                         "springs, paper 003) integrate all coordinates of the augmented system instead (states "
                         "q, v; the constraints drift, see constraint_residual)")
-    p.add_argument("--newton-tol", type=_positive, default=None,
+    p.add_argument("--newton-tol", type=positive, default=None,
                    help="Newton step tolerance of --kinematics newton|newton-loop (absolute, default 1e-10)")
     from .codegen_recursive import DYNAMICS, RECURSIVE_FROM_COUPLING, RECURSIVE_FROM_F
     p.add_argument("--dynamics", choices=DYNAMICS, default="auto",
@@ -338,25 +351,25 @@ def main(argv=None):
                                    "reference), check the FMU trajectory's energy balance, and compare. "
                                    "Exits 1 when an error exceeds its tolerance.")
     common(p)
-    p.add_argument("--stop-time", type=_positive, default=2.0, help="simulated time in s (default 2)")
-    p.add_argument("--output-interval", type=_positive, default=None,
+    p.add_argument("--stop-time", type=positive, default=2.0, help="simulated time in s (default 2)")
+    p.add_argument("--output-interval", type=positive, default=None,
                    help="communication step (default: 10 ms rounded to a multiple of --step)")
-    p.add_argument("--tol", type=_positive, default=1e-6,
+    p.add_argument("--tol", type=positive, default=1e-6,
                    help="max absolute error allowed per coordinate (default 1e-6)")
-    p.add_argument("--velocity-tol", type=_positive, default=1e-5,
+    p.add_argument("--velocity-tol", type=positive, default=1e-5,
                    help="max absolute error allowed per velocity der(q) (default 1e-5)")
-    p.add_argument("--residual-tol", type=_positive, default=1e-12,
+    p.add_argument("--residual-tol", type=positive, default=1e-12,
                    help="max constraint_residual allowed (default 1e-12)")
     p.add_argument("--report", help="write a self-contained HTML page: every coordinate against the references, "
                                     "errors over time, constraint residual, energy balance, settings, versions, "
                                     "commit, pass/fail")
     p.add_argument("--peer", choices=["mujoco"], default=None,
                    help="also run the joint description in MuJoCo (pip install mujoco) and compare with the FMU")
-    p.add_argument("--energy-tol", type=_positive, default=1e-6,
+    p.add_argument("--energy-tol", type=positive, default=1e-6,
                    help="max relative energy-balance drift max|E(t) - E(0) - W(t)| / scale of the FMU's "
                         "trajectory (default 1e-6, see README)")
-    p.add_argument("--reference-rtol", type=_positive, default=1e-12, help="IDA relative tolerance (default 1e-12)")
-    p.add_argument("--cartesian-rtol", type=_positive, default=1e-11,
+    p.add_argument("--reference-rtol", type=positive, default=1e-12, help="IDA relative tolerance (default 1e-12)")
+    p.add_argument("--cartesian-rtol", type=positive, default=1e-11,
                    help="CVODE relative tolerance of the Cartesian reference, run for mechanisms with a joint "
                         "description (default 1e-11)")
     p.add_argument("--check-reference", action="store_true",
@@ -364,7 +377,8 @@ def main(argv=None):
     p.add_argument("--input", action="append", metavar="NAME=EXPR", default=None,
                    help="drive an input with an expression in t (repeatable), e.g. "
                         "'rack_demand=0.01*smoothstep(t, 0.1, 0.2)' (smoothstep: the C2 step 0 -> 1 from t0 to "
-                        "t1); the references use the expression, the FMU its samples at every step with their "
+                        "t1; also + - * / **, pi, E and the usual functions, see the README); the references use "
+                        "the expression, the FMU its samples at every step with their "
                         "slopes as input derivatives; other inputs stay at their start values")
     p.add_argument("--plot", help="write a PNG of the trajectories and errors")
     p.add_argument("--fmu", help="validate this FMU (built earlier by fmigen build) instead of building one; "
@@ -406,7 +420,7 @@ def main(argv=None):
     p.add_argument("--sylvester", choices=["smallest", "full"], default="smallest",
                    help="Sylvester matrix from the smallest square subset of the basis (default) or all of it")
     p.add_argument("--cross-check", action="store_true", help="also solve by the lex route and compare")
-    p.add_argument("--imag-tol", type=_positive, default=1e-9,
+    p.add_argument("--imag-tol", type=positive, default=1e-9,
                    help="a solution is complex when a coordinate's imaginary part exceeds this (relative, default 1e-9)")
     p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases and determinants")
     p.set_defaults(func=cmd_assemble)
@@ -418,7 +432,7 @@ def main(argv=None):
                                    "tendons, the assembled start as keyframe 'start'.")
     common(p, solver=False)
     p.add_argument("-o", "--output", help="MJCF file to write (default: stdout)")
-    p.add_argument("--timestep", type=_positive, default=1e-3, help="MuJoCo timestep in s (default 1e-3)")
+    p.add_argument("--timestep", type=positive, default=1e-3, help="MuJoCo timestep in s (default 1e-3)")
     p.set_defaults(func=cmd_export_mjcf)
 
     p = sub.add_parser("import-mjcf", help="read a MuJoCo model (MJCF) as a mechanism and summarize it",
@@ -444,6 +458,17 @@ def main(argv=None):
     except ModelError as e:
         print(f"fmigen: error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:
+        from .fmu import BuildError   # here: fmu imports sympy, and --help should not wait for it
+        if isinstance(e, BuildError):
+            print(f"fmigen: error: building the FMU failed: {e}", file=sys.stderr)
+            return 2
+        # a file the command line names that cannot be read or written (a
+        # missing MJCF file, a plot into a directory that does not exist)
+        if isinstance(e, OSError) and e.filename is not None:
+            print(f"fmigen: error: {e.strerror}: {e.filename}", file=sys.stderr)
+            return 2
+        raise
 
 
 if __name__ == "__main__":

@@ -259,6 +259,27 @@ def lu_factor(n, A, piv):
     return 0
 
 
+def positive_definite(n, A):
+    """Whether the symmetric n×n A (row-major) is positive definite, by the
+    test the C runtime's unrolled LDLᵀ makes (codegen_embedding._ldlt_factor):
+    every pivot d_k > 1e-13·|A_kk|."""
+    L = [0.0] * (n * n)
+    d = [0.0] * n
+    for k in range(n):
+        for i in range(k):
+            s = A[k * n + i]
+            for j in range(i):
+                s -= L[k * n + j] * L[i * n + j] * d[j]
+            L[k * n + i] = s / d[i]
+        dk = A[k * n + k]
+        for j in range(k):
+            dk -= L[k * n + j] * L[k * n + j] * d[j]
+        if not (dk > 1e-13 * fabs(A[k * n + k])):
+            return False
+        d[k] = dk
+    return True
+
+
 def lu_solve(n, LU, piv, b):
     """fmigen_lu_solve: all row swaps first, then substitution (b in place)."""
     for k in range(n):
@@ -574,6 +595,11 @@ class Core:
                 for i in range(NQ):
                     mm += B[i * NI + a] * MB[i * NI + b]
                 Mh[a * NI + b] = mm
+        if not positive_definite(NI, Mh):
+            # as the C runtime's LDLᵀ refuses it (a negative mass, say)
+            self.message = ("singular configuration at t=%.9g: the reduced mass matrix B^T M B is not "
+                            "positive definite" % t)
+            return None
         if lu_factor(NI, Mh, pivh):
             self.message = "singular reduced mass matrix BᵀMB at t=%.9g" % t
             return None
@@ -865,6 +891,7 @@ class SlaveMethods:
 
 
 RUNTIME_OBJECTS = [linear, quadratic_near, rotate, fmigen_atan2, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
+                   positive_definite,
                    poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]
 SLAVE_METHODS = ["__init__", "_defaults", "to_xml", "_fail", "_allowed", "setup_experiment",

@@ -411,6 +411,8 @@ def add_parser(sub):
     import argparse
     import json
     import sys
+
+    from .cli import positive
     p = sub.add_parser(
         "sweep", help="simulate the FMU over a grid or a sample of parameters and inputs (Dask), to Parquet",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -429,9 +431,9 @@ def add_parser(sub):
     p.add_argument("mechanism", help="mechanism module: a path (mechanisms/fourbar.py) or a bare name (fourbar)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=SPEC", required=True,
                    help="a swept variable and its values (repeat for several)")
-    p.add_argument("--stop-time", type=float, default=None, help="simulated time in s (default: the FMU's "
+    p.add_argument("--stop-time", type=positive, default=None, help="simulated time in s (default: the FMU's "
                                                                  "DefaultExperiment stopTime, 2 s for fmigen FMUs)")
-    p.add_argument("--output-interval", type=float, default=None,
+    p.add_argument("--output-interval", type=positive, default=None,
                    help="communication step over which min/max are taken (default: 10 ms rounded to a multiple "
                         "of the internal step)")
     p.add_argument("--outputs", help="comma-separated output variables to summarize (default: every output)")
@@ -446,8 +448,9 @@ def add_parser(sub):
     p.add_argument("--trajectories", metavar="DIR",
                    help="also write every run's trajectories as a Parquet dataset partitioned by run (DIR/run=K/)")
     p.add_argument("--fmu", help="sweep this FMI 2.0 CS FMU (built earlier by fmigen build) instead of building one")
-    p.add_argument("--solver", choices=["euler", "rk4"], default="rk4", help="integrator of the built FMU (default rk4)")
-    p.add_argument("--step", type=float, default=1e-3, help="internal step of the built FMU (default 1e-3)")
+    p.add_argument("--solver", choices=["euler", "symplectic", "rk4"], default="rk4",
+                   help="integrator of the built FMU (default rk4)")
+    p.add_argument("--step", type=positive, default=1e-3, help="internal step of the built FMU (default 1e-3)")
     p.add_argument("--no-cache", action="store_true", help="derive the model again instead of using the cache")
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout (progress stays on stderr)")
 

@@ -601,6 +601,13 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
     if kinematics != "groebner":
         return newton_formulation(dae, part, kinematics, newton_tol, log, guesses)
     order = order or dae.mechanism.groebner_order
+    if order:
+        # a name no block has would be dropped silently, and an order of
+        # such names only would be the default order
+        stray = [o for o in order if not any(_block_order(dae, b, [o]) for b in part.blocks)]
+        if stray:
+            raise ModelError(f"Gröbner order: no block has the variable(s) {', '.join(stray)} (a block's "
+                             "variables are its coordinates' names, and s_<angle>, c_<angle> for its angles)")
     forced = [set(b) for b in (dae.mechanism.newton_blocks or [])]
     counter = [0]
     tblocks = []

@@ -35,12 +35,15 @@ through the sample points, within ü h²/8 of the expression.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import fmpy
+
 import numpy as np
 
 from .model import ModelError
@@ -118,7 +121,11 @@ def simulate(fmu_path, names, stop_time, output_interval, start_values=None, sig
                 else float(v.start)
         kw = {"input": table,
               "set_input_derivatives": bool(md.coSimulation and md.coSimulation.canInterpolateInputs)}
-    with _fmpy_input_derivatives_sized():
+    # fmpy prints the FMU's messages ("[DISCARD] singular configuration ...")
+    # on stdout, which `validate --json` keeps for the JSON alone: they go to
+    # stderr.  (Not a logger= of our own: fmpy's native logging proxy keeps
+    # a pointer to it after the run, see bundle.check_variant.)
+    with _fmpy_input_derivatives_sized(), contextlib.redirect_stdout(sys.stderr):
         return fmpy.simulate_fmu(str(fmu_path), stop_time=stop_time, output_interval=output_interval,
                                  output=[*names, *[f"der({n})" for n in names], "constraint_residual"],
                                  start_values=start_values or {}, **kw)
@@ -160,6 +167,56 @@ def smoothstep(tt, t0, t1):
     return sp.Piecewise((0, tt < t0), (s**3 * (10 - 15 * s + 6 * s**2), tt < t1), (1, True))
 
 
+def fmu_integrator(path) -> tuple[str, float]:
+    """(solver, internal step) an fmigen FMU was built with: its
+    ``sources/fmu_config.h`` (every fmigen FMU carries its sources)."""
+    import re
+    import zipfile
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"no FMU at {path}")
+    try:
+        with zipfile.ZipFile(path) as z:
+            config = z.read("sources/fmu_config.h").decode()
+    except (zipfile.BadZipFile, KeyError):
+        raise ModelError(f"{path} is not an FMU built by fmigen (no sources/fmu_config.h in a zip file)") from None
+    solver = re.search(r"FMIGEN_DEFAULT_SOLVER \d+ /\* (\w+) \*/", config)
+    step = re.search(r"FMIGEN_DEFAULT_STEP (\S+)", config)
+    if not (solver and step):
+        raise ModelError(f"{path}: its sources/fmu_config.h names no solver or internal step")
+    return solver.group(1), float(step.group(1))
+
+
+#: what an input signal's text may call (``_read_signal``)
+SIGNAL_FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp", "log",
+                    "sqrt", "Abs", "sign", "Min", "Max", "floor", "ceiling", "Heaviside", "smoothstep")
+
+
+def _read_signal(text, t_sym):
+    """A signal's text as a sympy expression in t: numbers, t, pi, E,
+    + − * / ** (or ^) and ``SIGNAL_FUNCTIONS``.  Checked as Python syntax
+    first: sympify evaluates its text, and a command-line argument must
+    not run code (``__import__("os").system(...)``)."""
+    import ast
+    import sympy as sp
+    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.BitXor,
+               ast.USub, ast.UAdd, ast.Load, ast.Call, ast.Name)
+    for node in ast.walk(ast.parse(text.strip(), mode="eval")):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+                and not isinstance(node.value, bool):
+            continue
+        if not isinstance(node, allowed):
+            raise ValueError(f"only numbers, t, pi, E, + - * / ** and the functions {', '.join(SIGNAL_FUNCTIONS)} "
+                             f"may appear, not {ast.unparse(node) if hasattr(ast, 'unparse') else type(node).__name__}")
+        if isinstance(node, ast.Call) and (not isinstance(node.func, ast.Name) or node.keywords
+                                           or node.func.id not in SIGNAL_FUNCTIONS):
+            raise ValueError(f"unknown function in '{ast.unparse(node)}' (known: {', '.join(SIGNAL_FUNCTIONS)})")
+        if isinstance(node, ast.Name) and node.id not in ("t", "pi", "E", *SIGNAL_FUNCTIONS):
+            raise ValueError(f"it uses '{node.id}': only t may appear (and the constants pi, E)")
+    names = {f: getattr(sp, f) for f in SIGNAL_FUNCTIONS if f != "smoothstep"}
+    return sp.sympify(text, locals={**names, "t": t_sym, "pi": sp.pi, "E": sp.E, "smoothstep": smoothstep})
+
+
 def parse_input_signals(mech, signals) -> dict:
     """{input name: sympy expression in t} from {name: text or expression}
     (or a list of "name=expression" texts): only the mechanism's inputs,
@@ -184,16 +241,32 @@ def parse_input_signals(mech, signals) -> dict:
             raise ModelError(f"input signal for '{name}': '{mech.name}' has no such input "
                              f"(inputs: {', '.join(sorted(known)) or 'none'})")
         try:
-            e = sp.sympify(expr, locals={"t": T_SYM, "smoothstep": smoothstep}) if isinstance(expr, str) \
-                else sp.sympify(expr)
-        except (sp.SympifyError, SyntaxError, TypeError) as err:
+            e = _read_signal(expr, T_SYM) if isinstance(expr, str) else sp.sympify(expr)
+        except (sp.SympifyError, SyntaxError, TypeError, ValueError) as err:
             raise ModelError(f"input signal for '{name}': cannot read '{expr}' ({err})") from None
+        if e.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
+            raise ModelError(f"input signal for '{name}': '{expr}' is not finite ({e})")
         stray = e.free_symbols - {T_SYM}
         if stray:
             raise ModelError(f"input signal for '{name}' uses {sorted(map(str, stray))}: "
                              "only t may appear")
         out[name] = e
     return out
+
+
+def _check_signals(fns: dict, stop_time: float, interval: float):
+    """Every signal a finite real number at every sample (where the FMU
+    gets it): log(t − 1) is NaN for t < 1, and the FMU would refuse it only
+    mid-run, as a failed fmi2SetReal."""
+    times = np.arange(int(round(stop_time / interval)) + 2) * interval
+    for name, f in fns.items():
+        with np.errstate(all="ignore"):
+            values = np.broadcast_to(np.asarray(f(times), dtype=complex), times.shape)
+        bad = ~(np.isfinite(values) & (values.imag == 0))
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise ModelError(f"input signal for '{name}' is not a finite real number at t = {times[k]:g} s "
+                             f"({values[k].real if values[k].imag == 0 else values[k]})")
 
 
 def _signal_functions(signals: dict) -> dict:
@@ -316,7 +389,8 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     """``fmu_path``: where to write the FMU built for the run (default a
     temporary file); ``existing_fmu``: validate that FMU instead of building
     one (it must have this mechanism's coordinates; its own internal step
-    and solver apply, ``solver``/``step`` only set the output interval).
+    and solver apply, read from its sources (``fmu_integrator``), and
+    ``solver``/``step`` are not used).
     ``use_cache``: build from the derived-model cache when it has this
     mechanism (``pipeline.build_fmus`` with ``reuse``), else derive and
     record it; False derives everything again.  ``peer="mujoco"``: also
@@ -332,6 +406,11 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     if mech.kinematic:
         raise ModelError(f"'{mech.name}' is kinematic (no dynamics): there is no DAE trajectory to "
                          "validate against; sweep its inputs instead")
+    if existing_fmu is not None:
+        # its own integrator, also for sampling it and in the report: sampled
+        # every --step, a 2 ms Euler FMU took 1 ms steps (the shorter last
+        # step of each communication step) and looked twice as accurate
+        solver, step = fmu_integrator(existing_fmu)
     output_interval = output_interval or max(step, round(0.01 / step) * step)
     signals = parse_input_signals(mech, input_signals)
     signal_fns = _signal_functions(signals)
@@ -345,6 +424,7 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     # communication step into its internal steps).
     per = max(1, round(output_interval / step))
     sample_interval = output_interval / per
+    _check_signals(signal_fns, stop_time, sample_interval)
     if existing_fmu is not None:
         # no build: the DAE and partition (for the reference's start) only
         from .dae import build_dae
@@ -354,8 +434,6 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
         dae = build_dae(mech)
         independent = [dae.names[i] for i in choose_partition(dae).independent]
         path = Path(existing_fmu)
-        if not path.exists():
-            raise ModelError(f"no FMU at {path}")
         declared = {v.name for v in fmpy.read_model_description(str(path)).modelVariables}
         missing = [n for n in [*dae.names, "constraint_residual"] if n not in declared]
         if missing:
@@ -445,8 +523,7 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
                   reference_rtol, estimate, build_seconds, result["time"], result, ref,
                   max_abs_velocity_error=verrors, references=references, energy_drift=drift,
                   energy_source=source, cartesian=cart, energy=energy,
-                  settings={"solver": solver if existing_fmu is None else "the FMU's own",
-                            "step": step if existing_fmu is None else None, "stop_time": stop_time,
+                  settings={"solver": solver, "step": step, "stop_time": stop_time,
                             "output_interval": output_interval, "reference_rtol": reference_rtol,
                             "cartesian_rtol": cartesian_rtol, "fmu": str(existing_fmu) if existing_fmu else None,
                             "peer": peer, "input_signals": {n: str(e) for n, e in signals.items()}},

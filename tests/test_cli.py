@@ -57,9 +57,34 @@ def test_build_by_path_and_bad_mechanism(tmp_path):
     assert "Traceback" not in p.stderr and "[1/5]" not in p.stderr
 
 
-def test_step_must_be_positive():
-    p = run("build", "fourbar", "-o", "x.fmu", "--step", "0")
-    assert p.returncode == 2 and "must be > 0" in p.stderr
+@pytest.mark.parametrize("args", [("build", "fourbar", "-o", "x.fmu", "--step", "0"),
+                                  ("build", "fourbar", "-o", "x.fmu", "--step", "inf"),
+                                  ("validate", "fourbar", "--stop-time", "inf"),
+                                  ("validate", "fourbar", "--step", "nan"),
+                                  ("sweep", "fourbar", "--param", "tau=1", "--step", "0"),
+                                  ("bundle", "fourbar", "--stop-time", "-1")])
+def test_step_and_times_must_be_finite_and_positive(args):
+    """Refused by the argument parser, naming the option: an infinite
+    stop time ran until memory ran out, an infinite step failed in the C
+    compiler, sweep's --step 0 and bundle's times were plain floats."""
+    p = run(*args)
+    assert p.returncode == 2 and "must be a finite number > 0" in p.stderr and args[-2] in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_clear_errors_for_files_and_orders(tmp_path):
+    """A file the command line names that is missing, an --order naming
+    no block's variable, an --fmu that is not an FMU: an error naming it,
+    no traceback (an unknown order name was dropped without a word)."""
+    p = run("import-mjcf", str(tmp_path / "nosuch.xml"))
+    assert p.returncode == 2 and "No such file or directory" in p.stderr and "nosuch.xml" in p.stderr
+    p = run("triangularize", "fourbar", "--order", "foo,bar")
+    assert p.returncode == 2 and "no block has the variable(s) foo, bar" in p.stderr
+    (tmp_path / "text.fmu").write_text("not a zip")
+    p = run("validate", "fourbar", "--fmu", str(tmp_path / "text.fmu"))
+    assert p.returncode == 2 and "is not an FMU built by fmigen" in p.stderr
+    for q in (p,):
+        assert "Traceback" not in q.stderr
 
 
 def test_validate_an_existing_fmu(tmp_path):
@@ -79,6 +104,14 @@ def test_validate_an_existing_fmu(tmp_path):
     assert run("build", "slider_crank", "-o", str(other)).returncode == 0
     p = run("validate", "fourbar", "--fmu", str(other))
     assert p.returncode == 2 and "is not an FMU of 'fourbar'" in p.stderr
+    # the FMU's own integrator, not --step: a 2 ms Euler FMU sampled every
+    # 1 ms took 1 ms steps and reported half its error (6.7e-4, not 1.3e-3)
+    euler = tmp_path / "euler.fmu"
+    assert run("build", "fourbar", "--solver", "euler", "--step", "0.002", "-o", str(euler)).returncode == 0
+    p = run("validate", "fourbar", "--fmu", str(euler), "--stop-time", "0.5", "--step", "0.001")
+    assert "FMU (euler, h = 0.002 s)" in p.stdout, p.stdout
+    from fmigen.validate import fmu_integrator
+    assert fmu_integrator(euler) == ("euler", 0.002)
 
 
 def test_build_several_variants_from_one_derivation(tmp_path):

@@ -251,6 +251,27 @@ def test_singular_configuration_is_a_discard_like_the_c_fmu(tmp_path):
     assert np.array_equal(rp["theta"], rc["theta"])
 
 
+def test_negative_masses_are_a_discard_like_the_c_fmu(pairs, tmp_path, capsys):
+    """Masses set negative: B^T M B is not positive definite, which the C
+    runtime's LDLᵀ refuses (Discard at the first step); the Python runtime's
+    LU solved it and returned a trajectory.  Both stop at t = 0 now; the C
+    FMU logs why, and validate's fmpy run prints that on stderr, not on
+    stdout (which --json keeps for the JSON; the Python FMU does not log
+    through fmpy here)."""
+    from fmigen.validate import simulate
+    c_path, py_path, compiled = pairs["fourbar"]
+    masses = {"m1": -1.0, "m2": -1.0, "m3": -1.0}
+    for path in (c_path, py_path):
+        r = simulate(path, ["theta", "alpha", "phi"], 0.05, 0.001, start_values=masses)
+        assert r["time"][-1] == 0.0
+        out, err = capsys.readouterr()
+        assert out == "", (path, out)
+        if path == c_path:
+            assert "the reduced mass matrix B^T M B is not positive definite" in err, err
+    r = simulate(py_path, ["theta", "alpha", "phi"], 0.05, 0.001)
+    assert r["time"][-1] == pytest.approx(0.05)
+
+
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "fmigen.cli", *args], capture_output=True, text=True)
 

@@ -127,6 +127,17 @@ def test_input_signals_are_read_and_checked():
     driven = with_input_signals(dae, sig)
     assert driven.inputs == [] and not driven.F.has(dae.inputs[0]) and driven.F.has(t)
     for bad, why in ((["torque=1"], "no such input"), (["tau=2*x"], "only t may appear"),
-                     (["tau"], "NAME=EXPRESSION"), (["tau=2*("], "cannot read")):
+                     (["tau"], "NAME=EXPRESSION"), (["tau=2*("], "cannot read"),
+                     (["tau=foo(t)"], "unknown function"), (["tau=1/(t-t)"], "is not finite"),
+                     # the text is checked before sympify evaluates it: no code runs
+                     (['tau=__import__("os").system("false")'], "unknown function"),
+                     (["tau=t.__class__"], "may appear")):
         with pytest.raises(ModelError, match=why):
             parse_input_signals(mech, bad)
+    # finite as an expression, not at the samples: refused before the run,
+    # with the time (the FMU refused it mid-run, as a failed fmi2SetReal)
+    from fmigen.validate import _check_signals, _signal_functions
+    fns = _signal_functions(parse_input_signals(mech, ["tau=log(t - 1/2)"]))
+    with pytest.raises(ModelError, match="not a finite real number at t = 0 s"):
+        _check_signals(fns, 1.0, 0.1)
+    _check_signals(_signal_functions(sig), 1.0, 0.1)
