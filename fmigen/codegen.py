@@ -1343,8 +1343,14 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
                 angles_c = {i for b in cls.members for i in tri.blocks[b].block.unknowns if i in trig_lines}
                 lanes.append((cls, helper, [j for b in cls.members for j in rows[b]], angles_c))
                 own_angles |= angles_c
-        prelude = "".join(line + "\n" for k, line in trig_lines.items() if k not in own_angles) + prelude
         done = {j for _, _, rows_c, _ in lanes for j in rows_c}
+        # a class's angles scaled onto the circle in its scalar fallback only,
+        # unless a row outside the classes reads them too (a later loop
+        # through the legs' tips): those stay in the prelude, for both
+        read_elsewhere = set().union(*(flat[j].free_symbols for j in range(len(flat)) if j not in done))
+        own_angles = {k for k in own_angles if not {sp.Symbol(f"ts_q{k}"), sp.Symbol(f"tc_q{k}")} & read_elsewhere}
+        lanes = [(cls, helper, rows_c, angles_c & own_angles) for cls, helper, rows_c, angles_c in lanes]
+        prelude = "".join(line + "\n" for k, line in trig_lines.items() if k not in own_angles) + prelude
         body, helpers = [], ""
         for cls, helper, rows_c, angles_c in lanes:
             helpers += helper + "\n"

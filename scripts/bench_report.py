@@ -531,7 +531,9 @@ are solved four at a time in the lanes of vector types: the block's
 primary sequence, its roots' continuity and its verification, the
 coefficients and predictions with the scalar code's operations in its
 order (as `fmigen_atan2_4` does for the angles), so the same bits, tested
-against the build without vector types; a lane that fails any check
+against the build without vector types (the verification's sums are in
+another order: at its threshold a lane may accept a root the scalar code
+would polish, none in 20,000 random poses); a lane that fails any check
 leaves its leg to the block's scalar code. The kinematics of a harness
 step 2,396 → 1,301 instructions, the step 7,805 → 6,710 (one-off,
 `fmigen bench`, on the parent commit and this one). The residual's rows

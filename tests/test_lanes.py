@@ -8,12 +8,15 @@ import pytest
 import sympy as sp
 
 from fmigen.bench import compile_harness, generate_sources
+from fmigen.codegen import hoisted_knowns
 from fmigen.codegen_lanes import lane_classes
 from fmigen.dae import build_dae
+from fmigen.embed import embed
 from fmigen.fmu import RUNTIME_DIR
 from fmigen.partition import choose_partition
 from fmigen.pipeline import load_mechanism
 from fmigen.triangular import triangularize
+from fmigen.workspace import unit_scales
 
 
 @pytest.fixture(scope="module")
@@ -25,14 +28,19 @@ def stewart():
     return gen, dae, tri
 
 
+def _classes(mech):
+    dae = build_dae(mech)
+    part = choose_partition(dae)
+    tri = triangularize(dae, part)
+    return [c.members for c in lane_classes(tri, hoisted_knowns(embed(dae, part), tri), unit_scales(dae))]
+
+
 def test_the_legs_form_two_classes_by_their_coefficients(stewart):
     """Legs 1-4 have the same monomials in every step; legs 5 and 6 (base
     points on x = 0) lack the terms of the base's x and form a class of their
     own (two lanes of four)."""
     gen, dae, tri = stewart
-    hoisted = {K for tb in tri.blocks for K in tb.abstractions}
-    classes = lane_classes(tri, hoisted, [1.0] * dae.n)
-    assert [c.members for c in classes] == [[0, 1, 2, 3], [4, 5]]
+    assert _classes(load_mechanism("stewart")) == [[0, 1, 2, 3], [4, 5]]
     for k in range(4):
         assert f"if (!(lanes0 & {1 << k}u))" in gen.model_c
     for k in range(2):
@@ -60,12 +68,17 @@ int main(int argc, char **argv)
      * prediction: a jump the continuity check refuses */
     if (jump >= 0) base.sol[5 * jump + 4] += 1.0;
     double q[NQ], sol[NSOL], trig[2 * NQ];
-    memcpy(q, fmigen_q_start, sizeof q);
+    for (int k = 0; k < NQ; k++) q[k] = -7.0;
     for (int k = 0; k < NSOL; k++) sol[k] = -7.0;
+    for (int k = 0; k < 2 * NQ; k++) trig[k] = -7.0;
     const unsigned a = fmigen_lanes0(K, 0.0, 0.0, 1, &base, q, sol, trig);
     const unsigned b = fmigen_lanes1(K + 12, 0.0, 0.0, 1, &base, q, sol, trig);
     printf("{\"masks\": [%u, %u], \"sol\": [", a, b);
     for (int k = 0; k < NSOL; k++) printf("%s%.17g", k ? ", " : "", sol[k]);
+    printf("], \"q\": [");
+    for (int k = 0; k < NQ; k++) printf("%s%.17g", k ? ", " : "", q[k]);
+    printf("], \"trig\": [");
+    for (int k = 0; k < 2 * NQ; k++) printf("%s%.17g", k ? ", " : "", trig[k]);
     printf("]}\n");
     return 0;
 }
@@ -91,11 +104,19 @@ def test_a_lane_solves_its_leg_or_leaves_it_to_the_scalar_code(tmp_path, stewart
     assert out["masks"] == masks
     for leg in range(6):
         got = out["sol"][5 * leg:5 * leg + 5]
+        # its pairs (s_alpha, c_alpha, s_beta, c_beta) to trig, its
+        # extension to q; the deferred angles themselves are not written
+        pairs = out["trig"][12 + 6 * leg:16 + 6 * leg]
+        ext, angles = out["q"][8 + 3 * leg], out["q"][6 + 3 * leg:8 + 3 * leg]
+        assert angles == [-7.0, -7.0]
         if leg == jump:
-            assert got == [-7.0] * 5
+            assert got == [-7.0] * 5 and pairs == [-7.0] * 4 and ext == -7.0
         else:
             want = [float(v) for v in gen_sol_start(gen)[5 * leg:5 * leg + 5]]
             assert max(abs(a - b) for a, b in zip(got, want)) < 1e-13
+            assert pairs == got[:4] and ext == got[4]
+    # nothing else: the platform's entries are the kinematics' own
+    assert out["q"][:6] == [-7.0] * 6 and out["trig"][:12] == [-7.0] * 12
 
 
 def _driver(tmp_path, gen, source, defines=()):
@@ -138,9 +159,10 @@ def test_the_lanes_give_the_scalar_codes_bits(tmp_path, stewart, avx):
     assert abs(a["peak_violation"] - b["peak_violation"]) < 1e-15
 
 
-#: fmigen_phi_trig of the generated model.c at argv[1] random states: the
-#: platform pose and every leg's pair and extension moved by up to 0.1
-#: (the pairs off the unit circle, the rows far from zero)
+#: fmigen_phi_trig of the generated model.c at argv[1] random states: every
+#: coordinate moved by up to 0.1 from its start and every sin of a pair
+#: scaled by up to 5 % (the pairs off the unit circle, the rows far from
+#: zero)
 RESIDUAL_DRIVER = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,8 +178,6 @@ int main(int argc, char **argv)
             trig[2 * k] = sin(q[k]) * (1.0 + 0.1 * ((double)rand() / RAND_MAX - 0.5));
             trig[2 * k + 1] = cos(q[k]);
         }
-        /* the platform's pairs are sin, cos of its coordinates (trig_from_q) */
-        for (int k = 3; k < 6; k++) { trig[2 * k] = sin(q[k]); trig[2 * k + 1] = cos(q[k]); }
         fmigen_phi_trig(0.0, q, NULL, fmigen_p_default, fmigen_u_default, trig, out);
         for (int j = 0; j < NC; j++) printf("%.17g%s", out[j], j + 1 < NC ? " " : "\n");
     }
@@ -173,12 +193,67 @@ def test_the_residual_rows_in_lanes_are_the_scalar_rows(tmp_path, stewart):
     a row written to another row's place, or a lane's constants for
     another leg, would be off by their difference."""
     gen, dae, _ = stewart
+    _same_residual_rows(tmp_path, gen, dae.m)
+
+
+def _same_residual_rows(tmp_path, gen, m):
     rows = []
     for defines in ([], ["-DFMIGEN_VECTORS=0"]):
         exe = _driver(tmp_path, gen, RESIDUAL_DRIVER, defines)
         out = subprocess.run([str(exe), "200"], capture_output=True, text=True, check=True).stdout
         rows.append([[float(x) for x in line.split()] for line in out.splitlines()])
     lanes, scalar = rows
-    assert len(lanes) == 200 and all(len(r) == dae.m for r in lanes)
+    assert len(lanes) == 200 and all(len(r) == m for r in lanes)
     assert max(abs(x) for r in scalar for x in r) > 0.01
     assert max(abs(a - b) for ra, rb in zip(lanes, scalar) for a, b in zip(ra, rb)) < 1e-14
+
+
+#: two four-bars on one crank whose rocker tips a dyad joins: the four-bars
+#: are one lane class, and the dyad's rows (a later block) read their
+#: rockers' angles (a review's mechanism; fmigen_phi_trig did not compile)
+TWIN = """
+import math
+from sympy import cos, sin
+from fmigen.model import Mechanism
+
+def build():
+    m = Mechanism("twin", description="two four-bars on one crank, their rocker tips joined by a dyad")
+    l1, l2, l3 = 1.0, 4.0, 2.5
+    g = m.parameter("g", 9.8, "m/s2", tunable=True, description="gravity")
+    th = m.coordinate("theta1", math.pi / 2, "rad")
+    al = [m.coordinate("alpha1", 0.353281, "rad"), m.coordinate("alpha2", 0.25, "rad")]
+    ph = [m.coordinate("phi1", 1.26486, "rad"), m.coordinate("phi2", 1.26486, "rad")]
+    tips = []
+    for k, d in enumerate((3.0, 4.5)):
+        ax, ay = l1 * cos(th), l1 * sin(th)
+        if k == 0:
+            m.planar_body("crank", 1.0, l1**2 / 12, (ax / 2, ay / 2), th)
+        m.planar_body(f"coupler{k}", 1.0, l2**2 / 12, (ax + l2 / 2 * cos(al[k]), ay + l2 / 2 * sin(al[k])), al[k])
+        m.planar_body(f"rocker{k}", 1.0, l3**2 / 12, (d + l3 / 2 * cos(ph[k]), l3 / 2 * sin(ph[k])), ph[k])
+        m.constraint(f"loop{k}_x", ax + l2 * cos(al[k]) - d - l3 * cos(ph[k]))
+        m.constraint(f"loop{k}_y", ay + l2 * sin(al[k]) - l3 * sin(ph[k]))
+        tips.append((d + l3 * cos(ph[k]), l3 * sin(ph[k])))
+    ga, de = m.coordinate("gamma", 1.4, "rad"), m.coordinate("delta", 1.75, "rad")
+    m.planar_body("bar4", 1.0, 0.75, (tips[0][0] + 1.5 * cos(ga), tips[0][1] + 1.5 * sin(ga)), ga)
+    m.planar_body("bar5", 1.0, 0.75, (tips[1][0] + 1.5 * cos(de), tips[1][1] + 1.5 * sin(de)), de)
+    m.constraint("join_x", tips[0][0] + 3 * cos(ga) - tips[1][0] - 3 * cos(de))
+    m.constraint("join_y", tips[0][1] + 3 * sin(ga) - tips[1][1] - 3 * sin(de))
+    m.gravity = (0, -g, 0)
+    m.independent = ["theta1"]
+    m.dof = 1
+    return m
+"""
+
+
+def test_a_later_block_reading_a_lane_class_angles(tmp_path):
+    """Lanes followed by a block that reads their angles: the residual's
+    other rows keep the class's unit-circle pairs (they were declared only in
+    the class's scalar fallback, and model.c did not compile), and its rows
+    are the scalar build's to round-off."""
+    path = tmp_path / "twin.py"
+    path.write_text(TWIN)
+    mech = load_mechanism(str(path))
+    assert _classes(mech) == [[0, 1]]
+    gen = generate_sources(load_mechanism(str(path)), ["groebner"])["groebner"][0]
+    assert "fmigen_residual_lanes0(q, trig, out)" in gen.model_c
+    _same_residual_rows(tmp_path, gen, 6)
