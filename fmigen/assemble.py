@@ -980,6 +980,8 @@ def parse_inputs(text: str | None) -> dict:
             out[k] = math.radians(float(v[:-3])) if v.endswith("deg") else float(v)
         except ValueError:
             raise AssemblyError(f"--inputs: '{v}' is not a number (for {k})") from None
+        if not math.isfinite(out[k]):
+            raise AssemblyError(f"--inputs: '{v}' is not a finite number (for {k})")
     return out
 
 

@@ -592,7 +592,16 @@ def format_table(result: dict) -> str:
 
 
 def _floats(text):
-    return [float(x) for x in text.split(",") if x.strip()]
+    """``--tolerances``: finite numbers > 0, comma-separated (argparse type)."""
+    import argparse
+    import math
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want numbers separated by commas, got '{text}'") from None
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"want finite numbers > 0, got '{text}'")
+    return values
 
 
 def add_parser(sub):
@@ -617,7 +626,7 @@ def add_parser(sub):
                    help=f"comma-separated formulations (default {','.join(FORMULATIONS)}; the last three "
                         "integrate all coordinates of the augmented system, as FMUs built with "
                         "--kinematics baumgarte|penalty|spring)")
-    p.add_argument("--tolerances", default=",".join(f"{t:g}" for t in DEFAULT_TOLERANCES),
+    p.add_argument("--tolerances", type=_floats, default=list(DEFAULT_TOLERANCES),
                    help="Newton step tolerances, one row each (default 1e-3,1e-6 as in paper 000)")
     p.add_argument("--stop-time", type=float, default=3.0, help="simulated seconds (default 3)")
     p.add_argument("--step", type=float, default=1e-3, help="explicit Euler step (default 1e-3)")
@@ -637,7 +646,7 @@ def add_parser(sub):
         if args.repeats < 1 or not args.step > 0 or not args.stop_time >= args.step:
             raise ModelError("need --repeats >= 1, --step > 0 and --stop-time >= --step")
         result = bench(args.mechanism, kinematics=[k.strip() for k in args.kinematics.split(",") if k.strip()],
-                       tolerances=_floats(args.tolerances), stop_time=args.stop_time, step=args.step,
+                       tolerances=args.tolerances, stop_time=args.stop_time, step=args.step,
                        repeats=args.repeats, callgrind=not args.no_callgrind,
                        log=args.progress, keep=args.keep,
                        opt=args.opt.split() if args.opt else None,

@@ -22,6 +22,8 @@ prototype: 8k and 39k).
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -199,6 +201,9 @@ class Mechanism:
     def coordinate(self, name, start, unit="rad", velocity_start=0.0, description=""):
         if any(c.name == name for c in self.coordinates):
             raise ModelError(f"coordinate '{name}' declared twice")
+        if not (math.isfinite(float(start)) and math.isfinite(float(velocity_start))):
+            raise ModelError(f"coordinate '{name}': start {start} and velocity start {velocity_start} must be "
+                             "finite numbers")
         sym = me.dynamicsymbols(name)
         self.coordinates.append(Coordinate(name, sym, float(start), unit,
                                            float(velocity_start), description))

@@ -412,6 +412,9 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
         # step of each communication step) and looked twice as accurate
         solver, step = fmu_integrator(existing_fmu)
     output_interval = output_interval or max(step, round(0.01 / step) * step)
+    if not (step <= stop_time and output_interval <= stop_time):
+        raise ModelError(f"the step ({step:g} s) and the output interval ({output_interval:g} s) must not exceed "
+                         f"the stop time ({stop_time:g} s)")
     signals = parse_input_signals(mech, input_signals)
     signal_fns = _signal_functions(signals)
     if signals:

@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -70,6 +71,27 @@ def test_step_and_times_must_be_finite_and_positive(args):
     p = run(*args)
     assert p.returncode == 2 and "must be a finite number > 0" in p.stderr and args[-2] in p.stderr
     assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (("validate", "fourbar", "--output-interval", "5", "--stop-time", "0.1"), "must not exceed the stop time"),
+    (("validate", "fourbar", "--step", "0.5", "--stop-time", "0.1"), "must not exceed the stop time"),
+    (("assemble", "fourbar", "--inputs", "theta=nan"), "'nan' is not a finite number (for theta)"),
+    (("bench", "fourbar", "--kinematics", "newton", "--tolerances", "abc"), "want numbers separated by commas"),
+    (("bench", "fourbar", "--kinematics", "newton", "--tolerances", "0"), "want finite numbers > 0")])
+def test_more_bad_input_is_an_error(args, message):
+    """Each was a Python traceback (a review's list): an error naming the
+    cause, exit 2."""
+    p = run(*args)
+    assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_start_that_is_not_finite_is_refused(tmp_path):
+    src = Path("mechanisms/fourbar.py").read_text()
+    assert 'm.coordinate("theta", math.pi / 2' in src
+    (tmp_path / "fb_nan.py").write_text(src.replace('m.coordinate("theta", math.pi / 2', 'm.coordinate("theta", float("nan")'))
+    p = run("build", str(tmp_path / "fb_nan.py"), "-o", str(tmp_path / "x.fmu"))
+    assert p.returncode == 2 and "coordinate 'theta': start nan" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_clear_errors_for_files_and_orders(tmp_path):
