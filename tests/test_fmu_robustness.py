@@ -287,6 +287,12 @@ def test_logging_categories_reach_the_logger(fmus, fmi):
         vr = {v.name: v.valueReference for v in md.modelVariables}
     _init(s, fmi)
     assert any(c == "logEvents" and st == 0 and "initialized at t=0" in m for st, c, m in messages)
+    # a rejected value names its variable, not only its value reference
+    messages.clear()
+    with pytest.raises(FMICallException):
+        (s.setReal if fmi == "2" else s.setFloat64)([vr["tau"]], [float("nan")])
+    assert messages == [(3, "logStatusError", f"SetReal/SetFloat64: tau (value reference {vr['tau']}) set to a "
+                                              "non-finite value (NaN or Inf)")]
     messages.clear()
     with pytest.raises(FMICallException):
         s.doStep(0.0, -1.0)

@@ -243,6 +243,18 @@ static int eval_failure(FgInstance *in, const char *what)
     return st;
 }
 
+/* A value reference's variable name, for messages (fmu_variables.h) */
+static const char *fg_vr_name(unsigned r)
+{
+#ifdef FMIGEN_VR_NAMES
+    static const char *const names[] = FMIGEN_VR_NAMES;
+    return r < sizeof names / sizeof names[0] ? names[r] : "an unknown variable";
+#else
+    (void)r;
+    return "a variable";
+#endif
+}
+
 int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[])
 {
     if (!fg_allowed(in, "GetReal/GetFloat64", ANY_LIVE & ~M_(S_INSTANTIATED))) return FG_ERROR;
@@ -334,7 +346,8 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
     for (size_t i = 0; i < n; i++) {
         unsigned r = vr[i];
         if (!isfinite(value[i]))
-            return fg_fail(in, "SetReal/SetFloat64: value reference %u set to a non-finite value (NaN or Inf)", r);
+            return fg_fail(in, "SetReal/SetFloat64: %s (value reference %u) set to a non-finite value (NaN or Inf)",
+                           fg_vr_name(r), r);
         int ok = 0;
         if (r < VR_RES) ok = (before_init || FMIGEN_KINEMATIC) && is_independent(r < VR_V ? (int)r : (int)(r - VR_V));
         else if (r >= VR_U && r < VR_P) ok = 1;
@@ -363,7 +376,7 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
             return fg_fail(in, "SetReal/SetFloat64: %s (value reference %u) is a fixed parameter: it can be set "
                            "only before ExitInitializationMode", r == VR_H ? "internal_step" : fg_fp_names[r - VR_F], r);
         if (!ok)
-            return fg_fail(in, "SetReal/SetFloat64: value reference %u cannot be set %s", r,
+            return fg_fail(in, "SetReal/SetFloat64: %s (value reference %u) cannot be set %s", fg_vr_name(r), r,
                            before_init ? "(it is calculated or unknown)" : "after initialization");
     }
     FmigenCore *k = &in->s.core;
@@ -396,12 +409,15 @@ int fg_set_input_derivatives(FgInstance *in, const unsigned vr[], size_t n, cons
                        "set the velocities instead");
     for (size_t i = 0; i < n; i++) {
         if (!(vr[i] >= VR_U && vr[i] < VR_P))
-            return fg_fail(in, "SetRealInputDerivatives: value reference %u is not an input", vr[i]);
+            return fg_fail(in, "SetRealInputDerivatives: %s (value reference %u) is not an input",
+                           fg_vr_name(vr[i]), vr[i]);
         if (order[i] != 1)
-            return fg_fail(in, "SetRealInputDerivatives: order %d for value reference %u: only first derivatives "
-                           "are used (the inputs are interpolated linearly)", order[i], vr[i]);
+            return fg_fail(in, "SetRealInputDerivatives: order %d for %s (value reference %u): only first "
+                           "derivatives are used (the inputs are interpolated linearly)", order[i],
+                           fg_vr_name(vr[i]), vr[i]);
         if (!isfinite(value[i]))
-            return fg_fail(in, "SetRealInputDerivatives: value reference %u given a non-finite derivative", vr[i]);
+            return fg_fail(in, "SetRealInputDerivatives: %s (value reference %u) given a non-finite derivative",
+                           fg_vr_name(vr[i]), vr[i]);
     }
     FmigenCore *k = &in->s.core;
     fold_inputs(k);
