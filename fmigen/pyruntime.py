@@ -259,10 +259,11 @@ def lu_factor(n, A, piv):
     return 0
 
 
-def positive_definite(n, A):
-    """Whether the symmetric n×n A (row-major) is positive definite, by the
-    test the C runtime's unrolled LDLᵀ makes (codegen_embedding._ldlt_factor):
-    every pivot d_k > 1e-13·|A_kk|."""
+def ldlt_factor(n, A):
+    """The C runtime's unrolled LDLᵀ (codegen_embedding._ldlt_factor) of the
+    symmetric n×n A (row-major, lower triangle read): (L, d), or None where
+    a pivot d_k is not above 1e-13·|A_kk| (not positive definite: a
+    negative mass, say)."""
     L = [0.0] * (n * n)
     d = [0.0] * n
     for k in range(n):
@@ -275,9 +276,21 @@ def positive_definite(n, A):
         for j in range(k):
             dk -= L[k * n + j] * L[k * n + j] * d[j]
         if not (dk > 1e-13 * fabs(A[k * n + k])):
-            return False
+            return None
         d[k] = dk
-    return True
+    return L, d
+
+
+def ldlt_solve(n, L, d, b):
+    """L D Lᵀ x = b for ``ldlt_factor``'s factors (b in place)."""
+    for k in range(n):
+        for j in range(k):
+            b[k] -= L[k * n + j] * b[j]
+    for k in range(n):
+        b[k] /= d[k]
+    for k in range(n - 1, -1, -1):
+        for j in range(k + 1, n):
+            b[k] -= L[j * n + k] * b[j]
 
 
 def lu_solve(n, LU, piv, b):
@@ -584,7 +597,7 @@ class Core:
             res[i] -= mij * ac[j]
             for k in range(NI):
                 MB[i * NI + k] += mij * B[j * NI + k]
-        Mh, rh, pivh = [0.0] * (NI * NI), [0.0] * NI, [0] * NI
+        Mh, rh = [0.0] * (NI * NI), [0.0] * NI
         for a in range(NI):
             s = 0.0
             for i in range(NQ):
@@ -595,15 +608,15 @@ class Core:
                 for i in range(NQ):
                     mm += B[i * NI + a] * MB[i * NI + b]
                 Mh[a * NI + b] = mm
-        if not positive_definite(NI, Mh):
-            # as the C runtime's LDLᵀ refuses it (a negative mass, say)
+        # solved as the C runtime solves it, which also refuses a matrix
+        # that is not positive definite (an LU solved one with negative
+        # masses)
+        factor = ldlt_factor(NI, Mh)
+        if factor is None:
             self.message = ("singular configuration at t=%.9g: the reduced mass matrix B^T M B is not "
                             "positive definite" % t)
             return None
-        if lu_factor(NI, Mh, pivh):
-            self.message = "singular reduced mass matrix BᵀMB at t=%.9g" % t
-            return None
-        lu_solve(NI, Mh, pivh, rh)
+        ldlt_solve(NI, *factor, rh)
         dx = [0.0] * (2 * NI)
         for k in range(NI):
             dx[k] = x[NI + k]
@@ -891,7 +904,7 @@ class SlaveMethods:
 
 
 RUNTIME_OBJECTS = [linear, quadratic_near, rotate, fmigen_atan2, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
-                   positive_definite,
+                   ldlt_factor, ldlt_solve,
                    poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]
 SLAVE_METHODS = ["__init__", "_defaults", "to_xml", "_fail", "_allowed", "setup_experiment",

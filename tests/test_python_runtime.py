@@ -334,3 +334,19 @@ def test_python_newton_block_agrees_with_the_c(tmp_path):
     assert rp["constraint_residual"].max() <= 1e-12
     # it moves: the gear folds under gravity, p_BC 2 -> 2.17 in these 0.3 s
     assert np.ptp(rp["p_BC"]) > 0.1
+
+
+def test_ldlt_solves_as_numpy_and_refuses_an_indefinite_matrix():
+    """The Python runtime's LDLᵀ (the C runtime's factorization of B^T M B)
+    against numpy's solver on a random symmetric positive definite 5×5, and
+    None for an indefinite one (the C runtime's refusal)."""
+    rng = np.random.default_rng(3)
+    G = rng.normal(size=(5, 5))
+    A = G @ G.T + 5 * np.eye(5)
+    b = rng.normal(size=5)
+    factor = pyruntime.ldlt_factor(5, list(A.ravel()))
+    x = list(b)
+    pyruntime.ldlt_solve(5, *factor, x)
+    assert np.max(np.abs(np.array(x) - np.linalg.solve(A, b))) < 1e-13
+    A[4, 4] = -1.0
+    assert pyruntime.ldlt_factor(5, list(A.ravel())) is None
