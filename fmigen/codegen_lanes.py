@@ -128,26 +128,25 @@ class _Plan:
         self.lines.append(f"const {ctype} {name} = {parent} * {self.names[k]};")
         return name
 
-    def sum(self, target, lanes, declare="const fmigen_v4d"):
+    def sum(self, target, lanes):
         """target = Σ c·monomial over ``lanes`` (per lane: (monomial,
         coefficient) pairs in the same monomial order)."""
         terms = list(zip(*lanes))
         if not terms:
-            self.lines.append(f"{declare} {target} = (fmigen_v4d){{0.0, 0.0, 0.0, 0.0}};")
+            self.lines.append(f"const fmigen_v4d {target} = (fmigen_v4d){{0.0, 0.0, 0.0, 0.0}};")
             return
         acc = []
         for term in terms:
             mono = self.monomial(term[0][0])
             cs = {c for _, c in term}
-            # a coefficient ±1 in every lane: the monomial itself, as in the
-            # scalar code (``a0 += m0``); not a double's (a sum's first term
-            # must be a vector)
             if mono in self.scalar:
                 # a double times the lanes' coefficients, also where they
                 # are ±1: a sum's first term must be a vector, and "+ x" of
                 # a double x cost the Stewart residual 24 instructions more
                 # than "+ {1, 1, 1, 1} * x"
                 acc.append(f"{_vec(c for _, c in term)} * {mono}")
+            # a coefficient ±1 in every lane: the monomial itself, as in the
+            # scalar code (``a0 += m0``)
             elif mono is not None and cs <= {1}:
                 acc.append(mono)
             elif mono is not None and cs <= {-1}:
@@ -158,7 +157,7 @@ class _Plan:
         expr = acc[0]
         for a in acc[1:]:
             expr = f"({expr}) + {a}"
-        self.lines.append(f"{declare} {target} = {expr};")
+        self.lines.append(f"const fmigen_v4d {target} = {expr};")
 
     def abs_sum(self, target, lanes):
         """Σ |c|·|monomial|: the scale a verified polynomial cancels from
@@ -345,7 +344,7 @@ def residual_function(cls, rows, unknowns, exprs):
         lanes = group + [group[-1]] * (LANES - len(group))
         out = []
         names, k = [], 0
-        for u, (kind, raw, _) in enumerate(unknowns[group[0]]):
+        for u, (kind, _, _) in enumerate(unknowns[group[0]]):
             if kind == "angle":
                 S = ", ".join(str(unknowns[b][u][1][0]) for b in lanes)
                 C = ", ".join(str(unknowns[b][u][1][1]) for b in lanes)

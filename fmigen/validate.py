@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import fmpy
-
 import numpy as np
 
 from .model import ModelError
