@@ -31,6 +31,10 @@ Nothing is expanded symbolically across the linear algebra: every
 intermediate is a named double, so the code grows like the number of
 non-zeros, not like the inverse's expression.
 
+With that blockwise structure, diagonal blocks of one size (the Stewart
+legs) are computed four at a time in vector lanes: what the per-block loops
+emit is tagged (``_Code.lane``) and ``codegen_slp`` packs it.
+
 Generated functions (declared in ``runtime/fmigen_runtime.h``):
 
 - ``int fmigen_embedded_velocities(t, q, v, p, u, trig)``: fills v_d in v
@@ -54,10 +58,12 @@ not positive definite.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager, nullcontext
 
 import sympy as sp
 
 from . import codegen_recursive as recursive
+from . import codegen_slp as slp
 from .codegen import SymbolMap, c
 from .embed import Embedding
 from .model import t as TIME
@@ -82,9 +88,35 @@ class _Code:
         self.indent = indent
         self.count = 0
         self.unit: dict[str, int] = {}
+        # (block, role) of what is emitted inside ``lane``, for codegen_slp:
+        # the k-th value (or check, or store) of a kind in a block's code
+        self.tags: dict[str, tuple] = {}
+        self._lane = None
+        self._lane_count: dict[tuple, int] = {}
+
+    @contextmanager
+    def lane(self, block: int, kind: str):
+        """Tag what is emitted inside as block ``block``'s values of ``kind``."""
+        outer, self._lane = self._lane, (block, kind)
+        try:
+            yield
+        finally:
+            self._lane = outer
+
+    def _tag(self, key):
+        if self._lane is not None:
+            k = self._lane_count.get(self._lane, 0)
+            self._lane_count[self._lane] = k + 1
+            self.tags[key] = (self._lane[0], (self._lane[1], k))
 
     def emit(self, line):
         self.lines.append(self.indent + line)
+        if not line.startswith("const double "):
+            store = re.match(r"^(v\[\d+\]) = ", line)
+            if store:
+                self._tag(store.group(1))
+            elif line.startswith("if ("):
+                self._tag(line.strip())
 
     def let(self, prefix, expr):
         """``const double <fresh> = expr;`` or None for an exact zero."""
@@ -93,6 +125,7 @@ class _Code:
         self.count += 1
         name = f"{prefix}{self.count}"
         self.emit(f"const double {name} = {expr};")
+        self._tag(name)
         if expr in ("1", "-1"):
             self.unit[name] = int(expr)
         return name
@@ -428,13 +461,20 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
                 # not drop 0·x, which is NaN for an infinite x).  Not Φ_q's,
                 # whose named entries the block factorizations read
                 names[(g, key)] = None if g != "J" and value == 0 else code.let(g + "_", c(value))
+                if names[(g, key)] and (g, key) in lane_role:
+                    code.tags[names[(g, key)]] = lane_role[(g, key)]
         return names
 
     blocks = _blocks(emb, tri)
     blockwise_possible = dynamics == "embedded" and _blockwise_structure(emb, blocks)
+    lane_role = _lane_roles(blocks, groups, ind)
+    block_of = {i: bi for bi, (_, unk) in enumerate(blocks) for i in unk}
+
+    tags_of = {}   # each body's _Code.tags, by body(...)'s arguments
 
     def body(with_rhs: bool, blockwise: bool = False) -> str:
         code = _Code()
+        tags_of[(with_rhs, blockwise)] = code.tags
         code.emit("(void)t; (void)p; (void)u;")
         early = {s for s, _ in reps if s not in late}
         names = stage(code, early if with_rhs else velocity_temps, ["J", "Pt"])
@@ -443,7 +483,8 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
 
         inv, adj = [], []
         for bi, b in enumerate(blocks):
-            solve_b, inverse_b = _factor_block(code, b, bi, Jn)
+            with code.lane(bi, "factor"):
+                solve_b, inverse_b = _factor_block(code, b, bi, Jn)
             inv.append(solve_b)
             adj.append(inverse_b)
 
@@ -453,9 +494,10 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
             x = {}
             solved = []
             for bi, (eqs, unk) in enumerate(blocks):
-                r = [code.dot(tag, rhs.get(j), [(Jn.get((j, i)), x.get(i)) for i in solved]) for j in eqs]
-                for i, val in zip(unk, inv[bi](r, tag)):
-                    x[i] = val
+                with code.lane(bi, tag):
+                    r = [code.dot(tag, rhs.get(j), [(Jn.get((j, i)), x.get(i)) for i in solved]) for j in eqs]
+                    for i, val in zip(unk, inv[bi](r, tag)):
+                        x[i] = val
                 solved += unk
             return x
 
@@ -489,16 +531,21 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
             terms = [a for a in sp.Add.make_args(values[("F", i)]) if a != 0]
             free = [a for a in terms if not (a.free_symbols & u_dep)]
             with_u = [a for a in terms if a.free_symbols & u_dep]
-            Fn[i] = code.let("F_", c(sp.Add(*free))) if free else None
-            if with_u:
-                Fu[i] = code.let("Fu_", c(sp.Add(*with_u)))
+            with code.lane(block_of[i], "F") if i in block_of else nullcontext():
+                Fn[i] = code.let("F_", c(sp.Add(*free))) if free else None
+            with code.lane(block_of[i], "Fu") if i in block_of else nullcontext():
+                if with_u:
+                    Fu[i] = code.let("Fu_", c(sp.Add(*with_u)))
         if dynamics == "recursive":
             recursive.accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, ind, n)
             code.emit("return 0;")
             return "\n".join(code.lines)
         ac = solve(Gn, "ac_")
         # res = F − M a_c (every coordinate: r̄ = Bᵀ res reads them all)
-        res = {i: code.dot("res", Fn.get(i), [(Mn.get((i, d)), ac.get(d)) for d in dep]) for i in range(n)}
+        res = {}
+        for i in range(n):
+            with code.lane(block_of[i], "res") if i in block_of else nullcontext():
+                res[i] = code.dot("res", Fn.get(i), [(Mn.get((i, d)), ac.get(d)) for d in dep])
         if blockwise:
             Mb = _blockwise_reduced(code, blocks, adj, Jn, Mn, ind, f)
             rb = _blockwise_transposed(code, blocks, adj, Jn, res, {a: res.get(ind[a]) for a in range(f)},
@@ -537,11 +584,28 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
         rhs[True] = body(True, True)
     blockwise = blockwise_possible and _count_ops(rhs[True]) < _count_ops(rhs[False])
     prepare, finish, nwork = _split_inputs(rhs[blockwise].split("\n"))
-    return (chunked("fmigen_embedded_velocities", sig, body(False, blockwise)) + "\n" +
-            chunked("fmigen_embedded_prepare", "double t, const double *q, double *v, const double *p, "
-                    "const double *trig, double *work", prepare) + "\n" +
-            chunked("fmigen_embedded_finish", "double t, const double *q, const double *v, const double *p, "
-                    "const double *u, const double *trig, const double *work, double *qdd", finish)), nwork
+    velocities = body(False, blockwise)
+
+    lanes = {with_rhs: _lane_blocks(blocks, tags_of[(with_rhs, True)]) if blockwise else None
+             for with_rhs in (False, True)}
+    slots = frozenset()
+    if lanes[True] is not None and prepare.count("\n") <= CHUNK_ABOVE:
+        prepare, finish, nwork, slots = slp.relayout_work(prepare, finish, lanes[True], nwork)
+
+    def function(name, params, text, with_rhs=True):
+        """One function, its per-block statements in lanes where they group
+        (codegen_slp) and it is small enough not to be chunked."""
+        if lanes[with_rhs] is not None and text.count("\n") <= CHUNK_ABOVE:
+            packed = slp.vectorize(text, lanes[with_rhs], slots)
+            if packed is not None:
+                return f"int {name}({params})\n{{\n{packed}\n}}\n"
+        return chunked(name, params, text)
+
+    return (function("fmigen_embedded_velocities", sig, velocities, with_rhs=False) + "\n" +
+            function("fmigen_embedded_prepare", "double t, const double *q, double *v, const double *p, "
+                     "const double *trig, double *work", prepare) + "\n" +
+            function("fmigen_embedded_finish", "double t, const double *q, const double *v, const double *p, "
+                     "const double *u, const double *trig, const double *work, double *qdd", finish)), nwork
 
 
 #: A straight-line function of more than CHUNK_ABOVE statements is generated
@@ -772,6 +836,47 @@ def _blockwise_structure(emb: Embedding, blocks) -> bool:
                    for i in emb.dependent for k in range(emb.dae.n))
 
 
+def _lane_roles(blocks, groups, ind) -> dict:
+    """{(quantity, key): (block, role)} for the model quantities that belong
+    to one diagonal block of Φ_d (codegen_slp): a row of Φ_q over the
+    block's or the independent coordinates, Φ_t and γ of its rows, M among
+    its coordinates, by their positions in the block."""
+    row = {j: (bi, r) for bi, (eqs, _) in enumerate(blocks) for r, j in enumerate(eqs)}
+    col = {i: (bi, k) for bi, (_, unk) in enumerate(blocks) for k, i in enumerate(unk)}
+    out = {}
+    for g, d in groups:
+        for key in d:
+            if g == "J" and key[0] in row:
+                (bi, r), i = row[key[0]], key[1]
+                if i in col and col[i][0] == bi:
+                    out[(g, key)] = (bi, ("J", r, "d", col[i][1]))
+                elif i in ind:
+                    out[(g, key)] = (bi, ("J", r, "i", ind.index(i)))
+            elif g in ("Pt", "G") and key in row:
+                out[(g, key)] = (row[key][0], (g, row[key][1]))
+            elif g == "M" and key[0] in col and key[1] in col and col[key[0]][0] == col[key[1]][0]:
+                out[(g, key)] = (col[key[0]][0], ("M", col[key[0]][1], col[key[1]][1]))
+    return out
+
+
+def _lane_blocks(blocks, tags) -> "slp.Blocks | None":
+    """The chunks of blocks solved together in lanes: blocks of the same size
+    in order, up to slp.LANES at a time, a short chunk's last block repeated;
+    None when no two blocks have the same size."""
+    by_size = {}
+    for bi, (eqs, unk) in enumerate(blocks):
+        by_size.setdefault((len(eqs), len(unk)), []).append(bi)
+    chunks = []
+    for members in by_size.values():
+        for k in range(0, len(members), slp.LANES):
+            chunk = members[k:k + slp.LANES]
+            if len(chunk) > 1:
+                chunks.append(tuple(chunk + [chunk[-1]] * (slp.LANES - len(chunk))))
+    if not chunks:
+        return None
+    return slp.Blocks(coords=[list(unk) for _, unk in blocks], tags=dict(tags), chunks=chunks)
+
+
 def _blockwise_reduced(code: _Code, blocks, adj, Jn, Mn, ind, f):
     """Bᵀ M B (upper triangle) summed block by block, for the structure
     ``_blockwise_structure`` checks.  With A_b = Φ_d,b⁻¹ (the adjugate
@@ -790,21 +895,22 @@ def _blockwise_reduced(code: _Code, blocks, adj, Jn, Mn, ind, f):
     10,854 instructions per explicit Euler step."""
     terms = {(a, c): [] for a in range(f) for c in range(a, f)}
     for bi, (eqs, unk) in enumerate(blocks):
-        A, nb = adj[bi], len(unk)
-        # M_b A_b, then N_b = A_bᵀ (M_b A_b), upper triangle (N_b symmetric)
-        MA = [[code.dot("ma", None, [(Mn.get((unk[r], unk[s])), A[s][k]) for s in range(nb)], sign="+")
-               for k in range(nb)] for r in range(nb)]
-        N = {}
-        for k in range(nb):
-            for l in range(k, nb):
-                N[(k, l)] = N[(l, k)] = code.dot("nb", None, [(A[r][k], MA[r][l]) for r in range(nb)], sign="+")
-        Pi = [[Jn.get((j, ind[a])) for a in range(f)] for j in eqs]
-        # P = N_b Φ_i,b, then Φ_i,bᵀ P into the upper triangle of Bᵀ M B
-        P = [[code.dot("pn", None, [(N[(k, l)], Pi[l][a]) for l in range(nb)], sign="+") for a in range(f)]
-             for k in range(nb)]
-        for a in range(f):
-            for c in range(a, f):
-                terms[(a, c)] += [(Pi[k][a], P[k][c]) for k in range(nb)]
+        with code.lane(bi, "reduced"):
+            A, nb = adj[bi], len(unk)
+            # M_b A_b, then N_b = A_bᵀ (M_b A_b), upper triangle (N_b symmetric)
+            MA = [[code.dot("ma", None, [(Mn.get((unk[r], unk[s])), A[s][k]) for s in range(nb)], sign="+")
+                   for k in range(nb)] for r in range(nb)]
+            N = {}
+            for k in range(nb):
+                for l in range(k, nb):
+                    N[(k, l)] = N[(l, k)] = code.dot("nb", None, [(A[r][k], MA[r][l]) for r in range(nb)], sign="+")
+            Pi = [[Jn.get((j, ind[a])) for a in range(f)] for j in eqs]
+            # P = N_b Φ_i,b, then Φ_i,bᵀ P into the upper triangle of Bᵀ M B
+            P = [[code.dot("pn", None, [(N[(k, l)], Pi[l][a]) for l in range(nb)], sign="+") for a in range(f)]
+                 for k in range(nb)]
+            for a in range(f):
+                for c in range(a, f):
+                    terms[(a, c)] += [(Pi[k][a], P[k][c]) for k in range(nb)]
     return {(a, c): code.dot("mh", Mn.get((ind[a], ind[c])), terms[(a, c)], sign="+") for (a, c) in terms}
 
 
@@ -816,7 +922,9 @@ def _blockwise_transposed(code: _Code, blocks, adj, Jn, vec, first, ind, f, ztag
     terms = {a: [] for a in range(f)}
     for bi, (eqs, unk) in enumerate(blocks):
         A, nb = adj[bi], len(unk)
-        z = [code.dot(ztag, None, [(A[r][k], vec.get(unk[r])) for r in range(nb)], sign="+") for k in range(nb)]
+        with code.lane(bi, ztag):
+            z = [code.dot(ztag, None, [(A[r][k], vec.get(unk[r])) for r in range(nb)], sign="+")
+                 for k in range(nb)]
         for a in range(f):
             terms[a] += [(Jn.get((j, ind[a])), z[k]) for k, j in enumerate(eqs)]
     return {a: code.dot(tag, first[a], terms[a]) for a in range(f)}

@@ -153,10 +153,11 @@ def velocities(code, blocks, inv, Jn, Ptn, independent):
         cols_of_row.setdefault(j, []).append(i)
     for bi, (eqs, unk) in enumerate(blocks):
         own = set(unk)
-        r = [code.dot("vs", Ptn.get(j), [(Jn[(j, i)], f"v[{i}]") for i in sorted(cols_of_row.get(j, ()))
-                                         if i not in own], sign="+") for j in eqs]
-        for i, val in zip(unk, inv[bi](r, "vs")):
-            code.emit(f"v[{i}] = {'-' + val if val else '0.0'};")
+        with code.lane(bi, "vs"):
+            r = [code.dot("vs", Ptn.get(j), [(Jn[(j, i)], f"v[{i}]") for i in sorted(cols_of_row.get(j, ()))
+                                             if i not in own], sign="+") for j in eqs]
+            for i, val in zip(unk, inv[bi](r, "vs")):
+                code.emit(f"v[{i}] = {'-' + val if val else '0.0'};")
 
 
 def elimination_order(n, blocks, mass_pattern, rows_pattern, independent):

@@ -539,19 +539,35 @@ step 2,396 → 1,301 instructions, the step 7,805 → 6,710 (one-off,
 `fmigen bench`, on the parent commit and this one). The residual's rows
 of the same blocks are evaluated in lanes too, term by term
 (`fmigen_phi_trig` 384 → 287 instructions a doStep; the peak residual's
-last bits moved, 1.33e-15 → 1.55e-15). What is left per leg is in
-`prepare`. By a one-off callgrind line profile at 8664181, each statement
-classed by the coordinates it reads, directly or through its operands:
-1,630 instructions read one leg's coordinates only (its Jacobian block and
-inverse, mass, forces: no geometry constant appears in them) and 1,310
-one leg's and the platform's (Φ_i, v_d, γ, the leg's share of Bᵀ M B);
-shared are the platform's sin/cos and the knowns K (638), `prepare`'s
-platform part (905), its sums over the legs and the LDLᵀ (749), `finish`
-(260) and the bookkeeping. In lanes, those 2,940 would be ~980 plus the
-packing: a step of ~4,750 plus the packing. The leg-local part is the
-same code up to names already; the platform part needs the partials of
-R·b_k as per-leg inputs, and the joint CSE shares values across legs that
-lanes would need per leg.
+last bits moved, 1.33e-15 → 1.55e-15). What was left per leg was in `prepare`: by a one-off callgrind line profile
+at 8664181, 1,630 instructions that read one leg's coordinates only (its
+Jacobian block and inverse, mass, forces) and 1,310 one leg's and the
+platform's (Φ_i, v_d, γ, the leg's share of Bᵀ M B). *The embedding in
+lanes* (`fmigen/codegen_slp.py`): the generator tags what it emits per
+diagonal block of Φ_d (the k-th value of a kind in the block's code), and a
+pass over the generated C packs the tagged statements of four blocks of one
+size into one vector statement where their expressions have one shape (their
+CSE temporaries with them; the platform's values and the geometry's
+constants become vectors of the four values). The legs' determinant checks
+become lane masks, the sums over the legs (Bᵀ M B, Bᵀ res) vector products
+summed lane by lane and then across the lanes, and `prepare`'s hand-over to
+`finish` is laid out so that each packed group is one vector store and one
+load. A compiler without vector types gets the same statements lane by lane,
+with the same bits; against the scalar code before, sums and products are
+evaluated in the group's order (q̈ within 1.1e-15 relative at random
+states, the 3 s run's final state within 5e-18). Stewart harness step 6,710
+→ 5,570 (the groups) → 5,405 (signs folded into constants; a negated product
+held in a CSE temporary matched to the product) → 5,093 (the sums over the
+legs in lanes) → 4,999 (the two chunks' sums added before the sum across the
+lanes) → 4,867 (`work` laid out for vectors, `finish` in lanes); one-off,
+`fmigen bench`. The flops per step rose (4,210 → {s_g_flops:,.0f}): a packed
+operation counts four, and legs 5–6 fill four lanes with two. What is left
+scalar per leg is γ's rows (~490 instructions a step) and the platform's
+geometry temporaries (~440): the joint CSE shares the products of the
+platform's rotation with the attachment points differently leg by leg, so
+their shapes differ. With the geometry as per-leg coefficients of one set
+of platform monomials, as the kinematics' lanes have it, they would pack
+too.
 
 **The FMU step toward the harness**. *First-same-as-last*: the
 generated right-hand side is cut into `fmigen_embedded_prepare` (v_d, Φ_d⁻¹Φ_i,
@@ -606,11 +622,11 @@ unit-circle pairs for `constraint_residual` and its max (~340; 287 in
 lanes plus the max, 384 before them); the rest (~450) makes the state
 consistent and restorable (copies of q, v and the solve, the state's
 gather and scatter, the memo's key, the finiteness tests). The target was
-met by 8 instructions before the lanes (8,968 = 1.149× 7,805); they made
-the harness 1,095 instructions cheaper and the observation 97 (the
-residual), so the ratio rose while every doStep got cheaper: the
-observation, not the ratio, is what an importer's step costs beyond the
-harness.
+met by 8 instructions before the lanes (8,968 = 1.149× 7,805); the
+kinematics' and the embedding's lanes made the harness 2,938 instructions
+cheaper (7,805 → 4,867) and the observation 97 (the residual), so the ratio
+rose while every doStep got cheaper: the observation, not the ratio, is
+what an importer's step costs beyond the harness.
 *Through the FMI API* the importer pays more than that: "FMU doStep at h"
 counts the runtime core (`fmigen_core_step` and what the first read
 computes), not `fmi2DoStep` and `fmi2GetReal`. `scripts/bench_fmi_api.py`

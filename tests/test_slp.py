@@ -1,0 +1,215 @@
+"""The embedding's per-block code in vector lanes (fmigen/codegen_slp.py):
+the Stewart platform's legs four at a time in fmigen_embedded_velocities,
+_prepare and _finish, checked against the same generator's code without
+the pass (every leg by its own scalar statements) and between the vector
+build and the build for a compiler without vector types."""
+import subprocess
+
+import pytest
+
+import fmigen.codegen_slp as slp
+from fmigen.bench import generate_sources
+from fmigen.fmu import RUNTIME_DIR
+from fmigen.pipeline import load_mechanism
+
+#: the embedding at random states (argv[1] of them; argv[2]: a model index
+#: whose angle gets cos = 0, argv[3]: a coordinate set to NaN, -1 for
+#: none): the return codes of velocities, prepare and finish, v_d and q̈_i
+#: in hexadecimal floating point (exact)
+DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "model.c"
+static double r1(void) { return (double)rand() / RAND_MAX - 0.5; }
+int main(int argc, char **argv)
+{
+    (void)argc;
+    srand(11);
+    const int n = atoi(argv[1]), flat = atoi(argv[2]), bad = atoi(argv[3]);
+    for (int s = 0; s < n; s++) {
+        double q[NQ], v[NQ], trig[2 * NQ], work[FMIGEN_NWORK + 1], qdd[NI + 1], u[NU + 1];
+        for (int k = 0; k < NQ; k++) q[k] = fmigen_q_start[k] + 0.2 * r1();
+        for (int k = 0; k < NQ; k++) v[k] = 2.0 * r1();
+        for (int k = 0; k < NU; k++) u[k] = 100.0 * r1();
+        if (bad >= 0) q[bad] = NAN;
+        for (int k = 0; k < NQ; k++) { trig[2 * k] = sin(q[k]); trig[2 * k + 1] = cos(q[k]); }
+        if (flat >= 0) { trig[2 * flat] = 1.0; trig[2 * flat + 1] = 0.0; }
+        const int a = fmigen_embedded_velocities(0.0, q, v, fmigen_p_default, u, trig);
+        const int b = fmigen_embedded_prepare(0.0, q, v, fmigen_p_default, trig, work);
+        const int c = b ? -1 : fmigen_embedded_finish(0.0, q, v, fmigen_p_default, u, trig, work, qdd);
+        printf("%d %d %d", a, b, c);
+        for (int k = 0; k < NQ; k++) printf(" %a", v[k]);
+        for (int k = 0; k < NI; k++) printf(" %a", b ? 0.0 : qdd[k]);
+        printf("\n");
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def models():
+    """Stewart's model.c with the pass and without it (the generator's
+    scalar statements as they were)."""
+    mech = load_mechanism("stewart")
+    packed = generate_sources(mech, ["groebner"])["groebner"][0]
+    original = slp.vectorize
+    slp.vectorize = lambda body, blocks, slots=frozenset(): None
+    try:
+        plain = generate_sources(mech, ["groebner"])["groebner"][0]
+    finally:
+        slp.vectorize = original
+    return packed, plain
+
+
+def _run(gen, workdir, args, defines=(), flags=(), strict=True):
+    """The driver on ``gen``'s model.c: with ``strict``, without a warning
+    (the pass drops what nothing reads; the generator's own code leaves the
+    ±1 entries of Φ_i unread)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "model.c").write_text(gen.model_c)
+    (workdir / "model_config.h").write_text(gen.config_h)
+    (workdir / "driver.c").write_text(DRIVER)
+    exe = workdir / "driver"
+    warnings = ["-Wall", "-Wextra", "-Werror"] if strict else []
+    subprocess.run(["gcc", "-O2", "-std=c99", "-fno-math-errno", *warnings, *flags,
+                    *[f"-D{d}" for d in defines], f"-I{workdir}", f"-I{RUNTIME_DIR}", str(workdir / "driver.c"),
+                    str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "fmigen_augmented.c"),
+                    "-o", str(exe), "-lm"], check=True, capture_output=True, text=True)
+    out = subprocess.run([str(exe), *map(str, args)], check=True, capture_output=True, text=True).stdout
+    return [[int(x) for x in ln.split()[:3]] + [float.fromhex(x) for x in ln.split()[3:]]
+            for ln in out.strip().split("\n")]
+
+
+def test_the_legs_run_in_lanes(models):
+    """Most of the per-leg statements became vector statements, in the three
+    functions the pass reads, and the fallback is there."""
+    packed, plain = models
+    for fn in ("fmigen_embedded_velocities", "fmigen_embedded_prepare", "fmigen_embedded_finish"):
+        assert "fmigen_v4d" not in plain.model_c.split(f"int {fn}(")[1].split("\n}\n")[0]
+        body = packed.model_c.split(f"int {fn}(")[1].split("\n}\n")[0]
+        vec, scalar = body.split("#else")
+        assert vec.count("const fmigen_v4d") > 10
+        assert "const fmigen_v4d" not in scalar
+        # the checks of the blocks' determinants, as masks
+        assert ("fmigen_lane_bits" in vec) == (fn != "fmigen_embedded_finish")
+
+
+@pytest.mark.parametrize("flags", [[], ["-mavx"]], ids=["sse2", "avx"])
+def test_lanes_and_their_scalar_build_give_the_same_bits(tmp_path, models, flags):
+    """500 random states: v_d and q̈_i of the vector build and of the build
+    without vector types, bit for bit (the same operations lane by lane);
+    and against the generator's code without the pass, the same to
+    rounding: the lanes evaluate some sums in another order."""
+    packed, plain = models
+    a = _run(packed, tmp_path / "vec", [500, -1, -1], flags=flags)
+    b = _run(packed, tmp_path / "scalar", [500, -1, -1], defines=["FMIGEN_VECTORS=0"])
+    c = _run(plain, tmp_path / "plain", [500, -1, -1], strict=False)
+    assert a == b
+    assert all(row[:3] == [0, 0, 0] for row in a)
+    worst = 0.0
+    for x, y in zip(a, c):
+        assert x[:3] == y[:3]
+        scale = max(abs(v) for v in y[3:])
+        worst = max(worst, max(abs(p - q) for p, q in zip(x[3:], y[3:])) / scale)
+    assert worst < 1e-14, worst   # measured: 1.1e-15
+
+
+@pytest.mark.parametrize("leg", range(6))
+def test_a_singular_leg_is_refused_in_every_lane(tmp_path, models, leg):
+    """A leg whose Jacobian block is singular (cos β = 0: the block's
+    determinant is zero) makes velocities and prepare return 1, whichever
+    lane it is in (legs 5 and 6 share a chunk with two repeated lanes); a
+    NaN in a leg's coordinate too, as the scalar code does."""
+    packed, plain = models
+    beta = 6 + 3 * leg + 1
+    for args in ([20, beta, -1], [20, -1, beta + 1]):
+        a = _run(packed, tmp_path / f"vec{args[1]}_{args[2]}", args)
+        b = _run(packed, tmp_path / f"scalar{args[1]}_{args[2]}", args, defines=["FMIGEN_VECTORS=0"])
+        c = _run(plain, tmp_path / f"plain{args[1]}_{args[2]}", args, strict=False)
+        assert [r[:3] for r in a] == [r[:3] for r in b] == [r[:3] for r in c]
+        assert all(r[1] == 1 for r in a), [r[:3] for r in a]
+
+
+#: two blocks of one coordinate each (q[2], q[3]), as the generator would
+#: emit them, with what sympy's CSE does differently from block to block:
+#: block 0 names a product in a temporary that block 1 computes in place,
+#: the terms of a sum come in another order, constants differ, a negation
+#: sits on another factor; then a check, stores and a sum over both blocks
+SYNTHETIC = """    (void)t; (void)q; (void)v; (void)p; (void)trig; (void)work;
+    const double w1 = trig[4]*q[2];
+    const double J_1 = -w1;
+    const double J_2 = -trig[6]*q[3];
+    const double d_1 = J_1*q[2] - 3*trig[5] + p[0];
+    const double d_2 = p[0] + q[3]*J_2 - 5*trig[7];
+    if (!(fabs(J_1) > 1e-13*fmigen_max(fabs(d_1), fabs(q[2])))) return 1;
+    if (!(fabs(J_2) > 1e-13*fmigen_max(fabs(d_2), fabs(q[3])))) return 1;
+    v[2] = d_1/J_1;
+    v[3] = d_2/J_2;
+    const double m = q[0] + d_1*J_1 - (-2.0)*v[2]*w1 + d_2*J_2 + v[3]*(2.0*trig[6]*q[3]);
+    work[0] = m;
+    return 0;"""
+SYNTHETIC_TAGS = {"J_1": (0, ("J", 0)), "J_2": (1, ("J", 0)), "d_1": (0, ("d", 0)), "d_2": (1, ("d", 0)),
+                  "if (!(fabs(J_1) > 1e-13*fmigen_max(fabs(d_1), fabs(q[2])))) return 1;": (0, ("c", 0)),
+                  "if (!(fabs(J_2) > 1e-13*fmigen_max(fabs(d_2), fabs(q[3])))) return 1;": (1, ("c", 0)),
+                  "v[2]": (0, ("s", 0)), "v[3]": (1, ("s", 0))}
+SYNTHETIC_DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "fmigen_runtime.h"
+static int f(double t, const double *q, double *v, const double *p, const double *trig, double *work)
+{
+BODY
+}
+int main(void)
+{
+    srand(3);
+    for (int s = 0; s < 2000; s++) {
+        double q[4], v[4] = {0}, trig[8], p[1], work[1] = {0};
+        for (int k = 0; k < 4; k++) q[k] = 4.0 * rand() / RAND_MAX - 2.0;
+        for (int k = 0; k < 8; k++) trig[k] = 2.0 * rand() / RAND_MAX - 1.0;
+        p[0] = rand() / (double)RAND_MAX;
+        if (s % 97 == 5) q[2 + s % 2] = 0.0;      /* a block's check fails */
+        if (s % 89 == 7) trig[4 + 2 * (s % 2)] = NAN;
+        const int r = f(0.0, q, v, p, trig, work);
+        printf("%d %a %a %a\n", r, v[2], v[3], work[0]);
+    }
+    return 0;
+}
+"""
+
+
+def test_blocks_that_sympy_printed_differently_share_lanes(tmp_path, models):
+    """The pass on a body written to have the differences the joint CSE
+    leaves between blocks: it packs them (one vector statement per group,
+    the check a mask, the sum over the blocks in lanes), the vector build
+    and the lane-by-lane build agree bit for bit, and both agree with the
+    body as written to rounding, failed checks and NaN included."""
+    packed_model, _ = models
+    blocks = slp.Blocks(coords=[[2], [3]], tags=SYNTHETIC_TAGS, chunks=[(0, 1, 1, 1)])
+    packed = slp.vectorize(SYNTHETIC, blocks)
+    assert packed is not None
+    vec = packed.split("#else")[0]
+    assert "fmigen_lane_bits" in vec and "fmigen_hsum_4" in vec
+    assert "const double J_1" not in vec and "const double d_2" not in vec
+    runs = []
+    for name, body, defines in (("vec", packed, []), ("lanes", packed, ["-DFMIGEN_VECTORS=0"]),
+                                ("plain", SYNTHETIC, [])):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "model_config.h").write_text(packed_model.config_h)
+        (d / "driver.c").write_text(SYNTHETIC_DRIVER.replace("BODY", body))
+        subprocess.run(["gcc", "-O2", "-std=c99", "-fno-math-errno", "-mavx", *defines, f"-I{d}", f"-I{RUNTIME_DIR}",
+                        str(d / "driver.c"), "-o", str(d / "driver"), "-lm"], check=True, capture_output=True)
+        out = subprocess.run([str(d / "driver")], check=True, capture_output=True, text=True).stdout
+        runs.append([ln.split() for ln in out.strip().split("\n")])
+    vec_run, lane_run, plain_run = runs
+    assert vec_run == lane_run
+    failed = 0
+    for a, b in zip(vec_run, plain_run):
+        assert a[0] == b[0]
+        failed += a[0] == "1"
+        if a[0] == "0":
+            x, y = [float.fromhex(z) for z in a[1:]], [float.fromhex(z) for z in b[1:]]
+            assert all(abs(p - q) <= 1e-14 * max(1.0, abs(q)) for p, q in zip(x, y)), (x, y)
+    assert 20 < failed < 200
