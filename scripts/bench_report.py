@@ -632,11 +632,12 @@ counts the runtime core (`fmigen_core_step` and what the first read
 computes), not `fmi2DoStep` and `fmi2GetReal`. `scripts/bench_fmi_api.py`
 counts those on a real Stewart FMU (explicit Euler, 1 ms; a C driver loads
 its binary with dlopen, 3000 × fmi2DoStep of 1 ms each followed by one
-fmi2GetReal; one-off, 2026-11-27, at 30c4dec, with the lanes): 7,161
-instructions a step reading nothing, 8,513 reading the 49 coordinates,
-velocities and `constraint_residual`, 8,663 reading all 62 reals (1.29×
-the harness step; 9,856 = 1.26× at 1311614, 10,745 = 1.34× at 454ee06,
-11,999 before that). `fmi2GetReal`
+fmi2GetReal; one-off, 2026-11-27, at 1af723f, with the embedding's
+lanes): 5,318 instructions a step reading nothing, 6,670 reading the 49
+coordinates, velocities and `constraint_residual`, 6,820 reading all 62
+reals (1.40× the harness step; 8,663 = 1.29× at 30c4dec with the
+kinematics' lanes only, 9,856 = 1.26× at 1311614, 10,745 = 1.34× at
+454ee06, 11,999 before that). `fmi2GetReal`
 itself took 2,704 instructions for those 62 reads while it looked each
 coordinate up in the partition's list of independent ones; a table per
 call made that 1,449 (23 a value, two passes over the value references
