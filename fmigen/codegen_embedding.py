@@ -588,24 +588,35 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
 
     lanes = {with_rhs: _lane_blocks(blocks, tags_of[(with_rhs, True)]) if blockwise else None
              for with_rhs in (False, True)}
-    slots = frozenset()
-    if lanes[True] is not None and prepare.count("\n") <= CHUNK_ABOVE:
-        prepare, finish, nwork, slots = slp.relayout_work(prepare, finish, lanes[True], nwork)
+    def packed(text, with_rhs=True, slots=frozenset()):
+        """The function body with its per-block statements in lanes where they
+        group (codegen_slp), or None: not blockwise, no groups, or too large
+        (a body that would be chunked)."""
+        if lanes[with_rhs] is None or text.count("\n") > CHUNK_ABOVE:
+            return None
+        return slp.vectorize(text, lanes[with_rhs], slots)
 
-    def function(name, params, text, with_rhs=True):
-        """One function, its per-block statements in lanes where they group
-        (codegen_slp) and it is small enough not to be chunked."""
-        if lanes[with_rhs] is not None and text.count("\n") <= CHUNK_ABOVE:
-            packed = slp.vectorize(text, lanes[with_rhs], slots)
-            if packed is not None:
-                return f"int {name}({params})\n{{\n{packed}\n}}\n"
-        return chunked(name, params, text)
+    def function(name, params, text, body=None):
+        return f"int {name}({params})\n{{\n{body}\n}}\n" if body else chunked(name, params, text)
 
-    return (function("fmigen_embedded_velocities", sig, velocities, with_rhs=False) + "\n" +
-            function("fmigen_embedded_prepare", "double t, const double *q, double *v, const double *p, "
-                     "const double *trig, double *work", prepare) + "\n" +
-            function("fmigen_embedded_finish", "double t, const double *q, const double *v, const double *p, "
-                     "const double *u, const double *trig, const double *work, double *qdd", finish)), nwork
+    prepare_packed = finish_packed = None
+    if lanes[True] is not None:
+        # work laid out so that prepare's groups are stored whole; kept only
+        # when prepare is packed (a scalar prepare would leave the places of
+        # a short chunk's repeated lanes unwritten, which finish loads)
+        moved = slp.relayout_work(prepare, finish, lanes[True], nwork)
+        prepare_packed = packed(moved[0], slots=moved[3])
+        if prepare_packed is not None:
+            prepare, finish, nwork, slots = moved
+            finish_packed = packed(finish, slots=slots)
+        else:
+            finish_packed = packed(finish)
+    sig_prepare = "double t, const double *q, double *v, const double *p, const double *trig, double *work"
+    sig_finish = ("double t, const double *q, const double *v, const double *p, const double *u, "
+                  "const double *trig, const double *work, double *qdd")
+    return (function("fmigen_embedded_velocities", sig, velocities, packed(velocities, with_rhs=False)) + "\n" +
+            function("fmigen_embedded_prepare", sig_prepare, prepare, prepare_packed) + "\n" +
+            function("fmigen_embedded_finish", sig_finish, finish, finish_packed)), nwork
 
 
 #: A straight-line function of more than CHUNK_ABOVE statements is generated

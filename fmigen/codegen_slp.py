@@ -28,8 +28,18 @@ Sums and products are compared as multisets (sorted by the shapes of their
 operands), so the two orders in which sympy happens to print one
 determinant match, and a negation is folded into a sign or a constant.  A
 group whose shapes differ stays scalar, and what reads it takes its values
-one by one: the grouping decides speed, never what a lane computes, which
-is always its own block's expression.
+one by one.  Sums and products are paired term by term only within one
+sum or product, so a wrong pairing costs speed, never a lane's value: a
+lane always computes its own block's expression (in the group's order of
+terms).  A statement that reads two blocks' values (the sums over the
+blocks) is never part of a group, so no lane reads another lane of the
+vector it defines.
+
+Where a role's sums differ from block to block only in the terms that read
+none of the block's own values (γ's rows: the platform's rotation times the
+geometry, shared differently leg by leg by the CSE), those terms become a
+scalar statement per block (``<name>_rest``) and the rest packs
+(``_platform_terms_apart``).
 
 Each group becomes one vector statement (its CSE temporaries vector
 statements of their own), a group of checks a lane mask
@@ -177,11 +187,7 @@ def _flat(t):
     if op in "+-":
         terms = []
 
-        def walk(x, sign):
-            if x[0] == "bin" and x[1] in "+-":
-                walk(x[2], sign)
-                walk(x[3], sign if x[1] == "+" else -sign)
-                return
+        def term(x, sign):
             f = _flat(x)
             if f[0] == "mul" and len(f[2]) == 1:
                 sign, f = sign * f[1], f[2][0]
@@ -192,24 +198,32 @@ def _flat(t):
             elif f[0] == "const" and sign < 0:
                 sign, f = 1, ("const", f"(-{f[1]})")
             terms.append((sign, f))
-        walk(t, 1)
+        # left to right with a stack, not recursion: a sum of a thousand
+        # terms is a thousand levels deep
+        stack = [(t, 1)]
+        while stack:
+            x, sign = stack.pop()
+            if x[0] == "bin" and x[1] in "+-":
+                stack.append((x[3], sign if x[1] == "+" else -sign))
+                stack.append((x[2], sign))
+            else:
+                term(x, sign)
         return ("add", tuple(terms))
     if op == "*":
         factors, sign = [], 1
-
-        def walk(x):
-            nonlocal sign
+        stack = [t]
+        while stack:
+            x = stack.pop()
             if x[0] == "bin" and x[1] == "*":
-                walk(x[2])
-                walk(x[3])
-                return
+                stack.append(x[3])
+                stack.append(x[2])
+                continue
             f = _flat(x)
             if f[0] == "mul":
                 sign *= f[1]
                 factors.extend(f[2])
             else:
                 factors.append(f)
-        walk(t)
         if all(f[0] == "const" for f in factors):
             return ("const", ("-" if sign < 0 else "") + "(" + "*".join(f[1] for f in factors) + ")")
         if sign < 0 and any(f[0] == "const" for f in factors):
@@ -270,15 +284,17 @@ def _resolve(node, latest):
 
 
 def _read(body: list[str]):
-    head, stmts, latest = [], [], {}
-    for ln in body:
+    """(the head's ``(void)`` lines, the statements), or _Unreadable."""
+    head, stmts, latest, inputs_read = [], [], {}, set()
+    lines = [ln for ln in body if ln.strip()]
+    for pos, ln in enumerate(lines):
         s = ln.strip()
-        if not s:
-            continue
         if s.startswith("(void)"):
             head.append(ln)
             continue
         if s == "return 0;":
+            if pos != len(lines) - 1:
+                raise _Unreadable(ln)      # a return before the end
             continue
         for kind, rx in (("def", _DEF), ("store", _STORE), ("check", _CHECK)):
             m = rx.match(ln)
@@ -289,14 +305,21 @@ def _read(body: list[str]):
         k = len(stmts)
         rhs = m.group(1) if kind == "check" else m.group(2)
         tree = _resolve(_flat(_Parser(rhs).parse()), latest)
+        reads = {x: latest[x].index for x in _NAME.findall(rhs) if x in latest}
+        inputs_read |= {x for x in _NAME.findall(rhs) if x not in latest}
         if kind == "check":
             st = _Stmt(k, kind, f"check{k}", ln, tree, ret=m.group(2))
         else:
             st = _Stmt(k, kind, m.group(1), ln, tree)
             if m.group(1) in latest and latest[m.group(1)].kind == "def":
                 raise _Unreadable(ln)    # a name defined twice
+            if m.group(1) in inputs_read:
+                # an element read as the input before this store: the
+                # emission (definitions where they are first needed) could
+                # read it after the store
+                raise _Unreadable(ln)
             latest[m.group(1)] = st
-        st.reads = {x: latest[x].index for x in _NAME.findall(rhs) if x in latest and latest[x].index != k}
+        st.reads = reads
         stmts.append(st)
     return head, stmts
 
@@ -307,9 +330,9 @@ def _read(body: list[str]):
 @dataclass
 class Blocks:
     """What ``vectorize`` needs from the generator: per block (unit) its own
-    coordinates; the tags {name, or a check's line: (unit, role)}; the
-    chunks, tuples of LANES units solved together (a short chunk repeats
-    its last unit)."""
+    coordinates; the tags {a defined name, a stored element (``v[7]``) or a
+    check's line: (unit, role)}; the chunks, tuples of LANES units solved
+    together (a short chunk repeats its last unit)."""
     coords: list
     tags: dict
     chunks: list
@@ -397,7 +420,7 @@ class _Pass:
             if src in self.tags:
                 return ("R", self.tags[src][1])
             if self.inline(src):
-                return self.stmt_shape(self.stmts[src])[1]
+                return self.stmt_shape(self.stmts[src])[2]
             return ("P",)
         if kind == "const":
             return ("K",)
@@ -410,8 +433,10 @@ class _Pass:
         return (kind, self.shape(node[1]), self.shape(node[2]))
 
     def stmt_shape(self, st):
+        """A statement's shape: its kind, a check's return value (lanes that
+        fail return the same code) and its expression's shape."""
         if st.index not in self.memo:
-            self.memo[st.index] = (st.kind, self.shape(st.tree))
+            self.memo[st.index] = (st.kind, st.ret, self.shape(st.tree))
         return self.memo[st.index]
 
     def children(self, node):
@@ -455,17 +480,18 @@ def vectorize(body: str, blocks: Blocks, slots=frozenset()) -> str | None:
     statement this pass does not read.  ``slots``: the starts of LANES
     consecutive places in ``work`` that hold one vector (``relayout_work``):
     stored and loaded whole."""
+    if re.search(r"\b(?:ok)?l[vr]\d+(?:_\d+)?\b|_rest\b", body):
+        return None                # the names this pass makes up are taken
     try:
         head, stmts = _read(body.split("\n"))
-    except _Unreadable:
-        return None
-    p = _Pass(stmts, blocks)
-    groups = _groups(p, blocks)
-    if not groups:
-        return None
-    try:
+        p = _Pass(stmts, blocks)
+        groups = _groups(p, blocks)
+        if not groups:
+            return None
         return _Emitter(p, head, stmts, groups, slots).emit()
-    except _Unreadable:    # a function without a vector form inside a lane's expression
+    except (_Unreadable, RecursionError):
+        # a statement it does not read, a function without a vector form
+        # inside a lane's expression, an expression nested too deep
         return None
 
 
@@ -478,16 +504,17 @@ def relayout_work(prepare: str, finish: str, blocks: Blocks, nwork: int):
     no places when prepare is not read by this pass."""
     try:
         _, stmts = _read(prepare.split("\n"))
-    except _Unreadable:
+        p = _Pass(stmts, blocks)
+        groups = _groups(p, blocks)
+    except (_Unreadable, RecursionError):
         return prepare, finish, nwork, frozenset()
-    p = _Pass(stmts, blocks)
     stored = {}
     for st in stmts:
         m = re.match(r"work\[(\d+)\]$", st.name)
         if st.kind == "store" and m and st.tree[0] == "var" and st.tree[2] is not None:
             stored[st.tree[2]] = int(m.group(1))
     new, slots, free = {}, set(), 0
-    for g in _groups(p, blocks):
+    for g in groups:
         real = g[:_real_lanes(g)]
         if all(s.index in stored and stored[s.index] not in new for s in real):
             slots.add(free)
@@ -506,20 +533,72 @@ def relayout_work(prepare: str, finish: str, blocks: Blocks, nwork: int):
     return moved(prepare), moved(finish), free, frozenset(slots)
 
 
-def _groups(p: "_Pass", blocks: Blocks) -> list:
-    """Per chunk and role, the tagged statements of the chunk's blocks, when
-    they have one shape."""
+def _by_role(p: "_Pass") -> dict:
+    """{role: {block: statement}} of the tagged statements that read their
+    own block only."""
     by_role = {}
     for st in p.stmts:
         tag = p.tags.get(st.index)
         if tag is not None and p.unit[st.index] == tag[0]:
             by_role.setdefault(tag[1], {})[tag[0]] = st
+    return by_role
+
+
+def _has_lane(shape) -> bool:
+    """A shape that reads a block's own values."""
+    text = repr(shape)
+    return "'L'" in text or "'R'" in text
+
+
+def _platform_terms_apart(p: "_Pass", blocks: Blocks):
+    """For a role whose sums differ from block to block only in their terms
+    without the block's own values (γ's rows: products of the platform's
+    rotation with the geometry, which the joint CSE shares differently leg
+    by leg), those terms become a statement of their own per block, and the
+    sum reads it: each block's sum is then that value plus terms of one
+    shape, and groups.  Changes ``p`` (its statements and their trees)."""
+    added = False
+    for chunk in blocks.chunks:
+        for members in _by_role(p).values():
+            if not all(u in members for u in chunk):
+                continue
+            sts = list({members[u].index: members[u] for u in chunk}.values())
+            if len({repr(p.stmt_shape(st)) for st in sts}) == 1 or \
+                    any(st.kind != "def" or st.tree[0] != "add" for st in sts):
+                continue
+            split = [([(sg, t) for sg, t in st.tree[1] if _has_lane(p.shape(t))],
+                      [(sg, t) for sg, t in st.tree[1] if not _has_lane(p.shape(t))]) for st in sts]
+            own = {repr(sorted(repr((sg, p.shape(t))) for sg, t in mine)) for mine, _ in split}
+            if len(own) != 1 or any(not mine or not rest for mine, rest in split):
+                continue
+            for st, (mine, rest) in zip(sts, split):
+                tree = ("add", tuple(rest))
+                new = _Stmt(len(p.stmts), "def", f"{st.name}_rest", "", tree)
+                new.text = f"    const double {new.name} = {_lprint(_single(tree, set()), 0)};"
+                new.reads = {text: src for text, src in _names(tree) if src is not None}
+                p.stmts.append(new)
+                p.unit[new.index] = p._unit_of(new)
+                # the sum as that value plus its own terms (st.text, what a
+                # statement left scalar prints, stays the sum as generated)
+                st.tree = ("add", ((1, ("var", new.name, new.index)),) + tuple(mine))
+            added = True
+    if added:
+        p.memo.clear()
+
+
+def _groups(p: "_Pass", blocks: Blocks) -> list:
+    """Per chunk and role, the tagged statements of the chunk's blocks, when
+    they have one shape (after ``_platform_terms_apart``)."""
+    _platform_terms_apart(p, blocks)
+    by_role = _by_role(p)
     groups = []
     for chunk in blocks.chunks:
         for role, members in by_role.items():
             if all(u in members for u in chunk):
                 sts = [members[u] for u in chunk]
-                if len({repr(p.stmt_shape(s)) for s in sts}) == 1 and _vectorizable(sts[0].tree):
+                # a check as a lane mask: its condition a comparison
+                if len({repr(p.stmt_shape(s)) for s in sts}) == 1 and _vectorizable(sts[0].tree) and \
+                        (sts[0].kind != "check" or sts[0].tree[0] == "gt"):
                     groups.append(sts)
     return groups
 
@@ -647,8 +726,8 @@ class _Emitter:
             done_vec.add(id(vec))
             need_deps(vec.deps)
             expr = _vprint(vec.ir, self.provider, slots=self.slots)
-            if vec.ir[0] in ("scalar", "leaf") and not expr.startswith(("((fmigen_v4d)", "FMIGEN_LOAD_4")):
-                expr = f"((fmigen_v4d){{{', '.join([expr] * LANES)}}})"    # one value in every lane
+            if _uniform(vec.ir):
+                expr = _broadcast(expr)    # one value in every lane
             vec_lines.append(f"    const fmigen_v4d {vec.name} = {expr};")
             for k, nm in enumerate(vec.lane_names):
                 lane_lines.append(f"    const double {nm or f'{vec.name}_{k}'} = {_lprint(vec.ir, k)};")
@@ -669,7 +748,7 @@ class _Emitter:
                 done_vec.add(id(vec))
                 vec_lines.append(f"    const fmigen_v4d {vec.name} = {_vprint(vec.ir, self.provider, slots=self.slots)};")
                 # a short chunk's repeated lanes are masked out: not computed
-                for k in range(_real_units(vec.units) if vec.units else LANES):
+                for k in range(_real_lanes(vec.units) if vec.units else LANES):
                     lane_lines.append(f"    const double {vec.name}_{k} = {_lprint(vec.ir, k)};")
             vec_lines.append(f"    const double {st.name} = {_vprint(ir, self.provider, vector=False, slots=self.slots)};")
             lane_lines.append(f"    const double {st.name} = {_lprint(ir, 0)};")
@@ -688,8 +767,11 @@ class _Emitter:
                 return
             need_deps(vec.deps)
             done_vec.add(id(vec))     # a mask, printed here
-            vec_lines.append(f"    {{ const fmigen_v4l ok{vec.name} = {_vprint(vec.ir, self.provider, slots=self.slots)}; "
-                             f"if (fmigen_lane_bits(&ok{vec.name}) != {(1 << LANES) - 1}u) return {st.ret}; }}")
+            if _uniform(vec.ir):      # one condition for every lane
+                vec_lines.append(f"    if (!({_vprint(vec.ir, self.provider, False, self.slots)})) return {st.ret};")
+            else:
+                vec_lines.append(f"    {{ const fmigen_v4l ok{vec.name} = {_vprint(vec.ir, self.provider, slots=self.slots)}; "
+                                 f"if (fmigen_lane_bits(&ok{vec.name}) != {(1 << LANES) - 1}u) return {st.ret}; }}")
             for k, s in enumerate(members):
                 done.add(s.index)
                 lane_lines.append(f"    if (!({_lprint(vec.ir, k)})) return {s.ret};")
@@ -788,12 +870,12 @@ class _Emitter:
                 chunk, k, descs = info
                 patterns.setdefault((chunk, sign, descs), {})[k] = ti
         full = {key: d for key, d in patterns.items()
-                if sorted(d) == list(range(_real_units(key[0])))}
+                if sorted(d) == list(range(_real_lanes(key[0])))}
         if not full:
             return None
         deps, taken, by_chunk = set(), set(), {}
         for (chunk, sign, descs), lanes in sorted(full.items(), key=lambda kv: min(kv[1].values())):
-            real = _real_units(chunk)
+            real = _real_lanes(chunk)
             nodes = [tree[1][lanes[min(k, real - 1)]][1] for k in range(LANES)]
             cols = [n[2] if n[0] == "mul" and n[1] == 1 else (n,) for n in nodes]
             factors = []
@@ -815,7 +897,7 @@ class _Emitter:
         for chunk, terms in by_chunk.items():
             self.fresh += 1
             sums.append(_Vec(f"lr{self.fresh}", ("add", tuple(terms)), [None] * LANES, set(), chunk))
-            real = _real_units(chunk)
+            real = _real_lanes(chunk)
             # a short chunk's repeated lanes are not summed: zeros
             total.append((1, ("vec", sums[-1]) if real == LANES else ("mask", ("vec", sums[-1]), real)))
         if len(total) > 1 or total[0][1][0] == "mask":
@@ -842,13 +924,6 @@ class _Emitter:
         return f"{lhs} = {_NAME.sub(sub, rhs)}"
 
 
-def _real_units(chunk) -> int:
-    n = len(chunk)
-    while n > 1 and chunk[n - 1] == chunk[n - 2]:
-        n -= 1
-    return n
-
-
 def _single(node, deps):
     """A flat tree as one lane's IR (its names read as they are)."""
     kind = node[0]
@@ -867,10 +942,11 @@ def _single(node, deps):
     return (kind, _single(node[1], deps), _single(node[2], deps))
 
 
-def _real_lanes(sts) -> int:
-    """Lanes up to the last distinct member (a short chunk repeats its last)."""
-    n = len(sts)
-    while n > 1 and sts[n - 1].index == sts[n - 2].index:
+def _real_lanes(members) -> int:
+    """Lanes up to the last distinct member (a short chunk repeats its last):
+    of statements, or of a chunk's blocks."""
+    n = len(members)
+    while n > 1 and members[n - 1] == members[n - 2]:
         n -= 1
     return n
 
@@ -949,6 +1025,29 @@ def _lprint(ir, k) -> str:
     return _print_op(ir, lambda x: _lprint(x, k), vector=False)
 
 
+def _uniform(ir) -> bool:
+    """An IR that the vector build prints as a scalar: the same value in
+    every lane and no vector call (which takes and gives vectors)."""
+    kind = ir[0]
+    if kind == "scalar":
+        return True
+    if kind == "leaf":
+        return len(set(ir[1])) == 1
+    if kind == "add":
+        return all(_uniform(t) for _, t in ir[1])
+    if kind == "mul":
+        return all(_uniform(f) for f in ir[2])
+    if kind in ("div", "gt"):
+        return _uniform(ir[1]) and _uniform(ir[2])
+    return False
+
+
+def _broadcast(text: str) -> str:
+    """A vector call's argument that is one value in every lane, as a vector:
+    the vector macros cast their arguments, which a double cannot be."""
+    return f"((fmigen_v4d){{{', '.join([text] * LANES)}}})"
+
+
 def _print_op(ir, sub, vector):
     kind = ir[0]
     if kind == "add":
@@ -971,5 +1070,5 @@ def _print_op(ir, sub, vector):
         if vector and ir[1] not in _VECTOR_CALLS:
             raise _Unreadable(ir[1])
         fn = _VECTOR_CALLS[ir[1]] if vector else ir[1]
-        return f"{fn}({', '.join(sub(a) for a in ir[2])})"
+        return f"{fn}({', '.join(_broadcast(sub(a)) if vector and _uniform(a) else sub(a) for a in ir[2])})"
     raise ValueError(kind)

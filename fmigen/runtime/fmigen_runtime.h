@@ -365,13 +365,13 @@ FMIGEN_ALWAYS_INLINE void fmigen_atan2_4(double *q, const double *trig, int a0, 
 #define FMIGEN_ABS_4(x) ((fmigen_v4d)((fmigen_v4l)(x) & ~(fmigen_v4l)(fmigen_v4d){-0.0, -0.0, -0.0, -0.0}))
 /* fmigen_max lane by lane (a > b ? a : b, NaN as fmigen_max has it) */
 #define FMIGEN_MAX_4(a, b) FMIGEN_SELECT((a) > (b), (a), (b))
-/* (v0 + v2) + (v1 + v3): a sum over the lanes, the halves added first
- * (codegen_slp's reductions; its scalar build adds in the same order) */
-/* four consecutive doubles of work as one vector, unaligned (codegen_slp's
- * relayout: prepare stores a group whole, finish loads it whole) */
+/* four consecutive doubles as one vector, unaligned (codegen_slp: prepare
+ * stores a group to work whole, finish loads it whole) */
 typedef double fmigen_v4du __attribute__((vector_size(32), aligned(8), may_alias));
 #define FMIGEN_LOAD_4(p) ((fmigen_v4d)*(const fmigen_v4du *)(p))
 #define FMIGEN_STORE_4(p, v) (*(fmigen_v4du *)(p) = (v))
+/* (v0 + v2) + (v1 + v3): a sum over the lanes, the halves added first
+ * (codegen_slp's reductions; its scalar build adds in the same order) */
 typedef double fmigen_v2d __attribute__((vector_size(16)));
 FMIGEN_ALWAYS_INLINE double fmigen_hsum_4(const fmigen_v4d *v)
 {
