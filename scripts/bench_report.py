@@ -559,15 +559,17 @@ states, the 3 s run's final state within 5e-18). Stewart harness step 6,710
 → 5,570 (the groups) → 5,405 (signs folded into constants; a negated product
 held in a CSE temporary matched to the product) → 5,093 (the sums over the
 legs in lanes) → 4,999 (the two chunks' sums added before the sum across the
-lanes) → 4,867 (`work` laid out for vectors, `finish` in lanes); one-off,
-`fmigen bench`. The flops per step rose (4,210 → {s_g_flops:,.0f}): a packed
-operation counts four, and legs 5–6 fill four lanes with two. What is left
-scalar per leg is γ's rows (~490 instructions a step) and the platform's
-geometry temporaries (~440): the joint CSE shares the products of the
-platform's rotation with the attachment points differently leg by leg, so
-their shapes differ. With the geometry as per-leg coefficients of one set
-of platform monomials, as the kinematics' lanes have it, they would pack
-too.
+lanes) → 4,867 (`work` laid out for vectors, `finish` in lanes) → 4,784
+(a γ row whose terms without the leg's own values differ from leg to leg:
+those terms summed per leg, the rest in lanes; one row of three packs so);
+one-off, `fmigen bench`. The flops per step rose (4,210 →
+{s_g_flops:,.0f}): a packed operation counts four, and legs 5–6 fill four
+lanes with two. What is left scalar per leg is most of γ (~450
+instructions a step) and the platform's geometry temporaries (~440): the
+joint CSE shares the products of the platform's rotation with the
+attachment points differently leg by leg, so their shapes differ. With the
+geometry as per-leg coefficients of one set of platform monomials, as the
+kinematics' lanes have it, they would pack too.
 
 **The FMU step toward the harness**. *First-same-as-last*: the
 generated right-hand side is cut into `fmigen_embedded_prepare` (v_d, Φ_d⁻¹Φ_i,
@@ -623,8 +625,8 @@ lanes plus the max, 384 before them); the rest (~450) makes the state
 consistent and restorable (copies of q, v and the solve, the state's
 gather and scatter, the memo's key, the finiteness tests). The target was
 met by 8 instructions before the lanes (8,968 = 1.149× 7,805); the
-kinematics' and the embedding's lanes made the harness 2,938 instructions
-cheaper (7,805 → 4,867) and the observation 97 (the residual), so the ratio
+kinematics' and the embedding's lanes made the harness 3,021 instructions
+cheaper (7,805 → 4,784) and the observation 97 (the residual), so the ratio
 rose while every doStep got cheaper: the observation, not the ratio, is
 what an importer's step costs beyond the harness.
 *Through the FMI API* the importer pays more than that: "FMU doStep at h"
@@ -632,11 +634,11 @@ counts the runtime core (`fmigen_core_step` and what the first read
 computes), not `fmi2DoStep` and `fmi2GetReal`. `scripts/bench_fmi_api.py`
 counts those on a real Stewart FMU (explicit Euler, 1 ms; a C driver loads
 its binary with dlopen, 3000 × fmi2DoStep of 1 ms each followed by one
-fmi2GetReal; one-off, 2026-11-27, at 1af723f, with the embedding's
-lanes): 5,318 instructions a step reading nothing, 6,670 reading the 49
-coordinates, velocities and `constraint_residual`, 6,820 reading all 62
-reals (1.40× the harness step; 8,663 = 1.29× at 30c4dec with the
-kinematics' lanes only, 9,856 = 1.26× at 1311614, 10,745 = 1.34× at
+fmi2GetReal; one-off, 2026-11-27, with the embedding's lanes and γ's
+platform terms apart): 5,235 instructions a step reading nothing, 6,587
+reading the 49 coordinates, velocities and `constraint_residual`, 6,737
+reading all 62 reals (1.41× the harness step; 6,820 at 1af723f, 8,663 =
+1.29× at 30c4dec with the kinematics' lanes only, 9,856 = 1.26× at 1311614, 10,745 = 1.34× at
 454ee06, 11,999 before that). `fmi2GetReal`
 itself took 2,704 instructions for those 62 reads while it looked each
 coordinate up in the partition's list of independent ones; a table per
