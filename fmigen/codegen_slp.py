@@ -67,7 +67,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-LANES = 4
+from .codegen_lanes import LANES   # the lanes of fmigen_v4d (runtime/fmigen_runtime.h)
+
 
 # ---------------------------------------------------------------- parsing
 
@@ -119,19 +120,19 @@ class _Parser:
             node = ("bin", ">", node, self.sum())
         return node
 
-    def sum(self):
-        node = self.product()
-        while self.peek() in ("+", "-"):
+    def chain(self, ops, operand):
+        """operand (op operand)*, left-associative as C evaluates it."""
+        node = operand()
+        while self.peek() in ops:
             op = self.take()
-            node = ("bin", op, node, self.product())
+            node = ("bin", op, node, operand())
         return node
 
+    def sum(self):
+        return self.chain(("+", "-"), self.product)
+
     def product(self):
-        node = self.unary()
-        while self.peek() in ("*", "/"):
-            op = self.take()
-            node = ("bin", op, node, self.unary())
-        return node
+        return self.chain(("*", "/"), self.unary)
 
     def unary(self):
         if self.peek() == "-":
@@ -558,8 +559,9 @@ def _platform_terms_apart(p: "_Pass", blocks: Blocks):
     sum reads it: each block's sum is then that value plus terms of one
     shape, and groups.  Changes ``p`` (its statements and their trees)."""
     added = False
+    by_role = _by_role(p)    # what it adds is untagged: the roles stay
     for chunk in blocks.chunks:
-        for members in _by_role(p).values():
+        for members in by_role.values():
             if not all(u in members for u in chunk):
                 continue
             sts = list({members[u].index: members[u] for u in chunk}.values())
@@ -985,7 +987,7 @@ def _vprint(ir, provider, vector=True, slots=frozenset()) -> str:
     if kind == "scalar":
         return ir[1]
     if kind == "lanes":
-        return f"((fmigen_v4d){{{', '.join(ir[1])}}})"
+        return _literal(ir[1])
     if kind == "leaf":
         texts, held = [], []
         for text, src in zip(ir[1], ir[2]):
@@ -1001,7 +1003,7 @@ def _vprint(ir, provider, vector=True, slots=frozenset()) -> str:
         whole = _whole(texts, slots) if all(src is None for src in ir[2]) else None
         if whole is not None:
             return f"FMIGEN_LOAD_4({whole[0]} + {whole[1]})"
-        return f"((fmigen_v4d){{{', '.join(texts)}}})"
+        return _literal(texts)
     return _print_op(ir, lambda x: _vprint(x, provider, vector, slots), vector=vector)
 
 
@@ -1040,10 +1042,15 @@ def _uniform(ir) -> bool:
     return False
 
 
+def _literal(texts) -> str:
+    """A vector of the lanes' C expressions."""
+    return f"((fmigen_v4d){{{', '.join(texts)}}})"
+
+
 def _broadcast(text: str) -> str:
     """A vector call's argument that is one value in every lane, as a vector:
     the vector macros cast their arguments, which a double cannot be."""
-    return f"((fmigen_v4d){{{', '.join([text] * LANES)}}})"
+    return _literal([text] * LANES)
 
 
 def _print_op(ir, sub, vector):
