@@ -1296,13 +1296,20 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
 
     always_independent = set(emb.independent).intersection(*(set(e.independent) for e, _ in alternatives))
 
-    def trig_fn(name, sig, M, classes=()):
+    def trig_fn(name, sig, M, classes=(), peak=False):
         """The same from the sin/cos the kinematics left in ``trig`` (the
         trig_plan angles: filled by every partition's kinematics, as the
         embedding reads them), so observing a state computes no sin/cos of
         those and needs no atan2 of a deferred angle.  Also returns whether it
         still reads an angle itself (bare or in a sin/cos): the runtime then
-        completes the deferred angles first."""
+        completes the deferred angles first.
+
+        With ``peak`` (the residual) the rows are written by an inline body
+        that also returns max_j |row_j|, and two functions call it: ``name``
+        (the rows, for tests and tools) and fmigen_residual_trig (the max
+        only, what an FMU reports as constraint_residual).  Why: the lanes
+        then take the max of their row vectors in place, instead of storing
+        every row for fmigen_max_abs to load again (Stewart: 18 rows)."""
         angles = {a.args[0] for e in M for a in sp.sympify(e).atoms(sp.sin, sp.cos)} & set(dae.q_sym)
         # the pair scaled onto the unit circle: the sequence's s, c satisfy
         # s² + c² = 1 only to its tolerance (1e-13), and the residual must be
@@ -1352,19 +1359,40 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
         lanes = [(cls, helper, rows_c, angles_c & own_angles) for cls, helper, rows_c, angles_c in lanes]
         prelude = "".join(line + "\n" for k, line in trig_lines.items() if k not in own_angles) + prelude
         body, helpers = [], ""
+        # the rows go to out, or (peak, out NULL) to a local the max reads
+        dest = "rows" if peak else "out"
         for cls, helper, rows_c, angles_c in lanes:
             helpers += helper + "\n"
-            body.append(f"    if (!fmigen_residual_lanes{cls.index}(q, trig, out)) {{")
+            body.append(f"    if (!fmigen_residual_lanes{cls.index}(q, trig, out, &peak)) {{")
             body += ["    " + trig_lines[k] for k in sorted(angles_c)]
-            body.append(assignments([f"out[{j}]" for j in rows_c], [flat[j] for j in rows_c],
+            body.append(assignments([f"{dest}[{j}]" for j in rows_c], [flat[j] for j in rows_c],
                                     indent="        ", tmp=f"y{cls.index}_"))
+            body += [f"        peak = fmigen_max(fabs(rows[{j}]), peak);" for j in rows_c]
             body.append("    }")
         rest = [j for j in range(len(flat)) if j not in done]
-        body.append(assignments([f"out[{j}]" for j in rest], [flat[j] for j in rest]) if rest else "")
-        body = "\n".join(b for b in body if b) or "    (void)out;"
-        return helpers + _function(f"void {name}({sig}, const double *trig, double *out)",
-                                   "    (void)t; (void)q; (void)v; (void)p; (void)u; (void)trig;\n" + prelude +
-                                   body), int(reads_angle)
+        body.append(assignments([f"{dest}[{j}]" for j in rest], [flat[j] for j in rest]) if rest else "")
+        if not peak:
+            body = "\n".join(b for b in body if b) or "    (void)out;"
+            return helpers + _function(f"void {name}({sig}, const double *trig, double *out)",
+                                       "    (void)t; (void)q; (void)v; (void)p; (void)u; (void)trig;\n" + prelude +
+                                       body), int(reads_angle)
+        if lanes:
+            # (the lanes' rows are in peak already; a scalar row is added
+            # one by one)
+            body += [f"    peak = fmigen_max(fabs(rows[{j}]), peak);" for j in rest]
+        elif rest:
+            # every row scalar, in rows[0..NC): two at a time
+            body.append(f"    peak = fmigen_max_abs(rows, {len(flat)});")
+        args = "t, q, v, p, u, trig"
+        inner = (f"FMIGEN_ALWAYS_INLINE double {name}_rows({sig}, const double *trig, double *out)\n{{\n"
+                 "    (void)t; (void)q; (void)v; (void)p; (void)u; (void)trig;\n"
+                 f"    double buf[{max(len(flat), 1)}], *rows = out ? out : buf, peak = 0.0;\n"
+                 "    (void)rows;\n" + prelude + "\n".join(b for b in body if b) + "\n    return peak;\n}\n")
+        return (helpers + inner + "\n" +
+                _function(f"void {name}({sig}, const double *trig, double *out)",
+                          f"    (void){name}_rows({args}, out);") + "\n" +
+                _function(f"double fmigen_residual_trig({sig}, const double *trig)",
+                          f"    return {name}_rows({args}, NULL);"), int(reads_angle))
 
     from .workspace import unit_scales
     sig = "double t, const double *q, const double *v, const double *p, const double *u"
@@ -1372,7 +1400,7 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     parts.append(matrix_fn("fmigen_phi", sig, dae.Phi))
     parts.append(matrix_fn("fmigen_outputs", sig, outputs))
     phi_trig, residual_angles = trig_fn("fmigen_phi_trig", sig, dae.Phi,
-                                        lane_classes(tri, hoisted_knowns(emb, tri), unit_scales(dae)))
+                                        lane_classes(tri, hoisted_knowns(emb, tri), unit_scales(dae)), peak=True)
     outputs_trig, outputs_angles = trig_fn("fmigen_outputs_trig", sig, outputs)
     parts += [phi_trig, outputs_trig]
 

@@ -36,10 +36,11 @@ which runs only for the blocks whose bit in the returned mask is clear
 (every attempt, Newton, the polish and the failure code as before).  A
 compiler without vector types (FMIGEN_VECTORS 0) gets a mask of zeros.
 
-The residual an FMU reports (``fmigen_phi_trig``) evaluates the constraint
-rows of the same classes in lanes too (``residual_function``): each row
-term by term with per-lane coefficients, equal to the scalar rows (one CSE
-over all rows) to round-off, not to the bit.
+The residual an FMU reports (``fmigen_residual_trig``, the max of
+``fmigen_phi_trig``'s rows) evaluates the constraint rows of the same
+classes in lanes too (``residual_function``): each row term by term with
+per-lane coefficients, equal to the scalar rows (one CSE over all rows) to
+round-off, not to the bit, and the max of each row vector taken in place.
 """
 from __future__ import annotations
 
@@ -320,7 +321,9 @@ def residual_function(cls, rows, unknowns, exprs):
     symbols the rows read — or ("length", q, q); ``exprs``: row -> its
     expression (C names as symbols).  The pair is scaled onto the unit circle
     lane by lane as the scalar code does it (1/√(s² + c²)); every other
-    symbol (the platform's pose and sin/cos) is one scalar for all lanes."""
+    symbol (the platform's pose and sin/cos) is one scalar for all lanes.
+    The helper writes the rows to ``out`` unless it is NULL and raises
+    ``*peak`` to their max |row| (what fmigen_residual_trig returns)."""
     members = cls.members
     nrow = len(rows[members[0]])
     if any(len(rows[b]) != nrow for b in members):
@@ -367,9 +370,15 @@ def residual_function(cls, rows, unknowns, exprs):
             plan.sum(f"row{r}", [list(polys[b][r].terms()) for b in lanes])
             out += plan.lines
             plan.lines = []
-            out += [f"out[{rows[b][r]}] = row{r}[{lane}];" for lane, b in enumerate(group)]
+            out.append(f"if (out) {{ {' '.join(f'out[{rows[b][r]}] = row{r}[{lane}];' for lane, b in enumerate(group))} }}")
+            # a padded lane repeats the group's last block: the max is the same
+            out.append(f"P = FMIGEN_MAX_4(FMIGEN_ABS_4(row{r}), P);")
         body += ["    {"] + ["        " + line for line in out] + ["    }"]
+    # the lanes' max into *peak, lane by lane (fmigen_max: a NaN row is not
+    # taken, as fmigen_max_abs has it)
+    fold = "".join(f"    *peak = fmigen_max(P[{lane}], *peak);\n" for lane in range(LANES))
     return (f"FMIGEN_ALWAYS_INLINE int fmigen_residual_lanes{cls.index}(const double *q, const double *trig, "
-            f"double *out)\n{{\n#if FMIGEN_VECTORS\n" + "\n".join(body) +
-            "\n    (void)q; (void)trig;\n    return 1;\n#else\n    (void)q; (void)trig; (void)out;\n"
+            f"double *out, double *peak)\n{{\n#if FMIGEN_VECTORS\n"
+            "    fmigen_v4d P = {0.0, 0.0, 0.0, 0.0};\n" + "\n".join(body) + "\n" + fold +
+            "    (void)q; (void)trig;\n    return 1;\n#else\n    (void)q; (void)trig; (void)out; (void)peak;\n"
             "    return 0;\n#endif\n}\n")

@@ -619,11 +619,15 @@ normalizes 15 sin/cos pairs); the same bits. Stewart doStep 9,936 →
 9,593, the bookkeeping 9,221, no errno the rest); the harness step, whose
 right-hand side shares the v_i, dx and errno changes, 8,040 → {s_g:,.0f}. What is left above
 the harness step ({s_fmu:,.0f} − {s_g:,.0f}) is mostly what reading every output
-needs: the angles (323 instructions, one-off callgrind profile), Φ at the
-unit-circle pairs for `constraint_residual` and its max (~340; 287 in
-lanes plus the max, 384 before them); the rest (~450) makes the state
-consistent and restorable (copies of q, v and the solve, the state's
-gather and scatter, the memo's key, the finiteness tests). The target was
+needs: the angles (343 instructions, one-off callgrind profile), Φ at the
+unit-circle pairs for `constraint_residual` and its max (268: the rows in
+lanes, each row vector's max taken in place by `fmigen_residual_trig`
+instead of storing the 18 rows for a max over them, which cost 52 more;
+384 before the lanes); the rest (~400) makes the state consistent and
+restorable (copies of q, v and the solve, the state's gather and scatter,
+the memo's key, the finiteness tests). At this harness step the target
+allows 717 instructions above it, and the observation alone is 611: the
+ratio cannot be met by the bookkeeping alone. The target was
 met by 8 instructions before the lanes (8,968 = 1.149× 7,805); the
 kinematics' and the embedding's lanes made the harness 3,021 instructions
 cheaper (7,805 → 4,784) and the observation 97 (the residual), so the ratio
@@ -634,10 +638,10 @@ counts the runtime core (`fmigen_core_step` and what the first read
 computes), not `fmi2DoStep` and `fmi2GetReal`. `scripts/bench_fmi_api.py`
 counts those on a real Stewart FMU (explicit Euler, 1 ms; a C driver loads
 its binary with dlopen, 3000 × fmi2DoStep of 1 ms each followed by one
-fmi2GetReal; one-off, 2026-11-27, with the embedding's lanes and γ's
-platform terms apart): 5,235 instructions a step reading nothing, 6,587
-reading the 49 coordinates, velocities and `constraint_residual`, 6,737
-reading all 62 reals (1.41× the harness step; 6,820 at 1af723f, 8,663 =
+fmi2GetReal; one-off, 2026-11-27, with the residual's max in lanes):
+5,235 instructions a step reading nothing, 6,535 reading the 49
+coordinates, velocities and `constraint_residual`, 6,685 reading all 62
+reals (1.40× the harness step; 6,737 with the residual's rows stored, 6,820 at 1af723f, 8,663 =
 1.29× at 30c4dec with the kinematics' lanes only, 9,856 = 1.26× at 1311614, 10,745 = 1.34× at
 454ee06, 11,999 before that). `fmi2GetReal`
 itself took 2,704 instructions for those 62 reads while it looked each

@@ -85,7 +85,7 @@ def test_the_avx_copy_is_what_runs_in_the_harness(tmp_path):
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(exe), "0.01", "0.001", "1"],
                    capture_output=True, check=True)
     ran = _executed(out, "five_link")
-    for fn in ("fmigen_kinematics", "fmigen_embedded_prepare", "fmigen_lu_factor", "fmigen_phi_trig"):
+    for fn in ("fmigen_kinematics", "fmigen_embedded_prepare", "fmigen_lu_factor", "fmigen_residual_trig"):
         assert f"{fn}_avx" in ran and fn not in ran, (fn, sorted(ran))
 
 
@@ -110,9 +110,9 @@ def test_an_fmu_loaded_with_dlopen_runs_its_avx_copy(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     ran = _executed(out, "slider_crank_from_slider")
     model = {fn for fn in ran if not fn.startswith(("fmigen_core", "fmigen_state", "fmigen_base"))}
-    assert {"fmigen_kinematics_avx", "fmigen_embedded_prepare_avx", "fmigen_phi_trig_avx"} <= model, sorted(ran)
+    assert {"fmigen_kinematics_avx", "fmigen_embedded_prepare_avx", "fmigen_residual_trig_avx"} <= model, sorted(ran)
     assert not {fn for fn in model if not fn.endswith("_avx")} & {
-        "fmigen_kinematics", "fmigen_embedded_prepare", "fmigen_embedded_finish", "fmigen_phi_trig",
+        "fmigen_kinematics", "fmigen_embedded_prepare", "fmigen_embedded_finish", "fmigen_residual_trig",
         "fmigen_kinematic_angles", "fmigen_atan2"}, sorted(ran)
 
 

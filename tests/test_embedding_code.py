@@ -177,7 +177,7 @@ def max_relative_differences(mech, kinematics, tmp_path, trials=12, dynamics="em
         assert not re.findall(r"const double (?:M|G|F)_\d+ = 0;", rhs)
         # the residual scales the sequence's sin/cos pairs onto the circle,
         # not the platform angles': their pairs are sin and cos of q itself
-        phi = gen.model_c.split("void fmigen_phi_trig", 1)[1].split("\n}", 1)[0]
+        phi = gen.model_c.split("double fmigen_phi_trig_rows", 1)[1].split("\n}", 1)[0]
         normalized = {int(k) for k in re.findall(r"const double r_q(\d+) =", phi)}
         assert normalized and not normalized & set(emb.independent)
         assert normalized == set(codegen.trig_plan(emb)[0]) - set(emb.independent)

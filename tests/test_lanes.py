@@ -162,7 +162,7 @@ def test_the_lanes_give_the_scalar_codes_bits(tmp_path, stewart, avx):
 #: fmigen_phi_trig of the generated model.c at argv[1] random states: every
 #: coordinate moved by up to 0.1 from its start and every sin of a pair
 #: scaled by up to 5 % (the pairs off the unit circle, the rows far from
-#: zero)
+#: zero); after the rows, fmigen_residual_trig (the max the FMU reports)
 RESIDUAL_DRIVER = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,7 +179,8 @@ int main(int argc, char **argv)
             trig[2 * k + 1] = cos(q[k]);
         }
         fmigen_phi_trig(0.0, q, NULL, fmigen_p_default, fmigen_u_default, trig, out);
-        for (int j = 0; j < NC; j++) printf("%.17g%s", out[j], j + 1 < NC ? " " : "\n");
+        for (int j = 0; j < NC; j++) printf("%.17g ", out[j]);
+        printf("%.17g\n", fmigen_residual_trig(0.0, q, NULL, fmigen_p_default, fmigen_u_default, trig));
     }
     return 0;
 }
@@ -191,7 +192,8 @@ def test_the_residual_rows_in_lanes_are_the_scalar_rows(tmp_path, stewart):
     without vector types (the CSE of every row) at 200 random states off
     the constraint manifold (rows of 0.01-1): the same rows to round-off;
     a row written to another row's place, or a lane's constants for
-    another leg, would be off by their difference."""
+    another leg, would be off by their difference.  In both builds
+    fmigen_residual_trig is max |row| of those rows, to the bit."""
     gen, dae, _ = stewart
     _same_residual_rows(tmp_path, gen, dae.m)
 
@@ -202,7 +204,12 @@ def _same_residual_rows(tmp_path, gen, m):
         exe = _driver(tmp_path, gen, RESIDUAL_DRIVER, defines)
         out = subprocess.run([str(exe), "200"], capture_output=True, text=True, check=True).stdout
         rows.append([[float(x) for x in line.split()] for line in out.splitlines()])
-    lanes, scalar = rows
+    # the residual the FMU reports is max |row| of the same rows, to the bit
+    # (the lanes take it from their vectors, the scalar code row by row)
+    for build in rows:
+        for r in build:
+            assert r[-1] == max(abs(x) for x in r[:-1])
+    lanes, scalar = ([r[:-1] for r in build] for build in rows)
     assert len(lanes) == 200 and all(len(r) == m for r in lanes)
     assert max(abs(x) for r in scalar for x in r) > 0.01
     assert max(abs(a - b) for ra, rb in zip(lanes, scalar) for a, b in zip(ra, rb)) < 1e-14
@@ -255,5 +262,5 @@ def test_a_later_block_reading_a_lane_class_angles(tmp_path):
     mech = load_mechanism(str(path))
     assert _classes(mech) == [[0, 1]]
     gen = generate_sources(load_mechanism(str(path)), ["groebner"])["groebner"][0]
-    assert "fmigen_residual_lanes0(q, trig, out)" in gen.model_c
+    assert "fmigen_residual_lanes0(q, trig, out, &peak)" in gen.model_c
     _same_residual_rows(tmp_path, gen, 6)

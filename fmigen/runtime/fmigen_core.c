@@ -13,9 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "fmigen_runtime.h"
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 /* LU, atan2, polynomial roots (compiled into the AVX copy of model.c too) */
 #include "fmigen_numeric.h"
@@ -246,28 +243,6 @@ int fmigen_core_assemble(FmigenCore *c)
     return 0;
 }
 
-/* max |x_k| (0 for n = 0).  In a local, not through c->: every comparison
- * reloaded and stored it.  Unrolled: the loop's counting and branch were a
- * third of its instructions (Stewart's 18: observing 189 -> 140 a step).
- * Two at a time with SSE2 (maxpd, the max of each half, then of the two):
- * 81 -> 32 instructions for the 18.  As before, a NaN |x_k| is not taken
- * (max(a, r) is a > r ? a : r, lane by lane), so the order does not matter. */
-static double max_abs(const double *x, int n)
-{
-    int k = 0;
-    double r = 0.0;
-#if defined(__SSE2__)
-    if (n >= 2) {
-        const __m128d magnitude = _mm_castsi128_pd(_mm_set1_epi64x(0x7fffffffffffffffLL));
-        __m128d r2 = _mm_setzero_pd();
-        FMIGEN_UNROLL for (; k + 2 <= n; k += 2) r2 = _mm_max_pd(_mm_and_pd(_mm_loadu_pd(x + k), magnitude), r2);
-        r = _mm_cvtsd_f64(_mm_max_sd(_mm_unpackhi_pd(r2, r2), r2));
-    }
-#endif
-    for (; k < n; k++) { const double a = fabs(x[k]); r = a > r ? a : r; }
-    return r;
-}
-
 void fmigen_core_observe(FmigenCore *c)
 {
     fmigen_core_observe_some(c, FMIGEN_OBSERVE_ALL);
@@ -290,14 +265,14 @@ void fmigen_core_observe_some(FmigenCore *c, int what)
 #endif
 #if NC > 0
     if (todo & FMIGEN_OBSERVE_RESIDUAL) {
-        double phi[NC];
 #if FMIGEN_FORMULATION
+        double phi[NC];
         FMIGEN_MODEL_FN(fmigen_phi)(c->t, c->q, c->v, c->p, u, phi);
+        c->residual = fmigen_max_abs(phi, NC);
 #else
         /* from the sin/cos the kinematics solved, not sin/cos of their atan2 */
-        FMIGEN_MODEL_FN(fmigen_phi_trig)(c->t, c->q, c->v, c->p, u, FMIGEN_MEMO_TRIG(&c->solved), phi);
+        c->residual = FMIGEN_MODEL_FN(fmigen_residual_trig)(c->t, c->q, c->v, c->p, u, FMIGEN_MEMO_TRIG(&c->solved));
 #endif
-        c->residual = max_abs(phi, NC);
     }
 #endif
 #if NY > 0

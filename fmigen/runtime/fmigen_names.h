@@ -95,6 +95,7 @@
 #define fmigen_phi_trig FMIGEN_MODEL_NAME(fmigen_phi_trig)
 #define fmigen_poly_root FMIGEN_MODEL_NAME(fmigen_poly_root)
 #define fmigen_q_start FMIGEN_MODEL_NAME(fmigen_q_start)
+#define fmigen_residual_trig FMIGEN_MODEL_NAME(fmigen_residual_trig)
 #define fmigen_sol_layout FMIGEN_MODEL_NAME(fmigen_sol_layout)
 #define fmigen_sol_start FMIGEN_MODEL_NAME(fmigen_sol_start)
 #define fmigen_u_default FMIGEN_MODEL_NAME(fmigen_u_default)
