@@ -834,8 +834,7 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
     dq = " + ".join(f"fabs(q[{k}] - {lang.base_q}[{k}]) * {1.0 / float(scales[k])!r}"
                     for k in emb.independent) or "0.0"
     out = lang.prelude(dae.n, dq)
-    for k in sorted(trig_angles & set(emb.independent)):
-        out += lang.trig_from_q("top", k)
+    out += lang.trigs_from_q(sorted(trig_angles & set(emb.independent)))
     # The blocks' abstracted knowns that read no dependent coordinate, with
     # one CSE over all of them, before the first block.  Why: the Stewart
     # platform's six legs each abstract the platform point R(φ, θ, ψ)·b_k
@@ -1008,9 +1007,22 @@ class CKinematics:
                 f"    const double dqi = {dq};"]
 
     def trig_from_q(self, depth, i):
-        # through a local: gcc then makes one sincos call of the pair
-        return [f"{self.indent[depth]}{{ const double a = q[{i}]; trig[{2 * i}] = sin(a); "
-                f"trig[{2 * i + 1}] = cos(a); }}"]
+        # fmigen_sincos, not libm's: runtime/fmigen_runtime.h says why
+        return [f"{self.indent[depth]}fmigen_sincos(q[{i}], &trig[{2 * i}], &trig[{2 * i + 1}]);"]
+
+    def trigs_from_q(self, ks):
+        """The pairs of the independent angles ``ks`` a solve starts from:
+        four at a time in vector lanes (fmigen_sincos_4; a short group
+        repeats its last angle), one alone by the scalar function."""
+        out = []
+        for g in range(0, len(ks), 4):
+            group = list(ks[g:g + 4])
+            if len(group) == 1:
+                out += self.trig_from_q("top", group[0])
+            else:
+                group += [group[-1]] * (4 - len(group))
+                out.append(f"    fmigen_sincos_4(q, trig, {', '.join(map(str, group))});")
+        return out
 
     def block_open(self, label, guard=None):
         return [f"    if ({guard}) {{ /* {label} */" if guard else f"    {{ /* {label} */"]

@@ -197,7 +197,7 @@ def on_the_circle(exprs: list) -> list:
     output).  The values are the same on the constraint
     manifold, where the kinematics' pairs lie on the circle to rounding (the
     sequences verify s² + c² − 1 with the block's polynomials; the
-    independent angles' pairs come from libm's sin/cos): the arithmetic is
+    independent angles' pairs from fmigen_sincos, within an ulp): the arithmetic is
     reassociated, not approximated."""
     syms = set().union(*(sp.sympify(e).free_symbols for e in exprs)) if exprs else set()
     trig = {s.name: s for s in syms if s.name.startswith("trig[")}

@@ -147,6 +147,54 @@ def rotate(s, c, d, a):
     return math.sin(a), math.cos(a)
 
 
+def fmigen_sincos(x):
+    """runtime/fmigen_numeric.h's fmigen_sincos (the sin/cos of the
+    independent angles every kinematics solve starts from), the same
+    operations in the same order: fdlibm's reduction by n·π/2 in up to three
+    rounds, its kernels, the quadrant."""
+    t = fabs(x)
+    if not t <= 8.0e5:   # libm's, and NaN for an infinity (as C's, where math raises)
+        return (math.sin(x), math.cos(x)) if isfinite(x) else (math.nan, math.nan)
+    n = int(t * 0.6366197723675814 + 0.5)
+    fn = float(n)
+    p1, p1t = float.fromhex("0x1.921fb54400000p+0"), float.fromhex("0x1.0b4611a626331p-34")
+    r, w = t - fn * p1, fn * p1t
+    # t's power of two (0 for 0 and subnormals, as the C's exponent bits)
+    p2 = math.ldexp(1.0, math.frexp(t)[1] - 1) if t >= 2.2250738585072014e-308 else 0.0
+    if fabs(r - w) < p2 * 2.0 ** -16:
+        hi, lo = float.fromhex("0x1.0b4611a600000p-34"), float.fromhex("0x1.3198a2e037073p-69")
+        r0 = r
+        r = r0 - fn * hi
+        w = fn * lo - ((r0 - r) - fn * hi)
+        if fabs(r - w) < p2 * 2.0 ** -49:
+            hi, lo = float.fromhex("0x1.3198a2e000000p-69"), float.fromhex("0x1.b839a252049c1p-104")
+            r0 = r
+            r = r0 - fn * hi
+            w = fn * lo - ((r0 - r) - fn * hi)
+    y0 = r - w
+    y1 = (r - y0) - w
+    z = y0 * y0
+    rc = z * (float.fromhex("0x1.555555555554cp-5") + z * (float.fromhex("-0x1.6c16c16c15177p-10") + z * (
+        float.fromhex("0x1.a01a019cb1590p-16") + z * (float.fromhex("-0x1.27e4f809c52adp-22") + z * (
+            float.fromhex("0x1.1ee9ebdb4b1c4p-29") + z * float.fromhex("-0x1.8fae9be8838d4p-37"))))))
+    ay = fabs(y0)
+    ks = y0 - ((z * (0.5 * y1 - (z * y0) * (float.fromhex("0x1.111111110f8a6p-7") + z * (
+        float.fromhex("-0x1.a01a019c161d5p-13") + z * (float.fromhex("0x1.71de357b1fe7dp-19") + z * (
+            float.fromhex("-0x1.ae5e68a2b9cebp-26") + z * float.fromhex("0x1.5d93a5acfd57cp-33")))))) - y1) -
+               (z * y0) * float.fromhex("-0x1.5555555555549p-3"))
+    if ay < 0.3:
+        kc = 1.0 - (0.5 * z - (z * rc - y0 * y1))
+    else:
+        if ay > 0.78125:
+            qx = 0.28125
+        else:   # ay/4 to its 21 leading bits (the C clears the low 32)
+            m, e = math.frexp(ay * 0.25)
+            qx = math.ldexp(math.floor(math.ldexp(m, 21)), e - 21)
+        kc = (1.0 - qx) - ((0.5 * z - qx) - (z * rc - y0 * y1))
+    sn, cs = ((ks, kc), (kc, -ks), (-ks, -kc), (-kc, ks))[n & 3]
+    return (-sn if math.copysign(1.0, x) < 0 else sn), cs
+
+
 def fmigen_atan2(y, x):
     """runtime/fmigen_numeric.h's fmigen_atan2 (the angles of a Newton start and
     of the FMU's outputs), the same operations in the same order: atan r =
@@ -903,7 +951,7 @@ class SlaveMethods:
         self.last_successful_time = state["last_successful_time"]
 
 
-RUNTIME_OBJECTS = [linear, quadratic_near, rotate, fmigen_atan2, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
+RUNTIME_OBJECTS = [linear, quadratic_near, rotate, fmigen_sincos, fmigen_atan2, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
                    ldlt_factor, ldlt_solve,
                    poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]
@@ -1095,7 +1143,10 @@ class PyKinematics:
 
     def trig_from_q(self, depth, i):
         ind = self.indent[depth]
-        return [f"{ind}_a = q[{i}]", f"{ind}trig[{2 * i}] = sin(_a)", f"{ind}trig[{2 * i + 1}] = cos(_a)"]
+        return [f"{ind}trig[{2 * i}], trig[{2 * i + 1}] = fmigen_sincos(q[{i}])"]
+
+    def trigs_from_q(self, ks):
+        return [line for i in ks for line in self.trig_from_q("top", i)]
 
     def block_open(self, label):
         return [f"    # {label}"]

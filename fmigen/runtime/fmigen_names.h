@@ -97,6 +97,7 @@
 #define fmigen_q_start FMIGEN_MODEL_NAME(fmigen_q_start)
 #define fmigen_residual_trig FMIGEN_MODEL_NAME(fmigen_residual_trig)
 #define fmigen_sol_layout FMIGEN_MODEL_NAME(fmigen_sol_layout)
+#define fmigen_sincos FMIGEN_MODEL_NAME(fmigen_sincos)
 #define fmigen_sol_start FMIGEN_MODEL_NAME(fmigen_sol_start)
 #define fmigen_u_default FMIGEN_MODEL_NAME(fmigen_u_default)
 #define fmigen_unit_scale FMIGEN_MODEL_NAME(fmigen_unit_scale)

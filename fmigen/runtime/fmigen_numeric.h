@@ -167,6 +167,61 @@ double fmigen_atan2(double y, double x)
     return copysign(a, y);
 }
 
+/* fdlibm's sin and cos (declared in fmigen_runtime.h, which says why), the
+ * operations of fmigen_sincos_4's lanes in their order.  Error: within one
+ * ulp of the exact value (tests/test_runtime_lu.py, against long double
+ * sinl/cosl at a million points). */
+void fmigen_sincos(double x, double *s, double *c)
+{
+    const double t = fabs(x);
+    if (!(t <= FMIGEN_SINCOS_MAX)) { *s = sin(x); *c = cos(x); return; }
+    const int n = (int)(t * FMIGEN_INVPIO2 + 0.5);
+    const double fn = (double)n;
+    double r, w;
+    FMIGEN_SINCOS_ROUND1(t, fn, r, w)
+    /* t's power of two: cancellation by r − w's exponent, as fdlibm's */
+    double p2;
+    {
+        uint64_t u;
+        memcpy(&u, &t, sizeof u);
+        u &= 0x7ff0000000000000ULL;
+        memcpy(&p2, &u, sizeof p2);
+    }
+    if (fabs(r - w) < p2 * 0x1p-16) {
+        const double r1 = r;
+        FMIGEN_SINCOS_ROUND(r1, fn, FMIGEN_PIO2_2, FMIGEN_PIO2_2T, r, w)
+        if (fabs(r - w) < p2 * 0x1p-49) {
+            const double r2 = r;
+            FMIGEN_SINCOS_ROUND(r2, fn, FMIGEN_PIO2_3, FMIGEN_PIO2_3T, r, w)
+        }
+    }
+    const double y0 = r - w, y1 = (r - y0) - w;
+    const double z = y0 * y0, rc = FMIGEN_KCOS_R(z), ay = fabs(y0);
+    const double ks = FMIGEN_KSIN(y0, y1, z);
+    double kc;
+    if (ay < 0.3) kc = FMIGEN_KCOS_SMALL(y0, y1, z, rc);
+    else {
+        double qx = 0.28125;
+        if (!(ay > 0.78125)) {
+            uint64_t u;
+            qx = ay * 0.25;
+            memcpy(&u, &qx, sizeof u);
+            u &= FMIGEN_KCOS_QX_MASK;
+            memcpy(&qx, &u, sizeof qx);
+        }
+        kc = FMIGEN_KCOS_LARGE(y0, y1, z, rc, qx);
+    }
+    double sn, cs;
+    switch (n & 3) {
+    case 0: sn = ks; cs = kc; break;
+    case 1: sn = kc; cs = -ks; break;
+    case 2: sn = -ks; cs = -kc; break;
+    default: sn = -kc; cs = ks; break;
+    }
+    *s = signbit(x) ? -sn : sn;
+    *c = cs;
+}
+
 /* All complex roots by Aberth–Ehrlich iteration (simultaneous Newton with
  * repulsion; converges cubically to every root, the same roots as the
  * companion-matrix eigenvalues).  Returns 0 when converged. */

@@ -285,6 +285,50 @@ extern const double fmigen_atan_64ths[65], fmigen_atan_64ths_lo[65];
 #define FMIGEN_HALF_PI_MINUS(a) ((0x1.921fb54442d18p+0 - (a)) + 0x1.1a62633145c07p-54)
 #define FMIGEN_PI_MINUS(a) ((0x1.921fb54442d18p+1 - (a)) + 0x1.1a62633145c07p-53)
 
+/* sin x and cos x within one unit in the last place (fdlibm's algorithm:
+ * x reduced by the nearest multiple of π/2, with π/2 in up to three parts
+ * of 33 bits, then its kernels' polynomials), for the sin/cos of the
+ * independent angles every kinematics solve starts from.  Why not libm's:
+ * glibc's sincos is ~100 instructions a call, and the Stewart platform
+ * needs three a step (6 % of it); four at a time in vector lanes
+ * (fmigen_sincos_4) they cost ~160 together (measured: 4,784 -> 4,631
+ * instructions a harness step).  |x| > FMIGEN_SINCOS_MAX, NaN and
+ * infinities go to libm. */
+void fmigen_sincos(double x, double *s, double *c);
+#define FMIGEN_SINCOS_MAX 8.0e5   /* < 2^19·π/2: n fits 20 bits, n·PIO2_k is exact */
+#define FMIGEN_INVPIO2 0x1.45f306dc9c883p-1
+/* π/2 = PIO2_1 + PIO2_1T; PIO2_1T = PIO2_2 + PIO2_2T; PIO2_2T = PIO2_3 + PIO2_3T
+ * (fdlibm's; PIO2_1, _2, _3 of 33 bits) */
+#define FMIGEN_PIO2_1 0x1.921fb54400000p+0
+#define FMIGEN_PIO2_1T 0x1.0b4611a626331p-34
+#define FMIGEN_PIO2_2 0x1.0b4611a600000p-34
+#define FMIGEN_PIO2_2T 0x1.3198a2e037073p-69
+#define FMIGEN_PIO2_3 0x1.3198a2e000000p-69
+#define FMIGEN_PIO2_3T 0x1.b839a252049c1p-104
+/* The arithmetic, written once for the scalar form (fmigen_numeric.h) and
+ * the lanes, so both do the same operations in the same order.  fdlibm's
+ * __ieee754_rem_pio2 for t = |x| < 2^19·π/2: r − w = t − n·π/2 with π/2 in
+ * two parts (ROUND1, 85 bits), and where that cancels more than 16 bits a
+ * second round from r with PIO2_1T in two parts (118 bits), and where that
+ * cancels more than 49 bits a third (151 bits); then y0 = r − w and
+ * y1 = (r − y0) − w. */
+#define FMIGEN_SINCOS_ROUND1(t, fn, r, w) r = (t) - (fn) * FMIGEN_PIO2_1; w = (fn) * FMIGEN_PIO2_1T;
+#define FMIGEN_SINCOS_ROUND(r0, fn, hi, lo, r, w) r = (r0) - (fn) * (hi); w = (fn) * (lo) - (((r0) - r) - (fn) * (hi));
+/* fdlibm's __kernel_sin(y0, y1, 1) and __kernel_cos(y0, y1), |y0| <= π/4:
+ * z = y0², the polynomials, and cos for |y0| < 0.3 (SMALL) or with
+ * qx = 0.28125 or |y0|/4 to 21 bits, so that 1 − qx is exact (LARGE) */
+#define FMIGEN_KSIN(y0, y1, z)                                                          \
+    ((y0) - (((z) * (0.5 * (y1) - ((z) * (y0)) *                                        \
+               (0x1.111111110f8a6p-7 + (z) * (-0x1.a01a019c161d5p-13 + (z) * (0x1.71de357b1fe7dp-19 + \
+                (z) * (-0x1.ae5e68a2b9cebp-26 + (z) * 0x1.5d93a5acfd57cp-33))))) - (y1)) -            \
+             ((z) * (y0)) * -0x1.5555555555549p-3))
+#define FMIGEN_KCOS_R(z)                                                                \
+    ((z) * (0x1.555555555554cp-5 + (z) * (-0x1.6c16c16c15177p-10 + (z) * (0x1.a01a019cb1590p-16 + \
+     (z) * (-0x1.27e4f809c52adp-22 + (z) * (0x1.1ee9ebdb4b1c4p-29 + (z) * -0x1.8fae9be8838d4p-37))))))
+#define FMIGEN_KCOS_SMALL(y0, y1, z, r) (1.0 - (0.5 * (z) - ((z) * (r) - (y0) * (y1))))
+#define FMIGEN_KCOS_LARGE(y0, y1, z, r, qx) ((1.0 - (qx)) - ((0.5 * (z) - (qx)) - ((z) * (r) - (y0) * (y1))))
+#define FMIGEN_KCOS_QX_MASK 0xffffffff00000000ULL   /* |y0|/4 to its high 32 bits */
+
 /* Four angles at once, bit for bit fmigen_atan2's: q[a] = atan2(trig[2a],
  * trig[2a + 1]) for a = a0..a3, the generated fmigen_kinematic_angles' call
  * with constant indices (inlined, so the gathers are plain loads).  Why:
@@ -380,6 +424,75 @@ FMIGEN_ALWAYS_INLINE void fmigen_atan2_4(double *q, const double *trig, int a0, 
     q[a1] = fmigen_atan2(trig[2 * a1], trig[2 * a1 + 1]);
     q[a2] = fmigen_atan2(trig[2 * a2], trig[2 * a2 + 1]);
     q[a3] = fmigen_atan2(trig[2 * a3], trig[2 * a3 + 1]);
+#endif
+}
+
+/* Four sin/cos pairs at once, bit for bit fmigen_sincos's: trig[2a] =
+ * sin q[a], trig[2a + 1] = cos q[a] for a = a0..a3 (the generated
+ * kinematics' independent angles; fewer than four repeat the last).  Every
+ * branch of the scalar code is computed and selected; a group with a lane
+ * beyond FMIGEN_SINCOS_MAX, NaN or an infinity takes the four scalar calls
+ * (their libm fallback). */
+FMIGEN_ALWAYS_INLINE void fmigen_sincos_4(const double *q, double *trig, int a0, int a1, int a2, int a3)
+{
+#if FMIGEN_VECTORS
+    const fmigen_v4d x = {q[a0], q[a1], q[a2], q[a3]};
+    const fmigen_v4l sign = (fmigen_v4l)(fmigen_v4d){-0.0, -0.0, -0.0, -0.0};
+    const fmigen_v4d t = (fmigen_v4d)((fmigen_v4l)x & ~sign);
+    const fmigen_v4l ok = t <= FMIGEN_SINCOS_MAX;
+#if defined(__AVX__)
+    const int all_ok = __builtin_ia32_movmskpd256((fmigen_v4d)ok) == 15;
+#else
+    const int all_ok = (ok[0] & ok[1] & ok[2] & ok[3]) != 0;
+#endif
+    if (!all_ok) {
+        fmigen_sincos(q[a0], &trig[2 * a0], &trig[2 * a0 + 1]);
+        fmigen_sincos(q[a1], &trig[2 * a1], &trig[2 * a1 + 1]);
+        fmigen_sincos(q[a2], &trig[2 * a2], &trig[2 * a2 + 1]);
+        fmigen_sincos(q[a3], &trig[2 * a3], &trig[2 * a3 + 1]);
+        return;
+    }
+    /* n = the nearest multiple of π/2 (t >= 0: truncating t·2/π + 1/2) */
+    const fmigen_v4i n = __builtin_convertvector(t * FMIGEN_INVPIO2 + 0.5, fmigen_v4i);
+    const fmigen_v4d fn = __builtin_convertvector(n, fmigen_v4d);
+    fmigen_v4d r1, w1, r2, w2, r3, w3;
+    FMIGEN_SINCOS_ROUND1(t, fn, r1, w1)
+    FMIGEN_SINCOS_ROUND(r1, fn, FMIGEN_PIO2_2, FMIGEN_PIO2_2T, r2, w2)
+    FMIGEN_SINCOS_ROUND(r2, fn, FMIGEN_PIO2_3, FMIGEN_PIO2_3T, r3, w3)
+    /* "cancels more than k bits": |r − w| below 2^-k times t's power of two
+     * (t with its mantissa cleared) */
+    const fmigen_v4l expo = {0x7ff0000000000000LL, 0x7ff0000000000000LL, 0x7ff0000000000000LL,
+                             0x7ff0000000000000LL};
+    const fmigen_v4d p2 = (fmigen_v4d)((fmigen_v4l)t & expo), e1 = r1 - w1, e2 = r2 - w2;
+    const fmigen_v4l second = (fmigen_v4d)((fmigen_v4l)e1 & ~sign) < p2 * 0x1p-16;
+    const fmigen_v4l third = second & ((fmigen_v4d)((fmigen_v4l)e2 & ~sign) < p2 * 0x1p-49);
+    const fmigen_v4d r = FMIGEN_SELECT(third, r3, FMIGEN_SELECT(second, r2, r1));
+    const fmigen_v4d w = FMIGEN_SELECT(third, w3, FMIGEN_SELECT(second, w2, w1));
+    const fmigen_v4d y0 = r - w, y1 = (r - y0) - w;
+    const fmigen_v4d z = y0 * y0, rc = FMIGEN_KCOS_R(z), ay = (fmigen_v4d)((fmigen_v4l)y0 & ~sign);
+    const fmigen_v4d ks = FMIGEN_KSIN(y0, y1, z);
+    const fmigen_v4l high = {(long long)FMIGEN_KCOS_QX_MASK, (long long)FMIGEN_KCOS_QX_MASK,
+                             (long long)FMIGEN_KCOS_QX_MASK, (long long)FMIGEN_KCOS_QX_MASK};
+    const fmigen_v4d quarter = (fmigen_v4d)((fmigen_v4l)(ay * 0.25) & high), big = {0.28125, 0.28125, 0.28125, 0.28125};
+    const fmigen_v4d qx = FMIGEN_SELECT(ay > 0.78125, big, quarter);
+    const fmigen_v4d kc = FMIGEN_SELECT(ay < 0.3, FMIGEN_KCOS_SMALL(y0, y1, z, rc), FMIGEN_KCOS_LARGE(y0, y1, z, rc, qx));
+    /* the quadrant n mod 4: (sin, cos) = (ks, kc), (kc, −ks), (−ks, −kc), (−kc, ks) */
+    const fmigen_v4d m = __builtin_convertvector(n & 3, fmigen_v4d);
+    const fmigen_v4l odd = (m == 1.0) | (m == 3.0);
+    fmigen_v4d sn = FMIGEN_SELECT(odd, kc, ks), cs = FMIGEN_SELECT(odd, ks, kc);
+    sn = (fmigen_v4d)((fmigen_v4l)sn ^ ((m >= 2.0) & sign));
+    cs = (fmigen_v4d)((fmigen_v4l)cs ^ (((m == 1.0) | (m == 2.0)) & sign));
+    /* sin(−x) = −sin x */
+    sn = (fmigen_v4d)((fmigen_v4l)sn ^ ((fmigen_v4l)x & sign));
+    trig[2 * a0] = sn[0]; trig[2 * a0 + 1] = cs[0];
+    trig[2 * a1] = sn[1]; trig[2 * a1 + 1] = cs[1];
+    trig[2 * a2] = sn[2]; trig[2 * a2 + 1] = cs[2];
+    trig[2 * a3] = sn[3]; trig[2 * a3 + 1] = cs[3];
+#else
+    fmigen_sincos(q[a0], &trig[2 * a0], &trig[2 * a0 + 1]);
+    fmigen_sincos(q[a1], &trig[2 * a1], &trig[2 * a1 + 1]);
+    fmigen_sincos(q[a2], &trig[2 * a2], &trig[2 * a2 + 1]);
+    fmigen_sincos(q[a3], &trig[2 * a3], &trig[2 * a3 + 1]);
 #endif
 }
 
