@@ -536,10 +536,10 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
     # the carried pairs come in and go out through pair[] (newton_pairs),
     # turned with every step, the last one included, so that they are sin
     # and cos of the q handed back.  A Newton block has no pair to start
-    # from: libm's, on the circle; a sequence block's start pair (a
+    # from: fmigen_sincos's, on the circle; a sequence block's start pair (a
     # prediction, a rejected result) is normalized.
     if tb.method == "newton":
-        start = "".join(f"\n{ind}    double ns{k} = sin(q[{unk[k]}]), nc{k} = cos(q[{unk[k]}]);" for k in pairs)
+        start = "".join(f"\n{ind}    double ns{k}, nc{k}; fmigen_sincos(q[{unk[k]}], &ns{k}, &nc{k});" for k in pairs)
     else:
         start = "".join(f"\n{ind}    double ns{k} = pair[{2 * j}], nc{k} = pair[{2 * j + 1}];"
                         f"\n{ind}    {{ const double rn = 1.0 / sqrt(ns{k} * ns{k} + nc{k} * nc{k}); "

@@ -1069,7 +1069,7 @@ def _newton_lines(emb, tb, sm, tag, iterations, ind):
             f"{ind}_J = [0.0] * {nb * nb}",
             f"{ind}_r = [0.0] * {nb}",
             f"{ind}_piv = [0] * {nb}",
-            *([f"{ind}_ns{k}, _nc{k} = math.sin(q[{unk[k]}]), math.cos(q[{unk[k]}])" for k in pairs]
+            *([f"{ind}_ns{k}, _nc{k} = fmigen_sincos(q[{unk[k]}])" for k in pairs]
               if tb.method == "newton" else
               [line for j, k in enumerate(pairs) for line in (
                   f"{ind}_ns{k}, _nc{k} = _pr{tag}[{2 * j}], _pr{tag}[{2 * j + 1}]",

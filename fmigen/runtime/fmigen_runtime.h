@@ -211,7 +211,8 @@ static inline int fmigen_all_finite_at(const double *x, const int *index, int n)
  * small.  For |d| <= 1/32 the pair is rotated by d with sin d and cos d from
  * their Taylor series to d^7 and d^8 (the next terms, d^9/9! and d^10/10!,
  * are at most 2.5e-18 of sin d and 2.5e-22 of cos d); a larger step takes
- * libm's sin and cos of a. */
+ * libm's sin and cos of a (not fmigen_sincos: inlined here in the AVX copy
+ * it cost the landing gear's step 47 instructions, measured). */
 static inline void fmigen_rotate(double *s, double *c, double d, double a)
 {
     if (fabs(d) <= 0.03125) {
