@@ -643,12 +643,17 @@ algorithm (reduction by the nearest multiple of π/2 in up to three rounds,
 its two kernel polynomials), within 0.83 ulp of the exact values over a
 million points (glibc's: 0.52), and `fmigen_sincos_4` does four angles in
 vector lanes with the scalar code's bits: harness 4,784 → {s_g:,.0f},
-doStep 5,797 → {s_fmu:,.0f}. Its last-bit differences from glibc moved
-paper 000's final state by 9.8e-19 (Gröbner) and at most 9.4e-16 (the
-Newton rows), the peak residuals not at all (one-off, against the
-previous benchmark run). The five-link and the landing gear take their
-sin/cos elsewhere (the embedding's, libm's: a next candidate) and are the
-same to the bit.
+doStep 5,797 → {s_fmu:,.0f}. A Newton block's start pairs come from
+`fmigen_sincos` too: the five-link's step 8,834 → 8,783 (its kinematics
+starts a Newton block from three pairs every step), Stewart newton-loop
+12,532 → 12,343;
+`fmigen_rotate` keeps libm for a large step (calling `fmigen_sincos`
+there cost the landing gear 47 instructions a step). The last-bit
+differences from glibc moved paper 000's final state by 9.8e-19
+(Stewart, Gröbner; the five-link's and the landing gear's Gröbner rows
+are the same to the bit) and at most 4.8e-15 (the Newton rows), the
+Gröbner peak residuals not at all (one-off, against the benchmark run
+of d89d640).
 *Through the FMI API* the importer pays more than that: "FMU doStep at h"
 counts the runtime core (`fmigen_core_step` and what the first read
 computes), not `fmi2DoStep` and `fmi2GetReal`. `scripts/bench_fmi_api.py`
