@@ -151,7 +151,8 @@ def fmigen_sincos(x):
     """runtime/fmigen_numeric.h's fmigen_sincos (the sin/cos of the
     independent angles every kinematics solve starts from), the same
     operations in the same order: fdlibm's reduction by n·π/2 in up to three
-    rounds, its kernels, the quadrant."""
+    rounds, its kernels, the quadrant (the C's IEEE build; one with
+    -ffast-math takes libm's)."""
     t = fabs(x)
     if not t <= 8.0e5:   # libm's, and NaN for an infinity (as C's, where math raises)
         return (math.sin(x), math.cos(x)) if isfinite(x) else (math.nan, math.nan)

@@ -256,7 +256,7 @@ NOTES = """\
   leg. The triangular sequence costs two square roots and a few divisions per
   leg, and its polynomial variables *are* the sines and cosines of the leg
   angles, which it hands to the embedding (no atan2, no sin/cos); a Newton leg
-  starts from libm's sin/cos of its predicted angles and hands the pairs it
+  starts from sin/cos of its predicted angles (`fmigen_sincos`) and hands the pairs it
   turned with its step (`fmigen_rotate`) to the embedding. Newton per leg takes
   {s_nl3:.2f}× Gröbner's instructions (paper 000: 1.29× the time, MS compiler,
   13.3 vs 10.3 ms/s), at ~10⁸× less accuracy (peak max|Φ| {s_nl3_peak:.1e} vs
@@ -638,10 +638,11 @@ harness.
 *The solve's first sin/cos*: every kinematics solve starts from sin and
 cos of the independent angles (the Stewart platform's three Euler angles),
 three calls of glibc's `sincos`, ~300 instructions of a 4,784-instruction
-harness step. `fmigen_sincos` (`runtime/fmigen_numeric.h`) is fdlibm's
-algorithm (reduction by the nearest multiple of π/2 in up to three rounds,
-its two kernel polynomials), within 0.83 ulp of the exact values over a
-million points (glibc's: 0.52), and `fmigen_sincos_4` does four angles in
+harness step. `fmigen_sincos` (`runtime/fmigen_numeric.h`) takes fdlibm's
+constants, reduction (by the nearest multiple of π/2 in up to three rounds)
+and two kernel polynomials, within 0.83 ulp of the exact values over a
+million points (glibc's: 0.52; 0.856 the worst a review's adversarial
+search found), and `fmigen_sincos_4` does four angles in
 vector lanes with the scalar code's bits: harness 4,784 → {s_g:,.0f},
 doStep 5,797 → {s_fmu:,.0f}. A Newton block's start pairs come from
 `fmigen_sincos` too: the five-link's step 8,834 → 8,783 (its kinematics

@@ -144,7 +144,8 @@ def test_the_lanes_give_the_scalar_codes_bits(tmp_path, stewart, avx):
     SSE2 with the vectors in halves) and with the build for a compiler
     without vector types (FMIGEN_VECTORS 0: every leg by its block's scalar
     code): the same final state to the bit.  The peak violation is the
-    residual the FMU reports (fmigen_phi_trig), whose rows the lanes
+    residual the FMU reports (fmigen_residual_trig, the max of
+    fmigen_phi_trig's rows), whose rows the lanes
     evaluate term by term and the scalar code through its CSE: the same to
     round-off (1.55e-15 and 1.33e-15, measured)."""
     gen, _, _ = stewart

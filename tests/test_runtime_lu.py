@@ -233,10 +233,26 @@ def test_runtime_atan2_within_an_ulp_of_libm(tmp_path):
     assert float(worst) <= 1.0 and int(sign) == 0 and int(special) == 0, (worst, sign, special)
 
 
+#: a double at or next to a multiple n·π/2 (0 <= n < 2^19, from r): the double
+#: nearest to it in long double arithmetic (64 bits, so that the nearest
+#: doubles, where the reduction cancels most and takes its third round,
+#: are among them), moved by k ulps
+NEAREST_PIO2 = r"""
+static double nearest_pio2(int r, int k)
+{
+    const long double half_pi = 1.570796326794896619231321691639751442L;
+    double x = (double)((long double)(r % 509000) * half_pi);
+    for (; k > 0; k--) x = nextafter(x, INFINITY);
+    for (; k < 0; k++) x = nextafter(x, -INFINITY);
+    return r & 1 ? -x : x;
+}
+"""
+
 SINCOS_HARNESS = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include "fmigen_runtime.h"
+""" + NEAREST_PIO2 + r"""
 /* |a − b| in units in the last place of b rounded to double (b: long
  * double sinl/cosl, 64 bits, the reference) */
 static double ulps(double a, long double b)
@@ -256,7 +272,8 @@ int main(void)
         case 2: x = ((double)rand() / RAND_MAX * 2 - 1) * 8e5; break;          /* up to the range's end */
         case 3: x = ((double)rand() / RAND_MAX * 2 - 1) * pow(10, rand() % 16 - 12); break;
         default:   /* at or next to a multiple of π/2: the reduction's later rounds */
-            x = (rand() % 2000 - 1000) * 1.5707963267948966 + ((double)rand() / RAND_MAX - 0.5) * 1e-9 * (rand() % 3);
+            x = k % 2 ? nearest_pio2(rand(), rand() % 5 - 2)
+                      : (rand() % 2000 - 1000) * 1.5707963267948966 + ((double)rand() / RAND_MAX - 0.5) * 1e-9 * (rand() % 3);
         }
         double s, c;
         fmigen_sincos(x, &s, &c);
@@ -288,9 +305,10 @@ def test_runtime_sincos_within_an_ulp(tmp_path):
     """fmigen_sincos (the sin/cos of the independent angles every solve
     starts from) against long double sinl/cosl: within one ulp over a
     million points (measured 0.83; glibc's sin/cos 0.52 on the same
-    points), among them doubles at and next to multiples of π/2 up to
-    1000·π/2, where the reduction cancels; libm's values, signs and NaN at
-    the special points and beyond the range."""
+    points), among them doubles at and next to multiples of π/2 up to the
+    range's end, where the reduction cancels and takes its later rounds;
+    libm's values, signs and NaN at the special points and beyond the
+    range."""
     exe = runtime_harness(tmp_path, SINCOS_HARNESS, "sincos")
     worst, worst_libm, special = subprocess.run([str(exe)], capture_output=True, text=True,
                                                 check=True).stdout.split()
@@ -526,6 +544,7 @@ SINCOS_4_HARNESS = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include "fmigen_runtime.h"
+""" + NEAREST_PIO2 + r"""
 int main(void)
 {
     const double z = 0.0, inf = 1.0 / z;
@@ -541,9 +560,10 @@ int main(void)
             double x;
             const int kind = rand() % 8;
             if (kind == 0) x = sp[rand() % nsp];   /* a special value in some lane: the group falls back */
-            else if (kind < 4) x = ((double)rand() / RAND_MAX * 2 - 1) * 3.5;
-            else if (kind < 6) x = ((double)rand() / RAND_MAX * 2 - 1) * pow(10, rand() % 12 - 6);
-            else x = (rand() % 2000 - 1000) * 1.5707963267948966 + ((double)rand() / RAND_MAX - 0.5) * 1e-9 * (rand() % 3);
+            else if (kind < 3) x = ((double)rand() / RAND_MAX * 2 - 1) * 3.5;
+            else if (kind < 5) x = ((double)rand() / RAND_MAX * 2 - 1) * pow(10, rand() % 12 - 6);
+            else if (kind < 7) x = (rand() % 2000 - 1000) * 1.5707963267948966 + ((double)rand() / RAND_MAX - 0.5) * 1e-9 * (rand() % 3);
+            else x = nearest_pio2(rand(), rand() % 5 - 2);
             /* angle a = 3 - j (the lanes out of order) */
             q[3 - j] = x;
             fmigen_sincos(x, &ref[2 * (3 - j)], &ref[2 * (3 - j) + 1]);
@@ -559,15 +579,19 @@ int main(void)
 """
 
 
-@pytest.mark.parametrize("flags", [[], ["-mavx", "-mno-fma", "-ffp-contract=off"], ["-DFMIGEN_VECTORS=0"], ["-m32"]],
-                         ids=["sse2", "avx", "no-vector-types", "x87"])
+@pytest.mark.parametrize("flags", [[], ["-mavx", "-mno-fma", "-ffp-contract=off"], ["-DFMIGEN_VECTORS=0"], ["-m32"],
+                                   ["-ffast-math"]],
+                         ids=["sse2", "avx", "no-vector-types", "x87", "fast-math"])
 def test_sincos_four_at_a_time_is_bit_identical_to_one_at_a_time(tmp_path, flags):
     """fmigen_sincos_4 (the generated kinematics' independent angles)
     returns fmigen_sincos's bits in every lane: angles, any magnitudes,
-    doubles at and next to multiples of π/2 (the lanes select the
-    reduction's rounds and the kernels' branches the scalar code takes)
-    and, in some lane of a group, the special values whose group takes
-    the scalar fallback; for SSE2, AVX, no vector types and x87."""
+    doubles at and next to multiples of π/2, the nearest among them (the
+    lanes select the reduction's rounds and the kernels' branches the
+    scalar code takes) and, in some lane of a group, the special values
+    whose group takes the scalar fallback; for SSE2 and AVX.  Without
+    vector types, with x87 arithmetic and with -ffast-math the header
+    takes four scalar calls, so those builds check that it does and that
+    they compile."""
     _lanes_match_one_at_a_time(tmp_path, flags, SINCOS_4_HARNESS)
 
 

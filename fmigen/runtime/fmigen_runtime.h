@@ -60,7 +60,7 @@ void fmigen_phi_trig(double t, const double *q, const double *v, const double *p
 void fmigen_outputs_trig(double t, const double *q, const double *v, const double *p, const double *u,
                          const double *trig, double *out);
 /* max_j |Φ_j| of fmigen_phi_trig's rows (a NaN row is not taken): the
- * residual an FMU reports, without storing the rows */
+ * residual an FMU reports (the rows in lanes are not stored) */
 double fmigen_residual_trig(double t, const double *q, const double *v, const double *p, const double *u,
                             const double *trig);
 /* The embedding (codegen_embedding.py): q complete, v_i set in v; fill v_d.
@@ -153,12 +153,12 @@ static inline double fmigen_max(double a, double b) { return a > b ? a : b; }
 #include <emmintrin.h>
 #endif
 /* max |x_k| (0 for n = 0): the residual of rows computed one by one (the
- * generated fmigen_residual_trig; an augmented formulation's fmigen_phi).
- * In a local, not through c->: every comparison reloaded and stored it.  Unrolled: the loop's counting and branch were a
- * third of its instructions (Stewart's 18: observing 189 -> 140 a step).
- * Two at a time with SSE2 (maxpd, the max of each half, then of the two):
- * 81 -> 32 instructions for the 18.  As before, a NaN |x_k| is not taken
- * (max(a, r) is a > r ? a : r, lane by lane), so the order does not matter. */
+ * generated fmigen_residual_trig where no row is in lanes; an augmented
+ * formulation's fmigen_phi).  The max in a local, unrolled, two at a time
+ * with SSE2 (maxpd, the max of each half, then of the two): measured when
+ * Stewart's 18 rows came here, 189 -> 32 instructions.  A NaN |x_k| is not
+ * taken (max(a, r) is a > r ? a : r, lane by lane), so the order does not
+ * matter. */
 static inline double fmigen_max_abs(const double *x, int n)
 {
     int k = 0;
@@ -286,17 +286,22 @@ extern const double fmigen_atan_64ths[65], fmigen_atan_64ths_lo[65];
 #define FMIGEN_HALF_PI_MINUS(a) ((0x1.921fb54442d18p+0 - (a)) + 0x1.1a62633145c07p-54)
 #define FMIGEN_PI_MINUS(a) ((0x1.921fb54442d18p+1 - (a)) + 0x1.1a62633145c07p-53)
 
-/* sin x and cos x within one unit in the last place (fdlibm's algorithm:
- * x reduced by the nearest multiple of π/2, with π/2 in up to three parts
- * of 33 bits, then its kernels' polynomials), for the sin/cos of the
- * independent angles every kinematics solve starts from.  Why not libm's:
- * glibc's sincos is ~100 instructions a call, and the Stewart platform
- * needs three a step (6 % of it); four at a time in vector lanes
- * (fmigen_sincos_4) they cost ~160 together (measured: 4,784 -> 4,631
- * instructions a harness step).  |x| > FMIGEN_SINCOS_MAX, NaN and
- * infinities go to libm. */
+/* sin x and cos x within one unit in the last place (fdlibm's constants,
+ * reduction and kernel polynomials: x less the nearest multiple of π/2,
+ * with π/2 in up to three parts of 33 bits; its branch tests on whole
+ * values rather than high words, so not fdlibm's bits everywhere), for the
+ * sin/cos of the independent angles every kinematics solve starts from and
+ * of a Newton block's start.  Why not libm's: glibc's sincos is ~100
+ * instructions a call, and the Stewart platform needs three a step (6 % of
+ * it); four at a time in vector lanes (fmigen_sincos_4) they cost ~160
+ * together (measured: 4,784 -> 4,631 instructions a harness step).
+ * |x| > FMIGEN_SINCOS_MAX, NaN and infinities go to libm, and so does every
+ * x in a build with -ffast-math (__FAST_MATH__): it folds the reduction's
+ * compensation terms ((u − r) − w) to zero, and a review measured errors of
+ * 8e6 ulp near the zeros of sin and cos and lanes unequal to the scalar
+ * code. */
 void fmigen_sincos(double x, double *s, double *c);
-#define FMIGEN_SINCOS_MAX 8.0e5   /* < 2^19·π/2: n fits 20 bits, n·PIO2_k is exact */
+#define FMIGEN_SINCOS_MAX 8.0e5   /* < 2^19·π/2: n < 2^19, so n·PIO2_k is exact */
 #define FMIGEN_INVPIO2 0x1.45f306dc9c883p-1
 /* π/2 = PIO2_1 + PIO2_1T; PIO2_1T = PIO2_2 + PIO2_2T; PIO2_2T = PIO2_3 + PIO2_3T
  * (fdlibm's; PIO2_1, _2, _3 of 33 bits) */
@@ -436,7 +441,7 @@ FMIGEN_ALWAYS_INLINE void fmigen_atan2_4(double *q, const double *trig, int a0, 
  * (their libm fallback). */
 FMIGEN_ALWAYS_INLINE void fmigen_sincos_4(const double *q, double *trig, int a0, int a1, int a2, int a3)
 {
-#if FMIGEN_VECTORS
+#if FMIGEN_VECTORS && !defined(__FAST_MATH__)
     const fmigen_v4d x = {q[a0], q[a1], q[a2], q[a3]};
     const fmigen_v4l sign = (fmigen_v4l)(fmigen_v4d){-0.0, -0.0, -0.0, -0.0};
     const fmigen_v4d t = (fmigen_v4d)((fmigen_v4l)x & ~sign);
