@@ -588,29 +588,30 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
 
     lanes = {with_rhs: _lane_blocks(blocks, tags_of[(with_rhs, True)]) if blockwise else None
              for with_rhs in (False, True)}
+    def fits(text, with_rhs=True):
+        """Blockwise, and small enough not to be chunked: the pass may read it."""
+        return lanes[with_rhs] is not None and text.count("\n") <= CHUNK_ABOVE
+
     def packed(text, with_rhs=True, slots=frozenset()):
         """The function body with its per-block statements in lanes where they
-        group (codegen_slp), or None: not blockwise, no groups, or too large
-        (a body that would be chunked)."""
-        if lanes[with_rhs] is None or text.count("\n") > CHUNK_ABOVE:
-            return None
-        return slp.vectorize(text, lanes[with_rhs], slots)
+        group (codegen_slp), or None: it does not fit, or nothing groups."""
+        return slp.vectorize(text, lanes[with_rhs], slots) if fits(text, with_rhs) else None
 
     def function(name, params, text, body=None):
         return f"int {name}({params})\n{{\n{body}\n}}\n" if body else chunked(name, params, text)
 
-    prepare_packed = finish_packed = None
-    if lanes[True] is not None:
-        # work laid out so that prepare's groups are stored whole; kept only
-        # when prepare is packed (a scalar prepare would leave the places of
-        # a short chunk's repeated lanes unwritten, which finish loads)
+    prepare_packed, slots = None, frozenset()
+    # work laid out so that prepare's groups are stored whole; kept only when
+    # prepare is packed (a scalar prepare would leave the places of a short
+    # chunk's repeated lanes unwritten, which finish loads).  Not tried for
+    # a prepare the pass does not read: it would parse a large body for
+    # nothing.
+    if fits(prepare):
         moved = slp.relayout_work(prepare, finish, lanes[True], nwork)
         prepare_packed = packed(moved[0], slots=moved[3])
         if prepare_packed is not None:
             prepare, finish, nwork, slots = moved
-            finish_packed = packed(finish, slots=slots)
-        else:
-            finish_packed = packed(finish)
+    finish_packed = packed(finish, slots=slots)
     sig_prepare = "double t, const double *q, double *v, const double *p, const double *trig, double *work"
     sig_finish = ("double t, const double *q, const double *v, const double *p, const double *u, "
                   "const double *trig, const double *work, double *qdd")

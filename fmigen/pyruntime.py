@@ -152,37 +152,39 @@ def fmigen_sincos(x):
     independent angles every kinematics solve starts from), the same
     operations in the same order: fdlibm's reduction by n·π/2 in up to three
     rounds, its kernels, the quadrant (the C's IEEE build; one with
-    -ffast-math takes libm's)."""
+    -ffast-math takes libm's).  The constants are the C's hex literals
+    written as the shortest decimals that read back to the same doubles
+    (float.fromhex at every call: 2.97 µs a call, measured, against 1.11)."""
     t = fabs(x)
     if not t <= 8.0e5:   # libm's, and NaN for an infinity (as C's, where math raises)
         return (math.sin(x), math.cos(x)) if isfinite(x) else (math.nan, math.nan)
     n = int(t * 0.6366197723675814 + 0.5)
     fn = float(n)
-    p1, p1t = float.fromhex("0x1.921fb54400000p+0"), float.fromhex("0x1.0b4611a626331p-34")
+    p1, p1t = 1.5707963267341256, 6.077100506506192e-11
     r, w = t - fn * p1, fn * p1t
     # t's power of two (0 for 0 and subnormals, as the C's exponent bits)
     p2 = math.ldexp(1.0, math.frexp(t)[1] - 1) if t >= 2.2250738585072014e-308 else 0.0
     if fabs(r - w) < p2 * 2.0 ** -16:
-        hi, lo = float.fromhex("0x1.0b4611a600000p-34"), float.fromhex("0x1.3198a2e037073p-69")
+        hi, lo = 6.077100506303966e-11, 2.0222662487959506e-21
         r0 = r
         r = r0 - fn * hi
         w = fn * lo - ((r0 - r) - fn * hi)
         if fabs(r - w) < p2 * 2.0 ** -49:
-            hi, lo = float.fromhex("0x1.3198a2e000000p-69"), float.fromhex("0x1.b839a252049c1p-104")
+            hi, lo = 2.0222662487111665e-21, 8.4784276603689e-32
             r0 = r
             r = r0 - fn * hi
             w = fn * lo - ((r0 - r) - fn * hi)
     y0 = r - w
     y1 = (r - y0) - w
     z = y0 * y0
-    rc = z * (float.fromhex("0x1.555555555554cp-5") + z * (float.fromhex("-0x1.6c16c16c15177p-10") + z * (
-        float.fromhex("0x1.a01a019cb1590p-16") + z * (float.fromhex("-0x1.27e4f809c52adp-22") + z * (
-            float.fromhex("0x1.1ee9ebdb4b1c4p-29") + z * float.fromhex("-0x1.8fae9be8838d4p-37"))))))
+    rc = z * (0.0416666666666666 + z * (-0.001388888888887411 + z * (
+        2.480158728947673e-05 + z * (-2.7557314351390663e-07 + z * (
+            2.087572321298175e-09 + z * -1.1359647557788195e-11)))))
     ay = fabs(y0)
-    ks = y0 - ((z * (0.5 * y1 - (z * y0) * (float.fromhex("0x1.111111110f8a6p-7") + z * (
-        float.fromhex("-0x1.a01a019c161d5p-13") + z * (float.fromhex("0x1.71de357b1fe7dp-19") + z * (
-            float.fromhex("-0x1.ae5e68a2b9cebp-26") + z * float.fromhex("0x1.5d93a5acfd57cp-33")))))) - y1) -
-               (z * y0) * float.fromhex("-0x1.5555555555549p-3"))
+    ks = y0 - ((z * (0.5 * y1 - (z * y0) * (0.00833333333332249 + z * (
+        -0.0001984126982985795 + z * (2.7557313707070068e-06 + z * (
+            -2.5050760253406863e-08 + z * 1.58969099521155e-10))))) - y1) -
+               (z * y0) * -0.16666666666666632)
     if ay < 0.3:
         kc = 1.0 - (0.5 * z - (z * rc - y0 * y1))
     else:
