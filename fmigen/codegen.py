@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 import math
 import re
 import uuid
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
+from .dae import check_mass_properties, mass_checks
 from .embed import Embedding
 from .model import t
 from .codegen_lanes import lane_classes, lane_function, residual_function
@@ -1458,8 +1460,11 @@ def finish(model_identifier: str, body: str, macros: dict, start: dict, mech, in
     cache (fmigen/derived.py) keeps the body and a build after a change of a
     tunable parameter's value only redoes this."""
     from .workspace import mechanism_unit_scales
+    check_mass_properties(mech)
     arr = _arr
-    tail = [arr("double", "fmigen_q_start", [start[c_.name] for c_ in mech.coordinates]),
+    checks, nchecks = mass_check_code(mech)
+    macros = {**macros, "FMIGEN_NMASS_CHECKS": nchecks}
+    tail = [checks,arr("double", "fmigen_q_start", [start[c_.name] for c_ in mech.coordinates]),
             arr("double", "fmigen_v_start", [c_.velocity_start for c_ in mech.coordinates]),
             arr("double", "fmigen_p_default", [float(p.value) for p in mech.parameters if p.tunable]),
             arr("double", "fmigen_u_default", [i.start for i in mech.inputs]),
@@ -1470,6 +1475,44 @@ def finish(model_identifier: str, body: str, macros: dict, start: dict, mech, in
     guid = str(uuid.UUID(hashlib.md5(model_c.encode()).hexdigest()))
     return GeneratedModel(model_c, guid, model_identifier, dict(macros), independent=tuple(independent),
                           body=body)
+
+
+def runtime_mass_checks(mech, printer) -> list[tuple]:
+    """The conditions of ``dae.mass_checks`` an FMU tests at run time, those
+    that read tunable parameters (the others hold once the build has checked
+    them): (1 + index, the check, its expressions printed over p[k]), the
+    same for the C and the Python runtime's ``fmigen_mass_check``."""
+    tunable = [p_ for p_ in mech.parameters if p_.tunable]
+    to_p = {p_.symbol: sp.Symbol(f"p[{k}]") for k, p_ in enumerate(tunable)}
+    checks = [chk for chk in mass_checks(mech) if chk.parameters]
+    return [(k, chk, [printer(sp.sympify(e).xreplace(to_p)) for e in chk.exprs])
+            for k, chk in enumerate(checks, start=1)]
+
+
+def mass_check_code(mech) -> tuple[str, int]:
+    """``fmigen_mass_check``: the conditions of ``dae.mass_checks`` that read
+    tunable parameters, in C over p, for the FMU to test the parameters an
+    importer sets (the others hold once the build has checked them), and
+    their labels for its messages.  Returns (code, how many)."""
+    checks = runtime_mass_checks(mech, c)
+    body = []
+    for k, chk, exprs in checks:
+        if chk.kind == "mass":
+            body.append(f"    {{ const double m = {exprs[0]}; if (!(m >= 0.0)) {{ *value = m; *minor = -1; "
+                        f"return {k}; }} }}")
+        else:
+            body.append(f"    {{ const double I[6] = {{{', '.join(exprs)}}}; const int k = fmigen_psd3(I, value); "
+                        f"if (k >= 0) {{ *minor = k; return {k}; }} }}")
+    labels = ", ".join(json.dumps(chk.label) for _, chk, _ in checks) or '""'
+    code = ("/* every body's mass >= 0 and central inertia positive semidefinite at the tunable\n"
+            " * parameters p (dae.mass_checks): 0, or 1 + the first condition that fails, *value\n"
+            " * the mass or the principal minor that is negative, *minor its index (fmigen_psd3)\n"
+            " * or -1 for a mass */\n"
+            "int fmigen_mass_check(const double *p, double *value, int *minor)\n{\n"
+            "    (void)p; (void)value; (void)minor;\n" + "\n".join(body) + ("\n" if body else "") +
+            "    return 0;\n}\n"
+            f"const char *const fmigen_mass_check_labels[] = {{{labels}}};\n")
+    return code, len(checks)
 
 
 # imported last: codegen_embedding uses this module's printer and SymbolMap

@@ -212,6 +212,8 @@ def build_dae(mech: Mechanism) -> DAE:
               M, F, Phi, [c.name for c in mech.constraints],
               {k: plain(v) for k, v in mech.outputs.items()})
     check_dof(dae)
+    # here too, not only in codegen.finish: before the Gröbner bases
+    check_mass_properties(mech)
     return dae
 
 
@@ -252,3 +254,87 @@ def check_dof(dae: DAE, q: np.ndarray | None = None, tol: float = 1e-9):
         rank = r
     if m >= n:
         raise ModelError(f"'{mech.name}' has {m} independent constraints for {n} coordinates: no motion is left")
+
+
+@dataclass
+class MassCheck:
+    """One condition that makes a body physical, in the tunable parameters'
+    symbols (structural ones substituted): ``kind`` "mass", ``exprs`` its mass,
+    which must be >= 0; or "inertia", ``exprs`` its central inertia's entries
+    (xx, xy, xz, yy, yz, zz), which must form a positive semidefinite matrix.
+    Why at all: the embedding needs only BᵀMB positive definite, and a
+    negative mass or inertia on one body can hide behind the others' (a leg
+    of -0.1 kg under a 1.5 kg platform runs with fmi2OK, the motion nonsense)."""
+    body: str
+    kind: str
+    exprs: tuple
+    parameters: tuple   # names of the tunable parameters it reads, for messages
+
+    @property
+    def label(self) -> str:
+        what = "mass" if self.kind == "mass" else "central inertia"
+        reads = f" ({', '.join(self.parameters)})" if self.parameters else ""
+        return f"the {what} of body '{self.body}'{reads}"
+
+
+def mass_checks(mech: Mechanism) -> list[MassCheck]:
+    """Every body's mass and inertia condition (``MassCheck``), in body order;
+    a body without inertia (a point) has only the mass condition."""
+    structural = {p.symbol: exact(p.value) for p in mech.parameters if not p.tunable}
+    names = {p.symbol: p.name for p in mech.parameters if p.tunable}
+    checks = []
+    for b in mech.bodies:
+        m = exact_floats(sp.sympify(b.mass)).xreplace(structural)
+        I = sp.Matrix(b.inertia).applyfunc(lambda e: exact_floats(sp.sympify(e)).xreplace(structural))
+        entries = (I[0, 0], I[0, 1], I[0, 2], I[1, 1], I[1, 2], I[2, 2])
+        for kind, exprs in (("mass", (m,)), ("inertia", entries)):
+            if kind == "inertia" and all(e == 0 for e in exprs):
+                continue
+            stray = set().union(*(e.free_symbols for e in exprs)) - set(names)
+            if stray:
+                raise ModelError(f"body '{b.name}': its {kind} uses {sorted(map(str, stray))}; a mass and an "
+                                 "inertia may only use parameters and numbers")
+            reads = sorted({names[s] for e in exprs for s in e.free_symbols})
+            checks.append(MassCheck(b.name, kind, exprs, tuple(reads)))
+    return checks
+
+
+#: the principal minors ``psd3`` tests, in its order, as messages name them
+PSD3_MINORS = ("Ixx", "Iyy", "Izz", "Ixx*Iyy - Ixy^2", "Ixx*Izz - Ixz^2", "Iyy*Izz - Iyz^2", "det I")
+
+
+def psd3(entries) -> tuple[int, float]:
+    """Is the symmetric 3x3 matrix (xx, xy, xz, yy, yz, zz) positive
+    semidefinite?  Its seven principal minors (``PSD3_MINORS``) must be >= 0,
+    to rounding: a minor of order k down to -16·eps·s^k, s the largest
+    |entry|.  Returns (-1, 0) when it is, else (the first minor that is
+    not, its value).  The C runtime's ``fmigen_psd3`` and the Python
+    runtime's ``psd3`` do the same operations; this one checks a build's
+    default values."""
+    xx, xy, xz, yy, yz, zz = (float(e) for e in entries)
+    s = max(abs(xx), abs(xy), abs(xz), abs(yy), abs(yz), abs(zz))
+    e = 16.0 * 2.220446049250313e-16 * s
+    minors = (xx, yy, zz, xx * yy - xy * xy, xx * zz - xz * xz, yy * zz - yz * yz,
+              xx * (yy * zz - yz * yz) - xy * (xy * zz - yz * xz) + xz * (xy * yz - yy * xz))
+    floors = (-e, -e * s, -e * s * s)
+    for k, value in enumerate(minors):
+        if not (value >= floors[0 if k < 3 else 1 if k < 6 else 2]):
+            return k, value
+    return -1, 0.0
+
+
+def check_mass_properties(mech: Mechanism):
+    """The build-time half of ``mass_checks``: every condition at the
+    parameters' values as built (a tunable one's default; the FMU checks it
+    again whenever an importer sets parameters)."""
+    values = {p.symbol: exact(p.value) for p in mech.parameters if p.tunable}
+    for chk in mass_checks(mech):
+        nums = [float(e.xreplace(values)) for e in chk.exprs]
+        if chk.kind == "mass":
+            if not (nums[0] >= 0.0):
+                raise ModelError(f"'{mech.name}': {chk.label} is {nums[0]:g}; a mass must be >= 0")
+        else:
+            k, value = psd3(nums)
+            if k >= 0:
+                raise ModelError(f"'{mech.name}': {chk.label} is not positive semidefinite: "
+                                 f"{PSD3_MINORS[k]} = {value:g} < 0")

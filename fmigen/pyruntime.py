@@ -70,6 +70,7 @@ import sympy as sp
 from . import codegen, fmu, variables
 from .codegen import SymbolMap, newton_system
 from .codegen_embedding import structure_tables
+from .dae import PSD3_MINORS, psd3
 from .model import ModelError
 
 
@@ -899,6 +900,20 @@ class SlaveMethods:
             if not ok:
                 self._fail("fmi2SetReal: value reference %d cannot be set %s" % (
                     r, "(it is calculated or unknown)" if before_init else "after initialization"))
+        if m.mass_labels and any(m.VR_P <= r < m.VR_H for r in vrs):
+            # the bodies' masses and inertias as the new values make them,
+            # before anything changes (fmigen_instance.c's fg_set_real)
+            p = list(self.core.p)
+            for r, val in zip(vrs, values):
+                if m.VR_P <= r < m.VR_H:
+                    p[r - m.VR_P] = float(val)
+            j, bad, minor = m.mass_check(p)
+            if j and minor < 0:
+                self._fail("fmi2SetReal: these parameter values make %s %g; a mass must be >= 0 (nothing was set)"
+                           % (m.mass_labels[j - 1], bad))
+            if j:
+                self._fail("fmi2SetReal: these parameter values make %s not positive semidefinite: %s = %g < 0 "
+                           "(nothing was set)" % (m.mass_labels[j - 1], m.psd3_minors[minor], bad))
         c = self.core
         changed = False
         for r, val in zip(vrs, values):
@@ -955,7 +970,7 @@ class SlaveMethods:
 
 
 RUNTIME_OBJECTS = [linear, quadratic_near, rotate, fmigen_sincos, fmigen_atan2, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
-                   ldlt_factor, ldlt_solve,
+                   ldlt_factor, ldlt_solve, psd3,
                    poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]
 SLAVE_METHODS = ["__init__", "_defaults", "to_xml", "_fail", "_allowed", "setup_experiment",
@@ -1281,6 +1296,22 @@ def _check_against_c(model_c, failures, sol_start):
                                  "(pyruntime.kinematics_source out of step with codegen)")
 
 
+def mass_check_source(mech) -> tuple[str, list[str]]:
+    """``fmigen_mass_check(p)`` -> (0 or 1 + the condition that fails, the
+    mass or negative principal minor, the minor's index or -1): the C FMU's
+    (``codegen.mass_check_code``, the same conditions in the same order),
+    and their labels."""
+    checks = codegen.runtime_mass_checks(mech, pyexpr)
+    body = []
+    for k, chk, exprs in checks:
+        if chk.kind == "mass":
+            body += [f"    m = {exprs[0]}", f"    if not (m >= 0.0):", f"        return {k}, m, -1"]
+        else:
+            body += [f"    k, value = psd3(({', '.join(exprs)}))", "    if k >= 0:", f"        return {k}, value, k"]
+    return ("def fmigen_mass_check(p):\n" + "\n".join(body + ["    return 0, 0.0, -1"]) + "\n",
+            [chk.label for _, chk, _ in checks])
+
+
 def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
     """The Python FMU module for a compiled model: (module source, model identifier, GUID)."""
     emb, tri, gen = compiled.embedding, compiled.triangular, compiled.generated
@@ -1310,6 +1341,8 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
            matrix_fn("fmigen_phi_t", emb.Phi_t), matrix_fn("fmigen_gamma", emb.gamma),
            matrix_fn("fmigen_mass", emb.M), matrix_fn("fmigen_forcing", emb.F),
            matrix_fn("fmigen_outputs", sp.Matrix(list(dae.outputs.values())) if dae.outputs else sp.Matrix([]))]
+    checks, labels = mass_check_source(mech)
+    fns.append(checks)
     tols = {tb.tol for tb in tri.blocks if tb.method == "newton" and tb.tol is not None}
 
     # variables and modelDescription: the C FMU's (one variable table), adapted to pythonfmu
@@ -1328,6 +1361,7 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
         v_start=[float(c_.velocity_start) for c_ in mech.coordinates],
         p_default=[float(x) for x in dae.tunable_values], u_default=[float(x) for x in dae.input_values],
         sol_start=[float(x) for x in sol_start], failure=failures, names=list(dae.names),
+        mass_labels=labels, psd3_minors=list(PSD3_MINORS),
         kinematic=bool(mech.kinematic), default_solver=fmu.SOLVERS[solver], default_step=float(step),
         **structure_tables(emb, tri), **vr)
     runtime = "\n\n".join(inspect.getsource(o) for o in RUNTIME_OBJECTS)
@@ -1367,6 +1401,7 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
         "MODEL.phi, MODEL.phi_q, MODEL.phi_t = fmigen_phi, fmigen_phi_q, fmigen_phi_t",
         "MODEL.gamma, MODEL.mass, MODEL.forcing = fmigen_gamma, fmigen_mass, fmigen_forcing",
         "MODEL.outputs = fmigen_outputs",
+        "MODEL.mass_check = fmigen_mass_check",
         "MODEL.model_description = MODEL_DESCRIPTION = '@@XML@@'",
         "",
         "",

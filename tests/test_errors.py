@@ -78,3 +78,43 @@ def test_a_misspelt_mechanism_option_is_an_error():
     m.newton_blocks = [["x"]]
     with pytest.raises(ModelError, match="no field 'newton_block'"):
         m.newton_block = [["x"]]
+
+
+def test_a_negative_mass_names_its_body():
+    m = fourbar()
+    next(p for p in m.parameters if p.name == "m2").value = -0.2
+    with pytest.raises(ModelError, match=r"the mass of body 'coupler' \(m2\) is -0.2; a mass must be >= 0"):
+        compile_model(m)
+
+
+def test_an_inertia_that_is_not_positive_semidefinite_names_its_body_and_minor():
+    """A body whose central inertia has a negative determinant although every
+    diagonal entry (1) and 2x2 principal minor (1 - 0.36) is positive: its
+    eigenvalues are 1.6, 1.6 and -0.2, det I = -0.512 (numpy)."""
+    m = fourbar()
+    crank = m.bodies[0]
+    crank.inertia = sp.Matrix([[1, 0.6, -0.6], [0.6, 1, 0.6], [-0.6, 0.6, 1]])
+    with pytest.raises(ModelError, match=r"the central inertia of body 'crank' is not positive semidefinite: "
+                                         r"det I = -0\.512 < 0"):
+        compile_model(m)
+
+
+def test_psd3_agrees_with_the_eigenvalues():
+    """dae.psd3 (the principal minors the C and Python runtimes test) against
+    numpy's eigenvalues on random symmetric matrices, away from the boundary
+    (smallest eigenvalue beyond ±1e-6 of the largest |entry|)."""
+    import numpy as np
+    from fmigen.dae import psd3
+    rng = np.random.default_rng(7)
+    seen = {True: 0, False: 0}
+    for _ in range(20000):
+        A = rng.normal(size=(3, 3))
+        S = A @ A.T - rng.uniform(0, 1.5) * np.eye(3) * rng.choice([0, 1])
+        lam = np.linalg.eigvalsh(S).min()
+        if abs(lam) < 1e-6 * np.abs(S).max():
+            continue
+        k, value = psd3((S[0, 0], S[0, 1], S[0, 2], S[1, 1], S[1, 2], S[2, 2]))
+        assert (k < 0) == (lam > 0), (S, lam, k, value)
+        assert k < 0 or value < 0
+        seen[lam > 0] += 1
+    assert min(seen.values()) > 2000, seen

@@ -920,6 +920,71 @@ def test_a_mass_changed_between_communication_steps_matches_the_dae_reference(fm
     assert np.abs(unchanged - ref).max() > 1e-3
 
 
+def _logged_slave(fmus, fmi, kind, messages, name="r"):
+    """_slave with the FMU's log messages appended to ``messages``."""
+    if fmi == "2":
+        def log(env, name_, status, category, message):
+            messages.append(message.decode())
+        cb = fmi2CallbackFunctions()
+        cb.logger = fmi2CallbackLoggerTYPE(log)
+        s, vr = _slave(fmus, fmi, kind, name=name, callbacks=cb, loggingOn=True)
+        s._log = log   # kept alive with the instance
+        s._cb = cb
+        return s, vr
+    return _slave(fmus, fmi, kind, name=name, loggingOn=True,
+                  logMessage=lambda env, status, category, message: messages.append(message.decode()))
+
+
+@pytest.mark.parametrize("fmi,kind", [("2", "cs"), ("3", "cs"), ("2", "me")])
+def test_a_negative_mass_is_refused_and_changes_nothing(fmus, fmi, kind):
+    """m2 = -0.2 kg on the coupler, with 1 kg on crank and rocker, leaves BᵀMB
+    positive definite (a fresh instance built with it ran with OK before this
+    check), so only the masses themselves can tell: SetReal refuses it, before
+    initialization and between steps, with a message naming the body and the
+    parameter, and changes nothing: the run goes on bit for bit like an
+    instance that never saw the call.  m2 = 0 (a massless coupler) is physical
+    and accepted."""
+    messages = []
+    s, vr = _logged_slave(fmus, fmi, kind, messages)
+    ref, _ = _slave(fmus, fmi, kind, name="ref")
+    get = s.getReal if fmi == "2" else s.getFloat64
+    set_ = s.setReal if fmi == "2" else s.setFloat64
+    for x in (s, ref):
+        if fmi == "2":
+            x.setupExperiment(startTime=0.0)
+            x.enterInitializationMode()
+        else:
+            x.enterInitializationMode(startTime=0.0)
+    with pytest.raises(FMICallException) as e:
+        set_([vr["tau"], vr["m2"]], [2.0, -0.2])
+    assert _status(e) == 3
+    assert "the mass of body 'coupler' (m2) -0.2; a mass must be >= 0 (nothing was set)" in messages[-1], messages
+    assert get([vr["tau"], vr["m2"]]) == [6.0, 1.0]
+    for x in (s, ref):
+        x.exitInitializationMode()
+    names = [vr[n] for n in ("theta", "alpha", "phi", "der(theta)")]
+    if kind == "cs":
+        t = 0.0
+        for k in range(20):
+            if k == 10:
+                with pytest.raises(FMICallException) as e:
+                    set_([vr["m2"]], [-0.2])
+                assert _status(e) == 3 and "coupler" in messages[-1]
+            s.doStep(t, 0.01)
+            ref.doStep(t, 0.01)
+            t += 0.01
+            assert get(names) == (ref.getReal if fmi == "2" else ref.getFloat64)(names)
+    else:
+        with pytest.raises(FMICallException):
+            set_([vr["m2"]], [-0.2])          # Event Mode after initialization
+        assert get([vr["m2"]]) == [1.0]
+    set_([vr["m2"]], [0.0])
+    assert get([vr["m2"]]) == [0.0]
+    for x in (s, ref):
+        x.terminate()
+        x.freeInstance()
+
+
 @pytest.mark.parametrize("fmi", "23")
 def test_me_parameters_are_set_in_event_mode_not_in_continuous_time_mode(fmus, fmi):
     """In Event Mode a new mass changes the derivatives at once (the

@@ -150,6 +150,7 @@ bad = {
     "negative_step": lambda: s.doStep(0.01, -1e-3),
     "wrong_time": lambda: s.doStep(0.5, 0.01),
     "fixed_parameter_after_init": lambda: s.setReal([vr["internal_step"]], [2e-3]),
+    "negative_mass": lambda: s.setReal([vr["m2"]], [-0.2]),
 }[which]
 if which != "dependent":
     s.setupExperiment(startTime=0.0)
@@ -181,6 +182,8 @@ os._exit(0)
     ("wrong_time", "currentCommunicationPoint 0.5 does not match the FMU time 0.01"),
     ("fixed_parameter_after_init", "internal_step (value reference 12) is a fixed parameter: it can be set only "
      "before fmi2ExitInitializationMode"),
+    ("negative_mass", "fmi2SetReal: these parameter values make the mass of body 'coupler' (m2) -0.2; a mass must "
+     "be >= 0 (nothing was set)"),
 ])
 def test_bad_calls_are_rejected_with_fatal(pairs, tmp_path, which, text):
     """pythonfmu 0.7.0 turns every Python exception into fmi2Fatal (its
@@ -251,23 +254,23 @@ def test_singular_configuration_is_a_discard_like_the_c_fmu(tmp_path):
     assert np.array_equal(rp["theta"], rc["theta"])
 
 
-def test_negative_masses_are_a_discard_like_the_c_fmu(pairs, tmp_path, capsys):
-    """Masses set negative: B^T M B is not positive definite, which the C
-    runtime's LDLᵀ refuses (Discard at the first step); the Python runtime's
-    LU solved it and returned a trajectory.  Both stop at t = 0 now; the C
-    FMU logs why, and validate's fmpy run prints that on stderr, not on
-    stdout (which --json keeps for the JSON; the Python FMU does not log
-    through fmpy here)."""
+def test_negative_masses_are_refused_like_the_c_fmu(pairs, capsys):
+    """Masses set negative: before, BᵀMB was not positive definite and both
+    runtimes stopped at t = 0 (the C one with Discard at the first step);
+    a negative mass that left BᵀMB positive definite (m2 = -0.2 alone) ran
+    with OK.  Now fmi2SetReal refuses either, naming the first body whose
+    mass is negative: the C FMU with fmi2Error (here through fmpy's
+    simulate, before initialization), the Python FMU with fmi2Fatal
+    (``test_bad_calls_are_rejected_with_fatal``, in a subprocess).  The
+    Python FMU still runs its default masses."""
+    from fmpy.fmi1 import FMICallException
     from fmigen.validate import simulate
     c_path, py_path, compiled = pairs["fourbar"]
-    masses = {"m1": -1.0, "m2": -1.0, "m3": -1.0}
-    for path in (c_path, py_path):
-        r = simulate(path, ["theta", "alpha", "phi"], 0.05, 0.001, start_values=masses)
-        assert r["time"][-1] == 0.0
-        out, err = capsys.readouterr()
-        assert out == "", (path, out)
-        if path == c_path:
-            assert "the reduced mass matrix B^T M B is not positive definite" in err, err
+    with pytest.raises(FMICallException):
+        simulate(c_path, ["theta", "alpha", "phi"], 0.05, 0.001, start_values={"m1": -1.0, "m2": -1.0, "m3": -1.0})
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "the mass of body 'crank' (m1) -1; a mass must be >= 0 (nothing was set)" in err, err
     r = simulate(py_path, ["theta", "alpha", "phi"], 0.05, 0.001)
     assert r["time"][-1] == pytest.approx(0.05)
 

@@ -329,6 +329,12 @@ static void update_interpolate(FmigenCore *k)
     for (int j = 0; j < NU; j++) if (k->du[j] != 0.0) k->interpolate = 1;
 }
 
+#if FMIGEN_NMASS_CHECKS > 0 && NP > 0
+/* fmigen_psd3's minors, in its order, as messages name them (dae.PSD3_MINORS) */
+static const char *const fg_psd3_minors[] = {"Ixx", "Iyy", "Izz", "Ixx*Iyy - Ixy^2", "Ixx*Izz - Ixz^2",
+                                             "Iyy*Izz - Iyz^2", "det I"};
+#endif
+
 int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double value[])
 {
     if (!fg_allowed(in, "SetReal/SetFloat64",
@@ -380,6 +386,26 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
                            before_init ? "(it is calculated or unknown)" : "after initialization");
     }
     FmigenCore *k = &in->s.core;
+#if FMIGEN_NMASS_CHECKS > 0 && NP > 0
+    {   /* the bodies' masses and inertias as the new values make them, before
+         * anything changes: a negative mass or inertia on one body can hide
+         * behind the others' in BᵀMB, and the motion is then nonsense with
+         * fmi2OK (dae.mass_checks) */
+        double p[NP], bad = 0.0;
+        int minor = -1, any = 0;
+        memcpy(p, k->p, sizeof p);
+        for (size_t i = 0; i < n; i++)
+            if (vr[i] >= VR_P && vr[i] < VR_H) { p[vr[i] - VR_P] = value[i]; any = 1; }
+        const int j = any ? fmigen_mass_check(p, &bad, &minor) : 0;
+        if (j && minor < 0)
+            return fg_fail(in, "SetReal/SetFloat64: these parameter values make %s %g; a mass must be >= 0 "
+                           "(nothing was set)", fmigen_mass_check_labels[j - 1], bad);
+        if (j)
+            return fg_fail(in, "SetReal/SetFloat64: these parameter values make %s not positive semidefinite: "
+                           "%s = %g < 0 (nothing was set)", fmigen_mass_check_labels[j - 1],
+                           fg_psd3_minors[minor], bad);
+    }
+#endif
     /* Coordinates or velocities about to change: complete the current
      * state's pending angles, residual and outputs from the state they
      * belong to, so that a step that then fails and restores this state

@@ -87,6 +87,8 @@
 #define fmigen_kinematics_failure FMIGEN_MODEL_NAME(fmigen_kinematics_failure)
 #define fmigen_lu_factor FMIGEN_MODEL_NAME(fmigen_lu_factor)
 #define fmigen_lu_solve FMIGEN_MODEL_NAME(fmigen_lu_solve)
+#define fmigen_mass_check FMIGEN_MODEL_NAME(fmigen_mass_check)
+#define fmigen_mass_check_labels FMIGEN_MODEL_NAME(fmigen_mass_check_labels)
 #define fmigen_outputs FMIGEN_MODEL_NAME(fmigen_outputs)
 #define fmigen_outputs_trig FMIGEN_MODEL_NAME(fmigen_outputs_trig)
 #define fmigen_p_default FMIGEN_MODEL_NAME(fmigen_p_default)

@@ -84,6 +84,18 @@ extern const double fmigen_u_default[];
 extern const double fmigen_sol_start[];
 extern const char *const fmigen_coordinate_names[];
 extern const double fmigen_unit_scale[];
+/* A body's mass >= 0 and its central inertia positive semidefinite at the
+ * tunable parameters p (generated from dae.mass_checks, the conditions that
+ * read tunable parameters): 0, or 1 + the first that fails, with *value the
+ * mass or the principal minor that is negative and *minor that minor's
+ * index (fmigen_psd3) or -1 for a mass.  The FMU refuses parameter values
+ * that fail (fmigen_instance.c): BᵀMB can stay positive definite with a
+ * negative mass on one body, and the motion is then nonsense with fmi2OK. */
+int fmigen_mass_check(const double *p, double *value, int *minor);
+extern const char *const fmigen_mass_check_labels[];
+#ifndef FMIGEN_NMASS_CHECKS
+#define FMIGEN_NMASS_CHECKS 0
+#endif
 
 /* One partition (set of independent coordinates) with its generated
  * kinematics and embedding.  fmigen_partitions[0] is the declared one; more
@@ -202,6 +214,26 @@ static inline int fmigen_all_finite_at(const double *x, const int *index, int n)
     uint64_t any = 0;
     FMIGEN_UNROLL for (int k = 0; k < n; k++) any |= fmigen_exponent_carry(x[index[k]]);
     return !(any >> 63);
+}
+
+/* Is the symmetric 3x3 matrix I = (xx, xy, xz, yy, yz, zz) positive
+ * semidefinite?  Its seven principal minors (xx, yy, zz, the three 2x2, the
+ * determinant) must be >= 0, to rounding: one of order k down to
+ * -16·eps·s^k, s the largest |entry|.  Returns -1 when it is, else the index
+ * of the first minor that is not, with its value in *minor.  The same
+ * operations as dae.psd3 (the build's check of the default values). */
+static inline int fmigen_psd3(const double *I, double *minor)
+{
+    const double xx = I[0], xy = I[1], xz = I[2], yy = I[3], yz = I[4], zz = I[5];
+    double s = fabs(xx);
+    for (int k = 1; k < 6; k++) s = fabs(I[k]) > s ? fabs(I[k]) : s;
+    const double e = 16.0 * 2.220446049250313e-16 * s;
+    const double m[7] = {xx, yy, zz, xx * yy - xy * xy, xx * zz - xz * xz, yy * zz - yz * yz,
+                         xx * (yy * zz - yz * yz) - xy * (xy * zz - yz * xz) + xz * (xy * yz - yy * xz)};
+    const double floor[3] = {-e, -e * s, -e * s * s};
+    for (int k = 0; k < 7; k++)
+        if (!(m[k] >= floor[k < 3 ? 0 : k < 6 ? 1 : 2])) { *minor = m[k]; return k; }
+    return -1;
 }
 
 /* (s, c) = (sin θ, cos θ) of a Newton block's angle, moved with its step:
