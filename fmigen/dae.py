@@ -242,14 +242,28 @@ def check_dof(dae: DAE, q: np.ndarray | None = None, tol: float = 1e-9):
         r = np.linalg.matrix_rank(np.array(rows), tol=tol * scale)
         if r == rank:
             # Which earlier constraints does it depend on?  Least squares tells.
+            name = dae.constraint_names[j]
+            if all(sp.simplify(sp.expand(dae.Phi[j].diff(s))) == 0 for s in dae.q_sym):
+                # the same value at every configuration (no coordinate, or
+                # sin² + cos² of one): a constant or a function of time
+                # alone, not a constraint on the motion
+                value = sp.simplify(dae.Phi[j])
+                if value == 0:
+                    raise ModelError(f"constraint '{name}' in '{mech.name}' is identically zero: it constrains "
+                                     "nothing (redundant)")
+                raise ModelError(f"constraint '{name}' in '{mech.name}' does not depend on the coordinates: it "
+                                 f"reduces to {value} = 0, which no motion can make hold (inconsistent)"
+                                 if not value.has(t) else
+                                 f"constraint '{name}' in '{mech.name}' does not depend on the coordinates, only "
+                                 f"on time: {value} = 0 is no constraint on the motion")
             if rank:
                 coef, *_ = np.linalg.lstsq(np.array(rows[:-1]).T, J[j], rcond=None)
                 deps = [dae.constraint_names[k] for k in range(j) if abs(coef[k]) > 1e-8]
             else:
                 deps = []
             raise ModelError(
-                f"redundant constraint '{dae.constraint_names[j]}' in '{mech.name}': its Jacobian row "
-                f"is a combination of {deps or 'nothing (it is identically zero)'} at the start "
+                f"redundant constraint '{name}' in '{mech.name}': its Jacobian row "
+                f"is {'a combination of ' + str(deps) if deps else 'zero'} at the start "
                 f"configuration, so rank Φ_q = {np.linalg.matrix_rank(J, tol=tol * scale)} < m = {m}")
         rank = r
     if m >= n:

@@ -787,10 +787,18 @@ def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_fro
             value = complex(min(roots, key=lambda r: abs(r - warm_vars[step.variable])))
         if abs(value.imag) > 1e-9 * max(1.0, abs(value)):
             names = [dae.names[i] for i in tb.block.unknowns]
+            equations = [dae.constraint_names[j] for j in tb.block.equations]
+            knowns = [dae.names[i] for i in tb.block.knowns]
+            at = ", ".join(f"{k}={v:.6g}" for k, v in q.items() if k in knowns)
+            # a block that reads no known coordinate (nor t) has the same
+            # equations at every configuration: no real solution then means
+            # its constraints can never hold together, whatever the start
+            never = not knowns and not any(dae.Phi[j].has(t) for j in tb.block.equations)
             raise ModelError(
-                f"the start cannot be assembled: block {names} has no real solution for "
-                f"{step.variable} at the given independent coordinates "
-                f"({', '.join(f'{k}={v:.6g}' for k, v in q.items() if k in [dae.names[i] for i in tb.block.knowns])})")
+                f"the start cannot be assembled: block {names} (constraints {equations}) has no real solution "
+                f"for {step.variable} " + (
+                    "for any configuration: these constraints are inconsistent (they never hold together)"
+                    if never else f"at the given independent coordinates ({at})"))
         env[step.variable] = sp.Float(value.real, PREC)
     env.update(known)     # a recovered angle sum subtracts known angles
     return {dae.names[i]: float(expr.xreplace(env).evalf(PREC)) for i, expr in tb.recover.items()}

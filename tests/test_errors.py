@@ -118,3 +118,27 @@ def test_psd3_agrees_with_the_eigenvalues():
         assert k < 0 or value < 0
         seen[lam > 0] += 1
     assert min(seen.values()) > 2000, seen
+
+
+@pytest.mark.parametrize("expr,message", [
+    # a constant once sin² + cos² folds: before, "redundant ... identically zero"
+    (lambda th, al, ph: cos(al) ** 2 + sin(al) ** 2 + 1,
+     r"constraint 'loop_y' in 'fourbar' does not depend on the coordinates: it reduces to 2 = 0, which no "
+     r"motion can make hold \(inconsistent\)"),
+    (lambda th, al, ph: 0 * al,
+     r"constraint 'loop_y' in 'fourbar' is identically zero: it constrains nothing \(redundant\)"),
+    # no real solution anywhere: before, only the block's coordinates were named
+    (lambda th, al, ph: al ** 2 + 1,
+     r"block \['alpha'\] \(constraints \['loop_y'\]\) has no real solution for alpha for any configuration: "
+     r"these constraints are inconsistent"),
+    (lambda th, al, ph: cos(al) - 2,
+     r"block \['alpha'\] \(constraints \['loop_y'\]\) has no real solution for s_alpha for any configuration"),
+    # a row that is zero only here: before, "identically zero", which it is not
+    (lambda th, al, ph: sin(th) - 2,
+     r"redundant constraint 'loop_y' in 'fourbar': its Jacobian row is zero at the start configuration"),
+])
+def test_an_inconsistent_or_empty_constraint_says_which_and_why(expr, message):
+    m = fourbar()
+    m.constraints[1].expr = expr(*m.q)
+    with pytest.raises(ModelError, match=message):
+        compile_model(m)
