@@ -809,6 +809,11 @@ class SlaveMethods:
     def _fail(self, msg):
         raise FmuError(msg)
 
+    def _vr_name(self, r):
+        """A value reference's variable name, for messages (fmigen_instance.c's fg_vr_name)."""
+        names = MODEL.vr_names  # noqa: F821
+        return names[r] if 0 <= r < len(names) else "an unknown variable"
+
     def _allowed(self, fn, states):
         if self.fg_state not in states:
             state = self.fg_state
@@ -872,7 +877,7 @@ class SlaveMethods:
             elif r < m.VR_A:
                 out.append(c.y[r - m.VR_Y])
             else:
-                self._fail("fmi2GetReal: unknown value reference %d" % r)
+                self._fail("fmi2GetReal: unknown value reference %d" % r)   # (no name to give)
         return out
 
     def set_real(self, vrs, values):
@@ -881,7 +886,8 @@ class SlaveMethods:
         before_init = self.fg_state in ("instantiated", "init")
         for r, val in zip(vrs, values):
             if not isfinite(val):
-                self._fail("fmi2SetReal: value reference %d set to a non-finite value (NaN or Inf)" % r)
+                self._fail("fmi2SetReal: %s (value reference %d) set to a non-finite value (NaN or Inf)"
+                           % (self._vr_name(r), r))
             ok = False
             if r < m.VR_RES:
                 i = r if r < m.VR_V else r - m.VR_V
@@ -898,8 +904,8 @@ class SlaveMethods:
                 self._fail("fmi2SetReal: internal_step (value reference %d) is a fixed parameter: it can be set "
                            "only before fmi2ExitInitializationMode" % r)
             if not ok:
-                self._fail("fmi2SetReal: value reference %d cannot be set %s" % (
-                    r, "(it is calculated or unknown)" if before_init else "after initialization"))
+                self._fail("fmi2SetReal: %s (value reference %d) cannot be set %s" % (
+                    self._vr_name(r), r, "(it is calculated or unknown)" if before_init else "after initialization"))
         if m.mass_labels and any(m.VR_P <= r < m.VR_H for r in vrs):
             # the bodies' masses and inertias as the new values make them,
             # before anything changes (fmigen_instance.c's fg_set_real)
@@ -973,7 +979,7 @@ RUNTIME_OBJECTS = [linear, quadratic_near, rotate, fmigen_sincos, fmigen_atan2, 
                    ldlt_factor, ldlt_solve, psd3,
                    poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]
-SLAVE_METHODS = ["__init__", "_defaults", "to_xml", "_fail", "_allowed", "setup_experiment",
+SLAVE_METHODS = ["__init__", "_defaults", "to_xml", "_fail", "_vr_name", "_allowed", "setup_experiment",
                  "enter_initialization_mode", "exit_initialization_mode", "terminate", "_ensure_assembled",
                  "get_real", "set_real", "do_step", "_get_fmu_state", "_set_fmu_state"]
 
@@ -1362,6 +1368,7 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
         p_default=[float(x) for x in dae.tunable_values], u_default=[float(x) for x in dae.input_values],
         sol_start=[float(x) for x in sol_start], failure=failures, names=list(dae.names),
         mass_labels=labels, psd3_minors=list(PSD3_MINORS),
+        vr_names=[v.name for v in sorted(table.rows, key=lambda v: v.vr)],
         kinematic=bool(mech.kinematic), default_solver=fmu.SOLVERS[solver], default_step=float(step),
         **structure_tables(emb, tri), **vr)
     runtime = "\n\n".join(inspect.getsource(o) for o in RUNTIME_OBJECTS)

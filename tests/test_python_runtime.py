@@ -174,9 +174,9 @@ os._exit(0)
 
 
 @pytest.mark.parametrize("which,text", [
-    ("dependent", "value reference 1 cannot be set (it is calculated or unknown)"),
-    ("nan_input", "set to a non-finite value (NaN or Inf)"),
-    ("inf_input", "set to a non-finite value (NaN or Inf)"),
+    ("dependent", "fmi2SetReal: alpha (value reference 1) cannot be set (it is calculated or unknown)"),
+    ("nan_input", "fmi2SetReal: tau (value reference 7) set to a non-finite value (NaN or Inf)"),
+    ("inf_input", "fmi2SetReal: tau (value reference 7) set to a non-finite value (NaN or Inf)"),
     ("zero_step", "communication step size must be > 0 (got 0)"),
     ("negative_step", "communication step size must be > 0 (got -0.001)"),
     ("wrong_time", "currentCommunicationPoint 0.5 does not match the FMU time 0.01"),

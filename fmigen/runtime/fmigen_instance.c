@@ -359,8 +359,9 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
         else if (r >= VR_U && r < VR_P) ok = 1;
         else if (r >= VR_P && r < VR_H) {
             if (!tunable_now)
-                return fg_fail(in, "SetReal/SetFloat64: tunable parameter %u can be set between steps (Co-Simulation) "
-                               "or in Event Mode (Model Exchange), not in %s", r, state_names[in->s.state]);
+                return fg_fail(in, "SetReal/SetFloat64: tunable parameter %s (value reference %u) can be set between "
+                               "steps (Co-Simulation) or in Event Mode (Model Exchange), not in %s", fg_vr_name(r), r,
+                               state_names[in->s.state]);
             ok = 1;
         }
         else if (r == VR_H) {
