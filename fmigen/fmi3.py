@@ -62,6 +62,8 @@ def model_description_3(iface, gen: GeneratedModel, table: VariableTable, kind: 
             attrs["unit"] = v.unit
         if v.start is not None:
             attrs["start"] = repr(float(v.start))
+        if v.minimum is not None:
+            attrs["min"] = repr(float(v.minimum))
         if v.derivative:
             attrs["derivative"] = str(vr[v.derivative])
         etree.SubElement(mv, "Float64", **attrs)

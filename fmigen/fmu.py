@@ -162,6 +162,8 @@ def model_description(iface: Interface, gen: GeneratedModel, table: VariableTabl
             real.set("unit", v.unit)
         if v.start is not None:
             real.set("start", repr(float(v.start)))
+        if v.minimum is not None:
+            real.set("min", repr(float(v.minimum)))
         index[v.name] = k
     for k, v in enumerate(vars_, start=1):
         if v.derivative:

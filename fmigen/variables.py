@@ -50,6 +50,8 @@ class Variable:
     #: the FMI versions whose modelDescription lists it; () for a slot this
     #: interface type leaves undeclared
     declared_in: tuple = ALL_VERSIONS
+    #: the modelDescription's ``min`` (None: none declared)
+    minimum: float | None = None
 
 
 @dataclass(frozen=True)
@@ -91,10 +93,24 @@ class _Layout:
         self.offsets[macro] = self.next
 
     def add(self, name, causality, variability, initial, start, unit="", description="", derivative=None,
-            declared=True, versions=ALL_VERSIONS):
+            declared=True, versions=ALL_VERSIONS, minimum=None):
         self.rows.append(Variable(name, self.next, causality, variability, initial, start, unit, description,
-                                  derivative, versions if declared else ()))
+                                  derivative, versions if declared else (), minimum))
         self.next += 1
+
+
+def nonnegative_parameters(mech) -> set[str]:
+    """The tunable parameters that are, alone, a body's mass or a diagonal
+    entry of its central inertia: >= 0 is then necessary (the FMU's SetReal
+    tests the whole condition, dae.mass_checks), and the modelDescription
+    says so with min="0", for an importer's dialog or its own check."""
+    from .dae import mass_checks
+    names = {p.symbol: p.name for p in mech.parameters if p.tunable}
+    out = set()
+    for chk in mass_checks(mech):
+        diagonal = chk.exprs if chk.kind == "mass" else (chk.exprs[0], chk.exprs[3], chk.exprs[5])
+        out |= {names[e] for e in diagonal if e in names}
+    return out
 
 
 def table(iface, step: float, kind: str = "cs", form=None) -> VariableTable:
@@ -136,9 +152,11 @@ def table(iface, step: float, kind: str = "cs", form=None) -> VariableTable:
     # communication steps (CS) and in Event Mode (ME); geometry is structural
     # (baked into the Gröbner basis) and is no variable of the FMU
     lay.group("VR_P")
+    nonnegative = nonnegative_parameters(mech)
     for p in mech.parameters:
         if p.tunable:
-            lay.add(p.name, "parameter", "tunable", "exact", float(p.value), p.unit, p.description)
+            lay.add(p.name, "parameter", "tunable", "exact", float(p.value), p.unit, p.description,
+                    minimum=0.0 if p.name in nonnegative else None)
     # fixed: the step belongs to the integrator (FMI 3 fixedInternalStepSize)
     lay.group("VR_H")
     lay.add("internal_step", "parameter", "fixed", "exact", step, "s",

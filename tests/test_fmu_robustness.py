@@ -1047,6 +1047,10 @@ def test_model_descriptions_declare_tunable_and_fixed_parameters(fmus):
             if kind == "cs":
                 expected["internal_step"] = "fixed"
             assert params == expected
+            # the masses (each alone a body's mass) declare min="0"; gravity none
+            minima = {v.name: v.min for v in md.modelVariables if v.causality == "parameter"}
+            assert {k: (float(v) if v is not None else None) for k, v in minima.items()} == {
+                "g": None, "m1": 0.0, "m2": 0.0, "m3": 0.0, **({"internal_step": None} if kind == "cs" else {})}
 
 
 @pytest.mark.parametrize("fmi", "23")
