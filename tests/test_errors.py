@@ -5,7 +5,7 @@ import pytest
 import sympy as sp
 from sympy import cos, sin
 
-from fmigen.model import ModelError
+from fmigen.model import ModelError, t
 from fmigen.pipeline import build_fmu, compile_model, load_mechanism
 
 
@@ -127,6 +127,9 @@ def test_psd3_agrees_with_the_eigenvalues():
      r"motion can make hold \(inconsistent\)"),
     (lambda th, al, ph: 0 * al,
      r"constraint 'loop_y' in 'fourbar' is identically zero: it constrains nothing \(redundant\)"),
+    (lambda th, al, ph: t - 1,
+     r"constraint 'loop_y' in 'fourbar' does not depend on the coordinates, only on time: t - 1 = 0 is no "
+     r"constraint on the motion"),
     # no real solution anywhere: before, only the block's coordinates were named
     (lambda th, al, ph: al ** 2 + 1,
      r"block \['alpha'\] \(constraints \['loop_y'\]\) has no real solution for alpha for any configuration: "
