@@ -1463,6 +1463,9 @@ def finish(model_identifier: str, body: str, macros: dict, start: dict, mech, in
     check_mass_properties(mech)
     arr = _arr
     checks, nchecks = mass_check_code(mech)
+    # and in doubles, as the FMU will test them (lazy: pyruntime imports this module)
+    from .pyruntime import mass_check_defaults
+    mass_check_defaults(mech)
     macros = {**macros, "FMIGEN_NMASS_CHECKS": nchecks}
     tail = [checks,arr("double", "fmigen_q_start", [start[c_.name] for c_ in mech.coordinates]),
             arr("double", "fmigen_v_start", [c_.velocity_start for c_ in mech.coordinates]),
@@ -1498,13 +1501,13 @@ def mass_check_code(mech) -> tuple[str, int]:
     body = []
     for k, chk, exprs in checks:
         if chk.kind == "mass":
-            body.append(f"    {{ const double m = {exprs[0]}; if (!(m >= 0.0)) {{ *value = m; *minor = -1; "
-                        f"return {k}; }} }}")
+            body.append(f"    {{ const double m = {exprs[0]}; if (!(m >= 0.0 && m <= 1.7976931348623157e308)) "
+                        f"{{ *value = m; *minor = -1; return {k}; }} }}")
         else:
             body.append(f"    {{ const double I[6] = {{{', '.join(exprs)}}}; const int k = fmigen_psd3(I, value); "
                         f"if (k >= 0) {{ *minor = k; return {k}; }} }}")
     labels = ", ".join(json.dumps(chk.label) for _, chk, _ in checks) or '""'
-    code = ("/* every body's mass >= 0 and central inertia positive semidefinite at the tunable\n"
+    code = ("/* every body's mass >= 0 (and finite) and central inertia positive semidefinite at the tunable\n"
             " * parameters p (dae.mass_checks): 0, or 1 + the first condition that fails, *value\n"
             " * the mass or the principal minor that is negative, *minor its index (fmigen_psd3)\n"
             " * or -1 for a mass */\n"

@@ -248,6 +248,10 @@ def check_dof(dae: DAE, q: np.ndarray | None = None, tol: float = 1e-9):
                 # sin² + cos² of one): a constant or a function of time
                 # alone, not a constraint on the motion
                 value = sp.simplify(dae.Phi[j])
+                # a constant simplify leaves unreduced (atan(1/2) + atan(1/3)
+                # - pi/4) is zero if 50 digits say so
+                if value != 0 and not value.has(t) and abs(sp.N(value, 50)) < sp.Float("1e-45"):
+                    value = sp.Integer(0)
                 if value == 0:
                     raise ModelError(f"constraint '{name}' in '{mech.name}' is identically zero: it constrains "
                                      "nothing (redundant)")

@@ -831,8 +831,30 @@ class SlaveMethods:
         self.assembled = False
         self.fg_state = "init"
 
+    def _check_masses(self, fn, p, suffix=""):
+        """_fail unless every body's mass is >= 0 and its inertia positive
+        semidefinite at p (fmigen_instance.c's fg_check_masses)."""
+        m = MODEL  # noqa: F821
+        if not m.mass_labels:
+            return
+        j, bad, minor = m.mass_check(p)
+        if j and minor < 0:
+            self._fail("%s: these parameter values make %s %g; a mass must be >= 0%s" % (
+                fn, m.mass_labels[j - 1], bad, suffix))
+        if j:
+            self._fail("%s: these parameter values make %s not positive semidefinite: %s = %g < 0%s" % (
+                fn, m.mass_labels[j - 1], m.psd3_minors[minor], bad, suffix))
+
     def exit_initialization_mode(self):
         self._allowed("fmi2ExitInitializationMode", ("init",))
+        # the parameters as the importer left them: checked here, not at each
+        # SetReal before, where a condition on two parameters set one per
+        # call would fail in between
+        try:
+            self._check_masses("fmi2ExitInitializationMode", self.core.p)
+        except FmuError:
+            self.fg_state = "error"
+            raise
         if self.core.assemble():
             self.fg_state = "error"
             self._fail("the start cannot be assembled: %s" % self.core.message)
@@ -906,20 +928,14 @@ class SlaveMethods:
             if not ok:
                 self._fail("fmi2SetReal: %s (value reference %d) cannot be set %s" % (
                     self._vr_name(r), r, "(it is calculated or unknown)" if before_init else "after initialization"))
-        if m.mass_labels and any(m.VR_P <= r < m.VR_H for r in vrs):
+        if not before_init and any(m.VR_P <= r < m.VR_H for r in vrs):
             # the bodies' masses and inertias as the new values make them,
             # before anything changes (fmigen_instance.c's fg_set_real)
             p = list(self.core.p)
             for r, val in zip(vrs, values):
                 if m.VR_P <= r < m.VR_H:
                     p[r - m.VR_P] = float(val)
-            j, bad, minor = m.mass_check(p)
-            if j and minor < 0:
-                self._fail("fmi2SetReal: these parameter values make %s %g; a mass must be >= 0 (nothing was set)"
-                           % (m.mass_labels[j - 1], bad))
-            if j:
-                self._fail("fmi2SetReal: these parameter values make %s not positive semidefinite: %s = %g < 0 "
-                           "(nothing was set)" % (m.mass_labels[j - 1], m.psd3_minors[minor], bad))
+            self._check_masses("fmi2SetReal", p, " (nothing was set)")
         c = self.core
         changed = False
         for r, val in zip(vrs, values):
@@ -979,7 +995,7 @@ RUNTIME_OBJECTS = [linear, quadratic_near, rotate, fmigen_sincos, fmigen_atan2, 
                    ldlt_factor, ldlt_solve, psd3,
                    poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]
-SLAVE_METHODS = ["__init__", "_defaults", "to_xml", "_fail", "_vr_name", "_allowed", "setup_experiment",
+SLAVE_METHODS = ["__init__", "_defaults", "to_xml", "_fail", "_vr_name", "_check_masses", "_allowed", "setup_experiment",
                  "enter_initialization_mode", "exit_initialization_mode", "terminate", "_ensure_assembled",
                  "get_real", "set_real", "do_step", "_get_fmu_state", "_set_fmu_state"]
 
@@ -1310,12 +1326,39 @@ def mass_check_source(mech) -> tuple[str, list[str]]:
     checks = codegen.runtime_mass_checks(mech, pyexpr)
     body = []
     for k, chk, exprs in checks:
+        # (an expression Python refuses to evaluate, sqrt of a negative say,
+        # fails its condition as C's NaN does, not with an exception)
         if chk.kind == "mass":
-            body += [f"    m = {exprs[0]}", f"    if not (m >= 0.0):", f"        return {k}, m, -1"]
+            body += ["    try:", f"        m = {exprs[0]}", "    except (ArithmeticError, ValueError):",
+                     "        m = NAN", "    if not (0.0 <= m <= 1.7976931348623157e308):",
+                     f"        return {k}, m, -1"]
         else:
-            body += [f"    k, value = psd3(({', '.join(exprs)}))", "    if k >= 0:", f"        return {k}, value, k"]
+            body += ["    try:", f"        k, value = psd3(({', '.join(exprs)}))",
+                     "    except (ArithmeticError, ValueError):", "        k, value = 6, NAN",
+                     "    if k >= 0:", f"        return {k}, value, k"]
     return ("def fmigen_mass_check(p):\n" + "\n".join(body + ["    return 0, 0.0, -1"]) + "\n",
             [chk.label for _, chk, _ in checks])
+
+
+def mass_check_defaults(mech):
+    """The FMU's own test (``fmigen_mass_check``, in doubles as both runtimes
+    evaluate it) at the tunable parameters' defaults, for the build: the
+    exact check of ``dae.check_mass_properties`` alone would pass a mass
+    that is 0 in exact arithmetic and -1.1e-16 in doubles, which the FMU
+    would then run with and refuse to be set to.  Raises ModelError."""
+    source, labels = mass_check_source(mech)
+    if not labels:
+        return
+    namespace = {name: getattr(math, name) for name in dir(math) if not name.startswith("_")}
+    namespace.update(psd3=psd3, NAN=math.nan, fabs=math.fabs)
+    exec(source, namespace)   # noqa: S102 - our own generated code
+    j, value, minor = namespace["fmigen_mass_check"]([float(p_.value) for p_ in mech.parameters if p_.tunable])
+    if j and minor < 0:
+        raise ModelError(f"'{mech.name}': {labels[j - 1]} is {value:g} at the default parameter values, "
+                         "evaluated in doubles as the FMU does; a mass must be >= 0")
+    if j:
+        raise ModelError(f"'{mech.name}': {labels[j - 1]} is not positive semidefinite at the default parameter "
+                         f"values, evaluated in doubles as the FMU does: {PSD3_MINORS[minor]} = {value:g} < 0")
 
 
 def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:

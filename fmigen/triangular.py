@@ -771,7 +771,7 @@ def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_fro
     env.update({v: sp.Float(expr.xreplace(known).evalf(PREC), PREC) for v, expr in tb.known_ring.items()})
     guess_vars = _target_values(dae, tb, choose_from) if choose_from is not None else {}
     warm_vars = _target_values(dae, tb, warm)
-    for step in tb.steps:
+    for si, step in enumerate(tb.steps):
         coeffs = [complex(c) for c in poly_values_scaled(step.coeff_polys, env)]
         if abs(coeffs[0]) < 1e-12 * max(1.0, max(abs(c) for c in coeffs)):
             raise ModelError(f"singular configuration: leading coefficient of {step.variable} vanishes")
@@ -791,14 +791,20 @@ def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_fro
             knowns = [dae.names[i] for i in tb.block.knowns]
             at = ", ".join(f"{k}={v:.6g}" for k, v in q.items() if k in knowns)
             # a block that reads no known coordinate (nor t) has the same
-            # equations at every configuration: no real solution then means
-            # its constraints can never hold together, whatever the start
-            never = not knowns and not any(dae.Phi[j].has(t) for j in tb.block.equations)
-            raise ModelError(
-                f"the start cannot be assembled: block {names} (constraints {equations}) has no real solution "
-                f"for {step.variable} " + (
-                    "for any configuration: these constraints are inconsistent (they never hold together)"
-                    if never else f"at the given independent coordinates ({at})"))
+            # equations at every configuration, and its first step's
+            # polynomial is in the elimination ideal: no real root there
+            # means its constraints never hold together.  A later step's
+            # roots depend on the branches the guesses chose before it.
+            never = si == 0 and not knowns and not any(dae.Phi[j].has(t) for j in tb.block.equations)
+            if never:
+                where = "for any configuration: these constraints are inconsistent (they never hold together)"
+            elif si > 0:
+                where = (f"on the branches the start guesses choose for {[str(st.variable) for st in tb.steps[:si]]}"
+                         + (f", at the given independent coordinates ({at})" if knowns else ""))
+            else:
+                where = f"at the given independent coordinates ({at})"
+            raise ModelError(f"the start cannot be assembled: block {names} (constraints {equations}) has no real "
+                             f"solution for {step.variable} {where}")
         env[step.variable] = sp.Float(value.real, PREC)
     env.update(known)     # a recovered angle sum subtracts known angles
     return {dae.names[i]: float(expr.xreplace(env).evalf(PREC)) for i, expr in tb.recover.items()}

@@ -145,3 +145,49 @@ def test_an_inconsistent_or_empty_constraint_says_which_and_why(expr, message):
     m.constraints[1].expr = expr(*m.q)
     with pytest.raises(ModelError, match=message):
         compile_model(m)
+
+
+def test_a_mass_checked_in_the_fmus_own_arithmetic():
+    """m2 - 3·mw at m2 = 0.6, mw = 0.2 is 0 exactly but -1.1e-16 in doubles,
+    which the FMU would run with (and refuse to be set to): the build tests
+    the defaults as the FMU evaluates them (found by a review)."""
+    m = fourbar()
+    m2 = next(p for p in m.parameters if p.name == "m2")
+    m2.value = 0.6
+    mw = m.parameter("mw", 0.2, "kg", tunable=True)
+    coupler = next(b for b in m.bodies if b.name == "coupler")
+    coupler.mass = m2.symbol - 3 * mw
+    with pytest.raises(ModelError, match=r"the mass of body 'coupler' \(m2, mw\) is -1.11022e-16 at the default "
+                                         r"parameter values, evaluated in doubles as the FMU does"):
+        compile_model(m)
+
+
+def test_no_real_solution_on_the_chosen_branch_is_not_called_inconsistent():
+    """y² = x and x² + y² = 2 hold at x = 1, y = ±1; with the guess x = -1.8
+    the first step picks the root x = -2 (x² + x - 2 = 0, nearest the
+    guess) and y² = -2 has none.  Before, the message called the constraints
+    inconsistent (they are not: a review's case); it names the branch now.
+    The twelve unit blocks keep the start off the all-assemblies solver."""
+    from fmigen.model import Mechanism
+    m = Mechanism("branch")
+    th = m.coordinate("theta", 0.3, "rad")
+    x = m.coordinate("xs", -1.8, "m")
+    y = m.coordinate("ys", 0.5, "m")
+    mass = m.parameter("mass", 1.0, "kg", tunable=True)
+    m.planar_body("crank", mass, mass / 12, (0.5 * cos(th), 0.5 * sin(th)), th)
+    m.planar_body("slider", mass, 0, (x, y), 0)
+    m.constraint("c1", y ** 2 - x)
+    m.constraint("c2", x ** 2 + y ** 2 - 2)
+    for i in range(12):
+        z = m.coordinate(f"z{i}", 0.1 * i, "m")
+        m.planar_body(f"b{i}", mass, 0, (z, 0), 0)
+        m.constraint(f"k{i}", z - sp.Rational(i, 10))
+    m.independent = ["theta"]
+    m.dof = 1
+    with pytest.raises(ModelError) as e:
+        compile_model(m, order=["ys", "xs"], use_cache=False)
+    assert "block ['xs', 'ys'] (constraints ['c1', 'c2']) has no real solution for ys on the branches the start " \
+           "guesses choose for ['xs']" in str(e.value)
+    assert "inconsistent" not in str(e.value)
+    m.coordinate_by_name("xs").start = 0.8
+    compile_model(m, order=["ys", "xs"], use_cache=False)   # the other branch assembles

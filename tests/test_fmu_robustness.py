@@ -939,37 +939,44 @@ def _logged_slave(fmus, fmi, kind, messages, name="r"):
 def test_a_negative_mass_is_refused_and_changes_nothing(fmus, fmi, kind):
     """m2 = -0.2 kg on the coupler, with 1 kg on crank and rocker, leaves BᵀMB
     positive definite (a fresh instance built with it ran with OK before this
-    check), so only the masses themselves can tell: SetReal refuses it, before
-    initialization and between steps, with a message naming the body and the
-    parameter, and changes nothing: the run goes on bit for bit like an
-    instance that never saw the call.  m2 = 0 (a massless coupler) is physical
-    and accepted."""
+    check), so only the masses themselves can tell.  Before initialization
+    the values are free (a condition on two parameters set one per call
+    must not fail in between) and ExitInitializationMode refuses them; after
+    it SetReal refuses them, naming the body and the parameter, and changes
+    nothing: the run goes on bit for bit like an instance that never saw the
+    call.  m2 = 0 (a massless coupler) is physical and accepted."""
     messages = []
+    early, vr = _logged_slave(fmus, fmi, kind, messages, name="early")
+    set_early = early.setReal if fmi == "2" else early.setFloat64
+    if fmi == "2":
+        early.setupExperiment(startTime=0.0)
+        early.enterInitializationMode()
+    else:
+        early.enterInitializationMode(startTime=0.0)
+    set_early([vr["m2"]], [-0.2])               # accepted for now ...
+    with pytest.raises(FMICallException) as e:
+        early.exitInitializationMode()          # ... refused here
+    assert _status(e) == 3
+    assert ("ExitInitializationMode: these parameter values make the mass of body 'coupler' (m2) -0.2; a mass "
+            "must be >= 0") in messages[-1], messages
+    early.freeInstance()
     s, vr = _logged_slave(fmus, fmi, kind, messages)
     ref, _ = _slave(fmus, fmi, kind, name="ref")
     get = s.getReal if fmi == "2" else s.getFloat64
     set_ = s.setReal if fmi == "2" else s.setFloat64
     for x in (s, ref):
-        if fmi == "2":
-            x.setupExperiment(startTime=0.0)
-            x.enterInitializationMode()
-        else:
-            x.enterInitializationMode(startTime=0.0)
-    with pytest.raises(FMICallException) as e:
-        set_([vr["tau"], vr["m2"]], [2.0, -0.2])
-    assert _status(e) == 3
-    assert "the mass of body 'coupler' (m2) -0.2; a mass must be >= 0 (nothing was set)" in messages[-1], messages
-    assert get([vr["tau"], vr["m2"]]) == [6.0, 1.0]
-    for x in (s, ref):
-        x.exitInitializationMode()
+        _init(x, fmi)
     names = [vr[n] for n in ("theta", "alpha", "phi", "der(theta)")]
     if kind == "cs":
         t = 0.0
         for k in range(20):
             if k == 10:
                 with pytest.raises(FMICallException) as e:
-                    set_([vr["m2"]], [-0.2])
-                assert _status(e) == 3 and "coupler" in messages[-1]
+                    set_([vr["tau"], vr["m2"]], [2.0, -0.2])
+                assert _status(e) == 3
+                assert ("these parameter values make the mass of body 'coupler' (m2) -0.2; a mass must be >= 0 "
+                        "(nothing was set)") in messages[-1], messages
+                assert get([vr["tau"], vr["m2"]]) == [6.0, 1.0]
             s.doStep(t, 0.01)
             ref.doStep(t, 0.01)
             t += 0.01

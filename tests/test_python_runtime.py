@@ -258,9 +258,10 @@ def test_negative_masses_are_refused_like_the_c_fmu(pairs, capsys):
     """Masses set negative: before, BᵀMB was not positive definite and both
     runtimes stopped at t = 0 (the C one with Discard at the first step);
     a negative mass that left BᵀMB positive definite (m2 = -0.2 alone) ran
-    with OK.  Now fmi2SetReal refuses either, naming the first body whose
-    mass is negative: the C FMU with fmi2Error (here through fmpy's
-    simulate, before initialization), the Python FMU with fmi2Fatal
+    with OK.  Now ExitInitializationMode (values set before it) and
+    fmi2SetReal (after it) refuse either, naming the first body whose mass
+    is negative: the C FMU with fmi2Error (here through fmpy's simulate,
+    the masses as start values), the Python FMU with fmi2Fatal
     (``test_bad_calls_are_rejected_with_fatal``, in a subprocess).  The
     Python FMU still runs its default masses."""
     from fmpy.fmi1 import FMICallException
@@ -270,7 +271,8 @@ def test_negative_masses_are_refused_like_the_c_fmu(pairs, capsys):
         simulate(c_path, ["theta", "alpha", "phi"], 0.05, 0.001, start_values={"m1": -1.0, "m2": -1.0, "m3": -1.0})
     out, err = capsys.readouterr()
     assert out == ""
-    assert "the mass of body 'crank' (m1) -1; a mass must be >= 0 (nothing was set)" in err, err
+    assert "ExitInitializationMode: these parameter values make the mass of body 'crank' (m1) -1; a mass must " \
+           "be >= 0" in err, err
     r = simulate(py_path, ["theta", "alpha", "phi"], 0.05, 0.001)
     assert r["time"][-1] == pytest.approx(0.05)
 

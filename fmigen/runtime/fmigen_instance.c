@@ -152,9 +152,43 @@ int fg_enter_initialization(FgInstance *in, double start_time)
     return FG_OK;
 }
 
+#if FMIGEN_NMASS_CHECKS > 0 && NP > 0
+/* fmigen_psd3's minors, in its order, as messages name them (dae.PSD3_MINORS) */
+static const char *const fg_psd3_minors[] = {"Ixx", "Iyy", "Izz", "Ixx*Iyy - Ixy^2", "Ixx*Izz - Ixz^2",
+                                             "Iyy*Izz - Iyz^2", "det I"};
+
+/* Every body's mass >= 0 and its inertia positive semidefinite at the
+ * tunable parameters p (generated fmigen_mass_check): 0, else 1 with the
+ * message naming the first condition that fails.  Why: the embedding needs
+ * only BᵀMB positive definite, which a negative mass on one body can keep
+ * (a four-bar's coupler at -0.2 kg ran with fmi2OK). */
+static int fg_check_masses(FgInstance *in, const char *fn, const double *p, const char *suffix)
+{
+    double bad = 0.0;
+    int minor = -1;
+    const int j = fmigen_mass_check(p, &bad, &minor);
+    if (!j) return 0;
+    if (minor < 0)
+        fg_fail(in, "%s: these parameter values make %s %g; a mass must be >= 0%s", fn,
+                fmigen_mass_check_labels[j - 1], bad, suffix);
+    else
+        fg_fail(in, "%s: these parameter values make %s not positive semidefinite: %s = %g < 0%s", fn,
+                fmigen_mass_check_labels[j - 1], fg_psd3_minors[minor], bad, suffix);
+    return 1;
+}
+#endif
+
 int fg_exit_initialization(FgInstance *in)
 {
     if (!fg_allowed(in, "ExitInitializationMode", M_(S_INIT))) return FG_ERROR;
+#if FMIGEN_NMASS_CHECKS > 0 && NP > 0
+    /* the parameters as the importer left them (fg_set_real tests them only
+     * after initialization) */
+    if (fg_check_masses(in, "ExitInitializationMode", in->s.core.p, "")) {
+        in->s.state = S_ERROR;
+        return FG_ERROR;
+    }
+#endif
     if (fmigen_core_assemble(&in->s.core)) {
         in->s.state = S_ERROR;
         return fg_fail(in, "the start cannot be assembled: %s", in->s.core.message);
@@ -329,12 +363,6 @@ static void update_interpolate(FmigenCore *k)
     for (int j = 0; j < NU; j++) if (k->du[j] != 0.0) k->interpolate = 1;
 }
 
-#if FMIGEN_NMASS_CHECKS > 0 && NP > 0
-/* fmigen_psd3's minors, in its order, as messages name them (dae.PSD3_MINORS) */
-static const char *const fg_psd3_minors[] = {"Ixx", "Iyy", "Izz", "Ixx*Iyy - Ixy^2", "Ixx*Izz - Ixz^2",
-                                             "Iyy*Izz - Iyz^2", "det I"};
-#endif
-
 int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double value[])
 {
     if (!fg_allowed(in, "SetReal/SetFloat64",
@@ -388,23 +416,17 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
     }
     FmigenCore *k = &in->s.core;
 #if FMIGEN_NMASS_CHECKS > 0 && NP > 0
-    {   /* the bodies' masses and inertias as the new values make them, before
-         * anything changes: a negative mass or inertia on one body can hide
-         * behind the others' in BᵀMB, and the motion is then nonsense with
-         * fmi2OK (dae.mass_checks) */
-        double p[NP], bad = 0.0;
-        int minor = -1, any = 0;
+    if (!before_init) {
+        /* the bodies' masses and inertias as the new values make them, before
+         * anything changes (before initialization ExitInitializationMode
+         * tests them: a condition on two parameters set one per call would
+         * fail in between) */
+        double p[NP];
+        int any = 0;
         memcpy(p, k->p, sizeof p);
         for (size_t i = 0; i < n; i++)
             if (vr[i] >= VR_P && vr[i] < VR_H) { p[vr[i] - VR_P] = value[i]; any = 1; }
-        const int j = any ? fmigen_mass_check(p, &bad, &minor) : 0;
-        if (j && minor < 0)
-            return fg_fail(in, "SetReal/SetFloat64: these parameter values make %s %g; a mass must be >= 0 "
-                           "(nothing was set)", fmigen_mass_check_labels[j - 1], bad);
-        if (j)
-            return fg_fail(in, "SetReal/SetFloat64: these parameter values make %s not positive semidefinite: "
-                           "%s = %g < 0 (nothing was set)", fmigen_mass_check_labels[j - 1],
-                           fg_psd3_minors[minor], bad);
+        if (any && fg_check_masses(in, "SetReal/SetFloat64", p, " (nothing was set)")) return FG_ERROR;
     }
 #endif
     /* Coordinates or velocities about to change: complete the current

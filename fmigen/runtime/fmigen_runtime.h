@@ -86,11 +86,12 @@ extern const char *const fmigen_coordinate_names[];
 extern const double fmigen_unit_scale[];
 /* A body's mass >= 0 and its central inertia positive semidefinite at the
  * tunable parameters p (generated from dae.mass_checks, the conditions that
- * read tunable parameters): 0, or 1 + the first that fails, with *value the
- * mass or the principal minor that is negative and *minor that minor's
- * index (fmigen_psd3) or -1 for a mass.  The FMU refuses parameter values
- * that fail (fmigen_instance.c): BᵀMB can stay positive definite with a
- * negative mass on one body, and the motion is then nonsense with fmi2OK. */
+ * read tunable parameters; a mass must also be finite): 0, or 1 + the first
+ * that fails, with *value the mass or the principal minor that is negative
+ * and *minor that minor's index (fmigen_psd3) or -1 for a mass.  The FMU
+ * refuses parameter values that fail (fmigen_instance.c): BᵀMB can stay
+ * positive definite with a negative mass on one body, and the motion is
+ * then nonsense with fmi2OK. */
 int fmigen_mass_check(const double *p, double *value, int *minor);
 extern const char *const fmigen_mass_check_labels[];
 #ifndef FMIGEN_NMASS_CHECKS
@@ -219,10 +220,14 @@ static inline int fmigen_all_finite_at(const double *x, const int *index, int n)
 /* Is the symmetric 3x3 matrix I = (xx, xy, xz, yy, yz, zz) positive
  * semidefinite?  Its seven principal minors (xx, yy, zz, the three 2x2, the
  * determinant) must be >= 0, to rounding: one of order k down to
- * -16·eps·s^k, s the largest |entry|.  Returns -1 when it is, else the index
- * of the first minor that is not, with its value in *minor.  The same
- * operations as dae.psd3 (the build's check of the default values). */
-static inline int fmigen_psd3(const double *I, double *minor)
+ * -16·eps·s^k, s the largest |entry| (the rounding of this test, not noise
+ * an inertia brings along: one computed as a difference of large terms, a
+ * thin rod's by the parallel-axis theorem say, can fall below it).  Returns
+ * -1 when it is, else the index of the first minor that is not, with its
+ * value in *value.  The same operations as dae.psd3 (the Python runtime's
+ * and the build's); a build that contracts them into FMAs (-ffp-contract=fast)
+ * can decide differently within rounding of the boundary. */
+static inline int fmigen_psd3(const double *I, double *value)
 {
     const double xx = I[0], xy = I[1], xz = I[2], yy = I[3], yz = I[4], zz = I[5];
     double s = fabs(xx);
@@ -232,7 +237,7 @@ static inline int fmigen_psd3(const double *I, double *minor)
                          xx * (yy * zz - yz * yz) - xy * (xy * zz - yz * xz) + xz * (xy * yz - yy * xz)};
     const double floor[3] = {-e, -e * s, -e * s * s};
     for (int k = 0; k < 7; k++)
-        if (!(m[k] >= floor[k < 3 ? 0 : k < 6 ? 1 : 2])) { *minor = m[k]; return k; }
+        if (!(m[k] >= floor[k < 3 ? 0 : k < 6 ? 1 : 2])) { *value = m[k]; return k; }
     return -1;
 }
 
