@@ -73,6 +73,9 @@ def _singular_script(polys, variables, parameters) -> str:
     # with integer coefficients; the term-wise parser below reads that
     return (
         f"ring r = {coeff_field},({','.join(str(v) for v in variables)}),lp;\n"
+        # Singular prints x^2 as "x2" when every name is one letter (its
+        # "short" output), which the parser below does not read
+        "short = 0;\n"
         "option(redSB);\n"
         f"ideal i =\n  {ideal};\n"
         "ideal g = groebner(i);\n"
