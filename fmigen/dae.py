@@ -266,7 +266,9 @@ def check_dof(dae: DAE, q: np.ndarray | None = None, tol: float = 1e-9):
             else:
                 deps = []
             raise ModelError(
-                f"redundant constraint '{name}' in '{mech.name}': its Jacobian row "
+                # (redundant, or inconsistent with them: two concentric
+                # circles have proportional rows too; the rank cannot tell)
+                f"redundant or inconsistent constraint '{name}' in '{mech.name}': its Jacobian row "
                 f"is {'a combination of ' + str(deps) if deps else 'zero'} at the start "
                 f"configuration, so rank Φ_q = {np.linalg.matrix_rank(J, tol=tol * scale)} < m = {m}")
         rank = r

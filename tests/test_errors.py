@@ -22,7 +22,7 @@ def test_redundant_constraint_is_named():
     m.constraint("loop_x_again", 2 * (cos(theta) + 4 * cos(alpha) - 3 - 2.5 * cos(phi)))
     m.dof = None
     m.independent = None
-    with pytest.raises(ModelError, match=r"redundant constraint 'loop_x_again'.*loop_x"):
+    with pytest.raises(ModelError, match=r"redundant or inconsistent constraint 'loop_x_again'.*loop_x"):
         compile_model(m)
 
 
@@ -138,7 +138,8 @@ def test_psd3_agrees_with_the_eigenvalues():
      r"block \['alpha'\] \(constraints \['loop_y'\]\) has no real solution for s_alpha for any configuration"),
     # a row that is zero only here: before, "identically zero", which it is not
     (lambda th, al, ph: sin(th) - 2,
-     r"redundant constraint 'loop_y' in 'fourbar': its Jacobian row is zero at the start configuration"),
+     r"redundant or inconsistent constraint 'loop_y' in 'fourbar': its Jacobian row is zero at the start "
+     r"configuration"),
 ])
 def test_an_inconsistent_or_empty_constraint_says_which_and_why(expr, message):
     m = fourbar()
