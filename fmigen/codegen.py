@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
-from .dae import check_mass_properties, mass_checks
+from .dae import PSD3_MINORS, mass_checks
 from .embed import Embedding
 from .model import t
 from .codegen_lanes import lane_classes, lane_function, residual_function
@@ -1460,14 +1460,16 @@ def finish(model_identifier: str, body: str, macros: dict, start: dict, mech, in
     cache (fmigen/derived.py) keeps the body and a build after a change of a
     tunable parameter's value only redoes this."""
     from .workspace import mechanism_unit_scales
-    check_mass_properties(mech)
-    arr = _arr
-    checks, nchecks = mass_check_code(mech)
-    # and in doubles, as the FMU will test them (lazy: pyruntime imports this module)
+    # The tunable parameters' defaults as the FMU will test them, in doubles
+    # (build_dae tested every body exactly, before the Gröbner bases; on a
+    # derived-cache hit only these defaults can have changed, the bodies and
+    # structural values are in its key).  Lazy: pyruntime imports this module.
     from .pyruntime import mass_check_defaults
     mass_check_defaults(mech)
+    arr = _arr
+    checks, nchecks = mass_check_code(mech)
     macros = {**macros, "FMIGEN_NMASS_CHECKS": nchecks}
-    tail = [checks,arr("double", "fmigen_q_start", [start[c_.name] for c_ in mech.coordinates]),
+    tail = [checks, arr("double", "fmigen_q_start", [start[c_.name] for c_ in mech.coordinates]),
             arr("double", "fmigen_v_start", [c_.velocity_start for c_ in mech.coordinates]),
             arr("double", "fmigen_p_default", [float(p.value) for p in mech.parameters if p.tunable]),
             arr("double", "fmigen_u_default", [i.start for i in mech.inputs]),
@@ -1514,7 +1516,9 @@ def mass_check_code(mech) -> tuple[str, int]:
             "int fmigen_mass_check(const double *p, double *value, int *minor)\n{\n"
             "    (void)p; (void)value; (void)minor;\n" + "\n".join(body) + ("\n" if body else "") +
             "    return 0;\n}\n"
-            f"const char *const fmigen_mass_check_labels[] = {{{labels}}};\n")
+            f"const char *const fmigen_mass_check_labels[] = {{{labels}}};\n"
+            "/* fmigen_psd3's minors in its order, as messages name them */\n"
+            f"const char *const fmigen_psd3_minors[] = {{{', '.join(json.dumps(n) for n in PSD3_MINORS)}}};\n")
     return code, len(checks)
 
 

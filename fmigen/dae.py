@@ -283,8 +283,9 @@ class MassCheck:
     which must be >= 0; or "inertia", ``exprs`` its central inertia's entries
     (xx, xy, xz, yy, yz, zz), which must form a positive semidefinite matrix.
     Why at all: the embedding needs only BᵀMB positive definite, and a
-    negative mass or inertia on one body can hide behind the others' (a leg
-    of -0.1 kg under a 1.5 kg platform runs with fmi2OK, the motion nonsense)."""
+    negative mass or inertia on one body can hide behind the others' (a
+    four-bar's coupler at -0.2 kg, the other links 1 kg, ran to 1 s with
+    fmi2OK before this check)."""
     body: str
     kind: str
     exprs: tuple
@@ -345,8 +346,9 @@ def psd3(entries) -> tuple[int, float]:
 
 def check_mass_properties(mech: Mechanism):
     """The build-time half of ``mass_checks``: every condition at the
-    parameters' values as built (a tunable one's default; the FMU checks it
-    again whenever an importer sets parameters)."""
+    parameters' values as built, exactly (a tunable one's default; the build
+    tests those again in doubles, ``pyruntime.mass_check_defaults``, and the
+    FMU whenever an importer sets parameters)."""
     values = {p.symbol: exact(p.value) for p in mech.parameters if p.tunable}
     for chk in mass_checks(mech):
         nums = [float(e.xreplace(values)) for e in chk.exprs]

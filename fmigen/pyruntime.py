@@ -148,6 +148,17 @@ def rotate(s, c, d, a):
     return math.sin(a), math.cos(a)
 
 
+def checked_value(f):
+    """f() (an expression of a mass check), or NaN where Python raises and C
+    gives NaN or an infinity (sqrt of a negative, a division by zero, an
+    overflow): the condition then fails as in the C FMU, instead of the
+    exception turning into fmi2Fatal with Python's message."""
+    try:
+        return f()
+    except (ArithmeticError, ValueError):
+        return math.nan
+
+
 def fmigen_sincos(x):
     """runtime/fmigen_numeric.h's fmigen_sincos (the sin/cos of the
     independent angles every kinematics solve starts from), the same
@@ -992,7 +1003,7 @@ class SlaveMethods:
 
 
 RUNTIME_OBJECTS = [linear, quadratic_near, rotate, fmigen_sincos, fmigen_atan2, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
-                   ldlt_factor, ldlt_solve, psd3,
+                   ldlt_factor, ldlt_solve, psd3, checked_value,
                    poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]
 SLAVE_METHODS = ["__init__", "_defaults", "to_xml", "_fail", "_vr_name", "_check_masses", "_allowed", "setup_experiment",
@@ -1326,16 +1337,13 @@ def mass_check_source(mech) -> tuple[str, list[str]]:
     checks = codegen.runtime_mass_checks(mech, pyexpr)
     body = []
     for k, chk, exprs in checks:
-        # (an expression Python refuses to evaluate, sqrt of a negative say,
-        # fails its condition as C's NaN does, not with an exception)
+        # (a number as it is; an expression of p through checked_value)
+        values = ", ".join(f"checked_value(lambda: {e})" if "p[" in e else e for e in exprs)
         if chk.kind == "mass":
-            body += ["    try:", f"        m = {exprs[0]}", "    except (ArithmeticError, ValueError):",
-                     "        m = NAN", "    if not (0.0 <= m <= 1.7976931348623157e308):",
+            body += [f"    m = {values}", "    if not (0.0 <= m <= 1.7976931348623157e308):",
                      f"        return {k}, m, -1"]
         else:
-            body += ["    try:", f"        k, value = psd3(({', '.join(exprs)}))",
-                     "    except (ArithmeticError, ValueError):", "        k, value = 6, NAN",
-                     "    if k >= 0:", f"        return {k}, value, k"]
+            body += [f"    k, value = psd3(({values}))", "    if k >= 0:", f"        return {k}, value, k"]
     return ("def fmigen_mass_check(p):\n" + "\n".join(body + ["    return 0, 0.0, -1"]) + "\n",
             [chk.label for _, chk, _ in checks])
 
@@ -1350,7 +1358,7 @@ def mass_check_defaults(mech):
     if not labels:
         return
     namespace = {name: getattr(math, name) for name in dir(math) if not name.startswith("_")}
-    namespace.update(psd3=psd3, NAN=math.nan, fabs=math.fabs)
+    namespace.update(psd3=psd3, checked_value=checked_value, fabs=math.fabs)
     exec(source, namespace)   # noqa: S102 - our own generated code
     j, value, minor = namespace["fmigen_mass_check"]([float(p_.value) for p_ in mech.parameters if p_.tunable])
     if j and minor < 0:

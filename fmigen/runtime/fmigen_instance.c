@@ -153,10 +153,6 @@ int fg_enter_initialization(FgInstance *in, double start_time)
 }
 
 #if FMIGEN_NMASS_CHECKS > 0 && NP > 0
-/* fmigen_psd3's minors, in its order, as messages name them (dae.PSD3_MINORS) */
-static const char *const fg_psd3_minors[] = {"Ixx", "Iyy", "Izz", "Ixx*Iyy - Ixy^2", "Ixx*Izz - Ixz^2",
-                                             "Iyy*Izz - Iyz^2", "det I"};
-
 /* Every body's mass >= 0 and its inertia positive semidefinite at the
  * tunable parameters p (generated fmigen_mass_check): 0, else 1 with the
  * message naming the first condition that fails.  Why: the embedding needs
@@ -173,7 +169,7 @@ static int fg_check_masses(FgInstance *in, const char *fn, const double *p, cons
                 fmigen_mass_check_labels[j - 1], bad, suffix);
     else
         fg_fail(in, "%s: these parameter values make %s not positive semidefinite: %s = %g < 0%s", fn,
-                fmigen_mass_check_labels[j - 1], fg_psd3_minors[minor], bad, suffix);
+                fmigen_mass_check_labels[j - 1], fmigen_psd3_minors[minor], bad, suffix);
     return 1;
 }
 #endif

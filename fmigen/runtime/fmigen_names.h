@@ -96,6 +96,7 @@
 #define fmigen_phi FMIGEN_MODEL_NAME(fmigen_phi)
 #define fmigen_phi_trig FMIGEN_MODEL_NAME(fmigen_phi_trig)
 #define fmigen_poly_root FMIGEN_MODEL_NAME(fmigen_poly_root)
+#define fmigen_psd3_minors FMIGEN_MODEL_NAME(fmigen_psd3_minors)
 #define fmigen_q_start FMIGEN_MODEL_NAME(fmigen_q_start)
 #define fmigen_residual_trig FMIGEN_MODEL_NAME(fmigen_residual_trig)
 #define fmigen_sincos FMIGEN_MODEL_NAME(fmigen_sincos)

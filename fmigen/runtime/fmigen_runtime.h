@@ -94,6 +94,7 @@ extern const double fmigen_unit_scale[];
  * then nonsense with fmi2OK. */
 int fmigen_mass_check(const double *p, double *value, int *minor);
 extern const char *const fmigen_mass_check_labels[];
+extern const char *const fmigen_psd3_minors[];   /* (dae.PSD3_MINORS) */
 #ifndef FMIGEN_NMASS_CHECKS
 #define FMIGEN_NMASS_CHECKS 0
 #endif
