@@ -693,7 +693,7 @@ def to_mechanism(system: JointSystem) -> Mechanism:
         if bad:
             raise ModelError(f"output '{name}' uses {bad}, coordinates of a cut joint "
                              f"({', '.join(j.name for j in cut)}), which do not exist in the model")
-        m.output(name, expr)
+        m.output(name, expr, *system.output_info.get(name, ("", "")))
     if system.independent is not None:
         for name in system.independent:
             if name in cut_coords:

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 from sympy.physics import mechanics as me
 
-from .model import Input, ModelError, Parameter, declare_input, declare_parameter, t
+from .model import Input, ModelError, Parameter, declare_input, declare_parameter, output_info, t
 
 #: joint kind -> number of coordinates and their default name suffixes
 JOINT_KINDS = {
@@ -227,6 +227,8 @@ class JointSystem:
     rotational_springs: list[RotationalSpringDamper] = field(default_factory=list)
     forces: list[MarkerForce] = field(default_factory=list)
     outputs: dict = field(default_factory=dict)
+    #: per output name, (unit, description) for its modelDescription entry
+    output_info: dict = field(default_factory=dict)
     branch_hints: list[BranchHint] = field(default_factory=list)
     #: names of the independent coordinates; None lets fmigen pick them
     independent: list[str] | None = None
@@ -398,8 +400,12 @@ class JointSystem:
         self.branch_hints.append(BranchHint(marker, relative_to, _vec3(direction, "branch hint"),
                                             1 if sign > 0 else -1))
 
-    def output(self, name, expr):
+    def output(self, name, expr, unit="", description=""):
+        """An extra FMU output ``name`` = ``expr`` (in the joint coordinates,
+        parameters, inputs, t); ``unit`` and ``description`` go to its
+        modelDescription entry."""
         self.outputs[name] = sp.sympify(expr)
+        self.output_info[name] = output_info(name, unit, description)
 
     # --- queries ----------------------------------------------------------
     @property

@@ -122,6 +122,15 @@ def declare_parameter(parameters: list, name, value, unit="", tunable=False, des
     return sym
 
 
+def output_info(name, unit, description) -> tuple[str, str]:
+    """(unit, description) of an output, checked: both end up as XML
+    attributes, so anything but text is an error naming the output."""
+    for what, value in (("unit", unit), ("description", description)):
+        if not isinstance(value, str):
+            raise ModelError(f"output '{name}': its {what} must be a string (got {value!r})")
+    return unit, description
+
+
 def declare_input(inputs: list, name, start=0.0, unit="", description=""):
     """Append an input to ``inputs`` and return its symbol."""
     if any(i.name == name for i in inputs):
@@ -152,6 +161,8 @@ class Mechanism:
     generalized_forces: dict[str, sp.Expr] = field(default_factory=dict)
     gravity: tuple = (0, 0, 0)
     outputs: dict[str, sp.Expr] = field(default_factory=dict)
+    #: per output name, (unit, description) for its modelDescription entry
+    output_info: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: Names of the independent coordinates; None lets ``partition`` pick them.
     independent: list[str] | None = None
     #: Declared degrees of freedom; checked against n − m when given.
@@ -258,8 +269,11 @@ class Mechanism:
                                   tuple(force) + (0,) * (3 - len(force))))
         self.point_forces_in_base.append(None if in_base is None else (tuple(in_base[0]), tuple(in_base[1])))
 
-    def output(self, name, expr):
+    def output(self, name, expr, unit="", description=""):
+        """An extra FMU output ``name`` = ``expr``; ``unit`` and
+        ``description`` go to its modelDescription entry."""
         self.outputs[name] = sp.sympify(expr)
+        self.output_info[name] = output_info(name, unit, description)
 
     # --- queries ------------------------------------------------------
     def coordinate_by_name(self, name) -> Coordinate:

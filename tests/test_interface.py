@@ -1,0 +1,59 @@
+"""What an importer sees of an FMU beyond its trajectory: a user output's
+unit and description in modelDescription.xml (FMI 2 and 3), and a GUID /
+instantiationToken that tells apart FMUs that behave differently."""
+import importlib
+import math
+
+import fmpy
+import pytest
+import sympy as sp
+from fmpy.validation import validate_fmu
+
+from fmigen.joints import JointSystem
+from fmigen.model import ModelError
+from fmigen.pipeline import build_fmus
+
+
+def fourbar_with_outputs() -> JointSystem:
+    """The four-bar of mechanisms/fourbar_joints.py with the crank tip's
+    height as an output in metres, and one output declared without either."""
+    s = importlib.import_module("mechanisms.fourbar_joints").build()
+    theta = s.coordinate_by_name("theta").symbol
+    s.output("tip_y", sp.sin(theta), unit="m", description="height of the crank tip above the pivot")
+    s.output("tip_x", sp.cos(theta))
+    return s
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    d = tmp_path_factory.mktemp("iface")
+    targets = [(d / "p2.fmu", "2", "cs"), (d / "p3.fmu", "3", "me")]
+    build_fmus(fourbar_with_outputs(), targets, windows=False)
+    return {fmi: path for path, fmi, _ in targets}
+
+
+@pytest.mark.parametrize("fmi", ["2", "3"])
+def test_an_output_carries_its_unit_and_description(both, fmi):
+    md = fmpy.read_model_description(str(both[fmi]))
+    v = {v.name: v for v in md.modelVariables}
+    assert v["tip_y"].causality == "output"
+    assert v["tip_y"].unit == "m"
+    assert v["tip_y"].description == "height of the crank tip above the pivot"
+    assert "m" in {u.name for u in md.unitDefinitions}
+    # an output declared without them has neither
+    assert v["tip_x"].unit is None and not v["tip_x"].description
+    assert validate_fmu(str(both[fmi])) == []
+
+
+def test_the_output_is_the_expression_with_its_unit(both):
+    """The value behind the declaration: the crank tip's height, sin θ."""
+    res = fmpy.simulate_fmu(str(both["2"]), stop_time=0.01, output_interval=0.01, output=["tip_y", "theta"])
+    assert res["tip_y"][0] == pytest.approx(1.0, abs=1e-15)
+    assert res["tip_y"][-1] == pytest.approx(math.sin(res["theta"][-1]), abs=1e-15)
+
+
+@pytest.mark.parametrize("unit, description", [(1, ""), ("m", None)])
+def test_an_output_unit_or_description_that_is_not_text_is_named(unit, description):
+    s = JointSystem("x")
+    with pytest.raises(ModelError, match="output 'y'"):
+        s.output("y", 1, unit=unit, description=description)
