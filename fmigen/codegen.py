@@ -84,7 +84,7 @@ class GeneratedModel:
     """The generated C model as data: model.c's text, and what model_config.h
     says (rendered from the data by ``config_h``, never edited as text)."""
     model_c: str
-    guid: str
+    guid: str                    # over model.c; fmu.package gives each FMU its own (fmu.behaviour_guid)
     identifier: str              # MODEL_IDENTIFIER: the shared library's name and the C symbols' prefix
     macros: dict                 # model_config.h: {name: value} (sizes, then a formulation's selection)
     formulation: object = None   # formulation.Augmented, None for the embedded ODE
@@ -1455,8 +1455,9 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
 
 def finish(model_identifier: str, body: str, macros: dict, start: dict, mech, independent) -> GeneratedModel:
     """The generated model from its derived ``body`` (all code) and sizes
-    (``macros``): the start and default values appended from ``mech``, the
-    GUID over the result.  Split from ``generate`` so that the derived-model
+    (``macros``): the start and default values appended from ``mech``, a
+    GUID over the result (the model's; an FMU's covers its build options
+    too, ``fmu.behaviour_guid``).  Split from ``generate`` so that the derived-model
     cache (fmigen/derived.py) keeps the body and a build after a change of a
     tunable parameter's value only redoes this."""
     from .workspace import mechanism_unit_scales

@@ -28,12 +28,14 @@ The variables, their value references and the C runtime's group offsets
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import datetime
 import functools
 import hashlib
 import shutil
 import subprocess
 import tempfile
+import uuid
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +43,7 @@ from pathlib import Path
 import fmpy
 from lxml import etree
 
-from .codegen import GeneratedModel
+from .codegen import GeneratedModel, define_lines
 from .embed import Embedding
 from .variables import Variable, VariableTable
 from . import structure, variables
@@ -260,6 +262,34 @@ def build_description(identifier: str) -> bytes:
     return etree.tostring(root, pretty_print=True, xml_declaration=True, encoding="UTF-8")
 
 
+def variable_list(table: VariableTable, fmi: str) -> str:
+    """The variables the FMI ``fmi`` modelDescription declares, one line
+    each with every attribute, as text for ``behaviour_guid``."""
+    return "\n".join(repr(dataclasses.astuple(v)) for v in table.declared(fmi))
+
+
+def behaviour_guid(gen: GeneratedModel, table: VariableTable, fmi: str, kind: str, solver: str,
+                   step: float) -> str:
+    """The FMU's GUID (FMI 2 ``guid``, FMI 3 ``instantiationToken``): a
+    hash of everything that decides how it behaves — model.c, its macros
+    (sizes, formulation), the build options (solver, internal step,
+    interface type: fmu_config.h), the FMI version, the runtime sources it
+    is compiled with and the variable list of its modelDescription (value
+    references, causality, starts, units).  Two FMUs that differ in any of
+    these, e.g. only in the solver, do not share a GUID, so an importer's
+    saved state or parameter set of one is refused by the other; the same
+    build repeated gives the same GUID (no date, no path enters it)."""
+    h = hashlib.sha256()
+    runtime = [RUNTIME_DIR / f for f in [*RUNTIME_SOURCES, *RUNTIME_HEADERS, GLUE[fmi]]]
+    parts = [("fmi", fmi), ("kind", kind), ("identifier", gen.identifier), ("model.c", gen.model_c),
+             ("macros", "\n".join(define_lines(gen.macros))), ("fmu_config.h", fmu_config(solver, step, kind)),
+             ("fmu_variables.h", table.c_header()), ("variables", variable_list(table, fmi)),
+             *((f.name, f.read_text()) for f in runtime)]
+    for name, text in parts:
+        h.update(name.encode() + b"\0" + text.encode() + b"\0")
+    return str(uuid.UUID(bytes=h.digest()[:16]))
+
+
 def write_sources(dest: Path, gen: GeneratedModel, table: VariableTable, fmi: str = "2", kind: str = "cs",
                   solver: str = "rk4", step: float = 1e-3):
     dest.mkdir(parents=True, exist_ok=True)
@@ -412,6 +442,9 @@ def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi=
         raise BuildError(f"internal step must be > 0 (got {step})")
     identifier = gen.identifier
     table = variables.table(iface, step, kind, form)
+    # the model's provisional GUID (over model.c) becomes the FMU's, over
+    # everything this variant's behaviour depends on
+    gen = dataclasses.replace(gen, guid=behaviour_guid(gen, table, fmi, kind, solver, step))
     if fmi == "2":
         xml = model_description(iface, gen, table, kind, step)
     else:

@@ -1476,7 +1476,9 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
     if missing:
         raise PythonRuntimeError(f"no Python math function for {missing} used by the model")
     src = src.replace("@@MATH_IMPORT@@", f"from math import {', '.join(used)}" if used else "")
-    guid = str(uuid.UUID(hashlib.md5(src.encode()).hexdigest()))
+    # over the source (model, runtime, solver, step) and the declared
+    # variables, whose units and descriptions the source does not hold
+    guid = str(uuid.UUID(hashlib.md5((src + "\0" + fmu.variable_list(table, "2")).encode()).hexdigest()))
     xml = _adapt_model_description(xml, guid)
     src = src.replace("'@@XML@@'", repr(xml.decode()))
     try:
@@ -1488,7 +1490,8 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
 
 def _adapt_model_description(xml: bytes, guid: str) -> bytes:
     """The C FMU's modelDescription for pythonfmu's binary: no SourceFiles,
-    an execution tool (a Python interpreter) needed, GUID of the Python source."""
+    an execution tool (a Python interpreter) needed, GUID of the Python source
+    and the variables."""
     from lxml import etree
     root = etree.fromstring(xml)
     root.set("guid", "{" + guid + "}")

@@ -57,3 +57,51 @@ def test_an_output_unit_or_description_that_is_not_text_is_named(unit, descripti
     s = JointSystem("x")
     with pytest.raises(ModelError, match="output 'y'"):
         s.output("y", 1, unit=unit, description=description)
+
+
+# --- the GUID covers what the FMU does ------------------------------------------
+
+def _token(path):
+    md = fmpy.read_model_description(str(path))
+    return md.guid      # fmpy reads FMI 3's instantiationToken into .guid too
+
+
+@pytest.fixture(scope="module")
+def solver_builds(tmp_path_factory):
+    """{(build, fmi): path}: the low-level four-bar as FMI 2 and 3
+    Co-Simulation FMUs that differ only in the solver or the internal step,
+    and one build repeated."""
+    d = tmp_path_factory.mktemp("guid")
+    builds = {"rk4": ("rk4", 1e-3), "rk4_again": ("rk4", 1e-3), "euler": ("euler", 1e-3), "rk4_2ms": ("rk4", 2e-3)}
+    out = {}
+    for name, (solver, step) in builds.items():
+        targets = [(d / f"{name}_{fmi}.fmu", fmi, "cs") for fmi in ("2", "3")]
+        build_fmus("fourbar", targets, solver=solver, step=step, windows=False)
+        out.update({(name, fmi): path for path, fmi, _ in targets})
+    return out
+
+
+@pytest.mark.parametrize("fmi", ["2", "3"])
+def test_fmus_that_differ_only_in_solver_or_step_have_different_guids(solver_builds, fmi):
+    """Only the solver, or only the internal step, differs: different GUIDs
+    (instantiationToken in FMI 3).  The same build twice: the same GUID."""
+    tokens = {name: _token(path) for (name, v), path in solver_builds.items() if v == fmi}
+    assert tokens["rk4"] == tokens["rk4_again"]
+    assert tokens["euler"] != tokens["rk4"]
+    assert tokens["rk4_2ms"] != tokens["rk4"]
+    assert tokens["rk4_2ms"] != tokens["euler"]
+
+
+def test_the_fmu_refuses_the_guid_of_its_sibling_built_with_another_solver(solver_builds, tmp_path):
+    """The runtime checks the GUID it is instantiated with: the Euler FMU's
+    binary refuses the RK4 FMU's GUID (an importer that mixed the two
+    modelDescriptions up is told so), and accepts its own."""
+    from fmpy.fmi2 import FMU2Slave
+    euler, rk4 = solver_builds[("euler", "2")], solver_builds[("rk4", "2")]
+    unzip = fmpy.extract(str(euler), unzipdir=str(tmp_path / "euler"))
+    own = FMU2Slave(guid=_token(euler), unzipDirectory=unzip, modelIdentifier="fourbar", instanceName="own")
+    own.instantiate()
+    own.freeInstance()
+    other = FMU2Slave(guid=_token(rk4), unzipDirectory=unzip, modelIdentifier="fourbar", instanceName="other")
+    with pytest.raises(Exception, match="Failed to instantiate"):
+        other.instantiate()
