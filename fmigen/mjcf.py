@@ -371,7 +371,8 @@ def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=N
                solref=(2e-4, 1.0), solimp=(0.9999, 0.9999, 1e-4, 0.5, 2)) -> PeerResult:
     """Integrate ``system`` in MuJoCo from joint coordinates ``q0`` and
     velocities ``v0`` (by name; coordinates of cut joints are ignored) and
-    sample at ``times``.  Loads are evaluated from the description in
+    sample at ``times``; ``inputs``: {input name: value or expression in
+    t}, the others at their start.  Loads are evaluated from the description in
     MuJoCo's passive-force callback, which runs at every RK4 stage."""
     mujoco = _mujoco()
     times = np.asarray(times, dtype=float)
@@ -621,10 +622,12 @@ def import_mjcf(source, name=None) -> JointSystem:
     return system
 
 
-def compare_with_mujoco(mech, result, dt=5e-5, log=None) -> dict:
+def compare_with_mujoco(mech, result, dt=5e-5, log=None, inputs=None) -> dict:
     """MuJoCo as a peer of an FMU run: ``result`` is fmpy's structured array
     (time, every coordinate and its der()); MuJoCo starts from the FMU's
-    first row and is sampled at its times.  Returns the max |FMU − MuJoCo|
+    first row and is sampled at its times.  ``inputs``: {input name: value
+    or sympy expression in t} for the inputs the FMU was driven with (the
+    others at their start).  Returns the max |FMU − MuJoCo|
     per coordinate (angles modulo 2π) and per velocity, and MuJoCo's own
     max constraint violation, which bounds what the comparison can show."""
     if mech.joint_system is None:
@@ -634,7 +637,7 @@ def compare_with_mujoco(mech, result, dt=5e-5, log=None) -> dict:
     q0 = {n: float(result[n][0]) for n in names}
     v0 = {n: float(result[f"der({n})"][0]) for n in names}
     (log or (lambda m: None))(f"running MuJoCo (RK4, dt = {dt:g} s) as a peer")
-    peer = run_mujoco(mech.joint_system, q0, v0, result["time"], dt=dt)
+    peer = run_mujoco(mech.joint_system, q0, v0, result["time"], dt=dt, inputs=inputs)
     errors, verrors = {}, {}
     for c in mech.coordinates:
         if c.name not in peer.q:

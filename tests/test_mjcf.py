@@ -188,3 +188,25 @@ def test_validate_with_the_mujoco_peer_reports_three_references():
     assert all(r["passed"] for r in refs.values()) and report.passed
     assert max(refs["mujoco"]["max_abs_error"].values()) < 1e-8          # measured 7.8e-10
     assert refs["mujoco"]["mujoco_constraint_violation"] < 1e-8          # measured 2.5e-10
+
+
+def test_the_mujoco_peer_is_driven_by_the_same_input_signal(tmp_path):
+    """`validate --peer mujoco --input drive=...`: MuJoCo runs with the
+    motor's signal the FMU and the references get.  Its distance to the FMU
+    is then the IDA reference's (the FMU's own error: its input is the
+    signal's samples, linear between them), while the signal moves the
+    crank 0.047 rad away from the undriven run by t = 0.5 s (a peer left
+    at the start value 0 was off by that)."""
+    import fmpy
+    from fmigen.validate import validate
+    fmu = tmp_path / "crank_slider.fmu"
+    report = validate(str(FOREIGN), stop_time=0.5, peer="mujoco", fmu_path=fmu,
+                      input_signals=["drive=0.05*smoothstep(t, 0, 0.5)"])
+    refs = report.as_json()["references"]
+    assert all(r["passed"] for r in refs.values()) and report.passed
+    assert max(refs["mujoco"]["max_abs_error"].values()) < 1e-6           # measured 2.4e-7
+    for name, e in refs["ida"]["max_abs_error"].items():                  # measured within 2.5e-10
+        assert abs(refs["mujoco"]["max_abs_error"][name] - e) < 1e-8, name
+    # the same FMU without the signal (drive at its start, 0)
+    free = fmpy.simulate_fmu(str(fmu), stop_time=0.5, output_interval=0.01, output=["crank"])
+    assert abs(report.fmu_result["crank"][-1] - free["crank"][-1]) > 0.04
