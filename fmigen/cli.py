@@ -262,7 +262,8 @@ def cmd_import_mjcf(args):
                "cut": system.cut or [],
                "inputs": [i.name for i in system.inputs],
                "spring_dampers": [s.name for s in system.springs] + [s.name for s in system.rotational_springs],
-               "independent": system.independent}
+               "independent": system.independent,
+               "preferred_independent": system.preferred_independent}
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -273,6 +274,11 @@ def cmd_import_mjcf(args):
         print(f"  {j['kind']:<11s} {j['name']}: {j['parent']} -> {j['child']}{coords}{cut}")
     print(f"  inputs: {', '.join(summary['inputs']) or 'none'}; spring-dampers: "
           f"{', '.join(summary['spring_dampers']) or 'none'}")
+    if system.independent:
+        print(f"  independent: {', '.join(system.independent)} (fmigen:independent)")
+    elif system.preferred_independent:
+        print(f"  independent: {', '.join(system.preferred_independent)} (actuated), where Φ_d is regular "
+              "at the start")
     print(f"build it with: fmigen build {args.file}")
     return 0
 

@@ -232,6 +232,11 @@ class JointSystem:
     branch_hints: list[BranchHint] = field(default_factory=list)
     #: names of the independent coordinates; None lets fmigen pick them
     independent: list[str] | None = None
+    #: with ``independent`` None: coordinates to make independent (the rest
+    #: completed by pivoted QR) when Φ_d is regular at the start with them
+    #: at their starts; otherwise fmigen picks as without it and the build log
+    #: says why.  The MJCF import sets it to the actuated joints.
+    preferred_independent: list[str] | None = None
     #: declared degrees of freedom, checked when given
     dof: int | None = None
     #: joints to cut to open the loops; None lets fmigen choose

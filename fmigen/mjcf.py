@@ -22,7 +22,10 @@
   ``fromto`` geoms and inertias inferred from geoms mean what MuJoCo says
   they mean.  Geometry is read to 12 significant digits and kept exact
   (rationals), so the loop closures are polynomial with rational
-  coefficients; implicit geom collisions are not modelled.
+  coefficients; implicit geom collisions are not modelled.  The actuated
+  joints are the preferred independent coordinates
+  (``JointSystem.preferred_independent``: taken where Φ_d is regular at the
+  start), unless the text ``fmigen:independent`` names them.
 * ``run_mujoco`` integrates an exported model in MuJoCo (RK4, small step,
   stiff constraints) from given joint coordinates and velocities, with every
   load evaluated from the description at each RK4 stage, and reports the
@@ -526,6 +529,10 @@ def import_mjcf(source, name=None) -> JointSystem:
         mujoco.mju_quat2Mat(R, model.body_iquat[b])
         R = R.reshape(3, 3)
         inertia = R @ np.diag(model.body_inertia[b]) @ R.T
+        # symmetric as the tensor is: the product's rounding is not (a link
+        # along (4, 3) gave off-diagonal pairs one ulp apart, which the
+        # body's symmetry check refused)
+        inertia = (inertia + inertia.T) / 2
         bodies[b] = system.body(bname, float(model.body_mass[b]), sp.Matrix(inertia),
                                 com=_exact_vec(model.body_ipos[b]))
     independent_text = None
@@ -609,6 +616,7 @@ def import_mjcf(source, name=None) -> JointSystem:
         ends = [bodies[int(model.site_bodyid[si])].marker(f"{tname}_{n}", _exact_vec(model.site_pos[si]))
                 for n, si in ((1, s1), (2, s2))]
         system.spring_damper(tname, ends[0], ends[1], k, d, free_length=free)
+    actuated = []
     for i in range(model.nu):
         jid = int(model.actuator_trnid[i, 0])
         aname = nm(obj.mjOBJ_ACTUATOR, i, f"actuator{i}")
@@ -617,8 +625,15 @@ def import_mjcf(source, name=None) -> JointSystem:
         jname = nm(obj.mjOBJ_JOINT, jid, None)
         owner = next(j for j in system.joints.values() if any(c.name == jname for c in j.coordinates))
         system.joint_force(owner.name, float(model.actuator_gear[i, 0]) * u, coordinate=jname)
+        actuated.append(jname)
     if independent_text:
         system.independent = independent_text.split()
+    else:
+        # the joints the model is driven at: where Φ_d is regular at the
+        # start with them independent, the FMU integrates them (its start
+        # values are then the keyframe's actuated angles, exact); otherwise
+        # the conversion picks as for any joint system and says why
+        system.preferred_independent = list(dict.fromkeys(actuated)) or None
     return system
 
 

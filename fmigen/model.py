@@ -165,6 +165,9 @@ class Mechanism:
     output_info: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: Names of the independent coordinates; None lets ``partition`` pick them.
     independent: list[str] | None = None
+    #: Why a ``JointSystem``'s preferred independent coordinates were not
+    #: taken (the build logs it); "" when they were or there were none.
+    independent_note: str = ""
     #: Declared degrees of freedom; checked against n − m when given.
     dof: int | None = None
     #: Optional polynomial-variable order per block for the Gröbner basis,

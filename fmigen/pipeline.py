@@ -131,6 +131,8 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     part = choose_partition(dae)
     log(f"[2/5] partition: independent {[dae.names[i] for i in part.independent]}, "
         f"{len(part.blocks)} block(s)")
+    if mech.independent_note:
+        log(f"      {mech.independent_note}")
     emb = embed(dae, part)
     dynamics, why = choose_dynamics(dynamics, emb, part)
     log(f"      dynamics: {dynamics} ({why})")
