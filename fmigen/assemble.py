@@ -270,7 +270,7 @@ def groebner_basis(polys, variables, order="dp", use_cache=True, timeout=None):
     or "lp" (lex, by FGLM from the grevlex basis).  Returns (basis as
     {exponent tuple: Fraction} dicts, vdim)."""
     vs = ",".join(str(v) for v in variables)
-    ideal = ",\n  ".join(groebner.singular_poly(p) for p in polys)
+    ideal = ",\n  ".join(groebner.singular_poly(p, variables) for p in polys)
     script = (f"{_DUMP_PROC}ring fmgR = 0,({vs}),dp;\noption(redSB);\nideal fmgI =\n  {ideal};\n"
               "ideal fmgG = std(fmgI);\nint fmgD = vdim(fmgG);\nprint(\"@@V \" + string(fmgD));\n")
     if order == "dp":
@@ -376,20 +376,26 @@ def sylvester_matrix(basis, nvars, hidden, max_enumerate=16, which="smallest") -
 
 
 def sylvester_determinant(S: Sylvester, hname: str, use_cache=True, timeout=None) -> list[Fraction]:
-    """det S(h) exactly (Singular, fraction-free Bareiss); coefficients highest first."""
-    def entry(d):
-        if not d:
-            return "0"
-        return "+".join(f"({c})*{hname}^{k}" for k, c in sorted(d.items()))
+    """det S(h) exactly (Singular, fraction-free Bareiss); coefficients highest first.
+
+    Singular gets integer entries only (``groebner.singular_poly``): each
+    row is scaled by the least common multiple of its denominators, and
+    the determinant divided by the product of the scales afterwards."""
+    h = sp.Symbol(hname)
+    scales = [math.lcm(*(c.denominator for d in row for c in d.values())) for row in S.entries]
     n = S.size
-    ent = ",\n".join(",".join(entry(d) for d in row) for row in S.entries)
+    ent = ",\n".join(",".join(groebner.singular_poly(sum(sp.Rational(c.numerator, c.denominator) * w * h**k
+                                                            for k, c in d.items()), [h])
+                               for d in row)
+                      for row, w in zip(S.entries, scales))
     script = (f"{_DUMP_PROC}ring fmgR = 0,({hname}),dp;\nmatrix fmgS[{n}][{n}] =\n{ent};\n"
               "ideal fmgD = det(fmgS, \"SBareiss\");\ndumpideal(fmgD);\nquit;\n")
     out = _cached("det", script, lambda: groebner.run_singular(script, timeout), use_cache)
     polys = _parse_polys(out, 1)
     if not polys:
         return [Fraction(0)]
-    terms = {e[0]: c for e, c in polys[0].items()}
+    scale = math.prod(scales)
+    terms = {e[0]: c / scale for e, c in polys[0].items()}
     deg = max(terms)
     return [terms.get(k, Fraction(0)) for k in range(deg, -1, -1)]
 

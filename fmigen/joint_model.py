@@ -879,7 +879,7 @@ def _start_assembly(system, m, poses, marker_pose):
     if not hints or not m.constraints:
         return
     from . import assemble
-    from .groebner import singular_available
+    from .groebner import GroebnerError, singular_available
     params = {p.symbol: sp.Rational(repr(float(p.value))) for p in system.parameters}
     syms = [c.symbol for c in m.coordinates]
     fns = [(h, sp.lambdify(syms, e.xreplace(params), "numpy")) for h, e in hints]
@@ -900,14 +900,19 @@ def _start_assembly(system, m, poses, marker_pose):
                 system_poly = None
         except ModelError:
             system_poly = None
+    why_not_all = "the system is too big to list all assemblies"
     if system_poly is not None:
-        assemble.choose_start_assembly(m, system=system_poly, accept=satisfied, accept_what=describe())
-        return
+        try:
+            assemble.choose_start_assembly(m, system=system_poly, accept=satisfied, accept_what=describe())
+            return
+        except GroebnerError as e:
+            # the engine failed (not the hints): what a big system does
+            why_not_all = f"listing all assemblies failed ({e})"
     # too big for the all-assemblies solver: the projected start must satisfy them
     values = {c.name: c.start for c in m.coordinates}
     if not satisfied(values):
         raise ModelError(f"'{system.name}': the assembly Newton finds from the start guesses violates the "
-                         f"branch hints ({describe()}) and the system is too big to list all assemblies; "
+                         f"branch hints ({describe()}) and {why_not_all}; "
                          "give guesses of the dependent coordinates on the wanted branch")
 
 
