@@ -57,7 +57,7 @@ import numpy as np
 import scipy.linalg
 import sympy as sp
 
-from .dae import exact, exact_floats
+from .floats import exact_floats, rational
 from . import groebner
 from .groebner import GroebnerError, singular_available
 from .model import Mechanism, ModelError, t
@@ -120,7 +120,7 @@ def independent_names(mech: Mechanism) -> list[str]:
     # same rule as ``partition``: pivoted QR on Φ_q at the start guess
     names = [c.name for c in mech.coordinates]
     plain = {c.symbol: sp.Symbol(c.name) for c in mech.coordinates}
-    params = {p.symbol: exact(p.value) for p in mech.parameters}
+    params = {p.symbol: rational(p.value, mech.float_rule) for p in mech.parameters}
     phi = sp.Matrix([sp.sympify(c.expr).xreplace(plain).xreplace(params).subs(t, 0) for c in mech.constraints])
     syms = [sp.Symbol(n) for n in names]
     J = np.array(sp.lambdify(syms, phi.jacobian(syms), "numpy")(*[c.start for c in mech.coordinates]), dtype=float)
@@ -149,12 +149,12 @@ def polynomial_system(mech: Mechanism, inputs: dict | None = None) -> PolySystem
     unknowns = [n for n in names if n not in known]
     coord_sym = {n: sp.Symbol(n) for n in names}
     to_plain = {c.symbol: coord_sym[c.name] for c in mech.coordinates}
-    params = {p.symbol: exact(pvals[p.name]) for p in mech.parameters}
-    known_sub = {coord_sym[n]: exact(v) for n, v in known.items()}
+    params = {p.symbol: rational(pvals[p.name], mech.float_rule) for p in mech.parameters}
+    known_sub = {coord_sym[n]: rational(v, mech.float_rule) for n, v in known.items()}
 
     def plain(e):
-        # float literals exact first, as in the DAE (``dae.exact_floats``)
-        return exact_floats(e).xreplace(to_plain).xreplace(params).subs(t, 0)
+        # float literals exact first, as in the DAE (``floats.exact_floats``)
+        return exact_floats(e, mech.float_rule).xreplace(to_plain).xreplace(params).subs(t, 0)
 
     equations = [(c.name, plain(c.expr)) for c in mech.constraints]
     implied = [(n, plain(e)) for n, e in hints.implied]

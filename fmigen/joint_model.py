@@ -73,6 +73,7 @@ import numpy as np
 import sympy as sp
 from sympy.physics import mechanics as me
 
+from .floats import check_rule, rational
 from .joints import ANGLE_SLOTS, JointSystem, Marker
 from .model import FloatingBase, Mechanism, ModelError, t
 from .structure import DisjointSets
@@ -457,7 +458,7 @@ def _check_start_closes(system, coords, position_checks, projected):
     projected onto the constraints (the assembly the build continues)."""
     if not position_checks:
         return
-    params = {p.symbol: sp.Rational(repr(float(p.value))) for p in system.parameters}
+    params = {p.symbol: rational(p.value, system.float_rule) for p in system.parameters}
     exprs = []
     for j, closure, u, mine in position_checks:
         ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
@@ -726,12 +727,13 @@ def _pass_through_options(system, m, cut_coords):
     m.kinematic_drive = dict(system.kinematic_drive) if system.kinematic_drive is not None else None
     m.kinematic_drive_period = float(system.kinematic_drive_period)
     m.angle_sums = bool(system.angle_sums)
+    m.float_rule = check_rule(system.float_rule)
 
 
 def _select_constraints(system, m, coords, candidates):
     """Drop identically zero and redundant closure equations; check the DOF;
     leave the dependent starts at the projected start."""
-    params = {p.symbol: sp.Rational(repr(float(p.value))) for p in system.parameters}
+    params = {p.symbol: rational(p.value, system.float_rule) for p in system.parameters}
     n = len(coords)
     names = [nm for nm, _ in candidates]
     exprs = [e for _, e in candidates]
@@ -880,7 +882,7 @@ def _start_assembly(system, m, poses, marker_pose):
         return
     from . import assemble
     from .groebner import GroebnerError, singular_available
-    params = {p.symbol: sp.Rational(repr(float(p.value))) for p in system.parameters}
+    params = {p.symbol: rational(p.value, system.float_rule) for p in system.parameters}
     syms = [c.symbol for c in m.coordinates]
     fns = [(h, sp.lambdify(syms, e.xreplace(params), "numpy")) for h, e in hints]
 

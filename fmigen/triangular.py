@@ -389,7 +389,7 @@ def _poly_variables_summed(dae: DAE, block: Block, plan: AnglePlan):
 
 def refuse_floats(expr, constraint: str):
     """The DAE makes every float literal of a constraint exact
-    (``dae.exact_floats``); a float that still reaches the Gröbner stage
+    (``floats.exact_floats``); a float that still reaches the Gröbner stage
     would have to be approximated, i.e. the kinematics would solve another
     constraint, so it is refused, named."""
     floats = sorted(expr.atoms(sp.Float), key=float)
