@@ -70,6 +70,24 @@ def test_assembly_basis_with_rational_coefficients_matches_sympy():
     assert vdim == 8
 
 
+def test_a_mechanism_with_such_a_term_builds_its_groebner_sequence():
+    # the four-bar's loop_x plus 0.0169·cos²α·sin²φ: its block's ideal has
+    # the term 169*c_alpha^2*s_phi^2/10000 (on main: a traceback from Singular)
+    from sympy import cos, sin
+    m = load_mechanism("fourbar")
+    theta, alpha, phi = m.q
+    loop_x = next(c for c in m.constraints if c.name == "loop_x")
+    loop_x.expr = loop_x.expr + 0.0169 * cos(alpha)**2 * sin(phi)**2
+    compiled = compile_model(m, use_cache=False)
+    [tb] = compiled.triangular.blocks
+    assert tb.method == "groebner" and not tb.engine_failed
+    st = compiled.triangular.start
+    import math
+    ca, sp_ = math.cos(st["alpha"]), math.sin(st["phi"])
+    assert abs(math.cos(st["theta"]) + 4 * ca - 3 - 2.5 * math.cos(st["phi"]) + 0.0169 * ca**2 * sp_**2) < 1e-14
+    assert abs(math.sin(st["theta"]) + 4 * math.sin(st["alpha"]) - 2.5 * sp_) < 1e-14
+
+
 # --- a failing engine --------------------------------------------------------
 
 def fake_singular(tmp_path, body):
