@@ -57,7 +57,7 @@ import numpy as np
 import scipy.linalg
 import sympy as sp
 
-from .dae import exact, exact_floats
+from .floats import exact_floats, rational
 from . import groebner
 from .groebner import GroebnerError, singular_available
 from .model import Mechanism, ModelError, t
@@ -120,7 +120,7 @@ def independent_names(mech: Mechanism) -> list[str]:
     # same rule as ``partition``: pivoted QR on Φ_q at the start guess
     names = [c.name for c in mech.coordinates]
     plain = {c.symbol: sp.Symbol(c.name) for c in mech.coordinates}
-    params = {p.symbol: exact(p.value) for p in mech.parameters}
+    params = {p.symbol: rational(p.value, mech.float_rule) for p in mech.parameters}
     phi = sp.Matrix([sp.sympify(c.expr).xreplace(plain).xreplace(params).subs(t, 0) for c in mech.constraints])
     syms = [sp.Symbol(n) for n in names]
     J = np.array(sp.lambdify(syms, phi.jacobian(syms), "numpy")(*[c.start for c in mech.coordinates]), dtype=float)
@@ -149,12 +149,12 @@ def polynomial_system(mech: Mechanism, inputs: dict | None = None) -> PolySystem
     unknowns = [n for n in names if n not in known]
     coord_sym = {n: sp.Symbol(n) for n in names}
     to_plain = {c.symbol: coord_sym[c.name] for c in mech.coordinates}
-    params = {p.symbol: exact(pvals[p.name]) for p in mech.parameters}
-    known_sub = {coord_sym[n]: exact(v) for n, v in known.items()}
+    params = {p.symbol: rational(pvals[p.name], mech.float_rule) for p in mech.parameters}
+    known_sub = {coord_sym[n]: rational(v, mech.float_rule) for n, v in known.items()}
 
     def plain(e):
-        # float literals exact first, as in the DAE (``dae.exact_floats``)
-        return exact_floats(e).xreplace(to_plain).xreplace(params).subs(t, 0)
+        # float literals exact first, as in the DAE (``floats.exact_floats``)
+        return exact_floats(e, mech.float_rule).xreplace(to_plain).xreplace(params).subs(t, 0)
 
     equations = [(c.name, plain(c.expr)) for c in mech.constraints]
     implied = [(n, plain(e)) for n, e in hints.implied]
@@ -270,7 +270,7 @@ def groebner_basis(polys, variables, order="dp", use_cache=True, timeout=None):
     or "lp" (lex, by FGLM from the grevlex basis).  Returns (basis as
     {exponent tuple: Fraction} dicts, vdim)."""
     vs = ",".join(str(v) for v in variables)
-    ideal = ",\n  ".join(groebner.singular_poly(p) for p in polys)
+    ideal = ",\n  ".join(groebner.singular_poly(p, variables) for p in polys)
     script = (f"{_DUMP_PROC}ring fmgR = 0,({vs}),dp;\noption(redSB);\nideal fmgI =\n  {ideal};\n"
               "ideal fmgG = std(fmgI);\nint fmgD = vdim(fmgG);\nprint(\"@@V \" + string(fmgD));\n")
     if order == "dp":
@@ -376,20 +376,26 @@ def sylvester_matrix(basis, nvars, hidden, max_enumerate=16, which="smallest") -
 
 
 def sylvester_determinant(S: Sylvester, hname: str, use_cache=True, timeout=None) -> list[Fraction]:
-    """det S(h) exactly (Singular, fraction-free Bareiss); coefficients highest first."""
-    def entry(d):
-        if not d:
-            return "0"
-        return "+".join(f"({c})*{hname}^{k}" for k, c in sorted(d.items()))
+    """det S(h) exactly (Singular, fraction-free Bareiss); coefficients highest first.
+
+    Singular gets integer entries only (``groebner.singular_poly``): each
+    row is scaled by the least common multiple of its denominators, and
+    the determinant divided by the product of the scales afterwards."""
+    h = sp.Symbol(hname)
+    scales = [math.lcm(*(c.denominator for d in row for c in d.values())) for row in S.entries]
     n = S.size
-    ent = ",\n".join(",".join(entry(d) for d in row) for row in S.entries)
+    ent = ",\n".join(",".join(groebner.singular_poly(sum(sp.Rational(c.numerator, c.denominator) * w * h**k
+                                                            for k, c in d.items()), [h])
+                               for d in row)
+                      for row, w in zip(S.entries, scales))
     script = (f"{_DUMP_PROC}ring fmgR = 0,({hname}),dp;\nmatrix fmgS[{n}][{n}] =\n{ent};\n"
               "ideal fmgD = det(fmgS, \"SBareiss\");\ndumpideal(fmgD);\nquit;\n")
     out = _cached("det", script, lambda: groebner.run_singular(script, timeout), use_cache)
     polys = _parse_polys(out, 1)
     if not polys:
         return [Fraction(0)]
-    terms = {e[0]: c for e, c in polys[0].items()}
+    scale = math.prod(scales)
+    terms = {e[0]: c / scale for e, c in polys[0].items()}
     deg = max(terms)
     return [terms.get(k, Fraction(0)) for k in range(deg, -1, -1)]
 

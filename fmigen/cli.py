@@ -469,6 +469,12 @@ def main(argv=None):
         if isinstance(e, BuildError):
             print(f"fmigen: error: building the FMU failed: {e}", file=sys.stderr)
             return 2
+        from .groebner import GroebnerError
+        if isinstance(e, GroebnerError):
+            # where no Newton fallback exists (fmigen assemble lists every
+            # assembly); the message is one line naming the cause
+            print(f"fmigen: error: {e}", file=sys.stderr)
+            return 2
         # a file the command line names that cannot be read or written (a
         # missing MJCF file, a plot into a directory that does not exist)
         if isinstance(e, OSError) and e.filename is not None:

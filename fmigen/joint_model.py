@@ -74,6 +74,7 @@ import scipy.linalg
 import sympy as sp
 from sympy.physics import mechanics as me
 
+from .floats import check_rule, rational
 from .joints import ANGLE_SLOTS, JointSystem, Marker
 from .model import FloatingBase, Mechanism, ModelError, t
 from .structure import DisjointSets
@@ -459,7 +460,7 @@ def _check_start_closes(system, coords, position_checks, projected):
     projected onto the constraints (the assembly the build continues)."""
     if not position_checks:
         return
-    params = {p.symbol: sp.Rational(repr(float(p.value))) for p in system.parameters}
+    params = {p.symbol: rational(p.value, system.float_rule) for p in system.parameters}
     exprs = []
     for j, closure, u, mine in position_checks:
         ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
@@ -728,6 +729,7 @@ def _pass_through_options(system, m, cut_coords):
     m.kinematic_drive = dict(system.kinematic_drive) if system.kinematic_drive is not None else None
     m.kinematic_drive_period = float(system.kinematic_drive_period)
     m.angle_sums = bool(system.angle_sums)
+    m.float_rule = check_rule(system.float_rule)
 
 
 def _select_constraints(system, m, coords, candidates):
@@ -778,7 +780,7 @@ def _closure_rows(system, m, coords, candidates, fixed):
     kept, the independent closure equations' indices, the degrees of freedom,
     Φ_q of those equations there); errors when the loops do not close or
     the DOF disagrees with what the system declares."""
-    params = {p.symbol: sp.Rational(repr(float(p.value))) for p in system.parameters}
+    params = {p.symbol: rational(p.value, system.float_rule) for p in system.parameters}
     n = len(coords)
     exprs = [e for _, e in candidates]
     # identically zero: exact zeros first, then numerically at generic points
@@ -942,8 +944,8 @@ def _start_assembly(system, m, poses, marker_pose):
     if not hints or not m.constraints:
         return
     from . import assemble
-    from .groebner import singular_available
-    params = {p.symbol: sp.Rational(repr(float(p.value))) for p in system.parameters}
+    from .groebner import GroebnerError, singular_available
+    params = {p.symbol: rational(p.value, system.float_rule) for p in system.parameters}
     syms = [c.symbol for c in m.coordinates]
     fns = [(h, sp.lambdify(syms, e.xreplace(params), "numpy")) for h, e in hints]
 
@@ -963,14 +965,19 @@ def _start_assembly(system, m, poses, marker_pose):
                 system_poly = None
         except ModelError:
             system_poly = None
+    why_not_all = "the system is too big to list all assemblies"
     if system_poly is not None:
-        assemble.choose_start_assembly(m, system=system_poly, accept=satisfied, accept_what=describe())
-        return
+        try:
+            assemble.choose_start_assembly(m, system=system_poly, accept=satisfied, accept_what=describe())
+            return
+        except GroebnerError as e:
+            # the engine failed (not the hints): what a big system does
+            why_not_all = f"listing all assemblies failed ({e})"
     # too big for the all-assemblies solver: the projected start must satisfy them
     values = {c.name: c.start for c in m.coordinates}
     if not satisfied(values):
         raise ModelError(f"'{system.name}': the assembly Newton finds from the start guesses violates the "
-                         f"branch hints ({describe()}) and the system is too big to list all assemblies; "
+                         f"branch hints ({describe()}) and {why_not_all}; "
                          "give guesses of the dependent coordinates on the wanted branch")
 
 

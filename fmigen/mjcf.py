@@ -45,6 +45,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 import sympy as sp
 
+from .floats import rounded
 from .joints import JointSystem, Joint, Z
 from .model import ModelError, t
 
@@ -452,7 +453,10 @@ def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=N
 # --- import --------------------------------------------------------------------
 
 def _exact(x) -> sp.Rational:
-    return sp.Rational(f"{float(x):.{DIGITS}g}")
+    # MuJoCo's compiled values (computed from the file, e.g. rotation
+    # matrices from quaternions), not a user's Python literals: the import's
+    # own rule, DIGITS significant digits (``floats.rounded``)
+    return rounded(x, DIGITS)
 
 
 def _exact_vec(v):

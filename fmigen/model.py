@@ -200,6 +200,10 @@ class Mechanism:
     #: angles) in the summed angles (``triangular.angle_plan``).  False keeps
     #: the expanded products of the coordinates' own sines and cosines.
     angle_sums: bool = True
+    #: How a float literal becomes an exact rational (``fmigen.floats``):
+    #: "decimal" (the default: the short decimal the user meant, 0.7 - 0.3
+    #: -> 2/5) or "binary" (the double's exact value).
+    float_rule: str = "decimal"
     world: me.ReferenceFrame = field(init=False, repr=False)
 
     def __post_init__(self):

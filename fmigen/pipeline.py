@@ -104,6 +104,9 @@ class Compiled:
     seconds: dict
     #: how the right-hand side solves the embedded ODE: embedded | recursive
     dynamics: str = "embedded"
+    #: a block (of any coordinate set) is solved by Newton because the
+    #: Gröbner engine failed: ``derived.derive`` does not record the build
+    engine_failed: bool = False
 
     @property
     def independent_names(self) -> list[str]:
@@ -158,7 +161,8 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     history.remember(mech.name, times)
     log(f"      stages: equations of motion {times['dae']:.2f} s, triangularization and workspace cover "
         f"{times['triangular']:.2f} s, C generation {times['codegen']:.2f} s")
-    return Compiled(mech, dae, part, emb, tri, gen, times, dynamics)
+    failed = any(tb.engine_failed for t in [tri, *(t for _, t in alternatives)] for tb in t.blocks)
+    return Compiled(mech, dae, part, emb, tri, gen, times, dynamics, failed)
 
 
 def _warn_singularities(dae, tri, log):

@@ -47,7 +47,7 @@ import numpy as np
 import sympy as sp
 
 from .dae import DAE
-from .groebner import GroebnerTimeout, groebner_lex
+from .groebner import GroebnerError, GroebnerTimeout, groebner_lex
 from .model import ModelError, t
 from .partition import Block, Partition
 from .workspace import continuation_newton, sweep, unit_scales
@@ -114,6 +114,9 @@ class TriangularBlock:
     #: why a block is solved by Newton ("forced by the mechanism", "Gröbner
     #: basis not finished in 60 s", ...)
     reason: str = ""
+    #: Newton because the Gröbner engine failed (not ran out of time): the
+    #: derived-model cache does not record such a build (``derived.derive``)
+    engine_failed: bool = False
     #: run-time alternatives to the primary sequence (``steps``), from other
     #: lex orders, each regular where the ones before degenerate
     alternatives: list[Sequence] = field(default_factory=list)
@@ -386,7 +389,7 @@ def _poly_variables_summed(dae: DAE, block: Block, plan: AnglePlan):
 
 def refuse_floats(expr, constraint: str):
     """The DAE makes every float literal of a constraint exact
-    (``dae.exact_floats``); a float that still reaches the Gröbner stage
+    (``floats.exact_floats``); a float that still reaches the Gröbner stage
     would have to be approximated, i.e. the kinematics would solve another
     constraint, so it is refused, named."""
     floats = sorted(expr.atoms(sp.Float), key=float)
@@ -632,6 +635,17 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
             reason = f"Gröbner basis not finished in {timeout:g} s"
             log(f"block {name}: {reason}; falling back to Newton iteration on this block")
             tblocks.append(newton_block(b, reason))
+            continue
+        except GroebnerError as e:
+            # any other failure of the engine (it could not run, ran out of
+            # memory, refused the input): the block is still solvable, by
+            # the same Newton iteration as a block whose basis is too big
+            # (the reason is one line; it also labels the block in model.c)
+            reason = f"the Gröbner engine failed: {e}".replace("*/", "* /")
+            log(f"warning: block {name}: {reason}; solving it by Newton iteration instead")
+            tb = newton_block(b, reason)
+            tb.engine_failed = True
+            tblocks.append(tb)
             continue
         if any(g.is_ground and not g.is_zero for g in basis):
             raise ModelError(f"inconsistent constraints in block {name}: "
@@ -1065,7 +1079,7 @@ def _alternative(tb: TriangularBlock, order, name, use_cache, log, timeout):
         basis = groebner_lex(list(tb.polys) + list(tb.circles), ring, list(tb.abstractions),
                              use_cache=use_cache, log=log, timeout=timeout)
         return Sequence(list(order), extract(basis, list(order), name))
-    except (GroebnerTimeout, ModelError) as e:
+    except (GroebnerError, ModelError) as e:
         log(f"block {name}: order {' > '.join(map(str, order))} gives no sequence ({e})")
         return None
 
