@@ -265,7 +265,7 @@ def _cached(kind, script, compute, use_cache):
     return groebner.disk_cache(kind + "\n" + script, compute, use_cache, subdir="assemble", suffix=".txt")[0]
 
 
-def groebner_basis(polys, variables, order="dp", use_cache=True, timeout=None):
+def groebner_basis(polys, variables, order="dp", use_cache=True, cpu_limit=None):
     """Reduced Gröbner basis in Singular: ``order`` "dp" (graded reverse lex)
     or "lp" (lex, by FGLM from the grevlex basis).  Returns (basis as
     {exponent tuple: Fraction} dicts, vdim)."""
@@ -281,7 +281,7 @@ def groebner_basis(polys, variables, order="dp", use_cache=True, timeout=None):
     else:
         raise ValueError(order)
     script += "quit;\n"
-    out = _cached("gb", script, lambda: groebner.run_singular(script, timeout), use_cache)
+    out = _cached("gb", script, lambda: groebner.run_singular(script, cpu_limit), use_cache)
     vdim = int(next(line.split()[1] for line in out.splitlines() if line.startswith("@@V ")))
     return _parse_polys(out, len(variables)), vdim
 
@@ -375,7 +375,8 @@ def sylvester_matrix(basis, nvars, hidden, max_enumerate=16, which="smallest") -
     return None
 
 
-def sylvester_determinant(S: Sylvester, hname: str, use_cache=True, timeout=None) -> list[Fraction]:
+def sylvester_determinant(S: Sylvester, hname: str, use_cache=True,
+                          cpu_limit=None) -> list[Fraction]:
     """det S(h) exactly (Singular, fraction-free Bareiss); coefficients highest first."""
     def entry(d):
         if not d:
@@ -385,7 +386,7 @@ def sylvester_determinant(S: Sylvester, hname: str, use_cache=True, timeout=None
     ent = ",\n".join(",".join(entry(d) for d in row) for row in S.entries)
     script = (f"{_DUMP_PROC}ring fmgR = 0,({hname}),dp;\nmatrix fmgS[{n}][{n}] =\n{ent};\n"
               "ideal fmgD = det(fmgS, \"SBareiss\");\ndumpideal(fmgD);\nquit;\n")
-    out = _cached("det", script, lambda: groebner.run_singular(script, timeout), use_cache)
+    out = _cached("det", script, lambda: groebner.run_singular(script, cpu_limit), use_cache)
     polys = _parse_polys(out, 1)
     if not polys:
         return [Fraction(0)]
@@ -727,12 +728,12 @@ def _dedupe(points, tol=1e-12):
     return out
 
 
-def _solve_sylvester(system, basis, hidden, use_cache, timeout, which="smallest"):
+def _solve_sylvester(system, basis, hidden, use_cache, cpu_limit, which="smallest"):
     nv = len(system.variables)
     S = sylvester_matrix(basis, nv, hidden, which=which)
     if S is None:
         return None
-    det = sylvester_determinant(S, str(system.variables[hidden]), use_cache, timeout)
+    det = sylvester_determinant(S, str(system.variables[hidden]), use_cache, cpu_limit)
     while det and det[0] == 0:
         det = det[1:]
     if len(det) < 2:
@@ -751,11 +752,11 @@ def _solve_sylvester(system, basis, hidden, use_cache, timeout, which="smallest"
     return S, io, sols
 
 
-def _solve_lex(system, hidden, use_cache, timeout):
+def _solve_lex(system, hidden, use_cache, cpu_limit):
     """The lex route: basis by FGLM with the hidden variable smallest, then
     triangular back-substitution from its univariate polynomial."""
     order = [v for v in system.variables if v != system.variables[hidden]] + [system.variables[hidden]]
-    lex, vdim = groebner_basis(system.polys, order, "lp", use_cache, timeout)
+    lex, vdim = groebner_basis(system.polys, order, "lp", use_cache, cpu_limit)
     nv = len(order)
     uni = [g for g in lex if all(sum(e[:-1]) == 0 for e in g)]
     if not uni:
@@ -776,7 +777,7 @@ def _solve_lex(system, hidden, use_cache, timeout):
 
 def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = None,
              method: str = "auto", cross_check: bool = False, imag_tol: float = 1e-9,
-             use_cache: bool = True, timeout: float | None = None, log=None,
+             use_cache: bool = True, cpu_limit: float | None = None, log=None,
              sylvester: str = "smallest", system: PolySystem | None = None) -> AssemblyResult:
     """Every assembly configuration of ``mech`` at the given independent
     coordinates (``inputs``, name -> value, angles in radians; default: the
@@ -798,7 +799,7 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
     hidx = names.index(hname)
     times["polynomialize"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    basis, vdim = groebner_basis(system.polys, system.variables, "dp", use_cache, timeout)
+    basis, vdim = groebner_basis(system.polys, system.variables, "dp", use_cache, cpu_limit)
     times["groebner_grevlex"] = time.perf_counter() - t1
     log(f"grevlex basis: {len(basis)} elements, {vdim} solutions (vdim), {times['groebner_grevlex']:.2f} s")
     if len(basis) == 1 and list(basis[0]) == [tuple([0] * len(names))]:
@@ -811,7 +812,7 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
     t2 = time.perf_counter()
     out = None
     if method in ("auto", "sylvester"):
-        out = _solve_sylvester(system, basis, hidx, use_cache, timeout, sylvester)
+        out = _solve_sylvester(system, basis, hidx, use_cache, cpu_limit, sylvester)
         if out is None and method == "sylvester":
             raise AssemblyError(f"no square Sylvester matrix with hidden variable {hname}; "
                                 "try another --hidden or method lex")
@@ -820,7 +821,7 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
         used, ssize = "sylvester", S.size
         log(f"Sylvester matrix {S.size}x{S.size} in {hname}: I/O polynomial of degree {len(io) - 1}")
     else:
-        io, raw, _, _ = _solve_lex(system, hidx, use_cache, timeout)
+        io, raw, _, _ = _solve_lex(system, hidx, use_cache, cpu_limit)
         used, ssize = "lex", None
     times["solve"] = time.perf_counter() - t2
     t3 = time.perf_counter()
@@ -845,7 +846,7 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
                             ssize, io, sols, times, None, imag_tol)
     if cross_check:
         t4 = time.perf_counter()
-        lio, lraw, lvdim, lsize = _solve_lex(system, hidx, use_cache, timeout)
+        lio, lraw, lvdim, lsize = _solve_lex(system, hidx, use_cache, cpu_limit)
         with mp.workdps(DPS):
             lpts = [newton([s[i] for i in range(nv)])[0] for s in lraw]
             lpts = _dedupe(lpts)
@@ -880,7 +881,8 @@ def _angle_distance(a, b):
     return min(d, 2 * math.pi - d)
 
 
-def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2, timeout: float | None = 30,
+def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2,
+                          cpu_limit: float | None = None,
                           log=None, apply: bool = True, system: PolySystem | None = None,
                           accept=None, accept_what: str = "") -> dict:
     """All real assemblies at the start input; the one nearest the user's
@@ -894,7 +896,7 @@ def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2, timeout: flo
     it accepts compete (a joint system's branch hints, ``accept_what``
     describes them for the error when none is accepted)."""
     log = log or (lambda msg: None)
-    res = assemble(mech, timeout=timeout, system=system)
+    res = assemble(mech, cpu_limit=cpu_limit, system=system)
     reals = res.real_solutions
     if not reals:
         raise AssemblyError(f"'{mech.name}' has no real assembly at the start input "
@@ -941,13 +943,16 @@ def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2, timeout: flo
     return chosen
 
 
-def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12, timeout: float = 20.0):
+def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12,
+                        cpu_limit: float | None = None):
     """Build-time check called by ``pipeline.prepare_mechanism``: list the real
     assemblies at the start input and take the one nearest the guesses
     (``choose_start_assembly``).  Only for small constraint systems (at most
     ``max_variables`` polynomial variables; bigger ones, like a Stewart
-    platform's 18 leg angles, are left to the triangular stage), and never
-    fatal: when it cannot run, the build goes on with the user's guesses."""
+    platform's 18 leg angles, are left to the triangular stage), and not
+    fatal when it cannot run (the build goes on with the user's guesses) --
+    except when Singular reaches its CPU-time safety limit: skipping then
+    would make the start, and the model, depend on how fast the machine is."""
     log = log or (lambda msg: None)
     try:
         if not mech.constraints or not singular_available():
@@ -962,7 +967,9 @@ def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12, time
         if len(system.variables) > max_variables:
             log(f"assembly check skipped: {len(system.variables)} polynomial variables > {max_variables}")
             return None
-        return choose_start_assembly(mech, timeout=timeout, log=log, system=system)
+        return choose_start_assembly(mech, cpu_limit=cpu_limit, log=log, system=system)
+    except groebner.GroebnerLimit as e:
+        raise AssemblyError(f"'{mech.name}': the start assembly check did not finish ({e})") from None
     except (ModelError, GroebnerError, OSError) as e:
         log(f"assembly check skipped: {e}")
         return None
