@@ -171,3 +171,32 @@ def test_a_rebuild_takes_both_copies_from_the_object_cache(tmp_path, monkeypatch
         counts.append(len(list((tmp_path / "cache" / "objects").glob("*.o"))))
     # model.c, its AVX copy, three runtime sources and fmi2.c, compiled once
     assert counts == [6, 6, 6]
+
+
+def test_large_coefficient_steps_are_compiled_once(tmp_path):
+    """A sequence step too large to inline (codegen.NOINLINE_STATEMENTS) is
+    compiled in the SSE2 copy only: the AVX copy calls it (it would give
+    the same bits, and such steps are nearly all of a large model.c's
+    compile time).  The landing gear's degree-12 steps: the SSE2 object
+    defines them under the model's prefix (source FMUs of several models
+    link together), the AVX object only refers to them."""
+    gen = compile_model(load_mechanism("landing_gear_dynamic")).generated
+    (tmp_path / "model.c").write_text(gen.model_c)
+    (tmp_path / "model_config.h").write_text(gen.config_h)
+    flags = [*fmu.CFLAGS, "-fvisibility=hidden", "-DFMIGEN_AVX_DISPATCH=1", f"-I{tmp_path}", f"-I{fmu.RUNTIME_DIR}"]
+    objs = {}
+    for name, source, extra in (("sse2", tmp_path / "model.c", []),
+                                ("avx", fmu.RUNTIME_DIR / fmu.AVX_SOURCE, fmu.AVX_FLAGS)):
+        objs[name] = tmp_path / f"{name}.o"
+        r = subprocess.run(["gcc", *flags, *extra, "-c", str(source), "-o", str(objs[name])],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+
+    def coeffs(obj, kind):
+        out = subprocess.run(["nm", str(obj)], capture_output=True, text=True, check=True).stdout
+        return {line.split()[-1] for line in out.splitlines()
+                if "fmigen_coeffs_" in line and line.split()[-2] == kind}
+    defined = coeffs(objs["sse2"], "T")
+    assert defined and all(n.startswith("landing_gear_dynamic_fmigen_coeffs_") for n in defined), defined
+    assert coeffs(objs["avx"], "U") == defined
+    assert not coeffs(objs["avx"], "T") and not coeffs(objs["avx"], "t")
