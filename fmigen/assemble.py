@@ -944,7 +944,7 @@ def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2,
 
 
 def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12,
-                        cpu_limit: float | None = None):
+                        cpu_limit: float | None = None, use_cache: bool = False):
     """Build-time check called by ``pipeline.prepare_mechanism``: list the real
     assemblies at the start input and take the one nearest the guesses
     (``choose_start_assembly``).  Only for small constraint systems (at most
@@ -952,8 +952,45 @@ def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12,
     platform's 18 leg angles, are left to the triangular stage), and not
     fatal when it cannot run (the build goes on with the user's guesses) --
     except when Singular reaches its CPU-time safety limit: skipping then
-    would make the start, and the model, depend on how fast the machine is."""
+    would make the start, and the model, depend on how fast the machine is.
+
+    ``use_cache``: the outcome (every coordinate's start, the log lines and
+    warnings) is kept under the Gröbner cache's root by the mechanism as
+    it stands (``derived.key_text``, with every parameter's and input's
+    value and the assembly hints): a warm build otherwise spent more time
+    here (sympy's Jacobian, the Sylvester matrix; ~2.3 s of CPU for the
+    Stephenson six-bar, its Singular runs cached) than packaging takes."""
     log = log or (lambda msg: None)
+    if use_cache:
+        from . import derived
+        key = derived.key_text(mech, {
+            "stage": "start_assembly_hook", "max_variables": max_variables, "cpu_limit": cpu_limit,
+            "parameter_values": [[p.name, repr(p.value)] for p in mech.parameters],
+            "input_values": [[i.name, repr(i.start)] for i in mech.inputs],
+            "assembly_hints": repr(mech.assembly_hints), "singular": singular_available()})
+
+        def compute():
+            lines = []
+            with warnings.catch_warnings(record=True) as got:
+                warnings.simplefilter("always", AssemblyWarning)
+                chosen = start_assembly_hook(mech, lines.append, max_variables, cpu_limit)
+            for w in got:
+                if not issubclass(w.category, AssemblyWarning):
+                    warnings.warn(w.message, w.category, stacklevel=2)
+            return json.dumps({"starts": [[c.name, repr(float(c.start))] for c in mech.coordinates],
+                               "chosen": None if chosen is None else [[n, repr(v)] for n, v in chosen.items()],
+                               "log": lines,
+                               "warnings": [str(w.message) for w in got if issubclass(w.category, AssemblyWarning)]})
+        text, _, _ = groebner.disk_cache(key, compute, subdir="start_assembly")
+        out = json.loads(text)
+        starts = dict(out["starts"])
+        for c in mech.coordinates:
+            c.start = float(starts[c.name])
+        for line in out["log"]:
+            log(line)
+        for msg in out["warnings"]:
+            warnings.warn(msg, AssemblyWarning, stacklevel=2)
+        return None if out["chosen"] is None else {n: float(v) for n, v in out["chosen"]}
     try:
         if not mech.constraints or not singular_available():
             return None
