@@ -180,7 +180,8 @@ MAX_GROEBNER_VARIABLES = 10
 
 #: Kinematics formulations (``triangularize(kinematics=...)``, ``fmigen build
 #: --kinematics``, ``fmigen bench``): "groebner" (default: triangular sequences,
-#: Newton only where the mechanism forces it or the basis times out),
+#: Newton only where the mechanism forces it or the block has more than
+#: MAX_GROEBNER_VARIABLES polynomial variables),
 #: "newton" (one Newton iteration over all dependent coordinates, all
 #: constraints as one block), "newton-loop" (Newton on each block separately).
 KINEMATICS = ("groebner", "newton", "newton-loop")
