@@ -265,7 +265,7 @@ def _cached(kind, script, compute, use_cache):
     return groebner.disk_cache(kind + "\n" + script, compute, use_cache, subdir="assemble", suffix=".txt")[0]
 
 
-def groebner_basis(polys, variables, order="dp", use_cache=True, timeout=None):
+def groebner_basis(polys, variables, order="dp", use_cache=True, cpu_limit=None):
     """Reduced Gröbner basis in Singular: ``order`` "dp" (graded reverse lex)
     or "lp" (lex, by FGLM from the grevlex basis).  Returns (basis as
     {exponent tuple: Fraction} dicts, vdim)."""
@@ -281,7 +281,7 @@ def groebner_basis(polys, variables, order="dp", use_cache=True, timeout=None):
     else:
         raise ValueError(order)
     script += "quit;\n"
-    out = _cached("gb", script, lambda: groebner.run_singular(script, timeout), use_cache)
+    out = _cached("gb", script, lambda: groebner.run_singular(script, cpu_limit), use_cache)
     vdim = int(next(line.split()[1] for line in out.splitlines() if line.startswith("@@V ")))
     return _parse_polys(out, len(variables)), vdim
 
@@ -375,7 +375,8 @@ def sylvester_matrix(basis, nvars, hidden, max_enumerate=16, which="smallest") -
     return None
 
 
-def sylvester_determinant(S: Sylvester, hname: str, use_cache=True, timeout=None) -> list[Fraction]:
+def sylvester_determinant(S: Sylvester, hname: str, use_cache=True,
+                          cpu_limit=None) -> list[Fraction]:
     """det S(h) exactly (Singular, fraction-free Bareiss); coefficients highest first.
 
     Singular gets integer entries only (``groebner.singular_poly``): each
@@ -390,7 +391,7 @@ def sylvester_determinant(S: Sylvester, hname: str, use_cache=True, timeout=None
                       for row, w in zip(S.entries, scales))
     script = (f"{_DUMP_PROC}ring fmgR = 0,({hname}),dp;\nmatrix fmgS[{n}][{n}] =\n{ent};\n"
               "ideal fmgD = det(fmgS, \"SBareiss\");\ndumpideal(fmgD);\nquit;\n")
-    out = _cached("det", script, lambda: groebner.run_singular(script, timeout), use_cache)
+    out = _cached("det", script, lambda: groebner.run_singular(script, cpu_limit), use_cache)
     polys = _parse_polys(out, 1)
     if not polys:
         return [Fraction(0)]
@@ -733,12 +734,12 @@ def _dedupe(points, tol=1e-12):
     return out
 
 
-def _solve_sylvester(system, basis, hidden, use_cache, timeout, which="smallest"):
+def _solve_sylvester(system, basis, hidden, use_cache, cpu_limit, which="smallest"):
     nv = len(system.variables)
     S = sylvester_matrix(basis, nv, hidden, which=which)
     if S is None:
         return None
-    det = sylvester_determinant(S, str(system.variables[hidden]), use_cache, timeout)
+    det = sylvester_determinant(S, str(system.variables[hidden]), use_cache, cpu_limit)
     while det and det[0] == 0:
         det = det[1:]
     if len(det) < 2:
@@ -757,11 +758,11 @@ def _solve_sylvester(system, basis, hidden, use_cache, timeout, which="smallest"
     return S, io, sols
 
 
-def _solve_lex(system, hidden, use_cache, timeout):
+def _solve_lex(system, hidden, use_cache, cpu_limit):
     """The lex route: basis by FGLM with the hidden variable smallest, then
     triangular back-substitution from its univariate polynomial."""
     order = [v for v in system.variables if v != system.variables[hidden]] + [system.variables[hidden]]
-    lex, vdim = groebner_basis(system.polys, order, "lp", use_cache, timeout)
+    lex, vdim = groebner_basis(system.polys, order, "lp", use_cache, cpu_limit)
     nv = len(order)
     uni = [g for g in lex if all(sum(e[:-1]) == 0 for e in g)]
     if not uni:
@@ -782,7 +783,7 @@ def _solve_lex(system, hidden, use_cache, timeout):
 
 def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = None,
              method: str = "auto", cross_check: bool = False, imag_tol: float = 1e-9,
-             use_cache: bool = True, timeout: float | None = None, log=None,
+             use_cache: bool = True, cpu_limit: float | None = None, log=None,
              sylvester: str = "smallest", system: PolySystem | None = None) -> AssemblyResult:
     """Every assembly configuration of ``mech`` at the given independent
     coordinates (``inputs``, name -> value, angles in radians; default: the
@@ -804,7 +805,7 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
     hidx = names.index(hname)
     times["polynomialize"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    basis, vdim = groebner_basis(system.polys, system.variables, "dp", use_cache, timeout)
+    basis, vdim = groebner_basis(system.polys, system.variables, "dp", use_cache, cpu_limit)
     times["groebner_grevlex"] = time.perf_counter() - t1
     log(f"grevlex basis: {len(basis)} elements, {vdim} solutions (vdim), {times['groebner_grevlex']:.2f} s")
     if len(basis) == 1 and list(basis[0]) == [tuple([0] * len(names))]:
@@ -817,7 +818,7 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
     t2 = time.perf_counter()
     out = None
     if method in ("auto", "sylvester"):
-        out = _solve_sylvester(system, basis, hidx, use_cache, timeout, sylvester)
+        out = _solve_sylvester(system, basis, hidx, use_cache, cpu_limit, sylvester)
         if out is None and method == "sylvester":
             raise AssemblyError(f"no square Sylvester matrix with hidden variable {hname}; "
                                 "try another --hidden or method lex")
@@ -826,7 +827,7 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
         used, ssize = "sylvester", S.size
         log(f"Sylvester matrix {S.size}x{S.size} in {hname}: I/O polynomial of degree {len(io) - 1}")
     else:
-        io, raw, _, _ = _solve_lex(system, hidx, use_cache, timeout)
+        io, raw, _, _ = _solve_lex(system, hidx, use_cache, cpu_limit)
         used, ssize = "lex", None
     times["solve"] = time.perf_counter() - t2
     t3 = time.perf_counter()
@@ -851,7 +852,7 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
                             ssize, io, sols, times, None, imag_tol)
     if cross_check:
         t4 = time.perf_counter()
-        lio, lraw, lvdim, lsize = _solve_lex(system, hidx, use_cache, timeout)
+        lio, lraw, lvdim, lsize = _solve_lex(system, hidx, use_cache, cpu_limit)
         with mp.workdps(DPS):
             lpts = [newton([s[i] for i in range(nv)])[0] for s in lraw]
             lpts = _dedupe(lpts)
@@ -886,7 +887,8 @@ def _angle_distance(a, b):
     return min(d, 2 * math.pi - d)
 
 
-def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2, timeout: float | None = 30,
+def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2,
+                          cpu_limit: float | None = None,
                           log=None, apply: bool = True, system: PolySystem | None = None,
                           accept=None, accept_what: str = "") -> dict:
     """All real assemblies at the start input; the one nearest the user's
@@ -900,7 +902,7 @@ def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2, timeout: flo
     it accepts compete (a joint system's branch hints, ``accept_what``
     describes them for the error when none is accepted)."""
     log = log or (lambda msg: None)
-    res = assemble(mech, timeout=timeout, system=system)
+    res = assemble(mech, cpu_limit=cpu_limit, system=system)
     reals = res.real_solutions
     if not reals:
         raise AssemblyError(f"'{mech.name}' has no real assembly at the start input "
@@ -947,14 +949,54 @@ def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2, timeout: flo
     return chosen
 
 
-def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12, timeout: float = 20.0):
+def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12,
+                        cpu_limit: float | None = None, use_cache: bool = False):
     """Build-time check called by ``pipeline.prepare_mechanism``: list the real
     assemblies at the start input and take the one nearest the guesses
     (``choose_start_assembly``).  Only for small constraint systems (at most
     ``max_variables`` polynomial variables; bigger ones, like a Stewart
-    platform's 18 leg angles, are left to the triangular stage), and never
-    fatal: when it cannot run, the build goes on with the user's guesses."""
+    platform's 18 leg angles, are left to the triangular stage), and not
+    fatal when it cannot run (the build goes on with the user's guesses) --
+    except when Singular reaches its CPU-time safety limit: skipping then
+    would make the start, and the model, depend on how fast the machine is.
+
+    ``use_cache``: the outcome (every coordinate's start, the log lines and
+    warnings) is kept under the Gröbner cache's root by the mechanism as
+    it stands (``derived.key_text``, with every parameter's and input's
+    value and the assembly hints): a warm build otherwise spent more time
+    here (sympy's Jacobian, the Sylvester matrix; ~2.3 s of CPU for the
+    Stephenson six-bar, its Singular runs cached) than packaging takes."""
     log = log or (lambda msg: None)
+    if use_cache:
+        from . import derived
+        key = derived.key_text(mech, {
+            "stage": "start_assembly_hook", "max_variables": max_variables, "cpu_limit": cpu_limit,
+            "parameter_values": [[p.name, repr(p.value)] for p in mech.parameters],
+            "input_values": [[i.name, repr(i.start)] for i in mech.inputs],
+            "assembly_hints": repr(mech.assembly_hints), "singular": singular_available()})
+
+        def compute():
+            lines = []
+            with warnings.catch_warnings(record=True) as got:
+                warnings.simplefilter("always", AssemblyWarning)
+                chosen = start_assembly_hook(mech, lines.append, max_variables, cpu_limit)
+            for w in got:
+                if not issubclass(w.category, AssemblyWarning):
+                    warnings.warn(w.message, w.category, stacklevel=2)
+            return json.dumps({"starts": [[c.name, repr(float(c.start))] for c in mech.coordinates],
+                               "chosen": None if chosen is None else [[n, repr(v)] for n, v in chosen.items()],
+                               "log": lines,
+                               "warnings": [str(w.message) for w in got if issubclass(w.category, AssemblyWarning)]})
+        text, _, _ = groebner.disk_cache(key, compute, subdir="start_assembly")
+        out = json.loads(text)
+        starts = dict(out["starts"])
+        for c in mech.coordinates:
+            c.start = float(starts[c.name])
+        for line in out["log"]:
+            log(line)
+        for msg in out["warnings"]:
+            warnings.warn(msg, AssemblyWarning, stacklevel=2)
+        return None if out["chosen"] is None else {n: float(v) for n, v in out["chosen"]}
     try:
         if not mech.constraints or not singular_available():
             return None
@@ -968,7 +1010,9 @@ def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12, time
         if len(system.variables) > max_variables:
             log(f"assembly check skipped: {len(system.variables)} polynomial variables > {max_variables}")
             return None
-        return choose_start_assembly(mech, timeout=timeout, log=log, system=system)
+        return choose_start_assembly(mech, cpu_limit=cpu_limit, log=log, system=system)
+    except groebner.GroebnerLimit as e:
+        raise AssemblyError(f"'{mech.name}': the start assembly check did not finish ({e})") from None
     except (ModelError, GroebnerError, OSError) as e:
         log(f"assembly check skipped: {e}")
         return None

@@ -387,9 +387,22 @@ def step_code(step, lead_scale, indent, tmp, assign, helpers=None):
         # only a big step is kept out of line (compile time); a small one,
         # like a Stewart leg's, is left to gcc to inline: the call costs more
         # than its arithmetic
-        attribute = "__attribute__((noinline)) " if len(plan) > NOINLINE_STATEMENTS else ""
-        helpers.append(f"static void {attribute}{fn}({params}double *a)\n{{\n"
-                       + "\n".join(body) + "\n}\n")
+        if len(plan) > NOINLINE_STATEMENTS:
+            # ... and compiled once: model.c's AVX copy (fmigen_model_avx.c,
+            # FMIGEN_MODEL_VARIANT) calls the SSE2 copy's function instead of
+            # compiling its own.  Why: such steps are nearly all of a large
+            # model.c (a six-bar's sextic: 96 % of its text and of gcc's
+            # time), and the AVX copy would give the same bits anyway
+            # (scalar arithmetic without contraction, fmigen.fmu.AVX_FLAGS).
+            # External (hidden in a binary FMU), so named per model
+            # (FMIGEN_NAME, fmigen_names.h) for source FMUs linked together.
+            fn = f"FMIGEN_NAME({fn})"
+            signature = f"void {fn}({params}double *a)"
+            helpers.append(f"#ifdef FMIGEN_MODEL_VARIANT\n{signature};\n#else\n"
+                           f"{signature.replace('void ', 'void __attribute__((noinline)) ', 1)}\n{{\n"
+                           + "\n".join(body) + "\n}\n#endif\n")
+        else:
+            helpers.append(f"static void {fn}({params}double *a)\n{{\n" + "\n".join(body) + "\n}\n")
         lines = [f"{indent}double a_[{len(targets)}];",
                  f"{indent}{fn}({''.join(f'{g}, ' for g in used)}a_);"]
         lines += [f"{indent}const double {a} = a_[{k}];" for k, a in enumerate(targets)]

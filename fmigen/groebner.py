@@ -17,8 +17,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,8 +43,19 @@ class GroebnerError(RuntimeError):
         self.output = output
 
 
-class GroebnerTimeout(GroebnerError):
-    """The engine did not finish within the time allowed for one block."""
+class GroebnerLimit(GroebnerError):
+    """Singular used up its CPU-time safety limit (``run_singular``)."""
+
+
+#: Singular's safety limit, in seconds of *CPU* time (its own process's, not
+#: the wall clock's): a block whose basis needs more is an error naming it,
+#: never a quiet change of method.  Why CPU time and an error: a run cut
+#: short by the wall clock makes the generated model depend on the machine's
+#: load (the same module gave other C on a busy machine); CPU time barely
+#: depends on what else runs, and a limit that only ever fails the build
+#: cannot give other C.  The largest basis any shipped mechanism needs takes
+#: well under a tenth of it.
+SINGULAR_CPU_LIMIT = 600
 
 
 def singular_available() -> bool:
@@ -156,7 +170,7 @@ def _singular_script(polys, variables, parameters) -> str:
 CACHE_FORMAT = "terms-1"
 
 
-def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, timeout=None) -> list[sp.Poly]:
+def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, cpu_limit=None) -> list[sp.Poly]:
     """Reduced lex Gröbner basis of ``polys`` with ``variables`` highest first,
     as integer polynomials (sp.Poly over ZZ) in ``variables`` + ``parameters``
     (denominators in the parameters cleared).
@@ -165,7 +179,9 @@ def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, time
     sympy's parser took minutes to read it (again on every cache hit), and
     Poly conversions of the parsed expressions more.  Singular's output is
     read by a term-wise parser straight into exponent dictionaries, the cache
-    keeps those, and ``triangular.extract`` works on them."""
+    keeps those, and ``triangular.extract`` works on them.
+
+    ``cpu_limit``: Singular's CPU-time safety limit (``run_singular``)."""
     log = log or (lambda msg: None)
     script = _singular_script(polys, variables, parameters)
     engine = "singular" if singular_available() else "sympy"
@@ -174,7 +190,7 @@ def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, time
     def compute():
         started = time.perf_counter()
         if engine == "singular":
-            out = run_singular(script, timeout)
+            out = run_singular(script, cpu_limit)
             singular_s = time.perf_counter() - started
             lines = [line[2:] for line in out.splitlines() if line.startswith("@@")]
             if not lines:
@@ -282,30 +298,37 @@ def _mul(a, b):
     return out
 
 
-def run_singular(script: str, timeout: float | None = None) -> str:
+def run_singular(script: str, cpu_limit: float | None = None) -> str:
     """Run a Singular script (quiet, no init file) and return its output.
     Every failure is a ``GroebnerError`` whose message is one line naming
     the cause (the raw output stays in its ``output`` attribute):
-    ``GroebnerTimeout`` after ``timeout`` s; Singular missing or not
-    runnable; a non-zero exit status (out of memory, killed); an error
-    Singular reports (it exits 0 after one, so its "? " lines are looked
-    for).  Shared by the triangularization and the assembly."""
+    ``GroebnerLimit`` when it used up ``cpu_limit`` seconds of CPU time
+    (default ``SINGULAR_CPU_LIMIT``); Singular missing or not runnable; a
+    non-zero exit status (out of memory, killed); an error Singular reports
+    (it exits 0 after one, so its "? " lines are looked for).  Shared by the
+    triangularization and the assembly."""
     if not singular_available():
         raise GroebnerError("Singular is required here (apt-get install singular)")
     with tempfile.NamedTemporaryFile("w", suffix=".sing", delete=False) as f:
         f.write(script)
         path = f.name
+    cpu_limit = SINGULAR_CPU_LIMIT if cpu_limit is None else cpu_limit
+
+    def limit_cpu():
+        # in the child, before exec: the kernel sends SIGXCPU at the soft
+        # limit (Singular does not catch it) and SIGKILL at the hard one
+        seconds = int(math.ceil(cpu_limit))
+        resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))
     try:
-        try:
-            proc = subprocess.run(["Singular", "-q", "--no-rc", path], capture_output=True, text=True,
-                                  errors="replace", timeout=timeout)
-        except subprocess.TimeoutExpired as e:
-            raise GroebnerTimeout(f"Singular did not finish in {timeout:g} s") from e
-        except OSError as e:
-            raise GroebnerError(f"Singular could not be run ({e.strerror or e})") from None
+        proc = subprocess.run(["Singular", "-q", "--no-rc", path], capture_output=True, text=True,
+                              errors="replace", preexec_fn=limit_cpu)
+    except OSError as e:
+        raise GroebnerError(f"Singular could not be run ({e.strerror or e})") from None
     finally:
         os.unlink(path)
     output = proc.stdout + proc.stderr
+    if proc.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        raise GroebnerLimit(f"Singular used up its safety limit of {cpu_limit:g} s of CPU time", output)
     if proc.returncode != 0:
         why = "killed by signal %d" % -proc.returncode if proc.returncode < 0 else \
             f"exited with status {proc.returncode}"

@@ -272,3 +272,40 @@ def test_cli_assemble_json():
     assert p.returncode == 2 and "dependent coordinate" in p.stderr
     p = run("assemble", "--help")
     assert p.returncode == 0 and "--json" in p.stdout and "--inputs" in p.stdout
+
+
+def test_start_assembly_hook_outcome_is_cached(tmp_path, monkeypatch):
+    """With use_cache the hook's outcome (every start, its log lines, its
+    warnings) is kept by the mechanism's content: the same mechanism again
+    gets it without solving (choose_start_assembly would raise here), the
+    same starts, log and warning; a change the assembly reads (a length,
+    the guesses) solves again."""
+    from fmigen import assemble as assemble_mod, groebner
+    monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path)
+
+    def near_branch_point():
+        m = load_mechanism("fourbar")
+        next(p for p in m.parameters if p.name == "l3").value = 4.0 - math.sqrt(10.0) + 1e-6
+        return m
+    cold, cold_log = near_branch_point(), []
+    with pytest.warns(AssemblyWarning, match="close"):
+        chosen = start_assembly_hook(cold, log=cold_log.append, use_cache=True)
+    assert cold_log and cold_log[0].startswith("assembly: 2 real of 2 configurations")
+
+    def must_not_solve(*args, **kwargs):
+        raise AssertionError("solved again")
+    monkeypatch.setattr(assemble_mod, "choose_start_assembly", must_not_solve)
+    warm, warm_log = near_branch_point(), []
+    with pytest.warns(AssemblyWarning, match="close"):
+        assert start_assembly_hook(warm, log=warm_log.append, use_cache=True) == chosen
+    assert warm_log == cold_log
+    assert [c.start for c in warm.coordinates] == [c.start for c in cold.coordinates]
+    # another length, or other guesses: not the cached outcome
+    for change in ("l3", "alpha"):
+        m = near_branch_point()
+        if change == "l3":
+            next(p for p in m.parameters if p.name == "l3").value = 2.5
+        else:
+            m.coordinate_by_name("alpha").start += 0.5
+        with pytest.raises(AssertionError, match="solved again"):
+            start_assembly_hook(m, use_cache=True)
