@@ -196,6 +196,10 @@ def key_text(mech, options: dict) -> str:
         "kinematic": mech.kinematic, "switch_independent": mech.switch_independent,
         "newton_blocks": mech.newton_blocks, "angle_sums": mech.angle_sums,
         "float_rule": mech.float_rule,
+        # the build checks its start against the described one: an entry
+        # holds only for the description it was checked against
+        "described_start": None if mech.described_start is None else
+        {k: repr(float(v)) for k, v in mech.described_start.items()},
         "unit_scales": [repr(float(x)) for x in mechanism_unit_scales(mech)],
     }
     return "\n".join([FORMAT, source_digest(), json.dumps(options, sort_keys=True, default=str),

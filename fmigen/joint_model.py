@@ -707,6 +707,7 @@ def to_mechanism(system: JointSystem) -> Mechanism:
     _limits_as_documentation(m)
     _start_assembly(system, m, poses, marker_pose)
     m.joint_system = system
+    m.described_start = {c.name: float(c.start) for c in m.coordinates}
     return m
 
 

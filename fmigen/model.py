@@ -196,6 +196,11 @@ class Mechanism:
     #: The ``joints.JointSystem`` this mechanism was derived from, if any:
     #: what the Cartesian reference integrates.
     joint_system: object | None = None
+    #: The start the joint description states, by coordinate name: the
+    #: joints' given starts, the front end's assembly for those left to it
+    #: (``start=None``) and, with branch hints, the hinted assembly.  The
+    #: build checks the FMU's start pose against it (``start_pose``).
+    described_start: dict | None = None
     #: Solve blocks whose sin/cos arguments are sums of angles (relative joint
     #: angles) in the summed angles (``triangular.angle_plan``).  False keeps
     #: the expanded products of the coordinates' own sines and cosines.

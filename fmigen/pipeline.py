@@ -124,6 +124,7 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     how the generated right-hand side solves the embedded ODE
     (``codegen_recursive.choose``)."""
     from .codegen_recursive import choose as choose_dynamics
+    from .start_pose import check_start_pose
     log = log or (lambda msg: None)
     times = {}
     history = progress.StageTimes()
@@ -145,6 +146,10 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     tri = triangularize(dae, part, order=order, use_cache=use_cache, log=lambda m: log("      " + m),
                         kinematics=kinematics, newton_tol=newton_tol)
     _warn_singularities(dae, tri, log)
+    # the start the FMU carries must be the pose the joint description
+    # states, not another assembly that closes the loops as well
+    check_start_pose(mech, dae, [dae.names[i] for i in part.independent], tri.start,
+                     log=lambda m: log("      " + m))
     alternatives = []
     for names in (mech.switch_independent or []):
         # coordinate switching (paper 004): each further set of independent
