@@ -121,7 +121,8 @@ def independent_names(mech: Mechanism) -> list[str]:
     names = [c.name for c in mech.coordinates]
     plain = {c.symbol: sp.Symbol(c.name) for c in mech.coordinates}
     params = {p.symbol: rational(p.value, mech.float_rule) for p in mech.parameters}
-    phi = sp.Matrix([sp.sympify(c.expr).xreplace(plain).xreplace(params).subs(t, 0) for c in mech.constraints])
+    phi = sp.Matrix(len(mech.constraints), 1,   # a column, 0 x 1 too: 0 x 0 has no Jacobian
+                    [sp.sympify(c.expr).xreplace(plain).xreplace(params).subs(t, 0) for c in mech.constraints])
     syms = [sp.Symbol(n) for n in names]
     J = np.array(sp.lambdify(syms, phi.jacobian(syms), "numpy")(*[c.start for c in mech.coordinates]), dtype=float)
     _, _, piv = scipy.linalg.qr(J, pivoting=True)
@@ -799,6 +800,17 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
     system = system or polynomial_system(mech, inputs)
     hints = mech.assembly_hints or AssemblyHints()
     names = [str(v) for v in system.variables]
+    if not names:
+        # an open chain: no constraint, so no unknown; its one assembly is
+        # the independent coordinates as given (the unit ideal of no
+        # polynomial has one point: vdim 1, I/O polynomial 1)
+        if hidden:
+            raise AssemblyError(f"hidden variable '{hidden}': '{mech.name}' has no constraint, so no "
+                                "dependent coordinate to solve for")
+        times["polynomialize"] = time.perf_counter() - t0
+        return AssemblyResult(mech.name, {**system.known, **(inputs or {})}, [], "none (no constraint)",
+                              0, 1, "none", "", None, [Fraction(1)], [Solution({}, True, 0.0)], times,
+                              None, imag_tol)
     hname = hidden or hints.hidden or names[-1]
     if hname not in names:
         raise AssemblyError(f"hidden variable '{hname}' is not one of {names}")
@@ -1050,6 +1062,9 @@ def cli_assemble(args, log) -> int:
         return 0
     print(f"{res.mechanism}: {len(res.solutions)} assembly configurations ({res.real_count} real) at "
           + ", ".join(f"{k} = {v:g}" for k, v in res.inputs.items()))
+    if not res.variables:
+        print("  no constraint: the independent coordinates as given are the one assembly")
+        return 0
     print(f"  grevlex basis: {res.basis_size} elements, vdim {res.vdim}; method {res.method}"
           + (f", Sylvester matrix {res.sylvester_size}x{res.sylvester_size}" if res.sylvester_size else "")
           + f", hidden {res.hidden}; I/O polynomial degree {res.io_polynomial_degree}")

@@ -128,7 +128,8 @@ def branch_consistency(compiled, sweep, log=None) -> dict:
                 got = np.array(q[:])
                 d = got - target
                 d[angle] = (d[angle] + np.pi) % (2 * np.pi) - np.pi
-                dev = float(np.max(np.abs(d[part.dependent]) / scales[part.dependent]))
+                # initial 0: an open chain has no dependent coordinate to deviate
+                dev = float(np.max(np.abs(d[part.dependent]) / scales[part.dependent], initial=0.0))
                 if near:
                     near_singular += 1
                     near_worst = max(near_worst, dev)

@@ -174,7 +174,9 @@ def build_dae(mech: Mechanism) -> DAE:
 
     M, F = mech.equations_of_motion()
     M, F = M.applyfunc(plain), F.applyfunc(plain)
-    Phi = sp.Matrix([plain_exact(c.expr) for c in mech.constraints])
+    # a column even with no constraint (an open chain): sp.Matrix([]) is 0 x 0,
+    # which has no Jacobian; 0 x 1 gives the 0 x n Φ_q every later stage expects
+    Phi = sp.Matrix(len(mech.constraints), 1, [plain_exact(c.expr) for c in mech.constraints])
     tunable_syms = {p.symbol for p in tunable} | {i.symbol for i in mech.inputs}
     for c, e in zip(mech.constraints, Phi):
         bad = e.free_symbols & tunable_syms
