@@ -771,8 +771,21 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
     # reading every coordinate after a step costs the Stewart platform's FMU
     whole = len(lang.deferred) - len(lang.deferred) % 4
     body = [f"    fmigen_atan2_4(q, trig, {', '.join(map(str, lang.deferred[k:k + 4]))});" for k in range(0, whole, 4)]
-    body += lang.complete_angles("top", lang.deferred[whole:]) + ["    (void)q; (void)trig;"]
-    code += _function("void fmigen_kinematic_angles(double *q, const double *trig)", "\n".join(body))
+    body += lang.complete_angles("top", lang.deferred[whole:])
+    # continuous: the turns the base holds for each (fmigen_runtime.h, FmigenBase)
+    body += [f"    q[{i}] = fmigen_turned(q[{i}], base, trig, {i});" for i in lang.deferred]
+    body += ["    (void)q; (void)trig; (void)base;"]
+    code += _function("void fmigen_kinematic_angles(double *q, const double *trig, const FmigenBase *base)",
+                      "\n".join(body))
+    # an accept's update of those turns: a sign test per angle, where
+    # tracking the angle itself would cost an atan2 per angle and step
+    first = [f"        base->turn[{i}] = fmigen_turns_near(base->q[{i}], fmigen_atan2(trig[{2 * i}], trig[{2 * i + 1}]));"
+             for i in lang.deferred]
+    wind = [f"        base->turn[{i}] += fmigen_wind(base->wind_s[{i}], trig[{2 * i}], trig[{2 * i + 1}]);"
+            for i in lang.deferred]
+    body = (["    if (!base->continuity) {", *first, "    } else {", *wind, "    }"] +
+            [f"    base->wind_s[{i}] = trig[{2 * i}];" for i in lang.deferred] + ["    (void)base; (void)trig;"])
+    code += _function("void fmigen_angle_turns(FmigenBase *base, const double *trig)", "\n".join(body))
     return code, sol_start
 
 
@@ -1148,7 +1161,7 @@ class CKinematics:
         if defer:
             self.deferred.append(i)
         else:
-            line += f" q[{i}] = fmigen_atan2(sq, cq);"
+            line += f" q[{i}] = fmigen_unwrap(fmigen_atan2(sq, cq), base->q[{i}]);"
         return [line + " }"]
 
     def complete_angles(self, depth, indices):
@@ -1164,7 +1177,8 @@ class CKinematics:
             # the runtime's atan2 (fmigen_numeric.h), as for the deferred
             # angles: within an ulp of libm's at half its cost, and this one
             # is in every right-hand side
-            out.append(f"        q[{i}] = fmigen_atan2({vs[0]}, {vs[1]});")
+            # continuous: the turns nearest the last accepted value
+            out.append(f"        q[{i}] = fmigen_unwrap(fmigen_atan2({vs[0]}, {vs[1]}), base->q[{i}]);")
         return out
 
     def finish(self, out):
@@ -1223,7 +1237,7 @@ def _vars_from_q(layout, ind, sums=None, pairs=None, tag=None):
 
 
 #: the generated names each partition has its own copy of
-PARTITION_SYMBOLS = ("fmigen_kinematics_failure", "fmigen_kinematics", "fmigen_kinematic_angles",
+PARTITION_SYMBOLS = ("fmigen_kinematics_failure", "fmigen_kinematics", "fmigen_kinematic_angles", "fmigen_angle_turns",
                      "fmigen_embedded_velocities", "fmigen_embedded_prepare", "fmigen_embedded_finish",
                      "fmigen_independent",
                      "fmigen_dependent", "fmigen_sol_start", "fmigen_sol_layout")
@@ -1435,7 +1449,8 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     table = []
     for k, (emb_k, tri_k) in enumerate([(emb, tri), *alternatives]):
         sx = f"_p{k}" if k else ""
-        table.append(f"    {{fmigen_kinematics{sx}, fmigen_kinematic_angles{sx}, fmigen_embedded_velocities{sx}, "
+        table.append(f"    {{fmigen_kinematics{sx}, fmigen_kinematic_angles{sx}, fmigen_angle_turns{sx}, "
+                     f"fmigen_embedded_velocities{sx}, "
                      f"fmigen_embedded_prepare{sx}, fmigen_embedded_finish{sx}, fmigen_independent{sx}, fmigen_dependent{sx}, "
                      f"fmigen_kinematics_failure{sx}, fmigen_sol_start{sx}, fmigen_sol_layout{sx}, "
                      f"{len(sol_layout(dae, tri_k)[0])}}}")

@@ -646,9 +646,10 @@ def compare_with_mujoco(mech, result, dt=5e-5, log=None, inputs=None) -> dict:
     (time, every coordinate and its der()); MuJoCo starts from the FMU's
     first row and is sampled at its times.  ``inputs``: {input name: value
     or sympy expression in t} for the inputs the FMU was driven with (the
-    others at their start).  Returns the max |FMU − MuJoCo|
-    per coordinate (angles modulo 2π) and per velocity, and MuJoCo's own
-    max constraint violation, which bounds what the comparison can show."""
+    others at their start).  Returns the max |FMU − MuJoCo| per coordinate
+    (angles directly: both are continuous) and per velocity, and MuJoCo's
+    own max constraint violation, which bounds what the comparison can show."""
+    from .validate import coordinate_error
     if mech.joint_system is None:
         raise MJCFError(f"'{mech.name}' is written with the low-level API; the MuJoCo peer needs its bodies "
                         "and joints (fmigen.joints.JointSystem)")
@@ -661,10 +662,8 @@ def compare_with_mujoco(mech, result, dt=5e-5, log=None, inputs=None) -> dict:
     for c in mech.coordinates:
         if c.name not in peer.q:
             continue
-        d = result[c.name] - peer.q[c.name]
-        if c.unit == "rad":
-            d = (d + math.pi) % (2 * math.pi) - math.pi
-        errors[c.name] = float(np.abs(d).max())
+        # directly, as validate compares every reference (validate.coordinate_error)
+        errors[c.name] = float(coordinate_error(result[c.name], peer.q[c.name]).max())
         verrors[c.name] = float(np.abs(result[f"der({c.name})"] - peer.v[c.name]).max())
     return {"max_abs_error": errors, "max_abs_velocity_error": verrors,
             "mujoco_constraint_violation": peer.max_violation, "settings": peer.settings}

@@ -265,6 +265,19 @@ def fmigen_atan2(y, x):
     return math.copysign(a, y)
 
 
+def fmigen_unwrap(a, ref):
+    """runtime/fmigen_runtime.h's fmigen_unwrap: the angle a from atan2 moved
+    by whole turns k to the representative nearest ref (the last accepted
+    value, or the start), so a dependent angle that turns is continuous;
+    a + 2π·k as C computes it (k by a truncating conversion of x ± 0.5)."""
+    d = ref - a
+    if not (fabs(d) > 3.141592653589793 and fabs(d) < 4503599627370496.0):
+        return a
+    x = d * (1.0 / 6.283185307179586)
+    k = float(int(x + math.copysign(0.5, x)))
+    return a if k == 0.0 else a + 6.283185307179586 * k
+
+
 def fmigen_powi(x, n):
     """runtime/fmigen_runtime.h's fmigen_powi: x**n by repeated squaring,
     the same multiplications in the same order."""
@@ -1002,7 +1015,7 @@ class SlaveMethods:
         self.last_successful_time = state["last_successful_time"]
 
 
-RUNTIME_OBJECTS = [linear, quadratic_near, rotate, fmigen_sincos, fmigen_atan2, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
+RUNTIME_OBJECTS = [linear, quadratic_near, rotate, fmigen_sincos, fmigen_atan2, fmigen_unwrap, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
                    ldlt_factor, ldlt_solve, psd3, checked_value,
                    poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]
@@ -1294,11 +1307,14 @@ class PyKinematics:
 
     def angle_from_sums(self, i, sin_q, cos_q, to_trig, defer):
         trig = [f"    trig[{2 * i}] = _sq", f"    trig[{2 * i + 1}] = _cq"] if to_trig else []
-        return [f"    _sq = {sin_q}", f"    _cq = {cos_q}", *trig, f"    q[{i}] = fmigen_atan2(_sq, _cq)"]
+        return [f"    _sq = {sin_q}", f"    _cq = {cos_q}", *trig,
+                f"    q[{i}] = fmigen_unwrap(fmigen_atan2(_sq, _cq), b_q[{i}])"]
 
     def angle_from_pair(self, i, vs, to_trig, defer):
         trig = [f"    trig[{2 * i}] = {vs[0]}", f"    trig[{2 * i + 1}] = {vs[1]}"] if to_trig else []
-        return [*trig, f"    q[{i}] = fmigen_atan2({vs[0]}, {vs[1]})"]
+        # continuous: the turns nearest the last accepted value (C: the
+        # same a + 2π·k, by fmigen_unwrap or a deferred angle's turns)
+        return [*trig, f"    q[{i}] = fmigen_unwrap(fmigen_atan2({vs[0]}, {vs[1]}), b_q[{i}])"]
 
     def finish(self, out):
         return "def fmigen_kinematics(t, q, p, base, sol):\n" + "\n".join(out + ["    return 0"]) + "\n"
