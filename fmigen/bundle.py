@@ -192,6 +192,7 @@ def bundle(spec, out_dir, stop_time=2.0, output_interval=None, reference_rtol=1e
                "velocity": float(np.abs(coarse.v - ref.v).max())}
     seconds["reference"] = time.perf_counter() - t0
 
+    independent = set(compiled.independent_names)
     angles = {c.name for c in mech.coordinates if c.unit == "rad"}
     names, columns = ["time"], [times]
     for i, c in enumerate(mech.coordinates):

@@ -37,7 +37,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
