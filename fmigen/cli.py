@@ -370,7 +370,8 @@ def main(argv=None):
                                     "errors over time, constraint residual, energy balance, settings, versions, "
                                     "commit, pass/fail")
     p.add_argument("--peer", choices=["mujoco"], default=None,
-                   help="also run the joint description in MuJoCo (pip install mujoco) and compare with the FMU")
+                   help="also run the joint description in MuJoCo (pip install mujoco), driven by the same --input "
+                        "signals, and compare with the FMU")
     p.add_argument("--energy-tol", type=positive, default=1e-6,
                    help="max relative energy-balance drift max|E(t) - E(0) - W(t)| / scale of the FMU's "
                         "trajectory (default 1e-6, see README)")
@@ -383,8 +384,8 @@ def main(argv=None):
     p.add_argument("--input", action="append", metavar="NAME=EXPR", default=None,
                    help="drive an input with an expression in t (repeatable), e.g. "
                         "'rack_demand=0.01*smoothstep(t, 0.1, 0.2)' (smoothstep: the C2 step 0 -> 1 from t0 to "
-                        "t1; also + - * / **, pi, E and the usual functions, see the README); the references use "
-                        "the expression, the FMU its samples at every step with their "
+                        "t1; also + - * / **, pi, E and the usual functions, see the README); the references (and "
+                        "MuJoCo with --peer) use the expression, the FMU its samples at every step with their "
                         "slopes as input derivatives; other inputs stay at their start values")
     p.add_argument("--plot", help="write a PNG of the trajectories and errors")
     p.add_argument("--fmu", help="validate this FMU (built earlier by fmigen build) instead of building one; "

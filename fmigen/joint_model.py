@@ -739,11 +739,17 @@ def _select_constraints(system, m, coords, candidates):
     ``system.preferred_independent`` (and no ``independent``): those
     coordinates, completed by pivoted QR, become ``m.independent`` when
     Φ_d is regular at the start with them kept at their starts (those that
-    have one); otherwise
-    the choice is left to ``partition`` as without it, and
-    ``m.independent_note`` says why."""
+    have one); otherwise the choice is left to ``partition`` as without it,
+    and ``m.independent_note`` says why."""
     names = [nm for nm, _ in candidates]
     exprs = [e for _, e in candidates]
+    # a name that is no joint coordinate at all is a mistake in the input,
+    # not a choice to fall back from (as a cut joint's coordinate is)
+    known = {c.name for c in system.coordinates}
+    for name in system.preferred_independent or []:
+        if name not in known:
+            raise ModelError(f"preferred independent coordinate '{name}' is no coordinate of "
+                             f"'{system.name}' (have {sorted(known)})")
     preferred = list(system.preferred_independent or []) if system.independent is None else []
     attempt = None
     if preferred:
@@ -857,7 +863,7 @@ def _regular_choice(preferred, coords, qs, chosen, dof, J):
     names = [c.name for c in coords]
     unknown = [p for p in preferred if p not in names]
     if unknown:
-        return None, f"{unknown} are no coordinates of the model (a cut joint's)"
+        return None, f"{unknown} belong to a cut joint, whose coordinates are no coordinates of the model"
     if len(preferred) > dof:
         return None, f"{len(preferred)} of them for {dof} degree(s) of freedom"
     rest = [i for i, nm in enumerate(names) if nm not in preferred]

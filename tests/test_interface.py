@@ -106,3 +106,23 @@ def test_the_fmu_refuses_the_guid_of_its_sibling_built_with_another_solver(solve
     other = FMU2Slave(guid=_token(rk4), unzipDirectory=unzip, modelIdentifier="fourbar", instanceName="other")
     with pytest.raises(Exception, match="Failed to instantiate"):
         other.instantiate()
+
+
+def test_variants_share_the_compiled_model(tmp_path, monkeypatch):
+    """Each variant has its own GUID, but model.c is the same: its object
+    files (the SSE2 and the AVX copy) and the runtime's that include only
+    model_config.h come from the object cache for the second variant.  Only
+    the sources that include fmu_config.h (the solver, step and GUID:
+    fmigen_instance.c and the FMI glue) are compiled again.  With the GUID in
+    model_config.h every source was compiled again for every variant."""
+    from fmigen import fmu, groebner
+    from fmigen.pipeline import compile_model, load_mechanism
+    monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
+    compiled = compile_model(load_mechanism("fourbar"))
+    counts = []
+    for solver in ("rk4", "euler"):
+        fmu.package(compiled.embedding, compiled.generated, tmp_path / f"{solver}.fmu", solver=solver,
+                    windows=False, use_cache=True)
+        counts.append(len(list((tmp_path / "cache" / "objects").glob("*.o"))))
+    assert _token(tmp_path / "rk4.fmu") != _token(tmp_path / "euler.fmu")
+    assert counts[1] - counts[0] == 2

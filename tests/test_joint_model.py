@@ -702,6 +702,16 @@ def test_a_preferred_coordinate_is_completed_to_an_independent_set():
     assert sorted(dae.names[i] for i in choose_partition(dae).independent) == sorted(m.independent)
 
 
+def test_a_preferred_name_that_is_no_coordinate_is_an_error():
+    """A typo in a hand-written preferred set is named, as one in
+    ``independent`` is, instead of falling back to fmigen's choice with a
+    note blaming a cut joint."""
+    s = _five_bar()
+    s.preferred_independent = ["a3"]
+    with pytest.raises(ModelError, match="preferred independent coordinate 'a3' is no coordinate"):
+        to_mechanism(s)
+
+
 def test_a_declared_independent_set_wins_over_the_preferred_one():
     s = load_mechanism("fourbar_joints").joint_system
     assert s.independent == ["theta"]
