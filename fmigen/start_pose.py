@@ -86,29 +86,17 @@ def _markers(system, poses, params):
     return out
 
 
-def _project(dae, q0: np.ndarray, free: list[int], iterations=60):
-    """Gauss–Newton from q0 onto Φ(0, q) = 0 over the ``free`` coordinates;
-    returns (q, |Φ|∞)."""
-    num = dae.numeric
-    q = q0.copy()
-    res = np.abs(num.Phi(0.0, q)).max(initial=0.0)
-    for _ in range(iterations):
-        if res < 1e-14:
-            break
-        J = num.Phi_q(0.0, q)[:, free]
-        step, *_ = np.linalg.lstsq(J, -num.Phi(0.0, q), rcond=None)
-        lam, moved = 1.0, False
-        while lam > 1e-4:
-            trial = q.copy()
-            trial[free] += lam * step
-            r = np.abs(num.Phi(0.0, trial)).max(initial=0.0)
-            if r < res:
-                q, res, moved = trial, r, True
-                break
-            lam /= 2
-        if not moved:
-            break
-    return q, res
+class _ClosureAtStart:
+    """Φ(0, q) and Φ_q in the interface ``joint_model._project`` takes."""
+
+    def __init__(self, dae):
+        self.numeric = dae.numeric
+
+    def f(self, q):
+        return self.numeric.Phi(0.0, q)
+
+    def J(self, q):
+        return self.numeric.Phi_q(0.0, q)
 
 
 def _wrap(d, angle):
@@ -120,7 +108,7 @@ def check_start_pose(mech, dae, independent: list[str], start: dict, log=None):
     coordinate name) places every marker of ``mech.joint_system`` where the
     described start does (module docstring).  Returns the largest position
     and orientation differences found (relative, absolute)."""
-    from .joint_model import spanning_tree
+    from .joint_model import _project, spanning_tree
     system, described = mech.joint_system, mech.described_start
     if system is None or described is None or not mech.constraints:
         return None
@@ -131,7 +119,9 @@ def check_start_pose(mech, dae, independent: list[str], start: dict, log=None):
     q_d = np.array([described[n] for n in names], dtype=float)
     given = set(independent)
     free = [i for i, n in enumerate(names) if n not in given]
-    q_p, res = _project(dae, q_d, free)
+    # the front end's own projection: the same damped Gauss–Newton that left
+    # the dependent starts at the projected start (joint_model)
+    q_p, res = _project(_ClosureAtStart(dae), q_d, free)
     if not res <= 1e-10 * scale:
         raise StartPoseError(
             f"'{mech.name}': the described start is far from any closed configuration (closure residual "

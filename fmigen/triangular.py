@@ -1153,15 +1153,11 @@ def _alternative(tb: TriangularBlock, order, name, use_cache, log):
     try:
         basis = groebner_lex(list(tb.polys) + list(tb.circles), ring, list(tb.abstractions),
                              use_cache=use_cache, log=log)
+        return Sequence(list(order), extract(basis, list(order), name))
     except GroebnerLimit as e:
         raise ModelError(f"block {name}: the Gröbner basis of the order {' > '.join(map(str, order))} "
                          f"did not finish ({e})") from None
-    except GroebnerError as e:
-        log(f"block {name}: order {' > '.join(map(str, order))} gives no sequence ({e})")
-        return None
-    try:
-        return Sequence(list(order), extract(basis, list(order), name))
-    except ModelError as e:
+    except (GroebnerError, ModelError) as e:
         log(f"block {name}: order {' > '.join(map(str, order))} gives no sequence ({e})")
         return None
 
