@@ -820,7 +820,8 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
        prediction (skipped at the initial assembly, where there is no
        previous solution and the prediction is the build-time start).
     4. On failure, the next sequence (other lex orders, chosen at build time
-       to cover the primary's representation singularities), then Newton
+       to cover the primary's representation singularities) or the exact
+       completion of the primary (``completion_cases``), then Newton
        from the prediction (≤ FMIGEN_NEWTON_MAX_ITER), verified the same
        way; if that fails too, a failure code whose message names the block.
 
@@ -943,17 +944,24 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
         allvars = [v for _, _, vs, _ in layout for v in vs]
         # the attempts: sequence 0, 1, ... then Newton; a failed check leaves
         # an attempt with ok = 0 and the next one runs
-        out += lang.attempts_open(allvars, nseq, tb.newton_first)
+        plan = tb.completion
+        ncases = nseq + (2 if plan is not None else 0)
+        out += lang.attempts_open(allvars, ncases, tb.newton_first)
         for si, seq in enumerate(tb.sequences):
             out += lang.case_open(si, f"sequence {seq.label}")
-            for step in seq.steps:
+            for k, step in enumerate(seq.steps):
                 tmp = f"k{bi}_{si}_{step.variable}_"
                 out += lang.step_open(f"{step.variable}: degree {step.degree}")
                 lead_scale = switch_scale(tb, step)
                 out += step_code(step, lead_scale, lang.indent["step"], tmp, lang.assignments, lang.helpers)
                 if lead_scale is not None:
                     out += lang.break_unless("step", f"fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale")
-                out += lang.solve_step(step.variable, step.degree)
+                if si == 0 and k == 0 and plan is not None and plan.disc_root is not None:
+                    # the roots from the factored discriminant (triangular.Completion)
+                    out += lang.let("step", "dr", lang.expr(sm(ts(plan.disc_root))))
+                    out += lang.quadratic_root("step", step.variable, "dr", False)
+                else:
+                    out += lang.solve_step(step.variable, step.degree)
                 out += lang.step_close()
             # continuity of the roots this sequence chose (degree ≥ 2): the
             # linear steps' values are then the unique solution with them
@@ -961,6 +969,8 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
             if rc:
                 out += lang.break_unless_continuous("case", rc)
             out += lang.case_close(1)
+        if plan is not None:
+            out += completion_cases(tb, plan, bi, nseq, layout, sm, ts, lang)
         out += lang.case_open(None, "Newton from the prediction")
         # the deferred angles this block's Newton reads (none where every
         # angle is in q at once: the Python port)
@@ -982,7 +992,9 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
         # --- verification: the block's own polynomials, relative, |P_k| ≤
         # tol·scale_k for every k (no division; NaN fails) ---
         polys, pscales = verification(tb)
-        out += lang.verify_open(polys, pscales, f"v{bi}_")
+        # a primary result short of round-off goes to the exact completion
+        # (the next attempt), not to the polish
+        out += lang.verify_open(polys, pscales, f"v{bi}_", polish_from=1 if plan is not None else 0)
         for i, e in q_from_vars(layout, "", sums, lang.expr):
             out += lang.set("polish", f"q[{i}]", e)
         if complete:
@@ -1136,17 +1148,38 @@ class CKinematics:
     def trig_from_pair(self, depth, i, tag, j):
         return [f"{self.indent[depth]}trig[{2 * i}] = pr{tag}[{2 * j}]; trig[{2 * i + 1}] = pr{tag}[{2 * j + 1}];"]
 
-    def _within(self, n, tol):
-        return " && ".join(f"fabs(rv[{k}]) <= {tol} * rs[{k}]" for k in range(n))
+    def _within(self, n, tol, r="rv", s="rs"):
+        return " && ".join(f"fabs({r}[{k}]) <= {tol} * {s}[{k}]" for k in range(n))
 
-    def verify_open(self, polys, pscales, tmp):
+    def verify_open(self, polys, pscales, tmp, polish_from=0):
         n = len(polys)
+        guard = f"attempt >= {polish_from} && " if polish_from else ""
         return ["            {", f"                double rv[{n}], rs[{n}];",
                 assignments([f"rv[{k}]" for k in range(n)] + [f"rs[{k}]" for k in range(n)],
                             polys + pscales, indent="                ", tmp=tmp),
                 f"                if (!({self._within(n, 'FMIGEN_SEQ_TOL')})) {{",
                 "                    ok = 0;",
-                f"                    if ({self._within(n, 'FMIGEN_POLISH_TOL')}) {{ /* polish: Newton from the result */"]
+                f"                    if ({guard}{self._within(n, 'FMIGEN_POLISH_TOL')}) {{ /* polish: Newton from the result */"]
+
+    def quadratic_root(self, depth, var, root, other, circle_of=None):
+        ind = self.indent[depth]
+        if circle_of is not None:      # var² + circle_of² − 1 = 0
+            return [f"{ind}if (fmigen_quadratic_near(1.0, 0.0, {circle_of} * {circle_of} - 1.0, P_{var}, &{var})) break;"]
+        return [f"{ind}if (fmigen_quadratic_root(a2, a1, a0, {root}, P_{var}, {int(other)}, &{var})) break;"]
+
+    def linear_solve(self, depth, n, A, b, targets):
+        ind = self.indent[depth]
+        return [f"{ind}double Ac[{n * n}] = {{{', '.join(A)}}};", f"{ind}double bc[{n}] = {{{', '.join(b)}}};",
+                f"{ind}int pc[{n}];", f"{ind}if (fmigen_lu_factor({n}, Ac, pc)) break;",
+                f"{ind}fmigen_lu_solve({n}, Ac, pc, bc);",
+                *[f"{ind}{v} = bc[{k}];" for k, v in enumerate(targets)]]
+
+    def break_unless_within(self, depth, polys, pscales, tmp):
+        ind, n = self.indent[depth], len(polys)
+        return [f"{ind}double rc[{n}], sc[{n}];",
+                assignments([f"rc[{k}]" for k in range(n)] + [f"sc[{k}]" for k in range(n)],
+                            polys + pscales, indent=ind, tmp=tmp),
+                f"{ind}if (!({self._within(n, 'FMIGEN_SEQ_TOL', 'rc', 'sc')})) break;"]
 
     def polished_open(self, converged):
         return [f"                        if ({converged}) {{"]
@@ -1191,6 +1224,50 @@ class CKinematics:
                                 "    return 0;"])
 
 
+def completion_cases(tb, plan, bi, nseq, layout, sm, ts, lang):
+    """The two attempts of a block's exact completion (``triangular.Completion``),
+    after its sequences: the root of the primary's first step nearest the
+    prediction, then the other root; from the root, its angle's other
+    variable by the circle (the root nearest its prediction) and the rest by
+    the square linear system of the block's own constraints (LU).  Each
+    attempt is accepted only when the block's polynomials vanish to
+    FMIGEN_SEQ_TOL and its roots continue the prediction, so the wrong root
+    leaves for the other one.  Fixed operation count: no iteration."""
+    step = tb.steps[0]
+    coord = {v: i for i, _, vs, _ in layout for v in vs}
+    out = []
+    for other in (False, True):
+        si = nseq + int(other)
+        out += lang.case_open(si, f"{plan.label} from {'the other' if other else 'the nearer'} root of "
+                                  f"{plan.variable}")
+        out += lang.step_open(f"{plan.variable}: degree 2")
+        # the coefficients by the primary's own function (C: its first step's
+        # helper, already written; a throwaway list takes the copy)
+        out += step_code(step, None, lang.indent["step"], f"k{bi}_0_{plan.variable}_", lang.assignments,
+                         None if lang.helpers is None else [])
+        root = (lang.expr(sm(ts(plan.disc_root))) if plan.disc_root is not None
+                else "sqrt(fmax(a1 * a1 - 4.0 * a2 * a0, 0.0))")
+        out += lang.let("step", "dr", root)
+        out += lang.quadratic_root("step", plan.variable, "dr", other)
+        out += lang.step_close()
+        tests = [f"fabs({plan.variable} - P_{plan.variable}) <= T{coord[plan.variable]}"]
+        if plan.partner is not None:
+            out += lang.step_open(f"{plan.partner}: the circle")
+            out += lang.quadratic_root("step", plan.partner, None, False, circle_of=plan.variable)
+            out += lang.step_close()
+            tests.append(f"fabs({plan.partner} - P_{plan.partner}) <= T{coord[plan.partner]}")
+        if plan.rest:
+            n = len(plan.rest)
+            A = [lang.expr(sm(ts(c_))) for r in plan.rows for c_ in r[0]]
+            b = [lang.expr(sm(ts(-r[1]))) for r in plan.rows]
+            out += lang.linear_solve("case", n, A, b, [str(v) for v in plan.rest])
+        polys, pscales = verification(tb)
+        out += lang.break_unless_within("case", polys, pscales, f"c{bi}_{int(other)}_")
+        out += lang.break_unless_continuous("case", tests)
+        out += lang.case_close(1)
+    return out
+
+
 def root_continuity(seq, layout) -> list[str]:
     """The continuity tests of the variables a sequence picks a root for
     (degree ≥ 2 steps), as C/Python comparisons."""
@@ -1205,7 +1282,7 @@ def switch_scale(tb, step):
     cannot help or cannot happen: a block with one sequence (its vanishing
     coefficient is caught by the residual check and solved by Newton), a
     constant coefficient, or one of more than 40 terms."""
-    if len(tb.sequences) < 2:
+    if len(tb.sequences) < 2 and getattr(tb, "completion", None) is None:
         return None
     lead = step.coeff_polys[0].as_expr()
     if not lead.free_symbols:

@@ -137,6 +137,25 @@ def quadratic_near(a2, a1, a0, pred):
     return (0 if x == x else 1), x
 
 
+def quadratic_root(a2, a1, a0, r, pred, other):
+    """fmigen_quadratic_root: (status, root of a2 x² + a1 x + a0 given r =
+    √disc: the one on pred's side of −a1/(2 a2), or with ``other`` the far
+    one), the same operations in the same order."""
+    scale = fabs(a2) + fabs(a1) + fabs(a0)
+    if not (fabs(a2) > 1e-13 * scale) or not (r >= 0.0):
+        return 1, pred
+    if (2.0 * a2 * pred + a1 >= 0.0) == (other != 0):
+        r = -r
+    if -a1 * r > 0.0 or a1 == 0.0:
+        x = (-a1 + r) / (2.0 * a2)
+    else:
+        den = -a1 - r
+        if den == 0.0:
+            return 1, pred
+        x = 2.0 * a0 / den
+    return (0 if x == x else 1), x
+
+
 def rotate(s, c, d, a):
     """fmigen_rotate: (sin, cos) of θ + d = a from (s, c) of θ, the same
     operations in the same order."""
@@ -1015,7 +1034,7 @@ class SlaveMethods:
         self.last_successful_time = state["last_successful_time"]
 
 
-RUNTIME_OBJECTS = [linear, quadratic_near, rotate, fmigen_sincos, fmigen_atan2, fmigen_unwrap, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
+RUNTIME_OBJECTS = [linear, quadratic_near, quadratic_root, rotate, fmigen_sincos, fmigen_atan2, fmigen_unwrap, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
                    ldlt_factor, ldlt_solve, psd3, checked_value,
                    poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]
@@ -1284,16 +1303,37 @@ class PyKinematics:
         return [f"{ind}trig[{2 * i}] = _pr{tag}[{2 * j}]", f"{ind}trig[{2 * i + 1}] = _pr{tag}[{2 * j + 1}]"]
 
     @staticmethod
-    def _within(n, tol):
-        return " and ".join(f"fabs(_rv[{k}]) <= {tol} * _rs[{k}]" for k in range(n))
+    def _within(n, tol, r="_rv", s="_rs"):
+        return " and ".join(f"fabs({r}[{k}]) <= {tol} * {s}[{k}]" for k in range(n))
 
-    def verify_open(self, polys, pscales, tmp):
+    def verify_open(self, polys, pscales, tmp, polish_from=0):
         n, i1, i2 = len(polys), self.indent["verify"], self.indent["failed"]
+        guard = f"_attempt >= {polish_from} and " if polish_from else ""
         return [f"{i1}_rv = [0.0] * {n}", f"{i1}_rs = [0.0] * {n}",
                 *assignments([f"_rv[{k}]" for k in range(n)] + [f"_rs[{k}]" for k in range(n)],
                              polys + pscales, indent=i1, tmp=tmp),
                 f"{i1}if not ({self._within(n, 'FMIGEN_SEQ_TOL')}):", f"{i2}_ok = 0",
-                f"{i2}if {self._within(n, 'FMIGEN_POLISH_TOL')}:  # polish: Newton from the result"]
+                f"{i2}if {guard}{self._within(n, 'FMIGEN_POLISH_TOL')}:  # polish: Newton from the result"]
+
+    def quadratic_root(self, depth, var, root, other, circle_of=None):
+        ind = self.indent[depth]
+        if circle_of is not None:      # var² + circle_of² − 1 = 0
+            return [f"{ind}_st, {var} = quadratic_near(1.0, 0.0, {circle_of} * {circle_of} - 1.0, P_{var})",
+                    f"{ind}if _st: break"]
+        return [f"{ind}_st, {var} = quadratic_root(a2, a1, a0, {root}, P_{var}, {int(other)})", f"{ind}if _st: break"]
+
+    def linear_solve(self, depth, n, A, b, targets):
+        ind = self.indent[depth]
+        return [f"{ind}_Ac = [{', '.join(A)}]", f"{ind}_bc = [{', '.join(b)}]", f"{ind}_pc = [0] * {n}",
+                f"{ind}if lu_factor({n}, _Ac, _pc): break", f"{ind}lu_solve({n}, _Ac, _pc, _bc)",
+                *[f"{ind}{v} = _bc[{k}]" for k, v in enumerate(targets)]]
+
+    def break_unless_within(self, depth, polys, pscales, tmp):
+        ind, n = self.indent[depth], len(polys)
+        return [f"{ind}_rc = [0.0] * {n}", f"{ind}_sc = [0.0] * {n}",
+                *assignments([f"_rc[{k}]" for k in range(n)] + [f"_sc[{k}]" for k in range(n)],
+                             polys + pscales, indent=ind, tmp=tmp),
+                f"{ind}if not ({self._within(n, 'FMIGEN_SEQ_TOL', '_rc', '_sc')}): break"]
 
     def polished_open(self, converged):
         return [f"{self.indent['polish']}if {converged}:"]

@@ -29,9 +29,12 @@ Per block:
    leading coefficients or discriminants vanishes (a Grashof double-crank
    four-bar divides by l1 cos θ − d).  The reachable workspace is swept by
    Newton continuation (``workspace.py``, independent of the sequences); where
-   the primary sequence degenerates, sequences of other lex orders are
-   computed and the fewest that cover every swept point are kept as run-time
-   alternatives (tried in order when the one before fails its checks).
+   the primary sequence degenerates, its exact completion (``Completion``:
+   the first step's root, the circle, the block's linear constraints) takes
+   over if it covers every degenerate swept point; otherwise sequences of
+   other lex orders are computed and the fewest that cover every swept point
+   are kept as run-time alternatives (tried in order when the one before
+   fails its checks).
 
 Every search here is bounded by work, never by the clock: a fixed number of
 lex orders (``MAX_CONDITIONING_ORDERS``, ``MAX_CANDIDATE_ORDERS``), none for
@@ -107,6 +110,42 @@ class Sequence:
 
 
 @dataclass
+class Completion:
+    """The exact, non-iterative completion of a primary sequence whose
+    first step is a quadratic (``completion_plan``), for the configurations
+    where a later, linear step's leading coefficient vanishes.
+
+    Why it exists: a linear step's leading coefficient that vanishes at a
+    regular configuration means that two assemblies share the values solved
+    before it there (the drag-link four-bar's two assemblies share sin φ
+    where the line from the crank pin to the second pivot is vertical), so
+    the lex sequence cannot tell them apart from those values.  Two things
+    still can, without another lex order or an iteration:
+
+    1. the first step's two roots, accurate even where they meet:
+       the discriminant, factored at build time, has the vanishing
+       coefficient as a square factor, so √disc = |f|^k·√rest is computed
+       without the cancellation that costs the plain formula half its
+       digits (``disc_root``);
+    2. from the root, its angle's other variable by the circle
+       s² + c² = 1 (the root nearest its prediction: the assemblies that
+       share sin φ have cos φ of opposite signs), and every other variable
+       by the block's own constraints, which are linear in the remaining
+       unknowns (``rows``: one square linear system, solved by LU).
+
+    The run time tries the first root's completion, then the other root's,
+    each accepted only when the block's polynomials vanish to round-off
+    (FMIGEN_SEQ_TOL) and its roots continue the last solution."""
+    variable: sp.Symbol                    # the first step's variable (the univariate root)
+    disc_root: sp.Expr | None              # √(discriminant) in factored form, or None (plain formula)
+    partner: sp.Symbol | None              # the other variable of its angle, by the circle
+    rest: list[sp.Symbol]                  # the remaining unknowns, by the linear system
+    rows: list[tuple[list[sp.Expr], sp.Expr]]   # per equation: coefficients of ``rest``, constant
+
+    label = "exact completion"
+
+
+@dataclass
 class TriangularBlock:
     block: Block
     method: str                                  # "groebner" or "newton"
@@ -126,6 +165,10 @@ class TriangularBlock:
     #: run-time alternatives to the primary sequence (``steps``), from other
     #: lex orders, each regular where the ones before degenerate
     alternatives: list[Sequence] = field(default_factory=list)
+    #: the exact completion of the primary sequence (``completion_plan``):
+    #: where one of its linear steps' leading coefficients vanishes, the
+    #: rest of the block from its univariate root without another lex order
+    completion: Completion | None = None
     #: the circle identities s² + c² − 1 of the block's angles
     circles: list[sp.Expr] = field(default_factory=list)
     #: how long the primary sequence took to build (basis and extraction),
@@ -1199,6 +1242,20 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None):
                              "max_error": float(np.max(np.where(loss, quality[0], 0.0)))}
         if not bad.any():
             continue
+        plan = completion_plan(tb)
+        if plan is not None:
+            # the completion covers the points where the primary degenerates:
+            # then no other lex order is needed (each would be a Gröbner basis)
+            missed = int((completion_error(dae, tb, plan, sw.points[bad], scales) > COVER_ERROR).sum())
+            if not missed:
+                tb.completion = plan
+                for sp_ in tb.singular_points:
+                    sp_["covered_by"] = plan.label
+                log(f"block {name}: the primary sequence degenerates at {int(bad.sum())} of {len(bad)} swept "
+                    f"configurations; the exact completion from its root {plan.variable} covers them")
+                continue
+            log(f"block {name}: the exact completion from {plan.variable} misses {missed} of the primary's "
+                f"{int(bad.sum())} degenerate swept configurations")
         log(f"block {name}: the primary sequence degenerates at {int(bad.sum())} of {len(bad)} swept "
             f"configurations; looking for alternative orders")
         uncovered = bad.copy()
@@ -1238,6 +1295,77 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None):
             tb.newton_first = True
             log(f"block {name}: its sequences cover no swept configuration; a step that continues from the "
                 "last one tries Newton from the prediction first")
+
+
+def completion_plan(tb: TriangularBlock) -> Completion | None:
+    """The exact completion of ``tb``'s primary sequence (``Completion``), or
+    None where it does not apply: a first step that is not a quadratic, or
+    constraints that are not, after the root and its angle's other variable,
+    a square regular linear system in the remaining unknowns (the block's
+    own polynomials of degree ≤ 1 in them; from more, the first regular
+    square choice in their order)."""
+    if tb.method != "groebner" or not tb.steps or tb.steps[0].degree != 2:
+        return None
+    step = tb.steps[0]
+    x0 = step.variable
+    pair = next((vs for _, kind, vs, _ in block_layout(tb, dict.fromkeys(tb.block.unknowns, 1.0))
+                 if kind == "angle" and x0 in vs), ())
+    partner = next((v for v in pair if v != x0), None)
+    rest = [v for v in tb.variables if v not in (x0, partner)]
+    rows = []
+    for p in tb.polys if rest else []:
+        P = sp.Poly(p, *rest)
+        if P.total_degree() != 1:
+            continue
+        rows.append(([P.coeff_monomial(v) for v in rest], P.coeff_monomial(1)))
+    if rest:
+        chosen = next((pick for pick in itertools.combinations(rows, len(rest))
+                       if sp.expand(sp.Matrix([r[0] for r in pick]).det()) != 0), None)
+        if chosen is None:
+            return None
+        rows = list(chosen)
+    a2, a1, a0 = step.coeffs
+    const, factors = sp.factor_list(sp.expand(a1**2 - 4 * a2 * a0))
+    disc_root = None
+    if any(e >= 2 and f.free_symbols for f, e in factors):
+        odd = const * sp.Mul(*[f for f, e in factors if e % 2])
+        disc_root = sp.sqrt(sp.Max(odd, 0)) * sp.Mul(*[sp.Abs(f)**(e // 2) for f, e in factors if e >= 2])
+    return Completion(x0, disc_root, partner, rest, rows)
+
+
+def completion_error(dae, tb: TriangularBlock, plan: Completion, points, scales):
+    """The completion's error at swept configurations (rows of ``points``),
+    relative to the unit scales, in double precision, with the root of
+    the first step nearer the true value (as ``sequence_evaluator`` picks
+    roots); inf where its linear system is singular."""
+    knowns = [*tb.abstractions, *tb.known_ring]
+    known_fn = sp.lambdify([t, *dae.q_sym], [*tb.abstractions.values(), *tb.known_ring.values()], "numpy")
+    a2, a1, a0 = tb.steps[0].coeffs
+    quad = sp.lambdify(knowns, [a2, a1, a0, plan.disc_root if plan.disc_root is not None
+                                else sp.sqrt(sp.Max(a1**2 - 4 * a2 * a0, 0))], "numpy")
+    solved = [plan.variable] + ([plan.partner] if plan.partner is not None else [])
+    rows = sp.lambdify([*knowns, *solved], [[*r[0], r[1]] for r in plan.rows], "numpy")
+    vscale = {v: scale for _, _, vs, scale in block_layout(tb, scales) for v in vs}
+    truth = _true_values(dae, tb, points)
+    err = np.zeros(len(points))
+    for j, q in enumerate(points):
+        kv = [float(x) for x in np.broadcast_to(known_fn(0.0, *q), (len(knowns),))] if knowns else []
+        A2, A1, A0, r = (float(x) for x in quad(*kv))
+        x = min(((-A1 + r) / (2 * A2), (-A1 - r) / (2 * A2)), key=lambda z: abs(z - truth[plan.variable][j]))
+        vals = {plan.variable: x}
+        if plan.partner is not None:
+            w = math.sqrt(max(1.0 - x * x, 0.0))
+            vals[plan.partner] = w if abs(w - truth[plan.partner][j]) <= abs(-w - truth[plan.partner][j]) else -w
+        if plan.rest:
+            M = np.array(rows(*kv, *vals.values()), dtype=float).reshape(len(plan.rest), len(plan.rest) + 1)
+            try:
+                sol = np.linalg.solve(M[:, :-1], -M[:, -1])
+            except np.linalg.LinAlgError:
+                err[j] = np.inf
+                continue
+            vals.update(zip(plan.rest, sol))
+        err[j] = max(abs(v - truth[k][j]) / vscale[k] for k, v in vals.items())
+    return np.where(np.isfinite(err), err, np.inf)
 
 
 def _measured(dae, tb, order, sw, scales, name, use_cache, log):

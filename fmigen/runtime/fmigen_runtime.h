@@ -361,6 +361,26 @@ static inline int fmigen_quadratic_near(double a2, double a1, double a0, double 
     return !(*x == *x);
 }
 
+/* A root of a2 x² + a1 x + a0 given r = √disc, which the caller computed
+ * from the discriminant's factored form (an exact completion,
+ * fmigen.triangular.Completion: where the two roots meet, the plain a1² −
+ * 4 a2 a0 cancels and costs the roots half their digits): the one on pred's
+ * side of −a1/(2 a2), or with `other` the one on the far side; without
+ * cancellation, as fmigen_quadratic_near. */
+static inline int fmigen_quadratic_root(double a2, double a1, double a0, double r, double pred, int other, double *x)
+{
+    double scale = fabs(a2) + fabs(a1) + fabs(a0);
+    if (!(fabs(a2) > 1e-13 * scale) || !(r >= 0.0)) return 1;
+    if ((2.0 * a2 * pred + a1 >= 0.0) == (other != 0)) r = -r;
+    if (-a1 * r > 0.0 || a1 == 0.0) *x = (-a1 + r) / (2.0 * a2);
+    else {
+        const double den = -a1 - r;
+        if (den == 0.0) return 1;
+        *x = 2.0 * a0 / den;
+    }
+    return !(*x == *x);
+}
+
 /* Real root of a univariate polynomial (coefficients highest power first)
  * continuing the branch of the prediction *x: Newton from *x, and if that does
  * not converge or jumps away, all roots (Aberth iteration, i.e. the
