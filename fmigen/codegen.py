@@ -949,19 +949,14 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
         out += lang.attempts_open(allvars, ncases, tb.newton_first)
         for si, seq in enumerate(tb.sequences):
             out += lang.case_open(si, f"sequence {seq.label}")
-            for k, step in enumerate(seq.steps):
+            for step in seq.steps:
                 tmp = f"k{bi}_{si}_{step.variable}_"
                 out += lang.step_open(f"{step.variable}: degree {step.degree}")
                 lead_scale = switch_scale(tb, step)
                 out += step_code(step, lead_scale, lang.indent["step"], tmp, lang.assignments, lang.helpers)
                 if lead_scale is not None:
                     out += lang.break_unless("step", f"fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale")
-                if si == 0 and k == 0 and plan is not None and plan.disc_root is not None:
-                    # the roots from the factored discriminant (triangular.Completion)
-                    out += lang.let("step", "dr", lang.expr(sm(ts(plan.disc_root))))
-                    out += lang.quadratic_root("step", step.variable, "dr", False)
-                else:
-                    out += lang.solve_step(step.variable, step.degree)
+                out += lang.solve_step(step.variable, step.degree)
                 out += lang.step_close()
             # continuity of the roots this sequence chose (degree ≥ 2): the
             # linear steps' values are then the unique solution with them

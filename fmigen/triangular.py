@@ -31,13 +31,14 @@ Per block:
    Newton continuation (``workspace.py``, independent of the sequences); where
    the primary sequence degenerates, its exact completion (``Completion``:
    the first step's root, the circle, the block's linear constraints) takes
-   over if it covers every degenerate swept point; otherwise sequences of
-   other lex orders are computed and the fewest that cover every swept point
-   are kept as run-time alternatives (tried in order when the one before
-   fails its checks).
+   over if it covers every degenerate swept point; otherwise the sequences
+   of other lex orders that the conditioning search (below) measured anyway
+   cover what they can, as run-time alternatives (tried in order when the
+   one before fails its checks), and the run-time Newton fallback the rest.
+   No lex order is computed for the cover alone.
 
 Every search here is bounded by work, never by the clock: a fixed number of
-lex orders (``MAX_CONDITIONING_ORDERS``, ``MAX_CANDIDATE_ORDERS``), none for
+lex orders (``MAX_CONDITIONING_ORDERS``), none for
 a primary basis over ``MAX_SEARCH_TERMS`` terms, and Singular's CPU-time
 safety limit, which fails the build when reached
 (``groebner.SINGULAR_CPU_LIMIT``).  So the same module gives the same
@@ -978,11 +979,9 @@ COVER_CONDITION = 1e-3
 #: (two roots closer than ~3e-5 of their scale: the nearest-root choice and
 #: its precision need a good prediction there)
 COVER_DISCRIMINANT = 1e-9
-#: at most this many other lex orders are tried per block to cover the
-#: primary's degenerate points (each a Singular run and an extraction; what
-#: is left uncovered the run-time Newton fallback solves) ...
-MAX_CANDIDATE_ORDERS = 8
-#: ... and at most this many for the conditioning (``conditioning_orders``)
+#: at most this many other lex orders are measured per block for the
+#: conditioning (``conditioning_orders``; each a Singular run and an
+#: extraction)
 MAX_CONDITIONING_ORDERS = 8
 #: no other order is tried for a block whose primary basis has more terms
 #: than this (another order's basis costs about as much; the Stephenson
@@ -1168,29 +1167,6 @@ def representation_singular(quality, paths):
     return bad
 
 
-def candidate_orders(dae, tb: TriangularBlock):
-    """Other lex orders of the block's variables, nearest the primary first:
-    the s/c order of one or more angles flipped, then the unknowns permuted."""
-    groups, seen = [], set()
-    own = {v: (i, vs) for i, _, vs, _ in block_layout(tb, np.ones(dae.n)) for v in vs}
-    for v in tb.variables:           # keep the primary's grouping: one group per coordinate
-        i, vs = own[v]
-        if i not in seen:
-            seen.add(i)
-            groups.append([v for v in tb.variables if v in vs])
-    flips = [g for g in range(len(groups)) if len(groups[g]) == 2]
-    out = []
-    for perm in itertools.permutations(range(len(groups))):
-        for nflip in range(len(flips) + 1):
-            for fl in itertools.combinations(flips, nflip):
-                order = []
-                for g in perm:
-                    order += list(reversed(groups[g])) if g in fl else groups[g]
-                if order != list(tb.variables) and order not in out:
-                    out.append(order)
-    return out
-
-
 def _alternative(tb: TriangularBlock, order, name, use_cache, log):
     ring = [*order, *tb.known_ring]
     try:
@@ -1207,10 +1183,11 @@ def _alternative(tb: TriangularBlock, order, name, use_cache, log):
 
 def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None):
     """Sweep the workspace (``workspace.sweep``) and, for every Gröbner block
-    whose primary sequence degenerates somewhere on it, add the fewest
-    sequences of other lex orders that are regular there (greedy cover).
-    Points no sequence covers are left to the run-time Newton fallback and
-    recorded in ``tb.singular_points``."""
+    whose primary sequence degenerates somewhere on it, take its exact
+    completion (``completion_plan``) where that covers every such point, else
+    the fewest of the other lex orders the conditioning search measured that
+    are regular there (greedy cover).  Points nothing covers are left to the
+    run-time Newton fallback; all are recorded in ``tb.singular_points``."""
     log = log or (lambda msg: None)
     tri.sweep = sw = sweep(dae, tri.partition, tri.start, log=log)
     scales = unit_scales(dae)
@@ -1256,19 +1233,16 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None):
                 continue
             log(f"block {name}: the exact completion from {plan.variable} misses {missed} of the primary's "
                 f"{int(bad.sum())} degenerate swept configurations")
+        # No lex order is computed for the cover: the completion covers every
+        # degenerate swept point of every shipped mechanism whose primary it
+        # applies to, and where it does not apply (the landing gear's sextic)
+        # none of eight other orders covered a single point.  The orders the
+        # conditioning search already measured are still used.
         log(f"block {name}: the primary sequence degenerates at {int(bad.sum())} of {len(bad)} swept "
-            f"configurations; looking for alternative orders")
+            f"configurations" + (f"; {len(built)} other lex order(s) measured" if built else ""))
         uncovered = bad.copy()
-        candidates = candidate_orders(dae, tb)[:MAX_CANDIDATE_ORDERS] if search else []
-        scored = []
-        for order in candidates:
-            if order == list(tb.variables):
-                continue
-            key = " > ".join(map(str, order))
-            if key not in built:
-                built[key] = _measured(dae, tb, order, sw, scales, name, use_cache, log)
-            if built[key] is not None:
-                scored.append((built[key][0], ~built[key][1]))
+        scored = [(seq, ~deg) for seq, deg in (v for v in built.values() if v is not None)
+                  if list(seq.variables) != list(tb.variables)]
         while uncovered.any() and scored:
             best = max(scored, key=lambda sg: int((sg[1] & uncovered).sum()))
             gain = best[1] & uncovered

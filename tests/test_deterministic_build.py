@@ -1,15 +1,15 @@
 """Deterministic builds: the same module gives the same model.c on an idle
 machine and a loaded one (issue 33, item 1).
 
-The lex-order searches of the triangular stage (``triangular.cover_workspace``:
-the conditioning search and the cover of degenerate points) are bounded by
-work -- a number of orders, a basis size -- and Singular by a CPU-time
-safety limit that fails the build, never by the wall clock.
+The lex-order search of the triangular stage (``triangular.cover_workspace``:
+the conditioning search) is bounded by work -- a number of orders, a basis
+size -- and Singular by a CPU-time safety limit that fails the build, never
+by the wall clock.
 
-``fourbar_double_crank`` is the smallest mechanism that goes through both
-searches: its primary sequence amplifies round-off 3.4e3-fold (the
+``fourbar_double_crank`` is the smallest mechanism that goes through it and
+the cover: its primary sequence amplifies round-off 3.4e3-fold (the
 conditioning search measures three other orders) and degenerates at 8 swept
-configurations (the cover keeps one alternative sequence)."""
+configurations (the exact completion covers them)."""
 
 import os
 import subprocess
