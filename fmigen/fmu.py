@@ -388,7 +388,7 @@ def _cached_object(cc: str, flags: list, source: Path, workdir: Path) -> Path:
     """``source`` compiled with ``flags`` (-c), from the cache when the
     source, the local headers it includes, the compiler's --version and the
     flags are the same."""
-    from .groebner import CACHE_DIR
+    from .groebner import CACHE_DIR, write_atomically
     # every flag: the -D and -m flags decide what the source includes
     deps = subprocess.run([cc, "-MM", *flags, str(source)],
                           capture_output=True, text=True)
@@ -406,10 +406,7 @@ def _cached_object(cc: str, flags: list, source: Path, workdir: Path) -> Path:
     cached = CACHE_DIR / "objects" / f"{h.hexdigest()}.o"
     if not cached.exists():
         obj, _ = _compile_object(cc, flags, source, workdir / f"{source.stem}.{h.hexdigest()[:8]}.o")
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(".tmp")
-        shutil.copyfile(obj, tmp)
-        tmp.replace(cached)
+        write_atomically(cached, obj.read_bytes())
         obj.unlink()
     return cached
 
