@@ -1,6 +1,7 @@
 """Every FMU variant (FMI 2.0/3.0 x Co-Simulation/Model Exchange): standard
 conformance, agreement with the FMI 2.0 CS reference variant, exact
 ModelStructure, FMU state, source rebuild, Windows DLL exports."""
+import os
 import re
 import shutil
 import subprocess
@@ -27,13 +28,21 @@ def fourbar_compiled():
 
 @pytest.fixture(scope="session")
 def variant_fmus(fourbar_compiled, tmp_path_factory):
-    """All four variants with RK4 at 1 ms, plus an Euler CS build for the ME comparison."""
+    """All four variants with RK4 at 1 ms, built as a user's build is (the
+    environment without the suite's FMIGEN_WINDOWS=0, tests/conftest.py: with
+    the win64 DLL when mingw-w64 is installed), plus an Euler CS build for
+    the ME comparison (under the suite's setting: no DLL)."""
     d = tmp_path_factory.mktemp("variants")
     c = fourbar_compiled
     out = {}
-    for fmi, kind in VARIANTS:
-        out[fmi, kind] = fmu_mod.package(c.embedding, c.generated, d / f"fourbar_{fmi}{kind}.fmu",
-                                         solver="rk4", step=1e-3, fmi=fmi, kind=kind)
+    suite_setting = os.environ.pop("FMIGEN_WINDOWS", None)
+    try:
+        for fmi, kind in VARIANTS:
+            out[fmi, kind] = fmu_mod.package(c.embedding, c.generated, d / f"fourbar_{fmi}{kind}.fmu",
+                                             solver="rk4", step=1e-3, fmi=fmi, kind=kind)
+    finally:
+        if suite_setting is not None:
+            os.environ["FMIGEN_WINDOWS"] = suite_setting
     for fmi in "23":
         out[fmi, "cs-euler"] = fmu_mod.package(c.embedding, c.generated, d / f"fourbar_{fmi}cs_euler.fmu",
                                                solver="euler", step=1e-3, fmi=fmi, kind="cs")
@@ -336,3 +345,18 @@ def test_windows_dll_exports_every_fmi_function(variant_fmus, fmi, kind, tmp_pat
     # no runtime DLL beyond what every Windows has
     dlls = set(re.findall(r"DLL Name: (\S+)", dump))
     assert dlls <= {"KERNEL32.dll", "msvcrt.dll"}
+
+
+@pytest.mark.skipif(not fmu_mod.mingw_available(), reason="mingw-w64 is not installed")
+@pytest.mark.parametrize("fmi", "23")
+def test_fmigen_windows_0_builds_no_dll(variant_fmus, fmi, monkeypatch):
+    """FMIGEN_WINDOWS=0 (the suite's setting) leaves the DLL out: the Euler
+    builds have none, the default builds above have one."""
+    import zipfile
+    plat = "win64" if fmi == "2" else "x86_64-windows"
+    assert f"binaries/{plat}/fourbar.dll" in zipfile.ZipFile(variant_fmus[fmi, "cs"]).namelist()
+    assert not any(n.endswith(".dll") for n in zipfile.ZipFile(variant_fmus[fmi, "cs-euler"]).namelist())
+    monkeypatch.setenv("FMIGEN_WINDOWS", "0")
+    assert fmu_mod.windows_by_default() is False
+    monkeypatch.delenv("FMIGEN_WINDOWS")
+    assert fmu_mod.windows_by_default() is True
