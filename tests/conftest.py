@@ -91,3 +91,30 @@ def p_bc_ramp(p0, rate, stop):
     sig["p_BC"] = [p0, p0 + rate * stop]
     sig["der(p_BC)"] = rate
     return sig
+
+
+#: The quick tier (``scripts/test.sh --quick``, ``pytest -m quick``), for edit
+#: loops: the four-bar, the slider-crank and the Stewart platform end to end
+#: (built, run in fmpy, checked against the IDA and the Cartesian
+#: references, at the FMU's C interface, through the CLI), and the unit
+#: tests of every stage.  An entry is a test file or one test in it.  The
+#: whole suite, which CI runs, stays the README's command.
+QUICK = {
+    # end to end
+    "test_validation.py", "test_stewart.py", "test_fmu.py", "test_report.py",
+    "test_cli.py::test_build_several_variants_from_one_derivation",
+    "test_python_runtime.py::test_start_values_parameters_and_euler_with_shortened_steps",
+    # the stages: description, joints, DAE, workspace, Gröbner and the
+    # triangular sequence, assembly, floats in the C, variables, caches
+    "test_joints.py", "test_equations_of_motion.py", "test_workspace.py", "test_groebner_engine.py",
+    "test_triangular.py", "test_assemble.py", "test_floats.py", "test_variables.py",
+    "test_cache_writes.py", "test_check.py::test_double_crank_singularities_are_where_l1_cos_theta_equals_d",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        test = f"{name}::{item.originalname}"
+        if name in QUICK or test in QUICK:
+            item.add_marker(pytest.mark.quick)
