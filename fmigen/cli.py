@@ -304,7 +304,7 @@ def main(argv=None):
     p = sub.add_parser("build", help="build an FMU (FMI 2.0/3.0, Co-Simulation or Model Exchange)",
                        description="Build an FMU of a mechanism: FMI 2.0 or 3.0, Co-Simulation or Model "
                                    "Exchange, with sources (buildDescription.xml for FMI 3.0) and, when "
-                                   "mingw-w64 is installed, a cross-compiled win64 DLL.")
+                                   "mingw-w64 is installed (and FMIGEN_WINDOWS is not 0), a cross-compiled win64 DLL.")
     common(p)
     p.add_argument("--fmi", type=_choices("2", "3"), default="2",
                    help="FMI version: 2, 3, or both as 2,3 (default 2)")

@@ -5,7 +5,8 @@ Layout of the FMU:
     modelDescription.xml
     binaries/linux64/<id>.so        (FMI 3: binaries/x86_64-linux/)
     binaries/win64/<id>.dll         (FMI 3: binaries/x86_64-windows/; only when
-                                     x86_64-w64-mingw32-gcc is installed)
+                                     x86_64-w64-mingw32-gcc is installed and
+                                     FMIGEN_WINDOWS is not 0)
     sources/  model.c model_config.h fmu_config.h fmu_variables.h
               fmigen_runtime.h fmigen_names.h fmigen_instance.h fmigen_numeric.h
               fmigen_core.c fmigen_augmented.c fmigen_instance.c fmi2.c | fmi3.c
@@ -32,6 +33,7 @@ import dataclasses
 import datetime
 import functools
 import hashlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -312,6 +314,15 @@ def mingw_available() -> bool:
     return shutil.which(MINGW_CC) is not None
 
 
+def windows_by_default() -> bool:
+    """Whether a build cross-compiles the win64 DLL when not told
+    (``package``'s ``windows=None``): when mingw-w64 is installed, unless
+    the environment sets FMIGEN_WINDOWS=0.  The test suite sets it
+    (tests/conftest.py): the DLL is a third compilation of every new
+    model.c, and only the tests of the DLL itself need it."""
+    return os.environ.get("FMIGEN_WINDOWS", "1") != "0" and mingw_available()
+
+
 @functools.lru_cache(maxsize=None)
 def avx_variant(cc: str) -> bool:
     """Whether a binary built with ``cc`` also holds model.c compiled for
@@ -388,7 +399,7 @@ def _cached_object(cc: str, flags: list, source: Path, workdir: Path) -> Path:
     """``source`` compiled with ``flags`` (-c), from the cache when the
     source, the local headers it includes, the compiler's --version and the
     flags are the same."""
-    from .groebner import CACHE_DIR
+    from .groebner import CACHE_DIR, write_atomically
     # every flag: the -D and -m flags decide what the source includes
     deps = subprocess.run([cc, "-MM", *flags, str(source)],
                           capture_output=True, text=True)
@@ -406,10 +417,7 @@ def _cached_object(cc: str, flags: list, source: Path, workdir: Path) -> Path:
     cached = CACHE_DIR / "objects" / f"{h.hexdigest()}.o"
     if not cached.exists():
         obj, _ = _compile_object(cc, flags, source, workdir / f"{source.stem}.{h.hexdigest()[:8]}.o")
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(".tmp")
-        shutil.copyfile(obj, tmp)
-        tmp.replace(cached)
+        write_atomically(cached, obj.read_bytes())
         obj.unlink()
     return cached
 
@@ -418,7 +426,7 @@ def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi=
             kind="cs", windows=None, use_cache=False) -> Path:
     """Write the FMU of ``model``, an Embedding or an Interface (a
     derived-model cache hit).  ``windows``: cross-compile the win64 DLL
-    (default: when mingw-w64 is installed); ``use_cache``: reuse the
+    (default: ``windows_by_default``); ``use_cache``: reuse the
     object files of identical sources (``compile_shared``)."""
     fmi, kind = str(fmi), str(kind).lower()
     form = gen.formulation
@@ -438,7 +446,7 @@ def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi=
         raise BuildError(f"'{mech.name}' is a kinematic mechanism (independent coordinates "
                          "are inputs, no dynamics): it builds as Co-Simulation only")
     if windows is None:
-        windows = mingw_available()
+        windows = windows_by_default()
     if solver not in SOLVERS:
         raise BuildError(f"unknown solver '{solver}' (choose from {sorted(SOLVERS)})")
     if not (step > 0):

@@ -138,11 +138,25 @@ def disk_cache(key_text: str, compute, use_cache=True, subdir=None, suffix=".jso
         return path.read_text(), path, True
     text = compute()
     if use_cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        write_atomically(path, text.encode())
     return text, path, False
+
+
+def write_atomically(path: Path, data: bytes):
+    """``path`` with ``data``, through a temporary file of its own in the same
+    directory and a rename: a reader sees the old entry or the whole new one,
+    and two processes writing the same entry at once (the test suite's
+    pytest-xdist workers, parallel builds) never write into one temporary
+    file, one renaming it away while the other still writes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _singular_script(polys, variables, parameters) -> str:

@@ -1,7 +1,18 @@
+import io
+import os
+from pathlib import Path
+
 import pytest
 
-from fmigen.pipeline import build_fmu, load_mechanism
+from fmigen.pipeline import build_fmu, compile_model, load_mechanism
 from fmigen.validate import validate
+
+# No win64 DLL in the suite's builds (fmu.windows_by_default), also in the
+# CLI processes the tests start: it is a third compilation of every new
+# model.c (beside the SSE2 and AVX copies of the .so), and only
+# tests/test_fmi_variants.py looks at the DLL (its variants are built
+# without this setting, as a user's are).
+os.environ["FMIGEN_WINDOWS"] = "0"
 
 
 def toggle_fourbar():
@@ -56,10 +67,87 @@ def fmu_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("fmus")
 
 
+_compiled = {}
+
+
+def compiled_model(spec):
+    """``compile_model(load_mechanism(spec))`` (``"fourbar_toggle"``:
+    ``toggle_fourbar()``), derived once per session (per pytest-xdist worker)
+    for the tests that read or package the same model with its default
+    options; they must not modify it."""
+    if spec not in _compiled:
+        _compiled[spec] = compile_model(toggle_fourbar() if spec == "fourbar_toggle" else load_mechanism(spec))
+    return _compiled[spec]
+
+
+@pytest.fixture(scope="session")
+def fourbar_compiled():
+    return compiled_model("fourbar")
+
+
 @pytest.fixture(scope="session")
 def fourbar_fmu(fmu_dir):
     path, compiled = build_fmu("fourbar", fmu_dir / "fourbar.fmu", solver="rk4", step=1e-3)
     return path, compiled
+
+
+def _reference_key(dae, q0, v0, output_times, independent, kwargs) -> str:
+    """Everything a DAE reference depends on: its equations, start, output
+    times and settings, the source of the code that integrates it and
+    SUNDIALS' version."""
+    import hashlib
+
+    import numpy as np
+    import sksundae
+    import sympy as sp
+
+    from fmigen import dae as dae_mod, reference
+    h = hashlib.sha256()
+    for part in [Path(reference.__file__).read_bytes(), Path(dae_mod.__file__).read_bytes(),
+                 sksundae.__version__, np.__version__, sp.__version__,
+                 sp.srepr([dae.names, dae.q_sym, dae.v_sym, dae.tunable, dae.inputs, dae.M, dae.F, dae.Phi]),
+                 repr([list(map(float, dae.tunable_values)), list(map(float, dae.input_values))]),
+                 np.asarray(q0, dtype=float).tobytes(), np.asarray(v0, dtype=float).tobytes(),
+                 np.asarray(output_times, dtype=float).tobytes(), repr(list(independent)),
+                 repr(sorted(kwargs.items()))]:
+        h.update(b"\0" + (part if isinstance(part, bytes) else str(part).encode()))
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _memoized_references(request):
+    """validate()'s DAE references (IDA at rtol 1e-12) kept on disk under
+    pytest's cache (.pytest_cache/d/fmigen-references), keyed by content
+    (_reference_key): the tests validate one mechanism at several steps and
+    solvers, whose references are the same integration over the same output
+    times; shared by the pytest-xdist workers.  Nothing is kept when pytest
+    runs without its cache (-p no:cacheprovider)."""
+    import numpy as np
+
+    from fmigen import validate as validate_mod
+    from fmigen.groebner import write_atomically
+    from fmigen.reference import ReferenceSolution
+    cache = getattr(request.config, "cache", None)
+    if cache is None:
+        yield
+        return
+    where = cache.mkdir("fmigen-references")
+    solve = validate_mod.solve_reference
+
+    def memoized(dae, q0, v0, output_times, independent, **kwargs):
+        path = where / f"{_reference_key(dae, q0, v0, output_times, independent, kwargs)}.npz"
+        if path.exists():
+            with np.load(path) as z:
+                return ReferenceSolution(z["t"], z["q"], z["v"], float(z["rtol"]), [str(n) for n in z["names"]])
+        ref = solve(dae, q0, v0, output_times, independent, **kwargs)
+        buf = io.BytesIO()
+        np.savez(buf, t=ref.t, q=ref.q, v=ref.v, rtol=ref.rtol, names=np.array(ref.names))
+        write_atomically(path, buf.getvalue())
+        return ref
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(validate_mod, "solve_reference", memoized)
+        yield
 
 
 _reports = {}
@@ -82,3 +170,30 @@ def p_bc_ramp(p0, rate, stop):
     sig["p_BC"] = [p0, p0 + rate * stop]
     sig["der(p_BC)"] = rate
     return sig
+
+
+#: The quick tier (``scripts/test.sh --quick``, ``pytest -m quick``), for edit
+#: loops: the four-bar, the slider-crank and the Stewart platform end to end
+#: (built, run in fmpy, checked against the IDA and the Cartesian
+#: references, at the FMU's C interface, through the CLI), and the unit
+#: tests of every stage.  An entry is a test file or one test in it.  The
+#: whole suite, which CI runs, stays the README's command.
+QUICK = {
+    # end to end
+    "test_validation.py", "test_stewart.py", "test_fmu.py", "test_report.py",
+    "test_cli.py::test_build_several_variants_from_one_derivation",
+    "test_python_runtime.py::test_start_values_parameters_and_euler_with_shortened_steps",
+    # the stages: description, joints, DAE, workspace, Gröbner and the
+    # triangular sequence, assembly, floats in the C, variables, caches
+    "test_joints.py", "test_equations_of_motion.py", "test_workspace.py", "test_groebner_engine.py",
+    "test_triangular.py", "test_assemble.py", "test_floats.py", "test_variables.py",
+    "test_cache_writes.py", "test_check.py::test_double_crank_singularities_are_where_l1_cos_theta_equals_d",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        test = f"{name}::{item.originalname}"
+        if name in QUICK or test in QUICK:
+            item.add_marker(pytest.mark.quick)

@@ -22,7 +22,8 @@ import pytest
 
 from fmigen import fmu
 from fmigen.bench import compile_harness, run_kinematic
-from fmigen.pipeline import build_fmu, compile_model, load_mechanism
+from fmigen.pipeline import build_fmu, load_mechanism
+from conftest import compiled_model
 
 
 def _has_avx():
@@ -55,7 +56,7 @@ def test_the_avx_copy_ends_in_the_same_bits_as_the_sse2_copy(name, tmp_path):
     benchmark's loop (final_q, final_v) and one fmigen_core_step over the
     whole run (core_step_max_diff against that loop: 0 in both builds)."""
     mech = load_mechanism(name)
-    gen = compile_model(mech).generated
+    gen = compiled_model(name).generated
     exe_avx, with_avx = _harness_run(gen, tmp_path / "avx", True)
     exe_plain, plain = _harness_run(gen, tmp_path / "plain", False)
     for key in ("final_q", "final_v", "peak_violation", "core_step_max_diff"):
@@ -80,7 +81,7 @@ def _executed(callgrind_out: Path, identifier: str) -> set:
 def test_the_avx_copy_is_what_runs_in_the_harness(tmp_path):
     """callgrind names the functions executed: the model's kinematics,
     embedding and LU with the _avx suffix, their SSE2 copies never."""
-    gen = compile_model(load_mechanism("five_link")).generated
+    gen = compiled_model("five_link").generated
     exe, _ = _harness_run(gen, tmp_path, True, seconds="0.01")
     out = tmp_path / "cg.out"
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(exe), "0.01", "0.001", "1"],
@@ -156,8 +157,8 @@ def test_a_rebuild_takes_both_copies_from_the_object_cache(tmp_path, monkeypatch
     their paths (ordered by path, a new temporary name reordered the key and
     the first warm build compiled model.c's AVX copy again)."""
     from fmigen import groebner, variables
+    compiled = compiled_model("fourbar")
     monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
-    compiled = compile_model(load_mechanism("fourbar"))
     table = variables.table(fmu.Interface.of(compiled.embedding), 1e-3)
     counts = []
     # sources in directories whose paths sort before and after the wrapper's
@@ -182,7 +183,7 @@ def test_large_coefficient_steps_are_compiled_once(tmp_path):
     SSE2 object defines them under the model's prefix (source FMUs of
     several models link together), the AVX object only refers to them.
     (test_the_avx_copy_ends_in_the_same_bits_as_the_sse2_copy runs it.)"""
-    gen = compile_model(load_mechanism("stephenson3")).generated
+    gen = compiled_model("stephenson3").generated
     (tmp_path / "model.c").write_text(gen.model_c)
     (tmp_path / "model_config.h").write_text(gen.config_h)
     flags = [*fmu.CFLAGS, "-fvisibility=hidden", "-DFMIGEN_AVX_DISPATCH=1", f"-I{tmp_path}", f"-I{fmu.RUNTIME_DIR}"]

@@ -1,6 +1,7 @@
 """Every FMU variant (FMI 2.0/3.0 x Co-Simulation/Model Exchange): standard
 conformance, agreement with the FMI 2.0 CS reference variant, exact
 ModelStructure, FMU state, source rebuild, Windows DLL exports."""
+import os
 import re
 import shutil
 import subprocess
@@ -14,29 +15,32 @@ from fmpy.validation import validate_fmu
 
 from fmigen import fmu as fmu_mod
 from fmigen.embed import embedded_rhs
-from fmigen.pipeline import compile_model, load_mechanism
 
 VARIANTS = [("2", "cs"), ("2", "me"), ("3", "cs"), ("3", "me")]
 COORDS = ["theta", "alpha", "phi", "der(theta)", "der(alpha)", "der(phi)"]
 
 
 @pytest.fixture(scope="session")
-def fourbar_compiled():
-    return compile_model(load_mechanism("fourbar"))
-
-
-@pytest.fixture(scope="session")
 def variant_fmus(fourbar_compiled, tmp_path_factory):
-    """All four variants with RK4 at 1 ms, plus an Euler CS build for the ME comparison."""
+    """All four variants with RK4 at 1 ms, built as a user's build is (the
+    environment without the suite's FMIGEN_WINDOWS=0, tests/conftest.py: with
+    the win64 DLL when mingw-w64 is installed), plus an Euler CS build for
+    the ME comparison (under the suite's setting: no DLL).  With the object
+    cache, as the CLI builds: model.c is compiled once per compiler."""
     d = tmp_path_factory.mktemp("variants")
     c = fourbar_compiled
     out = {}
-    for fmi, kind in VARIANTS:
-        out[fmi, kind] = fmu_mod.package(c.embedding, c.generated, d / f"fourbar_{fmi}{kind}.fmu",
-                                         solver="rk4", step=1e-3, fmi=fmi, kind=kind)
+    suite_setting = os.environ.pop("FMIGEN_WINDOWS", None)
+    try:
+        for fmi, kind in VARIANTS:
+            out[fmi, kind] = fmu_mod.package(c.embedding, c.generated, d / f"fourbar_{fmi}{kind}.fmu",
+                                             solver="rk4", step=1e-3, fmi=fmi, kind=kind, use_cache=True)
+    finally:
+        if suite_setting is not None:
+            os.environ["FMIGEN_WINDOWS"] = suite_setting
     for fmi in "23":
         out[fmi, "cs-euler"] = fmu_mod.package(c.embedding, c.generated, d / f"fourbar_{fmi}cs_euler.fmu",
-                                               solver="euler", step=1e-3, fmi=fmi, kind="cs")
+                                               solver="euler", step=1e-3, fmi=fmi, kind="cs", use_cache=True)
     return out
 
 
@@ -301,7 +305,8 @@ def test_source_build_keeps_the_build_options(fourbar_compiled, tmp_path):
     """The solver and step live in sources/fmu_config.h, so a rebuild from
     sources of an Euler FMU is still Euler."""
     c = fourbar_compiled
-    p = fmu_mod.package(c.embedding, c.generated, tmp_path / "e.fmu", solver="euler", step=0.002, fmi="3")
+    p = fmu_mod.package(c.embedding, c.generated, tmp_path / "e.fmu", solver="euler", step=0.002, fmi="3",
+                        use_cache=True)
     import zipfile
     cfg = zipfile.ZipFile(p).read("sources/fmu_config.h").decode()
     assert "#define FMIGEN_DEFAULT_SOLVER 0" in cfg and "#define FMIGEN_DEFAULT_STEP 0.002" in cfg
@@ -336,3 +341,18 @@ def test_windows_dll_exports_every_fmi_function(variant_fmus, fmi, kind, tmp_pat
     # no runtime DLL beyond what every Windows has
     dlls = set(re.findall(r"DLL Name: (\S+)", dump))
     assert dlls <= {"KERNEL32.dll", "msvcrt.dll"}
+
+
+@pytest.mark.skipif(not fmu_mod.mingw_available(), reason="mingw-w64 is not installed")
+@pytest.mark.parametrize("fmi", "23")
+def test_fmigen_windows_0_builds_no_dll(variant_fmus, fmi, monkeypatch):
+    """FMIGEN_WINDOWS=0 (the suite's setting) leaves the DLL out: the Euler
+    builds have none, the default builds above have one."""
+    import zipfile
+    plat = "win64" if fmi == "2" else "x86_64-windows"
+    assert f"binaries/{plat}/fourbar.dll" in zipfile.ZipFile(variant_fmus[fmi, "cs"]).namelist()
+    assert not any(n.endswith(".dll") for n in zipfile.ZipFile(variant_fmus[fmi, "cs-euler"]).namelist())
+    monkeypatch.setenv("FMIGEN_WINDOWS", "0")
+    assert fmu_mod.windows_by_default() is False
+    monkeypatch.delenv("FMIGEN_WINDOWS")
+    assert fmu_mod.windows_by_default() is True

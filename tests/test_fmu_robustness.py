@@ -20,19 +20,18 @@ from fmpy.fmi2 import FMU2Model, FMU2Slave, fmi2CallbackFunctions, fmi2CallbackL
 from fmpy.fmi3 import FMU3Model, FMU3Slave
 
 from fmigen import fmu as fmu_mod
-from fmigen.pipeline import compile_model, load_mechanism
-from conftest import toggle_fourbar
+from conftest import compiled_model
 
 
 @pytest.fixture(scope="module")
 def fmus(tmp_path_factory):
     d = tmp_path_factory.mktemp("robust")
-    c = compile_model(load_mechanism("fourbar"))
+    c = compiled_model("fourbar")
     out = {}
     for fmi in "23":
         for kind in ("cs", "me"):
             p = fmu_mod.package(c.embedding, c.generated, d / f"fb{fmi}{kind}.fmu", fmi=fmi, kind=kind,
-                                windows=False)
+                                windows=False, use_cache=True)
             out[fmi, kind] = (p, read_model_description(str(p)), extract(str(p), unzipdir=str(d / f"u{fmi}{kind}")))
     out["dae"] = c.embedding.dae
     return out
@@ -313,10 +312,10 @@ def test_logging_categories_reach_the_logger(fmus, fmi):
 @pytest.fixture(scope="module")
 def toggle_fmus(tmp_path_factory):
     """conftest.toggle_fourbar as C FMUs (FMI 2 and 3)."""
-    c = compile_model(toggle_fourbar())
+    c = compiled_model("fourbar_toggle")
     d = tmp_path_factory.mktemp("toggle")
-    return {fmi: fmu_mod.package(c.embedding, c.generated, d / f"toggle{fmi}.fmu", fmi=fmi, windows=False)
-            for fmi in "23"}
+    return {fmi: fmu_mod.package(c.embedding, c.generated, d / f"toggle{fmi}.fmu", fmi=fmi, windows=False,
+                                 use_cache=True) for fmi in "23"}
 
 
 def test_singular_configuration_gives_discard_with_status_functions(toggle_fmus, tmp_path):
@@ -356,10 +355,10 @@ def test_a_commit_that_fails_loses_nothing_of_the_last_good_state(tmp_path):
     failure, must still come from the half it left: after the Discard every
     value is, bit for bit, what an instance that stops at the last good time
     without failing reads."""
-    c = compile_model(toggle_fourbar())
+    c = compiled_model("fourbar_toggle")
     h = 0.01
     path = fmu_mod.package(c.embedding, c.generated, tmp_path / "toggle_euler.fmu", solver="euler", step=h,
-                           windows=False)
+                           windows=False, use_cache=True)
     md = read_model_description(str(path))
     unzip = extract(str(path), unzipdir=str(tmp_path / "u"))
     every = [v.valueReference for v in md.modelVariables if v.type == "Real"]

@@ -20,9 +20,9 @@ from fmigen import fmu as fmu_mod
 from fmigen import formulation
 from fmigen.cli import main as cli_main
 from fmigen.model import ModelError
-from fmigen.pipeline import compile_model, load_mechanism
 from fmigen.reference import assemble_newton, solve_reference
 from fmigen.validate import coordinate_errors
+from conftest import compiled_model
 
 NAMES = ["theta", "alpha", "phi"]
 OUTPUTS = NAMES + [f"der({n})" for n in NAMES] + ["constraint_residual"]
@@ -30,7 +30,7 @@ OUTPUTS = NAMES + [f"der({n})" for n in NAMES] + ["constraint_residual"]
 
 @pytest.fixture(scope="module")
 def fourbar():
-    return compile_model(load_mechanism("fourbar"))
+    return compiled_model("fourbar")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def build(fourbar, tmp_path_factory):
         if key not in cache:
             gen = formulation.apply(fourbar.generated, formulation.make(name, **values), fourbar.embedding)
             cache[key] = fmu_mod.package(fourbar.embedding, gen, d / f"{name}_{len(cache)}.fmu", solver="rk4",
-                                         step=1e-3, fmi=fmi, kind=kind, windows=False)
+                                         step=1e-3, fmi=fmi, kind=kind, windows=False, use_cache=True)
         return cache[key]
     return make
 

@@ -116,9 +116,9 @@ def test_variants_share_the_compiled_model(tmp_path, monkeypatch):
     fmigen_instance.c and the FMI glue) are compiled again.  With the GUID in
     model_config.h every source was compiled again for every variant."""
     from fmigen import fmu, groebner
-    from fmigen.pipeline import compile_model, load_mechanism
+    from conftest import compiled_model
+    compiled = compiled_model("fourbar")
     monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
-    compiled = compile_model(load_mechanism("fourbar"))
     counts = []
     for solver in ("rk4", "euler"):
         fmu.package(compiled.embedding, compiled.generated, tmp_path / f"{solver}.fmu", solver=solver,

@@ -16,8 +16,8 @@ from fmpy.validation import validate_fmu
 
 from fmigen import fmu as fmu_mod
 from fmigen import pyruntime
-from fmigen.pipeline import build_fmu, compile_model, load_mechanism
-from conftest import toggle_fourbar
+from fmigen.pipeline import build_fmu, load_mechanism
+from conftest import compiled_model
 
 MECHS = ["fourbar", "slider_crank", "fourbar_joints"]   # fourbar_joints: a block in angle sums
 
@@ -101,9 +101,9 @@ def test_start_values_parameters_and_euler_with_shortened_steps(tmp_path, solver
     semi-implicit Euler with an internal step that does not divide the
     communication step (2 full steps of 4 ms + one of 2 ms per 10 ms): still
     the C FMU's trajectory."""
-    compiled = compile_model(load_mechanism("fourbar"))
+    compiled = compiled_model("fourbar")
     c_path = fmu_mod.package(compiled.embedding, compiled.generated, tmp_path / "fb_e.fmu", solver=solver,
-                             step=4e-3, windows=False)
+                             step=4e-3, windows=False, use_cache=True)
     py_path = pyruntime.package(compiled, tmp_path / "fb_e_py.fmu", solver=solver, step=4e-3)
     _, outs = _outputs(compiled)
     start = {"theta": 1.2, "der(theta)": -0.5, "tau": 4.0, "m2": 1.5}
@@ -231,8 +231,8 @@ def test_fmu_state_restores_the_trajectory_bit_for_bit(pairs, tmp_path):
 def test_singular_configuration_is_a_discard_like_the_c_fmu(tmp_path):
     """Non-Grashof four-bar (as in test_fmu_robustness): the crank reaches its
     limit angle at t ≈ 0.85 s; both FMUs stop at the same last good time."""
-    compiled = compile_model(toggle_fourbar())
-    c_path = fmu_mod.package(compiled.embedding, compiled.generated, tmp_path / "tg.fmu", windows=False)
+    compiled = compiled_model("fourbar_toggle")
+    c_path = fmu_mod.package(compiled.embedding, compiled.generated, tmp_path / "tg.fmu", windows=False, use_cache=True)
     py_path = pyruntime.package(compiled, tmp_path / "tg_py.fmu")
     s, vr = _slave(py_path, tmp_path)
     s.setupExperiment(startTime=0.0)

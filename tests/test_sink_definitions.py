@@ -12,6 +12,7 @@ import pytest
 from fmigen import codegen
 from fmigen.bench import compile_harness
 from fmigen.pipeline import compile_model, load_mechanism
+from conftest import compiled_model
 
 SOURCE = """int f(double *q, double *out)
 {
@@ -114,7 +115,7 @@ def test_a_sunk_model_runs_bit_for_bit_like_the_model_as_generated(name, tmp_pat
     sequences' coefficient functions (mutable a0 += ...); fourbar_chain: γ
     by forward differentiation.  Both builds run 0.3 s of explicit Euler in
     the native harness and must end in the same bits."""
-    sunk = compile_model(load_mechanism(name)).generated
+    sunk = compiled_model(name).generated
     monkeypatch.setattr(codegen, "sink_definitions", lambda source: source)
     plain = compile_model(load_mechanism(name)).generated
     assert sunk.model_c != plain.model_c
