@@ -435,7 +435,9 @@ def main(argv=None):
     p = sub.add_parser("export-mjcf", help="write a joint-based mechanism as a MuJoCo model (MJCF)",
                        description="Write the mechanism's bodies and joints as MJCF: the spanning tree as nested "
                                    "bodies whose joint qpos are fmigen's coordinates, loop closures as connect/weld "
-                                   "equalities, joint forces as motors, spring-dampers as joint springs and "
+                                   "equalities (a cut universal joint: a connect and a tendon equality holding its "
+                                   "axes perpendicular; a cut prismatic, cylindrical, planar or free joint is an "
+                                   "error), joint forces as motors, spring-dampers as joint springs and "
                                    "tendons, the assembled start as keyframe 'start'.")
     common(p, solver=False)
     p.add_argument("-o", "--output", help="MJCF file to write (default: stdout)")
