@@ -445,7 +445,7 @@ def main(argv=None):
     p.set_defaults(func=cmd_export_mjcf)
 
     p = sub.add_parser("import-mjcf", help="read a MuJoCo model (MJCF) as a mechanism and summarize it",
-                       description="Read an MJCF file (hinge, slide joints and their combinations, connect and "
+                       description="Read an MJCF file (hinge, slide joints and their combinations, ball and free joints, connect and "
                                    "weld equalities, joint motors, joint springs, two-site spatial tendons) "
                                    "and list the bodies, joints and loop closures fmigen sees. Anything else that "
                                    "changes the dynamics is an error naming it. Any verb that takes a mechanism "

@@ -601,11 +601,14 @@ def import_mjcf(source, name=None) -> JointSystem:
     for b in range(1, model.nbody):
         bname = bodies[b].name
         parent = bodies[int(model.body_parentid[b])]
-        R_body = np.zeros(9)
-        mujoco.mju_quat2Mat(R_body, model.body_quat[b])
-        R_body = _exact_rotation(R_body.reshape(3, 3), f"body '{bname}'")
         jids = [i for i in range(model.njnt) if model.jnt_bodyid[i] == b]
         types = [int(model.jnt_type[i]) for i in jids]
+        H, S, BALL, FREE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE),
+                            int(mujoco.mjtJoint.mjJNT_BALL), int(mujoco.mjtJoint.mjJNT_FREE))
+        R_body = np.zeros(9)
+        mujoco.mju_quat2Mat(R_body, model.body_quat[b])
+        # a free body's own pos and quat are only its qpos0, not geometry
+        R_body = sp.eye(3) if types == [FREE] else _exact_rotation(R_body.reshape(3, 3), f"body '{bname}'")
         names = [nm(obj.mjOBJ_JOINT, i, f"{bname}_joint{n}") for n, i in enumerate(jids)]
         pos = [_exact_vec(model.jnt_pos[i]) for i in jids]
         axes = [_exact_vec(model.jnt_axis[i]) for i in jids]
@@ -616,10 +619,13 @@ def import_mjcf(source, name=None) -> JointSystem:
         anchor = pos[0] if jids else (0, 0, 0)
         # the parent marker: where the joint sits at qpos0, in the parent's frame
         parent_pos = sp.Matrix(_exact_vec(model.body_pos[b])) + R_body * sp.Matrix(anchor)
+        if types == [FREE]:
+            # MuJoCo's free joint places the body frame itself in the world
+            # (qpos = its position, then its quaternion): both markers at
+            # the frames' origins
+            anchor, parent_pos = (0, 0, 0), sp.zeros(3, 1)
         pm = parent.marker(f"to_{bname}", tuple(parent_pos), R_body)
         cm = bodies[b].marker("joint", anchor)
-        H, S, BALL, FREE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE),
-                            int(mujoco.mjtJoint.mjJNT_BALL), int(mujoco.mjtJoint.mjJNT_FREE))
         jname = names[0] if len(names) == 1 else f"{bname}_joint"
         if not jids:
             system.fixed(f"{bname}_weld", pm, cm)
@@ -634,9 +640,31 @@ def import_mjcf(source, name=None) -> JointSystem:
         elif types == [H, H, H] and list(axes) == [Z, (0, 1, 0), (1, 0, 0)]:
             system.spherical(jname, pm, cm, coordinates=names, start=starts)
         elif types in ([BALL], [FREE]):
-            raise MJCFError(f"body '{bname}': a MuJoCo {'ball' if types == [BALL] else 'free'} joint's quaternion "
-                            "has no polynomial loop closure in fmigen's coordinates; write it as hinges "
-                            "about z, y, x (spherical) plus three slides (free)")
+            # the same motion in fmigen's coordinates: a ball joint is the
+            # spherical joint (3-2-1 angles, R = Rz Ry Rx), a free joint the
+            # free joint (the body frame's position in the world, then the
+            # same angles), their starts the keyframe quaternion's angles.
+            # The angles are singular where the second is ±π/2, as any
+            # three-angle set; MuJoCo's quaternion is not
+            i = jids[0]
+            if float(model.jnt_stiffness[i]) or any(model.dof_damping[model.jnt_dofadr[i]:model.jnt_dofadr[i] + (3 if types == [BALL] else 6)]):
+                raise MJCFError(f"joint '{jname}': stiffness or damping on a MuJoCo {'ball' if types == [BALL] else 'free'} "
+                                "joint acts on its rotation vector, which fmigen's angle coordinates have no "
+                                "spring for; remove it or write the joint as hinges")
+            adr = int(model.jnt_qposadr[i]) + (3 if types == [FREE] else 0)
+            w, x, y, z = (float(v) for v in start_qpos[adr:adr + 4])
+            from scipy.spatial.transform import Rotation
+            angles = Rotation.from_quat([x, y, z, w]).as_euler("ZYX")       # R = Rz(a) Ry(b) Rx(c)
+            if types == [BALL]:
+                system.spherical(jname, pm, cm, coordinates=[f"{jname}_{k}" for k in (1, 2, 3)],
+                                 start=[float(a) for a in angles])
+            else:
+                if parent is not system.ground:
+                    raise MJCFError(f"body '{bname}': a free joint below another body, which MuJoCo does not "
+                                    "allow either")
+                system.free(jname, pm, cm, coordinates=[f"{jname}_{k}" for k in ("x", "y", "z", "rx", "ry", "rz")],
+                            start=[float(v) for v in start_qpos[adr - 3:adr]] + [float(a) for a in angles[::-1]])
+            continue
         else:
             kinds = {H: "hinge", S: "slide", BALL: "ball", FREE: "free"}
             raise MJCFError(f"body '{bname}': the joint combination {[kinds.get(x, x) for x in types]} "
@@ -678,6 +706,9 @@ def import_mjcf(source, name=None) -> JointSystem:
     for i in range(model.nu):
         jid = int(model.actuator_trnid[i, 0])
         aname = nm(obj.mjOBJ_ACTUATOR, i, f"actuator{i}")
+        if int(model.jnt_type[jid]) in (int(mujoco.mjtJoint.mjJNT_BALL), int(mujoco.mjtJoint.mjJNT_FREE)):
+            raise MJCFError(f"actuator '{aname}' drives a ball or free joint; fmigen's motors drive one "
+                            "hinge or slide coordinate")
         start = float(model.key_ctrl[0, i]) if model.nkey else 0.0
         u = system.input(aname, start, description=f"MuJoCo motor '{aname}'")
         jname = nm(obj.mjOBJ_JOINT, jid, None)
