@@ -435,7 +435,9 @@ def main(argv=None):
     p = sub.add_parser("export-mjcf", help="write a joint-based mechanism as a MuJoCo model (MJCF)",
                        description="Write the mechanism's bodies and joints as MJCF: the spanning tree as nested "
                                    "bodies whose joint qpos are fmigen's coordinates, loop closures as connect/weld "
-                                   "equalities, joint forces as motors, spring-dampers as joint springs and "
+                                   "equalities (a cut universal joint: a connect and a tendon equality holding its "
+                                   "axes perpendicular; a cut prismatic, cylindrical, planar or free joint is an "
+                                   "error), joint forces as motors, spring-dampers as joint springs and "
                                    "tendons, the assembled start as keyframe 'start'.")
     common(p, solver=False)
     p.add_argument("-o", "--output", help="MJCF file to write (default: stdout)")
@@ -443,7 +445,7 @@ def main(argv=None):
     p.set_defaults(func=cmd_export_mjcf)
 
     p = sub.add_parser("import-mjcf", help="read a MuJoCo model (MJCF) as a mechanism and summarize it",
-                       description="Read an MJCF file (hinge, slide joints and their combinations, connect and "
+                       description="Read an MJCF file (hinge, slide joints and their combinations, ball and free joints, connect and "
                                    "weld equalities, joint motors, joint springs, two-site spatial tendons) "
                                    "and list the bodies, joints and loop closures fmigen sees. Anything else that "
                                    "changes the dynamics is an error naming it. Any verb that takes a mechanism "

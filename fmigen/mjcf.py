@@ -3,10 +3,13 @@
 * ``export_mjcf(system)`` writes a ``joints.JointSystem`` as a MuJoCo model:
   the spanning tree as nested bodies, each tree joint as MuJoCo joints whose
   ``qpos`` *is* the fmigen coordinate (a universal joint is two hinges, a
-  spherical one three, z-y-x, a free one three slides and three hinges; a
-  joint traversed from child to parent gets negated axes in reverse order),
-  each cut joint as ``connect`` equalities between sites (a revolute cut as
-  two, on its axis; a fixed cut as a ``weld``), joint forces as motors,
+  spherical one three, z-y-x, a free one three slides and three hinges, all
+  in one MuJoCo body, which composes them exactly; a joint traversed from
+  child to parent, of any kind, gets negated axes in reverse order), each cut
+  joint as equalities between sites (a spherical cut a ``connect``, a
+  revolute cut two, on its axis; a universal cut a ``connect`` and a tendon
+  equality holding its axes perpendicular; a fixed cut a ``weld``; the other
+  kinds have no exact MuJoCo equality and are an error), joint forces as motors,
   rotational spring-dampers as joint stiffness and damping, linear ones as
   spatial tendons.  A planar bar's inertia (0, 0, I) gets I/2 about its
   in-plane axes, which MuJoCo requires and a planar motion never excites.  Preloads, marker forces and load expressions in time or
@@ -141,10 +144,12 @@ def _joint_elements(edge: TreeEdge, values) -> tuple[np.ndarray, list[tuple[str,
     if j.kind == "free":     # coordinates x, y, z, rx, ry, rz; hinges applied z, y, x
         names = names[:3] + names[3:][::-1]
     if edge.reversed:
-        if j.kind in ("planar", "free"):
-            raise MJCFError(f"joint '{j.name}' ({j.kind}) is reached from its child body; MJCF export "
-                            "needs its parent marker on the body nearer ground (swap parent and child)")
-        # the inverse transform: the same axes, negated, in reverse order
+        # the inverse transform: the same axes, negated, in reverse order.
+        # Every kind is a chain of elementary rotations and translations, each
+        # about or along an axis fixed in the frame after the previous ones
+        # (planar and free too: translations first, then rotations), and
+        # MuJoCo applies a body's joints in that way, so the inverse chain is
+        # exact for all of them
         kinds = [(k, -ax) for k, ax in kinds[::-1]]
         names = names[::-1]
     return _vec(far.position, values), [(nm, k, R_far @ ax) for nm, (k, ax) in zip(names, kinds)]
@@ -209,6 +214,7 @@ def export_mjcf(system: JointSystem, start: dict | None = None, timestep=1e-3, i
         return name
 
     equalities = []
+    perpendicular = []       # cut universal joints: their axes' tendon, held at √2 L
     eq_attrs = ""
     if solref is not None:
         eq_attrs += f' solref="{_fmt(solref)}"'
@@ -224,12 +230,35 @@ def export_mjcf(system: JointSystem, start: dict | None = None, timestep=1e-3, i
             ac = _mat(j.child.rotation, values) @ _vec(j.axis, values) * AXIS_SITE_OFFSET
             equalities.append(f'<connect name="{j.name}__axis" site1="{site(j.parent, j.name + "__pa", ap)}" '
                               f'site2="{site(j.child, j.name + "__ca", ac)}"{eq_attrs}/>')
+        elif j.kind == "universal":
+            # MuJoCo has no universal equality.  The joint is exactly its
+            # centre (a connect) plus one condition on the relative rotation:
+            # the first axis a (fixed in the parent marker) stays
+            # perpendicular to the second axis b (fixed in the child marker,
+            # R_C b = R_P Rot(a, q1) b).  With both centres held together, a
+            # point at distance L along a and one at L along b are
+            # |L a − L b| = L √(2 − 2 a·b) apart, so a·b = 0 is that distance
+            # being √2 L: a two-site spatial tendon held at that length by a
+            # tendon equality.  Both are holonomic and exact (no added body or
+            # mass); the rotation condition is regular everywhere (its
+            # gradient vanishes only where a = ±b, which the point
+            # constraint's a ⟂ b never reaches).
+            equalities.append(f'<connect name="{j.name}" site1="{site(j.parent, j.name + "__p")}" '
+                              f'site2="{site(j.child, j.name + "__c")}"{eq_attrs}/>')
+            ap = _mat(j.parent.rotation, values) @ _vec(j.axis, values) * AXIS_SITE_OFFSET
+            bc = _mat(j.child.rotation, values) @ _vec(j.axis2, values) * AXIS_SITE_OFFSET
+            site(j.parent, j.name + "__pa", ap)
+            site(j.child, j.name + "__cb", bc)
+            perpendicular.append(j.name)
+            equalities.append(f'<tendon name="{j.name}__perpendicular" tendon1="{j.name}__axes" '
+                              f'polycoef="{{{j.name}__a0}} 0 0 0 0"{eq_attrs}/>')
         elif j.kind == "fixed":
             equalities.append(f'<weld name="{j.name}" site1="{site(j.parent, j.name + "__p")}" '
                               f'site2="{site(j.child, j.name + "__c")}"{eq_attrs}/>')
         elif j.kind != "spherical":
-            raise MJCFError(f"joint '{j.name}' ({j.kind}) closes a loop; MuJoCo has no {j.kind} equality. "
-                            "Cut a revolute, spherical or fixed joint of that loop instead (system.cut)")
+            raise MJCFError(f"joint '{j.name}' ({j.kind}) closes a loop; MuJoCo has no {j.kind} equality "
+                            "(nor one made exactly of its connect, weld and tendon equalities). Cut a "
+                            "revolute, spherical, universal or fixed joint of that loop instead (system.cut)")
     for s in system.springs:
         site(s.a, f"{s.name}__a")
         site(s.b, f"{s.name}__b")
@@ -305,10 +334,15 @@ def export_mjcf(system: JointSystem, start: dict | None = None, timestep=1e-3, i
     lines.append("  </worldbody>")
     if equalities:
         lines += ["  <equality>"] + [f"    {e}" for e in equalities] + ["  </equality>"]
-    if system.springs:
+    if system.springs or perpendicular:
         # MuJoCo's spatial tendon spring: −k (L − springlength) − d L̇ (no preload;
         # the peer run adds preloads itself)
         lines.append("  <tendon>")
+        for name in perpendicular:
+            lines.append(f'    <spatial name="{name}__axes">')
+            lines.append(f'      <site site="{name}__pa"/>')
+            lines.append(f'      <site site="{name}__cb"/>')
+            lines.append("    </spatial>")
         for sd in system.springs:
             lines.append(f'    <spatial name="{sd.name}" stiffness="{_num(sd.stiffness, values)!r}" '
                          f'damping="{_num(sd.damping, values)!r}" springlength="{_num(sd.free_length, values)!r}">')
@@ -340,7 +374,21 @@ def export_mjcf(system: JointSystem, start: dict | None = None, timestep=1e-3, i
     lines.append(f'    <key name="start" qpos="{_fmt(qstart)}"' + (f' ctrl="{_fmt(ctrl)}"' if ctrl else "") + "/>")
     lines.append("  </keyframe>")
     lines.append("</mujoco>")
-    return "\n".join(lines) + "\n"
+    xml = "\n".join(lines) + "\n"
+    if perpendicular:
+        # MuJoCo's tendon equality holds L − L(qpos0) = polycoef[0], L(qpos0)
+        # the length at zero joint coordinates, where the cut joint need not
+        # be closed: compile once to read it, then write √2 L − L(qpos0)
+        mujoco = _mujoco()
+        held = xml
+        for name in perpendicular:
+            held = held.replace(f"{{{name}__a0}}", "0")
+        model = mujoco.MjModel.from_xml_string(held)
+        for name in perpendicular:
+            k = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_TENDON, f"{name}__axes")
+            a0 = np.sqrt(2.0) * AXIS_SITE_OFFSET - float(model.tendon_length0[k])
+            xml = xml.replace(f"{{{name}__a0}}", repr(float(a0)))
+    return xml
 
 
 # --- MuJoCo as a peer ----------------------------------------------------------
@@ -425,10 +473,17 @@ def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=N
             if reaction is not None:
                 mujoco.mj_applyFT(m, d, -f, -tq, point, reaction, d.qfrc_passive)
 
-    eq_sites = [(int(model.eq_obj1id[k]), int(model.eq_obj2id[k])) for k in range(model.neq)]
+    eq_sites = [(int(model.eq_obj1id[k]), int(model.eq_obj2id[k])) for k in range(model.neq)
+                if int(model.eq_type[k]) != int(mujoco.mjtEq.mjEQ_TENDON)]
+    # a cut universal joint's axes tendon: its length's distance from √2 L,
+    # in metres like the connects' (export_mjcf)
+    eq_tendons = [(int(model.eq_obj1id[k]), float(model.tendon_length0[int(model.eq_obj1id[k])])
+                   + float(model.eq_data[k, 0])) for k in range(model.neq)
+                  if int(model.eq_type[k]) == int(mujoco.mjtEq.mjEQ_TENDON)]
 
     def violation():
-        return max((float(np.linalg.norm(data.site_xpos[a] - data.site_xpos[b])) for a, b in eq_sites), default=0.0)
+        return max([float(np.linalg.norm(data.site_xpos[a] - data.site_xpos[b])) for a, b in eq_sites]
+                   + [abs(float(data.ten_length[k]) - held) for k, held in eq_tendons], default=0.0)
 
     qs = np.empty((len(times), len(names)))
     vs = np.empty_like(qs)
@@ -546,11 +601,14 @@ def import_mjcf(source, name=None) -> JointSystem:
     for b in range(1, model.nbody):
         bname = bodies[b].name
         parent = bodies[int(model.body_parentid[b])]
-        R_body = np.zeros(9)
-        mujoco.mju_quat2Mat(R_body, model.body_quat[b])
-        R_body = _exact_rotation(R_body.reshape(3, 3), f"body '{bname}'")
         jids = [i for i in range(model.njnt) if model.jnt_bodyid[i] == b]
         types = [int(model.jnt_type[i]) for i in jids]
+        H, S, BALL, FREE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE),
+                            int(mujoco.mjtJoint.mjJNT_BALL), int(mujoco.mjtJoint.mjJNT_FREE))
+        R_body = np.zeros(9)
+        mujoco.mju_quat2Mat(R_body, model.body_quat[b])
+        # a free body's own pos and quat are only its qpos0, not geometry
+        R_body = sp.eye(3) if types == [FREE] else _exact_rotation(R_body.reshape(3, 3), f"body '{bname}'")
         names = [nm(obj.mjOBJ_JOINT, i, f"{bname}_joint{n}") for n, i in enumerate(jids)]
         pos = [_exact_vec(model.jnt_pos[i]) for i in jids]
         axes = [_exact_vec(model.jnt_axis[i]) for i in jids]
@@ -561,10 +619,13 @@ def import_mjcf(source, name=None) -> JointSystem:
         anchor = pos[0] if jids else (0, 0, 0)
         # the parent marker: where the joint sits at qpos0, in the parent's frame
         parent_pos = sp.Matrix(_exact_vec(model.body_pos[b])) + R_body * sp.Matrix(anchor)
+        if types == [FREE]:
+            # MuJoCo's free joint places the body frame itself in the world
+            # (qpos = its position, then its quaternion): both markers at
+            # the frames' origins
+            anchor, parent_pos = (0, 0, 0), sp.zeros(3, 1)
         pm = parent.marker(f"to_{bname}", tuple(parent_pos), R_body)
         cm = bodies[b].marker("joint", anchor)
-        H, S, BALL, FREE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE),
-                            int(mujoco.mjtJoint.mjJNT_BALL), int(mujoco.mjtJoint.mjJNT_FREE))
         jname = names[0] if len(names) == 1 else f"{bname}_joint"
         if not jids:
             system.fixed(f"{bname}_weld", pm, cm)
@@ -579,9 +640,31 @@ def import_mjcf(source, name=None) -> JointSystem:
         elif types == [H, H, H] and list(axes) == [Z, (0, 1, 0), (1, 0, 0)]:
             system.spherical(jname, pm, cm, coordinates=names, start=starts)
         elif types in ([BALL], [FREE]):
-            raise MJCFError(f"body '{bname}': a MuJoCo {'ball' if types == [BALL] else 'free'} joint's quaternion "
-                            "has no polynomial loop closure in fmigen's coordinates; write it as hinges "
-                            "about z, y, x (spherical) plus three slides (free)")
+            # the same motion in fmigen's coordinates: a ball joint is the
+            # spherical joint (3-2-1 angles, R = Rz Ry Rx), a free joint the
+            # free joint (the body frame's position in the world, then the
+            # same angles), their starts the keyframe quaternion's angles.
+            # The angles are singular where the second is ±π/2, as any
+            # three-angle set; MuJoCo's quaternion is not
+            i = jids[0]
+            if float(model.jnt_stiffness[i]) or any(model.dof_damping[model.jnt_dofadr[i]:model.jnt_dofadr[i] + (3 if types == [BALL] else 6)]):
+                raise MJCFError(f"joint '{jname}': stiffness or damping on a MuJoCo {'ball' if types == [BALL] else 'free'} "
+                                "joint acts on its rotation vector, which fmigen's angle coordinates have no "
+                                "spring for; remove it or write the joint as hinges")
+            adr = int(model.jnt_qposadr[i]) + (3 if types == [FREE] else 0)
+            w, x, y, z = (float(v) for v in start_qpos[adr:adr + 4])
+            from scipy.spatial.transform import Rotation
+            angles = Rotation.from_quat([x, y, z, w]).as_euler("ZYX")       # R = Rz(a) Ry(b) Rx(c)
+            if types == [BALL]:
+                system.spherical(jname, pm, cm, coordinates=[f"{jname}_{k}" for k in (1, 2, 3)],
+                                 start=[float(a) for a in angles])
+            else:
+                if parent is not system.ground:
+                    raise MJCFError(f"body '{bname}': a free joint below another body, which MuJoCo does not "
+                                    "allow either")
+                system.free(jname, pm, cm, coordinates=[f"{jname}_{k}" for k in ("x", "y", "z", "rx", "ry", "rz")],
+                            start=[float(v) for v in start_qpos[adr - 3:adr]] + [float(a) for a in angles[::-1]])
+            continue
         else:
             kinds = {H: "hinge", S: "slide", BALL: "ball", FREE: "free"}
             raise MJCFError(f"body '{bname}': the joint combination {[kinds.get(x, x) for x in types]} "
@@ -623,6 +706,9 @@ def import_mjcf(source, name=None) -> JointSystem:
     for i in range(model.nu):
         jid = int(model.actuator_trnid[i, 0])
         aname = nm(obj.mjOBJ_ACTUATOR, i, f"actuator{i}")
+        if int(model.jnt_type[jid]) in (int(mujoco.mjtJoint.mjJNT_BALL), int(mujoco.mjtJoint.mjJNT_FREE)):
+            raise MJCFError(f"actuator '{aname}' drives a ball or free joint; fmigen's motors drive one "
+                            "hinge or slide coordinate")
         start = float(model.key_ctrl[0, i]) if model.nkey else 0.0
         u = system.input(aname, start, description=f"MuJoCo motor '{aname}'")
         jname = nm(obj.mjOBJ_JOINT, jid, None)
