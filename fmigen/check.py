@@ -46,23 +46,39 @@ BRANCH_TOL = 1e-8
 NEAR_SINGULAR = 30.0
 
 
-def _core_library(compiled, workdir: Path):
+#: the model's internal functions and tables that the check calls, exported
+#: under names of their own.  An FMU binary hides them (-fvisibility=hidden),
+#: and compiling model.c again with other flags would cost as much as the
+#: build's compile (gcc -O2 on a large model.c is seconds); instead the
+#: library links the build's own object files (fmu.compile_shared's object
+#: cache, the same sources and flags) and this file, whose functions see
+#: the hidden symbols because they are linked into the same library.  They
+#: call the SSE2 copy, which the AVX one equals bit for bit.
+EXPORTS_SOURCE = "fmigen_check_exports.c"
+EXPORTS = """/* fmigen check: the generated kinematics, exported for ctypes. */
+#include "fmigen_runtime.h"
+#define FG_CHECK_EXPORT __attribute__((visibility("default")))
+FG_CHECK_EXPORT int fmigen_check_kinematics(double t, double *q, const double *p, const FmigenBase *base,
+                                            double *sol, double *trig)
+{ return fmigen_kinematics(t, q, p, base, sol, trig); }
+FG_CHECK_EXPORT void fmigen_check_kinematic_angles(double *q, const double *trig, const FmigenBase *base)
+{ fmigen_kinematic_angles(q, trig, base); }
+FG_CHECK_EXPORT void fmigen_check_angle_turns(FmigenBase *base, const double *trig)
+{ fmigen_angle_turns(base, trig); }
+FG_CHECK_EXPORT const double *fmigen_check_sol_start(void) { return fmigen_sol_start; }
+FG_CHECK_EXPORT const char *const *fmigen_check_failures(void) { return fmigen_kinematics_failure; }
+"""
+
+
+def _core_library(compiled, workdir: Path, use_cache=True):
     from . import fmu, variables
     src = workdir / "sources"
     # the instance layer compiles too: it needs the FMU's variable table
     fmu.write_sources(src, compiled.generated, variables.table(fmu.Interface.of(compiled.embedding), 1e-3))
+    (workdir / EXPORTS_SOURCE).write_text(EXPORTS)
     lib = workdir / "kinematics.so"
-    # the model's internal functions, not the FMI API, are what is called
-    # here: export them (an FMU binary hides them)
-    # (the SSE2 copy: the AVX one, whose symbols end in _avx, is not called)
-    fmu.compile_shared(src, lib, extra=["-fvisibility=default"], avx=False)
+    fmu.compile_shared(src, lib, use_cache=use_cache, extra_sources=[workdir / EXPORTS_SOURCE])
     return ctypes.CDLL(str(lib))
-
-
-def _model_symbol(compiled, name):
-    """The linker name of a generated or runtime symbol: runtime/fmigen_names.h
-    prefixes each with the model identifier."""
-    return f"{compiled.dae.mechanism.name}_{name}"     # the model identifier is the mechanism's name
 
 
 def _base_type(nsol, nq):
@@ -74,7 +90,7 @@ def _base_type(nsol, nq):
     return Base
 
 
-def branch_consistency(compiled, sweep, log=None) -> dict:
+def branch_consistency(compiled, sweep, log=None, use_cache=True) -> dict:
     """Call the generated ``fmigen_kinematics`` along every sweep path."""
     log = log or (lambda msg: None)
     dae, part = compiled.dae, compiled.partition
@@ -90,20 +106,21 @@ def branch_consistency(compiled, sweep, log=None) -> dict:
     # (two assemblies meeting) lies within reach
     ends = {i for p in sweep.physical for i in sweep.paths[p["path"]][-2:]}
     with tempfile.TemporaryDirectory() as tmp:
-        lib = _core_library(compiled, Path(tmp))
-        kin = getattr(lib, _model_symbol(compiled, "fmigen_kinematics"))
+        lib = _core_library(compiled, Path(tmp), use_cache)
+        kin = lib.fmigen_check_kinematics
         Dbl = ctypes.c_double * n
         Base = _base_type(nsol, n)
         kin.argtypes = [ctypes.c_double, Dbl, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(Base),
                         ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]
-        angles = getattr(lib, _model_symbol(compiled, "fmigen_kinematic_angles"))
+        angles = lib.fmigen_check_kinematic_angles
         angles.argtypes = [Dbl, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(Base)]
-        turns = getattr(lib, _model_symbol(compiled, "fmigen_angle_turns"))
+        turns = lib.fmigen_check_angle_turns
         turns.argtypes = [ctypes.POINTER(Base), ctypes.POINTER(ctypes.c_double)]
         p_default = (ctypes.c_double * max(1, len(dae.tunable_values)))(*dae.tunable_values or [0.0])
-        start_sol = (ctypes.c_double * max(nsol, 1)).in_dll(lib, _model_symbol(compiled, "fmigen_sol_start"))
-        names = (ctypes.c_char_p * 1).in_dll(lib, _model_symbol(compiled, "fmigen_kinematics_failure"))
-        failure_table = ctypes.cast(ctypes.addressof(names), ctypes.POINTER(ctypes.c_char_p))
+        lib.fmigen_check_sol_start.restype = ctypes.POINTER(ctypes.c_double * max(nsol, 1))
+        start_sol = lib.fmigen_check_sol_start().contents
+        lib.fmigen_check_failures.restype = ctypes.POINTER(ctypes.c_char_p)
+        failure_table = lib.fmigen_check_failures()
         for path in sweep.paths:
             base = Base()
             base.continuity = 0
@@ -182,7 +199,16 @@ def check(spec, use_cache=True, log=None) -> dict:
     mech = prepare_mechanism(spec, log, use_cache)
     if mech.kinematic and not mech.coordinates:
         raise ModelError(f"'{mech.name}' has no coordinates to check")
-    compiled = compile_model(mech, use_cache=use_cache, log=log)
+    # the C of the build's derivation, from the derived-model cache, so
+    # that only what the check needs beyond it (the DAE, the partition, the
+    # triangularization and its sweep, all from their own caches) is redone;
+    # without an entry, the derivation is recorded for the next build
+    from . import derived
+    options = {"order": None, "kinematics": "groebner", "newton_tol": None, "dynamics": "auto"}
+    compiled, hit = derived.derive(mech, options, lambda: compile_model(mech, use_cache=use_cache, log=log),
+                                   use_cache=use_cache)
+    if hit:
+        compiled = compile_model(mech, use_cache=use_cache, log=log, generated=compiled.generated)
     dae, tri = compiled.dae, compiled.triangular
     sweep = tri.sweep
     representation = []
@@ -203,7 +229,7 @@ def check(spec, use_cache=True, log=None) -> dict:
                 best = {"independent": list(names), "condition_number": cond}
         entry["switching"] = best
         physical.append(entry)
-    branch = branch_consistency(compiled, sweep, log)
+    branch = branch_consistency(compiled, sweep, log, use_cache)
     return {"mechanism": mech.name,
             "independent": [dae.names[i] for i in compiled.partition.independent],
             "swept_configurations": int(len(sweep.points)),

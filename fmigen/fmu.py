@@ -34,6 +34,7 @@ import datetime
 import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -339,7 +340,8 @@ def avx_variant(cc: str) -> bool:
     return target.startswith("x86_64") and "linux" in target
 
 
-def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=(), use_cache=False, avx=None):
+def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=(), use_cache=False, avx=None,
+                   extra_sources=()):
     """Compile the FMU's sources in ``src`` into the shared library ``out``
     (``extra``: more flags, for compiling and linking); the compiler's
     warnings are returned.  ``avx``: link the model's AVX copy too (default:
@@ -349,7 +351,8 @@ def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=(), use
     compiler and flags (under the Gröbner cache's root, ``objects/``): gcc
     -O2 on a large model.c is most of a rebuild's time (~4 s of CPU for
     Stephenson's, per compiler), and model.c does not change with the FMI version, kind,
-    solver or step."""
+    solver or step.  ``extra_sources``: further C files linked in, compiled
+    with the same flags (``fmigen check``'s exports)."""
     windows = "mingw32" in Path(cc).name
     base = [f for f in CFLAGS if not (windows and f == "-fPIC")]
     # only the FMI API leaves the binary (FMI2_Export / FMI3_Export mark it):
@@ -362,7 +365,7 @@ def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=(), use
         avx = avx_variant(cc) and (src / "fmigen_numeric.h").exists()
     flags = [*base, *(["-DFMIGEN_AVX_DISPATCH=1"] if avx else []), f"-I{src}", *extra]
     with tempfile.TemporaryDirectory() as tmp:
-        sources = [src / f for f in source_files(fmi)]
+        sources = [src / f for f in source_files(fmi)] + [Path(f) for f in extra_sources]
         if avx:
             # next to nothing of its own: model.c and the kernels it includes
             # come from src through -I, as the SSE2 copy's do; second, so
@@ -395,23 +398,47 @@ def _compile_object(cc: str, flags: list, source: Path, obj: Path):
     return obj, proc.stderr
 
 
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
+
+def _local_includes(source: Path, flags) -> list[Path]:
+    """The files ``source`` includes with #include "...", transitively, found
+    beside the including file or in the -I directories (the compiler's own
+    search); a name found in neither is a system header.  Every such line
+    counts, also one an #if leaves out: a superset of what the compiler
+    reads, so a cache key over it misses nothing.  Read here rather than
+    by ``cc -MM``, which preprocesses the source (model.c: hundreds of kB)
+    once more per compile."""
+    dirs = [Path(f[2:]) for f in flags if f.startswith("-I")]
+    seen, todo, out = {source.resolve()}, [source], []
+    while todo:
+        f = todo.pop()
+        for name in _INCLUDE.findall(f.read_bytes()):
+            name = name.decode()
+            found = next((d / name for d in [f.parent, *dirs] if (d / name).is_file()), None)
+            if found is not None and found.resolve() not in seen:
+                seen.add(found.resolve())
+                out.append(found)
+                todo.append(found)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_version(cc: str) -> str:
+    return subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
+
+
 def _cached_object(cc: str, flags: list, source: Path, workdir: Path) -> Path:
     """``source`` compiled with ``flags`` (-c), from the cache when the
     source, the local headers it includes, the compiler's --version and the
     flags are the same."""
     from .groebner import CACHE_DIR, write_atomically
-    # every flag: the -D and -m flags decide what the source includes
-    deps = subprocess.run([cc, "-MM", *flags, str(source)],
-                          capture_output=True, text=True)
-    if deps.returncode != 0:
-        raise BuildError(f"C compilation failed (dependencies of {source.name}):\n{deps.stderr}")
     # by name, not by path: the AVX wrapper sits in a temporary directory of
     # its own, and ordering by path would key the same files differently
     # from build to build
-    headers = sorted((Path(d).name, Path(d).read_bytes()) for d in deps.stdout.replace("\\\n", " ").split()[1:])
+    headers = sorted((d.name, d.read_bytes()) for d in _local_includes(source, flags))
     h = hashlib.sha256()
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
-    h.update("\0".join([cc, version, *[f for f in flags if not f.startswith("-I")]]).encode())
+    h.update("\0".join([cc, _compiler_version(cc), *[f for f in flags if not f.startswith("-I")]]).encode())
     for name, text in [(source.name, source.read_bytes()), *headers]:
         h.update(b"\0" + name.encode() + b"\0" + text)
     cached = CACHE_DIR / "objects" / f"{h.hexdigest()}.o"

@@ -119,10 +119,12 @@ class Compiled:
 
 
 def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinematics="groebner",
-                  newton_tol=None, dynamics="auto") -> Compiled:
+                  newton_tol=None, dynamics="auto", generated=None) -> Compiled:
     """The derivation, stages 1-4.  ``dynamics`` embedded|recursive|auto:
     how the generated right-hand side solves the embedded ODE
-    (``codegen_recursive.choose``)."""
+    (``codegen_recursive.choose``).  ``generated``: the C of this same
+    derivation, read from the derived-model cache (``derived.derive``), so
+    stage 4 is not redone (``fmigen check`` after a build)."""
     from .codegen_recursive import choose as choose_dynamics
     from .start_pose import check_start_pose
     log = log or (lambda msg: None)
@@ -161,10 +163,15 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
         alternatives.append((embed(dae, part_k), tri_k))
     times["triangular"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    progress.stage(log, "[4/5] generating C", history.last(mech.name, "codegen"))
-    gen = codegen.generate(emb, tri, mech.name, alternatives=alternatives, dynamics=dynamics)
+    if generated is not None:
+        log("[4/5] generated C from the derived-model cache")
+        gen = generated
+    else:
+        progress.stage(log, "[4/5] generating C", history.last(mech.name, "codegen"))
+        gen = codegen.generate(emb, tri, mech.name, alternatives=alternatives, dynamics=dynamics)
     times["codegen"] = time.perf_counter() - t2
-    history.remember(mech.name, times)
+    if generated is None:
+        history.remember(mech.name, times)
     log(f"      stages: equations of motion {times['dae']:.2f} s, triangularization and workspace cover "
         f"{times['triangular']:.2f} s, C generation {times['codegen']:.2f} s")
     failed = any(tb.engine_failed for t in [tri, *(t for _, t in alternatives)] for tb in t.blocks)

@@ -225,6 +225,21 @@ class TriangularBlock:
 #: safety limit is an error (``groebner.SINGULAR_CPU_LIMIT``).
 MAX_GROEBNER_VARIABLES = 10
 
+#: a block whose Bézout number exceeds this is solved by Newton without
+#: trying a lex basis, also decided from the input alone.  The Bézout number
+#: is the product of the total degrees, in the block's unknown polynomial
+#: variables, of its equations and circle identities: a bound on the number
+#: of isolated solutions, and so on the degree of the basis' univariate
+#: polynomial, whose coefficients (rational functions of the abstracted
+#: knowns) make the basis' size.  Variables alone do not tell: the double
+#: wishbone's upright block (a ball joint's three Euler angles and an arm's
+#: angle, 8 variables like the Stephenson six-bar's block) has 2,592 and its
+#: basis did not finish within Singular's 600 s safety limit; the shipped
+#: blocks whose bases finish have at most 256 (the landing gear's; the
+#: Stephenson six-bar's 16, a Stewart leg's 72); the five-link's and the
+#: quarter car's pose blocks 62,208.
+MAX_GROEBNER_BEZOUT = 1024
+
 #: Kinematics formulations (``triangularize(kinematics=...)``, ``fmigen build
 #: --kinematics``, ``fmigen bench``): "groebner" (default: triangular sequences,
 #: Newton only where the mechanism forces it or the block has more than
@@ -693,6 +708,15 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
             reason = (f"{len(ring)} polynomial variables > {MAX_GROEBNER_VARIABLES}, too many for a lex "
                       "Gröbner basis")
             log(f"block {name}: {reason}; Newton iteration on this block")
+            tblocks.append(newton_block(b, reason))
+            continue
+        degrees = [sp.Poly(p, *variables).total_degree() for p in [*polys, *circles]]
+        bezout = math.prod(degrees)
+        if bezout > MAX_GROEBNER_BEZOUT:
+            reason = (f"Bézout number {bezout} (degrees {', '.join(map(str, degrees))}) > "
+                      f"{MAX_GROEBNER_BEZOUT}, too large for a lex Gröbner basis")
+            log(f"warning: block {name}: {reason}; Newton iteration on this block (newton_blocks says "
+                "so without this warning)")
             tblocks.append(newton_block(b, reason))
             continue
         apolys, abstractions = abstract(polys, ring, counter)

@@ -11,7 +11,8 @@ Per mechanism (default: every mechanisms/*.py but eight_link, see SLOW):
 Each build is its own `python -m fmigen.cli build --json` process, so the
 wall time includes Python's start and imports (~1.5 s); the stages are the
 build's own (``"stages"`` of its JSON).  The build-time targets are checked
-against the wall times.
+against the CPU times (user + system of the build and the processes it
+waited for), which do not depend on what else the machine runs.
 
     python scripts/bench_build.py [mechanism ...] [--include-slow] [--json] [--write-docs]
 """
@@ -23,6 +24,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import signal
 import subprocess
 import sys
@@ -40,7 +42,10 @@ HEADING = "## Build time"
 #: variables than a lex basis is tried for, and Newton cannot assemble the
 #: start; measured when it was a 60 s timeout)
 SLOW = {"eight_link", "stewart_66", "stewart_66_platform"}
-TARGETS = {"stephenson3 cold": 30.0, "stephenson3 warm": 5.0, "warm": 5.0}
+#: issue 33, item 4, in CPU seconds: the joint-API Stephenson six-bar cold
+#: and warm, every shipped mechanism warm
+STEPHENSON = "stephenson3_joints"
+TARGETS = {"stephenson cold": 30.0, "stephenson warm": 3.0, "warm": 5.0}
 STAGES = [("dae", "equations of motion"), ("triangular", "triangularization + cover"),
           ("codegen", "C generation"), ("derived", "derived-cache read"), ("fmu", "compile + package")]
 
@@ -50,6 +55,10 @@ def build(mechanism: str, cache: Path, out: Path, timeout: float | None = None, 
     ``options``): wall time and the build's stages, or an error (also when it
     runs longer than ``timeout`` seconds)."""
     env = dict(os.environ, FMIGEN_CACHE=str(cache), PYTHONPATH=str(ROOT))
+    # CPU time (user + system of the build and every process it waited for:
+    # Singular, the compilers), the number the targets are stated in: on a
+    # shared machine the wall time carries the other jobs' turns
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     # its own process group, so a timeout also stops the compilers it runs
     p = subprocess.Popen([sys.executable, "-m", "fmigen.cli", "build", mechanism, "-o", str(out), "--json",
@@ -66,10 +75,12 @@ def build(mechanism: str, cache: Path, out: Path, timeout: float | None = None, 
         return {"wall": round(wall, 2), "error": f"stopped after the {timeout:g} s limit"
                 + (f" in stage '{stages[-1]}'" if stages else "")}
     wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     if p.returncode != 0:
-        return {"wall": round(wall, 2), "error": stderr.strip().splitlines()[-1]}
+        return {"wall": round(wall, 2), "cpu": round(cpu, 2), "error": stderr.strip().splitlines()[-1]}
     info = json.loads(stdout)
-    return {"wall": round(wall, 2), "stages": info["stages"], "hit": "from the cache" in stderr,
+    return {"wall": round(wall, 2), "cpu": round(cpu, 2), "stages": info["stages"], "hit": "from the cache" in stderr,
             "dynamics": info.get("dynamics")}
 
 
@@ -95,22 +106,22 @@ def verdicts(rows) -> list[str]:
     rows = [r for r in rows if r["warm"] is not None]
     by = {r["mechanism"]: r for r in rows}
     out = []
-    if "stephenson3" in by:
+    if STEPHENSON in by:
         for kind in ("cold", "warm"):
-            t, limit = by["stephenson3"][kind]["wall"], TARGETS[f"stephenson3 {kind}"]
-            out.append(f"- **Stephenson six-bar, {kind}, ≤ {limit:g} s** — "
+            t, limit = by[STEPHENSON][kind]["cpu"], TARGETS[f"stephenson {kind}"]
+            out.append(f"- **{STEPHENSON}, {kind}, ≤ {limit:g} s of CPU** — "
                        + (f"met: {t:.1f} s" if t <= limit else f"MISSED: {t:.1f} s"))
-    slowest = max(rows, key=lambda r: r["warm"]["wall"])
-    over = [r["mechanism"] for r in rows if r["warm"]["wall"] > TARGETS["warm"]]
-    out.append(f"- **every shipped mechanism, warm, ≤ {TARGETS['warm']:g} s** — "
+    slowest = max(rows, key=lambda r: r["warm"]["cpu"])
+    over = [r["mechanism"] for r in rows if r["warm"]["cpu"] > TARGETS["warm"]]
+    out.append(f"- **every shipped mechanism, warm, ≤ {TARGETS['warm']:g} s of CPU** — "
                + (f"met for the {len(rows)} measured (slowest {slowest['mechanism']}, "
-                  f"{slowest['warm']['wall']:.1f} s)" if not over else f"MISSED: {', '.join(over)}"))
+                  f"{slowest['warm']['cpu']:.1f} s)" if not over else f"MISSED: {', '.join(over)}"))
     return out
 
 
 def table(rows) -> list[str]:
-    head = ["mechanism", "cold wall s", *[f"cold: {label}" for key, label in STAGES if key != "derived"],
-            "warm wall s", "warm: derived-cache read", "warm: compile + package"]
+    head = ["mechanism", "cold wall s", "cold CPU s", *[f"cold: {label}" for key, label in STAGES if key != "derived"],
+            "warm wall s", "warm CPU s", "warm: derived-cache read", "warm: compile + package"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         if r["warm"] is None:
@@ -118,9 +129,10 @@ def table(rows) -> list[str]:
                          + " |" * (len(head) - 2))
             continue
         c, w = r["cold"]["stages"], r["warm"]["stages"]
-        cells = [r["mechanism"], f"{r['cold']['wall']:.1f}",
+        cells = [r["mechanism"], f"{r['cold']['wall']:.1f}", f"{r['cold']['cpu']:.1f}",
                  *[f"{c.get(k, 0):.2f}" for k, _ in STAGES if k != "derived"],
-                 f"{r['warm']['wall']:.1f}", f"{w.get('derived', float('nan')):.2f}", f"{w.get('fmu', 0):.2f}"]
+                 f"{r['warm']['wall']:.1f}", f"{r['warm']['cpu']:.1f}", f"{w.get('derived', float('nan')):.2f}",
+                 f"{w.get('fmu', 0):.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -96,3 +96,32 @@ def test_cli_check_help(capsys):
         cli_main(["check", "--help"])
     assert e.value.code == 0
     assert "branch" in capsys.readouterr().out
+
+
+def test_check_after_a_build_reuses_its_derivation_and_objects(tmp_path, monkeypatch):
+    """``fmigen check`` after ``fmigen build`` reads the build's generated C
+    from the derived-model cache (no C generation) and links the build's
+    object files (no compile of model.c), and still finds the kinematics on
+    the continuation's branch."""
+    from fmigen import codegen, fmu, groebner
+    from fmigen.pipeline import build_fmu
+    monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
+    build_fmu("fourbar", tmp_path / "fourbar.fmu", windows=False, use_cache=True)
+    objects = sorted((tmp_path / "cache" / "objects").iterdir())
+
+    def no_generation(*args, **kwargs):
+        raise AssertionError("check generated the C again")
+    monkeypatch.setattr(codegen, "generate", no_generation)
+    compiled = []
+    compile_object = fmu._compile_object
+    monkeypatch.setattr(fmu, "_compile_object",
+                        lambda cc, flags, source, obj: compiled.append(source.name) or compile_object(cc, flags, source, obj))
+    lines = []
+    r = check("fourbar", use_cache=True, log=lines.append)
+    assert r["passed"] and r["branch_max_deviation"] < 1e-12
+    assert "[4/5] generated C from the derived-model cache" in lines
+    # only the exports file and the instance layer (its variable table is
+    # the check's, step 1e-3) compile; model.c's objects are the build's
+    assert "model.c" not in compiled and "fmigen_model_avx.c" not in compiled
+    assert "fmigen_check_exports.c" in compiled
+    assert set(objects) <= set((tmp_path / "cache" / "objects").iterdir())

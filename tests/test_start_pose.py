@@ -9,9 +9,9 @@ whose rows also hold for the mirror (the rod turned by π about the
 U-joint's first axis); before the fix the triangular sequence started the
 U-joint's first angle at π with no error.
 
-Workaround, for this test only: the upper arm and upright block is forced
-to Newton (``newton_blocks``) because its Gröbner script makes Singular
-fail to parse (``poly ^ number``), a crash being fixed separately.
+The upper arm and upright block is solved by Newton without a
+``newton_blocks`` entry: its Bézout number is above
+``triangular.MAX_GROEBNER_BEZOUT`` (tests/test_block_bounds.py).
 """
 import math
 import shutil
@@ -29,13 +29,9 @@ from fmigen import triangular
 
 from tests.corpus.double_wishbone import DESIGN_POSE, build
 
-UPRIGHT_BLOCK = ["upper", "ball_l_z", "ball_l_y", "ball_l_x"]
-
 
 def _double_wishbone(**kw):
-    s = build(**kw)
-    s.newton_blocks = [UPRIGHT_BLOCK]      # the Singular parse crash, see the module docstring
-    return s
+    return build(**kw)
 
 
 def _start(system):
