@@ -382,7 +382,13 @@ def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=(), use
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             compiled = list(pool.map(compile_one, sources))
-        cmd = [cc, *base, "-shared", *(str(o) for o, _ in compiled), "-o", str(out), "-lm", *extra]
+        # a PE linker stamps the link time into the DLL and derives its
+        # preferred base from a hash of the output path; both made two builds
+        # of the same sources differ.  The fixed base is MSVC's default (the
+        # DLL stays relocatable: Windows' ASLR moves it anyway)
+        reproducible = ["-Wl,--no-insert-timestamp,--disable-auto-image-base"] if windows else []
+        cmd = [cc, *base, "-shared", *(str(o) for o, _ in compiled), "-o", str(out), "-lm",
+               *reproducible, *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"C compilation failed:\n{' '.join(cmd)}\n{proc.stderr}")

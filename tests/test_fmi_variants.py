@@ -356,3 +356,23 @@ def test_fmigen_windows_0_builds_no_dll(variant_fmus, fmi, monkeypatch):
     assert fmu_mod.windows_by_default() is False
     monkeypatch.delenv("FMIGEN_WINDOWS")
     assert fmu_mod.windows_by_default() is True
+
+
+@pytest.mark.skipif(not fmu_mod.mingw_available(), reason="mingw-w64 is not installed")
+def test_the_windows_dll_is_the_same_bytes_from_build_to_build(fourbar_compiled, tmp_path):
+    """Deterministic builds hold for the DLL too: the PE linker used to stamp
+    the link time into it and derive its preferred base from the output
+    path, so two builds of one model differed (by 663 bytes for a one-line
+    DLL).  Two builds into different directories, a second apart."""
+    import time
+    import zipfile
+    c = fourbar_compiled
+    dlls = []
+    for k in range(2):
+        d = tmp_path / f"build{k}"
+        d.mkdir()
+        fmu = fmu_mod.package(c.embedding, c.generated, d / "fourbar.fmu", solver="rk4", step=1e-3,
+                              windows=True, use_cache=True)
+        dlls.append(zipfile.ZipFile(fmu).read("binaries/win64/fourbar.dll"))
+        time.sleep(1.1)
+    assert dlls[0] == dlls[1]
