@@ -1,0 +1,353 @@
+"""Build and validate every mechanism of ``tests/corpus/``, or random ones (``--fuzz``).
+
+    python scripts/corpus.py [--only NAME[,NAME...]] [--json] [--markdown] [--stop-time 1] [--timeout 900]
+    python scripts/corpus.py --fuzz N --seed S [--families fourbar,slider_crank,rssr] [--json]
+
+Each case runs in its own process (``--child``), so a crash or a hang in one
+does not end the run; a case that exceeds ``--timeout`` seconds is reported
+as ``timeout``.  The timeout only classifies a case: nothing that is built
+depends on it (the builds themselves are bounded by work, not time).
+
+What a case checks, in that order:
+
+1. the build: ``fmigen.validate.validate`` on the ``JointSystem`` (FMU by
+   the ordinary pipeline, run in fmpy), with the DAE reference (IDA), the
+   Cartesian reference and, when the ``mujoco`` module is importable, the
+   MuJoCo peer (a description MJCF cannot hold is noted, not failed);
+2. the start: the FMU's values at t = 0 against the description, with the
+   Cartesian model's own forward kinematics (``cartesian.CartesianModel``,
+   no equation of the model stage): the independent coordinates exactly as
+   written, every joint closed (|Φ| ≤ 1e-9), every branch hint satisfied,
+   and the dependent coordinates within 0.1 (rad or m) of the described
+   pose — the corpus and the fuzzer describe the assembly they mean, so a
+   start far from it is a silent wrong start even when it closes;
+3. the validation: coordinates within 1e-6 and velocities within 1e-5 of
+   each reference, constraint residual ≤ 1e-12, energy drift ≤ 1e-6 (the
+   defaults of ``fmigen validate``), and the FMU reaching the stop time.
+
+Outcomes: ``passed``; ``failed`` (which check, with its numbers);
+``stopped`` (the FMU stopped early with a message, every check passing on
+the part it ran: a clear error at run time, e.g. a singular configuration);
+``refused`` (the build stopped with a ``ModelError``/``BuildError``, the
+message is the cause); ``traceback`` (any other exception: a defect, with
+its type, message and innermost frame); ``timeout``; ``crashed`` (the child
+process died without a result).  Progress goes to stderr, one line per case.
+
+The fuzzer draws the geometry of the corpus's parametric families
+(``tests/corpus/_families.py``) from ``random.Random(seed)``, rounded to
+three decimals so every case is a short exact rational system; the same
+``--fuzz N --seed S`` gives the same cases.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import io
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+FAMILIES = ("fourbar", "slider_crank", "rssr")
+POSE_TOL = 0.1
+CLOSE_TOL = 1e-9
+
+
+def corpus_names():
+    return sorted(p.stem for p in CORPUS.glob("*.py") if not p.stem.startswith("_"))
+
+
+def _import_corpus():
+    # the corpus modules import their helpers as ``corpus._planar``
+    if str(ROOT / "tests") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests"))
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+
+
+def fuzz_cases(n, seed, families=FAMILIES):
+    """``n`` random cases, cycling through ``families``; deterministic in seed."""
+    rng = random.Random(seed)
+    u = lambda a, b: round(rng.uniform(a, b), 3)   # noqa: E731
+    cases = []
+    for k in range(n):
+        fam = families[k % len(families)]
+        if fam == "fourbar":
+            p = dict(ground=u(0.5, 3), crank=u(0.5, 3), coupler=u(0.5, 3), rocker=u(0.5, 3),
+                     theta=u(0, 6.283), open_=rng.random() < 0.5, tau=u(-5, 5))
+        elif fam == "slider_crank":
+            p = dict(r=u(0.05, 0.5), l=u(0.05, 1.0), e=u(-0.3, 0.3), theta=u(0, 6.283),
+                     right=rng.random() < 0.5, tau=u(-2, 2))
+        elif fam == "rssr":
+            p = dict(crank=u(0.2, 1.0), B0=[u(-1.5, 1.5), u(-1.5, 1.5), u(-1.5, 1.5)],
+                     arm=[u(-0.3, 0.3), u(0.3, 1.0), u(-0.3, 0.3)], L=u(0.5, 3.0), theta=u(0, 6.283),
+                     branch=rng.randrange(2), tau=u(-2, 2))
+        else:
+            raise SystemExit(f"corpus.py: unknown family '{fam}' (have {', '.join(FAMILIES)})")
+        cases.append({"name": f"fuzz{seed}_{k:03d}_{fam}", "family": fam, "params": p})
+    return cases
+
+
+def system_for(case):
+    """A fresh ``JointSystem`` of the case (a second call gives an equal,
+    independent one: the start check reads the description untouched)."""
+    _import_corpus()
+    if "family" in case:
+        from corpus import _families
+        fn = {"fourbar": _families.four_bar, "slider_crank": _families.slider_crank,
+              "rssr": _families.rssr}[case["family"]]
+        return fn(case["name"], f"fuzz case of the {case['family']} family", **case["params"])
+    path = CORPUS / f"{case['name']}.py"
+    spec = importlib.util.spec_from_file_location(f"corpus_case_{case['name']}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.build()
+
+
+def _wrap(d, angle):
+    return (d + math.pi) % (2 * math.pi) - math.pi if angle else d
+
+
+def start_check(system, row0):
+    """The FMU's start ``row0`` ({coordinate: value}) against the description."""
+    import numpy as np
+    from fmigen.cartesian import CartesianModel
+    problems, numbers = [], {}
+    coords = {c.name: c for c in system.coordinates}
+    q0 = {n: v for n, v in row0.items() if n in coords}
+    for n in system.independent or []:
+        c = coords[n]
+        if c.start is not None and n in q0:
+            d = abs(_wrap(q0[n] - c.start, c.angle))
+            if d > 1e-12:
+                problems.append(f"independent '{n}' starts at {q0[n]:.15g}, described {c.start:.15g}")
+    cm = CartesianModel(system)
+    X, R, _tree = cm.forward_kinematics(q0)
+    phi, _J, _g = cm.constraints(X, R, np.zeros(6 * cm.N))
+    numbers["start_closure"] = float(np.abs(phi).max()) if phi.size else 0.0
+    if numbers["start_closure"] > CLOSE_TOL:
+        problems.append(f"the start does not close: max |Φ| = {numbers['start_closure']:.3e} "
+                        "(Cartesian forward kinematics)")
+    for h in system.branch_hints:
+        rm, _ = cm._frame(X, R, cm.marker(h.marker))
+        rr, _ = cm._frame(X, R, cm.marker(h.relative_to))
+        val = float((rm - rr) @ np.array([float(e) for e in h.direction]))
+        if h.sign * val <= 0:
+            problems.append(f"branch hint violated at the start: ({h.marker.label} − {h.relative_to.label})·"
+                            f"{tuple(float(e) for e in h.direction)} = {val:.3e}, wanted "
+                            f"{'>' if h.sign > 0 else '<'} 0")
+    dev, worst = 0.0, None
+    for n, v in q0.items():
+        c = coords[n]
+        if c.start is not None:
+            d = abs(_wrap(v - c.start, c.angle))
+            if d > dev:
+                dev, worst = d, n
+    numbers["start_pose_deviation"] = dev
+    if dev > POSE_TOL:
+        problems.append(f"the start is not the described pose: '{worst}' = {q0[worst]:.6g}, "
+                        f"described {coords[worst].start:.6g} (|Δ| = {dev:.3g} > {POSE_TOL})")
+    return problems, numbers
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, real):
+        self.real, self.buf = real, io.StringIO()
+
+    def write(self, s):
+        self.buf.write(s)
+        return self.real.write(s)
+
+    def flush(self):
+        self.real.flush()
+
+
+def run_case(case, stop_time):
+    """In the child: build, validate, check the start; a dict of the outcome."""
+    from fmigen.fmu import BuildError
+    from fmigen.model import ModelError
+    tee = _Tee(sys.stderr)
+    sys.stderr = tee
+    t0 = time.time()
+    out = {"name": case["name"]}
+    if "family" in case:
+        out["family"], out["params"] = case["family"], case["params"]
+    try:
+        from fmigen.validate import validate
+        try:
+            import mujoco  # noqa: F401
+            peer = "mujoco"
+        except ImportError:
+            peer = None
+        system = system_for(case)
+        log = lambda m: print(f"  [{case['name']}] {m}", file=sys.stderr)   # noqa: E731
+        report = validate(system, stop_time=stop_time, peer=peer, log=log)
+    except (ModelError, BuildError) as e:
+        out.update(outcome="refused", message=f"{type(e).__name__}: {e}")
+        out["seconds"] = round(time.time() - t0, 1)
+        return out
+    except Exception as e:  # a defect: keep where it came from
+        tb = traceback.extract_tb(e.__traceback__)
+        inner = tb[-1] if tb else None
+        where = f"{Path(inner.filename).name}:{inner.lineno} in {inner.name}" if inner else "?"
+        out.update(outcome="traceback", message=f"{type(e).__name__}: {e}", where=where,
+                   traceback=traceback.format_exc()[-4000:])
+        out["seconds"] = round(time.time() - t0, 1)
+        return out
+    res = report.fmu_result
+    failures = []
+    refs = {}
+    for key, ref in report.references.items():
+        entry = {"max_abs_error": max(ref["max_abs_error"].values(), default=None),
+                 "max_abs_velocity_error": max(ref["max_abs_velocity_error"].values(), default=None),
+                 "passed": ref["passed"]}
+        if "mujoco_constraint_violation" in ref:
+            entry["constraint_violation"] = ref["mujoco_constraint_violation"]
+        if "error" in ref:
+            entry["error"] = ref["error"]
+        refs[key] = entry
+        if "error" in ref and key == "mujoco":
+            continue   # MJCF cannot hold this description: noted, not a failure of the FMU
+        if not ref["passed"]:
+            worst = max(ref["max_abs_error"].items(), key=lambda kv: kv[1], default=("-", float("nan")))
+            vworst = max(ref["max_abs_velocity_error"].items(), key=lambda kv: kv[1], default=("-", float("nan")))
+            failures.append(f"{key}: " + (ref["error"] if "error" in ref else
+                                          f"max |Δq| {worst[1]:.3e} ({worst[0]}), max |Δv| {vworst[1]:.3e} "
+                                          f"({vworst[0]})"))
+    tol = report.tolerances
+    if report.max_constraint_residual > tol["constraint_residual"]:
+        failures.append(f"constraint residual {report.max_constraint_residual:.3e}")
+    if report.energy_drift > tol["energy"]:
+        failures.append(f"energy drift {report.energy_drift:.3e}")
+    t_end = float(res["time"][-1])
+    stopped = t_end < stop_time - 1e-9 * max(1.0, stop_time)
+    problems, numbers = start_check(system_for(case), {n: float(res[n][0]) for n in res.dtype.names})
+    out.update(refs=refs, residual=report.max_constraint_residual, energy_drift=report.energy_drift,
+               t_end=t_end, **numbers)
+    messages = [ln.strip() for ln in tee.buf.getvalue().splitlines()
+                if any(k in ln for k in ("DISCARD", "ERROR", "FATAL", "Discard", "singular"))
+                and not ln.lstrip().startswith(f"[{case['name']}]")]
+    if problems:
+        out.update(outcome="failed", check="start", message="; ".join(problems))
+    elif failures:
+        out.update(outcome="failed", check="validation", message="; ".join(failures))
+    elif stopped:
+        out.update(outcome="stopped", message=(messages[-1] if messages else
+                                                 f"the FMU stopped at t = {t_end:g} without a message"))
+        if not messages:
+            out.update(outcome="failed", check="stop")
+    else:
+        out["outcome"] = "passed"
+    if messages:
+        out["fmu_messages"] = messages[-3:]
+    out["seconds"] = round(time.time() - t0, 1)
+    return out
+
+
+def run_in_child(case, stop_time, timeout):
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(case),
+           "--stop-time", repr(stop_time)]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=str(ROOT))
+    except subprocess.TimeoutExpired:
+        return {"name": case["name"], "outcome": "timeout", "message": f"no result within {timeout:g} s",
+                "seconds": round(time.time() - t0, 1), **({"family": case["family"], "params": case["params"]}
+                                                         if "family" in case else {})}
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if lines:
+        return json.loads(lines[-1])
+    tail = (p.stderr or "").strip().splitlines()[-5:]
+    return {"name": case["name"], "outcome": "crashed", "message": f"exit status {p.returncode}: " + " | ".join(tail),
+            "seconds": round(time.time() - t0, 1)}
+
+
+def _fmt(x):
+    return "–" if x is None else f"{x:.1e}"
+
+
+def markdown(results):
+    lines = ["| case | outcome | IDA max abs err q / v | Cartesian q / v | MuJoCo q / v (violation) | "
+             "residual | energy drift | start: closure / pose dev | s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        refs = r.get("refs", {})
+
+        def pair(k):
+            e = refs.get(k)
+            if not e:
+                return "–"
+            if "error" in e:
+                return "not run"
+            s = f"{_fmt(e['max_abs_error'])} / {_fmt(e['max_abs_velocity_error'])}"
+            return s + (f" ({_fmt(e['constraint_violation'])})" if "constraint_violation" in e else "")
+        outcome = r["outcome"] + (f" ({r['check']})" if r.get("check") else "")
+        lines.append(f"| {r['name']} | {outcome} | {pair('ida')} | {pair('cartesian')} | {pair('mujoco')} | "
+                     f"{_fmt(r.get('residual'))} | {_fmt(r.get('energy_drift'))} | "
+                     f"{_fmt(r.get('start_closure'))} / {_fmt(r.get('start_pose_deviation'))} | "
+                     f"{r.get('seconds', '')} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", help="comma-separated corpus names (default: all of tests/corpus)")
+    ap.add_argument("--fuzz", type=int, help="run N random cases of the parametric families instead")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--families", default=",".join(FAMILIES))
+    ap.add_argument("--stop-time", type=float, default=1.0)
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per case (classifies only)")
+    ap.add_argument("--json", action="store_true", help="the results as JSON on stdout")
+    ap.add_argument("--markdown", action="store_true", help="the results as a Markdown table on stdout")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        _import_corpus()
+        out = run_case(json.loads(args.child), args.stop_time)
+        sys.stdout.write(json.dumps(out) + "\n")
+        return 0
+    if args.fuzz:
+        cases = fuzz_cases(args.fuzz, args.seed, tuple(args.families.split(",")))
+    else:
+        names = corpus_names()
+        if args.only:
+            wanted = args.only.split(",")
+            unknown = [w for w in wanted if w not in names]
+            if unknown:
+                raise SystemExit(f"corpus.py: no corpus mechanism {unknown} (have {', '.join(names)})")
+            names = wanted
+        cases = [{"name": n} for n in names]
+    results = []
+    for k, case in enumerate(cases, 1):
+        print(f"[{k}/{len(cases)}] {case['name']} ...", file=sys.stderr, flush=True)
+        r = run_in_child(case, args.stop_time, args.timeout)
+        results.append(r)
+        print(f"[{k}/{len(cases)}] {case['name']}: {r['outcome']}"
+              + (f" ({r['check']})" if r.get("check") else "")
+              + (f": {r['message'][:300]}" if r.get("message") else "") + f"  [{r.get('seconds', '?')} s]",
+              file=sys.stderr, flush=True)
+    counts = {}
+    for r in results:
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    if args.json:
+        print(json.dumps({"counts": counts, "results": results}, indent=1))
+    elif args.markdown:
+        print(markdown(results))
+    else:
+        for r in results:
+            print(f"{r['name']:40s} {r['outcome']:10s} {r.get('message', '')[:200]}")
+    print("counts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
