@@ -57,7 +57,7 @@ import numpy as np
 import scipy.linalg
 import sympy as sp
 
-from .dae import exact, exact_floats
+from .floats import exact_floats, rational
 from . import groebner
 from .groebner import GroebnerError, singular_available
 from .model import Mechanism, ModelError, t
@@ -120,8 +120,9 @@ def independent_names(mech: Mechanism) -> list[str]:
     # same rule as ``partition``: pivoted QR on Φ_q at the start guess
     names = [c.name for c in mech.coordinates]
     plain = {c.symbol: sp.Symbol(c.name) for c in mech.coordinates}
-    params = {p.symbol: exact(p.value) for p in mech.parameters}
-    phi = sp.Matrix([sp.sympify(c.expr).xreplace(plain).xreplace(params).subs(t, 0) for c in mech.constraints])
+    params = {p.symbol: rational(p.value, mech.float_rule) for p in mech.parameters}
+    phi = sp.Matrix(len(mech.constraints), 1,   # a column, 0 x 1 too: 0 x 0 has no Jacobian
+                    [sp.sympify(c.expr).xreplace(plain).xreplace(params).subs(t, 0) for c in mech.constraints])
     syms = [sp.Symbol(n) for n in names]
     J = np.array(sp.lambdify(syms, phi.jacobian(syms), "numpy")(*[c.start for c in mech.coordinates]), dtype=float)
     _, _, piv = scipy.linalg.qr(J, pivoting=True)
@@ -149,12 +150,12 @@ def polynomial_system(mech: Mechanism, inputs: dict | None = None) -> PolySystem
     unknowns = [n for n in names if n not in known]
     coord_sym = {n: sp.Symbol(n) for n in names}
     to_plain = {c.symbol: coord_sym[c.name] for c in mech.coordinates}
-    params = {p.symbol: exact(pvals[p.name]) for p in mech.parameters}
-    known_sub = {coord_sym[n]: exact(v) for n, v in known.items()}
+    params = {p.symbol: rational(pvals[p.name], mech.float_rule) for p in mech.parameters}
+    known_sub = {coord_sym[n]: rational(v, mech.float_rule) for n, v in known.items()}
 
     def plain(e):
-        # float literals exact first, as in the DAE (``dae.exact_floats``)
-        return exact_floats(e).xreplace(to_plain).xreplace(params).subs(t, 0)
+        # float literals exact first, as in the DAE (``floats.exact_floats``)
+        return exact_floats(e, mech.float_rule).xreplace(to_plain).xreplace(params).subs(t, 0)
 
     equations = [(c.name, plain(c.expr)) for c in mech.constraints]
     implied = [(n, plain(e)) for n, e in hints.implied]
@@ -265,12 +266,12 @@ def _cached(kind, script, compute, use_cache):
     return groebner.disk_cache(kind + "\n" + script, compute, use_cache, subdir="assemble", suffix=".txt")[0]
 
 
-def groebner_basis(polys, variables, order="dp", use_cache=True, timeout=None):
+def groebner_basis(polys, variables, order="dp", use_cache=True, cpu_limit=None):
     """Reduced Gröbner basis in Singular: ``order`` "dp" (graded reverse lex)
     or "lp" (lex, by FGLM from the grevlex basis).  Returns (basis as
     {exponent tuple: Fraction} dicts, vdim)."""
     vs = ",".join(str(v) for v in variables)
-    ideal = ",\n  ".join(groebner.singular_poly(p) for p in polys)
+    ideal = ",\n  ".join(groebner.singular_poly(p, variables) for p in polys)
     script = (f"{_DUMP_PROC}ring fmgR = 0,({vs}),dp;\noption(redSB);\nideal fmgI =\n  {ideal};\n"
               "ideal fmgG = std(fmgI);\nint fmgD = vdim(fmgG);\nprint(\"@@V \" + string(fmgD));\n")
     if order == "dp":
@@ -281,7 +282,7 @@ def groebner_basis(polys, variables, order="dp", use_cache=True, timeout=None):
     else:
         raise ValueError(order)
     script += "quit;\n"
-    out = _cached("gb", script, lambda: groebner.run_singular(script, timeout), use_cache)
+    out = _cached("gb", script, lambda: groebner.run_singular(script, cpu_limit), use_cache)
     vdim = int(next(line.split()[1] for line in out.splitlines() if line.startswith("@@V ")))
     return _parse_polys(out, len(variables)), vdim
 
@@ -375,21 +376,28 @@ def sylvester_matrix(basis, nvars, hidden, max_enumerate=16, which="smallest") -
     return None
 
 
-def sylvester_determinant(S: Sylvester, hname: str, use_cache=True, timeout=None) -> list[Fraction]:
-    """det S(h) exactly (Singular, fraction-free Bareiss); coefficients highest first."""
-    def entry(d):
-        if not d:
-            return "0"
-        return "+".join(f"({c})*{hname}^{k}" for k, c in sorted(d.items()))
+def sylvester_determinant(S: Sylvester, hname: str, use_cache=True,
+                          cpu_limit=None) -> list[Fraction]:
+    """det S(h) exactly (Singular, fraction-free Bareiss); coefficients highest first.
+
+    Singular gets integer entries only (``groebner.singular_poly``): each
+    row is scaled by the least common multiple of its denominators, and
+    the determinant divided by the product of the scales afterwards."""
+    h = sp.Symbol(hname)
+    scales = [math.lcm(*(c.denominator for d in row for c in d.values())) for row in S.entries]
     n = S.size
-    ent = ",\n".join(",".join(entry(d) for d in row) for row in S.entries)
+    ent = ",\n".join(",".join(groebner.singular_poly(sum(sp.Rational(c.numerator, c.denominator) * w * h**k
+                                                            for k, c in d.items()), [h])
+                               for d in row)
+                      for row, w in zip(S.entries, scales))
     script = (f"{_DUMP_PROC}ring fmgR = 0,({hname}),dp;\nmatrix fmgS[{n}][{n}] =\n{ent};\n"
               "ideal fmgD = det(fmgS, \"SBareiss\");\ndumpideal(fmgD);\nquit;\n")
-    out = _cached("det", script, lambda: groebner.run_singular(script, timeout), use_cache)
+    out = _cached("det", script, lambda: groebner.run_singular(script, cpu_limit), use_cache)
     polys = _parse_polys(out, 1)
     if not polys:
         return [Fraction(0)]
-    terms = {e[0]: c for e, c in polys[0].items()}
+    scale = math.prod(scales)
+    terms = {e[0]: c / scale for e, c in polys[0].items()}
     deg = max(terms)
     return [terms.get(k, Fraction(0)) for k in range(deg, -1, -1)]
 
@@ -727,12 +735,12 @@ def _dedupe(points, tol=1e-12):
     return out
 
 
-def _solve_sylvester(system, basis, hidden, use_cache, timeout, which="smallest"):
+def _solve_sylvester(system, basis, hidden, use_cache, cpu_limit, which="smallest"):
     nv = len(system.variables)
     S = sylvester_matrix(basis, nv, hidden, which=which)
     if S is None:
         return None
-    det = sylvester_determinant(S, str(system.variables[hidden]), use_cache, timeout)
+    det = sylvester_determinant(S, str(system.variables[hidden]), use_cache, cpu_limit)
     while det and det[0] == 0:
         det = det[1:]
     if len(det) < 2:
@@ -751,11 +759,11 @@ def _solve_sylvester(system, basis, hidden, use_cache, timeout, which="smallest"
     return S, io, sols
 
 
-def _solve_lex(system, hidden, use_cache, timeout):
+def _solve_lex(system, hidden, use_cache, cpu_limit):
     """The lex route: basis by FGLM with the hidden variable smallest, then
     triangular back-substitution from its univariate polynomial."""
     order = [v for v in system.variables if v != system.variables[hidden]] + [system.variables[hidden]]
-    lex, vdim = groebner_basis(system.polys, order, "lp", use_cache, timeout)
+    lex, vdim = groebner_basis(system.polys, order, "lp", use_cache, cpu_limit)
     nv = len(order)
     uni = [g for g in lex if all(sum(e[:-1]) == 0 for e in g)]
     if not uni:
@@ -776,7 +784,7 @@ def _solve_lex(system, hidden, use_cache, timeout):
 
 def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = None,
              method: str = "auto", cross_check: bool = False, imag_tol: float = 1e-9,
-             use_cache: bool = True, timeout: float | None = None, log=None,
+             use_cache: bool = True, cpu_limit: float | None = None, log=None,
              sylvester: str = "smallest", system: PolySystem | None = None) -> AssemblyResult:
     """Every assembly configuration of ``mech`` at the given independent
     coordinates (``inputs``, name -> value, angles in radians; default: the
@@ -792,13 +800,24 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
     system = system or polynomial_system(mech, inputs)
     hints = mech.assembly_hints or AssemblyHints()
     names = [str(v) for v in system.variables]
+    if not names:
+        # an open chain: no constraint, so no unknown; its one assembly is
+        # the independent coordinates as given (the unit ideal of no
+        # polynomial has one point: vdim 1, I/O polynomial 1)
+        if hidden:
+            raise AssemblyError(f"hidden variable '{hidden}': '{mech.name}' has no constraint, so no "
+                                "dependent coordinate to solve for")
+        times["polynomialize"] = time.perf_counter() - t0
+        return AssemblyResult(mech.name, {**system.known, **(inputs or {})}, [], "none (no constraint)",
+                              0, 1, "none", "", None, [Fraction(1)], [Solution({}, True, 0.0)], times,
+                              None, imag_tol)
     hname = hidden or hints.hidden or names[-1]
     if hname not in names:
         raise AssemblyError(f"hidden variable '{hname}' is not one of {names}")
     hidx = names.index(hname)
     times["polynomialize"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    basis, vdim = groebner_basis(system.polys, system.variables, "dp", use_cache, timeout)
+    basis, vdim = groebner_basis(system.polys, system.variables, "dp", use_cache, cpu_limit)
     times["groebner_grevlex"] = time.perf_counter() - t1
     log(f"grevlex basis: {len(basis)} elements, {vdim} solutions (vdim), {times['groebner_grevlex']:.2f} s")
     if len(basis) == 1 and list(basis[0]) == [tuple([0] * len(names))]:
@@ -811,7 +830,7 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
     t2 = time.perf_counter()
     out = None
     if method in ("auto", "sylvester"):
-        out = _solve_sylvester(system, basis, hidx, use_cache, timeout, sylvester)
+        out = _solve_sylvester(system, basis, hidx, use_cache, cpu_limit, sylvester)
         if out is None and method == "sylvester":
             raise AssemblyError(f"no square Sylvester matrix with hidden variable {hname}; "
                                 "try another --hidden or method lex")
@@ -820,7 +839,7 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
         used, ssize = "sylvester", S.size
         log(f"Sylvester matrix {S.size}x{S.size} in {hname}: I/O polynomial of degree {len(io) - 1}")
     else:
-        io, raw, _, _ = _solve_lex(system, hidx, use_cache, timeout)
+        io, raw, _, _ = _solve_lex(system, hidx, use_cache, cpu_limit)
         used, ssize = "lex", None
     times["solve"] = time.perf_counter() - t2
     t3 = time.perf_counter()
@@ -845,7 +864,7 @@ def assemble(mech: Mechanism, inputs: dict | None = None, hidden: str | None = N
                             ssize, io, sols, times, None, imag_tol)
     if cross_check:
         t4 = time.perf_counter()
-        lio, lraw, lvdim, lsize = _solve_lex(system, hidx, use_cache, timeout)
+        lio, lraw, lvdim, lsize = _solve_lex(system, hidx, use_cache, cpu_limit)
         with mp.workdps(DPS):
             lpts = [newton([s[i] for i in range(nv)])[0] for s in lraw]
             lpts = _dedupe(lpts)
@@ -880,7 +899,8 @@ def _angle_distance(a, b):
     return min(d, 2 * math.pi - d)
 
 
-def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2, timeout: float | None = 30,
+def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2,
+                          cpu_limit: float | None = None,
                           log=None, apply: bool = True, system: PolySystem | None = None,
                           accept=None, accept_what: str = "") -> dict:
     """All real assemblies at the start input; the one nearest the user's
@@ -894,7 +914,7 @@ def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2, timeout: flo
     it accepts compete (a joint system's branch hints, ``accept_what``
     describes them for the error when none is accepted)."""
     log = log or (lambda msg: None)
-    res = assemble(mech, timeout=timeout, system=system)
+    res = assemble(mech, cpu_limit=cpu_limit, system=system)
     reals = res.real_solutions
     if not reals:
         raise AssemblyError(f"'{mech.name}' has no real assembly at the start input "
@@ -941,14 +961,54 @@ def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2, timeout: flo
     return chosen
 
 
-def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12, timeout: float = 20.0):
+def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12,
+                        cpu_limit: float | None = None, use_cache: bool = False):
     """Build-time check called by ``pipeline.prepare_mechanism``: list the real
     assemblies at the start input and take the one nearest the guesses
     (``choose_start_assembly``).  Only for small constraint systems (at most
     ``max_variables`` polynomial variables; bigger ones, like a Stewart
-    platform's 18 leg angles, are left to the triangular stage), and never
-    fatal: when it cannot run, the build goes on with the user's guesses."""
+    platform's 18 leg angles, are left to the triangular stage), and not
+    fatal when it cannot run (the build goes on with the user's guesses) --
+    except when Singular reaches its CPU-time safety limit: skipping then
+    would make the start, and the model, depend on how fast the machine is.
+
+    ``use_cache``: the outcome (every coordinate's start, the log lines and
+    warnings) is kept under the Gröbner cache's root by the mechanism as
+    it stands (``derived.key_text``, with every parameter's and input's
+    value and the assembly hints): a warm build otherwise spent more time
+    here (sympy's Jacobian, the Sylvester matrix; ~2.3 s of CPU for the
+    Stephenson six-bar, its Singular runs cached) than packaging takes."""
     log = log or (lambda msg: None)
+    if use_cache:
+        from . import derived
+        key = derived.key_text(mech, {
+            "stage": "start_assembly_hook", "max_variables": max_variables, "cpu_limit": cpu_limit,
+            "parameter_values": [[p.name, repr(p.value)] for p in mech.parameters],
+            "input_values": [[i.name, repr(i.start)] for i in mech.inputs],
+            "assembly_hints": repr(mech.assembly_hints), "singular": singular_available()})
+
+        def compute():
+            lines = []
+            with warnings.catch_warnings(record=True) as got:
+                warnings.simplefilter("always", AssemblyWarning)
+                chosen = start_assembly_hook(mech, lines.append, max_variables, cpu_limit)
+            for w in got:
+                if not issubclass(w.category, AssemblyWarning):
+                    warnings.warn(w.message, w.category, stacklevel=2)
+            return json.dumps({"starts": [[c.name, repr(float(c.start))] for c in mech.coordinates],
+                               "chosen": None if chosen is None else [[n, repr(v)] for n, v in chosen.items()],
+                               "log": lines,
+                               "warnings": [str(w.message) for w in got if issubclass(w.category, AssemblyWarning)]})
+        text, _, _ = groebner.disk_cache(key, compute, subdir="start_assembly")
+        out = json.loads(text)
+        starts = dict(out["starts"])
+        for c in mech.coordinates:
+            c.start = float(starts[c.name])
+        for line in out["log"]:
+            log(line)
+        for msg in out["warnings"]:
+            warnings.warn(msg, AssemblyWarning, stacklevel=2)
+        return None if out["chosen"] is None else {n: float(v) for n, v in out["chosen"]}
     try:
         if not mech.constraints or not singular_available():
             return None
@@ -962,7 +1022,9 @@ def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12, time
         if len(system.variables) > max_variables:
             log(f"assembly check skipped: {len(system.variables)} polynomial variables > {max_variables}")
             return None
-        return choose_start_assembly(mech, timeout=timeout, log=log, system=system)
+        return choose_start_assembly(mech, cpu_limit=cpu_limit, log=log, system=system)
+    except groebner.GroebnerLimit as e:
+        raise AssemblyError(f"'{mech.name}': the start assembly check did not finish ({e})") from None
     except (ModelError, GroebnerError, OSError) as e:
         log(f"assembly check skipped: {e}")
         return None
@@ -1000,6 +1062,9 @@ def cli_assemble(args, log) -> int:
         return 0
     print(f"{res.mechanism}: {len(res.solutions)} assembly configurations ({res.real_count} real) at "
           + ", ".join(f"{k} = {v:g}" for k, v in res.inputs.items()))
+    if not res.variables:
+        print("  no constraint: the independent coordinates as given are the one assembly")
+        return 0
     print(f"  grevlex basis: {res.basis_size} elements, vdim {res.vdim}; method {res.method}"
           + (f", Sylvester matrix {res.sylvester_size}x{res.sylvester_size}" if res.sylvester_size else "")
           + f", hidden {res.hidden}; I/O polynomial degree {res.io_polynomial_degree}")

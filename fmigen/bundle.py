@@ -30,20 +30,16 @@ estimated the way ``validate --check-reference`` does: the same solve at
 The bundle then checks itself: every FMU simulated in fmpy, with the
 ``_in.csv`` inputs and the ``_ref.opt`` settings, reproduces ``_ref.csv``
 at every grid point within the stated tolerances (coordinates and
-velocities; angles compared modulo 2π), the reference's estimated error is
+velocities; angles compared directly), the reference's estimated error is
 below them (it is the difference to the 100× coarser solve, so it bounds
 that solve's error and overstates the reference's own), and fmpy's own Cross-Check validators accept the
 directory (``validate_test_fmu``) and the result (``validate_result``).
 
-Angle columns, so a plain CSV comparison works: the FMU returns a dependent
-angle from atan2, in (−π, π], and an independent one (an integrated state)
-continuous — and after a coordinate switch (``switch_independent``) a once
-dependent angle continues continuously.  So no fixed convention matches: each
-reference angle is written as the reference's value plus the multiple of 2π
-that brings it nearest the FMI 2.0 CS FMU's value at that grid point (an
-fmpy run).  Only the representative comes from the FMU, never the value mod
-2π; where that run stopped early, dependent angles are wrapped to (−π, π]
-and independent ones left continuous.
+Angle columns are the reference's own, continuous in time: the FMU's angles
+are continuous too (an independent one is an integrated state; a dependent
+one is atan2 of its sin and cos moved by whole turns to the one nearest its
+last accepted value, from the assembled start), so a plain CSV comparison
+works and nothing in ``_ref.csv`` comes from an FMU run.
 """
 
 from __future__ import annotations
@@ -110,25 +106,6 @@ class BundleReport:
                               "problems": v.problems, "passed": v.passed} for v in self.variants]}
 
 
-def _fmu_angles(fmu, names, times, stop_time, interval) -> dict:
-    """The angles as the FMI 2.0 CS FMU shows them at ``times`` (NaN where
-    it stopped early): only their 2π representative is taken from it."""
-    import fmpy
-    out = {n: np.full(len(times), np.nan) for n in names}
-    if not names:
-        return out
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):    # fmpy prints the FMU's messages
-            res = fmpy.simulate_fmu(str(fmu), stop_time=stop_time, output_interval=interval, output=names)
-    except Exception:   # noqa: BLE001 - the check reports the failure; the fallback convention applies
-        return out
-    res = res[np.concatenate([[True], np.diff(res["time"]) > 0])]
-    n = min(len(res), len(times))
-    for k in names:
-        out[k][:n] = res[k][:n]
-    return out
-
-
 def _failure_messages(printed: str) -> list[str]:
     """The Discard, Error and Fatal messages in what fmpy printed."""
     out = []
@@ -141,11 +118,6 @@ def _failure_messages(printed: str) -> list[str]:
 
 def _finite(x):
     return float(x) if math.isfinite(x) else None
-
-
-def _wrap(x):
-    """atan2's range (−π, π], as the FMU returns a dependent angle."""
-    return np.arctan2(np.sin(x), np.cos(x))
 
 
 def _fmt(x) -> str:
@@ -222,17 +194,10 @@ def bundle(spec, out_dir, stop_time=2.0, output_interval=None, reference_rtol=1e
 
     independent = set(compiled.independent_names)
     angles = {c.name for c in mech.coordinates if c.unit == "rad"}
-    shown = _fmu_angles(dirs[0] / f"{name}.fmu", sorted(angles), times, stop_time, output_interval)
     names, columns = ["time"], [times]
     for i, c in enumerate(mech.coordinates):
-        q = ref.q[:, i]
         names.append(c.name)
-        if c.name in angles:
-            # the reference's angle, in the FMU's 2π representative (module docstring)
-            fallback = q if c.name in independent else _wrap(q)
-            fmu_q = np.where(np.isnan(shown[c.name]), fallback, shown[c.name])
-            q = q + 2 * np.pi * np.round((fmu_q - q) / (2 * np.pi))
-        columns.append(q)
+        columns.append(ref.q[:, i])   # angles continuous, as the FMU's (module docstring)
     for i, c in enumerate(mech.coordinates):
         names.append(f"der({c.name})")
         columns.append(ref.v[:, i])
@@ -299,10 +264,8 @@ def check_variant(d, name, fmi, kind, angles, coord_tol, velocity_tol, ref_err, 
     for c in cols:
         # the grids coincide (k·StepSize); interp only guards a differing row count
         y = np.interp(t_ref, res["time"], res[c]) if len(res) != len(t_ref) else res[c]
-        diff = y - ref[c]
-        if c in angles:
-            diff = (diff + math.pi) % (2 * math.pi) - math.pi
-        e = float(np.abs(diff).max())
+        # angles too directly (validate.coordinate_error): both are continuous
+        e = float(np.abs(y - ref[c]).max())
         if c.startswith("der("):
             vel_err = max(vel_err, e)
         else:
@@ -352,14 +315,14 @@ def readme(report: BundleReport, mech, fmi, kind, solver, step, independent, che
         f"grid): coordinates {report.reference_error['coordinate']:.3g}, velocities "
         f"{report.reference_error['velocity']:.3g}",
         f"- grid: 0 to {report.stop_time:g} s every {report.output_interval:g} s (`StepSize` in `_ref.opt`)",
-        "- columns: every coordinate and its velocity `der(q)`; each angle is the reference's value plus the "
-        "multiple of 2π nearest the FMI 2.0 CS FMU's value (dependent angles come from atan2 in (−π, π], "
-        "integrated ones are continuous): only that representative comes from the FMU",
+        "- columns: every coordinate and its velocity `der(q)`; angles continuous in time, as the FMU reports "
+        "them (a dependent angle is atan2 of its sin and cos moved by whole turns to the one nearest its "
+        "last accepted value)",
         "",
         "## Agreement",
         "",
         f"Stated tolerance: this FMU reproduces `_ref.csv` at every grid point within "
-        f"{report.tolerances['coordinate']:g} (coordinates, angles modulo 2π) and "
+        f"{report.tolerances['coordinate']:g} (coordinates, angles directly) and "
         f"{report.tolerances['velocity']:g} (velocities) when simulated with the `_ref.opt` settings.",
         "",
         ("Not checked when written (`fmigen bundle --no-check`)." if checked is None else

@@ -69,7 +69,8 @@ def _base_type(nsol, nq):
     class Base(ctypes.Structure):
         _fields_ = [("continuity", ctypes.c_int), ("t", ctypes.c_double),
                     ("sol", ctypes.c_double * max(nsol, 1)), ("q", ctypes.c_double * nq),
-                    ("v", ctypes.c_double * nq)]
+                    ("v", ctypes.c_double * nq), ("turn", ctypes.c_double * nq),
+                    ("wind_s", ctypes.c_double * nq)]
     return Base
 
 
@@ -96,7 +97,9 @@ def branch_consistency(compiled, sweep, log=None) -> dict:
         kin.argtypes = [ctypes.c_double, Dbl, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(Base),
                         ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]
         angles = getattr(lib, _model_symbol(compiled, "fmigen_kinematic_angles"))
-        angles.argtypes = [Dbl, ctypes.POINTER(ctypes.c_double)]
+        angles.argtypes = [Dbl, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(Base)]
+        turns = getattr(lib, _model_symbol(compiled, "fmigen_angle_turns"))
+        turns.argtypes = [ctypes.POINTER(Base), ctypes.POINTER(ctypes.c_double)]
         p_default = (ctypes.c_double * max(1, len(dae.tunable_values)))(*dae.tunable_values or [0.0])
         start_sol = (ctypes.c_double * max(nsol, 1)).in_dll(lib, _model_symbol(compiled, "fmigen_sol_start"))
         names = (ctypes.c_char_p * 1).in_dll(lib, _model_symbol(compiled, "fmigen_kinematics_failure"))
@@ -124,11 +127,15 @@ def branch_consistency(compiled, sweep, log=None) -> dict:
                         failures.append({"at": {dae.names[i]: float(target[i]) for i in part.independent},
                                          "message": failure_table[code].decode()})
                     break
-                angles(q, trig)
+                # accepted as an FMU accepts a state: the deferred angles'
+                # turns first (fmigen_base_accept), then the angles
+                turns(ctypes.byref(base), trig)
+                angles(q, trig, ctypes.byref(base))
                 got = np.array(q[:])
                 d = got - target
                 d[angle] = (d[angle] + np.pi) % (2 * np.pi) - np.pi
-                dev = float(np.max(np.abs(d[part.dependent]) / scales[part.dependent]))
+                # initial 0: an open chain has no dependent coordinate to deviate
+                dev = float(np.max(np.abs(d[part.dependent]) / scales[part.dependent], initial=0.0))
                 if near:
                     near_singular += 1
                     near_worst = max(near_worst, dev)

@@ -262,7 +262,8 @@ def cmd_import_mjcf(args):
                "cut": system.cut or [],
                "inputs": [i.name for i in system.inputs],
                "spring_dampers": [s.name for s in system.springs] + [s.name for s in system.rotational_springs],
-               "independent": system.independent}
+               "independent": system.independent,
+               "preferred_independent": system.preferred_independent}
     if args.json:
         print(json.dumps(summary))
         return 0
@@ -273,6 +274,11 @@ def cmd_import_mjcf(args):
         print(f"  {j['kind']:<11s} {j['name']}: {j['parent']} -> {j['child']}{coords}{cut}")
     print(f"  inputs: {', '.join(summary['inputs']) or 'none'}; spring-dampers: "
           f"{', '.join(summary['spring_dampers']) or 'none'}")
+    if system.independent:
+        print(f"  independent: {', '.join(system.independent)} (fmigen:independent)")
+    elif system.preferred_independent:
+        print(f"  independent: {', '.join(system.preferred_independent)} (actuated), where Φ_d is regular "
+              "at the start")
     print(f"build it with: fmigen build {args.file}")
     return 0
 
@@ -364,7 +370,8 @@ def main(argv=None):
                                     "errors over time, constraint residual, energy balance, settings, versions, "
                                     "commit, pass/fail")
     p.add_argument("--peer", choices=["mujoco"], default=None,
-                   help="also run the joint description in MuJoCo (pip install mujoco) and compare with the FMU")
+                   help="also run the joint description in MuJoCo (pip install mujoco), driven by the same --input "
+                        "signals, and compare with the FMU")
     p.add_argument("--energy-tol", type=positive, default=1e-6,
                    help="max relative energy-balance drift max|E(t) - E(0) - W(t)| / scale of the FMU's "
                         "trajectory (default 1e-6, see README)")
@@ -377,8 +384,8 @@ def main(argv=None):
     p.add_argument("--input", action="append", metavar="NAME=EXPR", default=None,
                    help="drive an input with an expression in t (repeatable), e.g. "
                         "'rack_demand=0.01*smoothstep(t, 0.1, 0.2)' (smoothstep: the C2 step 0 -> 1 from t0 to "
-                        "t1; also + - * / **, pi, E and the usual functions, see the README); the references use "
-                        "the expression, the FMU its samples at every step with their "
+                        "t1; also + - * / **, pi, E and the usual functions, see the README); the references (and "
+                        "MuJoCo with --peer) use the expression, the FMU its samples at every step with their "
                         "slopes as input derivatives; other inputs stay at their start values")
     p.add_argument("--plot", help="write a PNG of the trajectories and errors")
     p.add_argument("--fmu", help="validate this FMU (built earlier by fmigen build) instead of building one; "
@@ -462,6 +469,12 @@ def main(argv=None):
         from .fmu import BuildError   # here: fmu imports sympy, and --help should not wait for it
         if isinstance(e, BuildError):
             print(f"fmigen: error: building the FMU failed: {e}", file=sys.stderr)
+            return 2
+        from .groebner import GroebnerError
+        if isinstance(e, GroebnerError):
+            # where no Newton fallback exists (fmigen assemble lists every
+            # assembly); the message is one line naming the cause
+            print(f"fmigen: error: {e}", file=sys.stderr)
             return 2
         # a file the command line names that cannot be read or written (a
         # missing MJCF file, a plot into a directory that does not exist)

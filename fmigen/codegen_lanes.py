@@ -272,7 +272,7 @@ def _group_code(tri, members, plans, slots, trig_angles, bare, ind):
                 if i in trig_angles or defer:
                     stores.append(f"trig[{2 * i}] = {at[vs[0]]}; trig[{2 * i + 1}] = {at[vs[1]]};")
                 if not defer:
-                    stores.append(f"q[{i}] = fmigen_atan2({at[vs[0]]}, {at[vs[1]]});")
+                    stores.append(f"q[{i}] = fmigen_unwrap(fmigen_atan2({at[vs[0]]}, {at[vs[1]]}), base->q[{i}]);")
             else:
                 stores.append(f"q[{i}] = {at[vs[0]]};")
                 if i in trig_angles:

@@ -18,28 +18,8 @@ from functools import cached_property
 import numpy as np
 import sympy as sp
 
+from .floats import exact_floats, rational
 from .model import Mechanism, ModelError, t
-
-
-def exact(value: float) -> sp.Rational:
-    """The decimal a user wrote, as an exact rational (0.1 -> 1/10).
-
-    ``repr`` of a float is the shortest decimal that round-trips, which is what
-    the user typed in the mechanism module."""
-    return sp.Rational(repr(float(value)))
-
-
-def exact_floats(expr):
-    """``expr`` with every float literal exact: a double as the decimal that
-    round-trips (``exact``: 0.3 -> 3/10, 1.4142135623730951 -> its 17
-    digits), a higher-precision sympy Float as its binary value.  Constraints
-    go through this before anything else, so the kinematics solve the
-    constraint as written — never one rationalized to within a tolerance."""
-    expr = sp.sympify(expr)
-    floats = expr.atoms(sp.Float)
-    if not floats:
-        return expr
-    return expr.xreplace({f: exact(f) if f._prec <= 53 else sp.Rational(f) for f in floats})
 
 
 @dataclass
@@ -173,7 +153,7 @@ def build_dae(mech: Mechanism) -> DAE:
     # Replace velocities before coordinates so Derivative(q(t)) survives intact.
     to_plain = {qd.diff(t): v for qd, v in zip(dyn, v_sym)}
     to_plain_q = dict(zip(dyn, q_sym))
-    structural = {p.symbol: exact(p.value) for p in mech.parameters if not p.tunable}
+    structural = {p.symbol: rational(p.value, mech.float_rule) for p in mech.parameters if not p.tunable}
     tunable = [p for p in mech.parameters if p.tunable]
 
     # one pass: xreplace matches a node before its arguments, so each
@@ -190,11 +170,13 @@ def build_dae(mech: Mechanism) -> DAE:
     def plain_exact(expr):
         # floats exact before the geometry is substituted: 0.3·l with l = 0.7
         # must be 21/100, not the double product 0.21 (or one ulp off)
-        return plain(exact_floats(expr))
+        return plain(exact_floats(expr, mech.float_rule))
 
     M, F = mech.equations_of_motion()
     M, F = M.applyfunc(plain), F.applyfunc(plain)
-    Phi = sp.Matrix([plain_exact(c.expr) for c in mech.constraints])
+    # a column even with no constraint (an open chain): sp.Matrix([]) is 0 x 0,
+    # which has no Jacobian; 0 x 1 gives the 0 x n Φ_q every later stage expects
+    Phi = sp.Matrix(len(mech.constraints), 1, [plain_exact(c.expr) for c in mech.constraints])
     tunable_syms = {p.symbol for p in tunable} | {i.symbol for i in mech.inputs}
     for c, e in zip(mech.constraints, Phi):
         bad = e.free_symbols & tunable_syms
@@ -301,12 +283,12 @@ class MassCheck:
 def mass_checks(mech: Mechanism) -> list[MassCheck]:
     """Every body's mass and inertia condition (``MassCheck``), in body order;
     a body without inertia (a point) has only the mass condition."""
-    structural = {p.symbol: exact(p.value) for p in mech.parameters if not p.tunable}
+    structural = {p.symbol: rational(p.value, mech.float_rule) for p in mech.parameters if not p.tunable}
     names = {p.symbol: p.name for p in mech.parameters if p.tunable}
     checks = []
     for b in mech.bodies:
-        m = exact_floats(sp.sympify(b.mass)).xreplace(structural)
-        I = sp.Matrix(b.inertia).applyfunc(lambda e: exact_floats(sp.sympify(e)).xreplace(structural))
+        m = exact_floats(b.mass, mech.float_rule).xreplace(structural)
+        I = sp.Matrix(b.inertia).applyfunc(lambda e: exact_floats(e, mech.float_rule).xreplace(structural))
         entries = (I[0, 0], I[0, 1], I[0, 2], I[1, 1], I[1, 2], I[2, 2])
         for kind, exprs in (("mass", (m,)), ("inertia", entries)):
             if kind == "inertia" and all(e == 0 for e in exprs):
@@ -349,7 +331,7 @@ def check_mass_properties(mech: Mechanism):
     parameters' values as built, exactly (a tunable one's default; the build
     tests those again in doubles, ``pyruntime.mass_check_defaults``, and the
     FMU whenever an importer sets parameters)."""
-    values = {p.symbol: exact(p.value) for p in mech.parameters if p.tunable}
+    values = {p.symbol: rational(p.value, mech.float_rule) for p in mech.parameters if p.tunable}
     for chk in mass_checks(mech):
         nums = [float(e.xreplace(values)) for e in chk.exprs]
         if chk.kind == "mass":

@@ -195,6 +195,11 @@ def key_text(mech, options: dict) -> str:
         "independent": mech.independent, "dof": mech.dof, "groebner_order": mech.groebner_order,
         "kinematic": mech.kinematic, "switch_independent": mech.switch_independent,
         "newton_blocks": mech.newton_blocks, "angle_sums": mech.angle_sums,
+        "float_rule": mech.float_rule,
+        # the build checks its start against the described one: an entry
+        # holds only for the description it was checked against
+        "described_start": None if mech.described_start is None else
+        {k: repr(float(v)) for k, v in mech.described_start.items()},
         "unit_scales": [repr(float(x)) for x in mechanism_unit_scales(mech)],
     }
     return "\n".join([FORMAT, source_digest(), json.dumps(options, sort_keys=True, default=str),
@@ -234,12 +239,24 @@ def derive(mech, options: dict, compute, use_cache=True, reuse=True):
 
     def compute_record():
         computed.append(compute())
+        if computed[0].engine_failed:
+            raise _NotRecorded
         return record(computed[0])
 
-    if not reuse:
-        # derive, and leave the entry for a later build to reuse
-        text, _, _ = groebner.disk_cache(key, compute_record, use_cache=True, subdir="derived",
-                                         force=True)
+    try:
+        if not reuse:
+            # derive, and leave the entry for a later build to reuse
+            text, _, _ = groebner.disk_cache(key, compute_record, use_cache=True, subdir="derived",
+                                             force=True)
+            return computed[0], False
+        text, _, hit = groebner.disk_cache(key, compute_record, use_cache=True, subdir="derived")
+    except _NotRecorded:
         return computed[0], False
-    text, _, hit = groebner.disk_cache(key, compute_record, use_cache=True, subdir="derived")
     return (from_record(text, mech), True) if hit else (computed[0], False)
+
+
+class _NotRecorded(Exception):
+    """A derivation that must not be kept: a block fell back to Newton
+    because the Gröbner engine failed (it could not run, ran out of
+    memory), and a later build with a working engine must derive again,
+    not reuse the fallback."""

@@ -14,10 +14,14 @@ used and says so; it is only practical for small systems.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import math
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,20 +34,97 @@ CACHE_DIR = Path(os.environ.get("FMIGEN_CACHE", Path.home() / ".cache" / "fmigen
 
 
 class GroebnerError(RuntimeError):
-    pass
+    """The Gröbner engine failed; the message is one line naming the cause,
+    ``output`` keeps what the engine printed (for a developer, never shown
+    to a user)."""
+
+    def __init__(self, message: str, output: str = ""):
+        super().__init__(message)
+        self.output = output
 
 
-class GroebnerTimeout(GroebnerError):
-    """The engine did not finish within the time allowed for one block."""
+class GroebnerLimit(GroebnerError):
+    """Singular used up its CPU-time safety limit (``run_singular``)."""
+
+
+#: Singular's safety limit, in seconds of *CPU* time (its own process's, not
+#: the wall clock's): a block whose basis needs more is an error naming it,
+#: never a quiet change of method.  Why CPU time and an error: a run cut
+#: short by the wall clock makes the generated model depend on the machine's
+#: load (the same module gave other C on a busy machine); CPU time barely
+#: depends on what else runs, and a limit that only ever fails the build
+#: cannot give other C.  The largest basis any shipped mechanism needs takes
+#: well under a tenth of it.
+SINGULAR_CPU_LIMIT = 600
 
 
 def singular_available() -> bool:
     return shutil.which("Singular") is not None
 
 
-def singular_poly(expr) -> str:
-    """A polynomial in Singular's syntax."""
-    return sp.sstr(sp.expand(expr)).replace("**", "^")
+def singular_poly(expr, variables, parameters=()) -> str:
+    """``expr``, a polynomial in ``variables`` (sympy symbols) whose
+    coefficients are rational numbers or rational functions of
+    ``parameters``, as Singular reads it unambiguously: scaled by the least
+    common multiple of its denominators, so it is a polynomial with integer
+    coefficients in variables and parameters, printed term by term as
+    ``c*x^2*y``.
+
+    Why not sympy's printer: it writes ``169*K*c**2*s**2/10000``, and in
+    Singular ``s^2/10000`` is ``s^(2/10000)``, an error.  The scaled
+    polynomial generates the same ideal over Q(parameters), where a
+    denominator in the parameters is a unit.  A symbol that is neither, or a
+    variable in a denominator, is a ``GroebnerError`` naming it."""
+    gens = [*variables, *parameters]
+    expr = sp.sympify(expr)
+    floats = expr.atoms(sp.Float)
+    if floats:
+        raise GroebnerError(f"the polynomial {_short(expr)} has the float {min(floats, key=float)}; the Gröbner "
+                            "engine takes exact coefficients only")
+    stray = expr.free_symbols - set(gens)
+    if stray:
+        raise GroebnerError(f"the polynomial {_short(expr)} has symbols {sorted(map(str, stray))} that are "
+                            "neither ring variables nor parameters")
+    try:
+        P = sp.Poly(expr, *gens, domain=sp.QQ)
+    except (sp.PolynomialError, sp.CoercionFailed):
+        # a rational function: its numerator, when the denominator is a
+        # polynomial of the parameters only
+        num, den = sp.fraction(sp.together(expr))
+        if den.free_symbols & set(variables):
+            raise GroebnerError(f"{_short(expr)} is not a polynomial in {', '.join(map(str, variables))} "
+                                "(a ring variable in a denominator)") from None
+        P = sp.Poly(sp.expand(num), *gens, domain=sp.QQ)
+    _, P = P.clear_denoms(convert=True)
+    names = [str(g) for g in gens]
+    out = []
+    with _long_integers():
+        for monom, coeff in P.terms():
+            factors = [f"{n}^{e}" if e > 1 else n for n, e in zip(names, monom) if e]
+            if abs(coeff) != 1 or not factors:
+                factors.insert(0, str(abs(int(coeff))))
+            out.append(("-" if coeff < 0 else "+", "*".join(factors)))
+    if not out:
+        return "0"
+    head = ("-" if out[0][0] == "-" else "") + out[0][1]
+    return head + "".join(f" {sign} {term}" for sign, term in out[1:])
+
+
+@contextlib.contextmanager
+def _long_integers():
+    """Python refuses to print an int of more than 4300 digits by default;
+    an exact coefficient may have more."""
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(old)
+
+
+def _short(expr, limit=120) -> str:
+    text = sp.sstr(expr)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def disk_cache(key_text: str, compute, use_cache=True, subdir=None, suffix=".json", force=False):
@@ -67,7 +148,7 @@ def disk_cache(key_text: str, compute, use_cache=True, subdir=None, suffix=".jso
 def _singular_script(polys, variables, parameters) -> str:
     params = ",".join(str(p) for p in parameters)
     coeff_field = f"(0,{params})" if parameters else "0"
-    ideal = ",\n  ".join(singular_poly(p) for p in polys)
+    ideal = ",\n  ".join(singular_poly(p, variables, parameters) for p in polys)
     # cleardenom: Singular clears the denominators (rational functions of
     # the parameters) itself, so every printed coefficient is a polynomial
     # with integer coefficients; the term-wise parser below reads that
@@ -89,7 +170,7 @@ def _singular_script(polys, variables, parameters) -> str:
 CACHE_FORMAT = "terms-1"
 
 
-def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, timeout=None) -> list[sp.Poly]:
+def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, cpu_limit=None) -> list[sp.Poly]:
     """Reduced lex Gröbner basis of ``polys`` with ``variables`` highest first,
     as integer polynomials (sp.Poly over ZZ) in ``variables`` + ``parameters``
     (denominators in the parameters cleared).
@@ -98,7 +179,9 @@ def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, time
     sympy's parser took minutes to read it (again on every cache hit), and
     Poly conversions of the parsed expressions more.  Singular's output is
     read by a term-wise parser straight into exponent dictionaries, the cache
-    keeps those, and ``triangular.extract`` works on them."""
+    keeps those, and ``triangular.extract`` works on them.
+
+    ``cpu_limit``: Singular's CPU-time safety limit (``run_singular``)."""
     log = log or (lambda msg: None)
     script = _singular_script(polys, variables, parameters)
     engine = "singular" if singular_available() else "sympy"
@@ -107,13 +190,16 @@ def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, time
     def compute():
         started = time.perf_counter()
         if engine == "singular":
-            out = run_singular(script, timeout)
+            out = run_singular(script, cpu_limit)
             singular_s = time.perf_counter() - started
             lines = [line[2:] for line in out.splitlines() if line.startswith("@@")]
             if not lines:
-                raise GroebnerError(f"Singular returned no basis:\n{out}")
+                raise GroebnerError("Singular returned no basis", out)
             index = {str(g): k for k, g in enumerate(gens)}
-            basis = [parse_singular_poly(line, index) for line in lines]
+            try:
+                basis = [parse_singular_poly(line, index) for line in lines]
+            except (KeyError, ValueError, IndexError) as e:
+                raise GroebnerError(f"Singular's basis could not be read ({type(e).__name__}: {e})", out) from None
             log(f"Gröbner basis (singular): {len(basis)} polynomials, Singular {singular_s:.2f} s, "
                 f"read {time.perf_counter() - started - singular_s:.2f} s ({sum(map(len, lines)) / 1e3:.0f} kB)")
         else:
@@ -126,12 +212,13 @@ def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, time
         return json.dumps({"gens": [str(g) for g in gens],
                            "polys": [[[list(m), str(c)] for m, c in d.items()] for d in basis]})
 
-    text, path, hit = disk_cache(CACHE_FORMAT + "\n" + engine + "\n" + script, compute, use_cache)
-    if hit:
-        log(f"Gröbner basis from cache ({path.name[:12]})")
-    data = json.loads(text)
-    return [sp.Poly.from_dict({tuple(m): sp.Integer(int(c)) for m, c in terms}, *gens, domain=sp.ZZ)
-            for terms in data["polys"]]
+    with _long_integers():
+        text, path, hit = disk_cache(CACHE_FORMAT + "\n" + engine + "\n" + script, compute, use_cache)
+        if hit:
+            log(f"Gröbner basis from cache ({path.name[:12]})")
+        data = json.loads(text)
+        return [sp.Poly.from_dict({tuple(m): sp.Integer(int(c)) for m, c in terms}, *gens, domain=sp.ZZ)
+                for terms in data["polys"]]
 
 
 def parse_singular_poly(text: str, index: dict) -> dict:
@@ -211,26 +298,51 @@ def _mul(a, b):
     return out
 
 
-def run_singular(script: str, timeout: float | None = None) -> str:
-    """Run a Singular script (quiet, no init file) and return its output;
-    GroebnerTimeout after ``timeout`` s, GroebnerError when Singular reports
-    an error.  Shared by the triangularization and the assembly."""
+def run_singular(script: str, cpu_limit: float | None = None) -> str:
+    """Run a Singular script (quiet, no init file) and return its output.
+    Every failure is a ``GroebnerError`` whose message is one line naming
+    the cause (the raw output stays in its ``output`` attribute):
+    ``GroebnerLimit`` when it used up ``cpu_limit`` seconds of CPU time
+    (default ``SINGULAR_CPU_LIMIT``); Singular missing or not runnable; a
+    non-zero exit status (out of memory, killed); an error Singular reports
+    (it exits 0 after one, so its "? " lines are looked for).  Shared by the
+    triangularization and the assembly."""
     if not singular_available():
         raise GroebnerError("Singular is required here (apt-get install singular)")
     with tempfile.NamedTemporaryFile("w", suffix=".sing", delete=False) as f:
         f.write(script)
         path = f.name
+    cpu_limit = SINGULAR_CPU_LIMIT if cpu_limit is None else cpu_limit
+
+    def limit_cpu():
+        # in the child, before exec: the kernel sends SIGXCPU at the soft
+        # limit (Singular does not catch it) and SIGKILL at the hard one
+        seconds = int(math.ceil(cpu_limit))
+        resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))
     try:
-        try:
-            proc = subprocess.run(["Singular", "-q", "--no-rc", path], capture_output=True, text=True,
-                                  timeout=timeout)
-        except subprocess.TimeoutExpired as e:
-            raise GroebnerTimeout(f"Singular did not finish in {timeout} s") from e
+        proc = subprocess.run(["Singular", "-q", "--no-rc", path], capture_output=True, text=True,
+                              errors="replace", preexec_fn=limit_cpu)
+    except OSError as e:
+        raise GroebnerError(f"Singular could not be run ({e.strerror or e})") from None
     finally:
         os.unlink(path)
-    if proc.returncode != 0 or "? " in proc.stdout:
-        raise GroebnerError(f"Singular failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    output = proc.stdout + proc.stderr
+    if proc.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        raise GroebnerLimit(f"Singular used up its safety limit of {cpu_limit:g} s of CPU time", output)
+    if proc.returncode != 0:
+        why = "killed by signal %d" % -proc.returncode if proc.returncode < 0 else \
+            f"exited with status {proc.returncode}"
+        raise GroebnerError(f"Singular {why}" + _first_line(proc.stderr or proc.stdout), output)
+    reported = [line.strip()[2:] for line in proc.stdout.splitlines() if line.lstrip().startswith("? ")]
+    if reported:
+        raise GroebnerError(f"Singular reported an error: {reported[0]}", output)
     return proc.stdout
+
+
+def _first_line(text: str) -> str:
+    """': <the first non-empty line of text>' (shortened), or ''."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return f": {line[:200]}" if line else ""
 
 
 def _run_sympy(polys, variables, parameters):

@@ -70,9 +70,11 @@ import math
 from collections import deque
 
 import numpy as np
+import scipy.linalg
 import sympy as sp
 from sympy.physics import mechanics as me
 
+from .floats import check_rule, rational
 from .joints import ANGLE_SLOTS, JointSystem, Marker
 from .model import FloatingBase, Mechanism, ModelError, t
 from .structure import DisjointSets
@@ -275,10 +277,11 @@ class _Tree:
 
 
 def _loaded_coordinates(system: JointSystem):
-    """Coordinates that must stay coordinates: loaded or named independent."""
+    """Coordinates that must stay coordinates: loaded or named independent
+    (or preferred independent)."""
     names = {ld.coordinate.name for ld in system.joint_loads}
     names |= {rs.coordinate.name for rs in system.rotational_springs}
-    return names | set(system.independent or [])
+    return names | set(system.independent or []) | set(system.preferred_independent or [])
 
 
 def spanning_tree(system: JointSystem):
@@ -457,7 +460,7 @@ def _check_start_closes(system, coords, position_checks, projected):
     projected onto the constraints (the assembly the build continues)."""
     if not position_checks:
         return
-    params = {p.symbol: sp.Rational(repr(float(p.value))) for p in system.parameters}
+    params = {p.symbol: rational(p.value, system.float_rule) for p in system.parameters}
     exprs = []
     for j, closure, u, mine in position_checks:
         ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
@@ -693,7 +696,7 @@ def to_mechanism(system: JointSystem) -> Mechanism:
         if bad:
             raise ModelError(f"output '{name}' uses {bad}, coordinates of a cut joint "
                              f"({', '.join(j.name for j in cut)}), which do not exist in the model")
-        m.output(name, expr)
+        m.output(name, expr, *system.output_info.get(name, ("", "")))
     if system.independent is not None:
         for name in system.independent:
             if name in cut_coords:
@@ -704,6 +707,7 @@ def to_mechanism(system: JointSystem) -> Mechanism:
     _limits_as_documentation(m)
     _start_assembly(system, m, poses, marker_pose)
     m.joint_system = system
+    m.described_start = {c.name: float(c.start) for c in m.coordinates}
     return m
 
 
@@ -726,14 +730,65 @@ def _pass_through_options(system, m, cut_coords):
     m.kinematic_drive = dict(system.kinematic_drive) if system.kinematic_drive is not None else None
     m.kinematic_drive_period = float(system.kinematic_drive_period)
     m.angle_sums = bool(system.angle_sums)
+    m.float_rule = check_rule(system.float_rule)
 
 
 def _select_constraints(system, m, coords, candidates):
     """Drop identically zero and redundant closure equations; check the DOF;
-    leave the dependent starts at the projected start."""
-    params = {p.symbol: sp.Rational(repr(float(p.value))) for p in system.parameters}
-    n = len(coords)
+    leave the dependent starts at the projected start.  With
+    ``system.preferred_independent`` (and no ``independent``): those
+    coordinates, completed by pivoted QR, become ``m.independent`` when
+    Φ_d is regular at the start with them kept at their starts (those that
+    have one); otherwise the choice is left to ``partition`` as without it,
+    and ``m.independent_note`` says why."""
     names = [nm for nm, _ in candidates]
+    exprs = [e for _, e in candidates]
+    # a name that is no joint coordinate at all is a mistake in the input,
+    # not a choice to fall back from (as a cut joint's coordinate is)
+    known = {c.name for c in system.coordinates}
+    for name in system.preferred_independent or []:
+        if name not in known:
+            raise ModelError(f"preferred independent coordinate '{name}' is no coordinate of "
+                             f"'{system.name}' (have {sorted(known)})")
+    preferred = list(system.preferred_independent or []) if system.independent is None else []
+    attempt = None
+    if preferred:
+        try:
+            # kept where they have a start (an MJCF keyframe's); one without
+            # is projected like any other
+            kept = {c.name for c in coords if c.name in preferred and c.start is not None}
+            attempt = _closure_rows(system, m, coords, candidates, kept)
+        except ModelError as e:
+            m.independent_note = (f"the preferred independent (actuated) coordinates {preferred} are not "
+                                  f"taken: with them kept at their starts, {e}; the best-conditioned set "
+                                  "at the start is taken instead")
+        else:
+            indep, why = _regular_choice(preferred, coords, *attempt)
+            if indep is None:
+                m.independent_note = (f"the preferred independent (actuated) coordinates {preferred} are not "
+                                      f"taken: {why}; the best-conditioned set at the start is taken instead")
+                attempt = None
+            else:
+                m.independent = indep
+    qs, chosen, dof, _ = attempt or _closure_rows(system, m, coords, candidates, set(system.independent or []))
+
+    for k in chosen:
+        m.constraint(names[k], exprs[k])
+    m.dof = dof
+    # a coordinate without a start gets the projected value as its guess
+    for c, v in zip(coords, qs):
+        if c.start is None:
+            m.coordinate_by_name(c.name).start = float(v)
+    return qs
+
+
+def _closure_rows(system, m, coords, candidates, fixed):
+    """(the start projected onto the closure with the coordinates ``fixed``
+    kept, the independent closure equations' indices, the degrees of freedom,
+    Φ_q of those equations there); errors when the loops do not close or
+    the DOF disagrees with what the system declares."""
+    params = {p.symbol: rational(p.value, system.float_rule) for p in system.parameters}
+    n = len(coords)
     exprs = [e for _, e in candidates]
     # identically zero: exact zeros first, then numerically at generic points
     nonzero = [k for k, e in enumerate(exprs) if sp.sympify(e) != 0]
@@ -746,8 +801,6 @@ def _select_constraints(system, m, coords, candidates):
     if alive != nonzero:   # (the lambdified Jacobian: seconds for the vehicle's 60 equations)
         num = _Numeric([exprs[k] for k in alive], coords, params)
     q0 = np.array([m.coordinate_by_name(c.name).start for c in coords])
-    indep = set(system.independent or [])
-    fixed = {c.name for c in coords if c.name in indep}
     free = [i for i, c in enumerate(coords) if c.name not in fixed]
     if num.m:
         qs, res = _project(num, q0, free)
@@ -781,7 +834,7 @@ def _select_constraints(system, m, coords, candidates):
         J = num.J(best)
         rows = _greedy_rows(J, _RANK_TOL * max(1.0, np.abs(J).max()))
     else:
-        qs, rows = q0, []
+        qs, rows, J = q0, [], np.zeros((0, n))
     chosen = [alive[i] for i in rows]
     r = len(chosen)
     dof = n - r
@@ -798,14 +851,33 @@ def _select_constraints(system, m, coords, candidates):
         raise ModelError(f"wrong DOF count in '{system.name}': independent names {len(system.independent)} "
                          f"coordinates ({', '.join(system.independent)}) but the mechanism has {dof} degrees "
                          "of freedom")
-    for k in chosen:
-        m.constraint(names[k], exprs[k])
-    m.dof = dof
-    # a coordinate without a start gets the projected value as its guess
-    for c, v in zip(coords, qs):
-        if c.start is None:
-            m.coordinate_by_name(c.name).start = float(v)
-    return qs
+    # Φ_q of the kept equations at the start itself (the rows were chosen
+    # where the rank is largest, which may be a nearby assembly)
+    return qs, chosen, dof, (num.J(qs) if num.m else J)[rows]
+
+
+def _regular_choice(preferred, coords, qs, chosen, dof, J):
+    """(independent coordinate names, None): ``preferred`` and as many more
+    as the degrees of freedom need, by pivoted QR on the other columns of
+    Φ_q at the start ``J``, when Φ_d is regular there; (None, why) otherwise."""
+    names = [c.name for c in coords]
+    unknown = [p for p in preferred if p not in names]
+    if unknown:
+        return None, f"{unknown} belong to a cut joint, whose coordinates are no coordinates of the model"
+    if len(preferred) > dof:
+        return None, f"{len(preferred)} of them for {dof} degree(s) of freedom"
+    rest = [i for i, nm in enumerate(names) if nm not in preferred]
+    r = J.shape[0]
+    if r:
+        tol = _RANK_TOL * max(1.0, np.abs(J).max())
+        if np.linalg.matrix_rank(J[:, rest], tol=tol) < r:
+            return None, "Φ_d is singular at the start with them independent"
+        _, _, piv = scipy.linalg.qr(J[:, rest], pivoting=True)
+        dependent = {rest[k] for k in piv[:r]}
+    else:
+        dependent = set()
+    # in model order, as pivoted QR's choice is
+    return [nm for i, nm in enumerate(names) if i not in dependent], None
 
 
 def _floating_base(system, tree, tree_links):
@@ -879,8 +951,8 @@ def _start_assembly(system, m, poses, marker_pose):
     if not hints or not m.constraints:
         return
     from . import assemble
-    from .groebner import singular_available
-    params = {p.symbol: sp.Rational(repr(float(p.value))) for p in system.parameters}
+    from .groebner import GroebnerError, singular_available
+    params = {p.symbol: rational(p.value, system.float_rule) for p in system.parameters}
     syms = [c.symbol for c in m.coordinates]
     fns = [(h, sp.lambdify(syms, e.xreplace(params), "numpy")) for h, e in hints]
 
@@ -900,14 +972,19 @@ def _start_assembly(system, m, poses, marker_pose):
                 system_poly = None
         except ModelError:
             system_poly = None
+    why_not_all = "the system is too big to list all assemblies"
     if system_poly is not None:
-        assemble.choose_start_assembly(m, system=system_poly, accept=satisfied, accept_what=describe())
-        return
+        try:
+            assemble.choose_start_assembly(m, system=system_poly, accept=satisfied, accept_what=describe())
+            return
+        except GroebnerError as e:
+            # the engine failed (not the hints): what a big system does
+            why_not_all = f"listing all assemblies failed ({e})"
     # too big for the all-assemblies solver: the projected start must satisfy them
     values = {c.name: c.start for c in m.coordinates}
     if not satisfied(values):
         raise ModelError(f"'{system.name}': the assembly Newton finds from the start guesses violates the "
-                         f"branch hints ({describe()}) and the system is too big to list all assemblies; "
+                         f"branch hints ({describe()}) and {why_not_all}; "
                          "give guesses of the dependent coordinates on the wanted branch")
 
 

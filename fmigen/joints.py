@@ -60,7 +60,8 @@ from dataclasses import dataclass, field
 import sympy as sp
 from sympy.physics import mechanics as me
 
-from .model import Input, ModelError, Parameter, declare_input, declare_parameter, t
+from .floats import rational
+from .model import Input, ModelError, Parameter, declare_input, declare_parameter, output_info, t
 
 #: joint kind -> number of coordinates and their default name suffixes
 JOINT_KINDS = {
@@ -91,11 +92,11 @@ def _vec3(v, what):
     return v
 
 
-def _unit_axis(axis, what):
-    # a float converts exactly (0.6 is not 3/5), so the joint the kinematics
-    # solve is the one written, not one rationalized to within a tolerance
-    a = tuple(sp.Rational(e) if isinstance(e, float) else e for e in _vec3(axis, what))
-    a = tuple(sp.Rational(float(e)) if isinstance(e, sp.Float) else e for e in a)
+def _unit_axis(axis, what, rule="decimal"):
+    # floats by the system's float rule (``fmigen.floats``): (0.6, 0.8, 0)
+    # is (3/5, 4/5, 0) by "decimal"; by "binary" its length is not exactly
+    # 1 (an error here)
+    a = tuple(rational(e, rule) if isinstance(e, (float, sp.Float)) else e for e in _vec3(axis, what))
     norm2 = sp.expand(sum(e * e for e in a))
     if sp.simplify(norm2 - 1) != 0:
         raise ModelError(f"{what}: axis {tuple(a)} is not of exact unit length (|a|² = {norm2}); "
@@ -227,9 +228,16 @@ class JointSystem:
     rotational_springs: list[RotationalSpringDamper] = field(default_factory=list)
     forces: list[MarkerForce] = field(default_factory=list)
     outputs: dict = field(default_factory=dict)
+    #: per output name, (unit, description) for its modelDescription entry
+    output_info: dict = field(default_factory=dict)
     branch_hints: list[BranchHint] = field(default_factory=list)
     #: names of the independent coordinates; None lets fmigen pick them
     independent: list[str] | None = None
+    #: with ``independent`` None: coordinates to make independent (the rest
+    #: completed by pivoted QR) when Φ_d is regular at the start with them
+    #: at their starts; otherwise fmigen picks as without it and the build log
+    #: says why.  The MJCF import sets it to the actuated joints.
+    preferred_independent: list[str] | None = None
     #: declared degrees of freedom, checked when given
     dof: int | None = None
     #: joints to cut to open the loops; None lets fmigen choose
@@ -252,6 +260,10 @@ class JointSystem:
     #: ground by a universal joint as a distance and two direction equations
     #: (``joint_model``, item 4); False keeps its three position equations
     distance_links: bool = True
+    #: how float literals become exact rationals (``Mechanism.float_rule``,
+    #: ``fmigen.floats``): "decimal" or "binary".  Axes are converted when
+    #: their joint is added: set it before adding joints
+    float_rule: str = "decimal"
 
     def __post_init__(self):
         self.bodies["ground"] = RigidBody("ground", sp.Integer(0), sp.zeros(3, 3), (0, 0, 0))
@@ -301,10 +313,10 @@ class JointSystem:
             raise ModelError(f"joint '{name}' connects body '{parent.body.name}' to itself")
         n = len(JOINT_KINDS[kind])
         default_axis = X if kind == "universal" else Z
-        a = _unit_axis(axis if axis is not None else default_axis, f"joint '{name}'")
+        a = _unit_axis(axis if axis is not None else default_axis, f"joint '{name}'", self.float_rule)
         b = None
         if kind == "universal":
-            b = _unit_axis(axis2 if axis2 is not None else Y, f"joint '{name}' second axis")
+            b = _unit_axis(axis2 if axis2 is not None else Y, f"joint '{name}' second axis", self.float_rule)
             if sp.simplify(sum(x * y for x, y in zip(a, b))) != 0:
                 raise ModelError(f"joint '{name}': the universal joint's axes must be perpendicular")
         names = list(coordinates) if coordinates is not None else [name + s for s in JOINT_KINDS[kind]]
@@ -398,8 +410,12 @@ class JointSystem:
         self.branch_hints.append(BranchHint(marker, relative_to, _vec3(direction, "branch hint"),
                                             1 if sign > 0 else -1))
 
-    def output(self, name, expr):
+    def output(self, name, expr, unit="", description=""):
+        """An extra FMU output ``name`` = ``expr`` (in the joint coordinates,
+        parameters, inputs, t); ``unit`` and ``description`` go to its
+        modelDescription entry."""
         self.outputs[name] = sp.sympify(expr)
+        self.output_info[name] = output_info(name, unit, description)
 
     # --- queries ----------------------------------------------------------
     @property

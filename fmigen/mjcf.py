@@ -22,7 +22,10 @@
   ``fromto`` geoms and inertias inferred from geoms mean what MuJoCo says
   they mean.  Geometry is read to 12 significant digits and kept exact
   (rationals), so the loop closures are polynomial with rational
-  coefficients; implicit geom collisions are not modelled.
+  coefficients; implicit geom collisions are not modelled.  The actuated
+  joints are the preferred independent coordinates
+  (``JointSystem.preferred_independent``: taken where Φ_d is regular at the
+  start), unless the text ``fmigen:independent`` names them.
 * ``run_mujoco`` integrates an exported model in MuJoCo (RK4, small step,
   stiff constraints) from given joint coordinates and velocities, with every
   load evaluated from the description at each RK4 stage, and reports the
@@ -34,7 +37,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
@@ -42,6 +44,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 import sympy as sp
 
+from .floats import rounded
 from .joints import JointSystem, Joint, Z
 from .model import ModelError, t
 
@@ -371,7 +374,8 @@ def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=N
                solref=(2e-4, 1.0), solimp=(0.9999, 0.9999, 1e-4, 0.5, 2)) -> PeerResult:
     """Integrate ``system`` in MuJoCo from joint coordinates ``q0`` and
     velocities ``v0`` (by name; coordinates of cut joints are ignored) and
-    sample at ``times``.  Loads are evaluated from the description in
+    sample at ``times``; ``inputs``: {input name: value or expression in
+    t}, the others at their start.  Loads are evaluated from the description in
     MuJoCo's passive-force callback, which runs at every RK4 stage."""
     mujoco = _mujoco()
     times = np.asarray(times, dtype=float)
@@ -448,7 +452,10 @@ def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=N
 # --- import --------------------------------------------------------------------
 
 def _exact(x) -> sp.Rational:
-    return sp.Rational(f"{float(x):.{DIGITS}g}")
+    # MuJoCo's compiled values (computed from the file, e.g. rotation
+    # matrices from quaternions), not a user's Python literals: the import's
+    # own rule, DIGITS significant digits (``floats.rounded``)
+    return rounded(x, DIGITS)
 
 
 def _exact_vec(v):
@@ -525,6 +532,10 @@ def import_mjcf(source, name=None) -> JointSystem:
         mujoco.mju_quat2Mat(R, model.body_iquat[b])
         R = R.reshape(3, 3)
         inertia = R @ np.diag(model.body_inertia[b]) @ R.T
+        # symmetric as the tensor is: the product's rounding is not (a link
+        # along (4, 3) gave off-diagonal pairs one ulp apart, which the
+        # body's symmetry check refused)
+        inertia = (inertia + inertia.T) / 2
         bodies[b] = system.body(bname, float(model.body_mass[b]), sp.Matrix(inertia),
                                 com=_exact_vec(model.body_ipos[b]))
     independent_text = None
@@ -608,6 +619,7 @@ def import_mjcf(source, name=None) -> JointSystem:
         ends = [bodies[int(model.site_bodyid[si])].marker(f"{tname}_{n}", _exact_vec(model.site_pos[si]))
                 for n, si in ((1, s1), (2, s2))]
         system.spring_damper(tname, ends[0], ends[1], k, d, free_length=free)
+    actuated = []
     for i in range(model.nu):
         jid = int(model.actuator_trnid[i, 0])
         aname = nm(obj.mjOBJ_ACTUATOR, i, f"actuator{i}")
@@ -616,17 +628,27 @@ def import_mjcf(source, name=None) -> JointSystem:
         jname = nm(obj.mjOBJ_JOINT, jid, None)
         owner = next(j for j in system.joints.values() if any(c.name == jname for c in j.coordinates))
         system.joint_force(owner.name, float(model.actuator_gear[i, 0]) * u, coordinate=jname)
+        actuated.append(jname)
     if independent_text:
         system.independent = independent_text.split()
+    else:
+        # the joints the model is driven at: where Φ_d is regular at the
+        # start with them independent, the FMU integrates them (its start
+        # values are then the keyframe's actuated angles, exact); otherwise
+        # the conversion picks as for any joint system and says why
+        system.preferred_independent = list(dict.fromkeys(actuated)) or None
     return system
 
 
-def compare_with_mujoco(mech, result, dt=5e-5, log=None) -> dict:
+def compare_with_mujoco(mech, result, dt=5e-5, log=None, inputs=None) -> dict:
     """MuJoCo as a peer of an FMU run: ``result`` is fmpy's structured array
     (time, every coordinate and its der()); MuJoCo starts from the FMU's
-    first row and is sampled at its times.  Returns the max |FMU − MuJoCo|
-    per coordinate (angles modulo 2π) and per velocity, and MuJoCo's own
-    max constraint violation, which bounds what the comparison can show."""
+    first row and is sampled at its times.  ``inputs``: {input name: value
+    or sympy expression in t} for the inputs the FMU was driven with (the
+    others at their start).  Returns the max |FMU − MuJoCo| per coordinate
+    (angles directly: both are continuous) and per velocity, and MuJoCo's
+    own max constraint violation, which bounds what the comparison can show."""
+    from .validate import coordinate_error
     if mech.joint_system is None:
         raise MJCFError(f"'{mech.name}' is written with the low-level API; the MuJoCo peer needs its bodies "
                         "and joints (fmigen.joints.JointSystem)")
@@ -634,15 +656,13 @@ def compare_with_mujoco(mech, result, dt=5e-5, log=None) -> dict:
     q0 = {n: float(result[n][0]) for n in names}
     v0 = {n: float(result[f"der({n})"][0]) for n in names}
     (log or (lambda m: None))(f"running MuJoCo (RK4, dt = {dt:g} s) as a peer")
-    peer = run_mujoco(mech.joint_system, q0, v0, result["time"], dt=dt)
+    peer = run_mujoco(mech.joint_system, q0, v0, result["time"], dt=dt, inputs=inputs)
     errors, verrors = {}, {}
     for c in mech.coordinates:
         if c.name not in peer.q:
             continue
-        d = result[c.name] - peer.q[c.name]
-        if c.unit == "rad":
-            d = (d + math.pi) % (2 * math.pi) - math.pi
-        errors[c.name] = float(np.abs(d).max())
+        # directly, as validate compares every reference (validate.coordinate_error)
+        errors[c.name] = float(coordinate_error(result[c.name], peer.q[c.name]).max())
         verrors[c.name] = float(np.abs(result[f"der({c.name})"] - peer.v[c.name]).max())
     return {"max_abs_error": errors, "max_abs_velocity_error": verrors,
             "mujoco_constraint_violation": peer.max_violation, "settings": peer.settings}

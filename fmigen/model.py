@@ -122,6 +122,15 @@ def declare_parameter(parameters: list, name, value, unit="", tunable=False, des
     return sym
 
 
+def output_info(name, unit, description) -> tuple[str, str]:
+    """(unit, description) of an output, checked: both end up as XML
+    attributes, so anything but text is an error naming the output."""
+    for what, value in (("unit", unit), ("description", description)):
+        if not isinstance(value, str):
+            raise ModelError(f"output '{name}': its {what} must be a string (got {value!r})")
+    return unit, description
+
+
 def declare_input(inputs: list, name, start=0.0, unit="", description=""):
     """Append an input to ``inputs`` and return its symbol."""
     if any(i.name == name for i in inputs):
@@ -152,8 +161,13 @@ class Mechanism:
     generalized_forces: dict[str, sp.Expr] = field(default_factory=dict)
     gravity: tuple = (0, 0, 0)
     outputs: dict[str, sp.Expr] = field(default_factory=dict)
+    #: per output name, (unit, description) for its modelDescription entry
+    output_info: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: Names of the independent coordinates; None lets ``partition`` pick them.
     independent: list[str] | None = None
+    #: Why a ``JointSystem``'s preferred independent coordinates were not
+    #: taken (the build logs it); "" when they were or there were none.
+    independent_note: str = ""
     #: Declared degrees of freedom; checked against n − m when given.
     dof: int | None = None
     #: Optional polynomial-variable order per block for the Gröbner basis,
@@ -182,10 +196,19 @@ class Mechanism:
     #: The ``joints.JointSystem`` this mechanism was derived from, if any:
     #: what the Cartesian reference integrates.
     joint_system: object | None = None
+    #: The start the joint description states, by coordinate name: the
+    #: joints' given starts, the front end's assembly for those left to it
+    #: (``start=None``) and, with branch hints, the hinted assembly.  The
+    #: build checks the FMU's start pose against it (``start_pose``).
+    described_start: dict | None = None
     #: Solve blocks whose sin/cos arguments are sums of angles (relative joint
     #: angles) in the summed angles (``triangular.angle_plan``).  False keeps
     #: the expanded products of the coordinates' own sines and cosines.
     angle_sums: bool = True
+    #: How a float literal becomes an exact rational (``fmigen.floats``):
+    #: "decimal" (the default: the short decimal the user meant, 0.7 - 0.3
+    #: -> 2/5) or "binary" (the double's exact value).
+    float_rule: str = "decimal"
     world: me.ReferenceFrame = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -258,8 +281,11 @@ class Mechanism:
                                   tuple(force) + (0,) * (3 - len(force))))
         self.point_forces_in_base.append(None if in_base is None else (tuple(in_base[0]), tuple(in_base[1])))
 
-    def output(self, name, expr):
+    def output(self, name, expr, unit="", description=""):
+        """An extra FMU output ``name`` = ``expr``; ``unit`` and
+        ``description`` go to its modelDescription entry."""
         self.outputs[name] = sp.sympify(expr)
+        self.output_info[name] = output_info(name, unit, description)
 
     # --- queries ------------------------------------------------------
     def coordinate_by_name(self, name) -> Coordinate:

@@ -80,8 +80,9 @@ def prepare_mechanism(spec_or_mech, log=None, use_cache=True) -> Mechanism:
     """The mechanism as every build simulates it (the C and Python FMUs and
     ``fmigen bench``): loaded, and its start taken as the real assembly at
     the start input nearest the guesses (``assemble.start_assembly_hook``:
-    small systems only, a warning when two are close, never fatal; ~0.1 s
-    for the four-bar).  A ``Mechanism`` passed in is copied first, so the
+    small systems only, a warning when two are close; ~0.1 s for the
+    four-bar, 2.3 s for the Stephenson six-bar; its outcome is cached with
+    ``use_cache``).  A ``Mechanism`` passed in is copied first, so the
     caller's starts stay the guesses it wrote; a ``JointSystem`` is
     converted."""
     from .assemble import start_assembly_hook
@@ -89,7 +90,7 @@ def prepare_mechanism(spec_or_mech, log=None, use_cache=True) -> Mechanism:
         mech = load_mechanism(spec_or_mech, use_cache)
     else:
         mech = _copy(as_mechanism(spec_or_mech, use_cache=use_cache))
-    start_assembly_hook(mech, log=log or (lambda msg: None))
+    start_assembly_hook(mech, log=log or (lambda msg: None), use_cache=use_cache)
     return mech
 
 
@@ -104,6 +105,9 @@ class Compiled:
     seconds: dict
     #: how the right-hand side solves the embedded ODE: embedded | recursive
     dynamics: str = "embedded"
+    #: a block (of any coordinate set) is solved by Newton because the
+    #: Gröbner engine failed: ``derived.derive`` does not record the build
+    engine_failed: bool = False
 
     @property
     def independent_names(self) -> list[str]:
@@ -120,6 +124,7 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     how the generated right-hand side solves the embedded ODE
     (``codegen_recursive.choose``)."""
     from .codegen_recursive import choose as choose_dynamics
+    from .start_pose import check_start_pose
     log = log or (lambda msg: None)
     times = {}
     history = progress.StageTimes()
@@ -131,6 +136,8 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     part = choose_partition(dae)
     log(f"[2/5] partition: independent {[dae.names[i] for i in part.independent]}, "
         f"{len(part.blocks)} block(s)")
+    if mech.independent_note:
+        log(f"      {mech.independent_note}")
     emb = embed(dae, part)
     dynamics, why = choose_dynamics(dynamics, emb, part)
     log(f"      dynamics: {dynamics} ({why})")
@@ -139,6 +146,10 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     tri = triangularize(dae, part, order=order, use_cache=use_cache, log=lambda m: log("      " + m),
                         kinematics=kinematics, newton_tol=newton_tol)
     _warn_singularities(dae, tri, log)
+    # the start the FMU carries must be the pose the joint description
+    # states, not another assembly that closes the loops as well
+    check_start_pose(mech, dae, [dae.names[i] for i in part.independent], tri.start,
+                     log=lambda m: log("      " + m))
     alternatives = []
     for names in (mech.switch_independent or []):
         # coordinate switching (paper 004): each further set of independent
@@ -156,7 +167,8 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     history.remember(mech.name, times)
     log(f"      stages: equations of motion {times['dae']:.2f} s, triangularization and workspace cover "
         f"{times['triangular']:.2f} s, C generation {times['codegen']:.2f} s")
-    return Compiled(mech, dae, part, emb, tri, gen, times, dynamics)
+    failed = any(tb.engine_failed for t in [tri, *(t for _, t in alternatives)] for tb in t.blocks)
+    return Compiled(mech, dae, part, emb, tri, gen, times, dynamics, failed)
 
 
 def _warn_singularities(dae, tri, log):

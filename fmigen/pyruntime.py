@@ -265,6 +265,19 @@ def fmigen_atan2(y, x):
     return math.copysign(a, y)
 
 
+def fmigen_unwrap(a, ref):
+    """runtime/fmigen_runtime.h's fmigen_unwrap: the angle a from atan2 moved
+    by whole turns k to the representative nearest ref (the last accepted
+    value, or the start), so a dependent angle that turns is continuous;
+    a + 2π·k as C computes it (k by a truncating conversion of x ± 0.5)."""
+    d = ref - a
+    if not (fabs(d) > 3.141592653589793 and fabs(d) < 4503599627370496.0):
+        return a
+    x = d * (1.0 / 6.283185307179586)
+    k = float(int(x + math.copysign(0.5, x)))
+    return a if k == 0.0 else a + 6.283185307179586 * k
+
+
 def fmigen_powi(x, n):
     """runtime/fmigen_runtime.h's fmigen_powi: x**n by repeated squaring,
     the same multiplications in the same order."""
@@ -1002,7 +1015,7 @@ class SlaveMethods:
         self.last_successful_time = state["last_successful_time"]
 
 
-RUNTIME_OBJECTS = [linear, quadratic_near, rotate, fmigen_sincos, fmigen_atan2, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
+RUNTIME_OBJECTS = [linear, quadratic_near, rotate, fmigen_sincos, fmigen_atan2, fmigen_unwrap, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
                    ldlt_factor, ldlt_solve, psd3, checked_value,
                    poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]
@@ -1294,11 +1307,14 @@ class PyKinematics:
 
     def angle_from_sums(self, i, sin_q, cos_q, to_trig, defer):
         trig = [f"    trig[{2 * i}] = _sq", f"    trig[{2 * i + 1}] = _cq"] if to_trig else []
-        return [f"    _sq = {sin_q}", f"    _cq = {cos_q}", *trig, f"    q[{i}] = fmigen_atan2(_sq, _cq)"]
+        return [f"    _sq = {sin_q}", f"    _cq = {cos_q}", *trig,
+                f"    q[{i}] = fmigen_unwrap(fmigen_atan2(_sq, _cq), b_q[{i}])"]
 
     def angle_from_pair(self, i, vs, to_trig, defer):
         trig = [f"    trig[{2 * i}] = {vs[0]}", f"    trig[{2 * i + 1}] = {vs[1]}"] if to_trig else []
-        return [*trig, f"    q[{i}] = fmigen_atan2({vs[0]}, {vs[1]})"]
+        # continuous: the turns nearest the last accepted value (C: the
+        # same a + 2π·k, by fmigen_unwrap or a deferred angle's turns)
+        return [*trig, f"    q[{i}] = fmigen_unwrap(fmigen_atan2({vs[0]}, {vs[1]}), b_q[{i}])"]
 
     def finish(self, out):
         return "def fmigen_kinematics(t, q, p, base, sol):\n" + "\n".join(out + ["    return 0"]) + "\n"
@@ -1476,7 +1492,9 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
     if missing:
         raise PythonRuntimeError(f"no Python math function for {missing} used by the model")
     src = src.replace("@@MATH_IMPORT@@", f"from math import {', '.join(used)}" if used else "")
-    guid = str(uuid.UUID(hashlib.md5(src.encode()).hexdigest()))
+    # over the source (model, runtime, solver, step) and the declared
+    # variables, whose units and descriptions the source does not hold
+    guid = str(uuid.UUID(hashlib.md5((src + "\0" + fmu.variable_list(table, "2")).encode()).hexdigest()))
     xml = _adapt_model_description(xml, guid)
     src = src.replace("'@@XML@@'", repr(xml.decode()))
     try:
@@ -1488,7 +1506,8 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
 
 def _adapt_model_description(xml: bytes, guid: str) -> bytes:
     """The C FMU's modelDescription for pythonfmu's binary: no SourceFiles,
-    an execution tool (a Python interpreter) needed, GUID of the Python source."""
+    an execution tool (a Python interpreter) needed, GUID of the Python source
+    and the variables."""
     from lxml import etree
     root = etree.fromstring(xml)
     root.set("guid", "{" + guid + "}")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .validate import Report
+from .validate import Report, coordinate_error
 
 
 def _png(fig) -> str:
@@ -32,10 +32,6 @@ def _png(fig) -> str:
     import matplotlib.pyplot as plt
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
-
-
-def _wrap(d, angle):
-    return (d + math.pi) % (2 * math.pi) - math.pi if angle else d
 
 
 def _references(report: Report):
@@ -60,11 +56,6 @@ def _coordinate_figure(report: Report, units: dict):
     for k, name in enumerate(names):
         ax = axes[k // cols][k % cols]
         fmu = np.asarray(report.fmu_result[name], dtype=float)
-        ida = report.reference.q[:, report.reference.names.index(name)]
-        if units.get(name) == "rad":
-            # the FMU recovers dependent angles with atan2, in (−π, π]; drawn
-            # on the reference's (continuous) branch, they coincide where equal
-            fmu = fmu + 2 * math.pi * np.round((ida - fmu) / (2 * math.pi))
         ax.plot(report.times, fmu, lw=1.6, label="FMU")
         for (label, t, q), style in zip(_references(report), styles):
             if name in q and len(t) == len(report.times):
@@ -88,7 +79,7 @@ def _error_figure(report: Report, units: dict):
         for name in report.max_abs_error:
             if name not in q or len(t) != len(report.times):
                 continue
-            d = np.abs(_wrap(report.fmu_result[name] - q[name], units.get(name) == "rad"))
+            d = coordinate_error(report.fmu_result[name], q[name])
             ax.semilogy(report.times, np.maximum(d, 1e-17), lw=1, label=name)
         ax.axhline(report.tolerances["coordinate"], color="r", ls="--", lw=1, label="tolerance")
         ax.set_ylabel("|FMU − reference|", fontsize=8)
@@ -200,7 +191,7 @@ img {{ max-width: 100%; border: 1px solid #eee; }}
 <h1>{esc(report.mechanism)}: {_verdict(report.passed)}</h1>
 <p>fmigen validate, {esc(stamp)}, commit <code>{esc(_commit())}</code>.
 The FMU was simulated in fmpy and compared at every output point with the
-references below (angles modulo 2π).</p>
+references below (angles directly: the FMU's are continuous, as the references' are).</p>
 <h2>Summary</h2>
 {_table(summary)}
 <h2>Largest errors per coordinate</h2>

@@ -32,6 +32,13 @@ Per block:
    the primary sequence degenerates, sequences of other lex orders are
    computed and the fewest that cover every swept point are kept as run-time
    alternatives (tried in order when the one before fails its checks).
+
+Every search here is bounded by work, never by the clock: a fixed number of
+lex orders (``MAX_CONDITIONING_ORDERS``, ``MAX_CANDIDATE_ORDERS``), none for
+a primary basis over ``MAX_SEARCH_TERMS`` terms, and Singular's CPU-time
+safety limit, which fails the build when reached
+(``groebner.SINGULAR_CPU_LIMIT``).  So the same module gives the same
+sequences, and the same model.c, on an idle machine and a loaded one.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ import numpy as np
 import sympy as sp
 
 from .dae import DAE
-from .groebner import GroebnerTimeout, groebner_lex
+from .groebner import GroebnerError, GroebnerLimit, groebner_lex
 from .model import ModelError, t
 from .partition import Block, Partition
 from .workspace import continuation_newton, sweep, unit_scales
@@ -111,16 +118,22 @@ class TriangularBlock:
     #: known quantities kept as (lowest) ring variables because the order
     #: names them, e.g. p_BC for the landing gear: symbol -> expression in q.
     known_ring: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)
-    #: why a block is solved by Newton ("forced by the mechanism", "Gröbner
-    #: basis not finished in 60 s", ...)
+    #: why a block is solved by Newton ("forced by the mechanism", ...)
     reason: str = ""
+    #: Newton because the Gröbner engine failed (not ran out of time): the
+    #: derived-model cache does not record such a build (``derived.derive``)
+    engine_failed: bool = False
     #: run-time alternatives to the primary sequence (``steps``), from other
     #: lex orders, each regular where the ones before degenerate
     alternatives: list[Sequence] = field(default_factory=list)
     #: the circle identities s² + c² − 1 of the block's angles
     circles: list[sp.Expr] = field(default_factory=list)
-    #: how long the primary sequence took to build (basis and extraction)
+    #: how long the primary sequence took to build (basis and extraction),
+    #: for the log only: nothing the build decides reads it
     seconds: float = 0.0
+    #: the number of terms of the primary's Gröbner basis: the work measure
+    #: that decides whether other lex orders are searched (MAX_SEARCH_TERMS)
+    basis_terms: int = 0
     #: swept configurations where the primary sequence, evaluated in double
     #: precision, misses by more than COVER_ERROR without a vanishing
     #: coefficient (huge Gröbner coefficients cancelling; the run-time
@@ -159,9 +172,19 @@ class TriangularBlock:
                 if self.method == "groebner" else [])
 
 
+#: a block with more polynomial variables than this is solved by Newton
+#: without trying a lex basis: a bound on the input, decided before any work.
+#: The largest shipped blocks whose bases finish have 9 (the landing gear's,
+#: the Stephenson six-bar's 8); the eight-link's 6×6 block (12 variables)
+#: had not finished after 4 minutes of CPU time, the five-link's 15×15
+#: pose-and-links block (28) not in 60 s.  Below it, Singular's CPU-time
+#: safety limit is an error (``groebner.SINGULAR_CPU_LIMIT``).
+MAX_GROEBNER_VARIABLES = 10
+
 #: Kinematics formulations (``triangularize(kinematics=...)``, ``fmigen build
 #: --kinematics``, ``fmigen bench``): "groebner" (default: triangular sequences,
-#: Newton only where the mechanism forces it or the basis times out),
+#: Newton only where the mechanism forces it or the block has more than
+#: MAX_GROEBNER_VARIABLES polynomial variables),
 #: "newton" (one Newton iteration over all dependent coordinates, all
 #: constraints as one block), "newton-loop" (Newton on each block separately).
 KINEMATICS = ("groebner", "newton", "newton-loop")
@@ -386,7 +409,7 @@ def _poly_variables_summed(dae: DAE, block: Block, plan: AnglePlan):
 
 def refuse_floats(expr, constraint: str):
     """The DAE makes every float literal of a constraint exact
-    (``dae.exact_floats``); a float that still reaches the Gröbner stage
+    (``floats.exact_floats``); a float that still reaches the Gröbner stage
     would have to be approximated, i.e. the kinematics would solve another
     constraint, so it is refused, named."""
     floats = sorted(expr.atoms(sp.Float), key=float)
@@ -592,7 +615,7 @@ def _poly_exact(P: sp.Poly, env: dict) -> tuple[int, int]:
 
 
 def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
-                  use_cache=True, log=None, timeout=60.0, kinematics="groebner",
+                  use_cache=True, log=None, kinematics="groebner",
                   newton_tol=None, cover=True, guesses=None) -> Triangularization:
     """``cover``: sweep the workspace and add alternative sequences where the
     primary one degenerates (``cover_workspace``).  ``guesses``: coordinate
@@ -622,16 +645,34 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
         block_order = _block_order(dae, b, order) if order else None
         variables, polys, circles, recover, known_ring, sums = polynomialize(dae, b, block_order)
         ring = [*variables, *known_ring]
+        if len(ring) > MAX_GROEBNER_VARIABLES:
+            reason = (f"{len(ring)} polynomial variables > {MAX_GROEBNER_VARIABLES}, too many for a lex "
+                      "Gröbner basis")
+            log(f"block {name}: {reason}; Newton iteration on this block")
+            tblocks.append(newton_block(b, reason))
+            continue
         apolys, abstractions = abstract(polys, ring, counter)
         log(f"Gröbner basis of block {name}: {len(apolys)} equations, "
             f"{len(ring)} variables, {len(abstractions)} abstracted knowns")
         try:
-            basis = groebner_lex(apolys + circles, ring, list(abstractions), use_cache=use_cache,
-                                 log=log, timeout=timeout)
-        except GroebnerTimeout:
-            reason = f"Gröbner basis not finished in {timeout:g} s"
-            log(f"block {name}: {reason}; falling back to Newton iteration on this block")
-            tblocks.append(newton_block(b, reason))
+            basis = groebner_lex(apolys + circles, ring, list(abstractions), use_cache=use_cache, log=log)
+        except GroebnerLimit as e:
+            # an error, not Newton: a quiet change of method when a machine
+            # is slow would give other C for the same module
+            raise ModelError(
+                f"block {name}: the Gröbner basis did not finish ({e}); solve the block by Newton "
+                f"(list its coordinates {sorted(unknown_names)} in the mechanism's newton_blocks) or give "
+                "a Gröbner order (groebner_order, fmigen build --order) for which it finishes") from None
+        except GroebnerError as e:
+            # any other failure of the engine (it could not run, ran out of
+            # memory, refused the input): the block is still solvable, by
+            # the same Newton iteration as a block whose basis is too big
+            # (the reason is one line; it also labels the block in model.c)
+            reason = f"the Gröbner engine failed: {e}".replace("*/", "* /")
+            log(f"warning: block {name}: {reason}; solving it by Newton iteration instead")
+            tb = newton_block(b, reason)
+            tb.engine_failed = True
+            tblocks.append(tb)
             continue
         if any(g.is_ground and not g.is_zero for g in basis):
             raise ModelError(f"inconsistent constraints in block {name}: "
@@ -643,11 +684,12 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
         tblocks.append(TriangularBlock(b, "groebner", variables, abstractions, steps, recover, apolys,
                                        known_ring, circles=circles, angle_sums=sums,
                                        seconds=time.perf_counter() - t_block,
+                                       basis_terms=sum(len(g.terms()) for g in basis),
                                        order_given=block_order is not None))
     tri = Triangularization(tblocks, part)
     choose_branches(dae, tri, guesses)
     if cover:
-        cover_workspace(dae, tri, use_cache=use_cache, log=log, timeout=min(timeout, 30.0))
+        cover_workspace(dae, tri, use_cache=use_cache, log=log)
     return tri
 
 
@@ -822,12 +864,55 @@ def assemble(dae: DAE, tri: Triangularization, qi: dict, tt=0.0, choose_from=Non
     return q
 
 
+def _guess_distance(dae, values: dict, guesses: dict) -> float:
+    """Max over the given coordinates of the distance to the guesses (angles
+    modulo 2π)."""
+    units = {c.name: c.unit for c in dae.mechanism.coordinates}
+    out = 0.0
+    for n, v in values.items():
+        d = v - guesses[n]
+        out = max(out, abs(math.remainder(d, 2 * math.pi)) if units[n] == "rad" else abs(d))
+    return out
+
+
+def _nearer_the_guesses(dae, tb: TriangularBlock, q: dict, got: dict, guesses: dict) -> dict:
+    """The sequence's start assembly of one block, or Newton's from the
+    guesses when that is nearer them.
+
+    Why: a quadratic step picks the root nearest the guess of its own
+    variable, but a sequence degenerate at the start does not decide the
+    branch there.  The tie rod of ``tests/corpus/double_wishbone.py`` (a
+    distance link: its U-joint's first angle q1 only in a·(e × w) = 0,
+    linear in sin q1, cos q1) in the design pose: the sequence solves s_q1
+    from a quadratic whose constant term is rounding (roots ±2e-17, a double
+    root 0 in exact arithmetic), then c_q1 from a linear step whose value
+    vanishes with s_q1, so it is rounding too; q1 = atan2(s, c) of two
+    rounding errors came out π, the mirror, though the guess was 0 (each
+    step's leading-coefficient test is relative to its own coefficients and
+    passed).  Newton on the block's own equations from the guesses converges
+    to the assembly next to them; it replaces the sequence's only when it is
+    strictly nearer the guesses, so a sequence that chose well is kept.
+    """
+    try:
+        local = newton_numeric(dae, tb, q, 0.0, guesses)
+    except (ModelError, np.linalg.LinAlgError):
+        return got
+    if _guess_distance(dae, local, guesses) < _guess_distance(dae, got, guesses) - 1e-9:
+        return local
+    return got
+
+
 def choose_branches(dae: DAE, tri: Triangularization, guesses=None):
     """Pick each square-root sign so the assembly is nearest the user's guesses,
     then check that the assembled start satisfies every constraint."""
     guesses = guesses or {c.name: c.start for c in dae.mechanism.coordinates}
     qi = {dae.names[i]: guesses[dae.names[i]] for i in tri.partition.independent}
-    q = assemble(dae, tri, qi, 0.0, choose_from=guesses, warm=guesses)
+    q = dict(qi)
+    for tb in tri.blocks:
+        got = solve_block_numeric(dae, tb, q, 0.0, choose_from=guesses, warm=guesses)
+        if tb.method != "newton":
+            got = _nearer_the_guesses(dae, tb, q, got, guesses)
+        q.update(got)
     qv = np.array([q[n] for n in dae.names])
     res = np.abs(dae.numeric.Phi(0.0, qv)).max() if dae.m else 0.0
     if res > 1e-9:
@@ -850,17 +935,20 @@ COVER_CONDITION = 1e-3
 #: (two roots closer than ~3e-5 of their scale: the nearest-root choice and
 #: its precision need a good prediction there)
 COVER_DISCRIMINANT = 1e-9
-#: at most this many other lex orders are tried per block, and no new one
-#: after this many seconds (each order is a Singular run and an extraction:
-#: about 2.5 s for the Stephenson six-bar's 4×4 block: Singular 1 s, reading 1 s,
-#: extraction 0.3 s; what is left uncovered the
-#: run-time Newton fallback solves)
+#: at most this many other lex orders are tried per block to cover the
+#: primary's degenerate points (each a Singular run and an extraction; what
+#: is left uncovered the run-time Newton fallback solves) ...
 MAX_CANDIDATE_ORDERS = 8
-COVER_BUDGET = 60.0
+#: ... and at most this many for the conditioning (``conditioning_orders``)
+MAX_CONDITIONING_ORDERS = 8
+#: no other order is tried for a block whose primary basis has more terms
+#: than this (another order's basis costs about as much; the Stephenson
+#: six-bar's 4×4 block has 11,000 to 18,000 terms, depending on the order)
+MAX_SEARCH_TERMS = 100_000
 #: a primary sequence (of an order the user did not fix) whose error
 #: amplification (``amplification``) exceeds this many machine epsilons is
 #: compared with the orders that solve another variable first
-#: (``conditioning_orders``, within COVER_BUDGET) ...
+#: (``conditioning_orders``, the first MAX_CONDITIONING_ORDERS) ...
 AMPLIFICATION_SEARCH = 256.0
 #: ... and replaced by the best of them when that is at least this factor
 #: better and degenerates at no more swept points
@@ -997,8 +1085,9 @@ def conditioning_orders(dae, tb: TriangularBlock, points, scales):
     the s of an angle passing −π/2 barely moves, so everything solved from it
     loses digits), the primary's order otherwise kept; the variable that
     ranges widest over the swept ``points`` (relative to its unit scale)
-    first.  That ranking is a cheap guess at which to try within the budget;
-    the order is chosen on the measured amplification."""
+    first.  That ranking is a cheap guess at which to try first (only the
+    first MAX_CONDITIONING_ORDERS are); the order is chosen on the measured
+    amplification."""
     truth = _true_values(dae, tb, points)
     out = []
     for _, _, group, scale in block_layout(tb, scales):
@@ -1059,18 +1148,21 @@ def candidate_orders(dae, tb: TriangularBlock):
     return out
 
 
-def _alternative(tb: TriangularBlock, order, name, use_cache, log, timeout):
+def _alternative(tb: TriangularBlock, order, name, use_cache, log):
     ring = [*order, *tb.known_ring]
     try:
         basis = groebner_lex(list(tb.polys) + list(tb.circles), ring, list(tb.abstractions),
-                             use_cache=use_cache, log=log, timeout=timeout)
+                             use_cache=use_cache, log=log)
         return Sequence(list(order), extract(basis, list(order), name))
-    except (GroebnerTimeout, ModelError) as e:
+    except GroebnerLimit as e:
+        raise ModelError(f"block {name}: the Gröbner basis of the order {' > '.join(map(str, order))} "
+                         f"did not finish ({e})") from None
+    except (GroebnerError, ModelError) as e:
         log(f"block {name}: order {' > '.join(map(str, order))} gives no sequence ({e})")
         return None
 
 
-def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None, timeout=30.0):
+def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None):
     """Sweep the workspace (``workspace.sweep``) and, for every Gröbner block
     whose primary sequence degenerates somewhere on it, add the fewest
     sequences of other lex orders that are regular there (greedy cover).
@@ -1089,8 +1181,12 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None, 
         bad = degenerate(quality, sw.paths, singular)
         tb.amplification = amplification(quality, singular)
         built = {}                       # order label -> (Sequence, degenerate points) measured here
-        if not tb.order_given and tb.amplification > AMPLIFICATION_SEARCH:
-            if _better_conditioned(dae, tri, tb, sw, scales, bad, built, use_cache, log, timeout):
+        search = tb.basis_terms <= MAX_SEARCH_TERMS
+        if not search and (bad.any() or (not tb.order_given and tb.amplification > AMPLIFICATION_SEARCH)):
+            log(f"block {name}: no other lex order tried (the primary basis has {tb.basis_terms} terms > "
+                f"{MAX_SEARCH_TERMS}); the run-time Newton fallback covers its degenerate configurations")
+        if search and not tb.order_given and tb.amplification > AMPLIFICATION_SEARCH:
+            if _better_conditioned(dae, tri, tb, sw, scales, bad, built, use_cache, log):
                 evaluate = sequence_evaluator(dae, tb, tb.sequences[0], scales)
                 quality = evaluate(sw.points)
                 singular = representation_singular(quality, sw.paths)
@@ -1106,24 +1202,14 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None, 
         log(f"block {name}: the primary sequence degenerates at {int(bad.sum())} of {len(bad)} swept "
             f"configurations; looking for alternative orders")
         uncovered = bad.copy()
-        candidates = candidate_orders(dae, tb)[:MAX_CANDIDATE_ORDERS]
-        if tb.seconds > COVER_BUDGET / 2:
-            log(f"block {name}: no alternative orders tried (its primary sequence took {tb.seconds:.0f} s, "
-                f"one more would exceed the {COVER_BUDGET:g} s budget); the run-time Newton fallback "
-                "covers the degenerate configurations")
-            candidates = []
+        candidates = candidate_orders(dae, tb)[:MAX_CANDIDATE_ORDERS] if search else []
         scored = []
-        t_block = time.perf_counter()
         for order in candidates:
             if order == list(tb.variables):
                 continue
             key = " > ".join(map(str, order))
             if key not in built:
-                if time.perf_counter() - t_block > COVER_BUDGET:
-                    log(f"block {name}: the search for alternative orders stopped after {COVER_BUDGET:g} s "
-                        f"({len(scored)} of {len(candidates)} tried)")
-                    break
-                built[key] = _measured(dae, tb, order, sw, scales, name, use_cache, log, timeout)
+                built[key] = _measured(dae, tb, order, sw, scales, name, use_cache, log)
             if built[key] is not None:
                 scored.append((built[key][0], ~built[key][1]))
         while uncovered.any() and scored:
@@ -1154,10 +1240,10 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None, 
                 "last one tries Newton from the prediction first")
 
 
-def _measured(dae, tb, order, sw, scales, name, use_cache, log, timeout):
+def _measured(dae, tb, order, sw, scales, name, use_cache, log):
     """(sequence of ``order`` with its amplification, its degenerate swept
     points), or None when the order gives no sequence."""
-    seq = _alternative(tb, order, name, use_cache, log, timeout)
+    seq = _alternative(tb, order, name, use_cache, log)
     if seq is None:
         return None
     quality = sequence_quality(dae, tb, seq, sw.points, scales)
@@ -1166,9 +1252,9 @@ def _measured(dae, tb, order, sw, scales, name, use_cache, log, timeout):
     return seq, degenerate(quality, sw.paths, singular)
 
 
-def _better_conditioned(dae, tri, tb, sw, scales, bad, built, use_cache, log, timeout) -> bool:
+def _better_conditioned(dae, tri, tb, sw, scales, bad, built, use_cache, log) -> bool:
     """Replace the primary sequence by the best conditioned of
-    ``conditioning_orders`` (measured within COVER_BUDGET) when it is
+    ``conditioning_orders`` (the first MAX_CONDITIONING_ORDERS) when it is
     AMPLIFICATION_GAIN better and degenerates at no more swept points; the
     measured sequences go to ``built`` (the cover reuses them).  True if the
     primary changed."""
@@ -1177,13 +1263,9 @@ def _better_conditioned(dae, tri, tb, sw, scales, bad, built, use_cache, log, ti
     log(f"block {name}: the primary sequence {primary.label} amplifies round-off "
         f"{tb.amplification:.3g}-fold; measuring orders that solve another variable first")
     tried = [(primary, bad)]
-    started = time.perf_counter()
-    for order in conditioning_orders(dae, tb, sw.points, scales):
-        if time.perf_counter() - started > COVER_BUDGET:
-            log(f"block {name}: the conditioning search stopped after {COVER_BUDGET:g} s")
-            break
+    for order in conditioning_orders(dae, tb, sw.points, scales)[:MAX_CONDITIONING_ORDERS]:
         key = " > ".join(map(str, order))
-        built[key] = _measured(dae, tb, order, sw, scales, name, use_cache, log, timeout)
+        built[key] = _measured(dae, tb, order, sw, scales, name, use_cache, log)
         if built[key] is not None:
             seq, deg = built[key]
             log(f"block {name}: order {seq.label}: amplification {seq.amplification:.3g}, "

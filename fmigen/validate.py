@@ -1,8 +1,10 @@
 """Stage 8 — validate: run the FMU in fmpy and compare with the references.
 
 Two references, each compared with the FMU at every output point (maximum
-absolute error per coordinate, angles modulo 2π because the FMU recovers
-dependent angles with atan2, and per velocity der(q)):
+absolute error per coordinate, angles compared directly — the FMU's angles
+are continuous as the references' are: a dependent one is atan2 of its sin
+and cos moved by whole turns to the one nearest its last accepted value —
+and per velocity der(q)):
 
 * ``ida`` (``reference.py``), for every mechanism: the full augmented DAE of
   the model stage's M, F, Φ, integrated with IDA from its own assembly of the
@@ -84,7 +86,7 @@ class Report:
     energy: dict = field(default_factory=dict, repr=False)
     #: what was run: solver, step, stop time, output interval
     settings: dict = field(default_factory=dict)
-    #: unit per coordinate ("rad": compared modulo 2π)
+    #: unit per coordinate
     units: dict = field(default_factory=dict)
 
     def as_json(self):
@@ -291,18 +293,19 @@ def with_input_signals(dae, signals: dict):
                                outputs={k: sp.sympify(v).xreplace(sub) for k, v in dae.outputs.items()})
 
 
+def coordinate_error(fmu, ref):
+    """|FMU − reference| at every output point: the one comparison of a
+    coordinate, in the text (the maxima), the plots and the report.  Angles
+    too are compared directly, without a modulo: the FMU's angles are
+    continuous, as IDA's, the Cartesian reference's (its winding angles) and
+    MuJoCo's hinge positions are, so a turn the FMU missed or added is an
+    error of 2π, not a pass."""
+    return np.abs(np.asarray(fmu, dtype=float) - np.asarray(ref, dtype=float))
+
+
 def coordinate_errors(dae, result, ref):
-    errors = {}
-    for i, c in enumerate(dae.mechanism.coordinates):
-        d = result[c.name] - ref.q[:, i]
-        if c.unit == "rad":
-            d = (d + math.pi) % (2 * math.pi) - math.pi
-        errors[c.name] = float(np.abs(d).max())
-    return errors
-
-
-def _wrapped(d, angle):
-    return (d + math.pi) % (2 * math.pi) - math.pi if angle else d
+    return {c.name: float(coordinate_error(result[c.name], ref.q[:, i]).max())
+            for i, c in enumerate(dae.mechanism.coordinates)}
 
 
 def model_energy_balance(dae, times, q, v, signals=None):
@@ -490,8 +493,7 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
             references["cartesian"] = {"max_abs_error": {}, "max_abs_velocity_error": {}, "passed": False,
                                        "rtol": cartesian_rtol, "error": failure}
         else:
-            angle = {c.name: c.angle for c in mech.joint_system.coordinates}
-            cerr = {n: float(np.abs(_wrapped(result[n] - cart.column(n), angle[n])).max()) for n in dae.names}
+            cerr = {n: float(coordinate_error(result[n], cart.column(n)).max()) for n in dae.names}
             cverr = {n: float(np.abs(result[f"der({n})"] - cart.v[:, cart.names.index(n)]).max())
                      for n in dae.names}
             references["cartesian"] = _reference_entry(cerr, cverr, coord_tol, velocity_tol, rtol=cartesian_rtol,
@@ -505,7 +507,9 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     if peer == "mujoco":
         from .mjcf import MJCFError, compare_with_mujoco
         try:
-            entry = compare_with_mujoco(mech, result, log=log)
+            # the same input signals as the FMU and the references: MuJoCo
+            # evaluates each expression in t at every RK4 stage
+            entry = compare_with_mujoco(mech, result, log=log, inputs=signals)
             entry["passed"] = _reference_entry(entry["max_abs_error"], entry["max_abs_velocity_error"],
                                                coord_tol, velocity_tol)["passed"]
         except MJCFError as e:
@@ -541,7 +545,7 @@ def plot(report: Report, path):
     for i, name in enumerate(names):
         axes[0].plot(report.times, report.fmu_result[name], label=f"{name} (FMU)")
         axes[0].plot(report.times, report.reference.q[:, i], "k:", lw=1)
-        err = np.abs(report.fmu_result[name] - report.reference.q[:, i])
+        err = coordinate_error(report.fmu_result[name], report.reference.q[:, i])
         axes[1].semilogy(report.times, np.maximum(err, 1e-17), label=name)
     axes[1].semilogy(report.times, np.maximum(np.abs(report.fmu_result["constraint_residual"]), 1e-17),
                      "k--", label="constraint_residual")

@@ -163,8 +163,9 @@ def table(iface, step: float, kind: str = "cs", form=None) -> VariableTable:
             "fixed internal integration step; a communication step that is not a multiple "
             "ends with one shorter step", declared=not me)
     lay.group("VR_Y")
+    info = mech.output_info
     for name in iface.outputs:
-        lay.add(name, "output", "continuous", "calculated", None)
+        lay.add(name, "output", "continuous", "calculated", None, *info.get(name, ("", "")))
     lay.group("VR_A")
     for i in states:
         c = mech.coordinates[i]

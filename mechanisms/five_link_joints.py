@@ -20,8 +20,8 @@ Measured (RK4 at 1 ms; ``fmigen bench``, explicit Euler, 3 s): the FMU
 equals ``five_link`` to 2.0e-15 in the coordinates and 8.9e-16 in the
 velocities over 6 s, at 16 862 instructions per step (five_link: 16 957);
 build 29 s.  The three position rows instead (``distance_links = False``)
-make one 15×15 block whose Gröbner basis does not finish in 60 s: a
-run-time Newton block, build 81 s, 61 690 instructions per step (3.6×),
+make one 15×15 block with 28 polynomial variables, too many for a lex
+basis (it did not finish in 60 s): a run-time Newton block, build 81 s, 61 690 instructions per step (3.6×),
 equal to five_link to 7.1e-15.
 """
 import sympy as sp

@@ -36,8 +36,9 @@ HEADING = "## Build time"
 #: left out unless named or --include-slow: eight_link's cold build takes
 #: longer than the rest together (its Gröbner extraction); stewart_66 and
 #: stewart_66_platform are paper 001's assembly examples (fmigen assemble):
-#: stewart_66's build fails after a minute (its 12-unknown block's basis
-#: times out at 60 s, then Newton cannot assemble the start; measured)
+#: stewart_66's build fails (its 12-unknown block has more polynomial
+#: variables than a lex basis is tried for, and Newton cannot assemble the
+#: start; measured when it was a 60 s timeout)
 SLOW = {"eight_link", "stewart_66", "stewart_66_platform"}
 TARGETS = {"stephenson3 cold": 30.0, "stephenson3 warm": 5.0, "warm": 5.0}
 STAGES = [("dae", "equations of motion"), ("triangular", "triangularization + cover"),

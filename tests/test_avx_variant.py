@@ -45,12 +45,13 @@ def _harness_run(gen, workdir, avx, seconds="0.4"):
     return exe, json.loads(r.stdout)
 
 
-@pytest.mark.parametrize("name", ["stewart", "five_link", "landing_gear_dynamic", "fourbar_chain"])
+@pytest.mark.parametrize("name", ["stewart", "five_link", "landing_gear_dynamic", "fourbar_chain", "stephenson3"])
 def test_the_avx_copy_ends_in_the_same_bits_as_the_sse2_copy(name, tmp_path):
     """Stewart: the embedding's straight-line code; the five-link: its 5×5
     Newton block with the LU, and its kinematic run (q_i driven, q_d and v_d
     solved every step); the landing gear: polynomial roots and a
-    Newton-first block; fourbar_chain: γ by forward differentiation.  The
+    Newton-first block; fourbar_chain: γ by forward differentiation; the
+    Stephenson six-bar: sequence steps the AVX copy calls in the SSE2 copy.  The
     benchmark's loop (final_q, final_v) and one fmigen_core_step over the
     whole run (core_step_max_diff against that loop: 0 in both builds)."""
     mech = load_mechanism(name)
@@ -171,3 +172,33 @@ def test_a_rebuild_takes_both_copies_from_the_object_cache(tmp_path, monkeypatch
         counts.append(len(list((tmp_path / "cache" / "objects").glob("*.o"))))
     # model.c, its AVX copy, three runtime sources and fmi2.c, compiled once
     assert counts == [6, 6, 6]
+
+
+def test_large_coefficient_steps_are_compiled_once(tmp_path):
+    """A sequence step too large to inline (codegen.NOINLINE_STATEMENTS) is
+    compiled in the SSE2 copy only: the AVX copy calls it (it would give
+    the same bits, and such steps are nearly all of a large model.c's
+    compile time).  The Stephenson six-bar's sextic and linear steps: the
+    SSE2 object defines them under the model's prefix (source FMUs of
+    several models link together), the AVX object only refers to them.
+    (test_the_avx_copy_ends_in_the_same_bits_as_the_sse2_copy runs it.)"""
+    gen = compile_model(load_mechanism("stephenson3")).generated
+    (tmp_path / "model.c").write_text(gen.model_c)
+    (tmp_path / "model_config.h").write_text(gen.config_h)
+    flags = [*fmu.CFLAGS, "-fvisibility=hidden", "-DFMIGEN_AVX_DISPATCH=1", f"-I{tmp_path}", f"-I{fmu.RUNTIME_DIR}"]
+    objs = {}
+    for name, source, extra in (("sse2", tmp_path / "model.c", []),
+                                ("avx", fmu.RUNTIME_DIR / fmu.AVX_SOURCE, fmu.AVX_FLAGS)):
+        objs[name] = tmp_path / f"{name}.o"
+        r = subprocess.run(["gcc", *flags, *extra, "-c", str(source), "-o", str(objs[name])],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+
+    def coeffs(obj, kind):
+        out = subprocess.run(["nm", str(obj)], capture_output=True, text=True, check=True).stdout
+        return {line.split()[-1] for line in out.splitlines()
+                if "fmigen_coeffs_" in line and line.split()[-2] == kind}
+    defined = coeffs(objs["sse2"], "T")
+    assert len(defined) == 8 and all(n.startswith("stephenson3_fmigen_coeffs_") for n in defined), defined
+    assert coeffs(objs["avx"], "U") == defined
+    assert not coeffs(objs["avx"], "T") and not coeffs(objs["avx"], "t")

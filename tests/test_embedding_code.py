@@ -44,7 +44,7 @@ int main(int argc, char **argv)
     if (NSOL) memcpy(base.sol, fmigen_sol_start, NSOL * sizeof(double));
     memcpy(base.q, fmigen_q_start, sizeof base.q);
     int k = fmigen_kinematics(t, q, fmigen_p_default, &base, sol, trig);
-    if (!k && angles) fmigen_kinematic_angles(q, trig);
+    if (!k && angles) { fmigen_angle_turns(&base, trig); fmigen_kinematic_angles(q, trig, &base); }
     double work[FMIGEN_DIM(FMIGEN_NWORK)];
     for (int i = 0; i < FMIGEN_DIM(FMIGEN_NWORK); i++) work[i] = NAN;
     int e = k ? -1 : fmigen_embedded_prepare(t, q, v, fmigen_p_default, trig, work);

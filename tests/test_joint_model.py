@@ -671,3 +671,51 @@ def test_stephenson3_joints_block_is_the_low_level_one_in_absolute_angles():
     joint = {frozenset({e, -e}) for e in (sp.expand(p.xreplace(ren)) for p in polys["stephenson3_joints"])}
     low = {frozenset({e, -e}) for e in (sp.expand(p.xreplace(theta)) for p in polys["stephenson3"])}
     assert joint == low
+
+
+# --- preferred independent coordinates (the MJCF import's actuated joints) -------
+
+def _five_bar() -> JointSystem:
+    """A planar five-bar (2 DOF): cranks at O = (0, 0) and E = (3, 0), each
+    1 long, carrying links 2.5 long that meet at P (cut)."""
+    s = JointSystem("five_bar_pref")
+    bodies = {n: s.body(n, 1.0, (0, 0, 0.1), com=(0.5, 0)) for n in ("c1", "l1", "c2", "l2")}
+    s.revolute("a1", s.ground.origin, bodies["c1"].origin, start=2.0)
+    s.revolute("b1", bodies["c1"].marker("end", (1, 0)), bodies["l1"].origin, start=-1.2)
+    s.revolute("a2", s.ground.marker("E", (3, 0)), bodies["c2"].origin, start=1.2)
+    s.revolute("b2", bodies["c2"].marker("end", (1, 0)), bodies["l2"].origin, start=1.0)
+    s.revolute("P", bodies["l1"].marker("P", (2.5, 0)), bodies["l2"].marker("P", (2.5, 0)))
+    s.cut = ["P"]
+    return s
+
+
+def test_a_preferred_coordinate_is_completed_to_an_independent_set():
+    """One preferred coordinate on a 2-DOF five-bar: it is independent, at
+    its start exactly, and pivoted QR on the other columns adds one more;
+    Φ_d is regular at the start with that set (partition accepts it)."""
+    s = _five_bar()
+    s.preferred_independent = ["a2"]
+    m = to_mechanism(s)
+    assert "a2" in m.independent and len(m.independent) == 2 and m.independent_note == ""
+    assert m.coordinate_by_name("a2").start == 1.2
+    dae = build_dae(m)
+    assert sorted(dae.names[i] for i in choose_partition(dae).independent) == sorted(m.independent)
+
+
+def test_a_preferred_name_that_is_no_coordinate_is_an_error():
+    """A typo in a hand-written preferred set is named, as one in
+    ``independent`` is, instead of falling back to fmigen's choice with a
+    note blaming a cut joint."""
+    s = _five_bar()
+    s.preferred_independent = ["a3"]
+    with pytest.raises(ModelError, match="preferred independent coordinate 'a3' is no coordinate"):
+        to_mechanism(s)
+
+
+def test_a_declared_independent_set_wins_over_the_preferred_one():
+    s = load_mechanism("fourbar_joints").joint_system
+    assert s.independent == ["theta"]
+    s.preferred_independent = ["phi"]
+    assert to_mechanism(s).independent == ["theta"]
+    s.independent = None
+    assert to_mechanism(s).independent == ["phi"]

@@ -186,5 +186,101 @@ def test_validate_with_the_mujoco_peer_reports_three_references():
     refs = report.as_json()["references"]
     assert set(refs) == {"ida", "cartesian", "mujoco"}
     assert all(r["passed"] for r in refs.values()) and report.passed
-    assert max(refs["mujoco"]["max_abs_error"].values()) < 1e-8          # measured 7.8e-10
+    assert max(refs["mujoco"]["max_abs_error"].values()) < 1e-8          # measured 6.7e-10
     assert refs["mujoco"]["mujoco_constraint_violation"] < 1e-8          # measured 2.5e-10
+
+
+def test_the_mujoco_peer_is_driven_by_the_same_input_signal(tmp_path):
+    """`validate --peer mujoco --input drive=...`: MuJoCo runs with the
+    motor's signal the FMU and the references get.  Its distance to the FMU
+    is then the IDA reference's (the FMU's own error: its input is the
+    signal's samples, linear between them), while the signal moves the
+    crank 0.047 rad away from the undriven run by t = 0.5 s (a peer left
+    at the start value 0 was off by that)."""
+    import fmpy
+    from fmigen.validate import validate
+    fmu = tmp_path / "crank_slider.fmu"
+    report = validate(str(FOREIGN), stop_time=0.5, peer="mujoco", fmu_path=fmu,
+                      input_signals=["drive=0.05*smoothstep(t, 0, 0.5)"])
+    refs = report.as_json()["references"]
+    assert all(r["passed"] for r in refs.values()) and report.passed
+    assert max(refs["mujoco"]["max_abs_error"].values()) < 1e-6           # measured 2.4e-7
+    for name, e in refs["ida"]["max_abs_error"].items():                  # measured within 2.5e-10
+        assert abs(refs["mujoco"]["max_abs_error"][name] - e) < 1e-8, name
+    # the same FMU without the signal (drive at its start, 0)
+    free = fmpy.simulate_fmu(str(fmu), stop_time=0.5, output_interval=0.01, output=["crank"])
+    assert abs(report.fmu_result["crank"][-1] - free["crank"][-1]) > 0.04
+
+
+FOURBAR_MJCF = """<mujoco model="{name}">
+  <option gravity="0 -9.81 0"/>
+  <default><geom type="capsule" size="0.02" density="1000"/></default>
+  <worldbody>
+    <body name="crank">
+      <joint name="crank" type="hinge" axis="0 0 1"/>
+      <geom fromto="0 0 0 0 1 0"/>
+      <body name="coupler" pos="0 1 0">
+        <joint name="coupler" type="hinge" axis="0 0 1"/>
+        <geom fromto="0 0 0 {bx} {by} 0"/>
+      </body>
+    </body>
+    <body name="rocker" pos="{dx} {dy} 0">
+      <joint name="rocker" type="hinge" axis="0 0 1"/>
+      <geom fromto="0 0 0 {rx} {ry} 0"/>
+    </body>
+  </worldbody>
+  <equality><connect name="B" body1="coupler" body2="rocker" anchor="{bx} {by} 0"/></equality>
+  <actuator>{motors}</actuator>
+  {key}
+</mujoco>"""
+
+
+def _fourbar_mjcf(tmp_path, name, motors, b=(4, 3), d=(4, 0), key=""):
+    """A planar four-bar written by hand as a MuJoCo user would: crank O-A
+    (O at the origin, A = (0, 1) at qpos0), coupler A-B with B = A + ``b``,
+    rocker D-B with D = ``d``, closed at qpos0 by a body-form connect at B."""
+    bx, by = b
+    dx, dy = d
+    xml = FOURBAR_MJCF.format(name=name, bx=bx, by=by, dx=dx, dy=dy, rx=bx - dx, ry=1 + by - dy, key=key,
+                              motors="".join(f'<motor name="{j}_motor" joint="{j}"/>' for j in motors))
+    path = tmp_path / f"{name}.xml"
+    path.write_text(xml)
+    return path
+
+
+def test_an_imported_fourbar_integrates_its_actuated_crank(tmp_path):
+    """A motor on the crank: the crank is the independent coordinate, its
+    keyframe angle kept exactly.  (Pivoted QR alone makes the crank dependent
+    here: its column of Φ_q, ω × OB = (−4, 4), is the longest.)"""
+    from fmigen.dae import build_dae
+    from fmigen.partition import choose_partition
+    from fmigen.pipeline import prepare_mechanism
+    path = _fourbar_mjcf(tmp_path, "fourbar_motor", ["crank"], key='<keyframe><key qpos="0.3 0 0"/></keyframe>')
+    assert import_mjcf(path).preferred_independent == ["crank"]
+    mech = prepare_mechanism(path, use_cache=False)
+    assert mech.independent == ["crank"] and mech.independent_note == ""
+    assert mech.coordinate_by_name("crank").start == 0.3
+    dae = build_dae(mech)
+    assert [dae.names[i] for i in choose_partition(dae).independent] == ["crank"]
+    # the closure holds at the start: B from both sides (crank 1 at 90° + 0.3, coupler 5, rocker 4 from (4, 0))
+    q = {c.name: c.start for c in mech.coordinates}
+    th, al = math.pi / 2 + q["crank"], q["crank"] + q["coupler"] + math.atan2(3, 4)
+    ph = math.pi / 2 + q["rocker"]
+    B1 = (math.cos(th) + 5 * math.cos(al), math.sin(th) + 5 * math.sin(al))
+    B2 = (4 + 4 * math.cos(ph), 4 * math.sin(ph))
+    assert math.dist(B1, B2) < 1e-12
+
+
+def test_an_actuated_choice_that_is_singular_falls_back_and_says_why(tmp_path):
+    """A motor on the rocker while O, A and B are aligned (the rocker at its
+    limit): with the rocker independent, Φ_d (crank, coupler) is singular at
+    the start, so the best-conditioned set is taken and the note says why;
+    two motors on a one-DOF four-bar are too many."""
+    from fmigen.pipeline import prepare_mechanism
+    path = _fourbar_mjcf(tmp_path, "fourbar_toggle_motor", ["rocker"], b=(0, 3), d=(4, 1))
+    mech = prepare_mechanism(path, use_cache=False)
+    assert mech.independent is None
+    assert "['rocker']" in mech.independent_note and "Φ_d is singular at the start" in mech.independent_note
+    path = _fourbar_mjcf(tmp_path, "fourbar_two_motors", ["crank", "rocker"])
+    mech = prepare_mechanism(path, use_cache=False)
+    assert mech.independent is None and "2 of them for 1 degree(s) of freedom" in mech.independent_note

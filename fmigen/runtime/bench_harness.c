@@ -180,8 +180,8 @@ __attribute__((noinline, noclone)) int run_kinematic(FmigenCore *c, long nsteps,
         int e = FMIGEN_MODEL_FN(fmigen_kinematics)(t, c->q, c->p, &c->base, sol, trig);
         if (!e) e = FMIGEN_MODEL_FN(fmigen_embedded_velocities)(t, c->q, c->v, c->p, c->u, trig);
         if (e) { fprintf(stderr, "kinematic step %ld (t=%g): failure %d\n", s, t, e); return 1; }
-        fmigen_base_accept(&c->base, t, c->q, c->v, sol);  /* as an FMU step's commit */
-        FMIGEN_MODEL_FN(fmigen_kinematic_angles)(c->q, trig);   /* every angle, as a Newton formulation gives */
+        fmigen_base_accept(&c->base, FMIGEN_PART(c), t, c->q, c->v, sol, trig);  /* as an FMU step's commit */
+        FMIGEN_MODEL_FN(fmigen_kinematic_angles)(c->q, trig, &c->base);   /* every angle, as a Newton formulation gives */
         if (peak) {
             double phi[FMIGEN_DIM(NC)];
             FMIGEN_MODEL_FN(fmigen_phi)(t, c->q, c->v, c->p, c->u, phi);

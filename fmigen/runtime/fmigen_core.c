@@ -48,8 +48,12 @@ static int kinematics(FmigenCore *c, double t, double *q, double *trig, double *
     return k;
 }
 
-void fmigen_base_accept(FmigenBase *b, double t, const double *q, const double *v, const double *sol)
+void fmigen_base_accept(FmigenBase *b, const FmigenPartition *P, double t, const double *q, const double *v,
+                        const double *sol, const double *trig)
 {
+    /* before continuity and q change: the first accept takes the turns
+     * nearest the start in b->q */
+    P->turns(b, trig);
     b->continuity = 1;
     b->t = t;
     if (NSOL) memcpy(b->sol, sol, NSOL * sizeof(double));
@@ -165,10 +169,10 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
         return 1;
     }
     /* (a memo hit's solution is the base already) */
-    if (accept && !hit) fmigen_base_accept(&c->base, t, q, v, sol);
+    if (accept && !hit) fmigen_base_accept(&c->base, P, t, q, v, sol, trig);
 #if FMIGEN_SWITCHING
     /* the state's angles complete (deferred ones from trig), for a switch */
-    if (accept) P->angles(c->base.q, ts);
+    if (accept) P->angles(c->base.q, ts, &c->base);
 #endif
     return 0;
 #endif
@@ -220,13 +224,13 @@ int fmigen_core_assemble(FmigenCore *c)
     }
 #endif
     /* the accepted solution: the next solve predicts from it */
-    fmigen_base_accept(&c->base, c->t, c->q, c->v, sol);
+    fmigen_base_accept(&c->base, P, c->t, c->q, c->v, sol, trig);
 #if FMIGEN_FORMULATION
     /* the start of an augmented formulation: it integrates every angle */
-    P->angles(c->q, trig);
+    P->angles(c->q, trig, &c->base);
 #else
 #if FMIGEN_SWITCHING
-    P->angles(c->base.q, trig);
+    P->angles(c->base.q, trig, &c->base);
 #endif
     m->valid = 1;
     m->side = !m->side;
@@ -261,7 +265,8 @@ void fmigen_core_observe_some(FmigenCore *c, int what)
     const double *u = fmigen_core_inputs(c, c->t, ubuf);
     (void)u;
 #if !FMIGEN_FORMULATION
-    if (todo & FMIGEN_OBSERVE_ANGLES) FMIGEN_MODEL_FN(fmigen_partitions)[c->solved.part].angles(c->q, FMIGEN_MEMO_TRIG(&c->solved));
+    if (todo & FMIGEN_OBSERVE_ANGLES)
+        FMIGEN_MODEL_FN(fmigen_partitions)[c->solved.part].angles(c->q, FMIGEN_MEMO_TRIG(&c->solved), &c->base);
 #endif
 #if NC > 0
     if (todo & FMIGEN_OBSERVE_RESIDUAL) {
@@ -330,6 +335,13 @@ static int switch_partition(FmigenCore *c, double *x)
             for (int r = 0; r < term[0]; r++) a += term[2 + 2 * r] * q[term[1 + 2 * r]];
         }
         c->base.sol[s] = kind == 0 ? sin(a) : kind == 1 ? cos(a) : a;
+    }
+    /* the turns of the new partition's deferred angles, from the complete
+     * (continuous) q; for any other coordinate they are never read */
+    for (int i = 0; i < NQ; i++) {
+        const double s = sin(q[i]);
+        c->base.turn[i] = fmigen_turns_near(q[i], atan2(s, cos(q[i])));
+        c->base.wind_s[i] = s;
     }
     return 1;
 }

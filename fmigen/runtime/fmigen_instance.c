@@ -621,7 +621,8 @@ int fg_completed_integrator_step(FgInstance *in, int *enter_event)
     /* the importer accepted this state: the next solves predict from it */
     FmigenCore *c = &in->s.core;
 #if !FMIGEN_FORMULATION
-    fmigen_base_accept(&c->base, c->t, c->q, c->v, FMIGEN_MEMO_SOL(&c->solved));
+    fmigen_base_accept(&c->base, &FMIGEN_MODEL_FN(fmigen_partitions)[c->solved.part], c->t, c->q, c->v,
+                       FMIGEN_MEMO_SOL(&c->solved), FMIGEN_MEMO_TRIG(&c->solved));
 #endif
     in->s.last_successful_time = c->t;
     *enter_event = c->t >= in->s.next_event;
@@ -668,7 +669,7 @@ int fg_free_state(FgInstance *in, void **state)
  * fields are then checked one by one, because bytes from a file or a network
  * are never trusted to index a table. */
 #define FG_STATE_MAGIC 0x53474d46u   /* "FMGS" */
-#define FG_STATE_VERSION 4u   /* 2: next_event; 3: the embedding half in the memo; 4: its two halves */
+#define FG_STATE_VERSION 5u   /* 2: next_event; 3: the embedding half in the memo; 4: its two halves; 5: the angles' turns in the base */
 typedef struct {
     unsigned magic, version;
     unsigned long long size;

@@ -83,6 +83,7 @@
 #define fmigen_atan_64ths FMIGEN_MODEL_NAME(fmigen_atan_64ths)
 #define fmigen_atan_64ths_lo FMIGEN_MODEL_NAME(fmigen_atan_64ths_lo)
 #define fmigen_kinematic_angles FMIGEN_MODEL_NAME(fmigen_kinematic_angles)
+#define fmigen_angle_turns FMIGEN_MODEL_NAME(fmigen_angle_turns)
 #define fmigen_kinematics FMIGEN_MODEL_NAME(fmigen_kinematics)
 #define fmigen_kinematics_failure FMIGEN_MODEL_NAME(fmigen_kinematics_failure)
 #define fmigen_lu_factor FMIGEN_MODEL_NAME(fmigen_lu_factor)

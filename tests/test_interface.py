@@ -1,0 +1,128 @@
+"""What an importer sees of an FMU beyond its trajectory: a user output's
+unit and description in modelDescription.xml (FMI 2 and 3), and a GUID /
+instantiationToken that tells apart FMUs that behave differently."""
+import importlib
+import math
+
+import fmpy
+import pytest
+import sympy as sp
+from fmpy.validation import validate_fmu
+
+from fmigen.joints import JointSystem
+from fmigen.model import ModelError
+from fmigen.pipeline import build_fmus
+
+
+def fourbar_with_outputs() -> JointSystem:
+    """The four-bar of mechanisms/fourbar_joints.py with the crank tip's
+    height as an output in metres, and one output declared without either."""
+    s = importlib.import_module("mechanisms.fourbar_joints").build()
+    theta = s.coordinate_by_name("theta").symbol
+    s.output("tip_y", sp.sin(theta), unit="m", description="height of the crank tip above the pivot")
+    s.output("tip_x", sp.cos(theta))
+    return s
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    d = tmp_path_factory.mktemp("iface")
+    targets = [(d / "p2.fmu", "2", "cs"), (d / "p3.fmu", "3", "me")]
+    build_fmus(fourbar_with_outputs(), targets, windows=False)
+    return {fmi: path for path, fmi, _ in targets}
+
+
+@pytest.mark.parametrize("fmi", ["2", "3"])
+def test_an_output_carries_its_unit_and_description(both, fmi):
+    md = fmpy.read_model_description(str(both[fmi]))
+    v = {v.name: v for v in md.modelVariables}
+    assert v["tip_y"].causality == "output"
+    assert v["tip_y"].unit == "m"
+    assert v["tip_y"].description == "height of the crank tip above the pivot"
+    # declared for tip_y alone: the four-bar's lengths are structural, no FMU variable
+    assert "m" in {u.name for u in md.unitDefinitions}
+    # an output declared without them has neither
+    assert v["tip_x"].unit is None and not v["tip_x"].description
+    assert validate_fmu(str(both[fmi])) == []
+
+
+def test_the_output_is_the_expression_with_its_unit(both):
+    """The value behind the declaration: the crank tip's height, sin θ."""
+    res = fmpy.simulate_fmu(str(both["2"]), stop_time=0.01, output_interval=0.01, output=["tip_y", "theta"])
+    assert res["tip_y"][0] == pytest.approx(1.0, abs=1e-15)
+    assert res["tip_y"][-1] == pytest.approx(math.sin(res["theta"][-1]), abs=1e-15)
+
+
+@pytest.mark.parametrize("unit, description", [(1, ""), ("m", None)])
+def test_an_output_unit_or_description_that_is_not_text_is_named(unit, description):
+    s = JointSystem("x")
+    with pytest.raises(ModelError, match="output 'y'"):
+        s.output("y", 1, unit=unit, description=description)
+
+
+# --- the GUID covers what the FMU does ------------------------------------------
+
+def _token(path):
+    md = fmpy.read_model_description(str(path))
+    return md.guid      # fmpy reads FMI 3's instantiationToken into .guid too
+
+
+@pytest.fixture(scope="module")
+def solver_builds(tmp_path_factory):
+    """{(build, fmi): path}: the low-level four-bar as FMI 2 and 3
+    Co-Simulation FMUs that differ only in the solver or the internal step,
+    and one build repeated."""
+    d = tmp_path_factory.mktemp("guid")
+    builds = {"rk4": ("rk4", 1e-3), "rk4_again": ("rk4", 1e-3), "euler": ("euler", 1e-3), "rk4_2ms": ("rk4", 2e-3)}
+    out = {}
+    for name, (solver, step) in builds.items():
+        targets = [(d / f"{name}_{fmi}.fmu", fmi, "cs") for fmi in ("2", "3")]
+        build_fmus("fourbar", targets, solver=solver, step=step, windows=False)
+        out.update({(name, fmi): path for path, fmi, _ in targets})
+    return out
+
+
+@pytest.mark.parametrize("fmi", ["2", "3"])
+def test_fmus_that_differ_only_in_solver_or_step_have_different_guids(solver_builds, fmi):
+    """Only the solver, or only the internal step, differs: different GUIDs
+    (instantiationToken in FMI 3).  The same build twice: the same GUID."""
+    tokens = {name: _token(path) for (name, v), path in solver_builds.items() if v == fmi}
+    assert tokens["rk4"] == tokens["rk4_again"]
+    assert tokens["euler"] != tokens["rk4"]
+    assert tokens["rk4_2ms"] != tokens["rk4"]
+    assert tokens["rk4_2ms"] != tokens["euler"]
+
+
+def test_the_fmu_refuses_the_guid_of_its_sibling_built_with_another_solver(solver_builds, tmp_path):
+    """The runtime checks the GUID it is instantiated with: the Euler FMU's
+    binary refuses the RK4 FMU's GUID (an importer that mixed the two
+    modelDescriptions up is told so), and accepts its own."""
+    from fmpy.fmi2 import FMU2Slave
+    euler, rk4 = solver_builds[("euler", "2")], solver_builds[("rk4", "2")]
+    unzip = fmpy.extract(str(euler), unzipdir=str(tmp_path / "euler"))
+    own = FMU2Slave(guid=_token(euler), unzipDirectory=unzip, modelIdentifier="fourbar", instanceName="own")
+    own.instantiate()
+    own.freeInstance()
+    other = FMU2Slave(guid=_token(rk4), unzipDirectory=unzip, modelIdentifier="fourbar", instanceName="other")
+    with pytest.raises(Exception, match="Failed to instantiate"):
+        other.instantiate()
+
+
+def test_variants_share_the_compiled_model(tmp_path, monkeypatch):
+    """Each variant has its own GUID, but model.c is the same: its object
+    files (the SSE2 and the AVX copy) and the runtime's that include only
+    model_config.h come from the object cache for the second variant.  Only
+    the sources that include fmu_config.h (the solver, step and GUID:
+    fmigen_instance.c and the FMI glue) are compiled again.  With the GUID in
+    model_config.h every source was compiled again for every variant."""
+    from fmigen import fmu, groebner
+    from fmigen.pipeline import compile_model, load_mechanism
+    monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
+    compiled = compile_model(load_mechanism("fourbar"))
+    counts = []
+    for solver in ("rk4", "euler"):
+        fmu.package(compiled.embedding, compiled.generated, tmp_path / f"{solver}.fmu", solver=solver,
+                    windows=False, use_cache=True)
+        counts.append(len(list((tmp_path / "cache" / "objects").glob("*.o"))))
+    assert _token(tmp_path / "rk4.fmu") != _token(tmp_path / "euler.fmu")
+    assert counts[1] - counts[0] == 2
