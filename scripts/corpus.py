@@ -47,6 +47,8 @@ import json
 import math
 import os
 import random
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -58,6 +60,7 @@ CORPUS = ROOT / "tests" / "corpus"
 FAMILIES = ("fourbar", "slider_crank", "rssr")
 POSE_TOL = 0.1
 CLOSE_TOL = 1e-9
+OUTCOMES = ("passed", "failed", "stopped", "refused", "traceback", "timeout", "crashed")
 
 
 def corpus_names():
@@ -187,7 +190,7 @@ def run_case(case, stop_time):
         except ImportError:
             peer = None
         system = system_for(case)
-        log = lambda m: print(f"  [{case['name']}] {m}", file=sys.stderr)   # noqa: E731
+        log = lambda m: print(f"  [{case['name']} {time.time() - t0:6.1f} s] {m}", file=sys.stderr)  # noqa: E731
         report = validate(system, stop_time=stop_time, peer=peer, log=log)
     except (ModelError, BuildError) as e:
         out.update(outcome="refused", message=f"{type(e).__name__}: {e}")
@@ -230,10 +233,10 @@ def run_case(case, stop_time):
     stopped = t_end < stop_time - 1e-9 * max(1.0, stop_time)
     problems, numbers = start_check(system_for(case), {n: float(res[n][0]) for n in res.dtype.names})
     out.update(refs=refs, residual=report.max_constraint_residual, energy_drift=report.energy_drift,
-               t_end=t_end, **numbers)
+               t_end=t_end, build_seconds=round(report.build_seconds, 1), **numbers)
     messages = [ln.strip() for ln in tee.buf.getvalue().splitlines()
                 if any(k in ln for k in ("DISCARD", "ERROR", "FATAL", "Discard", "singular"))
-                and not ln.lstrip().startswith(f"[{case['name']}]")]
+                and not ln.lstrip().startswith(f"[{case['name']} ")]
     if problems:
         out.update(outcome="failed", check="start", message="; ".join(problems))
     elif failures:
@@ -251,34 +254,111 @@ def run_case(case, stop_time):
     return out
 
 
-def run_in_child(case, stop_time, timeout):
+def run_in_child(case, stop_time, timeout, verbose=False):
+    """One case in a fresh interpreter (``--child``): its result dict.  The
+    child runs in its own process group, so a timeout ends the compiler or
+    Singular it started too."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(case),
            "--stop-time", repr(stop_time)]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     t0 = time.time()
+    fuzz = {"family": case["family"], "params": case["params"]} if "family" in case else {}
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         cwd=str(ROOT), start_new_session=True)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=str(ROOT))
+        stdout, stderr = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         return {"name": case["name"], "outcome": "timeout", "message": f"no result within {timeout:g} s",
-                "seconds": round(time.time() - t0, 1), **({"family": case["family"], "params": case["params"]}
-                                                         if "family" in case else {})}
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+                "seconds": round(time.time() - t0, 1), **fuzz}
+    if verbose:
+        sys.stderr.write(stderr)
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
     if lines:
         return json.loads(lines[-1])
-    tail = (p.stderr or "").strip().splitlines()[-5:]
+    tail = (stderr or "").strip().splitlines()[-5:]
     return {"name": case["name"], "outcome": "crashed", "message": f"exit status {p.returncode}: " + " | ".join(tail),
-            "seconds": round(time.time() - t0, 1)}
+            "seconds": round(time.time() - t0, 1), **fuzz}
+
+
+# --- the report ---------------------------------------------------------------
+
+def message_class(r):
+    """What kind of stop or failure a result is, for counting: the cause a
+    refusal's message names, else its exception type and its words with
+    the numbers and quoted names masked (so the same message about another
+    joint or value falls in the same class)."""
+    msg = r.get("message", "")
+    if r["outcome"] == "failed":
+        return f"failed {r.get('check', '')}: " + ", ".join(sorted({m.split(":")[0].strip()
+                                                                  for m in msg.split(";")}))
+    for words, cls in CAUSES:
+        if re.search(words, msg):
+            return cls
+    head = re.sub(r"'[^']*'", "'…'", msg.split("\n")[0])
+    head = re.sub(r"[-+]?\d+(\.\d+)?(e[-+]?\d+)?", "N", head)
+    return head[:90]
+
+
+#: the causes the issue asks a refusal to name, by the words fmigen's messages use for them
+CAUSES = (
+    (r"no real assembly|cannot be assembled|cannot be closed|does not assemble|no assembly", "no assembly"),
+    (r"StartPoseError|not the (pose|configuration) the joint description|another branch", "start on another branch"),
+    (r"singular", "singular configuration"),
+    (r"inconsistent|redundant", "inconsistent or redundant constraint"),
+)
 
 
 def _fmt(x):
     return "–" if x is None else f"{x:.1e}"
 
 
-def markdown(results):
-    lines = ["| case | outcome | IDA max abs err q / v | Cartesian q / v | MuJoCo q / v (violation) | "
-             "residual | energy drift | start: closure / pose dev | s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+def _params(r):
+    p = r.get("params")
+    if not p:
+        return ""
+    def v(x):
+        return "(" + ", ".join(v(e) for e in x) + ")" if isinstance(x, list) else f"{x:g}" if isinstance(x, float) else str(x)
+    return ", ".join(f"{k.rstrip('_')}={v(x)}" for k, x in p.items())
+
+
+def counts_of(results):
+    counts = {k: 0 for k in OUTCOMES}
+    for r in results:
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    return counts
+
+
+def markdown(results, meta=None):
+    """The report: when and on what it ran, the counts by outcome, the
+    refusals and failures by class, one row per case."""
+    meta = meta or {}
+    lines = []
+    if meta:
+        lines.append(f"Run {meta.get('date', '?')} at commit `{meta.get('commit', '?')}`: "
+                     f"`{meta.get('command', '')}` (stop time {meta.get('stop_time', '?')} s, "
+                     f"{len(results)} of {meta.get('cases', len(results))} cases).")
+        lines.append("")
+    counts = counts_of(results)
+    lines += ["| outcome | cases |", "|---|---|"] + [f"| {k} | {v} |" for k, v in counts.items()]
+    classes = {}
+    for r in results:
+        if r["outcome"] != "passed":
+            classes.setdefault((r["outcome"], message_class(r)), []).append(r)
+    if classes:
+        lines += ["", "| outcome | class | cases | first case: message |", "|---|---|---|---|"]
+        for (outcome, cls), rs in sorted(classes.items(), key=lambda kv: (kv[0][0], -len(kv[1]))):
+            first = rs[0]
+            msg = first.get("message", "").split("\n")[0].replace("|", "\\|")
+            if len(msg) > 300:
+                msg = msg[:300] + "…"
+            lines.append(f"| {outcome} | {cls} | {len(rs)} | {first['name']}: {msg} |")
+    fuzz = any("params" in r for r in results)
+    lines += ["", "| case | outcome | IDA max abs err q / v | Cartesian q / v | MuJoCo q / v (violation) | "
+              "residual | energy drift | start: closure / pose dev | s |" + (" parameters |" if fuzz else ""),
+              "|---|---|---|---|---|---|---|---|---|" + ("---|" if fuzz else "")]
     for r in results:
         refs = r.get("refs", {})
 
@@ -294,20 +374,61 @@ def markdown(results):
         lines.append(f"| {r['name']} | {outcome} | {pair('ida')} | {pair('cartesian')} | {pair('mujoco')} | "
                      f"{_fmt(r.get('residual'))} | {_fmt(r.get('energy_drift'))} | "
                      f"{_fmt(r.get('start_closure'))} / {_fmt(r.get('start_pose_deviation'))} | "
-                     f"{r.get('seconds', '')} |")
+                     f"{r.get('seconds', '')} |" + (f" {_params(r)} |" if fuzz else ""))
     return "\n".join(lines)
 
 
+def _meta(args, cases):
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
+                                text=True).stdout.strip() or "?"
+    except OSError:
+        commit = "?"
+    command = "python scripts/corpus.py " + (f"--fuzz {args.fuzz} --seed {args.seed} --families {args.families}"
+                                             if args.fuzz else (f"--only {args.only}" if args.only else "")).strip()
+    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit,
+            "command": command.strip(), "stop_time": args.stop_time, "cases": len(cases)}
+
+
+def _load(path):
+    """Results and metadata from ``--json`` output or a ``--record`` file."""
+    text = Path(path).read_text()
+    if text.lstrip().startswith("{\n") or text.lstrip().startswith('{"counts"'):
+        try:
+            d = json.loads(text)
+            return d.get("results", []), d.get("meta")
+        except json.JSONDecodeError:
+            pass
+    results, meta = [], None
+    for ln in text.splitlines():
+        if ln.strip():
+            d = json.loads(ln)
+            if "meta" in d:
+                meta = meta or d["meta"]
+            else:
+                results.append(d)
+    return results, meta
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="Outcomes: " + ", ".join(OUTCOMES) + " (the module docstring says what each "
+                                        "means). Progress goes to stderr, the results to stdout.")
     ap.add_argument("--only", help="comma-separated corpus names (default: all of tests/corpus)")
-    ap.add_argument("--fuzz", type=int, help="run N random cases of the parametric families instead")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--families", default=",".join(FAMILIES))
-    ap.add_argument("--stop-time", type=float, default=1.0)
-    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per case (classifies only)")
+    ap.add_argument("--fuzz", type=int, metavar="N", help="run N random cases of the parametric families instead")
+    ap.add_argument("--seed", type=int, default=1, help="the fuzzer's seed (default 1)")
+    ap.add_argument("--families", default=",".join(FAMILIES), help=f"fuzzed families (default {','.join(FAMILIES)})")
+    ap.add_argument("--stop-time", type=float, default=1.0, help="simulated seconds per case (default 1)")
+    ap.add_argument("--timeout", type=float, default=900.0,
+                    help="seconds per case before it is reported as timeout (classifies only; default 900)")
     ap.add_argument("--json", action="store_true", help="the results as JSON on stdout")
-    ap.add_argument("--markdown", action="store_true", help="the results as a Markdown table on stdout")
+    ap.add_argument("--markdown", action="store_true", help="the report as Markdown on stdout")
+    ap.add_argument("--record", metavar="FILE",
+                    help="append each result to FILE (JSON lines) as it finishes; cases already in FILE are "
+                         "not run again, so an interrupted run resumes")
+    ap.add_argument("--from", dest="from_file", metavar="FILE",
+                    help="run nothing: report the results of a --json output or a --record file")
+    ap.add_argument("--verbose", action="store_true", help="copy each case's build log to stderr")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -315,37 +436,55 @@ def main(argv=None):
         out = run_case(json.loads(args.child), args.stop_time)
         sys.stdout.write(json.dumps(out) + "\n")
         return 0
-    if args.fuzz:
-        cases = fuzz_cases(args.fuzz, args.seed, tuple(args.families.split(",")))
+    if args.from_file:
+        results, meta = _load(args.from_file)
     else:
-        names = corpus_names()
-        if args.only:
-            wanted = args.only.split(",")
-            unknown = [w for w in wanted if w not in names]
+        if args.fuzz:
+            families = tuple(args.families.split(","))
+            unknown = [f for f in families if f not in FAMILIES]
             if unknown:
-                raise SystemExit(f"corpus.py: no corpus mechanism {unknown} (have {', '.join(names)})")
-            names = wanted
-        cases = [{"name": n} for n in names]
-    results = []
-    for k, case in enumerate(cases, 1):
-        print(f"[{k}/{len(cases)}] {case['name']} ...", file=sys.stderr, flush=True)
-        r = run_in_child(case, args.stop_time, args.timeout)
-        results.append(r)
-        print(f"[{k}/{len(cases)}] {case['name']}: {r['outcome']}"
-              + (f" ({r['check']})" if r.get("check") else "")
-              + (f": {r['message'][:300]}" if r.get("message") else "") + f"  [{r.get('seconds', '?')} s]",
-              file=sys.stderr, flush=True)
-    counts = {}
-    for r in results:
-        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+                raise SystemExit(f"corpus.py: unknown families {unknown} (have {', '.join(FAMILIES)})")
+            cases = fuzz_cases(args.fuzz, args.seed, families)
+        else:
+            names = corpus_names()
+            if args.only:
+                wanted = args.only.split(",")
+                unknown = [w for w in wanted if w not in names]
+                if unknown:
+                    raise SystemExit(f"corpus.py: no corpus mechanism {unknown} (have {', '.join(names)})")
+                names = wanted
+            cases = [{"name": n} for n in names]
+        meta, done = _meta(args, cases), {}
+        if args.record and Path(args.record).exists():
+            old, old_meta = _load(args.record)
+            done = {r["name"]: r for r in old}
+            meta = old_meta or meta
+        elif args.record:
+            Path(args.record).write_text(json.dumps({"meta": meta}) + "\n")
+        results = []
+        for k, case in enumerate(cases, 1):
+            if case["name"] in done:
+                results.append(done[case["name"]])
+                continue
+            print(f"[{k}/{len(cases)}] {case['name']} ...", file=sys.stderr, flush=True)
+            r = run_in_child(case, args.stop_time, args.timeout, args.verbose)
+            results.append(r)
+            if args.record:
+                with open(args.record, "a") as f:
+                    f.write(json.dumps(r) + "\n")
+            print(f"[{k}/{len(cases)}] {case['name']}: {r['outcome']}"
+                  + (f" ({r['check']})" if r.get("check") else "")
+                  + (f": {r['message'][:300]}" if r.get("message") else "") + f"  [{r.get('seconds', '?')} s]",
+                  file=sys.stderr, flush=True)
+    counts = counts_of(results)
     if args.json:
-        print(json.dumps({"counts": counts, "results": results}, indent=1))
+        print(json.dumps({"meta": meta, "counts": counts, "results": results}, indent=1))
     elif args.markdown:
-        print(markdown(results))
+        print(markdown(results, meta))
     else:
         for r in results:
             print(f"{r['name']:40s} {r['outcome']:10s} {r.get('message', '')[:200]}")
-    print("counts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), file=sys.stderr)
+    print("counts: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)
     return 0
 
 
