@@ -173,7 +173,18 @@ class _Tee(io.TextIOBase):
 
 
 def run_case(case, stop_time):
-    """In the child: build, validate, check the start; a dict of the outcome."""
+    """Build, validate, check the start of one case; a dict of the outcome.
+    The script calls it in a child process (``--child``); the suite's sample
+    calls it directly.  What the FMU prints to stderr is kept too: its last
+    messages say why it stopped."""
+    real = sys.stderr
+    try:
+        return _run_case(case, stop_time)
+    finally:
+        sys.stderr = real
+
+
+def _run_case(case, stop_time):
     from fmigen.fmu import BuildError
     from fmigen.model import ModelError
     tee = _Tee(sys.stderr)
@@ -237,10 +248,13 @@ def run_case(case, stop_time):
     messages = [ln.strip() for ln in tee.buf.getvalue().splitlines()
                 if any(k in ln for k in ("DISCARD", "ERROR", "FATAL", "Discard", "singular"))
                 and not ln.lstrip().startswith(f"[{case['name']} ")]
+    # a failure on a run the FMU ended early says where and why it ended
+    # (the errors often grow on the approach to the singularity it stopped at)
+    ended = (f"; the FMU stopped at t = {t_end:g}" + (f": {messages[-1]}" if messages else "")) if stopped else ""
     if problems:
-        out.update(outcome="failed", check="start", message="; ".join(problems))
+        out.update(outcome="failed", check="start", message="; ".join(problems) + ended)
     elif failures:
-        out.update(outcome="failed", check="validation", message="; ".join(failures))
+        out.update(outcome="failed", check="validation", message="; ".join(failures) + ended)
     elif stopped:
         out.update(outcome="stopped", message=(messages[-1] if messages else
                                                  f"the FMU stopped at t = {t_end:g} without a message"))
