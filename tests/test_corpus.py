@@ -15,7 +15,6 @@ check, asserting the outcomes and numbers it reports:
 """
 import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import pytest
