@@ -1,7 +1,7 @@
 """Build and validate every mechanism of ``tests/corpus/``, or random ones (``--fuzz``).
 
     python scripts/corpus.py [--only NAME[,NAME...]] [--json] [--markdown] [--stop-time 1] [--timeout 900]
-    python scripts/corpus.py --fuzz N --seed S [--families fourbar,slider_crank,rssr] [--json]
+    python scripts/corpus.py --fuzz N --seed S [--families fourbar,slider_crank,rssr,five_bar] [--json]
 
 Each case runs in its own process (``--child``), so a crash or a hang in one
 does not end the run; a case that exceeds ``--timeout`` seconds is reported
@@ -57,7 +57,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
-FAMILIES = ("fourbar", "slider_crank", "rssr")
+FAMILIES = ("fourbar", "slider_crank", "rssr", "five_bar")
 POSE_TOL = 0.1
 CLOSE_TOL = 1e-9
 OUTCOMES = ("passed", "failed", "stopped", "refused", "traceback", "timeout", "crashed")
@@ -92,6 +92,10 @@ def fuzz_cases(n, seed, families=FAMILIES):
             p = dict(crank=u(0.2, 1.0), B0=[u(-1.5, 1.5), u(-1.5, 1.5), u(-1.5, 1.5)],
                      arm=[u(-0.3, 0.3), u(0.3, 1.0), u(-0.3, 0.3)], L=u(0.5, 3.0), theta=u(0, 6.283),
                      branch=rng.randrange(2), tau=u(-2, 2))
+        elif fam == "five_bar":
+            p = dict(ground=u(0.5, 3), crank1=u(0.5, 3), coupler1=u(0.5, 3), coupler2=u(0.5, 3),
+                     crank2=u(0.5, 3), theta1=u(0, 6.283), theta2=u(0, 6.283), up=rng.random() < 0.5,
+                     tau1=u(-5, 5), tau2=u(-5, 5))
         else:
             raise SystemExit(f"corpus.py: unknown family '{fam}' (have {', '.join(FAMILIES)})")
         cases.append({"name": f"fuzz{seed}_{k:03d}_{fam}", "family": fam, "params": p})
@@ -105,7 +109,7 @@ def system_for(case):
     if "family" in case:
         from corpus import _families
         fn = {"fourbar": _families.four_bar, "slider_crank": _families.slider_crank,
-              "rssr": _families.rssr}[case["family"]]
+              "rssr": _families.rssr, "five_bar": _families.five_bar}[case["family"]]
         return fn(case["name"], f"fuzz case of the {case['family']} family", **case["params"])
     path = CORPUS / f"{case['name']}.py"
     spec = importlib.util.spec_from_file_location(f"corpus_case_{case['name']}", path)

@@ -110,3 +110,29 @@ def rssr(name, description, crank, B0, arm, L, theta, branch=0, tau=0.0, g=9.81,
     s.independent = ["theta"]
     s.dof = 1
     return s
+
+
+def five_bar(name, description, ground, crank1, coupler1, coupler2, crank2, theta1, theta2, up=True,
+             tau1=0.0, tau2=0.0, **kw):
+    """The two-DOF five-bar O1 A C B O5: O1 at the origin, O5 at
+    (``ground``, 0), the cranks O1A (``crank1``, at ``theta1``) and O5B
+    (``crank2``, at ``theta2``) both driven and independent, the couplers
+    AC and BC meeting at C on the side of the line A→B that ``up`` names
+    (True: left).  As in ``four_bar``, lengths that do not close give a
+    system with C guessed on the line A–B, for the build to refuse."""
+    from corpus._planar import linkage
+    A = (crank1 * math.cos(theta1), crank1 * math.sin(theta1))
+    B = (ground + crank2 * math.cos(theta2), crank2 * math.sin(theta2))
+    d = math.dist(A, B) or 1e-9
+    a = min(max((coupler1**2 - coupler2**2 + d * d) / (2 * d), -coupler1), coupler1)
+    h = math.sqrt(max(coupler1**2 - a * a, 0.0))
+    ux, uy = (B[0] - A[0]) / d, (B[1] - A[1]) / d
+    sgn = 1 if up else -1
+    C = (A[0] + a * ux - sgn * h * uy, A[1] + a * uy + sgn * h * ux)
+    points = {"O1": (0.0, 0.0), "A": A, "C": C, "B": B, "O5": (ground, 0.0)}
+    links = {"crank1": ["O1", "A"], "coupler1": ["A", "C"], "coupler2": ["B", "C"], "crank2": ["O5", "B"]}
+    joints = [("theta1", "O1", "ground", "crank1"), ("A", "A", "crank1", "coupler1"),
+              ("C", "C", "coupler1", "coupler2"), ("B", "B", "crank2", "coupler2"),
+              ("theta2", "O5", "ground", "crank2")]
+    return linkage(name, description, points, links, joints, ["theta1", "theta2"], [("C", "A", "B", "coupler1")],
+                   torques={"theta1": ("tau1", tau1), "theta2": ("tau2", tau2)}, **kw)
