@@ -2,6 +2,8 @@
 
     python scripts/corpus.py [--only NAME[,NAME...]] [--json] [--markdown] [--stop-time 1] [--timeout 900]
     python scripts/corpus.py --fuzz N --seed S [--families fourbar,slider_crank,rssr,five_bar] [--json]
+    python scripts/corpus.py --fuzz 200 --seed 1 --record out/fuzz.jsonl   # resumable
+    python scripts/corpus.py --from out/fuzz.jsonl --markdown                # its report (docs/corpus.md)
 
 Each case runs in its own process (``--child``), so a crash or a hang in one
 does not end the run; a case that exceeds ``--timeout`` seconds is reported
@@ -25,7 +27,8 @@ What a case checks, in that order:
    each reference, constraint residual ≤ 1e-12, energy drift ≤ 1e-6 (the
    defaults of ``fmigen validate``), and the FMU reaching the stop time.
 
-Outcomes: ``passed``; ``failed`` (which check, with its numbers);
+Outcomes: ``passed``; ``failed`` (which check, with its numbers; on a
+run the FMU ended early, also where and with which message);
 ``stopped`` (the FMU stopped early with a message, every check passing on
 the part it ran: a clear error at run time, e.g. a singular configuration);
 ``refused`` (the build stopped with a ``ModelError``/``BuildError``, the

@@ -66,7 +66,7 @@ def _start_row(system):
 
 
 def test_the_start_check_tells_the_mirror_assembly_from_the_described_one(corpus_script):
-    from corpus._planar import four_bar
+    from corpus._families import four_bar
 
     def system(open_):
         return four_bar("fb", "crank-rocker", ground=7.0, crank=2.5, coupler=6.0, rocker=5.0,

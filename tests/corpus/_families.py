@@ -3,6 +3,13 @@ modules call them with a source's dimensions, ``scripts/corpus.py --fuzz``
 with random ones.  A geometry that does not assemble still gives a system
 (with guesses as good as can be had): refusing it is the build's job, and
 the fuzzer checks that it does so with a clear error.
+
+The link lengths are the ones given, exactly, whether they close or not.
+That is why the four-bar and the five-bar here are not
+``_planar.linkage``'s: a drawn pose takes every length from its points,
+and a drawing of lengths that do not close (the coupler's end clamped onto
+the line to the rocker's pivot) would be another, flattened linkage that
+closes at a singular configuration.
 """
 import math
 
@@ -10,7 +17,6 @@ import numpy as np
 
 from fmigen.joints import X, Y, Z, JointSystem
 
-from corpus._planar import four_bar  # noqa: F401  (re-exported family)
 
 
 def slider_crank(name, description, r, l, e, theta, right=True, tau=0.0, c=0.0, g=9.81,
@@ -112,27 +118,88 @@ def rssr(name, description, crank, B0, arm, L, theta, branch=0, tau=0.0, g=9.81,
     return s
 
 
+
+def _bar(s, name, length, density=1.0):
+    """A uniform bar of ``density`` kg/m, its frame at one end, along x."""
+    m = round(density * length, 6)
+    return s.body(name, m, (0, 0, m * length**2 / 12), com=(length / 2, 0))
+
+
+def _apex(P, Q, a, b, left):
+    """The point at distance ``a`` from P and ``b`` from Q, left of P→Q if
+    ``left`` (else right); where the two circles do not meet, the point of
+    the line P–Q nearest both, a guess for the build to refuse."""
+    d = math.dist(P, Q) or 1e-9
+    x = min(max((a * a - b * b + d * d) / (2 * d), -a), a)
+    h = math.sqrt(max(a * a - x * x, 0.0))
+    ux, uy = (Q[0] - P[0]) / d, (Q[1] - P[1]) / d
+    sg = 1 if left else -1
+    return (P[0] + x * ux - sg * h * uy, P[1] + x * uy + sg * h * ux)
+
+
+def _angle(P, Q):
+    return math.atan2(Q[1] - P[1], Q[0] - P[0])
+
+
+def _wrap(a):
+    return math.atan2(math.sin(a), math.cos(a))
+
+
+def four_bar(name, description, ground, crank, coupler, rocker, theta, open_=True, tau=0.0, g=9.81):
+    """The four-bar O2 A B O4: O2 at the origin, O4 at (``ground``, 0), the
+    crank O2A (``crank``) at ``theta`` (independent, driven by ``tau``),
+    the coupler AB, the rocker O4B; uniform bars of 1 kg/m, gravity along
+    −y.  B starts on the side of the line A→O4 that ``open_`` names (True:
+    left, the uncrossed drawing for B above the ground line), a branch hint
+    keeps it there."""
+    s = JointSystem(name, description=description)
+    gs = s.parameter("g", g, "m/s2", tunable=True, description="gravity along -y")
+    A = (crank * math.cos(theta), crank * math.sin(theta))
+    O4 = (ground, 0.0)
+    B = _apex(A, O4, coupler, rocker, open_)
+    b_crank, b_coupler, b_rocker = _bar(s, "crank", crank), _bar(s, "coupler", coupler), _bar(s, "rocker", rocker)
+    a_coupler, a_rocker = _angle(A, B), _angle(O4, B)
+    s.revolute("theta", s.ground.origin, b_crank.origin, start=theta)
+    s.revolute("A", b_crank.marker("A", (crank, 0)), b_coupler.origin, start=_wrap(a_coupler - theta))
+    s.revolute("B", b_coupler.marker("B", (coupler, 0)), b_rocker.marker("B", (rocker, 0)),
+               start=_wrap(a_rocker - a_coupler))
+    s.revolute("phi", s.ground.marker("O4", O4), b_rocker.origin, start=_wrap(a_rocker))
+    # B − A on the drawn side of the line A→O4 (its normal at the start)
+    n = (-(O4[1] - A[1]), O4[0] - A[0], 0)
+    s.branch_hint(b_rocker.markers["B"], b_crank.markers["A"], tuple(round(c, 6) for c in n), +1 if open_ else -1)
+    s.gravity = (0, -gs, 0)
+    s.joint_force("theta", s.input("tau", tau, "N.m", description="crank torque"))
+    s.independent = ["theta"]
+    s.dof = 1
+    return s
+
+
 def five_bar(name, description, ground, crank1, coupler1, coupler2, crank2, theta1, theta2, up=True,
-             tau1=0.0, tau2=0.0, **kw):
+             tau1=0.0, tau2=0.0, g=9.81):
     """The two-DOF five-bar O1 A C B O5: O1 at the origin, O5 at
-    (``ground``, 0), the cranks O1A (``crank1``, at ``theta1``) and O5B
-    (``crank2``, at ``theta2``) both driven and independent, the couplers
-    AC and BC meeting at C on the side of the line A→B that ``up`` names
-    (True: left).  As in ``four_bar``, lengths that do not close give a
-    system with C guessed on the line A–B, for the build to refuse."""
-    from corpus._planar import linkage
+    (``ground``, 0), the cranks O1A (``crank1`` at ``theta1``) and O5B
+    (``crank2`` at ``theta2``) both independent and driven (``tau1``,
+    ``tau2``), the couplers AC (``coupler1``) and BC (``coupler2``); C
+    starts on the side of the line A→B that ``up`` names (True: left), a
+    branch hint keeps it there.  Uniform bars of 1 kg/m, gravity along −y."""
+    s = JointSystem(name, description=description)
+    gs = s.parameter("g", g, "m/s2", tunable=True, description="gravity along -y")
     A = (crank1 * math.cos(theta1), crank1 * math.sin(theta1))
     B = (ground + crank2 * math.cos(theta2), crank2 * math.sin(theta2))
-    d = math.dist(A, B) or 1e-9
-    a = min(max((coupler1**2 - coupler2**2 + d * d) / (2 * d), -coupler1), coupler1)
-    h = math.sqrt(max(coupler1**2 - a * a, 0.0))
-    ux, uy = (B[0] - A[0]) / d, (B[1] - A[1]) / d
-    sgn = 1 if up else -1
-    C = (A[0] + a * ux - sgn * h * uy, A[1] + a * uy + sgn * h * ux)
-    points = {"O1": (0.0, 0.0), "A": A, "C": C, "B": B, "O5": (ground, 0.0)}
-    links = {"crank1": ["O1", "A"], "coupler1": ["A", "C"], "coupler2": ["B", "C"], "crank2": ["O5", "B"]}
-    joints = [("theta1", "O1", "ground", "crank1"), ("A", "A", "crank1", "coupler1"),
-              ("C", "C", "coupler1", "coupler2"), ("B", "B", "crank2", "coupler2"),
-              ("theta2", "O5", "ground", "crank2")]
-    return linkage(name, description, points, links, joints, ["theta1", "theta2"], [("C", "A", "B", "coupler1")],
-                   torques={"theta1": ("tau1", tau1), "theta2": ("tau2", tau2)}, **kw)
+    C = _apex(A, B, coupler1, coupler2, up)
+    k1, c1 = _bar(s, "crank1", crank1), _bar(s, "coupler1", coupler1)
+    c2, k2 = _bar(s, "coupler2", coupler2), _bar(s, "crank2", crank2)
+    a1, a2 = _angle(A, C), _angle(B, C)
+    s.revolute("theta1", s.ground.origin, k1.origin, start=theta1)
+    s.revolute("A", k1.marker("A", (crank1, 0)), c1.origin, start=_wrap(a1 - theta1))
+    s.revolute("C", c1.marker("C", (coupler1, 0)), c2.marker("C", (coupler2, 0)), start=_wrap(a2 - a1))
+    s.revolute("B", k2.marker("B", (crank2, 0)), c2.origin, start=_wrap(a2 - theta2))
+    s.revolute("theta2", s.ground.marker("O5", (ground, 0)), k2.origin, start=theta2)
+    n = (-(B[1] - A[1]), B[0] - A[0], 0)
+    s.branch_hint(c1.markers["C"], k1.markers["A"], tuple(round(c, 6) for c in n), +1 if up else -1)
+    s.gravity = (0, -gs, 0)
+    s.joint_force("theta1", s.input("tau1", tau1, "N.m", description="torque on crank 1"))
+    s.joint_force("theta2", s.input("tau2", tau2, "N.m", description="torque on crank 2"))
+    s.independent = ["theta1", "theta2"]
+    s.dof = 2
+    return s
