@@ -313,8 +313,13 @@ def message_class(r):
     joint or value falls in the same class)."""
     msg = r.get("message", "")
     if r["outcome"] == "failed":
-        return f"failed {r.get('check', '')}: " + ", ".join(sorted({m.split(":")[0].strip()
-                                                                  for m in msg.split(";")}))
+        parts = [m.strip() for m in msg.split(";")]
+        what = sorted({m.split(":")[0].split(" ")[0] if m.startswith("energy drift") else m.split(":")[0]
+                       for m in parts if not m.startswith("the FMU stopped")})
+        cls = f"{r.get('check', '')}: " + ", ".join(what)
+        if any(m.startswith("the FMU stopped") for m in parts):
+            cls += ", then the FMU stopped" + (" at a singular configuration" if "singular" in msg else "")
+        return cls
     for words, cls in CAUSES:
         if re.search(words, msg):
             return cls
