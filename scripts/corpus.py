@@ -44,6 +44,7 @@ three decimals so every case is a short exact rational system; the same
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import importlib.util
 import io
 import json
@@ -54,6 +55,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -444,7 +446,9 @@ def _load(path):
                 meta = meta or d["meta"]
             else:
                 results.append(d)
-    return results, meta
+    # with --jobs, cases finish out of order; names sort as the cases do
+    # (the corpus alphabetically, fuzz cases by their zero-padded index)
+    return sorted(results, key=lambda r: r["name"]), meta
 
 
 def main(argv=None):
@@ -466,6 +470,8 @@ def main(argv=None):
     ap.add_argument("--from", dest="from_file", metavar="FILE",
                     help="run nothing: report the results of a --json output or a --record file")
     ap.add_argument("--verbose", action="store_true", help="copy each case's build log to stderr")
+    ap.add_argument("--jobs", type=int, default=1, metavar="K",
+                    help="run K cases at a time (default 1; each case uses one core most of the time)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -498,21 +504,27 @@ def main(argv=None):
             meta = old_meta or meta
         elif args.record:
             Path(args.record).write_text(json.dumps({"meta": meta}) + "\n")
-        results = []
-        for k, case in enumerate(cases, 1):
+        # each case is its own process; with --jobs K, K of them at a time
+        # (threads only wait for their child).  Results keep the cases' order.
+        lock = threading.Lock()
+
+        def one(k, case):
             if case["name"] in done:
-                results.append(done[case["name"]])
-                continue
-            print(f"[{k}/{len(cases)}] {case['name']} ...", file=sys.stderr, flush=True)
+                return done[case["name"]]
+            with lock:
+                print(f"[{k}/{len(cases)}] {case['name']} ...", file=sys.stderr, flush=True)
             r = run_in_child(case, args.stop_time, args.timeout, args.verbose)
-            results.append(r)
-            if args.record:
-                with open(args.record, "a") as f:
-                    f.write(json.dumps(r) + "\n")
-            print(f"[{k}/{len(cases)}] {case['name']}: {r['outcome']}"
-                  + (f" ({r['check']})" if r.get("check") else "")
-                  + (f": {r['message'][:300]}" if r.get("message") else "") + f"  [{r.get('seconds', '?')} s]",
-                  file=sys.stderr, flush=True)
+            with lock:
+                if args.record:
+                    with open(args.record, "a") as f:
+                        f.write(json.dumps(r) + "\n")
+                print(f"[{k}/{len(cases)}] {case['name']}: {r['outcome']}"
+                      + (f" ({r['check']})" if r.get("check") else "")
+                      + (f": {r['message'][:300]}" if r.get("message") else "") + f"  [{r.get('seconds', '?')} s]",
+                      file=sys.stderr, flush=True)
+            return r
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            results = list(pool.map(one, range(1, len(cases) + 1), cases))
     counts = counts_of(results)
     if args.json:
         print(json.dumps({"meta": meta, "counts": counts, "results": results}, indent=1))
