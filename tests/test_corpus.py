@@ -15,6 +15,7 @@ check, asserting the outcomes and numbers it reports:
 """
 import importlib.util
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,12 @@ def test_a_fuzz_four_bar_that_cannot_close_is_refused_with_the_cause(corpus_scri
     assert r["outcome"] == "refused", r
     assert r["message"].startswith("ModelError:") and "cannot be closed" in r["message"]
     assert corpus_script.message_class(r) == "no assembly"
+    # the least |Φ| Gauss–Newton reaches is B's gap: the rocker's circle
+    # misses the coupler's by rocker − coupler − |A − O4| (its max-norm is
+    # between gap/√2 and gap)
+    gap = abs(p["rocker"] - p["coupler"]) - d
+    res = float(re.search(r"closure residual ([0-9.e+-]+)", r["message"]).group(1))
+    assert gap / math.sqrt(2) - 1e-3 <= res <= gap + 1e-3, (res, gap)
 
 
 def _start_row(system):
