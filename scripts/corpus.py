@@ -118,6 +118,43 @@ def fuzz_cases(n, seed, families=FAMILIES):
     return cases
 
 
+def assembles(case):
+    """Whether a fuzz case's geometry has an assembly at its start angles,
+    by the families' closed forms (two circles meet; the rod reaches the
+    guide; the coupler's sphere meets the rocker pin's circle): True,
+    False, or None within 1e-6 of the boundary (where rounding decides).
+    This is the oracle for refusals: 'no assembly' is right exactly when
+    this is False."""
+    if "family" not in case:
+        return None
+    p, fam = case["params"], case["family"]
+
+    def between(lo, x, hi):
+        if lo + 1e-6 < x < hi - 1e-6:
+            return True
+        return None if lo - 1e-6 <= x <= hi + 1e-6 else False
+    if fam == "fourbar":
+        d = math.dist((p["crank"] * math.cos(p["theta"]), p["crank"] * math.sin(p["theta"])), (p["ground"], 0))
+        return between(abs(p["coupler"] - p["rocker"]), d, p["coupler"] + p["rocker"])
+    if fam == "five_bar":
+        A = (p["crank1"] * math.cos(p["theta1"]), p["crank1"] * math.sin(p["theta1"]))
+        B = (p["ground"] + p["crank2"] * math.cos(p["theta2"]), p["crank2"] * math.sin(p["theta2"]))
+        return between(abs(p["coupler1"] - p["coupler2"]), math.dist(A, B), p["coupler1"] + p["coupler2"])
+    if fam == "slider_crank":
+        return between(-p["l"], p["e"] - p["r"] * math.sin(p["theta"]), p["l"])
+    if fam == "rssr":
+        # |A − B(φ)|² − L² = R − P cos φ − Q sin φ: a root iff |R| ≤ √(P² + Q²)
+        import numpy as np
+        A = np.array([p["crank"] * math.cos(p["theta"]), p["crank"] * math.sin(p["theta"]), 0.0])
+        d = A - np.array(p["B0"], float)
+        ex, cy, cz = p["arm"]
+        P, Q = 2 * (d[1] * cy + d[2] * cz), 2 * (d[2] * cy - d[1] * cz)
+        R = d @ d + ex * ex + cy * cy + cz * cz - 2 * d[0] * ex - p["L"] ** 2
+        rho = math.hypot(P, Q)
+        return between(-rho, R, rho)
+    return None
+
+
 def system_for(case):
     """A fresh ``JointSystem`` of the case (a second call gives an equal,
     independent one: the start check reads the description untouched)."""
@@ -204,6 +241,22 @@ def run_case(case, stop_time):
         sys.stderr = real
 
 
+def _check_refusal(out, case):
+    """A fuzz case refused for want of an assembly that its closed form has
+    (or passed without one) is a wrong answer, not a refusal."""
+    closes = assembles(case)
+    if closes is None:
+        return
+    out["assembles"] = closes
+    if out["outcome"] == "refused" and closes and message_class(out) == "no assembly":
+        out.update(outcome="failed", check="refusal",
+                   message=out["message"] + " (but the closed form of the family has an assembly at the start)")
+    elif out["outcome"] != "refused" and not closes:
+        out.update(outcome="failed", check="assembly",
+                   message=(out.get("message", "") + "; " if out.get("message") else "")
+                   + "the closed form of the family has no assembly at the start, yet the build went on")
+
+
 def _run_case(case, stop_time):
     from fmigen.fmu import BuildError
     from fmigen.model import ModelError
@@ -225,6 +278,7 @@ def _run_case(case, stop_time):
         report = validate(system, stop_time=stop_time, peer=peer, log=log)
     except (ModelError, BuildError) as e:
         out.update(outcome="refused", message=f"{type(e).__name__}: {e}")
+        _check_refusal(out, case)
         out["seconds"] = round(time.time() - t0, 1)
         return out
     except Exception as e:  # a defect: keep where it came from
@@ -282,6 +336,7 @@ def _run_case(case, stop_time):
             out.update(outcome="failed", check="stop")
     else:
         out["outcome"] = "passed"
+    _check_refusal(out, case)
     if messages:
         out["fmu_messages"] = messages[-3:]
     out["seconds"] = round(time.time() - t0, 1)
@@ -382,6 +437,19 @@ def markdown(results, meta=None):
         lines.append("")
     counts = counts_of(results)
     lines += ["| outcome | cases |", "|---|---|"] + [f"| {k} | {v} |" for k, v in counts.items()]
+    fuzzed = [r for r in results if "params" in r]
+    if fuzzed:
+        # the oracle for refusals (``assembles``), applied to the recorded parameters
+        oracle = [(r, assembles(r)) for r in fuzzed]
+        refused_ok = sum(1 for r, a in oracle if r["outcome"] == "refused" and a is False)
+        wrong = [r["name"] for r, a in oracle if (r["outcome"] == "refused" and a is True
+                                                  and message_class(r) == "no assembly")
+                 or (r["outcome"] in ("passed", "stopped") and a is False)]
+        lines += ["", f"Against the families' closed forms (an assembly at the start or none): "
+                  f"{sum(1 for _, a in oracle if a)} of the {len(fuzzed)} cases assemble; "
+                  f"{refused_ok} refusals are cases without an assembly; "
+                  f"{len(wrong)} outcomes contradict the closed form" + (f" ({', '.join(wrong)})" if wrong else "")
+                  + "."]
     classes = {}
     for r in results:
         if r["outcome"] != "passed":

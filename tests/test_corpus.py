@@ -54,8 +54,9 @@ def test_a_fuzz_four_bar_that_cannot_close_is_refused_with_the_cause(corpus_scri
     p = case["params"]
     d = math.dist((p["crank"] * math.cos(p["theta"]), p["crank"] * math.sin(p["theta"])), (p["ground"], 0))
     assert d < abs(p["rocker"] - p["coupler"])
+    assert corpus_script.assembles(case) is False   # the runner's oracle for refusals agrees
     r = corpus_script.run_case(case, 1.0)
-    assert r["outcome"] == "refused", r
+    assert r["outcome"] == "refused" and r["assembles"] is False, r
     assert r["message"].startswith("ModelError:") and "cannot be closed" in r["message"]
     assert corpus_script.message_class(r) == "no assembly"
     # the least |Φ| Gauss–Newton reaches is B's gap: the rocker's circle
