@@ -2,7 +2,7 @@
 
     python scripts/corpus.py [--only NAME[,NAME...]] [--json] [--markdown] [--stop-time 1] [--timeout 900]
     python scripts/corpus.py --fuzz N --seed S [--families fourbar,slider_crank,rssr,five_bar] [--json]
-    python scripts/corpus.py --fuzz 200 --seed 1 --record out/fuzz.jsonl   # resumable
+    python scripts/corpus.py --fuzz 200 --seed 1 --record out/fuzz.jsonl --jobs 2   # resumable
     python scripts/corpus.py --from out/fuzz.jsonl --markdown                # its report (docs/corpus.md)
 
 Each case runs in its own process (``--child``), so a crash or a hang in one
@@ -39,7 +39,9 @@ process died without a result).  Progress goes to stderr, one line per case.
 The fuzzer draws the geometry of the corpus's parametric families
 (``tests/corpus/_families.py``) from ``random.Random(seed)``, rounded to
 three decimals so every case is a short exact rational system; the same
-``--fuzz N --seed S`` gives the same cases.
+``--fuzz N --seed S`` gives the same cases.  Whether a drawn geometry has an
+assembly at its start is known in closed form (``assembles``): a refusal
+for want of one must agree with it.
 """
 from __future__ import annotations
 
