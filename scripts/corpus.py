@@ -361,8 +361,13 @@ def run_in_child(case, stop_time, timeout, verbose=False):
         stdout, stderr = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
-        p.communicate()
-        return {"name": case["name"], "outcome": "timeout", "message": f"no result within {timeout:g} s",
+        _, stderr = p.communicate()
+        if verbose:
+            sys.stderr.write(stderr)
+        # the last line the case logged says which stage it was in
+        logged = [ln.strip() for ln in stderr.splitlines() if ln.lstrip().startswith(f"[{case['name']} ")]
+        return {"name": case["name"], "outcome": "timeout",
+                "message": f"no result within {timeout:g} s" + (f"; last logged: {logged[-1]}" if logged else ""),
                 "seconds": round(time.time() - t0, 1), **fuzz}
     if verbose:
         sys.stderr.write(stderr)
