@@ -407,6 +407,7 @@ def message_class(r):
 CAUSES = (
     (r"no real assembly|cannot be assembled|cannot be closed|does not assemble|no assembly", "no assembly"),
     (r"StartPoseError|not the (pose|configuration) the joint description|another branch", "start on another branch"),
+    (r"start is a singular configuration", "singular start"),
     (r"singular", "singular configuration"),
     (r"inconsistent|redundant", "inconsistent or redundant constraint"),
 )

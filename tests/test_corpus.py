@@ -100,3 +100,19 @@ def test_fuzz_cases_depend_on_the_seed_alone(corpus_script):
     assert a != corpus_script.fuzz_cases(6, 8)
     fams = corpus_script.FAMILIES
     assert [c["family"] for c in a] == [fams[k % len(fams)] for k in range(6)]
+
+
+def test_message_classes_name_the_cause(corpus_script):
+    """The report's classes, on messages fmigen gives (from the fuzz runs and
+    test_joint_model's toggle four-bar)."""
+    def cls(outcome, message, **kw):
+        return corpus_script.message_class({"outcome": outcome, "message": message, **kw})
+    assert cls("refused", "ModelError: 'f': the loops cannot be closed near the start guesses (closure residual "
+                          "0.42 after Gauss–Newton from the starts); check the geometry") == "no assembly"
+    assert cls("refused", "ModelError: 'toggle': the start is a singular configuration: the closure equations "
+                          "have rank 1 there and 2 at the assemblies next to it") == "singular start"
+    assert cls("refused", "ModelError: redundant or inconsistent constraint 'c' in 'm': its Jacobian row is "
+                          "zero at the start configuration") == "inconsistent or redundant constraint"
+    assert cls("failed", "ida: max |Δq| 1.1e-07 (B), max |Δv| 4.5e-05 (B); energy drift 8.6e-03; the FMU "
+                         "stopped at t = 0.61: [DISCARD] singular configuration at t=0.6175", check="validation") \
+        == "validation: energy, ida, then the FMU stopped at a singular configuration"
