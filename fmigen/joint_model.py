@@ -830,6 +830,15 @@ def _closure_rows(system, m, coords, candidates, fixed):
                 points.append(qk)
         ranks = [np.linalg.matrix_rank(num.J(p), tol=_RANK_TOL * max(1.0, np.abs(num.J(p)).max()))
                  for p in points]
+        if ranks[0] < max(ranks):
+            # Φ_q loses rank at the start only: a singular configuration (a
+            # loop stretched or folded flat, a change point), not a redundant
+            # constraint, which would lose it at the assemblies next to it too
+            raise ModelError(f"'{system.name}': the start is a singular configuration: the closure equations "
+                             f"have rank {ranks[0]} there and {max(ranks)} at the assemblies next to it (a loop "
+                             "stretched or folded flat, or a change point), so the dependent coordinates are not "
+                             "determined by the independent ones; start the independent coordinates "
+                             f"({', '.join(c.name for c in coords if c.name in fixed) or 'none fixed'}) away from it")
         best = points[int(np.argmax(ranks))]
         J = num.J(best)
         rows = _greedy_rows(J, _RANK_TOL * max(1.0, np.abs(J).max()))

@@ -719,3 +719,39 @@ def test_a_declared_independent_set_wins_over_the_preferred_one():
     assert to_mechanism(s).independent == ["theta"]
     s.independent = None
     assert to_mechanism(s).independent == ["phi"]
+
+
+def _toggle_four_bar(coupler):
+    """Crank 1 at θ = 0 on a ground of 2: the pin A at (1, 0), 1 from the
+    rocker's pivot.  Coupler + rocker 0.6 = 1 stretches the coupler and the
+    rocker flat along the ground line (a toggle position)."""
+    s = JointSystem("toggle")
+    crank = s.body("crank", 1.0, (0, 0, 1 / 12), com=(0.5, 0))
+    cp = s.body("coupler", coupler, (0, 0, coupler**3 / 12), com=(coupler / 2, 0))
+    rk = s.body("rocker", 0.6, (0, 0, 0.6**3 / 12), com=(0.3, 0))
+    # B's guess: on the ground line for the toggle, at the circles' meet otherwise
+    x = (coupler**2 - 0.36 + 1) / 2
+    h = math.sqrt(max(coupler**2 - x * x, 0.0))
+    s.revolute("theta", s.ground.origin, crank.origin, start=0.0)
+    s.revolute("A", crank.marker("A", (1, 0)), cp.origin, start=math.atan2(h, x))
+    s.revolute("B", cp.marker("B", (coupler, 0)), rk.marker("B", (0.6, 0)))
+    s.revolute("phi", s.ground.marker("O4", (2, 0)), rk.origin, start=math.atan2(h, x - 1))
+    s.gravity = (0, -9.81, 0)
+    s.independent = ["theta"]
+    s.dof = 1
+    return s
+
+
+def test_a_start_at_a_singular_configuration_is_named_so():
+    """Found writing the corpus fuzzer: a four-bar started in its toggle
+    position (coupler and rocker flat along the line to the pivot) was
+    refused as a 'redundant or inconsistent constraint' (dae.check's rank
+    test at the start, which cannot tell a rank lost at one configuration
+    from a redundant constraint).  The closure's rank at the assemblies next
+    to the start tells: 1 at the start, 2 next to it."""
+    with pytest.raises(ModelError, match=r"the start is a singular configuration: the closure equations have "
+                                         r"rank 1 there and 2 at the assemblies next to it.*\(theta\)"):
+        to_mechanism(_toggle_four_bar(0.4))
+    # a coupler of 0.5: the same linkage off the toggle converts (rank 2)
+    m = to_mechanism(_toggle_four_bar(0.5))
+    assert m.dof == 1 and len(m.constraints) == 2

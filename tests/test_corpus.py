@@ -1,0 +1,118 @@
+"""A fixed sample of the corpus runner (``scripts/corpus.py``) in the suite.
+
+The whole corpus and the fuzzer run as the script (``docs/corpus.md``);
+here, a few cheap cases through the runner's own ``run_case`` and start
+check, asserting the outcomes and numbers it reports:
+
+- the pendulum (an open chain, no loop): passed against IDA, the Cartesian
+  reference and the MuJoCo peer, its start exactly the described angle;
+- a fuzz case whose four-bar cannot close at its crank angle: refused with
+  the cause named, no traceback;
+- the start check itself, the corpus's guard against a silent wrong start:
+  the four-bar's assembled start passes it, the mirror assembly (which
+  closes every loop just as well) fails it on the branch hint and the pose;
+- the fuzzer's cases are a function of the seed alone.
+"""
+import importlib.util
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def corpus_script():
+    # imported under another name: ``corpus`` is the package tests/corpus
+    spec = importlib.util.spec_from_file_location("corpus_script", ROOT / "scripts" / "corpus.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module._import_corpus()
+    return module
+
+
+def test_pendulum_passes_every_reference(corpus_script):
+    r = corpus_script.run_case({"name": "pendulum"}, 1.0)
+    assert r["outcome"] == "passed", r
+    # validate's defaults: 1e-6 in q, 1e-5 in v against each reference
+    for ref in ("ida", "cartesian"):
+        assert r["refs"][ref]["max_abs_error"] < 1e-6, (ref, r["refs"][ref])
+        assert r["refs"][ref]["max_abs_velocity_error"] < 1e-5, (ref, r["refs"][ref])
+    pytest.importorskip("mujoco")
+    assert r["refs"]["mujoco"]["passed"] and r["refs"]["mujoco"]["max_abs_error"] < 1e-6, r["refs"]["mujoco"]
+    # no constraint: nothing to close; the start is the described θ0 itself
+    assert r["start_closure"] == 0.0 and r["start_pose_deviation"] < 1e-12
+    assert r["energy_drift"] < 1e-6 and r["t_end"] == pytest.approx(1.0)
+
+
+def test_a_fuzz_four_bar_that_cannot_close_is_refused_with_the_cause(corpus_script):
+    # seed 1, fourbar only, case 2: |A − O4| = 1.363 < rocker − coupler = 1.791
+    # at θ = 5.664, so no assembly exists at the start
+    case = corpus_script.fuzz_cases(3, 1, ("fourbar",))[2]
+    p = case["params"]
+    d = math.dist((p["crank"] * math.cos(p["theta"]), p["crank"] * math.sin(p["theta"])), (p["ground"], 0))
+    assert d < abs(p["rocker"] - p["coupler"])
+    assert corpus_script.assembles(case) is False   # the runner's oracle for refusals agrees
+    r = corpus_script.run_case(case, 1.0)
+    assert r["outcome"] == "refused" and r["assembles"] is False, r
+    assert r["message"].startswith("ModelError:") and "cannot be closed" in r["message"]
+    assert corpus_script.message_class(r) == "no assembly"
+    # the least |Φ| Gauss–Newton reaches is B's gap: the rocker's circle
+    # misses the coupler's by rocker − coupler − |A − O4| (its max-norm is
+    # between gap/√2 and gap)
+    gap = abs(p["rocker"] - p["coupler"]) - d
+    res = float(re.search(r"closure residual ([0-9.e+-]+)", r["message"]).group(1))
+    assert gap / math.sqrt(2) - 1e-3 <= res <= gap + 1e-3, (res, gap)
+
+
+def _start_row(system):
+    from fmigen.pipeline import prepare_mechanism
+    mech = prepare_mechanism(system, use_cache=False)
+    return {c.name: float(c.start) for c in mech.coordinates}
+
+
+def test_the_start_check_tells_the_mirror_assembly_from_the_described_one(corpus_script):
+    from corpus._families import four_bar
+
+    def system(open_):
+        return four_bar("fb", "crank-rocker", ground=7.0, crank=2.5, coupler=6.0, rocker=5.0,
+                        theta=math.pi / 2, open_=open_)
+    described = _start_row(system(True))
+    problems, numbers = corpus_script.start_check(system(True), described)
+    assert problems == [] and numbers["start_closure"] < 1e-12
+    # the drawn pose's lengths are rounded to 4 decimals: the assembly is
+    # within that of the drawing
+    assert numbers["start_pose_deviation"] < 1e-3
+    mirror = _start_row(system(False))
+    assert abs(mirror["theta"] - described["theta"]) < 1e-15   # same crank angle, other branch
+    problems, numbers = corpus_script.start_check(system(True), mirror)
+    assert numbers["start_closure"] < 1e-12            # it closes: residuals cannot see it
+    assert any("branch hint violated" in m for m in problems), problems
+    assert any("not the described pose" in m for m in problems), problems
+    assert numbers["start_pose_deviation"] > 1.0
+
+
+def test_fuzz_cases_depend_on_the_seed_alone(corpus_script):
+    a = corpus_script.fuzz_cases(6, 7)
+    assert a == corpus_script.fuzz_cases(6, 7)
+    assert a != corpus_script.fuzz_cases(6, 8)
+    fams = corpus_script.FAMILIES
+    assert [c["family"] for c in a] == [fams[k % len(fams)] for k in range(6)]
+
+
+def test_message_classes_name_the_cause(corpus_script):
+    """The report's classes, on messages fmigen gives (from the fuzz runs and
+    test_joint_model's toggle four-bar)."""
+    def cls(outcome, message, **kw):
+        return corpus_script.message_class({"outcome": outcome, "message": message, **kw})
+    assert cls("refused", "ModelError: 'f': the loops cannot be closed near the start guesses (closure residual "
+                          "0.42 after Gauss–Newton from the starts); check the geometry") == "no assembly"
+    assert cls("refused", "ModelError: 'toggle': the start is a singular configuration: the closure equations "
+                          "have rank 1 there and 2 at the assemblies next to it") == "singular start"
+    assert cls("refused", "ModelError: redundant or inconsistent constraint 'c' in 'm': its Jacobian row is "
+                          "zero at the start configuration") == "inconsistent or redundant constraint"
+    assert cls("failed", "ida: max |Δq| 1.1e-07 (B), max |Δv| 4.5e-05 (B); energy drift 8.6e-03; the FMU "
+                         "stopped at t = 0.61: [DISCARD] singular configuration at t=0.6175", check="validation") \
+        == "validation: energy, ida, then the FMU stopped at a singular configuration"
