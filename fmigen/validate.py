@@ -469,6 +469,11 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     stopped_early = fine["time"][-1] < stop_time - 1e-9 * max(1.0, stop_time)
     if stopped_early:
         log(f"the FMU stopped at t={fine['time'][-1]:g} (fmi2Discard), before {stop_time:g}")
+    if len(result) < 2:
+        # a reference needs an interval to integrate over
+        raise ModelError(f"the FMU stopped at t={fine['time'][-1]:g} (fmi2Discard; its message is above), "
+                         f"before the first output time {sample_interval * per:g}: there is no trajectory "
+                         "to validate")
     dae = with_input_signals(dae, signals)
     log(f"integrating the DAE reference (IDA, rtol={reference_rtol:g})")
     q0 = assemble_newton(dae, dae.start_guess(), independent)

@@ -141,3 +141,15 @@ def test_input_signals_are_read_and_checked():
     with pytest.raises(ModelError, match="not a finite real number at t = 0 s"):
         _check_signals(fns, 1.0, 0.1)
     _check_signals(_signal_functions(sig), 1.0, 0.1)
+
+
+def test_an_fmu_that_stops_before_its_first_output_is_a_clear_error():
+    """The toggle four-bar's FMU returns Discard at its crank limit (t ≈
+    0.85 s), before the first output time 1 s: validate says so (it handed
+    the references a single time, and IDA raised "'tspan' must strictly
+    increase", a traceback)."""
+    from conftest import toggle_fourbar
+    from fmigen.model import ModelError
+    from fmigen.validate import validate
+    with pytest.raises(ModelError, match=r"the FMU stopped at t=0\.8\d* .*before the first output time 1"):
+        validate(toggle_fourbar(), stop_time=2.0, output_interval=1.0)
