@@ -1,4 +1,4 @@
-"""RSSR spatial four-bar: crank and rocker on skew perpendicular axes (Hartenberg & Denavit, "Kinematic Synthesis of Linkages", McGraw-Hill 1964, ch. 11, the RSSR function generator; Suh & Radcliffe, "Kinematics and Mechanisms Design", Wiley 1978, the R-S-S-R chain of the spatial-linkage chapter).
+"""RSSR spatial four-bar: crank and rocker on skew perpendicular axes (layout after Hartenberg & Denavit, "Kinematic Synthesis of Linkages", McGraw-Hill 1964, and Suh & Radcliffe, "Kinematics and Mechanisms Design", Wiley 1978, their spatial RSSR four-bar).
 
 Dimensions chosen for this corpus, layout after those books (the crank axis
 and the rocker axis skew and perpendicular, a spherical-spherical coupler):
