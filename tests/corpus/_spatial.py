@@ -44,3 +44,16 @@ def universal_yx(d):
     d = np.asarray(d, float)
     d = d / np.linalg.norm(d)
     return math.atan2(d[0], d[2]), math.asin(max(-1.0, min(1.0, -d[1])))
+
+
+def tripod_directions():
+    """Three radial unit directions in the base plane about 120° apart
+    with exact rational components (0°, and ±120.5° from the triple
+    33-56-65), and the tangent directions z × n: a three-legged platform's
+    revolute or universal axes must be exact unit vectors."""
+    import sympy as sp
+    radial = [(sp.Integer(1), sp.Integer(0), sp.Integer(0)),
+              (sp.Rational(-33, 65), sp.Rational(56, 65), sp.Integer(0)),
+              (sp.Rational(-33, 65), sp.Rational(-56, 65), sp.Integer(0))]
+    tangent = [(-n[1], n[0], sp.Integer(0)) for n in radial]
+    return radial, tangent
