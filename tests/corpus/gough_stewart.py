@@ -1,4 +1,4 @@
-"""Gough–Stewart platform, 6-UPS, written from scratch (layout after Dasgupta & Mruthyunjaya, "A Newton-Euler formulation for the inverse dynamics of the Stewart platform manipulator", Mech. Mach. Theory 33(8), 1998, pp. 1135-1152, and Merlet, "Parallel Robots", 2nd ed., Springer 2006, ch. 3, the 6-6 Gough platform).
+"""Gough–Stewart platform, 6-UPS, written from scratch (layout after Dasgupta & Mruthyunjaya, "A Newton-Euler formulation for the inverse dynamics of the Stewart platform manipulator", Mech. Mach. Theory 33(8), 1998, pp. 1135-1152, and Merlet, "Parallel Robots", 2nd ed., Springer 2006, the 6-6 Gough platform).
 
 The layout is those references' general 6-6 Gough platform: base joints in
 three pairs on a circle, platform joints in three pairs on a smaller circle
