@@ -31,7 +31,13 @@ Links are slim bars of 1 kg/m.
 # the Bennett curve there for another solution of the two rows (θ3 ≠ −θ1).
 # No fixed pair of the five rows is regular over the whole turn (every
 # pair's σ_min reaches ≤ 1e-4), so an overconstrained loop needs its rows
-# chosen or combined along the motion, not once at the start.
+# chosen or combined along the motion, not once at the start.  The
+# Cartesian reference (absolute coordinates, all 20 joint rows, rank 17,
+# minimum-norm solves) is the outlier of the other three: its distance
+# from the FMU grows steadily from the start (2.4e-8 at 0.04 s, 1.6e-6 at
+# 0.64 s, nothing special at the folded pose) with its own constraint
+# residual at 2.8e-10, while the FMU, MuJoCo and (before 0.72 s) IDA agree;
+# why its redundant-row handling loses accuracy here is not diagnosed.
 """
 import math
 
