@@ -41,7 +41,16 @@ there and moves.
 # naming the block and ``newton_blocks``.  ``build(newton_upright=True)``
 # declares that block Newton; the rest is triangular (tie rod: two
 # quadratics, one alternative order) and the sweep ends at two workspace
-# limits, lower = 1.205 and −2.514 rad.
+# limits, lower = 1.205 and −2.514 rad.  Run so (corpus.py's run_case,
+# C generation 2652 s wall at load average 20, the case 499 s CPU), the
+# FMU stops at its first step: "[DISCARD] singular configuration at
+# t=0.0005 (lower=2.93e-05): block {ball_z, ball_y, ball_x, strut}: no
+# solution continuing the previous one (every sequence, and Newton from
+# the prediction, failed its residual or continuity check)", though the
+# start is regular (the start pose check passed to 5.3e-17) — not
+# diagnosed.  validate then ends in a traceback, not a clear error: IDA is
+# given the FMU's one output time ("ValueError: 'tspan' must stictly
+# increase or decrease", reference.solve_reference).
 """
 import sympy as sp
 
