@@ -3,7 +3,7 @@
 Watt's chain has its two ternary links jointed to each other; grounding
 one of them (the Watt II inversion: "two connected four-bar linkages" in
 Plecnik and McCarthy, "Numerical Synthesis of Six-bar Linkages for
-Mechanical Computation", ASME J. Mechanisms Robotics, 2014) gives a
+Mechanical Computation", Univ. of California, Irvine) gives a
 crank-rocker O2 A B O4 whose ternary rocker O4 B C is the input of a
 second four-bar O4 C D O6. Dimensions chosen for this corpus, layout after
 Norton's sixbar chains: O2 = (0, 0), crank O2A 0.10, coupler AB 0.32,
