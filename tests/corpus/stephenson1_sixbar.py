@@ -24,6 +24,17 @@ atan2(0.09, 0.05)).
 # ("falling back to Newton iteration on this block"); the FMU validates,
 # but off the triangular path, and whether it does depends on the
 # machine's load and on the cache (issue 33 items 4 and 5).
+# Diagnosis: the two loops close in different frames (joint_model takes
+# each cut joint's lowest common body): cut D (link4-plate) in the crank's
+# frame (rows in A, A + C, B, free of theta), cut E in the world frame
+# (theta + A, theta + A + C, psi).  angle_plan cannot then make every
+# argument an absolute angle: the ring mixes c_A with c_theta_A_C and
+# cos/sin theta multiply the unknowns.  Singular on that ideal without the
+# cap had not finished after 3.6 min of CPU.  With s.cut = ["A", "D"] both
+# loops close in the world frame and the ideal is in the four absolute
+# angles (theta only in constants), but it had not finished after 49 s of
+# CPU either (the load left it little), so the frame mix is not shown to
+# be the whole cause.
 """
 from corpus._planar import linkage
 
