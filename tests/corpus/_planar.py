@@ -22,13 +22,34 @@ import math
 from fmigen.joints import JointSystem
 
 
+def dyad(P, r1, Q, r2, left=True):
+    """The apex of a dyad: the point at ``r1`` from P and ``r2`` from Q, left
+    of the line P→Q when ``left`` (else right).  A drawn pose is built from
+    a source's dimensions with it, so its points close to rounding.  Raises
+    ValueError when the circles do not meet (the dimensions do not assemble
+    there)."""
+    d = math.dist(P, Q)
+    a = (r1 * r1 - r2 * r2 + d * d) / (2 * d)
+    h2 = r1 * r1 - a * a
+    if h2 < 0:
+        raise ValueError(f"dyad: circles of radius {r1} about {P} and {r2} about {Q} do not meet")
+    h = math.sqrt(h2) * (1 if left else -1)
+    ux, uy = (Q[0] - P[0]) / d, (Q[1] - P[1]) / d
+    return (P[0] + a * ux - h * uy, P[1] + a * uy + h * ux)
+
+
+def polar(P, r, angle):
+    """The point at ``r`` from P in the direction ``angle`` (rad)."""
+    return (P[0] + r * math.cos(angle), P[1] + r * math.sin(angle))
+
+
 def _rot(phi, v):
     c, s = math.cos(phi), math.sin(phi)
     return (c * v[0] + s * v[1], -s * v[0] + c * v[1])   # R(-phi) v
 
 
 def linkage(name, description, points, links, joints, independent, hints, torques=None,
-            digits=4, density=1.0, g=9.81, dof=None):
+            digits=4, density=1.0, g=9.81, dof=None, damping=None):
     """``points``: {name: (x, y)} of the drawn pose (ground pivots included);
     ``links``: {link: [point, ...]} (2 or 3 points, the frame at the first,
     x towards the second); ``joints``: [(joint, point, parent link, child
@@ -36,7 +57,10 @@ def linkage(name, description, points, links, joints, independent, hints, torque
     drawn angle is the exact start; ``hints``: [(apex, base1, base2, link)]:
     the point ``apex`` (a marker on ``link``) stays on the drawn side of the
     line base1–base2 (the marker of base1 on ground or on the link that
-    carries it first); ``torques``: {joint: (input name, N·m)}."""
+    carries it first); ``torques``: {joint: (input name, N·m)};
+    ``damping``: {joint: N·m·s/rad}, a viscous bearing on the joint (a
+    rotational damper; it keeps a light linkage falling under gravity at
+    speeds a 1 ms fixed step can follow)."""
     s = JointSystem(name, description=description)
     gs = s.parameter("g", g, "m/s2", tunable=True, description="gravity along -y")
     angle, markers = {"ground": 0.0}, {}
@@ -77,6 +101,8 @@ def linkage(name, description, points, links, joints, independent, hints, torque
     s.gravity = (0, -gs, 0)
     for jn, (inp, value) in (torques or {}).items():
         s.joint_force(jn, s.input(inp, value, "N.m", description=f"torque on {jn}"))
+    for jn, d in (damping or {}).items():
+        s.rotational_spring_damper(f"bearing_{jn}", jn, 0, d)
     s.independent = list(independent)
     s.dof = dof if dof is not None else len(independent)
     return s

@@ -2,7 +2,7 @@
 
 s + l = p + q: the links can all become collinear, where the linkage may
 change between its open and crossed branches (a change point).  Dimensions
-illustrative of Norton's special-case figures, not data from them: ground
+chosen for this corpus, layout after Norton's special-case figures: ground
 4, crank 2, coupler 3, rocker 3 (m; s + l = 6 = p + q).  The change point
 is θ = π (A at (−2, 0), coupler and rocker stretched along the ground
 line).  The crank starts at θ = 90° with a torque of 2 N·m against gravity:

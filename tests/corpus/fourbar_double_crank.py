@@ -1,7 +1,7 @@
 """Grashof double-crank (drag-link) four-bar (Norton, "Design of Machinery", 5th ed., 2012, §2.12, Fig. 2-16c).
 
 With the shortest link grounded both links pivoted to ground turn fully.
-Dimensions illustrative of Norton's figure, not data from it: ground 2,
+Dimensions chosen for this corpus, layout after Norton's figure: ground 2,
 crank 5, coupler 6, follower 5.5 (m; s + l = 8 < p + q = 10.5).  Uniform
 bars of 1 kg/m, gravity along −y, crank torque ``tau`` 10 N·m; start at
 θ = 90° with the coupler–follower joint left of the line A–O4.

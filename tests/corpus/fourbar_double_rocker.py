@@ -2,7 +2,7 @@
 
 With the shortest link as the coupler, a Grashof four-bar is a double
 rocker: the coupler can turn fully, neither grounded link can.  Dimensions
-illustrative of Norton's figure, not data from it: ground 6, input rocker
+chosen for this corpus, layout after Norton's figure: ground 6, input rocker
 5, coupler 2, output rocker 5.5 (m; s + l = 8 < p + q = 10.5).  The input
 rocker's reach is bounded by toggle positions (coupler and output rocker
 aligned); the run starts at θ = 60° and swings under gravity alone (no
