@@ -18,19 +18,16 @@ kg per metre of perimeter, gravity along −y, a crank torque of 0.5 N·m and
 a viscous bearing of 0.3 N·m·s on the crank; start at the drawn pose (θ =
 atan2(0.09, 0.05)).
 
-# known: the 4×4 block's lex Gröbner basis did not finish within the
-# build's 60 s wall-time cap for Singular on a loaded machine (load ~20
-# on 2 cores), so the build solved the whole block by Newton iteration
-# ("falling back to Newton iteration on this block"); the FMU validates,
-# but off the triangular path, and whether it does depends on the
-# machine's load and on the cache (issue 33 items 4 and 5).
+# known: refused.  The 4×4 block's lex Gröbner basis does not finish within
+# Singular's safety limit of 600 s of CPU: the build stops after it with an
+# error that names newton_blocks and groebner_order as the ways out (issue
+# 33 item 5: this six-bar should be triangular).
 # Diagnosis: the two loops close in different frames (joint_model takes
 # each cut joint's lowest common body): cut D (link4-plate) in the crank's
 # frame (rows in A, A + C, B, free of theta), cut E in the world frame
 # (theta + A, theta + A + C, psi).  angle_plan cannot then make every
 # argument an absolute angle: the ring mixes c_A with c_theta_A_C and
-# cos/sin theta multiply the unknowns.  Singular on that ideal without the
-# cap had not finished after 3.6 min of CPU.  With s.cut = ["A", "D"] both
+# cos/sin theta multiply the unknowns.  With s.cut = ["A", "D"] both
 # loops close in the world frame and the ideal is in the four absolute
 # angles (theta only in constants), but it had not finished after 49 s of
 # CPU either (the load left it little), so the frame mix is not shown to
