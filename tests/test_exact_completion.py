@@ -78,14 +78,16 @@ def _instrumented(monkeypatch, labels):
                 if m:
                     labels.append(m.group(1).strip())
                     out.append(f"fmigen_probe[{len(labels) - 1}]++;")
-        text = "\n".join(out).replace("#include", f"long fmigen_probe[{len(labels)}];\n#include", 1)
+        # weak: the AVX copy includes model.c too, and both copies count into
+        # one array; default visibility: ctypes reads it
+        text = "\n".join(out).replace("#include", f"__attribute__((weak, visibility(\"default\"))) long fmigen_probe[{len(labels)}];\n#include", 1)
         (dest / "model.c").write_text(text)
     monkeypatch.setattr(fmu_mod, "write_sources", patched)
     core = check_mod._core_library
     libs = []
 
-    def keep(compiled, workdir):
-        libs.append(core(compiled, workdir))
+    def keep(compiled, workdir, *args, **kwargs):
+        libs.append(core(compiled, workdir, *args, **kwargs))
         return libs[-1]
     monkeypatch.setattr(check_mod, "_core_library", keep)
     return libs

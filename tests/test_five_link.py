@@ -27,7 +27,8 @@ from fmigen.reference import assemble_newton, solve_reference
 from fmigen.validate import coordinate_errors, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+# appended, not first: a script must not shadow the tests' packages (scripts/corpus.py vs tests/corpus)
+sys.path.append(str(ROOT / "scripts"))
 import five_link_sweep as S  # noqa: E402
 
 FL = S.five_link_module()
