@@ -56,6 +56,17 @@ def reset_fmpy_logger():
 
 
 @pytest.fixture(autouse=True)
+def _working_directory_kept():
+    """Every test starts in the directory the suite started in: a test that
+    leaves another behind (an FMI master run in-process can change it) made
+    later tests in the same xdist worker miss 'mechanisms/fourbar.py'."""
+    cwd = os.getcwd()
+    yield
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
+
+
+@pytest.fixture(autouse=True)
 def _fmpy_logger_proxy_reset():
     reset_fmpy_logger()
     yield

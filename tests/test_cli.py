@@ -6,8 +6,12 @@ from pathlib import Path
 import pytest
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "fmigen.cli", *args], capture_output=True, text=True)
+    # from the repository's root: the tests name mechanisms by relative path
+    return subprocess.run([sys.executable, "-m", "fmigen.cli", *args], capture_output=True, text=True, cwd=ROOT)
 
 
 @pytest.mark.parametrize("verb", ["build", "validate", "check", "triangularize", "assemble", "bench"])
@@ -87,7 +91,7 @@ def test_more_bad_input_is_an_error(args, message):
 
 
 def test_a_start_that_is_not_finite_is_refused(tmp_path):
-    src = Path("mechanisms/fourbar.py").read_text()
+    src = (ROOT / "mechanisms" / "fourbar.py").read_text()
     assert 'm.coordinate("theta", math.pi / 2' in src
     (tmp_path / "fb_nan.py").write_text(src.replace('m.coordinate("theta", math.pi / 2', 'm.coordinate("theta", float("nan")'))
     p = run("build", str(tmp_path / "fb_nan.py"), "-o", str(tmp_path / "x.fmu"))
