@@ -126,15 +126,7 @@ def quadratic_near(a2, a1, a0, pred):
         if disc < -1e-12 * (a1 * a1 + fabs(4.0 * a2 * a0)):
             return 2, pred
         disc = 0.0
-    r = math.sqrt(disc) if 2.0 * a2 * pred + a1 >= 0.0 else -math.sqrt(disc)
-    if -a1 * r > 0.0 or a1 == 0.0:
-        x = (-a1 + r) / (2.0 * a2)
-    else:
-        den = -a1 - r
-        if den == 0.0:
-            return 1, pred
-        x = 2.0 * a0 / den
-    return (0 if x == x else 1), x
+    return quadratic_root(a2, a1, a0, math.sqrt(disc), pred, 0)
 
 
 def quadratic_root(a2, a1, a0, r, pred, other):

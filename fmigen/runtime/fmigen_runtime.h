@@ -335,32 +335,6 @@ static inline int fmigen_linear(double a1, double a0, double *x)
     return 0;
 }
 
-/* The root of a2 x² + a1 x + a0 nearest `pred` (the value predicted from
- * the previous solution: the branch is continued, never fixed).  The roots
- * (−a1 ± √disc)/(2 a2) lie symmetric about −a1/(2 a2), so the nearest is the
- * one on pred's side: sign = sgn(2 a2 pred + a1), no second root needed.  It
- * is computed without cancellation: when −a1 and sign·√disc have opposite
- * signs, as the equivalent 2 a0 / (−a1 − sign·√disc).  A slightly negative
- * discriminant is round-off at a double root. */
-static inline int fmigen_quadratic_near(double a2, double a1, double a0, double pred, double *x)
-{
-    double scale = fabs(a2) + fabs(a1) + fabs(a0);
-    if (!(fabs(a2) > 1e-13 * scale)) return 1;
-    double disc = a1 * a1 - 4.0 * a2 * a0;
-    if (disc < 0.0) {
-        if (disc < -1e-12 * (a1 * a1 + fabs(4.0 * a2 * a0))) return 2;
-        disc = 0.0;
-    }
-    const double r = 2.0 * a2 * pred + a1 >= 0.0 ? sqrt(disc) : -sqrt(disc);
-    if (-a1 * r > 0.0 || a1 == 0.0) *x = (-a1 + r) / (2.0 * a2);
-    else {
-        const double den = -a1 - r;
-        if (den == 0.0) return 1;
-        *x = 2.0 * a0 / den;
-    }
-    return !(*x == *x);
-}
-
 /* A root of a2 x² + a1 x + a0 given r = √disc, which the caller computed
  * from the discriminant's factored form (an exact completion,
  * fmigen.triangular.Completion: where the two roots meet, the plain a1² −
@@ -379,6 +353,25 @@ static inline int fmigen_quadratic_root(double a2, double a1, double a0, double 
         *x = 2.0 * a0 / den;
     }
     return !(*x == *x);
+}
+
+/* The root of a2 x² + a1 x + a0 nearest `pred` (the value predicted from
+ * the previous solution: the branch is continued, never fixed).  The roots
+ * (−a1 ± √disc)/(2 a2) lie symmetric about −a1/(2 a2), so the nearest is the
+ * one on pred's side: sign = sgn(2 a2 pred + a1), no second root needed.  It
+ * is computed without cancellation: when −a1 and sign·√disc have opposite
+ * signs, as the equivalent 2 a0 / (−a1 − sign·√disc).  A slightly negative
+ * discriminant is round-off at a double root. */
+static inline int fmigen_quadratic_near(double a2, double a1, double a0, double pred, double *x)
+{
+    double scale = fabs(a2) + fabs(a1) + fabs(a0);
+    if (!(fabs(a2) > 1e-13 * scale)) return 1;
+    double disc = a1 * a1 - 4.0 * a2 * a0;
+    if (disc < 0.0) {
+        if (disc < -1e-12 * (a1 * a1 + fabs(4.0 * a2 * a0))) return 2;
+        disc = 0.0;
+    }
+    return fmigen_quadratic_root(a2, a1, a0, sqrt(disc), pred, 0, x);
 }
 
 /* Real root of a univariate polynomial (coefficients highest power first)
