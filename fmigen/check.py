@@ -193,7 +193,7 @@ def regular_partition(dae, q) -> list[str]:
 
 
 def check(spec, use_cache=True, log=None) -> dict:
-    from .pipeline import compile_model, prepare_mechanism
+    from .pipeline import compile_model, derivation_options, prepare_mechanism
     from .triangular import block_name
     log = log or (lambda msg: None)
     mech = prepare_mechanism(spec, log, use_cache)
@@ -204,8 +204,7 @@ def check(spec, use_cache=True, log=None) -> dict:
     # triangularization and its sweep, all from their own caches) is redone;
     # without an entry, the derivation is recorded for the next build
     from . import derived
-    options = {"order": None, "kinematics": "groebner", "newton_tol": None, "dynamics": "auto"}
-    compiled, hit = derived.derive(mech, options, lambda: compile_model(mech, use_cache=use_cache, log=log),
+    compiled, hit = derived.derive(mech, derivation_options(), lambda: compile_model(mech, use_cache=use_cache, log=log),
                                    use_cache=use_cache)
     if hit:
         compiled = compile_model(mech, use_cache=use_cache, log=log, generated=compiled.generated)

@@ -118,6 +118,12 @@ class Compiled:
         return self.triangular.start
 
 
+def derivation_options(order=None, kinematics="groebner", newton_tol=None, dynamics="auto") -> dict:
+    """The build options that key the derived-model cache (``derived.derive``):
+    one place, so that ``fmigen check`` finds the entry a build wrote."""
+    return {"order": order, "kinematics": kinematics, "newton_tol": newton_tol, "dynamics": dynamics}
+
+
 def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinematics="groebner",
                   newton_tol=None, dynamics="auto", generated=None) -> Compiled:
     """The derivation, stages 1-4.  ``dynamics`` embedded|recursive|auto:
@@ -245,7 +251,7 @@ def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_c
                          f"{'|'.join(formulation.AUGMENTED)} only")
     mech = prepare_mechanism(spec_or_mech, log, use_cache)
     t0 = time.perf_counter()
-    options = {"order": order, "kinematics": kinematics, "newton_tol": newton_tol, "dynamics": dynamics}
+    options = derivation_options(order, kinematics, newton_tol, dynamics)
     compiled, hit = derived.derive(
         mech, options, lambda: compile_model(mech, order=order, use_cache=use_cache, log=log,
                                              kinematics=kinematics, newton_tol=newton_tol, dynamics=dynamics),
