@@ -72,6 +72,7 @@ from .codegen import SymbolMap, newton_system
 from .codegen_embedding import structure_tables
 from .dae import PSD3_MINORS, psd3
 from .model import ModelError
+from .workspace import mechanism_unit_scales
 
 
 def _c_define(name, path="fmigen_runtime.h"):
@@ -91,6 +92,8 @@ FMIGEN_SWITCH_COND = _c_define("FMIGEN_SWITCH_COND")
 FMIGEN_SEQ_TOL = _c_define("FMIGEN_SEQ_TOL")
 FMIGEN_POLISH_TOL = _c_define("FMIGEN_POLISH_TOL")
 FMIGEN_BRANCH_TOL = _c_define("FMIGEN_BRANCH_TOL")
+#: a limit position of the partition ahead (fmigen_runtime.h, fmigen_core_limit)
+FMIGEN_LIMIT_GAIN = _c_define("FMIGEN_LIMIT_GAIN")
 #: FmigenCore.message is char[512]: C truncates a longer message to 511 bytes
 FMIGEN_MESSAGE_SIZE = 512
 EULER, RK4, SYMPLECTIC = 0, 1, 2
@@ -522,9 +525,12 @@ class Core:
         self.residual = 0.0
         self.solver = solver
         self.message = ""
+        # max|v_i|, max|v_d| of the last two accepted step starts ([0] the older)
+        self.lim_vi, self.lim_vd, self.lim_n = [0.0, 0.0], [0.0, 0.0], 0
 
     # -- state snapshots (FMU state) --
-    FIELDS = ("t", "q", "v", "p", "u", "y", "base", "h", "residual", "solver", "message")
+    FIELDS = ("t", "q", "v", "p", "u", "y", "base", "h", "residual", "solver", "message",
+              "lim_vi", "lim_vd", "lim_n")
 
     @staticmethod
     def _copy(x):
@@ -741,10 +747,40 @@ class Core:
             m.outputs(self.t, self.q, self.v, self.p, self.u, self.y)
         return 0
 
+    def limit(self):
+        """fmigen_core_limit: is the accepted state in self.base at most
+        about two steps short of a limit position of the partition
+        (FMIGEN_LIMIT_GAIN, fmigen_runtime.h)?  Keeps its max|v_i| and
+        max|v_d| (unit scales); 1 with the message when, against the state
+        two accepted steps earlier, max|v_i| fell by the gain and
+        max|v_d|/max|v_i| rose by it."""
+        m, v, b = self.m, self.base["v"], self.base
+        vi, vd = 0.0, 0.0
+        for i in m.independent:
+            vi = fmax(vi, fabs(v[i]) / m.unit_scale[i])
+        for i in m.dependent:
+            vd = fmax(vd, fabs(v[i]) / m.unit_scale[i])
+        vi0, vd0, full = self.lim_vi[0], self.lim_vd[0], self.lim_n >= 2
+        self.lim_vi = [self.lim_vi[1], vi]
+        self.lim_vd = [self.lim_vd[1], vd]
+        self.lim_n = min(self.lim_n + 1, 2)
+        if not (full and FMIGEN_LIMIT_GAIN * vi < vi0 and vd * vi0 >= FMIGEN_LIMIT_GAIN * vd0 * vi):
+            return 0
+        at = ", ".join(f"{m.names[i]}={b['q'][i]:.9g}" for i in m.independent)
+        msg = (f"limit position at t={b['t']:.9g} ({at}): the Jacobian of the constraints with respect to the "
+               f"dependent coordinates is turning singular (in two steps max|v_i| fell {vi0 / vi:.3g}-fold while "
+               f"max|v_d|/max|v_i| rose {vd * vi0 / (vd0 * vi):.3g}-fold, to {vd / vi:.3g}); the mechanism "
+               "passes onto another assembly branch, which these independent coordinates do not parametrize: "
+               "declare switch_independent to carry the motion through")
+        self.message = msg.encode()[:FMIGEN_MESSAGE_SIZE - 1].decode(errors="ignore")
+        return 1
+
     def one_step(self, x, t, h):
         n = len(x)
         k1 = self.rhs(t, x, accept=True)   # the step's start continues the trajectory
         if k1 is None:
+            return 1
+        if self.limit():
             return 1
         if self.solver == EULER:
             for i in range(n):
@@ -1466,6 +1502,7 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
         v_start=[float(c_.velocity_start) for c_ in mech.coordinates],
         p_default=[float(x) for x in dae.tunable_values], u_default=[float(x) for x in dae.input_values],
         sol_start=[float(x) for x in sol_start], failure=failures, names=list(dae.names),
+        unit_scale=[float(x) for x in mechanism_unit_scales(mech)],
         mass_labels=labels, psd3_minors=list(PSD3_MINORS),
         vr_names=[v.name for v in sorted(table.rows, key=lambda v: v.vr)],
         kinematic=bool(mech.kinematic), default_solver=fmu.SOLVERS[solver], default_step=float(step),
@@ -1490,6 +1527,7 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
         f"FMIGEN_SEQ_TOL = {FMIGEN_SEQ_TOL!r}",
         f"FMIGEN_POLISH_TOL = {FMIGEN_POLISH_TOL!r}",
         f"FMIGEN_BRANCH_TOL = {FMIGEN_BRANCH_TOL!r}",
+        f"FMIGEN_LIMIT_GAIN = {FMIGEN_LIMIT_GAIN!r}",
         f"FMIGEN_MESSAGE_SIZE = {FMIGEN_MESSAGE_SIZE}",
         f"FMIGEN_NEWTON_TOL = {min(tols)!r}" if tols else "",
         f"EULER, RK4, SYMPLECTIC = {EULER}, {RK4}, {SYMPLECTIC}",

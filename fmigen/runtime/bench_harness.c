@@ -100,6 +100,10 @@ __attribute__((noinline, noclone)) int run_steps(FmigenCore *c, double *x, long 
         if (step_ns) t0 = seconds(clock);
         if (peak) { double r = violation(c, x, t); if (r > *peak) *peak = r; }
         if (fmigen_core_rhs_accept(c, t, x, k1)) { fprintf(stderr, "step %ld: %s\n", s, c->message); return 1; }
+#if !FMIGEN_FORMULATION && !FMIGEN_KINEMATIC
+        /* the FMU's test for a limit position ahead (one_step) */
+        if (fmigen_core_limit(c)) { fprintf(stderr, "step %ld: %s\n", s, c->message); return 1; }
+#endif
         for (int i = 0; i < NX; i++) x[i] += hs * k1[i];
         if (step_ns) step_ns[s] = 1e9 * (seconds(clock) - t0);
     }

@@ -347,6 +347,47 @@ static int switch_partition(FmigenCore *c, double *x)
 }
 #endif
 
+#if !FMIGEN_FORMULATION && !FMIGEN_KINEMATIC
+/* Is the state the base holds (just accepted: complete q and v) at most
+ * about two steps short of a limit position of the active partition
+ * (FMIGEN_LIMIT_GAIN)?  It keeps the state's max|v_i| and max|v_d| and
+ * compares them with the ones two accepted states earlier: max|v_i| fell
+ * by the gain or more, and the amplification max|v_d| / max|v_i| rose by
+ * it (products, so that a state at rest, max|v_i| = 0, compares without a
+ * division).  A Co-Simulation step from there would turn the independent
+ * coordinates back on the same branch of the solution and carry on with a
+ * motion the mechanism does not make; so the step fails (Discard) with a
+ * message naming the coordinates.  Returns 1 then. */
+int fmigen_core_limit(FmigenCore *c)
+{
+    const FmigenPartition *P = FMIGEN_PART(c);
+    const double *v = c->base.v;
+    double vi = 0.0, vd = 0.0;
+    FMIGEN_UNROLL for (int k = 0; k < NI; k++)
+        vi = fmigen_max(vi, fabs(v[P->independent[k]]) / fmigen_unit_scale[P->independent[k]]);
+    FMIGEN_UNROLL for (int k = 0; k < NQ - NI; k++)
+        vd = fmigen_max(vd, fabs(v[P->dependent[k]]) / fmigen_unit_scale[P->dependent[k]]);
+    const double vi0 = c->lim_vi[0], vd0 = c->lim_vd[0];
+    const int full = c->lim_n >= 2;
+    c->lim_vi[0] = c->lim_vi[1]; c->lim_vd[0] = c->lim_vd[1];
+    c->lim_vi[1] = vi; c->lim_vd[1] = vd;
+    if (c->lim_n < 2) c->lim_n++;
+    if (!(full && FMIGEN_LIMIT_GAIN * vi < vi0 && vd * vi0 >= FMIGEN_LIMIT_GAIN * vd0 * vi)) return 0;
+    int n = snprintf(c->message, sizeof c->message, "limit position at t=%.9g (", c->base.t);
+    for (int i = 0; i < NI && n > 0 && (size_t)n < sizeof c->message; i++)
+        n += snprintf(c->message + n, sizeof c->message - (size_t)n, "%s%s=%.9g", i ? ", " : "",
+                      fmigen_coordinate_names[P->independent[i]], c->base.q[P->independent[i]]);
+    if (n > 0 && (size_t)n < sizeof c->message)
+        snprintf(c->message + n, sizeof c->message - (size_t)n,
+                 "): the Jacobian of the constraints with respect to the dependent coordinates is turning "
+                 "singular (in two steps max|v_i| fell %.3g-fold while max|v_d|/max|v_i| rose %.3g-fold, "
+                 "to %.3g); the mechanism passes onto another assembly branch, which these independent "
+                 "coordinates do not parametrize: declare switch_independent to carry the motion through",
+                 vi0 / vi, vd * vi0 / (vd0 * vi), vd / vi);
+    return 1;
+}
+#endif
+
 /* x has FMIGEN_NX entries: [q_i, v_i], or [q, v] for an augmented formulation */
 static int one_step(FmigenCore *c, double *x, double t, double h)
 {
@@ -356,7 +397,14 @@ static int one_step(FmigenCore *c, double *x, double t, double h)
      * a commit, is that base already) */
     if (rhs(c, t, x, k1, 1)) return 1;
 #if FMIGEN_SWITCHING
-    if (switch_partition(c, x) && rhs(c, t, x, k1, 1)) return 1;
+    if (switch_partition(c, x)) {
+        /* the amplification history was the old partition's */
+        c->lim_n = 0;
+        if (rhs(c, t, x, k1, 1)) return 1;
+    }
+#endif
+#if !FMIGEN_FORMULATION && !FMIGEN_KINEMATIC
+    if (fmigen_core_limit(c)) return 1;
 #endif
     if (c->solver == FMIGEN_EULER) {
         FMIGEN_UNROLL for (int i = 0; i < FMIGEN_NX; i++) x[i] += h * k1[i];

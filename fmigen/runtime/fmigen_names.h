@@ -72,6 +72,7 @@
 #define fmigen_core_rhs FMIGEN_NAME(fmigen_core_rhs)
 #define fmigen_core_rhs_accept FMIGEN_NAME(fmigen_core_rhs_accept)
 #define fmigen_core_step FMIGEN_NAME(fmigen_core_step)
+#define fmigen_core_limit FMIGEN_NAME(fmigen_core_limit)
 #define fmigen_dependent FMIGEN_MODEL_NAME(fmigen_dependent)
 #define fmigen_embedded_prepare FMIGEN_MODEL_NAME(fmigen_embedded_prepare)
 #define fmigen_embedded_finish FMIGEN_MODEL_NAME(fmigen_embedded_finish)

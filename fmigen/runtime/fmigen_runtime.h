@@ -733,6 +733,24 @@ void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b);
 #ifndef FMIGEN_SWITCH_GAIN
 #define FMIGEN_SWITCH_GAIN 4.0
 #endif
+/* Limit positions of the partition (a toggle: the crank of a non-Grashof
+ * four-bar at its extreme angle).  There Φ_d turns singular while the
+ * mechanism moves on: the independent velocities fall to zero and turn
+ * back, the dependent ones do not, and the motion continues on the other
+ * assembly branch, which these independent coordinates do not
+ * parametrize.  On the approach ‖Φ_d⁻¹Φ_i‖ grows like 1/|t − t*| (the
+ * dependent coordinates go like a square root of the distance to the
+ * limit), so between two accepted states two internal steps apart the
+ * amplification max|v_d| / max|v_i| grows by (τ + 2h)/τ ≥ 3 once the
+ * limit is less than a step ahead (τ ≤ h), while max|v_i| falls by as
+ * much.  A regular configuration cannot do that: with v_d = B v_i and B
+ * smooth, max|v_i| falling means the configuration barely moves, and B
+ * (the amplification, for one degree of freedom) with it.  A step that
+ * sees both change by this factor or more is refused (fmigen_core.c,
+ * limit_position). */
+#ifndef FMIGEN_LIMIT_GAIN
+#define FMIGEN_LIMIT_GAIN 2.0
+#endif
 
 /* ---- core state and stepping ---- */
 /* explicit Euler, classical RK4, semi-implicit (symplectic) Euler: the
@@ -826,6 +844,11 @@ typedef struct {
     FmigenBase base;             /* the last accepted kinematics solution */
     int part;                    /* active partition (fmigen_partitions), 0 unless switched */
     int switches;                /* how many times the partition was switched */
+    /* max|v_i| and max|v_d| (unit scales) of the last two accepted
+     * internal-step starts, [0] the older, and how many of them are set
+     * (limit_position) */
+    double lim_vi[2], lim_vd[2];
+    int lim_n;
     double h;                    /* internal step */
     double residual;             /* max |Φ_j(q)| of the state last observed */
     double fp[FMIGEN_DIM(FMIGEN_NFP)]; /* parameters of an augmented formulation */
@@ -861,6 +884,9 @@ void fmigen_core_observe_some(FmigenCore *c, int what);
 /* Advance by H with fixed internal steps of c->h; the last one is shortened
  * so the state lands exactly on t + H.  0 on success. */
 int fmigen_core_step(FmigenCore *c, double H);
+/* 1 when the accepted state in c->base is at a limit position of the
+ * active partition (c->message says so); keeps its velocities' history */
+int fmigen_core_limit(FmigenCore *c);
 int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx);
 /* The inputs at time t: c->u, or u + du (t − tu) in buf when the importer
  * gave input derivatives. */

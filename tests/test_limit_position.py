@@ -1,0 +1,160 @@
+"""A limit position of the partition: the FMU must stop there, never carry on
+with OK on the wrong branch.
+
+The geometry is the fuzzer's case fuzz1_016_fourbar (``scripts/corpus.py
+--fuzz 200 --seed 1``): a non-Grashof four-bar (ground 2.279, crank 1.637,
+coupler 1.305, rocker 1.684: s + l = 3.916 > p + q = 3.589) whose crank θ,
+the independent coordinate, swings down under its torque and gravity to
+its limit angle, where coupler and rocker are stretched in line:
+|A − O4| = coupler + rocker gives cos θ = (1.637² + 2.279² − 2.989²) /
+(2·1.637·2.279), θ* = −1.71338.  There Φ_d is singular; the mechanism
+passes through onto the other assembly branch while θ turns back (IDA, the
+Cartesian reference and MuJoCo agree).  Before, the FMU turned θ back on
+the same branch at t ≈ 0.832 s (the coupler angle A reversed from −8.8 to
++3.6 rad/s in one 1 ms step) and ran on with fmi2OK, 1.8 rad off the
+references.  Now every variant returns Discard before that step, naming
+the limit position and θ.
+"""
+import math
+import sys
+from ctypes import byref, c_double
+from pathlib import Path
+
+import pytest
+from fmpy import extract, read_model_description, simulate_fmu
+from fmpy.fmi1 import FMICallException
+from fmpy.fmi2 import FMU2Slave
+
+from fmigen import pyruntime
+from fmigen import fmu as fmu_mod
+from fmigen.pipeline import compile_model, prepare_mechanism
+
+sys.path.append(str(Path(__file__).parent))
+from corpus._families import four_bar  # noqa: E402
+
+THETA_LIMIT = -math.acos((1.637**2 + 2.279**2 - 2.989**2) / (2 * 1.637 * 2.279))   # -1.71338
+#: where the old FMU's crank turned back on the wrong branch (its 1 ms steps)
+T_WRONG_TURN = 0.832
+
+
+def fuzz_fourbar():
+    return four_bar("limit_fourbar", "fuzz seed 1 case 16: a crank that reaches its limit angle",
+                    2.279, 1.637, 1.305, 1.684, 0.148, True, tau=-2.3104)
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return compile_model(prepare_mechanism(fuzz_fourbar()))
+
+
+@pytest.fixture(scope="module")
+def fmus(compiled, tmp_path_factory):
+    d = tmp_path_factory.mktemp("limit")
+    return {(fmi, kind): fmu_mod.package(compiled.embedding, compiled.generated, d / f"limit{fmi}{kind}.fmu",
+                                         fmi=fmi, kind=kind, windows=False, use_cache=True)
+            for fmi, kind in (("2", "cs"), ("3", "cs"), ("2", "me"))}
+
+
+def _logger(messages):
+    def log(*args):
+        messages.append(args[-1].decode() if isinstance(args[-1], bytes) else str(args[-1]))
+    return log
+
+
+def _assert_limit_message(text, t_lo=0.8):
+    assert "limit position at t=" in text and "theta=" in text and "switch_independent" in text
+    t = float(text.split("limit position at t=")[1].split(" ")[0])
+    theta = float(text.split("theta=")[1].split(")")[0])
+    assert t_lo < t < T_WRONG_TURN
+    assert THETA_LIMIT < theta < THETA_LIMIT + 0.02     # within 0.02 rad of the limit, on the assembled side
+
+
+def test_co_simulation_fmi2_discards_before_the_limit(fmus, tmp_path):
+    path = fmus[("2", "cs")]
+    md = read_model_description(str(path))
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    messages = []
+    s = FMU2Slave(guid=md.guid, unzipDirectory=extract(str(path), unzipdir=str(tmp_path / "u")),
+                  modelIdentifier=md.coSimulation.modelIdentifier, instanceName="lim")
+    s.instantiate()
+    s.setupExperiment(startTime=0.0)
+    s.enterInitializationMode()
+    s.exitInitializationMode()
+    t, h, last_ok = 0.0, 1e-3, None
+    with pytest.raises(FMICallException) as e:
+        for _ in range(2000):
+            s.doStep(t, h)
+            t += h
+            last_ok = s.getReal([vr["theta"], vr["A"], vr["der(A)"]])
+    assert e.value.status == 2                              # fmi2Discard
+    # never OK at or past the wrong turn: the last OK state still moves A
+    # the way the mechanism does (decreasing, fast)
+    assert 0.8 < t < T_WRONG_TURN
+    theta, a, da = last_ok
+    assert THETA_LIMIT < theta < THETA_LIMIT + 0.02 and da < -8.0
+    assert s.getReal([vr["theta"]])[0] == theta             # the last good state stays readable
+    s.freeInstance()
+    # what an importer's logger gets: the cause, the coordinate, the time
+    res = simulate_fmu(str(path), stop_time=1.0, output_interval=1e-3, output=["theta", "der(A)"],
+                       logger=_logger(messages), debug_logging=True)
+    assert 0.8 < res["time"][-1] < T_WRONG_TURN and (res["der(A)"][res["time"] > 0.8] < -5.0).all()
+    _assert_limit_message(next(m for m in messages if "limit position" in m))
+
+
+def test_co_simulation_fmi3_discards_with_last_successful_time(fmus, tmp_path):
+    from fmpy.fmi3 import FMU3Slave, fmi3Boolean, fmi3Float64
+    path = fmus[("3", "cs")]
+    md = read_model_description(str(path))
+    s = FMU3Slave(guid=md.guid, unzipDirectory=extract(str(path), unzipdir=str(tmp_path / "u3")),
+                  modelIdentifier=md.coSimulation.modelIdentifier, instanceName="lim3")
+    s.instantiate()
+    s.enterInitializationMode(startTime=0.0)
+    s.exitInitializationMode()
+    ev, term, early, last = fmi3Boolean(), fmi3Boolean(), fmi3Boolean(), fmi3Float64()
+    t, h, status = 0.0, 1e-3, 0
+    while status == 0 and t < 1.0:
+        status = s.dll.fmi3DoStep(s.component, c_double(t), c_double(h), fmi3Boolean(True), byref(ev),
+                                  byref(term), byref(early), byref(last))
+        if status == 0:
+            t += h
+    assert status == 2 and term.value                      # fmi3Discard, terminateSimulation
+    assert 0.8 < t < T_WRONG_TURN and last.value == pytest.approx(t, abs=1e-12)
+    s.terminate()
+    s.freeInstance()
+
+
+def test_model_exchange_completed_integrator_step_discards(fmus):
+    """fmpy's CVode (the default ME solver): the derivative calls near the
+    limit integrate a singular ODE; the accepted state ahead of it makes
+    CompletedIntegratorStep return Discard with the same message."""
+    messages = []
+    with pytest.raises(FMICallException) as e:
+        simulate_fmu(str(fmus[("2", "me")]), stop_time=1.0, output_interval=1e-2, output=["theta"],
+                     logger=_logger(messages), debug_logging=True)
+    assert e.value.status == 2 and "CompletedIntegratorStep" in str(e.value)
+    msg = next(m for m in messages if "limit position" in m)
+    assert msg.startswith("CompletedIntegratorStep: ")
+    _assert_limit_message(msg, t_lo=0.7)
+
+
+def test_python_runtime_stops_where_the_c_fmu_does(compiled, fmus, tmp_path):
+    py_path = pyruntime.package(compiled, tmp_path / "limit_py.fmu")
+    rc = simulate_fmu(str(fmus[("2", "cs")]), stop_time=1.0, output_interval=1e-3, output=["theta"])
+    messages = []
+    rp = simulate_fmu(str(py_path), stop_time=1.0, output_interval=1e-3, output=["theta"],
+                      logger=_logger(messages), debug_logging=True)
+    assert 0.8 < rp["time"][-1] < T_WRONG_TURN and rp["time"][-1] == rc["time"][-1]
+    assert abs(rp["theta"] - rc["theta"]).max() <= 1e-12      # the runtimes agree to round-off
+    _assert_limit_message(next(m for m in messages if "limit position" in m))
+
+
+def test_a_regular_crank_rocker_runs_to_the_end(tmp_path):
+    """The corpus's Grashof crank-rocker (Norton, Example 4-1): its crank is
+    regular everywhere, it turns fully; with a slow start and a reversal of
+    nothing but the rocker, no limit position is reported: 2 s with OK, and
+    its energy balance holds (validate's own check of the trajectory)."""
+    from corpus.fourbar_crank_rocker import build
+    c = compile_model(prepare_mechanism(build()))
+    path = fmu_mod.package(c.embedding, c.generated, tmp_path / "crank_rocker.fmu", windows=False, use_cache=True)
+    res = simulate_fmu(str(path), stop_time=2.0, output_interval=1e-2)
+    assert res["time"][-1] == pytest.approx(2.0)
