@@ -755,6 +755,8 @@ class Core:
         two accepted steps earlier, max|v_i| fell by the gain and
         max|v_d|/max|v_i| rose by it."""
         m, v, b = self.m, self.base["v"], self.base
+        if m.NQ == m.NI:     # an open chain: no dependent coordinates, no limit of this kind
+            return 0
         vi, vd = 0.0, 0.0
         for i in m.independent:
             vi = fmax(vi, fabs(v[i]) / m.unit_scale[i])
@@ -764,7 +766,7 @@ class Core:
         self.lim_vi = [self.lim_vi[1], vi]
         self.lim_vd = [self.lim_vd[1], vd]
         self.lim_n = min(self.lim_n + 1, 2)
-        if not (full and FMIGEN_LIMIT_GAIN * vi < vi0 and vd * vi0 >= FMIGEN_LIMIT_GAIN * vd0 * vi):
+        if not (full and FMIGEN_LIMIT_GAIN * vi < vi0 and vd > 0.0 and vd * vi0 >= FMIGEN_LIMIT_GAIN * vd0 * vi):
             return 0
         at = ", ".join(f"{m.names[i]}={b['q'][i]:.9g}" for i in m.independent)
         msg = (f"limit position at t={b['t']:.9g} ({at}): the Jacobian of the constraints with respect to the "

@@ -158,3 +158,20 @@ def test_a_regular_crank_rocker_runs_to_the_end(tmp_path):
     path = fmu_mod.package(c.embedding, c.generated, tmp_path / "crank_rocker.fmu", windows=False, use_cache=True)
     res = simulate_fmu(str(path), stop_time=2.0, output_interval=1e-2)
     assert res["time"][-1] == pytest.approx(2.0)
+
+
+def test_an_open_chain_turning_back_is_no_limit(tmp_path):
+    """The corpus pendulum (an open chain: no dependent coordinates) swings
+    out from rest and turns back at t ≈ 1.1 s: its velocity falls to zero
+    and reverses like a crank at its limit, but nothing moves on; 3 s with
+    OK, and the swing's turning points are where energy conservation puts
+    them (θ back at its start, −π/2 + 2, to the step's accuracy)."""
+    from corpus.pendulum import build
+    c = compile_model(prepare_mechanism(build()))
+    path = fmu_mod.package(c.embedding, c.generated, tmp_path / "pendulum.fmu", windows=False, use_cache=True)
+    res = simulate_fmu(str(path), stop_time=3.0, output_interval=1e-3, output=["theta", "der(theta)"])
+    assert res["time"][-1] == pytest.approx(3.0)
+    v = res["der(theta)"]
+    assert (v[1:] * v[:-1] < 0).sum() >= 2                  # it turned back at least twice
+    back = res["theta"][res["time"] > 1.5]                    # the second turning point on the start's side
+    assert back.max() == pytest.approx(-math.pi / 2 + 2.0, abs=1e-5)

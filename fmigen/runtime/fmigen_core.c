@@ -360,6 +360,8 @@ static int switch_partition(FmigenCore *c, double *x)
  * message naming the coordinates.  Returns 1 then. */
 int fmigen_core_limit(FmigenCore *c)
 {
+    /* an open chain has no dependent coordinates, so no limit of this kind */
+    if (NQ == NI) return 0;
     const FmigenPartition *P = FMIGEN_PART(c);
     const double *v = c->base.v;
     double vi = 0.0, vd = 0.0;
@@ -372,7 +374,9 @@ int fmigen_core_limit(FmigenCore *c)
     c->lim_vi[0] = c->lim_vi[1]; c->lim_vd[0] = c->lim_vd[1];
     c->lim_vi[1] = vi; c->lim_vd[1] = vd;
     if (c->lim_n < 2) c->lim_n++;
-    if (!(full && FMIGEN_LIMIT_GAIN * vi < vi0 && vd * vi0 >= FMIGEN_LIMIT_GAIN * vd0 * vi)) return 0;
+    /* vd > 0: dependent coordinates that stand still are no limit (at a
+     * limit they move on while v_i vanishes) */
+    if (!(full && FMIGEN_LIMIT_GAIN * vi < vi0 && vd > 0.0 && vd * vi0 >= FMIGEN_LIMIT_GAIN * vd0 * vi)) return 0;
     int n = snprintf(c->message, sizeof c->message, "limit position at t=%.9g (", c->base.t);
     for (int i = 0; i < NI && n > 0 && (size_t)n < sizeof c->message; i++)
         n += snprintf(c->message + n, sizeof c->message - (size_t)n, "%s%s=%.9g", i ? ", " : "",
