@@ -755,7 +755,7 @@ class Core:
         two accepted steps earlier, max|v_i| fell by the gain and
         max|v_d|/max|v_i| rose by it."""
         m, v, b = self.m, self.base["v"], self.base
-        if m.NQ == m.NI:     # an open chain: no dependent coordinates, no limit of this kind
+        if m.NI != 1 or m.NQ == m.NI:     # FMIGEN_LIMIT_TEST: one degree of freedom, and a loop
             return 0
         vi, vd = 0.0, 0.0
         for i in m.independent:

@@ -100,7 +100,7 @@ __attribute__((noinline, noclone)) int run_steps(FmigenCore *c, double *x, long 
         if (step_ns) t0 = seconds(clock);
         if (peak) { double r = violation(c, x, t); if (r > *peak) *peak = r; }
         if (fmigen_core_rhs_accept(c, t, x, k1)) { fprintf(stderr, "step %ld: %s\n", s, c->message); return 1; }
-#if !FMIGEN_FORMULATION && !FMIGEN_KINEMATIC
+#if FMIGEN_LIMIT_TEST
         /* the FMU's test for a limit position ahead (one_step) */
         if (fmigen_core_limit(c)) { fprintf(stderr, "step %ld: %s\n", s, c->message); return 1; }
 #endif

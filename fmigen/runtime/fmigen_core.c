@@ -347,7 +347,7 @@ static int switch_partition(FmigenCore *c, double *x)
 }
 #endif
 
-#if !FMIGEN_FORMULATION && !FMIGEN_KINEMATIC
+#if FMIGEN_LIMIT_TEST
 /* Is the state the base holds (just accepted: complete q and v) at most
  * about two steps short of a limit position of the active partition
  * (FMIGEN_LIMIT_GAIN)?  It keeps the state's max|v_i| and max|v_d| and
@@ -360,8 +360,6 @@ static int switch_partition(FmigenCore *c, double *x)
  * message naming the coordinates.  Returns 1 then. */
 int fmigen_core_limit(FmigenCore *c)
 {
-    /* an open chain has no dependent coordinates, so no limit of this kind */
-    if (NQ == NI) return 0;
     const FmigenPartition *P = FMIGEN_PART(c);
     const double *v = c->base.v;
     double vi = 0.0, vd = 0.0;
@@ -407,7 +405,7 @@ static int one_step(FmigenCore *c, double *x, double t, double h)
         if (rhs(c, t, x, k1, 1)) return 1;
     }
 #endif
-#if !FMIGEN_FORMULATION && !FMIGEN_KINEMATIC
+#if FMIGEN_LIMIT_TEST
     if (fmigen_core_limit(c)) return 1;
 #endif
     if (c->solver == FMIGEN_EULER) {

@@ -623,7 +623,7 @@ int fg_completed_integrator_step(FgInstance *in, int *enter_event)
 #if !FMIGEN_FORMULATION
     fmigen_base_accept(&c->base, &FMIGEN_MODEL_FN(fmigen_partitions)[c->solved.part], c->t, c->q, c->v,
                        FMIGEN_MEMO_SOL(&c->solved), FMIGEN_MEMO_TRIG(&c->solved));
-#if !FMIGEN_KINEMATIC
+#if FMIGEN_LIMIT_TEST
     /* the accepted states' velocities show a limit position of the
      * partition ahead (fmigen_core_limit): the embedded ODE is singular
      * there, and the importer's next steps would cross it on a guess */

@@ -747,7 +747,12 @@ void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b);
  * smooth, max|v_i| falling means the configuration barely moves, and B
  * (the amplification, for one degree of freedom) with it.  A step that
  * sees both change by this factor or more is refused (fmigen_core.c,
- * limit_position). */
+ * fmigen_core_limit).  One degree of freedom only: there the amplification
+ * is ‖B(q)‖ alone, whatever v_i.  With several, max|v_i| and max|v_d| can
+ * belong to unrelated coordinates (a pendulum-like part turning back while
+ * a loop driven by another coordinate moves on), which this test cannot
+ * tell from a limit; such a limit is caught only where the kinematics
+ * fails. */
 #ifndef FMIGEN_LIMIT_GAIN
 #define FMIGEN_LIMIT_GAIN 2.0
 #endif
@@ -785,6 +790,9 @@ extern const double fmigen_event_times[];
 #endif
 #define FMIGEN_NX (FMIGEN_FORMULATION ? 2 * NQ : 2 * NI)
 #define FMIGEN_SWITCHING (NPART > 1 && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
+/* the test for a limit position ahead (FMIGEN_LIMIT_GAIN): one independent
+ * coordinate, and dependent ones (an open chain has no such limit) */
+#define FMIGEN_LIMIT_TEST (NI == 1 && NQ > NI && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
 #define FMIGEN_PART(c) (&FMIGEN_MODEL_FN(fmigen_partitions)[(c)->part])
 
 #ifndef FMIGEN_RESIDUAL_ANGLES
