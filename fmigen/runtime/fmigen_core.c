@@ -358,7 +358,28 @@ static int switch_partition(FmigenCore *c, double *x)
  * coordinates back on the same branch of the solution and carry on with a
  * motion the mechanism does not make; so the step fails (Discard) with a
  * message naming the coordinates.  Returns 1 then. */
-int fmigen_core_limit(FmigenCore *c)
+/* the message, out of the step's straight line (a failure is once a run) */
+#if defined(__GNUC__)
+__attribute__((noinline, cold))
+#endif
+static void limit_message(FmigenCore *c, double vi0, double vd0, double vi,
+                                                           double vd)
+{
+    const FmigenPartition *P = FMIGEN_PART(c);
+    int n = snprintf(c->message, sizeof c->message, "limit position at t=%.9g (", c->base.t);
+    for (int i = 0; i < NI && n > 0 && (size_t)n < sizeof c->message; i++)
+        n += snprintf(c->message + n, sizeof c->message - (size_t)n, "%s%s=%.9g", i ? ", " : "",
+                      fmigen_coordinate_names[P->independent[i]], c->base.q[P->independent[i]]);
+    if (n > 0 && (size_t)n < sizeof c->message)
+        snprintf(c->message + n, sizeof c->message - (size_t)n,
+                 "): the Jacobian of the constraints with respect to the dependent coordinates is turning "
+                 "singular (in two steps max|v_i| fell %.3g-fold while max|v_d|/max|v_i| rose %.3g-fold, "
+                 "to %.3g); the mechanism passes onto another assembly branch, which these independent "
+                 "coordinates do not parametrize: declare switch_independent to carry the motion through",
+                 vi0 / vi, vd * vi0 / (vd0 * vi), vd / vi);
+}
+
+FMIGEN_ALWAYS_INLINE int core_limit(FmigenCore *c)
 {
     const FmigenPartition *P = FMIGEN_PART(c);
     const double *v = c->base.v;
@@ -371,22 +392,17 @@ int fmigen_core_limit(FmigenCore *c)
     const int full = c->lim_n >= 2;
     c->lim_vi[0] = c->lim_vi[1]; c->lim_vd[0] = c->lim_vd[1];
     c->lim_vi[1] = vi; c->lim_vd[1] = vd;
-    if (c->lim_n < 2) c->lim_n++;
+    c->lim_n += !full;
     /* vd > 0: dependent coordinates that stand still are no limit (at a
      * limit they move on while v_i vanishes) */
     if (!(full && FMIGEN_LIMIT_GAIN * vi < vi0 && vd > 0.0 && vd * vi0 >= FMIGEN_LIMIT_GAIN * vd0 * vi)) return 0;
-    int n = snprintf(c->message, sizeof c->message, "limit position at t=%.9g (", c->base.t);
-    for (int i = 0; i < NI && n > 0 && (size_t)n < sizeof c->message; i++)
-        n += snprintf(c->message + n, sizeof c->message - (size_t)n, "%s%s=%.9g", i ? ", " : "",
-                      fmigen_coordinate_names[P->independent[i]], c->base.q[P->independent[i]]);
-    if (n > 0 && (size_t)n < sizeof c->message)
-        snprintf(c->message + n, sizeof c->message - (size_t)n,
-                 "): the Jacobian of the constraints with respect to the dependent coordinates is turning "
-                 "singular (in two steps max|v_i| fell %.3g-fold while max|v_d|/max|v_i| rose %.3g-fold, "
-                 "to %.3g); the mechanism passes onto another assembly branch, which these independent "
-                 "coordinates do not parametrize: declare switch_independent to carry the motion through",
-                 vi0 / vi, vd * vi0 / (vd0 * vi), vd / vi);
+    limit_message(c, vi0, vd0, vi, vd);
     return 1;
+}
+
+int fmigen_core_limit(FmigenCore *c)
+{
+    return core_limit(c);
 }
 #endif
 
@@ -406,7 +422,7 @@ static int one_step(FmigenCore *c, double *x, double t, double h)
     }
 #endif
 #if FMIGEN_LIMIT_TEST
-    if (fmigen_core_limit(c)) return 1;
+    if (core_limit(c)) return 1;
 #endif
     if (c->solver == FMIGEN_EULER) {
         FMIGEN_UNROLL for (int i = 0; i < FMIGEN_NX; i++) x[i] += h * k1[i];
