@@ -675,7 +675,7 @@ int fg_free_state(FgInstance *in, void **state)
  * fields are then checked one by one, because bytes from a file or a network
  * are never trusted to index a table. */
 #define FG_STATE_MAGIC 0x53474d46u   /* "FMGS" */
-#define FG_STATE_VERSION 5u   /* 2: next_event; 3: the embedding half in the memo; 4: its two halves; 5: the angles' turns in the base */
+#define FG_STATE_VERSION 6u   /* 2: next_event; 3: the embedding half in the memo; 4: its two halves; 5: the angles' turns in the base; 6: the limit test's velocity history */
 typedef struct {
     unsigned magic, version;
     unsigned long long size;
