@@ -525,7 +525,12 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
         text, s = block_function(fname, emb, tb, f"block {block_name(dae, tb.block)}: {names_b} by {what}")
         functions.append(text)
         sizes |= s
-        args = ", ".join(f"fmigen_pred[{slot[i] + 1}]" if i in tb.block.unknowns else qn[i] for i in range(n))
+        # the knowns the block reads, the predictions of its unknowns, and 0
+        # for every other coordinate (a later block's: passing it would make
+        # the blocks one algebraic loop)
+        known = set(tb.block.knowns)
+        args = ", ".join(f"fmigen_pred[{slot[i] + 1}]" if i in tb.block.unknowns else qn[i] if i in known
+                         else "0.0" for i in range(n))
         calls.append(f"  {{{', '.join(qn[i] for i in tb.block.unknowns)}}} = "
                      f"{fname}(time, {{{args}}}, {pvec}, {uvec});")
     nd = len(D)
