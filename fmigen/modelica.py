@@ -534,8 +534,9 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
         calls.append(f"  {{{', '.join(qn[i] for i in tb.block.unknowns)}}} = "
                      f"{fname}(time, {{{args}}}, {pvec}, {uvec});")
     nd = len(D)
-    sizes_mat = {(nd, f)} if nd else set()
-    solve_text = [solve_function(k, None) for k in sorted(sizes | ({nd} if nd else set()))]
+    block_sizes = sorted({len(tb.block.unknowns) for tb in tri.blocks})
+    sizes_mat = {(k, f) for k in block_sizes}
+    solve_text = [solve_function(k, None) for k in sorted(sizes | set(block_sizes))]
     solve_text += [solve_function(a, b) for a, b in sorted(sizes_mat)]
 
     lines = [f"package {pkg} {_string(f'{mech.name}: embedded equations of motion, exported by fmigen')}", ""]
@@ -582,11 +583,6 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
             "\"their velocities at the last sample\";",
             "    discrete Real fmigen_ts(start = 0.0, fixed = true) \"the last sample's time\";",
             f"    Real fmigen_pred[{nd}] \"the dependent coordinates predicted from the last sample\";",
-            f"    Real fmigen_Jd[{nd}, {nd}] \"Φ_d\";",
-            f"    Real fmigen_Ji[{nd}, {f}] \"Φ_i\";",
-            f"    Real fmigen_Jt[{nd}] \"Φ_t\";",
-            f"    Real fmigen_X[{nd}, {f}] \"Φ_d⁻¹ Φ_i\";",
-            f"    Real fmigen_gamma[{nd}] \"γ: Φ_q q̈ = γ\";",
         ]
     lines += [f"    Real fmigen_B[{n}, {f}] \"q̇ = B q̇_i + c\";",
               f"    Real fmigen_ac[{n}] \"a_c = [Φ_d⁻¹ γ ; 0]\";",
@@ -607,26 +603,42 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
         lines.append("    end when;")
         lines.append("    // the kinematics, block by block")
         lines += ["  " + c for c in calls]
-        lines.append("    // velocities: Φ_d v_d = −(Φ_i v_i + Φ_t)")
-        lines.append(f"    fmigen_Jd = {_matrix([[m(emb.Phi_q[r, c]) for c in D] for r in range(nd)])};")
-        lines.append(f"    fmigen_Ji = {_matrix([[m(emb.Phi_q[r, c]) for c in I] for r in range(nd)])};")
-        lines.append(f"    fmigen_Jt = {{{', '.join(m(emb.Phi_t[r]) for r in range(nd))}}};")
-        lines.append(f"    fmigen_X = fmigen_solve{nd}x{f}(fmigen_Jd, fmigen_Ji);")
-        lines.append(f"    {{{', '.join(vn[i] for i in D)}}} = -(fmigen_X * {{{', '.join(vn[i] for i in I)}}} "
-                     f"+ fmigen_solve{nd}(fmigen_Jd, fmigen_Jt));")
-        lines.append(f"    fmigen_gamma = {{{', '.join(m(emb.gamma[r]) for r in range(nd))}}};")
-        acd = f"fmigen_solve{nd}(fmigen_Jd, fmigen_gamma)"
+        # Φ_d is block-triangular (the blocks in solving order): velocities,
+        # the columns of B and the dependent accelerations block by block,
+        # each from its diagonal block Φ_bb and what earlier blocks solved
+        lines.append("    // per block b: Φ_bb v_b = −(Φ_t,b + Σ_known Φ_bj v_j), Φ_bb B_b = −Σ_known Φ_bj B_j, "
+                     "Φ_bb a_c,b = γ_b − Σ_known Φ_bj a_c,j")
+        decls = []
+        for bi, tb in enumerate(tri.blocks):
+            U, E, K = tb.block.unknowns, tb.block.equations, tb.block.knowns
+            nb = len(U)
+            jb = f"fmigen_J{bi + 1}"
+            decls += [f"    Real {jb}[{nb}, {nb}] \"Φ_q of block {bi + 1}, its unknowns' columns\";",
+                      f"    Real fmigen_B{bi + 1}[{nb}, {f}] \"rows of B of block {bi + 1}\";",
+                      f"    Real fmigen_a{bi + 1}[{nb}] \"a_c of block {bi + 1}\";"]
+            lines.append(f"    {jb} = {_matrix([[m(emb.Phi_q[e, i]) for i in U] for e in E])};")
+            vel = [emb.Phi_t[e] + sum((emb.Phi_q[e, j] * dae.v_sym[j] for j in K), sp.S.Zero) for e in E]
+            lines.append(f"    {{{', '.join(vn[i] for i in U)}}} = -fmigen_solve{nb}({jb}, "
+                         f"{{{', '.join(m(x) for x in vel)}}});")
+            Bsym = lambda j, k: (sp.S.One if I.index(j) == k else sp.S.Zero) if j in I else \
+                sp.Symbol(f"fmigen_B[{j + 1}, {k + 1}]")  # noqa: E731
+            rhs = [[m(sum((emb.Phi_q[e, j] * Bsym(j, k) for j in K), sp.S.Zero)) for k in range(f)] for e in E]
+            lines.append(f"    fmigen_B{bi + 1} = -fmigen_solve{nb}x{f}({jb}, {_matrix(rhs)});")
+            acc = [emb.gamma[e] - sum((emb.Phi_q[e, j] * sp.Symbol(f"fmigen_ac[{j + 1}]") for j in K if j not in I),
+                                      sp.S.Zero) for e in E]
+            lines.append(f"    fmigen_a{bi + 1} = fmigen_solve{nb}({jb}, {{{', '.join(m(x) for x in acc)}}});")
+        at = lines.index("  equation")
+        lines[at:at] = decls
+    where = {i: (bi, k) for bi, tb in enumerate(tri.blocks) for k, i in enumerate(tb.block.unknowns)}
     rows_B, rows_ac = [], []
     for i in range(n):
         if i in I:
             rows_B.append(["1.0" if I.index(i) == k else "0.0" for k in range(f)])
             rows_ac.append("0.0")
         else:
-            rows_B.append([f"-fmigen_X[{slot[i] + 1}, {k + 1}]" for k in range(f)])
-            rows_ac.append(f"fmigen_ac_d[{slot[i] + 1}]")
-    if nd:
-        lines.insert(lines.index("  equation"), f"    Real fmigen_ac_d[{nd}] \"Φ_d⁻¹ γ\";")
-        lines.append(f"    fmigen_ac_d = {acd};")
+            bi, r = where[i]
+            rows_B.append([f"fmigen_B{bi + 1}[{r + 1}, {k + 1}]" for k in range(f)])
+            rows_ac.append(f"fmigen_a{bi + 1}[{r + 1}]")
     lines.append("    // the embedded ODE: (Bᵀ M B) q̈_i = Bᵀ (F − M a_c)")
     lines.append(f"    fmigen_B = {_matrix(rows_B)};")
     lines.append(f"    fmigen_ac = {{{', '.join(rows_ac)}}};")
