@@ -28,11 +28,12 @@ Modelica instead of C:
   loop; the period only has to be short against the time the mechanism takes
   from one assembly branch to the other (default 1 ms);
 * the dynamics as equations: the velocity constraint Φ_d v_d = −(Φ_i v_i +
-  Φ_t), the acceleration constraint's right side γ, the mass matrix M and
+  Φ_t), the columns of B = [−Φ_d⁻¹ Φ_i ; I] and a_c = [Φ_d⁻¹ γ ; 0], each
+  block by block (Φ_d is block-triangular: a block's diagonal Φ_bb against
+  what earlier blocks solved, as the C runtime does), the mass matrix M and
   forces F in the coordinates, and the embedded ODE (Bᵀ M B) q̈_i = Bᵀ (F −
-  M a_c) with B = [−Φ_d⁻¹ Φ_i ; I], whose small linear systems are solved by
-  Gaussian elimination with partial pivoting (generated functions of fixed
-  size);
+  M a_c); the small linear systems are solved by Gaussian elimination with
+  partial pivoting (generated functions of fixed size);
 * tunable parameters as ``parameter Real``; structural ones (geometry, baked
   into the Gröbner bases) as ``final parameter Real`` for the reader; inputs
   as ``input Real`` with their start; outputs as ``output Real``; units as
@@ -667,6 +668,9 @@ def export_mechanism(spec, package=None, log=None, use_cache=True, predictor_per
     mechanism object), derived as ``fmigen build`` derives it."""
     from .pipeline import compile_model, prepare_mechanism
     mech = prepare_mechanism(spec, log, use_cache)
+    if mech.kinematic:   # before deriving: export() refuses it too
+        raise ModelError(f"'{mech.name}' is a kinematic mechanism (its independent coordinates are inputs); "
+                         "the Modelica export writes the embedded equations of motion")
     compiled = compile_model(mech, use_cache=use_cache, log=log)
     text = export(compiled, package, predictor_period)
     model = identifier(mech.name, "")

@@ -94,3 +94,21 @@ def test_printer():
     assert mo(sp.Piecewise((x, x > 0), (y, True))) == "(if (x > 0) then x else y)"
     assert mo(sp.atan2(y, x)) == "atan2(y, x)"
     assert mo(x**7) == "(x)^(7)"
+
+
+def test_cli_writes_the_model_and_refuses_a_kinematic_mechanism(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent   # the CLI of this checkout
+    out = tmp_path / "fb.mo"
+    run = subprocess.run([sys.executable, "-m", "fmigen.cli", "export-modelica", "fourbar", "-o", str(out),
+                          "--package", "Plant", "--json"], capture_output=True, text=True, cwd=root)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {"modelica": str(out), "model": "Plant.fourbar"}
+    model = rumoca.Session().loads(out.read_text(), model="Plant.fourbar")
+    assert model.structure().is_balanced
+    bad = subprocess.run([sys.executable, "-m", "fmigen.cli", "export-modelica", "landing_gear", "-o",
+                          str(tmp_path / "lg.mo")], capture_output=True, text=True, cwd=root)
+    assert bad.returncode == 2 and "kinematic mechanism" in bad.stderr and "Traceback" not in bad.stderr
