@@ -56,7 +56,7 @@ FORMAT = "derived-1"
 #: interface, and no entry holds a value reference.
 CONSUMERS = {"__init__.py", "__main__.py", "cli.py", "fmu.py", "fmi3.py", "variables.py", "validate.py",
              "check.py", "bench.py", "bench_build.py", "reference.py", "pyruntime.py", "formulation.py",
-             "progress.py", "sweep.py", "sweep_worker.py", "bundle.py"}
+             "progress.py", "sweep.py", "sweep_worker.py", "bundle.py", "modelica.py"}
 
 
 @dataclass
