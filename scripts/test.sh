@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up and run the whole test suite (what CI runs), across every core
 # (pytest-xdist; a test file's tests stay on one worker, so its
-# module-scoped builds are made once).  --quick: the quick tier only, for
+# module-scoped builds are made once; the longest files start first:
+# tests/conftest.py, LONG_FIRST).  --quick: the quick tier only, for
 # edit loops (tests/conftest.py, QUICK: the four-bar, slider-crank and Stewart
 # end to end, and the unit tests).  Other arguments go to pytest.
 set -euo pipefail
@@ -12,4 +13,4 @@ if [ "${1:-}" = "--quick" ]; then
     select=(-m quick)
 fi
 bash scripts/setup.sh
-.venv/bin/python -m pytest -q -n auto --dist loadfile "${select[@]}" "$@"
+.venv/bin/python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder "${select[@]}" "$@"

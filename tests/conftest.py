@@ -202,9 +202,25 @@ QUICK = {
 }
 
 
+#: The order in which pytest-xdist hands out the test files (scripts/test.sh:
+#: ``--dist loadfile --no-loadscope-reorder``; a file's tests stay on one
+#: worker, so its module-scoped builds are made once): the longest files,
+#: as measured, first, the others after them in collection order.  A long
+#: file started last is the run's tail, one worker busy while the other
+#: idles; xdist's own order (by the number of tests in a file) put the
+#: longest ones anywhere.  (``--dist loadgroup`` could split a file, but
+#: with pytest 9 its groups do not reach the scheduler.)
+LONG_FIRST = ["test_joint_model.py", "test_masters.py", "test_avx_variant.py", "test_bench.py",
+              "test_embedding_code.py", "test_start_pose.py", "test_exact_kinematics.py", "test_five_link.py",
+              "test_check.py", "test_time_events.py", "test_sink_definitions.py", "test_slp.py"]
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         name = item.path.name
         test = f"{name}::{item.originalname}"
         if name in QUICK or test in QUICK:
             item.add_marker(pytest.mark.quick)
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    # stable: collection order within a file and among the rest
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FIRST)))

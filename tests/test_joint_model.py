@@ -200,7 +200,9 @@ def test_a_float_that_reaches_the_groebner_stage_is_refused_by_name():
 # --- FMUs of the rewrites agree with the low-level mechanisms ---------------------
 
 def _run(name, tmp_path, stop):
-    path, _ = build_fmu(name, tmp_path / f"{name}.fmu", solver="rk4", step=1e-3)
+    # reuse: a derivation another test recorded is packaged as fmigen build
+    # packages it; only the FMUs are compared
+    path, _ = build_fmu(name, tmp_path / f"{name}.fmu", solver="rk4", step=1e-3, reuse=True)
     return simulate_fmu(str(path), stop_time=stop, output_interval=0.01)
 
 
@@ -626,7 +628,7 @@ def test_landing_gear_joints_kinematic_fmu_matches_landing_gear(tmp_path):
     out = [*angles, *(f"der({a})" for a in angles), "constraint_residual"]
     runs = []
     for name in ("landing_gear", "landing_gear_joints"):
-        path, _ = build_fmu(name, tmp_path / f"{name}.fmu")
+        path, _ = build_fmu(name, tmp_path / f"{name}.fmu", reuse=True)
         runs.append(simulate_fmu(str(path), stop_time=5.0, output_interval=0.01, input=p_bc_ramp(200.0, 10.0, 5.0),
                                  output=out))
     low, jnt = runs

@@ -12,7 +12,6 @@ import pytest
 from fmigen import codegen
 from fmigen.bench import compile_harness
 from fmigen.pipeline import compile_model, load_mechanism
-from conftest import compiled_model
 
 SOURCE = """int f(double *q, double *out)
 {
@@ -115,9 +114,17 @@ def test_a_sunk_model_runs_bit_for_bit_like_the_model_as_generated(name, tmp_pat
     sequences' coefficient functions (mutable a0 += ...); fourbar_chain: γ
     by forward differentiation.  Both builds run 0.3 s of explicit Euler in
     the native harness and must end in the same bits."""
-    sunk = compiled_model(name).generated
-    monkeypatch.setattr(codegen, "sink_definitions", lambda source: source)
-    plain = compile_model(load_mechanism(name)).generated
+    # one derivation gives both: the generator's source is kept as it was
+    # before the pass, and finished as generate() finishes the sunk one
+    real_sink, real_finish = codegen.sink_definitions, codegen.finish
+    before, finished = [], []
+    monkeypatch.setattr(codegen, "sink_definitions", lambda source: before.append(source) or real_sink(source))
+    monkeypatch.setattr(codegen, "finish", lambda *args: finished.append(args) or real_finish(*args))
+    sunk = compile_model(load_mechanism(name)).generated
+    assert len(before) == len(finished) == 1
+    identifier, body, *rest = finished[0]
+    assert body == real_sink(before[0]) and sunk.model_c.startswith(body)
+    plain = real_finish(identifier, before[0], *rest)
     assert sunk.model_c != plain.model_c
     runs = []
     for label, gen in (("sunk", sunk), ("plain", plain)):

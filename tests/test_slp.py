@@ -63,23 +63,42 @@ def models():
     return packed, plain
 
 
-def _run(gen, workdir, args, defines=(), flags=(), strict=True):
-    """The driver on ``gen``'s model.c: with ``strict``, without a warning
-    (the pass drops what nothing reads; the generator's own code leaves the
-    ±1 entries of Φ_i unread)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "model.c").write_text(gen.model_c)
-    (workdir / "model_config.h").write_text(gen.config_h)
-    (workdir / "driver.c").write_text(DRIVER)
-    exe = workdir / "driver"
-    warnings = ["-Wall", "-Wextra", "-Werror"] if strict else []
-    subprocess.run(["gcc", "-O2", "-std=c99", "-fno-math-errno", *warnings, *flags,
-                    *[f"-D{d}" for d in defines], f"-I{workdir}", f"-I{RUNTIME_DIR}", str(workdir / "driver.c"),
-                    str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "fmigen_augmented.c"),
-                    "-o", str(exe), "-lm"], check=True, capture_output=True, text=True)
-    out = subprocess.run([str(exe), *map(str, args)], check=True, capture_output=True, text=True).stdout
-    return [[int(x) for x in ln.split()[:3]] + [float.fromhex(x) for x in ln.split()[3:]]
-            for ln in out.strip().split("\n")]
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """``run(gen, args, defines=(), flags=(), strict=True)``: the driver on
+    ``gen``'s model.c, run with ``args``.  Each build (model, defines, flags)
+    is compiled once for the module: the states, the flattened angle and the
+    NaN are the driver's arguments, not part of its build.  With ``strict``,
+    compiled without a warning (the pass drops what nothing reads; the
+    generator's own code leaves the ±1 entries of Φ_i unread)."""
+    built = {}
+
+    def driver(gen, defines, flags, strict):
+        key = (id(gen), tuple(defines), tuple(flags), strict)
+        if key not in built:
+            workdir = tmp_path_factory.mktemp("driver")
+            (workdir / "model.c").write_text(gen.model_c)
+            (workdir / "model_config.h").write_text(gen.config_h)
+            (workdir / "driver.c").write_text(DRIVER)
+            exe = workdir / "driver"
+            warnings = ["-Wall", "-Wextra", "-Werror"] if strict else []
+            subprocess.run(["gcc", "-O2", "-std=c99", "-fno-math-errno", *warnings, *flags,
+                            *[f"-D{d}" for d in defines], f"-I{workdir}", f"-I{RUNTIME_DIR}",
+                            str(workdir / "driver.c"), str(RUNTIME_DIR / "fmigen_core.c"),
+                            str(RUNTIME_DIR / "fmigen_augmented.c"), "-o", str(exe), "-lm"],
+                           check=True, capture_output=True, text=True)
+            # the model object stays alive (the module's fixture holds it),
+            # so its id is not reused for another while this key exists
+            built[key] = (gen, exe)
+        return built[key][1]
+
+    def run_driver(gen, args, defines=(), flags=(), strict=True):
+        exe = driver(gen, defines, flags, strict)
+        out = subprocess.run([str(exe), *map(str, args)], check=True, capture_output=True, text=True).stdout
+        return [[int(x) for x in ln.split()[:3]] + [float.fromhex(x) for x in ln.split()[3:]]
+                for ln in out.strip().split("\n")]
+
+    return run_driver
 
 
 def test_the_legs_run_in_lanes(models):
@@ -97,15 +116,15 @@ def test_the_legs_run_in_lanes(models):
 
 
 @pytest.mark.parametrize("flags", [[], ["-mavx"]], ids=["sse2", "avx"])
-def test_lanes_and_their_scalar_build_give_the_same_bits(tmp_path, models, flags):
+def test_lanes_and_their_scalar_build_give_the_same_bits(run, models, flags):
     """500 random states: v_d and q̈_i of the vector build and of the build
     without vector types, bit for bit (the same operations lane by lane);
     and against the generator's code without the pass, the same to
     rounding: the lanes evaluate some sums in another order."""
     packed, plain = models
-    a = _run(packed, tmp_path / "vec", [500, -1, -1], flags=flags)
-    b = _run(packed, tmp_path / "scalar", [500, -1, -1], defines=["FMIGEN_VECTORS=0"])
-    c = _run(plain, tmp_path / "plain", [500, -1, -1], strict=False)
+    a = run(packed, [500, -1, -1], flags=flags)
+    b = run(packed, [500, -1, -1], defines=["FMIGEN_VECTORS=0"])
+    c = run(plain, [500, -1, -1], strict=False)
     assert a == b
     assert all(row[:3] == [0, 0, 0] for row in a)
     worst = 0.0
@@ -117,7 +136,7 @@ def test_lanes_and_their_scalar_build_give_the_same_bits(tmp_path, models, flags
 
 
 @pytest.mark.parametrize("leg", range(6))
-def test_a_singular_leg_is_refused_in_every_lane(tmp_path, models, leg):
+def test_a_singular_leg_is_refused_in_every_lane(run, models, leg):
     """A leg whose Jacobian block is singular (cos β = 0: the block's
     determinant is zero) makes velocities and prepare return 1, whichever
     lane it is in (legs 5 and 6 share a chunk with two repeated lanes); a
@@ -125,9 +144,9 @@ def test_a_singular_leg_is_refused_in_every_lane(tmp_path, models, leg):
     packed, plain = models
     beta = 6 + 3 * leg + 1
     for args in ([20, beta, -1], [20, -1, beta + 1]):
-        a = _run(packed, tmp_path / f"vec{args[1]}_{args[2]}", args)
-        b = _run(packed, tmp_path / f"scalar{args[1]}_{args[2]}", args, defines=["FMIGEN_VECTORS=0"])
-        c = _run(plain, tmp_path / f"plain{args[1]}_{args[2]}", args, strict=False)
+        a = run(packed, args)
+        b = run(packed, args, defines=["FMIGEN_VECTORS=0"])
+        c = run(plain, args, strict=False)
         assert [r[:3] for r in a] == [r[:3] for r in b] == [r[:3] for r in c]
         assert all(r[1] == 1 for r in a), [r[:3] for r in a]
 

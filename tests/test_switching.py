@@ -10,14 +10,14 @@ from conftest import reset_fmpy_logger
 from fmpy.fmi2 import FMU2Slave
 
 from fmigen.check import check
-from fmigen.pipeline import build_fmu
+from fmigen.pipeline import build_fmu, build_fmus
 
 
 @pytest.fixture(scope="module")
 def slider_fmus(tmp_path_factory):
     d = tmp_path_factory.mktemp("switching")
-    cs, _ = build_fmu("slider_crank_from_slider", d / "cs.fmu")
-    me, _ = build_fmu("slider_crank_from_slider", d / "me.fmu", kind="me")
+    # one derivation, both interfaces (fmigen build --kind cs,me)
+    (cs, me), _ = build_fmus("slider_crank_from_slider", [(d / "cs.fmu", "2", "cs"), (d / "me.fmu", "2", "me")])
     return cs, me
 
 
@@ -106,7 +106,7 @@ def test_switching_rewrites_angle_sum_slots(tmp_path):
     m.name, m.independent, m.switch_independent = "scj_from_slider", ["x"], [["theta"]]
     switching, compiled = build_fmu(m, tmp_path / "x.fmu")
     assert compiled.triangular.blocks[0].angle_sums
-    plain, _ = build_fmu("slider_crank_joints", tmp_path / "theta.fmu")
+    plain, _ = build_fmu("slider_crank_joints", tmp_path / "theta.fmu", reuse=True)
     msgs, logger = _messages()
     out = ["theta", "B", "x"]
     r = fmpy.simulate_fmu(str(switching), stop_time=2.0, output_interval=0.01, output=out, logger=logger,
