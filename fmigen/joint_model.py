@@ -28,7 +28,10 @@
    the tree: the world frame when that is ground, a chassis' frame for the
    loops of a suspension below it (then the chassis pose, which every row
    would otherwise contain, drops out, and each corner's loops keep the
-   structure they have on a fixed chassis); identically zero equations are dropped
+   structure they have on a fixed chassis).  The loops of one coupled
+   block that would close in different bodies share one frame instead (of
+   theirs, the one where the fewest rows contain knowns: ``_shared_frames``),
+   so every angle in the block is relative to the same body.  Identically zero equations are dropped
    (the out-of-plane ones of a planar loop), then the redundant ones: the
    rows of Φ_q are selected greedily at points on the constraint manifold
    (the start projected onto it and two nearby points), keeping a row only
@@ -263,17 +266,31 @@ class _Tree:
         above_a = set(self.path(a))
         return next(x for x in self.path(b) if x in above_a)
 
-    def relative_pose(self, body, ancestor, cache):
-        """(r, R) of ``body`` in the frame of ``ancestor`` (on its path)."""
-        key = (body, ancestor)
+    def relative_pose(self, body, frame, cache):
+        """(r, R) of ``body`` in the frame of the body ``frame``, composed
+        along the tree path between them: down from an ancestor as the world
+        poses are, and up a joint (traversed the other way) where ``body``
+        is above ``frame`` or on another branch.  So a planar body's angle
+        stays one sum of joint angles relative to ``frame``'s."""
+        key = (body, frame)
         if key not in cache:
-            if body == ancestor:
+            if body == frame:
                 cache[key] = _Pose(sp.zeros(3, 1), sp.eye(3), None, sp.Integer(0))
             else:
-                j, reverse = self.up[body]
-                r, R, angle = _place(self.relative_pose(self.parent(body), ancestor, cache), j, reverse)
+                above = self.path(frame)
+                if body in above:
+                    # placed from the body below it on frame's path
+                    below = above[above.index(body) - 1]
+                    j, reverse = self.up[below]
+                    r, R, angle = _place(self.relative_pose(below, frame, cache), j, not reverse)
+                else:
+                    j, reverse = self.up[body]
+                    r, R, angle = _place(self.relative_pose(self.parent(body), frame, cache), j, reverse)
                 cache[key] = _Pose(r, R, None, angle)
         return cache[key]
+
+    def depth(self, body):
+        return len(self.path(body)) - 1
 
 
 def _loaded_coordinates(system: JointSystem):
@@ -637,12 +654,12 @@ def to_mechanism(system: JointSystem) -> Mechanism:
     m.gravity = tuple(sp.sympify(g) for g in system.gravity)
 
     # closure equations of the cut joints, each in the frame of the lowest
-    # body both its markers hang from (ground: the world frame)
-    candidates, position_checks = [], []
-    for j in cut:
-        frame_body = tree_links.common_ancestor(j.parent.body.name, j.child.body.name)
-
-        def loop_pose(mk: Marker, frame_body=frame_body):
+    # body both its markers hang from (ground: the world frame), except that
+    # the loops of one coupled block share one frame (``_shared_frames``)
+    def loop_rows(j, frame_body):
+        """(closure rows of the cut joint ``j`` in ``frame_body``'s frame,
+        its distance-link position check or None)."""
+        def loop_pose(mk: Marker):
             if frame_body == system.ground.name:
                 return marker_pose(mk)
             p = tree_links.relative_pose(mk.body.name, frame_body, relative_cache)
@@ -652,10 +669,18 @@ def to_mechanism(system: JointSystem) -> Mechanism:
         RC, rC = loop_pose(j.child)
         link = _distance_link(system, j, tree_links) if system.distance_links else None
         if link is not None:
-            candidates += distance_link_equations(j, *link, loop_pose)
-            position_checks.append((j, [e for _, e in closure_equations(j, RP, rP, RC, rC)], link[0], link[1]))
-        else:
-            candidates += closure_equations(j, RP, rP, RC, rC)
+            return (distance_link_equations(j, *link, loop_pose),
+                    (j, [e for _, e in closure_equations(j, RP, rP, RC, rC)], link[0], link[1]))
+        return closure_equations(j, RP, rP, RC, rC), None
+
+    frames = {j.name: tree_links.common_ancestor(j.parent.body.name, j.child.body.name) for j in cut}
+    rows = {j.name: loop_rows(j, frames[j.name]) for j in cut}
+    shared = _shared_frames(system, m, coords, cut, frames, rows, loop_rows, tree_links)
+    for j in cut:
+        if shared[j.name] != frames[j.name]:
+            rows[j.name] = loop_rows(j, shared[j.name])
+    candidates = [row for j in cut for row in rows[j.name][0]]
+    position_checks = [rows[j.name][1] for j in cut if rows[j.name][1] is not None]
     projected = _select_constraints(system, m, coords, candidates)
     _check_start_closes(system, coords, position_checks, projected)
 
@@ -887,6 +912,97 @@ def _regular_choice(preferred, coords, qs, chosen, dof, J):
         dependent = set()
     # in model order, as pivoted QR's choice is
     return [nm for i, nm in enumerate(names) if i not in dependent], None
+
+
+def _shared_frames(system, m, coords, cut, frames, rows, loop_rows, tree_links):
+    """{cut joint name: the body whose frame its closure rows are written
+    in}: ``frames`` (each loop's lowest common body), except that the loops
+    of one coupled block (a block of the block-triangular structure, as
+    ``partition`` will find it) that close in different frames all get one:
+    of their frames, the one in which the fewest of their rows contain a
+    coordinate the block does not solve for (nearest ground on a tie).
+
+    Why: a loop's rows read every body's angle relative to the body it
+    closes in.  Two coupled loops closing in different bodies read one
+    link's angle once relative and once absolute (the Stephenson I six-bar:
+    its floating four-bar closes in the crank's frame, the plate's leg to
+    ground in the world frame), so the block's ring mixes cos A with
+    cos(θ + A), the known crank angle multiplies unknowns, and the lex basis
+    did not finish within Singular's 600 s.  In one frame every angle is
+    relative to the same body and the angle sums are consistent
+    (``triangular.angle_plan``).  Rows free of knowns have constant
+    coefficients, so the frame that keeps the most of them gives the basis
+    the fewest parameters: the six-bar's four-bar loop is constant in the
+    crank's frame, where only the third leg's ground pivot moves (its basis
+    takes seconds), while in the world frame both crank pivots move too.
+    Loops in blocks solved one after another keep their own frames: each
+    block's ring is consistent already.
+
+    A frame is only taken where the rows written in it contain no
+    coordinate of a later block (the block structure stays as it was).  The
+    blocks need the independent coordinates: the declared ones, else as
+    ``_regular_choice`` takes them at the start (the preferred ones
+    completed by pivoted QR).  When the start does not close or the
+    structure is singular, the frames stay: the selection reports that."""
+    if len(set(frames.values())) < 2:
+        return frames
+    candidates = [row for j in cut for row in rows[j.name][0]]
+    owner = [j.name for j in cut for _ in rows[j.name][0]]
+    try:
+        qs, chosen, dof, J = _closure_rows(system, m, coords, candidates, set(system.independent or []))
+    except ModelError:
+        return frames
+    if system.independent is not None:
+        independent = set(system.independent)
+    else:
+        names, _ = _regular_choice(list(system.preferred_independent or []), coords, qs, chosen, dof, J)
+        if names is None:
+            names, _ = _regular_choice([], coords, qs, chosen, dof, J)
+        if names is None:
+            return frames
+        independent = set(names)
+    from types import SimpleNamespace
+    from .partition import block_decomposition
+    plain = {c.symbol: sp.Symbol(f"_q{i}") for i, c in enumerate(coords)}
+    structure = SimpleNamespace(m=len(chosen), q_sym=list(plain.values()),
+                                Phi=[sp.sympify(candidates[k][1]).xreplace(plain) for k in chosen],
+                                constraint_names=[candidates[k][0] for k in chosen])
+    indep = [i for i, c in enumerate(coords) if c.name in independent]
+    try:
+        blocks = block_decomposition(structure, indep, [i for i in range(len(coords)) if i not in indep])
+    except ModelError:
+        return frames
+    joints = {j.name: j for j in cut}
+    order = [j.name for j in cut]
+
+    def used(e):
+        return {i for i, c in enumerate(coords) if e.has(c.symbol)}
+
+    out, solved = dict(frames), set(indep)
+    for b in blocks:
+        unknowns = set(b.unknowns)
+        allowed = solved | unknowns
+        solved |= unknowns
+        owners = sorted({owner[chosen[k]] for k in b.equations}, key=order.index)
+        # a joint whose kept rows are split over blocks keeps its frame
+        if any(owner[chosen[k]] in owners for k in range(len(chosen)) if k not in b.equations):
+            continue
+        options = sorted({frames[o] for o in owners}, key=lambda f: (tree_links.depth(f), f))
+        if len(options) < 2:
+            continue
+        best = None
+        for frame in options:
+            known_rows, fits = 0, True
+            for o in owners:
+                for _, e in (rows[o][0] if frames[o] == frame else loop_rows(joints[o], frame)[0]):
+                    u = used(e)
+                    fits &= u <= allowed
+                    known_rows += bool(u - unknowns)
+            if fits and (best is None or known_rows < best[0]):
+                best = (known_rows, frame)
+        if best is not None:
+            out.update({o: best[1] for o in owners})
+    return out
 
 
 def _floating_base(system, tree, tree_links):

@@ -18,20 +18,16 @@ kg per metre of perimeter, gravity along −y, a crank torque of 0.5 N·m and
 a viscous bearing of 0.3 N·m·s on the crank; start at the drawn pose (θ =
 atan2(0.09, 0.05)).
 
-# known: refused.  The 4×4 block's lex Gröbner basis does not finish within
-# Singular's safety limit of 600 s of CPU: the build stops after it with an
-# error that names newton_blocks and groebner_order as the ways out (issue
-# 33 item 5: this six-bar should be triangular).
-# Diagnosis: the two loops close in different frames (joint_model takes
-# each cut joint's lowest common body): cut D (link4-plate) in the crank's
-# frame (rows in A, A + C, B, free of theta), cut E in the world frame
-# (theta + A, theta + A + C, psi).  angle_plan cannot then make every
-# argument an absolute angle: the ring mixes c_A with c_theta_A_C and
-# cos/sin theta multiply the unknowns.  With s.cut = ["A", "D"] both
-# loops close in the world frame and the ideal is in the four absolute
-# angles (theta only in constants), but it had not finished after 49 s of
-# CPU either (the load left it little), so the frame mix is not shown to
-# be the whole cause.
+Build note: the two loops would close in different bodies (cut D, the
+floating four-bar, in the crank's frame; cut E, the plate's leg to ground,
+in the world frame), mixing relative and absolute angles in the block,
+whose lex basis then did not finish within Singular's 600 s of CPU.  The
+joint model closes a coupled block's loops in one frame
+(``joint_model._shared_frames``), here the crank's: the four-bar loop has
+constant coefficients and θ only moves O6, a basis of about 13 s of
+Singular CPU.  Its primary sequence is ill-conditioned on much of the turn
+(docs/corpus.md): the conditioning search adds alternatives and the
+run-time Newton fallback solves the rest.
 """
 from corpus._planar import linkage
 
