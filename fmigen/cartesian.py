@@ -650,8 +650,13 @@ class CartesianModel:
         m = len(Phi)
         K = np.block([[self.M, J.T], [J, np.zeros((m, m))]])
         rhs = np.r_[Q, gamma - 2 * a * (J @ V) - a * a * Phi]
-        # QR with column pivoting (gelsy): rank-revealing like the SVD, ~3x faster here
-        sol = scipy.linalg.lstsq(K, rhs, cond=1e-12, lapack_driver="gelsy", check_finite=False)[0]
+        # the SVD (gelsd).  Pivoted QR (gelsy) is faster, and its
+        # accelerations came within 3e-12 of the SVD's at every evaluation,
+        # yet CVODE's solution with it drifted from IDA's, MuJoCo's and the
+        # FMU's by 1.6e-6 over 0.64 s on the Bennett linkage (3 of 20 rows
+        # redundant, the drift shrinking with rtol); with the SVD it agrees
+        # with IDA to 1e-9
+        sol = scipy.linalg.lstsq(K, rhs, cond=1e-12, lapack_driver="gelsd", check_finite=False)[0]
         return sol[:6 * N], q, qd, P
 
     # --- start -----------------------------------------------------------------
