@@ -94,6 +94,9 @@ def consistent_accelerations(dae: DAE, tt, q, v, dependent=None):
         return np.linalg.solve(M, F), np.zeros(0)
     J = num.Phi_q(tt, q)
     gamma = num.gamma(tt, q, v)
+    if full is not dae and dependent is None:
+        raise ReferenceSolverError(f"'{dae.mechanism.name}' has redundant closure rows: the consistent "
+                                   "accelerations need the dependent coordinates to combine them")
     W = _weights(full, J, dependent) if full is not dae else None
     if W is not None:
         J, gamma = W @ J, W @ gamma
