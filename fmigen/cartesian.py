@@ -29,13 +29,15 @@ Haug/Nikravesh style, in absolute coordinates:
   from the marker frames (inverse joint kinematics, ``joint_coordinates``).
 
 Redundant constraints — a planar mechanism written in 3D has rank-deficient
-Φ_q (the four-bar: 20 rows, rank 17) — are handled by a minimum-norm solve
-of the augmented system [[M, Jᵀ], [J, 0]] [v̇; λ] = [f; γ̃] (least squares
-by SVD with a relative cut-off).  The accelerations are unique whenever M is
+Φ_q (the four-bar: 20 rows, rank 17) — are removed at every evaluation by
+the SVD of J: the rank-r rows Vᵣᵀ v̇ = Sᵣ⁻¹ Uᵣᵀ γ̃ (the rows' minimum-norm
+solution) replace J v̇ = γ̃, and the augmented system [[M, Vᵣ], [Vᵣᵀ, 0]]
+[v̇; λ] = [f; ·] is square.  The accelerations are unique whenever M is
 positive definite on the motions the joints allow (checked at the start,
 ``check_mass``); only λ is not, and any λ of a consistent redundant set gives
 the same Jᵀλ.  So no row selection has to be made at the start that could
-become singular later, and a body may have zero inertia about an axis its
+become singular later (an overconstrained Bennett loop's rows change rank
+along its motion), and a body may have zero inertia about an axis its
 joints hold (a planar link).
 
 With λ eliminated the equations are an ODE in (x, p, ẋ, ω'), integrated by
@@ -647,11 +649,24 @@ class CartesianModel:
         if not len(Phi):
             return self.Minv @ Q, q, qd, P
         a = self.baumgarte
-        m = len(Phi)
-        K = np.block([[self.M, J.T], [J, np.zeros((m, m))]])
-        rhs = np.r_[Q, gamma - 2 * a * (J @ V) - a * a * Phi]
-        # QR with column pivoting (gelsy): rank-revealing like the SVD, ~3x faster here
-        sol = scipy.linalg.lstsq(K, rhs, cond=1e-12, lapack_driver="gelsy", check_finite=False)[0]
+        # the redundant rows out first, by the SVD of J alone (its entries
+        # are unit vectors and lever arms, so its rank shows a clear gap):
+        # J = U S Vᵀ, and the rank-r rows Vᵣᵀ v̇ = Sᵣ⁻¹ Uᵣᵀ γ̃ replace J v̇ = γ̃
+        # (the minimum-norm solution of the rows).  The augmented system is
+        # then square and regular and needs no rank decision of its own:
+        # a least-squares solve of the whole rank-deficient system, whose
+        # singular values mix masses and inertias with J's, was fragile:
+        # pivoted QR (gelsy) let CVODE drift by 1.6e-6 over 1 s on the
+        # Bennett linkage (accelerations within 3e-12 of the SVD's), and the
+        # SVD (gelsd) raised the quarter car's error from 3.2e-10 to 1e-8.  The cut 1e-8 lies between
+        # the redundant rows' singular values off the constraint manifold
+        # (of the order of the drift) and a regular configuration's.
+        u, sv, vt = np.linalg.svd(J, full_matrices=False)
+        r = int((sv > 1e-8 * sv[0]).sum()) if len(sv) and sv[0] > 0 else 0
+        Jr = vt[:r]
+        rhs_c = (u[:, :r].T @ (gamma - 2 * a * (J @ V) - a * a * Phi)) / sv[:r]
+        K = np.block([[self.M, Jr.T], [Jr, np.zeros((r, r))]])
+        sol = np.linalg.solve(K, np.r_[Q, rhs_c])
         return sol[:6 * N], q, qd, P
 
     # --- start -----------------------------------------------------------------

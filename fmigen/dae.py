@@ -37,6 +37,10 @@ class DAE:
     Phi: sp.Matrix                   # m, in q and t (geometry is exact)
     constraint_names: list[str]
     outputs: dict[str, sp.Expr]
+    #: the mechanism's redundant closure rows (``Mechanism.redundant_constraints``),
+    #: plain like Phi; empty (0 x 1) for all but an overconstrained loop
+    Phi_redundant: sp.Matrix = None
+    redundant_names: list[str] = None
 
     @property
     def n(self):
@@ -49,6 +53,23 @@ class DAE:
     @cached_property
     def Phi_q(self) -> sp.Matrix:
         return self.Phi.jacobian(self.q_sym)
+
+    @property
+    def redundant(self) -> int:
+        return 0 if self.Phi_redundant is None else self.Phi_redundant.rows
+
+    @cached_property
+    def closure(self) -> "DAE":
+        """The same DAE with every closure row: Phi, then the redundant
+        rows (rank m on the motion, m + ``redundant`` rows).  What the
+        reference integrates: which m rows are independent can change along
+        the motion of an overconstrained loop, the full set's rank does not.
+        ``self`` when there is no redundant row."""
+        if not self.redundant:
+            return self
+        return DAE(self.mechanism, self.names, self.q_sym, self.v_sym, self.tunable, self.tunable_values,
+                   self.inputs, self.input_values, self.M, self.F, self.Phi.col_join(self.Phi_redundant),
+                   self.constraint_names + self.redundant_names, self.outputs)
 
     @cached_property
     def Phi_t(self) -> sp.Matrix:
@@ -177,8 +198,10 @@ def build_dae(mech: Mechanism) -> DAE:
     # a column even with no constraint (an open chain): sp.Matrix([]) is 0 x 0,
     # which has no Jacobian; 0 x 1 gives the 0 x n Φ_q every later stage expects
     Phi = sp.Matrix(len(mech.constraints), 1, [plain_exact(c.expr) for c in mech.constraints])
+    redundant = list(mech.redundant_constraints)
+    Phi_redundant = sp.Matrix(len(redundant), 1, [plain_exact(c.expr) for c in redundant])
     tunable_syms = {p.symbol for p in tunable} | {i.symbol for i in mech.inputs}
-    for c, e in zip(mech.constraints, Phi):
+    for c, e in zip(mech.constraints + redundant, [*Phi, *Phi_redundant]):
         bad = e.free_symbols & tunable_syms
         if bad:
             raise ModelError(
@@ -192,7 +215,8 @@ def build_dae(mech: Mechanism) -> DAE:
               [p.symbol for p in tunable], [float(p.value) for p in tunable],
               [i.symbol for i in mech.inputs], [i.start for i in mech.inputs],
               M, F, Phi, [c.name for c in mech.constraints],
-              {k: plain(v) for k, v in mech.outputs.items()})
+              {k: plain(v) for k, v in mech.outputs.items()},
+              Phi_redundant, [c.name for c in redundant])
     check_dof(dae)
     # here too, not only in codegen.finish: before the Gröbner bases
     check_mass_properties(mech)

@@ -79,7 +79,7 @@ from sympy.physics import mechanics as me
 
 from .floats import check_rule, rational
 from .joints import ANGLE_SLOTS, JointSystem, Marker
-from .model import FloatingBase, Mechanism, ModelError, t
+from .model import Constraint, FloatingBase, Mechanism, ModelError, t
 from .structure import DisjointSets
 
 #: cutting preference by kind, lower = cut first: the fewer closure equations
@@ -788,17 +788,20 @@ def _select_constraints(system, m, coords, candidates):
                                   f"taken: with them kept at their starts, {e}; the best-conditioned set "
                                   "at the start is taken instead")
         else:
-            indep, why = _regular_choice(preferred, coords, *attempt)
+            indep, why = _regular_choice(preferred, coords, *attempt[:4])
             if indep is None:
                 m.independent_note = (f"the preferred independent (actuated) coordinates {preferred} are not "
                                       f"taken: {why}; the best-conditioned set at the start is taken instead")
                 attempt = None
             else:
                 m.independent = indep
-    qs, chosen, dof, _ = attempt or _closure_rows(system, m, coords, candidates, set(system.independent or []))
+    qs, chosen, dof, _, alive = attempt or _closure_rows(system, m, coords, candidates, set(system.independent or []))
 
     for k in chosen:
         m.constraint(names[k], exprs[k])
+    # the rest of the closure that is not identically zero: redundant at the
+    # start, but not necessarily everywhere on the motion (model.py)
+    m.redundant_constraints = [Constraint(names[k], sp.sympify(exprs[k])) for k in alive if k not in chosen]
     m.dof = dof
     # a coordinate without a start gets the projected value as its guess
     for c, v in zip(coords, qs):
@@ -810,7 +813,8 @@ def _select_constraints(system, m, coords, candidates):
 def _closure_rows(system, m, coords, candidates, fixed):
     """(the start projected onto the closure with the coordinates ``fixed``
     kept, the independent closure equations' indices, the degrees of freedom,
-    Φ_q of those equations there); errors when the loops do not close or
+    Φ_q of those equations there, the indices of all equations that are not
+    identically zero); errors when the loops do not close or
     the DOF disagrees with what the system declares."""
     params = {p.symbol: rational(p.value, system.float_rule) for p in system.parameters}
     n = len(coords)
@@ -887,7 +891,7 @@ def _closure_rows(system, m, coords, candidates, fixed):
                          "of freedom")
     # Φ_q of the kept equations at the start itself (the rows were chosen
     # where the rank is largest, which may be a nearby assembly)
-    return qs, chosen, dof, (num.J(qs) if num.m else J)[rows]
+    return qs, chosen, dof, (num.J(qs) if num.m else J)[rows], alive
 
 
 def _regular_choice(preferred, coords, qs, chosen, dof, J):

@@ -149,6 +149,16 @@ class Mechanism:
     inputs: list[Input] = field(default_factory=list)
     bodies: list[Body] = field(default_factory=list)
     constraints: list[Constraint] = field(default_factory=list)
+    #: Rows that hold wherever ``constraints`` hold on the motion but were
+    #: left out of them because their Jacobian rows were linear combinations
+    #: of the kept ones at the start (an overconstrained loop: a Bennett
+    #: linkage's cut revolute gives five rows, two of them independent).
+    #: Which rows are independent can change along the motion (the kept pair
+    #: may lose rank where the full set does not), so the stages that must
+    #: stay on the true motion use them too: the Gröbner ideal of a block
+    #: (``triangular``) and the DAE reference (``reference``).  Not counted
+    #: in m (the DOF count and the embedding use ``constraints``).
+    redundant_constraints: list[Constraint] = field(default_factory=list)
     #: (point expression (3-tuple, world), force (3-tuple, world)) pairs.
     point_forces: list[tuple] = field(default_factory=list)
     #: per point force, with a floating base: (point relative to the base

@@ -116,7 +116,8 @@ def _reference_key(dae, q0, v0, output_times, independent, kwargs) -> str:
     h = hashlib.sha256()
     for part in [Path(reference.__file__).read_bytes(), Path(dae_mod.__file__).read_bytes(),
                  sksundae.__version__, np.__version__, sp.__version__,
-                 sp.srepr([dae.names, dae.q_sym, dae.v_sym, dae.tunable, dae.inputs, dae.M, dae.F, dae.Phi]),
+                 sp.srepr([dae.names, dae.q_sym, dae.v_sym, dae.tunable, dae.inputs, dae.M, dae.F, dae.Phi,
+                           dae.Phi_redundant]),
                  repr([list(map(float, dae.tunable_values)), list(map(float, dae.input_values))]),
                  np.asarray(q0, dtype=float).tobytes(), np.asarray(v0, dtype=float).tobytes(),
                  np.asarray(output_times, dtype=float).tobytes(), repr(list(independent)),

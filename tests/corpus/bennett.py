@@ -20,24 +20,17 @@ Drive: gravity along −y (link 4's frame) and a torque of 0.2 N·m on θ1;
 start at θ1 = 1.3 rad (θ2 = 2.839822…, θ3 = −1.3 from the relation above).
 Links are slim bars of 1 kg/m.
 
-# known: fails validation against IDA (max |Δθ2| 3.8 rad at t = 1 s) and,
-# narrowly, the Cartesian reference (1.6e-6, tolerance 1e-6); the FMU
-# follows the MuJoCo peer (all closure rows, soft) to 1.8e-8.  The front
-# end keeps two of the cut joint's five closure rows (J4_x, J4_y) by rank
-# at the start; the Bennett motion passes the folded pose θ1 = π, θ2 = 0,
-# θ3 = −π at t ≈ 0.72 s, where those two rows lose rank (σ_min of their
-# Jacobian in θ2, θ3: 0.18 at the start, 0 there) while the full closure
-# stays regular (σ_min 0.099).  IDA, integrating the two-row DAE, leaves
-# the Bennett curve there for another solution of the two rows (θ3 ≠ −θ1).
-# No fixed pair of the five rows is regular over the whole turn (every
-# pair's σ_min reaches ≤ 1e-4), so an overconstrained loop needs its rows
-# chosen or combined along the motion, not once at the start.  The
-# Cartesian reference (absolute coordinates, all 20 joint rows, rank 17,
-# minimum-norm solves) is the outlier of the other three: its distance
-# from the FMU grows steadily from the start (2.4e-8 at 0.04 s, 1.6e-6 at
-# 0.64 s, nothing special at the folded pose) with its own constraint
-# residual at 2.8e-10, while the FMU, MuJoCo and (before 0.72 s) IDA agree;
-# why its redundant-row handling loses accuracy here is not diagnosed.
+Validation (scripts/corpus.py --only bennett, 1 s): passes against IDA
+(1.2e-9 in q), the Cartesian reference (1.8e-9) and the MuJoCo peer
+(1.8e-8).  The two closure rows the front end keeps (J4_x, J4_y, chosen by
+rank at the start) lose rank at the folded pose θ1 = π, θ2 = 0, θ3 = −π
+(t ≈ 0.72 s; σ_min of their Jacobian in θ2, θ3: 0.18 at the start, 0
+there) while the full closure stays regular (σ_min 0.099), and no fixed
+pair of the five rows is regular over the whole turn; so the IDA reference
+integrates all five rows (``fmigen/reference.py``), which IDA on the two
+rows alone did not (it left the Bennett curve at the folded pose).
+``tests/test_redundant_closure.py`` checks the references against the
+closed-form relation above.
 """
 import math
 
