@@ -15,7 +15,7 @@ from .model import ModelError
 
 def _log(args):
     """Progress lines on stderr (with --json too: stdout carries the JSON
-    only), with a spinner on a terminal (fmigen/progress.py)."""
+    only), with a spinner on a terminal (fmigen/build/progress.py)."""
     if getattr(args, "quiet", False):
         return lambda msg: None
     return getattr(args, "progress", None) or (lambda msg: print(msg, file=sys.stderr, flush=True))
@@ -40,7 +40,7 @@ def _choices(*allowed):
 
 
 def cmd_build(args):
-    from .pipeline import build_fmus
+    from fmigen.build.pipeline import build_fmus
     t0 = time.perf_counter()
     if Path(args.output).is_dir():
         # checked before deriving: packaging is the last stage, and a cold
@@ -48,7 +48,7 @@ def cmd_build(args):
         raise ModelError(f"-o {args.output} is a directory; give the FMU file to write, such as "
                          f"{Path(args.output) / (Path(args.mechanism).stem + '.fmu')}")
     order = args.order.split(",") if args.order else None
-    from .formulation import AUGMENTED, option_name, params_from_args
+    from fmigen.generate.formulation import AUGMENTED, option_name, params_from_args
     given = params_from_args(args)
     for name, values in given.items():
         if name != args.kinematics:
@@ -62,8 +62,8 @@ def cmd_build(args):
                          "own numpy code (use --runtime c)")
     if args.runtime == "python":
         # the same reduced model as a pure-Python FMU through pythonfmu
-        # (FMI 2.0 Co-Simulation only; fmigen/pyruntime.py)
-        from .pyruntime import build_python_fmu
+        # (FMI 2.0 Co-Simulation only; fmigen/pyfmu/pyruntime.py)
+        from fmigen.pyfmu.pyruntime import build_python_fmu
         if args.fmi != "2" or args.kind != "cs":
             raise ModelError("--runtime python builds FMI 2.0 Co-Simulation only (pythonfmu); "
                              f"got --fmi {args.fmi} --kind {args.kind}")
@@ -122,7 +122,7 @@ def _output_dir(path):
 
 
 def cmd_validate(args):
-    from .validate import plot, validate
+    from fmigen.verify.validate import plot, validate
     _output_dir(args.plot)
     _output_dir(args.report)
     report = validate(args.mechanism, stop_time=args.stop_time, solver=args.solver, step=args.step,
@@ -134,7 +134,7 @@ def cmd_validate(args):
     if args.plot:
         plot(report, args.plot)
     if args.report:
-        from .report import write_html
+        from fmigen.verify.report import write_html
         write_html(report, args.report)
     if args.json:
         out = report.as_json()
@@ -177,7 +177,7 @@ def cmd_validate(args):
 
 
 def cmd_triangularize(args):
-    from .pipeline import compile_model, load_mechanism
+    from fmigen.build.pipeline import compile_model, load_mechanism
     t0 = time.perf_counter()
     order = args.order.split(",") if args.order else None
     compiled = compile_model(load_mechanism(args.mechanism, use_cache=not args.no_cache), order=order,
@@ -222,20 +222,20 @@ def _finite(x):
 
 
 def cmd_check(args):
-    from .check import check, format_report
+    from fmigen.verify.check import check, format_report
     report = check(args.mechanism, use_cache=not args.no_cache, log=_log(args))
     print(json.dumps(report) if args.json else format_report(report))
     return 0 if report["passed"] else 1
 
 
 def cmd_assemble(args):
-    from .assemble import cli_assemble
+    from fmigen.kinematics.assemble import cli_assemble
     return cli_assemble(args, _log(args))
 
 
 def cmd_export_mjcf(args):
-    from .mjcf import export_mjcf
-    from .pipeline import prepare_mechanism
+    from fmigen.frontends.mjcf import export_mjcf
+    from fmigen.build.pipeline import prepare_mechanism
     mech = prepare_mechanism(args.mechanism, _log(args))
     if mech.joint_system is None:
         raise ModelError(f"'{mech.name}' is written with the low-level API (fmigen.model.Mechanism); "
@@ -253,7 +253,7 @@ def cmd_export_mjcf(args):
 
 
 def cmd_export_modelica(args):
-    from .modelica import export_mechanism
+    from fmigen.tools.modelica import export_mechanism
     if Path(args.output).is_dir():
         raise ModelError(f"-o {args.output} is a directory; give the .mo file to write")
     text, name, _ = export_mechanism(args.mechanism, package=args.package, log=_log(args),
@@ -265,7 +265,7 @@ def cmd_export_modelica(args):
 
 
 def cmd_import_mjcf(args):
-    from .mjcf import import_mjcf
+    from fmigen.frontends.mjcf import import_mjcf
     system = import_mjcf(args.file)
     summary = {"name": system.name,
                "bodies": [b for b in system.bodies if b != "ground"],
@@ -334,8 +334,8 @@ def main(argv=None):
     p.add_argument("--no-cache", action="store_true",
                    help="derive everything again (Gröbner bases, the derived model, the compiled library) "
                         "instead of using the disk cache")
-    from .formulation import AUGMENTED
-    from .triangular import KINEMATICS
+    from fmigen.generate.formulation import AUGMENTED
+    from fmigen.kinematics.triangular import KINEMATICS
     p.add_argument("--kinematics", choices=[*KINEMATICS, *AUGMENTED],
                    default="groebner",
                    help="formulation: groebner (triangular sequences, default), newton (one Newton "
@@ -345,7 +345,7 @@ def main(argv=None):
                         "q, v; the constraints drift, see constraint_residual)")
     p.add_argument("--newton-tol", type=positive, default=None,
                    help="Newton step tolerance of --kinematics newton|newton-loop (absolute, default 1e-10)")
-    from .codegen_recursive import DYNAMICS, RECURSIVE_FROM_COUPLING, RECURSIVE_FROM_F
+    from fmigen.generate.codegen_recursive import DYNAMICS, RECURSIVE_FROM_COUPLING, RECURSIVE_FROM_F
     p.add_argument("--dynamics", choices=DYNAMICS, default="auto",
                    help="how the generated right-hand side solves the embedded ODE (same trajectories to "
                         "round-off): embedded forms the reduced mass matrix B^T M B (cost growing as f^2 to "
@@ -355,11 +355,11 @@ def main(argv=None):
                         f"crossover, where B is dense (at least {100 * RECURSIVE_FROM_COUPLING:.0f} percent of its entries "
                         "can be non-zero: loops nested in loops, not independent corners). Not with "
                         "--kinematics baumgarte|penalty|spring or --runtime python")
-    from .formulation import add_options as add_formulation_options
+    from fmigen.generate.formulation import add_options as add_formulation_options
     add_formulation_options(p)
     p.set_defaults(func=cmd_build)
 
-    from .bench import add_parser as add_bench_parser
+    from fmigen.tools.bench import add_parser as add_bench_parser
     add_bench_parser(sub)
 
     p = sub.add_parser("validate", help="build, run in fmpy and compare with the references",
@@ -483,13 +483,13 @@ def main(argv=None):
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.set_defaults(func=cmd_import_mjcf)
 
-    from .sweep import add_parser as add_sweep_parser
+    from fmigen.tools.sweep import add_parser as add_sweep_parser
     add_sweep_parser(sub)
-    from .bundle import add_parser as add_bundle_parser
+    from fmigen.verify.bundle import add_parser as add_bundle_parser
     add_bundle_parser(sub)
 
     args = parser.parse_args(argv)
-    from .progress import Progress
+    from fmigen.build.progress import Progress
     try:
         with Progress() as args.progress:
             return args.func(args)
@@ -497,11 +497,11 @@ def main(argv=None):
         print(f"fmigen: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:
-        from .fmu import BuildError   # here: fmu imports sympy, and --help should not wait for it
+        from fmigen.fmi.fmu import BuildError   # here: fmu imports sympy, and --help should not wait for it
         if isinstance(e, BuildError):
             print(f"fmigen: error: building the FMU failed: {e}", file=sys.stderr)
             return 2
-        from .groebner import GroebnerError
+        from fmigen.kinematics.groebner import GroebnerError
         if isinstance(e, GroebnerError):
             # where no Newton fallback exists (fmigen assemble lists every
             # assembly); the message is one line naming the cause

@@ -37,7 +37,7 @@ import math
 import sympy as sp
 from sympy import cos, sin
 
-from fmigen.assemble import AssemblyHints
+from fmigen.kinematics.assemble import AssemblyHints
 from fmigen.model import Mechanism
 
 DATA = {"r1": 13.0, "r2": 6.9, "r3": 5.5, "r4": 7.0, "r5": 15.0, "r6": 4.7, "r7": 23.5,

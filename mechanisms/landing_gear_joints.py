@@ -32,7 +32,7 @@ validates against IDA (5.5e-11) and the Cartesian reference (3.0e-11).
 """
 import sympy as sp
 
-from fmigen.joint_model import to_mechanism
+from fmigen.frontends.joint_model import to_mechanism
 from fmigen.joints import JointSystem
 
 from mechanisms.landing_gear import GUESSES, P_START

@@ -51,7 +51,7 @@ values are only guesses (there is no real assembly at the paper's lengths).
 """
 import sympy as sp
 
-from fmigen.assemble import AssemblyHints
+from fmigen.kinematics.assemble import AssemblyHints
 from fmigen.model import Mechanism
 
 P_A = [(0, 0, 0), (2, 3, 3), (3, 5, 0), (1, 0, 4), (4, 2, 1), (2, 1, 3)]

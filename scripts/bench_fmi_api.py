@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 def main(argv=None) -> int:
     import fmpy
 
-    from fmigen import fmu
-    from fmigen.pipeline import build_fmu
+    from fmigen.fmi import fmu
+    from fmigen.build.pipeline import build_fmu
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mechanism", nargs="?", default="stewart")
     ap.add_argument("--steps", type=int, default=3000, help="communication steps of 1 ms (default 3000)")

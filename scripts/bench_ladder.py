@@ -14,7 +14,7 @@ Per family and L in 1, 2, 4, 8, 16, 32 (``--sizes``):
   build's CPU time (it and the compilers it ran) is recorded too;
 * *code size*: bytes and lines of the FMU's ``sources/model.c``;
 * *instructions per step*: the FMU's own model.c and model_config.h compiled
-  into ``fmigen bench``'s native harness (``fmigen/bench.py``:
+  into ``fmigen bench``'s native harness (``fmigen/tools/bench.py``:
   ``compile_harness``, ``run_harness``, ``callgrind_instructions``): explicit
   Euler, h = 1 ms, ``--stop-time`` s (default 1), callgrind Ir of the
   integration loop per step, and inclusive per generated function;
@@ -59,9 +59,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_build import build as timed_build  # noqa: E402
 
-from fmigen import bench  # noqa: E402
-from fmigen.codegen_embedding import STATEMENT, statement_operations  # noqa: E402
-from fmigen.codegen_recursive import RECURSIVE_FROM_F  # noqa: E402
+from fmigen.tools import bench  # noqa: E402
+from fmigen.generate.codegen_embedding import STATEMENT, statement_operations  # noqa: E402
+from fmigen.generate.codegen_recursive import RECURSIVE_FROM_F  # noqa: E402
 
 DOC = ROOT / "docs" / "benchmarks.md"
 JSON_OUT = ROOT / "docs" / "benchmarks_ladder.json"
@@ -200,8 +200,8 @@ def measure_equality(family: str, cells: int, stop_time: float, log) -> dict:
     velocity at the 0.01 s output points."""
     import numpy as np
 
-    from fmigen.pipeline import build_fmu
-    from fmigen.validate import simulate
+    from fmigen.build.pipeline import build_fmu
+    from fmigen.verify.validate import simulate
     module, kw, _, _ = FAMILIES[family]
     mod = importlib.import_module(f"mechanisms.{module}")
     runs = {}
@@ -409,9 +409,9 @@ def section(data) -> str:
           "ladders. `tests/test_ladder.py` validates L = 1, 2 of ladder and fourbar_chain against "
           "the DAE (IDA) and Cartesian references and ladder_planar against ladder.", "",
           "These three are built with `--dynamics embedded`: the right-hand side forms X = Φ_d⁻¹Φ_i, "
-          "M·B and BᵀMB (`fmigen/codegen_embedding.py`). *ladder_planar_recursive* and "
+          "M·B and BᵀMB (`fmigen/generate/codegen_embedding.py`). *ladder_planar_recursive* and "
           "*fourbar_chain_recursive* are the same mechanisms built with `--dynamics recursive` "
-          "(`fmigen/codegen_recursive.py`): the same equations solved by eliminating, in an order "
+          "(`fmigen/generate/codegen_recursive.py`): the same equations solved by eliminating, in an order "
           "fixed at build time from the leaves to the root, one loop block of Φ_d or one independent "
           "coordinate at a time — B is never formed, so every piece couples a bounded number of "
           "coordinates and the right-hand side's code and work grow linearly with L. The "

@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fmigen.bench import bench  # noqa: E402
+from fmigen.tools.bench import bench  # noqa: E402
 from fmigen.model import ModelError  # noqa: E402
 
 DOCS = ROOT / "docs"
@@ -61,7 +61,7 @@ BENCH_ARGS = {"landing_gear_dynamic": dict(stop_time=0.75,
 
 
 def operations_cell(ops):
-    """The floating-point operations per step (fmigen.bench.count_operations)."""
+    """The floating-point operations per step (fmigen.tools.bench.count_operations)."""
     if not ops:
         return "–"
     calls = ", ".join(f"{n:.0f} {f}" for f, n in ops["libm_calls"].items() if n >= 0.5)
@@ -524,7 +524,7 @@ their inverses ~560. Body-frame quantities alone would not halve that:
 formed once, comes to ~460 operations for the six legs by a hand count (an
 estimate, not generated code) — the joint CSE already shares most of what
 the expanded Euler-angle polynomials repeat. What would is the legs'
-sameness. *Lanes* (`fmigen/codegen_lanes.py`): Gröbner blocks whose
+sameness. *Lanes* (`fmigen/generate/codegen_lanes.py`): Gröbner blocks whose
 sequences have the same monomials step by step (legs 1–4; legs 5 and 6,
 whose base points on x = 0 drop the base's x terms, are a second class)
 are solved four at a time in the lanes of vector types: the block's
@@ -543,7 +543,7 @@ last bits moved, 1.33e-15 → 1.55e-15). What was left per leg was in `prepare`:
 at 8664181, 1,630 instructions that read one leg's coordinates only (its
 Jacobian block and inverse, mass, forces) and 1,310 one leg's and the
 platform's (Φ_i, v_d, γ, the leg's share of Bᵀ M B). *The embedding in
-lanes* (`fmigen/codegen_slp.py`): the generator tags what it emits per
+lanes* (`fmigen/generate/codegen_slp.py`): the generator tags what it emits per
 diagonal block of Φ_d (the k-th value of a kind in the block's code), and a
 pass over the generated C packs the tagged statements of four blocks of one
 size into one vector statement where their expressions have one shape (their
@@ -685,7 +685,7 @@ partition (libm's then, `fmigen_sincos` now); those are read as they are now (do
 Stewart's peak |Φ| 1.44e-15 → 1.33e-15, the residual's last bits). Every
 row's final state is the same to the bit as before both.
 
-**Generated embedding** (`fmigen/codegen_embedding.py`). The runtime's
+**Generated embedding** (`fmigen/generate/codegen_embedding.py`). The runtime's
 generic embedding (block LU of Φ_d and loops over index arrays for Bᵀ M B)
 plus every model function re-evaluating sin/cos were ~90 % of a Stewart step.
 Codegen now emits `fmigen_embedded_velocities` and the right-hand side

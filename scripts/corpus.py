@@ -12,7 +12,7 @@ depends on it (the builds themselves are bounded by work, not time).
 
 What a case checks, in that order:
 
-1. the build: ``fmigen.validate.validate`` on the ``JointSystem`` (FMU by
+1. the build: ``fmigen.verify.validate.validate`` on the ``JointSystem`` (FMU by
    the ordinary pipeline, run in fmpy), with the DAE reference (IDA), the
    Cartesian reference and, when the ``mujoco`` module is importable, the
    MuJoCo peer (a description MJCF cannot hold is noted, not failed);
@@ -180,7 +180,7 @@ def _wrap(d, angle):
 def start_check(system, row0):
     """The FMU's start ``row0`` ({coordinate: value}) against the description."""
     import numpy as np
-    from fmigen.cartesian import CartesianModel
+    from fmigen.verify.cartesian import CartesianModel
     problems, numbers = [], {}
     coords = {c.name: c for c in system.coordinates}
     q0 = {n: v for n, v in row0.items() if n in coords}
@@ -260,7 +260,7 @@ def _check_refusal(out, case):
 
 
 def _run_case(case, stop_time):
-    from fmigen.fmu import BuildError
+    from fmigen.fmi.fmu import BuildError
     from fmigen.model import ModelError
     tee = _Tee(sys.stderr)
     sys.stderr = tee
@@ -269,7 +269,7 @@ def _run_case(case, stop_time):
     if "family" in case:
         out["family"], out["params"] = case["family"], case["params"]
     try:
-        from fmigen.validate import validate
+        from fmigen.verify.validate import validate
         try:
             import mujoco  # noqa: F401
             peer = "mujoco"

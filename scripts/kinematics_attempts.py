@@ -16,9 +16,9 @@ import json
 import re
 import sys
 
-from fmigen import check as check_mod
-from fmigen import fmu as fmu_mod
-from fmigen.pipeline import compile_model, prepare_mechanism
+from fmigen.verify import check as check_mod
+from fmigen.fmi import fmu as fmu_mod
+from fmigen.build.pipeline import compile_model, prepare_mechanism
 
 PATTERNS = [r"case \d+: \{ /\* ((?:sequence|exact completion)[^*]*)\*/",
             r"default: \{ /\* (Newton from the prediction)", r"/\* (polish): Newton from the result"]

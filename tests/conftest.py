@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from fmigen.pipeline import build_fmu, compile_model, load_mechanism
-from fmigen.validate import validate
+from fmigen.build.pipeline import build_fmu, compile_model, load_mechanism
+from fmigen.verify.validate import validate
 
 # No win64 DLL in the suite's builds (fmu.windows_by_default), also in the
 # CLI processes the tests start: it is a third compilation of every new
@@ -112,7 +112,8 @@ def _reference_key(dae, q0, v0, output_times, independent, kwargs) -> str:
     import sksundae
     import sympy as sp
 
-    from fmigen import dae as dae_mod, reference
+    from fmigen.derive import dae as dae_mod
+    from fmigen.verify import reference
     h = hashlib.sha256()
     for part in [Path(reference.__file__).read_bytes(), Path(dae_mod.__file__).read_bytes(),
                  sksundae.__version__, np.__version__, sp.__version__,
@@ -136,9 +137,9 @@ def _memoized_references(request):
     runs without its cache (-p no:cacheprovider)."""
     import numpy as np
 
-    from fmigen import validate as validate_mod
-    from fmigen.groebner import write_atomically
-    from fmigen.reference import ReferenceSolution
+    from fmigen.verify import validate as validate_mod
+    from fmigen.kinematics.groebner import write_atomically
+    from fmigen.verify.reference import ReferenceSolution
     cache = getattr(request.config, "cache", None)
     if cache is None:
         yield

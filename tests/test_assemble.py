@@ -13,9 +13,9 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from fmigen.assemble import AssemblyWarning, assemble, choose_start_assembly, start_assembly_hook
+from fmigen.kinematics.assemble import AssemblyWarning, assemble, choose_start_assembly, start_assembly_hook
 from fmigen.model import ModelError
-from fmigen.pipeline import load_mechanism
+from fmigen.build.pipeline import load_mechanism
 
 # Paper 001's I/O polynomials, monic, highest power first (eqs. 19, 24 and
 # section 6), decoded from the garbled text: in the extraction "1" stands for
@@ -276,7 +276,7 @@ def test_start_assembly_hook_outcome_is_cached(tmp_path, monkeypatch):
     gets it without solving (choose_start_assembly would raise here), the
     same starts, log and warning; a change the assembly reads (a length,
     the guesses) solves again."""
-    from fmigen import assemble as assemble_mod, groebner
+    from fmigen.kinematics import assemble as assemble_mod, groebner
     monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path)
 
     def near_branch_point():

@@ -20,9 +20,9 @@ import fmpy
 import numpy as np
 import pytest
 
-from fmigen import fmu
-from fmigen.bench import compile_harness, run_kinematic
-from fmigen.pipeline import build_fmu, load_mechanism
+from fmigen.fmi import fmu
+from fmigen.tools.bench import compile_harness, run_kinematic
+from fmigen.build.pipeline import build_fmu, load_mechanism
 from conftest import compiled_model
 
 
@@ -167,7 +167,8 @@ def test_a_rebuild_takes_both_copies_from_the_object_cache(tmp_path, monkeypatch
     the object cache must key it by the files' names and contents, not
     their paths (ordered by path, a new temporary name reordered the key and
     the first warm build compiled model.c's AVX copy again)."""
-    from fmigen import groebner, variables
+    from fmigen.kinematics import groebner
+    from fmigen.fmi import variables
     compiled = compiled_model("fourbar")
     monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
     table = variables.table(fmu.Interface.of(compiled.embedding), 1e-3)

@@ -125,10 +125,10 @@ def test_every_formulation_ends_in_the_same_state(stewart_bench):
 
 
 def test_newton_formulations_share_the_pipeline():
-    from fmigen.dae import build_dae
-    from fmigen.partition import choose_partition
-    from fmigen.pipeline import load_mechanism
-    from fmigen.triangular import triangularize
+    from fmigen.derive.dae import build_dae
+    from fmigen.derive.partition import choose_partition
+    from fmigen.build.pipeline import load_mechanism
+    from fmigen.kinematics.triangular import triangularize
     dae = build_dae(load_mechanism("stewart"))
     part = choose_partition(dae)
     groebner = triangularize(dae, part)
@@ -177,10 +177,10 @@ def test_five_link_kinematic_run_matches_an_independent_solve():
     import numpy as np
     from scipy.optimize import least_squares
 
-    from fmigen.bench import bench
-    from fmigen.dae import build_dae
-    from fmigen.partition import choose_partition
-    from fmigen.pipeline import load_mechanism
+    from fmigen.tools.bench import bench
+    from fmigen.derive.dae import build_dae
+    from fmigen.derive.partition import choose_partition
+    from fmigen.build.pipeline import load_mechanism
 
     r = bench("five_link", kinematics=["groebner"], stop_time=1.0, repeats=1, callgrind=False)
     k = r["rows"][0]["kinematic_run"]
@@ -228,7 +228,7 @@ def test_operation_count_and_newton_iterations():
     iteration almost every solve), but the start predicted from the previous
     step (q_d + v_d·h) is within ~2e-7 of the solution, so at 1e-3 and 1e-6
     one iteration meets the tolerance and the rows are alike."""
-    from fmigen.bench import bench
+    from fmigen.tools.bench import bench
     r = bench("stewart", kinematics=["groebner", "newton-loop"], tolerances=[1e-6, 1e-12], stop_time=0.3,
               repeats=1)
     rows = {(row["kinematics"], row["tolerance"]): row for row in r["rows"]}

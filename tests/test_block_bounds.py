@@ -12,10 +12,10 @@ error after ten minutes.
 """
 import pytest
 
-from fmigen import triangular
-from fmigen.dae import build_dae
-from fmigen.partition import choose_partition
-from fmigen.pipeline import prepare_mechanism
+from fmigen.kinematics import triangular
+from fmigen.derive.dae import build_dae
+from fmigen.derive.partition import choose_partition
+from fmigen.build.pipeline import prepare_mechanism
 
 from tests.corpus.double_wishbone import build
 

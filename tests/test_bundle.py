@@ -10,14 +10,14 @@ from fmpy.cross_check.validate_vendor_repo import validate_test_fmu
 from fmpy.util import read_ref_opt_file
 
 from fmigen import __version__
-from fmigen.bundle import COORD_TOL, check_variant
+from fmigen.verify.bundle import COORD_TOL, check_variant
 from fmigen.cli import main
 from fmigen.model import ModelError
 
 
 @pytest.fixture(scope="module")
 def fourbar_bundle(tmp_path_factory):
-    from fmigen.bundle import bundle
+    from fmigen.verify.bundle import bundle
     root = tmp_path_factory.mktemp("bundle")
     return root, bundle("fourbar", root)
 
@@ -78,7 +78,7 @@ def test_cli_bundle_json_and_kinematic_refusal(fourbar_bundle, tmp_path, capsys)
     assert info["mechanism"] == "fourbar" and info["variants"] == [] and info["inputs"] == {"tau": 6.0}
     assert "Not checked when written" in next((tmp_path / "b").rglob("README.md")).read_text()
     with pytest.raises(ModelError, match="kinematic"):
-        from fmigen.bundle import bundle
+        from fmigen.verify.bundle import bundle
         bundle("landing_gear", tmp_path / "lg")
 
 
@@ -105,7 +105,7 @@ def test_every_affordable_dynamic_mechanism_bundles(name, tmp_path):
     build an FMU), landing_gear (kinematic: no dynamics, no reference),
     landing_gear_dynamic, stephenson3 and stephenson3_joints (cold builds of
     a minute and more).  The four-bar has its own test above."""
-    from fmigen.bundle import bundle
+    from fmigen.verify.bundle import bundle
     r = bundle(name, tmp_path)
     # measured 4e-10 (Stewart) to 1.0e-7 (slider_crank_from_slider, dead centres)
     assert r.reference_error["coordinate"] < COORD_TOL / 5

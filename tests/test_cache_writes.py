@@ -3,7 +3,7 @@ once (the suite's pytest-xdist workers, parallel builds): two writers of one
 entry must both finish and leave a whole entry."""
 import os
 
-from fmigen import groebner
+from fmigen.kinematics import groebner
 
 
 def test_two_writers_of_one_entry_both_finish_with_a_whole_entry(tmp_path, monkeypatch):

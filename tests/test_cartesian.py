@@ -1,4 +1,4 @@
-"""The Cartesian reference (fmigen/cartesian.py): analytic cases, its joint
+"""The Cartesian reference (fmigen/verify/cartesian.py): analytic cases, its joint
 kinematics, and validate() catching wrong equations of motion through it."""
 import math
 
@@ -8,11 +8,11 @@ import sympy as sp
 from sympy import cos, sin
 
 import fmigen.model
-from fmigen.cartesian import (CartesianModel, inverse_joint, joint_transform, motion_subspace, rot,
-                              solve_cartesian, _perpendicular_pair)
+from fmigen.verify.cartesian import (CartesianModel, inverse_joint, joint_transform, motion_subspace, rot,
+                                     solve_cartesian, _perpendicular_pair)
 from fmigen.joints import JOINT_KINDS, JointSystem
 from fmigen.model import Mechanism
-from fmigen.validate import validate
+from fmigen.verify.validate import validate
 
 L1, L2, L3, D = 1.0, 4.0, 2.5, 3.0
 
@@ -237,7 +237,7 @@ def test_front_end_mechanism_validates_and_a_changed_body_fails():
     inertia, validates against both references; the same Mechanism with its
     rod's mass tripled after the conversion still matches IDA but not the
     Cartesian reference, which reads the joint description."""
-    from fmigen.pipeline import load_mechanism
+    from fmigen.build.pipeline import load_mechanism
     r = validate("slider_crank_joints", stop_time=1.0)
     assert r.passed and set(r.references) == {"ida", "cartesian"}
     assert max(r.references["cartesian"]["max_abs_error"].values()) < 1e-7     # measured 2.6e-9 over 2 s
@@ -251,7 +251,7 @@ def test_front_end_mechanism_validates_and_a_changed_body_fails():
 
 
 def test_a_motion_nothing_resists_is_refused():
-    from fmigen.cartesian import CartesianError
+    from fmigen.verify.cartesian import CartesianError
     s = JointSystem("weightless")
     b = s.body("disk", 1.0, (1, 1, 0))                 # no inertia about the hinge axis z
     s.revolute("hinge", s.ground.origin, b.origin, start=0.0)
@@ -263,7 +263,7 @@ def test_energy_drift_at_rest_is_measured_against_the_precision_of_E():
     """A body held at rest under loads moves next to nothing: its rounding
     (1e-12 J in a potential of 4 kJ) is not a drift of the order of the
     1e-10 J the motion moves, but a real loss is still one."""
-    from fmigen.cartesian import energy_drift
+    from fmigen.verify.cartesian import energy_drift
     n = 101
     V = 3.7e3 + 1e-10 * np.sin(np.linspace(0, 3, n)) + 1e-12 * (-1.0) ** np.arange(n)
     T = np.full(n, 1e-14)

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from fmigen.check import check
+from fmigen.verify.check import check
 from fmigen.cli import main as cli_main
-from fmigen.pipeline import load_mechanism
+from fmigen.build.pipeline import load_mechanism
 
 #: every shipped mechanism with a real assembly (stewart_66 and
 #: stewart_66_platform have none for paper 001's data: check stops with "the
@@ -103,8 +103,10 @@ def test_check_after_a_build_reuses_its_derivation_and_objects(tmp_path, monkeyp
     from the derived-model cache (no C generation) and links the build's
     object files (no compile of model.c), and still finds the kinematics on
     the continuation's branch."""
-    from fmigen import codegen, fmu, groebner
-    from fmigen.pipeline import build_fmu
+    from fmigen.generate import codegen
+    from fmigen.fmi import fmu
+    from fmigen.kinematics import groebner
+    from fmigen.build.pipeline import build_fmu
     monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
     build_fmu("fourbar", tmp_path / "fourbar.fmu", windows=False, use_cache=True)
     objects = sorted((tmp_path / "cache" / "objects").iterdir())

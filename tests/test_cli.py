@@ -134,7 +134,7 @@ def test_validate_an_existing_fmu(tmp_path):
     assert run("build", "fourbar", "--solver", "euler", "--step", "0.002", "-o", str(euler)).returncode == 0
     p = run("validate", "fourbar", "--fmu", str(euler), "--stop-time", "0.5", "--step", "0.001")
     assert "FMU (euler, h = 0.002 s)" in p.stdout, p.stdout
-    from fmigen.validate import fmu_integrator
+    from fmigen.verify.validate import fmu_integrator
     assert fmu_integrator(euler) == ("euler", 0.002)
 
 
@@ -160,7 +160,7 @@ def test_build_several_variants_from_one_derivation(tmp_path):
 def test_progress_spinner_on_a_terminal_only(monkeypatch):
     import io
     import time
-    from fmigen import progress
+    from fmigen.build import progress
     monkeypatch.setattr(progress, "DELAY", 0.05)
     streams = {}
     for tty in (True, False):
@@ -179,7 +179,7 @@ def test_progress_spinner_on_a_terminal_only(monkeypatch):
 def test_a_stage_shows_the_time_it_took_last_build(monkeypatch, tmp_path):
     import io
     import time
-    from fmigen import progress
+    from fmigen.build import progress
     monkeypatch.setattr(progress, "DELAY", 0.05)
     history = progress.StageTimes(tmp_path / "stage_times.json")
     assert history.last("vehicle", "dae") is None          # no history: no claim
@@ -200,8 +200,9 @@ def test_a_stage_shows_the_time_it_took_last_build(monkeypatch, tmp_path):
 
 
 def test_a_build_records_its_stage_times(monkeypatch, tmp_path):
-    from fmigen import groebner, progress
-    from fmigen.pipeline import build_fmu
+    from fmigen.kinematics import groebner
+    from fmigen.build import progress
+    from fmigen.build.pipeline import build_fmu
     monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path)
     lines = []
     build_fmu("fourbar", tmp_path / "fb.fmu", log=lines.append, use_cache=False)
@@ -211,7 +212,7 @@ def test_a_build_records_its_stage_times(monkeypatch, tmp_path):
 
 
 def test_build_help_explains_the_dynamics_choice():
-    from fmigen.codegen_recursive import RECURSIVE_FROM_F
+    from fmigen.generate.codegen_recursive import RECURSIVE_FROM_F
     p = run("build", "--help")
     text = " ".join(p.stdout.split())
     assert "--dynamics {auto,embedded,recursive}" in text

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from fmpy.fmi2 import FMU2Slave
 
-from fmigen import pyruntime
-from fmigen.pipeline import build_fmus
-from fmigen.reference import assemble_newton, solve_reference
+from fmigen.pyfmu import pyruntime
+from fmigen.build.pipeline import build_fmus
+from fmigen.verify.reference import assemble_newton, solve_reference
 
 STOP, DT = 5.0, 1e-3
 DEPENDENT = ("alpha", "phi")

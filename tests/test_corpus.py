@@ -68,7 +68,7 @@ def test_a_fuzz_four_bar_that_cannot_close_is_refused_with_the_cause(corpus_scri
 
 
 def _start_row(system):
-    from fmigen.pipeline import prepare_mechanism
+    from fmigen.build.pipeline import prepare_mechanism
     mech = prepare_mechanism(system, use_cache=False)
     return {c.name: float(c.start) for c in mech.coordinates}
 

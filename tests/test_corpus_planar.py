@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT))
 
 from corpus import fourbar_crank_rocker  # noqa: E402
 
-from fmigen.pipeline import build_fmu  # noqa: E402
-from fmigen.validate import simulate  # noqa: E402
+from fmigen.build.pipeline import build_fmu  # noqa: E402
+from fmigen.verify.validate import simulate  # noqa: E402
 
 
 def _wrap(x):

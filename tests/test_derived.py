@@ -1,4 +1,4 @@
-"""The derived-model cache (fmigen/derived.py): a second build packages the
+"""The derived-model cache (fmigen/build/derived.py): a second build packages the
 recorded model without deriving, its FMU simulates exactly like the first,
 a tunable parameter's value is not part of the key, a structural one is."""
 
@@ -8,9 +8,9 @@ import fmpy
 import numpy as np
 import pytest
 
-from fmigen import groebner
-from fmigen.derived import Derived
-from fmigen.pipeline import Compiled, build_fmu, load_mechanism
+from fmigen.kinematics import groebner
+from fmigen.build.derived import Derived
+from fmigen.build.pipeline import Compiled, build_fmu, load_mechanism
 
 HIT = "from the cache"
 
@@ -80,7 +80,7 @@ def test_no_cache_derives(cache, tmp_path):
 
 
 def test_validate_reuses_the_cached_build(cache):
-    from fmigen.validate import validate
+    from fmigen.verify.validate import validate
     first, second = [], []
     r1 = validate("fourbar", stop_time=0.5, log=first.append)
     r2 = validate("fourbar", stop_time=0.5, log=second.append)
@@ -101,8 +101,8 @@ def test_joint_conversion_is_read_back_as_converted(cache, monkeypatch):
     to_mechanism does not run, and the mechanism is the fresh one to every
     detail the derived-model key reads (bodies' DCMs and angular velocities,
     constraints, forces, outputs, starts)."""
-    import fmigen.joint_model as joint_model
-    from fmigen.derived import key_text, mechanism_of
+    import fmigen.frontends.joint_model as joint_model
+    from fmigen.build.derived import key_text, mechanism_of
     fresh = joint_model.to_mechanism(_joint_system())
     first = mechanism_of(_joint_system())
     entries = list((cache / "joint_models").glob("*.pickle"))
@@ -122,7 +122,7 @@ def test_joint_conversion_key_follows_the_system(cache, monkeypatch):
     """A changed joint system (a structural parameter's value) is a new
     entry with its own result; use_cache=False neither reads nor writes;
     a damaged entry is converted again and rewritten."""
-    from fmigen.derived import mechanism_of
+    from fmigen.build.derived import mechanism_of
     base = mechanism_of(_joint_system("fourbar_joints"))
     changed = _joint_system("fourbar_joints")
     p = next(p for p in changed.parameters if not p.tunable)
@@ -134,7 +134,7 @@ def test_joint_conversion_key_follows_the_system(cache, monkeypatch):
     assert [c.start for c in other.coordinates] != [c.start for c in base.coordinates]
     mechanism_of(_joint_system("slider_crank_joints"), use_cache=False)
     assert len(list((cache / "joint_models").glob("*.pickle"))) == 2
-    import fmigen.joint_model as joint_model
+    import fmigen.frontends.joint_model as joint_model
     calls = []
     convert = joint_model.to_mechanism
     # ... and does not read one that exists

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from fmigen import groebner, triangular
-from fmigen.groebner import singular_available
+from fmigen.kinematics import groebner, triangular
+from fmigen.kinematics.groebner import singular_available
 from fmigen.model import ModelError
 
 pytestmark = pytest.mark.skipif(not singular_available(), reason="Singular not installed")
@@ -30,7 +30,7 @@ MECH = "fourbar_double_crank"
 
 
 def _model_c(mech_name):
-    from fmigen.pipeline import compile_model, prepare_mechanism
+    from fmigen.build.pipeline import compile_model, prepare_mechanism
     compiled = compile_model(prepare_mechanism(mech_name), use_cache=False)
     return compiled.generated.model_c, compiled.triangular
 
@@ -61,7 +61,7 @@ def test_a_slow_clock_changes_nothing(monkeypatch):
 _DERIVE = """
 import sys
 from pathlib import Path
-from fmigen.pipeline import compile_model, prepare_mechanism
+from fmigen.build.pipeline import compile_model, prepare_mechanism
 compiled = compile_model(prepare_mechanism(sys.argv[1]), use_cache=True)
 Path(sys.argv[2]).write_text(compiled.generated.model_c)
 """
@@ -112,9 +112,9 @@ def test_a_basis_at_the_cpu_limit_is_an_error_naming_the_block(monkeypatch):
     """Reaching Singular's limit fails the build with a message naming the
     block and what to do, instead of quietly solving the block by Newton
     (which made the C depend on the machine's speed)."""
-    from fmigen.dae import build_dae
-    from fmigen.partition import choose_partition
-    from fmigen.pipeline import prepare_mechanism
+    from fmigen.derive.dae import build_dae
+    from fmigen.derive.partition import choose_partition
+    from fmigen.build.pipeline import prepare_mechanism
 
     def at_limit(*args, **kwargs):
         raise groebner.GroebnerLimit("Singular used up its safety limit of 600 s of CPU time")
@@ -127,9 +127,9 @@ def test_a_basis_at_the_cpu_limit_is_an_error_naming_the_block(monkeypatch):
 def test_a_block_too_large_for_a_lex_basis_is_newton_without_trying(monkeypatch):
     """Above MAX_GROEBNER_VARIABLES polynomial variables the block is solved
     by Newton, decided from the input alone (no Singular run)."""
-    from fmigen.dae import build_dae
-    from fmigen.partition import choose_partition
-    from fmigen.pipeline import prepare_mechanism
+    from fmigen.derive.dae import build_dae
+    from fmigen.derive.partition import choose_partition
+    from fmigen.build.pipeline import prepare_mechanism
 
     def never(*args, **kwargs):
         raise AssertionError("Singular was run")

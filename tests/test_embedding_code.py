@@ -1,5 +1,5 @@
-"""The generated embedding (fmigen/codegen_embedding.py) against the numpy
-embedding (fmigen/embed.py, np.linalg.solve on the dense matrices).
+"""The generated embedding (fmigen/generate/codegen_embedding.py) against the numpy
+embedding (fmigen/derive/embed.py, np.linalg.solve on the dense matrices).
 
 A small C driver completes random states with the generated kinematics and
 calls fmigen_embedded_prepare and _finish, with every value the generated code should fill
@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 from sympy import Piecewise, cos, sin
 
-from fmigen import codegen
-from fmigen.bench import RUNTIME_DIR, harness_cflags
-from fmigen.dae import build_dae
-from fmigen.embed import embed, embedded_rhs
+from fmigen.generate import codegen
+from fmigen.tools.bench import RUNTIME_DIR, harness_cflags
+from fmigen.derive.dae import build_dae
+from fmigen.derive.embed import embed, embedded_rhs
 from fmigen.model import Mechanism
-from fmigen.partition import choose_partition
-from fmigen.pipeline import load_mechanism
-from fmigen.triangular import triangularize
+from fmigen.derive.partition import choose_partition
+from fmigen.build.pipeline import load_mechanism
+from fmigen.kinematics.triangular import triangularize
 
 DRIVER = r"""
 #include <stdio.h>
@@ -254,7 +254,7 @@ def test_generated_embedding_matches_numpy(name, kinematics, bound, tmp_path):
     assert worst["trig"] <= 1e-12
 
 
-# the recursive elimination (fmigen/codegen_recursive.py) against the same
+# the recursive elimination (fmigen/generate/codegen_recursive.py) against the same
 # numpy embedding: a chain of one loop, a Newton kinematics, and the Stewart
 # platform (spatial bodies, six parallel loops, f = 6, a dense 6 × 6 left at
 # the root)
@@ -275,7 +275,7 @@ def test_generated_recursive_dynamics_matches_numpy(name, kinematics, bound, tmp
 def _rechunked(model_c: str, size: int) -> str:
     """model.c with its three embedding functions generated as chunks of
     ``size`` statements (``codegen_embedding.chunked``), whatever their size."""
-    from fmigen.codegen_embedding import chunked
+    from fmigen.generate.codegen_embedding import chunked
     for name in ["fmigen_embedded_velocities", "fmigen_embedded_prepare", "fmigen_embedded_finish"]:
         i = model_c.index(f"\nint {name}(") + 1
         j = model_c.index("\n{\n", i)
@@ -352,7 +352,7 @@ def test_gamma_by_forward_differentiation_is_the_symbolic_gamma(name):
     (sympy's Jacobian of Φ_q q̇, and the Φ_qt, Φ_tt terms): two derivations
     that share only Φ, at random states and times."""
     import sympy as sp
-    from fmigen.codegen_embedding import gamma_by_jets
+    from fmigen.generate.codegen_embedding import gamma_by_jets
     from fmigen.model import t
     mech = driven_slider_crank() if name == "driven" else load_mechanism(name)
     dae = build_dae(mech)
@@ -379,7 +379,7 @@ def test_jet_rules_match_sympy_diff():
     compound arguments, time, and constants such as π and √3 (constant in
     time, not "no rule"); None for what it has no rule for."""
     import sympy as sp
-    from fmigen.codegen_embedding import _jet
+    from fmigen.generate.codegen_embedding import _jet
     from fmigen.model import t
     a, b = sp.symbols("a b")
     va, vb = sp.symbols("va vb")

@@ -17,7 +17,7 @@ import sympy as sp
 from sympy.physics import mechanics as me
 
 from fmigen.model import t
-from fmigen.pipeline import prepare_mechanism
+from fmigen.build.pipeline import prepare_mechanism
 
 
 def kane_equations(mech):

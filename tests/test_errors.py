@@ -6,7 +6,7 @@ import sympy as sp
 from sympy import cos, sin
 
 from fmigen.model import ModelError, t
-from fmigen.pipeline import build_fmu, compile_model, load_mechanism
+from fmigen.build.pipeline import build_fmu, compile_model, load_mechanism
 
 
 def fourbar(**changes):
@@ -67,7 +67,7 @@ def test_unknown_mechanism_lists_the_known_ones():
 
 
 def test_nonpositive_step_is_rejected(tmp_path):
-    from fmigen.fmu import BuildError
+    from fmigen.fmi.fmu import BuildError
     with pytest.raises(BuildError, match="step must be > 0"):
         build_fmu("fourbar", tmp_path / "x.fmu", step=0.0)
 
@@ -104,7 +104,7 @@ def test_psd3_agrees_with_the_eigenvalues():
     numpy's eigenvalues on random symmetric matrices, away from the boundary
     (smallest eigenvalue beyond ±1e-6 of the largest |entry|)."""
     import numpy as np
-    from fmigen.dae import psd3
+    from fmigen.derive.dae import psd3
     rng = np.random.default_rng(7)
     seen = {True: 0, False: 0}
     for _ in range(20000):

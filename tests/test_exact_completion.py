@@ -19,11 +19,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from fmigen import check as check_mod
-from fmigen import fmu as fmu_mod
-from fmigen import pyruntime
-from fmigen.codegen import SymbolMap
-from fmigen.pipeline import compile_model, prepare_mechanism
+from fmigen.verify import check as check_mod
+from fmigen.fmi import fmu as fmu_mod
+from fmigen.pyfmu import pyruntime
+from fmigen.generate.codegen import SymbolMap
+from fmigen.build.pipeline import compile_model, prepare_mechanism
 
 L1, L2, L3, D = 2.5, 3.5, 3.0, 1.2          # mechanisms/fourbar_double_crank.py
 THETA_STAR = math.acos(D / L1)
@@ -157,7 +157,7 @@ def test_python_runtime_solves_the_vanishing_coefficient_exactly(compiled):
     target = _configuration(compiled, THETA_STAR)
     # the solution vector at θ* − 1e-3 (sin, cos of alpha and phi in the
     # block's slots) and the velocity towards θ* over dt = 1
-    from fmigen.codegen import sol_layout
+    from fmigen.generate.codegen import sol_layout
     slots, _ = sol_layout(compiled.dae, compiled.triangular)
     sol = [math.sin(before[i]) if kind == 0 else math.cos(before[i]) for i, kind in slots]
     J = compiled.dae.numeric.Phi_q(0.0, before)
@@ -180,10 +180,10 @@ def test_five_link_papers_order_needs_no_other_order():
     link is horizontal; the completion (c_α from the quadratic, s_α by the
     circle) covers every such swept configuration, so no other lex order is
     computed for those blocks."""
-    from fmigen.dae import build_dae
-    from fmigen.partition import choose_partition
-    from fmigen.pipeline import load_mechanism
-    from fmigen.triangular import triangularize
+    from fmigen.derive.dae import build_dae
+    from fmigen.derive.partition import choose_partition
+    from fmigen.build.pipeline import load_mechanism
+    from fmigen.kinematics.triangular import triangularize
     mech = load_mechanism("five_link")
     mech.groebner_order = [f"{sc}_{v}{i}" for i in range(1, 6)
                            for sc, v in (("s", "alpha"), ("c", "alpha"), ("s", "beta"), ("c", "beta"))]

@@ -1,5 +1,5 @@
 """Exact kinematics everywhere: regular mechanisms whose FMU must follow the
-DAE reference (IDA on the full augmented DAE, ``fmigen.validate``) through
+DAE reference (IDA on the full augmented DAE, ``fmigen.verify.validate``) through
 configurations where one fixed triangular sequence is not enough.
 
 - ``fourbar_double_crank``: a Grashof double crank, never singular.  The
@@ -28,9 +28,9 @@ import numpy as np
 import pytest
 
 from conftest import cached_validate
-from fmigen.dae import build_dae
-from fmigen.pipeline import load_mechanism
-from fmigen.reference import assemble_newton, solve_reference
+from fmigen.derive.dae import build_dae
+from fmigen.build.pipeline import load_mechanism
+from fmigen.verify.reference import assemble_newton, solve_reference
 
 TWO_PI = 2 * math.pi
 
@@ -120,9 +120,9 @@ def test_stephenson3_chosen_order_is_better_conditioned():
     chosen one measured 571), and that default order was measured too.
     (stephenson3.py records another order, 634 eps, whose run residual is
     lower: the search's metric does not separate near-equal orders.)"""
-    from fmigen.partition import choose_partition
-    from fmigen.pipeline import prepare_mechanism
-    from fmigen.triangular import triangularize
+    from fmigen.derive.partition import choose_partition
+    from fmigen.build.pipeline import prepare_mechanism
+    from fmigen.kinematics.triangular import triangularize
     mech = prepare_mechanism("stephenson3")
     mech.groebner_order = None            # the module records the search's result; search again
     dae = build_dae(mech)
@@ -170,7 +170,7 @@ def stephenson3_joints(tmp_path_factory):
     angles (plate A from the hanger psi, rod C from the crank theta); the
     triangular stage solves its block in the angle sums psi + A and
     theta + C.  The validate run packages the derivation this build recorded."""
-    from fmigen.pipeline import build_fmu
+    from fmigen.build.pipeline import build_fmu
     _, compiled = build_fmu("stephenson3_joints", tmp_path_factory.mktemp("s3j") / "s3j.fmu",
                             solver="rk4", step=1e-3)
     return compiled, cached_validate("stephenson3_joints", stop_time=STEPHENSON_STOP, solver="rk4", step=1e-3)

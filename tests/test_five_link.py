@@ -22,9 +22,9 @@ import pytest
 from scipy.optimize import root
 from scipy.spatial.transform import Rotation
 
-from fmigen.pipeline import build_fmu
-from fmigen.reference import assemble_newton, solve_reference
-from fmigen.validate import coordinate_errors, simulate
+from fmigen.build.pipeline import build_fmu
+from fmigen.verify.reference import assemble_newton, solve_reference
+from fmigen.verify.validate import coordinate_errors, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 # appended, not first: a script must not shadow the tests' packages (scripts/corpus.py vs tests/corpus)
@@ -209,7 +209,7 @@ def test_fallback_newton_reads_the_deferred_angles(built, tmp_path):
     fallback reads a stale β and finds no continuing solution at step 2."""
     import json
     import subprocess
-    from fmigen.bench import compile_harness
+    from fmigen.tools.bench import compile_harness
     _, compiled = built
     runs = {}
     for label, defines in (("sequences", ()), ("fallback", ("-DFMIGEN_SWITCH_COND=1e300",)),

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from fmigen.dae import build_dae
+from fmigen.derive.dae import build_dae
 from fmigen.floats import MAX_DIGITS, TOLERANCE_ULPS, rational
 from fmigen.joints import JointSystem
 from fmigen.model import ModelError
-from fmigen.pipeline import compile_model, load_mechanism
+from fmigen.build.pipeline import compile_model, load_mechanism
 
 
 def ulps(r: sp.Rational, x: float) -> float:
@@ -132,5 +132,5 @@ def test_low_level_mechanism_floats_and_the_option():
 
 
 def load_mechanism_of(system):
-    from fmigen.joint_model import to_mechanism
+    from fmigen.frontends.joint_model import to_mechanism
     return to_mechanism(system)

@@ -13,8 +13,8 @@ import pytest
 from fmpy import extract, read_model_description, simulate_fmu
 from fmpy.validation import validate_fmu
 
-from fmigen import fmu as fmu_mod
-from fmigen.embed import embedded_rhs
+from fmigen.fmi import fmu as fmu_mod
+from fmigen.derive.embed import embedded_rhs
 
 VARIANTS = [("2", "cs"), ("2", "me"), ("3", "cs"), ("3", "me")]
 COORDS = ["theta", "alpha", "phi", "der(theta)", "der(alpha)", "der(phi)"]
@@ -142,7 +142,7 @@ def test_me_with_cvode_matches_cs_rk4(variant_fmus, fmi):
 
 
 def test_me_derivatives_equal_the_python_embedded_rhs(variant_fmus, fourbar_compiled, tmp_path):
-    """The ME derivatives at arbitrary states against fmigen.embed.embedded_rhs
+    """The ME derivatives at arbitrary states against fmigen.derive.embed.embedded_rhs
     (numpy, independent of the generated C)."""
     from fmpy.fmi2 import FMU2Model
     path = variant_fmus["2", "me"]

@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from fmigen.pipeline import build_fmu
+from fmigen.build.pipeline import build_fmu
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from fmpy.fmi1 import FMICallException
 from fmpy.fmi2 import FMU2Model, FMU2Slave, fmi2CallbackFunctions, fmi2CallbackLoggerTYPE, fmi2LastSuccessfulTime, fmi2Terminated
 from fmpy.fmi3 import FMU3Model, FMU3Slave
 
-from fmigen import fmu as fmu_mod
+from fmigen.fmi import fmu as fmu_mod
 from conftest import compiled_model
 
 
@@ -869,7 +869,7 @@ def _reference_with_mass_step(dae, q0, v0, times, t_switch, name, value):
     """The four-bar's DAE reference (IDA, independent theta) in two pieces: up to ``t_switch`` with the
     default parameters, then from that piece's end state with ``name`` set to
     ``value`` in the DAE's numeric functions."""
-    from fmigen.reference import solve_reference
+    from fmigen.verify.reference import solve_reference
     k = [str(s) for s in dae.tunable].index(name)
     first = times[times <= t_switch + 1e-12]
     second = times[times >= t_switch - 1e-12]

@@ -16,12 +16,12 @@ from fmpy.fmi1 import FMICallException
 from fmpy.fmi2 import FMU2Slave, fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
 from fmpy.validation import validate_fmu
 
-from fmigen import fmu as fmu_mod
-from fmigen import formulation
+from fmigen.fmi import fmu as fmu_mod
+from fmigen.generate import formulation
 from fmigen.cli import main as cli_main
 from fmigen.model import ModelError
-from fmigen.reference import assemble_newton, solve_reference
-from fmigen.validate import coordinate_errors
+from fmigen.verify.reference import assemble_newton, solve_reference
+from fmigen.verify.validate import coordinate_errors
 from conftest import compiled_model
 
 NAMES = ["theta", "alpha", "phi"]
@@ -207,7 +207,7 @@ def test_structurally_zero_mass_row_is_a_build_error(fourbar):
 
 
 def test_bench_runs_spring_through_the_fmu_core():
-    from fmigen.bench import bench
+    from fmigen.tools.bench import bench
     # explicit Euler needs h·k < b (formulation.py): k = 5e4, b = 80
     out = bench("fourbar", kinematics=["spring"], stop_time=1.0, repeats=1, callgrind=False,
                 formulation_params={"spring": {"b": 80.0}})

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from fmigen import assemble as asm
-from fmigen.groebner import GroebnerError, groebner_lex, run_singular, singular_poly
-from fmigen.pipeline import compile_model, load_mechanism
+from fmigen.kinematics import assemble as asm
+from fmigen.kinematics.groebner import GroebnerError, groebner_lex, run_singular, singular_poly
+from fmigen.build.pipeline import compile_model, load_mechanism
 
 pytestmark = pytest.mark.skipif(not __import__("shutil").which("Singular"), reason="Singular not installed")
 

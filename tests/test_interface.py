@@ -11,7 +11,7 @@ from fmpy.validation import validate_fmu
 
 from fmigen.joints import JointSystem
 from fmigen.model import ModelError
-from fmigen.pipeline import build_fmus
+from fmigen.build.pipeline import build_fmus
 
 
 def fourbar_with_outputs() -> JointSystem:
@@ -115,7 +115,8 @@ def test_variants_share_the_compiled_model(tmp_path, monkeypatch):
     the sources that include fmu_config.h (the solver, step and GUID:
     fmigen_instance.c and the FMI glue) are compiled again.  With the GUID in
     model_config.h every source was compiled again for every variant."""
-    from fmigen import fmu, groebner
+    from fmigen.fmi import fmu
+    from fmigen.kinematics import groebner
     from conftest import compiled_model
     compiled = compiled_model("fourbar")
     monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")

@@ -1,4 +1,4 @@
-"""The joint front end (fmigen/joint_model.py): tree and cut, closure
+"""The joint front end (fmigen/frontends/joint_model.py): tree and cut, closure
 equations, errors, branch hints, exact float literals, and FMUs that match
 the low-level mechanisms they rewrite."""
 import math
@@ -10,13 +10,13 @@ from conftest import p_bc_ramp
 from fmpy import simulate_fmu
 from sympy import cos, sin
 
-from fmigen.dae import build_dae
-from fmigen.joint_model import to_mechanism
+from fmigen.derive.dae import build_dae
+from fmigen.frontends.joint_model import to_mechanism
 from fmigen.joints import JointSystem, X
 from fmigen.model import Mechanism, ModelError
-from fmigen.partition import choose_partition
-from fmigen.pipeline import build_fmu, load_mechanism, prepare_mechanism
-from fmigen.triangular import polynomialize, refuse_floats, triangularize
+from fmigen.derive.partition import choose_partition
+from fmigen.build.pipeline import build_fmu, load_mechanism, prepare_mechanism
+from fmigen.kinematics.triangular import polynomialize, refuse_floats, triangularize
 
 
 def fourbar_system(sign=+1, **overrides):
@@ -294,7 +294,7 @@ def test_distance_link_rows_have_the_position_rows_manifold_and_tangent_space():
     """On assemblies of the spherical joint itself (d = 0, Newton on the
     position rows) the rewritten rows vanish and their Jacobian has the
     same null space: the same constrained motion."""
-    from fmigen.joint_model import _Numeric, _project
+    from fmigen.frontends.joint_model import _Numeric, _project
     rw, pl = to_mechanism(distance_link_system()), to_mechanism(distance_link_system(distance_links=False))
     coords = distance_link_system().coordinates
     names = [c.name for c in rw.coordinates]
@@ -601,7 +601,7 @@ def test_floating_base_validates_against_both_references():
     """The floating system's FMU against IDA and the Cartesian reference
     (Newton–Euler in absolute coordinates: shares nothing with the
     floating-base derivation), with the energy balance."""
-    from fmigen.validate import validate
+    from fmigen.verify.validate import validate
     r = validate(floating_system(), stop_time=0.5, step=5e-4)
     assert r.passed, r.as_json()
     assert max(r.references["cartesian"]["max_abs_error"].values()) < 1e-8
@@ -774,8 +774,8 @@ def test_coupled_loops_close_in_one_frame():
     crank angle θ enters the block's polynomials only in terms free of the
     unknowns, through two abstracted knowns; in mixed frames cos θ
     multiplied the unknowns' sines and cosines."""
-    from fmigen.joint_model import _Tree, spanning_tree
-    from fmigen.triangular import abstract
+    from fmigen.frontends.joint_model import _Tree, spanning_tree
+    from fmigen.kinematics.triangular import abstract
     from corpus import stephenson1_sixbar
     m, dae, part = _stephenson1()
     [b] = part.blocks
@@ -810,7 +810,7 @@ def test_stephenson1_block_gets_a_lex_basis(monkeypatch):
     frames it did not within the 600 s limit, here lowered to 120 s), and
     the sequence assembles the start the joint model projected by
     Gauss–Newton, to 1e-9.  ~25 s."""
-    from fmigen import groebner
+    from fmigen.kinematics import groebner
     monkeypatch.setattr(groebner, "SINGULAR_CPU_LIMIT", 120)
     m, dae, part = _stephenson1()
     tri = triangularize(dae, part, use_cache=False, cover=False)

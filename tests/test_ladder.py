@@ -11,10 +11,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from fmigen.joint_model import to_mechanism
+from fmigen.frontends.joint_model import to_mechanism
 from fmigen.model import ModelError
-from fmigen.pipeline import build_fmu, load_mechanism
-from fmigen.validate import simulate, validate
+from fmigen.build.pipeline import build_fmu, load_mechanism
+from fmigen.verify.validate import simulate, validate
 from mechanisms import fourbar_chain, ladder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -152,7 +152,7 @@ def test_bench_section_count_reads_chunked_functions(tmp_path_factory):
     (``codegen_embedding.chunked``); the count is the same as over the whole
     function (it once counted 0 there, and a chunk's ``S->`` hand-over is no
     subtraction)."""
-    from fmigen.codegen_embedding import chunked
+    from fmigen.generate.codegen_embedding import chunked
     bl = _bench_ladder()
     _, fmu = _validated("ladder", 2, tmp_path_factory)
     with zipfile.ZipFile(fmu) as z:
@@ -185,7 +185,7 @@ def test_bench_fit_recovers_known_exponents():
     assert bl.fit([(8, 5.0)]) is None
 
 
-# --- the recursive dynamics (fmigen/codegen_recursive.py) ---------------------------------------
+# --- the recursive dynamics (fmigen/generate/codegen_recursive.py) ---------------------------------------
 
 def _mechanism(family, cells):
     if family == "ladder_planar":
@@ -236,11 +236,11 @@ def test_recursive_elimination_is_leaves_first_and_bounded_per_cell():
     """The build-time order eats the ladder from its bottom cell, and no
     piece couples more coordinates for more cells (the code per cell is the
     same size: linear growth)."""
-    from fmigen.codegen_embedding import _blocks
-    from fmigen.codegen_recursive import elimination_order
-    from fmigen.dae import build_dae
-    from fmigen.partition import choose_partition
-    from fmigen.embed import embed
+    from fmigen.generate.codegen_embedding import _blocks
+    from fmigen.generate.codegen_recursive import elimination_order
+    from fmigen.derive.dae import build_dae
+    from fmigen.derive.partition import choose_partition
+    from fmigen.derive.embed import embed
 
     def order_and_degrees(cells):
         dae = build_dae(to_mechanism(ladder.build(cells=cells, rungs="planar")))
@@ -283,7 +283,7 @@ def test_recursive_code_grows_linearly(tmp_path_factory):
 
 
 def test_dynamics_choice():
-    from fmigen.codegen_recursive import RECURSIVE_FROM_F, choose
+    from fmigen.generate.codegen_recursive import RECURSIVE_FROM_F, choose
     assert choose("auto", SimpleNamespace(f=RECURSIVE_FROM_F))[0] == "recursive"
     assert choose("auto", SimpleNamespace(f=RECURSIVE_FROM_F - 1))[0] == "embedded"
     assert choose("embedded", SimpleNamespace(f=40)) == ("embedded", "requested")
@@ -298,8 +298,8 @@ def test_auto_dynamics_needs_a_dense_B():
     auto keeps the embedding; a chain whose every block reads all the
     independent coordinates through the block before it is dense, and
     auto eliminates.  And the planar ladder's real partition."""
-    from fmigen.codegen_recursive import RECURSIVE_FROM_COUPLING, choose, coupling
-    from fmigen.partition import Block
+    from fmigen.generate.codegen_recursive import RECURSIVE_FROM_COUPLING, choose, coupling
+    from fmigen.derive.partition import Block
     f = 8
     corners = SimpleNamespace(independent=list(range(f)), dependent=list(range(f, 2 * f)),
                               blocks=[Block([k], [f + k], [k]) for k in range(f)])
@@ -310,9 +310,9 @@ def test_auto_dynamics_needs_a_dense_B():
                                    [Block([k], [f + k], [f + k - 1]) for k in range(1, f)])
     assert coupling(chain) == 1.0
     assert choose("auto", SimpleNamespace(f=f), chain)[0] == "recursive"
-    from fmigen.dae import build_dae
-    from fmigen.partition import choose_partition
-    from fmigen.pipeline import as_mechanism, prepare_mechanism
+    from fmigen.derive.dae import build_dae
+    from fmigen.derive.partition import choose_partition
+    from fmigen.build.pipeline import as_mechanism, prepare_mechanism
     from mechanisms.ladder import build
     part = choose_partition(build_dae(prepare_mechanism(as_mechanism(build(cells=4, rungs="planar")))))
     assert coupling(part) == pytest.approx(0.625) and coupling(part) > RECURSIVE_FROM_COUPLING

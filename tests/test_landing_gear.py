@@ -7,8 +7,8 @@ from fmpy import simulate_fmu
 from scipy.optimize import fsolve
 
 from fmigen.cli import main as cli_main
-from fmigen.pipeline import build_fmu
-from fmigen.pyruntime import build_python_fmu
+from fmigen.build.pipeline import build_fmu
+from fmigen.pyfmu.pyruntime import build_python_fmu
 from mechanisms.landing_gear import GUESSES, constraints
 
 PAPER_ORDER = "c_theta_F,s_theta_F,c_theta_A,s_theta_A,c_theta_D,s_theta_D,c_theta_B,s_theta_B,p_BC"
@@ -126,10 +126,10 @@ def test_dynamic_variant_matches_dae_reference_until_the_toggle():
 def test_vector_loop_reading_of_the_paper_polynomials():
     """The joint positions of landing_gear_dynamic close both loops at the
     assembled start: C from B equals C from D, E from F equals E from D."""
-    from fmigen.dae import build_dae
-    from fmigen.partition import choose_partition
-    from fmigen.pipeline import load_mechanism
-    from fmigen.triangular import triangularize
+    from fmigen.derive.dae import build_dae
+    from fmigen.derive.partition import choose_partition
+    from fmigen.build.pipeline import load_mechanism
+    from fmigen.kinematics.triangular import triangularize
     dae = build_dae(load_mechanism("landing_gear_dynamic"))
     q = triangularize(dae, choose_partition(dae)).start
     A, B, D, F, p = q["theta_A"], q["theta_B"], q["theta_D"], q["theta_F"], q["p_BC"]
@@ -203,11 +203,11 @@ def test_a_continuing_step_solves_the_gear_by_newton_first():
     steps after the first reuse its factors (chord steps, codegen.CHORD_STOP),
     at most three steps.  The Stewart platform's legs,
     whose sequences are regular, keep the sequence first."""
-    from fmigen.bench import bench
-    from fmigen.dae import build_dae
-    from fmigen.partition import choose_partition
-    from fmigen.pipeline import load_mechanism
-    from fmigen.triangular import triangularize
+    from fmigen.tools.bench import bench
+    from fmigen.derive.dae import build_dae
+    from fmigen.derive.partition import choose_partition
+    from fmigen.build.pipeline import load_mechanism
+    from fmigen.kinematics.triangular import triangularize
 
     def blocks(name):
         dae = build_dae(load_mechanism(name))

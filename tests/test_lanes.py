@@ -1,4 +1,4 @@
-"""The kinematics' lanes (fmigen/codegen_lanes.py): the Stewart platform's
+"""The kinematics' lanes (fmigen/generate/codegen_lanes.py): the Stewart platform's
 six legs solved four at a time, with the scalar code's bits, and every
 lane that fails left to its block's scalar code."""
 import json
@@ -7,16 +7,16 @@ import subprocess
 import pytest
 import sympy as sp
 
-from fmigen.bench import compile_harness, generate_sources
-from fmigen.codegen import hoisted_knowns
-from fmigen.codegen_lanes import lane_classes
-from fmigen.dae import build_dae
-from fmigen.embed import embed
-from fmigen.fmu import RUNTIME_DIR
-from fmigen.partition import choose_partition
-from fmigen.pipeline import load_mechanism
-from fmigen.triangular import triangularize
-from fmigen.workspace import unit_scales
+from fmigen.tools.bench import compile_harness, generate_sources
+from fmigen.generate.codegen import hoisted_knowns
+from fmigen.generate.codegen_lanes import lane_classes
+from fmigen.derive.dae import build_dae
+from fmigen.derive.embed import embed
+from fmigen.fmi.fmu import RUNTIME_DIR
+from fmigen.derive.partition import choose_partition
+from fmigen.build.pipeline import load_mechanism
+from fmigen.kinematics.triangular import triangularize
+from fmigen.derive.workspace import unit_scales
 
 
 @pytest.fixture(scope="module")

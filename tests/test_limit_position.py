@@ -25,9 +25,9 @@ from fmpy import extract, read_model_description, simulate_fmu
 from fmpy.fmi1 import FMICallException
 from fmpy.fmi2 import FMU2Slave
 
-from fmigen import pyruntime
-from fmigen import fmu as fmu_mod
-from fmigen.pipeline import compile_model, prepare_mechanism
+from fmigen.pyfmu import pyruntime
+from fmigen.fmi import fmu as fmu_mod
+from fmigen.build.pipeline import compile_model, prepare_mechanism
 
 sys.path.append(str(Path(__file__).parent))
 from corpus._families import four_bar  # noqa: E402
@@ -184,8 +184,8 @@ def test_with_a_switch_set_the_fmu_carries_the_motion_through_the_limit(tmp_path
     mechanism onto the other branch: within 1e-5 of the IDA reference over
     1 s, where the FMU without the set stops at 0.83 s (and before it ran on
     1.8 rad off)."""
-    from fmigen.pipeline import as_mechanism
-    from fmigen.validate import validate
+    from fmigen.build.pipeline import as_mechanism
+    from fmigen.verify.validate import validate
     m = as_mechanism(fuzz_fourbar())
     m.switch_independent = [["phi"]]
     r = validate(m, stop_time=1.0, fmu_path=tmp_path / "switching.fmu")

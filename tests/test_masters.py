@@ -24,7 +24,7 @@ import pytest
 from fmpy import extract, read_model_description
 from fmpy.fmi2 import FMU2Slave
 
-from fmigen.pipeline import build_fmus
+from fmigen.build.pipeline import build_fmus
 
 H = 0.01
 STEPS = 100

@@ -1,4 +1,4 @@
-"""MJCF export/import and MuJoCo as a peer (fmigen/mjcf.py).
+"""MJCF export/import and MuJoCo as a peer (fmigen/frontends/mjcf.py).
 
 The references here share nothing with fmigen's equations: MuJoCo's own
 dynamics (a foreign model run as written), and the DAE reference of the
@@ -12,7 +12,7 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 from fmigen.joints import JointSystem  # noqa: E402
-from fmigen.mjcf import MJCFError, export_mjcf, import_mjcf, run_mujoco  # noqa: E402
+from fmigen.frontends.mjcf import MJCFError, export_mjcf, import_mjcf, run_mujoco  # noqa: E402
 
 FOREIGN = Path(__file__).parent / "data" / "crank_slider_mujoco.xml"
 TIGHT = dict(solref=(2e-4, 1.0), solimp=(0.9999, 0.9999, 1e-4, 0.5, 2))
@@ -88,9 +88,9 @@ def fourbar_joints():
 
 
 def test_an_exported_fourbar_in_mujoco_matches_the_dae_reference():
-    from fmigen.dae import build_dae
-    from fmigen.pipeline import prepare_mechanism
-    from fmigen.reference import assemble_newton, solve_reference
+    from fmigen.derive.dae import build_dae
+    from fmigen.build.pipeline import prepare_mechanism
+    from fmigen.verify.reference import assemble_newton, solve_reference
     dae = build_dae(prepare_mechanism("fourbar"))
     th, alpha, phi = assemble_newton(dae, dae.start_guess(), ["theta"])
     times = np.linspace(0, 2, 21)
@@ -217,7 +217,7 @@ def _simulate(path, names, stop=1.0):
 
 
 def test_export_then_import_builds_the_same_fmu_trajectory(tmp_path):
-    from fmigen.pipeline import build_fmu, load_mechanism, prepare_mechanism
+    from fmigen.build.pipeline import build_fmu, load_mechanism, prepare_mechanism
     mech = prepare_mechanism("fourbar_joints")
     xml = export_mjcf(mech.joint_system, start={c.name: c.start for c in mech.coordinates})
     (tmp_path / "fourbar_joints.xml").write_text(xml)
@@ -236,8 +236,8 @@ def test_a_foreign_model_builds_and_matches_mujoco_running_it(tmp_path):
     """The foreign crank-slider built into an FMU and compared with MuJoCo
     running fmigen's export of it (that export runs like the file itself:
     test_import_then_export_runs_like_the_original_in_mujoco)."""
-    from fmigen.mjcf import compare_with_mujoco
-    from fmigen.pipeline import build_fmu
+    from fmigen.frontends.mjcf import compare_with_mujoco
+    from fmigen.build.pipeline import build_fmu
     path, compiled = build_fmu(str(FOREIGN), tmp_path / "crank_slider.fmu")
     names = [c.name for c in compiled.mechanism.coordinates]
     result = _simulate(path, names)
@@ -252,7 +252,7 @@ def test_validate_with_the_mujoco_peer_reports_three_references():
     """The foreign crank-slider through `validate --peer mujoco`: the IDA and
     Cartesian references and MuJoCo, each passing, with MuJoCo's own
     violation beside its errors."""
-    from fmigen.validate import validate
+    from fmigen.verify.validate import validate
     report = validate(str(FOREIGN), stop_time=1.0, peer="mujoco")
     refs = report.as_json()["references"]
     assert set(refs) == {"ida", "cartesian", "mujoco"}
@@ -269,7 +269,7 @@ def test_the_mujoco_peer_is_driven_by_the_same_input_signal(tmp_path):
     crank 0.047 rad away from the undriven run by t = 0.5 s (a peer left
     at the start value 0 was off by that)."""
     import fmpy
-    from fmigen.validate import validate
+    from fmigen.verify.validate import validate
     fmu = tmp_path / "crank_slider.fmu"
     report = validate(str(FOREIGN), stop_time=0.5, peer="mujoco", fmu_path=fmu,
                       input_signals=["drive=0.05*smoothstep(t, 0, 0.5)"])
@@ -323,9 +323,9 @@ def test_an_imported_fourbar_integrates_its_actuated_crank(tmp_path):
     """A motor on the crank: the crank is the independent coordinate, its
     keyframe angle kept exactly.  (Pivoted QR alone makes the crank dependent
     here: its column of Φ_q, ω × OB = (−4, 4), is the longest.)"""
-    from fmigen.dae import build_dae
-    from fmigen.partition import choose_partition
-    from fmigen.pipeline import prepare_mechanism
+    from fmigen.derive.dae import build_dae
+    from fmigen.derive.partition import choose_partition
+    from fmigen.build.pipeline import prepare_mechanism
     path = _fourbar_mjcf(tmp_path, "fourbar_motor", ["crank"], key='<keyframe><key qpos="0.3 0 0"/></keyframe>')
     assert import_mjcf(path).preferred_independent == ["crank"]
     mech = prepare_mechanism(path, use_cache=False)
@@ -347,7 +347,7 @@ def test_an_actuated_choice_that_is_singular_falls_back_and_says_why(tmp_path):
     limit): with the rocker independent, Φ_d (crank, coupler) is singular at
     the start, so the best-conditioned set is taken and the note says why;
     two motors on a one-DOF four-bar are too many."""
-    from fmigen.pipeline import prepare_mechanism
+    from fmigen.build.pipeline import prepare_mechanism
     path = _fourbar_mjcf(tmp_path, "fourbar_toggle_motor", ["rocker"], b=(0, 3), d=(4, 1))
     mech = prepare_mechanism(path, use_cache=False)
     assert mech.independent is None
@@ -409,7 +409,7 @@ def test_every_tree_joint_places_its_body_as_the_joint_convention_says(kind, rev
     convention of joints.py (R_C = R_P R_J(q), r_C = r_P + R_P p_J(q)),
     composed here by hand.  Before, a planar or free joint reached from its
     child was refused."""
-    from fmigen.joint_model import joint_transform
+    from fmigen.frontends.joint_model import joint_transform
     s = JointSystem(f"one_{kind}")
     body = s.body("b", 2.0, (0.3, 0.2, 0.25), com=(0.1, -0.05, 0.02))
     on_ground = s.ground.marker("m", (0.3, -0.2, 0.5), _pythagorean("x"))
@@ -454,7 +454,7 @@ def test_a_cut_universal_joint_is_a_connect_and_its_axes_held_perpendicular(turn
     MuJoCo measures the tendon's reference length, does not close the U);
     turning the rod about its own axis, which the U forbids and the ball
     joint allows, breaks only the tendon equality."""
-    from fmigen.pipeline import as_mechanism
+    from fmigen.build.pipeline import as_mechanism
     mech = as_mechanism(rsur(turned_rocker=turned))
     start = {c.name: c.start for c in mech.coordinates}
     model = mujoco.MjModel.from_xml_string(export_mjcf(mech.joint_system, start=start))
@@ -493,8 +493,8 @@ def test_the_mujoco_peer_agrees_with_the_fmu_on_a_loop_with_ball_and_universal_j
     export: with solref's time constant halved (1e-4 s, dt 2.5e-5 s) the
     error and the violation fall 4× (1.7e-7, 6.7e-8), while the FMU agrees
     with IDA to 8e-12 and with the Cartesian reference to 4.4e-10."""
-    from fmigen.mjcf import compare_with_mujoco
-    from fmigen.pipeline import as_mechanism, build_fmu
+    from fmigen.frontends.mjcf import compare_with_mujoco
+    from fmigen.build.pipeline import as_mechanism, build_fmu
     mech = as_mechanism(rsur())
     path, compiled = build_fmu(mech, tmp_path / "rsur.fmu")
     names = [c.name for c in compiled.mechanism.coordinates]

@@ -7,9 +7,9 @@ import pytest
 
 rumoca = pytest.importorskip("rumoca")
 
-from fmigen.modelica import export_mechanism, mo  # noqa: E402
-from fmigen.pipeline import build_fmu  # noqa: E402
-from fmigen.validate import simulate  # noqa: E402
+from fmigen.tools.modelica import export_mechanism, mo  # noqa: E402
+from fmigen.build.pipeline import build_fmu  # noqa: E402
+from fmigen.verify.validate import simulate  # noqa: E402
 
 STOP = 1.0
 H = 0.01
@@ -55,7 +55,7 @@ def test_exported_model_loads_balanced_and_matches_the_fmu(exported):
 
 
 def test_exported_model_matches_the_ida_reference(exported):
-    from fmigen.reference import solve_reference
+    from fmigen.verify.reference import solve_reference
     mech, text, name, compiled, tmp = exported
     _, result = _rumoca(text, name)
     dae = compiled.dae

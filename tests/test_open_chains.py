@@ -22,8 +22,8 @@ from fmpy import simulate_fmu
 
 from conftest import cached_validate
 from fmigen.model import Mechanism
-from fmigen.pipeline import build_fmus
-from fmigen.validate import validate
+from fmigen.build.pipeline import build_fmus
+from fmigen.verify.validate import validate
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 PENDULUM, DOUBLE, ARM = (str(CORPUS / f"{n}.py") for n in ("pendulum", "double_pendulum", "serial_arm"))

@@ -1,4 +1,4 @@
-"""The Python runtime (fmigen/pyruntime.py, ``fmigen build --runtime python``):
+"""The Python runtime (fmigen/pyfmu/pyruntime.py, ``fmigen build --runtime python``):
 the same reduced model as a pure-Python FMI 2.0 Co-Simulation FMU through
 pythonfmu, checked against the C FMU in fmpy."""
 import json
@@ -14,9 +14,9 @@ from fmpy.fmi1 import FMICallException
 from fmpy.fmi2 import FMU2Slave
 from fmpy.validation import validate_fmu
 
-from fmigen import fmu as fmu_mod
-from fmigen import pyruntime
-from fmigen.pipeline import build_fmu, load_mechanism
+from fmigen.fmi import fmu as fmu_mod
+from fmigen.pyfmu import pyruntime
+from fmigen.build.pipeline import build_fmu, load_mechanism
 from conftest import compiled_model
 
 MECHS = ["fourbar", "slider_crank", "fourbar_joints"]   # fourbar_joints: a block in angle sums
@@ -265,7 +265,7 @@ def test_negative_masses_are_refused_like_the_c_fmu(pairs, capsys):
     (``test_bad_calls_are_rejected_with_fatal``, in a subprocess).  The
     Python FMU still runs its default masses."""
     from fmpy.fmi1 import FMICallException
-    from fmigen.validate import simulate
+    from fmigen.verify.validate import simulate
     c_path, py_path, compiled = pairs["fourbar"]
     with pytest.raises(FMICallException):
         simulate(c_path, ["theta", "alpha", "phi"], 0.05, 0.001, start_values={"m1": -1.0, "m2": -1.0, "m3": -1.0})

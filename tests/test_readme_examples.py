@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fmigen.pipeline import prepare_mechanism
+from fmigen.build.pipeline import prepare_mechanism
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

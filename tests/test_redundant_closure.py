@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fmigen.cartesian import CartesianModel
-from fmigen.dae import build_dae
-from fmigen.joint_model import to_mechanism
-from fmigen.reference import assemble_newton, solve_reference
+from fmigen.verify.cartesian import CartesianModel
+from fmigen.derive.dae import build_dae
+from fmigen.frontends.joint_model import to_mechanism
+from fmigen.verify.reference import assemble_newton, solve_reference
 
 # the corpus modules import their helpers as ``corpus._spatial`` (tests/
 # first, as scripts/corpus.py's own _import_corpus does)

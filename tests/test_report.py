@@ -12,7 +12,7 @@ CHROMEDRIVER = shutil.which("chromedriver")
 
 @pytest.fixture(scope="module")
 def report_page(tmp_path_factory):
-    from fmigen.report import write_html
+    from fmigen.verify.report import write_html
     report = cached_validate("slider_crank_joints", stop_time=1.0, solver="rk4", step=1e-3)
     path = tmp_path_factory.mktemp("report") / "slider_crank_joints.html"
     write_html(report, path)

@@ -164,7 +164,7 @@ def test_poly_root_stops_at_the_rounding_floor(tmp_path, monkeypatch):
     stop when p(z) is within its own rounding error instead of falling
     through to every root by Aberth iteration (500 iterations of it made
     97 % of a landing-gear step).  C and the Python runtime alike."""
-    from fmigen import pyruntime
+    from fmigen.pyfmu import pyruntime
     exe = runtime_harness(tmp_path, POLY_HARNESS, "poly")
     out = subprocess.run([str(exe)], input=" ".join(map(repr, GEAR_POLY + [GEAR_X0])), capture_output=True,
                          text=True, check=True).stdout.split()
@@ -355,7 +355,7 @@ def test_python_ports_of_atan2_sincos_and_rotate_are_bit_identical(tmp_path):
 
     import mpmath
 
-    from fmigen.pyruntime import fmigen_atan2, fmigen_sincos, rotate
+    from fmigen.pyfmu.pyruntime import fmigen_atan2, fmigen_sincos, rotate
     exe = runtime_harness(tmp_path, PORT_HARNESS, "ports")
     rng = np.random.default_rng(5)
     lines, expect = [], []
@@ -679,9 +679,9 @@ def test_an_augmented_step_refuses_a_non_finite_state_under_fast_math(tmp_path):
     stays the last good one.  Both tests read the exponent bits
     (fmigen_all_finite); with isfinite in them (a review's reproduction) the
     step returned OK with v = -inf, then NaN."""
-    from fmigen import formulation
-    from fmigen.bench import generate_sources
-    from fmigen.pipeline import load_mechanism
+    from fmigen.generate import formulation
+    from fmigen.tools.bench import generate_sources
+    from fmigen.build.pipeline import load_mechanism
     mech = load_mechanism("slider_crank_from_slider")
     gen = generate_sources(mech, ["groebner"], augmented=[formulation.make("baumgarte")])["baumgarte"][0]
     (tmp_path / "model.c").write_text(gen.model_c)

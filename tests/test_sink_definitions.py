@@ -9,9 +9,9 @@ import subprocess
 
 import pytest
 
-from fmigen import codegen
-from fmigen.bench import compile_harness
-from fmigen.pipeline import compile_model, load_mechanism
+from fmigen.generate import codegen
+from fmigen.tools.bench import compile_harness
+from fmigen.build.pipeline import compile_model, load_mechanism
 
 SOURCE = """int f(double *q, double *out)
 {

@@ -1,4 +1,4 @@
-"""The embedding's per-block code in vector lanes (fmigen/codegen_slp.py):
+"""The embedding's per-block code in vector lanes (fmigen/generate/codegen_slp.py):
 the Stewart platform's legs four at a time in fmigen_embedded_velocities,
 _prepare and _finish, checked against the same generator's code without
 the pass (every leg by its own scalar statements) and between the vector
@@ -8,10 +8,10 @@ import subprocess
 
 import pytest
 
-import fmigen.codegen_slp as slp
-from fmigen.bench import generate_sources
-from fmigen.fmu import RUNTIME_DIR
-from fmigen.pipeline import load_mechanism
+import fmigen.generate.codegen_slp as slp
+from fmigen.tools.bench import generate_sources
+from fmigen.fmi.fmu import RUNTIME_DIR
+from fmigen.build.pipeline import load_mechanism
 
 #: the embedding at random states (argv[1] of them; argv[2]: a model index
 #: whose angle gets cos = 0, argv[3]: a coordinate set to NaN, -1 for

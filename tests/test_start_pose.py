@@ -21,11 +21,11 @@ import pytest
 from fmpy import extract, read_model_description
 from fmpy.fmi2 import FMU2Slave
 
-from fmigen.dae import build_dae
+from fmigen.derive.dae import build_dae
 from fmigen.model import ModelError
-from fmigen.partition import choose_partition
-from fmigen.pipeline import build_fmu, prepare_mechanism
-from fmigen import triangular
+from fmigen.derive.partition import choose_partition
+from fmigen.build.pipeline import build_fmu, prepare_mechanism
+from fmigen.kinematics import triangular
 
 from tests.corpus.double_wishbone import DESIGN_POSE, build
 
@@ -74,7 +74,7 @@ def test_double_wishbone_fmu_starts_in_the_design_pose(tmp_path):
     assert residual <= 1e-12
     # and every marker where the description puts it (poses composed from
     # the joints, not from the derived model)
-    from fmigen.start_pose import check_start_pose
+    from fmigen.frontends.start_pose import check_start_pose
     m, dae = compiled.mechanism, compiled.dae
     dr, dR = check_start_pose(m, dae, compiled.independent_names, got)
     assert dr <= 1e-9 and dR <= 1e-9
@@ -84,7 +84,7 @@ def test_a_start_on_the_mirror_branch_is_refused():
     """The mirror start the issue saw (the U-joint's first angle at π, the
     rest as described) closes the derived model's loops — its distance-link
     rows hold there — so only the pose check can refuse it."""
-    from fmigen.start_pose import StartPoseError, check_start_pose
+    from fmigen.frontends.start_pose import StartPoseError, check_start_pose
     m, dae, indep, start = _start(_double_wishbone())
     mirror = {**start, "tie_u_a": start["tie_u_a"] + math.pi}
     q = np.array([mirror[n] for n in dae.names])
@@ -101,7 +101,7 @@ def test_design_pose_start_either_axis_direction(fore_aft):
     m, dae, indep, start = _start(_double_wishbone(fore_aft=fore_aft))
     for n, v in DESIGN_POSE.items():
         assert _angle_gap(start[n], v) <= 1e-9, (n, start[n])
-    from fmigen.start_pose import check_start_pose
+    from fmigen.frontends.start_pose import check_start_pose
     dr, dR = check_start_pose(m, dae, indep, start)
     assert dr <= 1e-9 and dR <= 1e-9
 
@@ -109,7 +109,7 @@ def test_design_pose_start_either_axis_direction(fore_aft):
 def test_inexact_guesses_assemble_to_the_nearest_closure():
     """Guesses off the design pose by a few degrees (not closed) on the
     described branch: the start is the closed design pose, and accepted."""
-    from fmigen.start_pose import check_start_pose
+    from fmigen.frontends.start_pose import check_start_pose
     s = _double_wishbone()
     for name, off in (("upper", 0.05), ("ball_l_x", -0.04), ("tie_u_a", 0.1), ("tie_u_b", -0.05)):
         s.coordinate_by_name(name).start = off
@@ -132,7 +132,7 @@ def test_branch_hints_choose_the_start(name, sign):
     """A shipped mechanism with a branch hint starts on the hinted branch,
     and flipping the hint's sign moves the start to the other assembly."""
     import importlib
-    from fmigen.start_pose import check_start_pose
+    from fmigen.frontends.start_pose import check_start_pose
     system = importlib.import_module(f"mechanisms.{name}").build()
     hint = system.branch_hints[0]
     hint.sign = sign
@@ -141,8 +141,8 @@ def test_branch_hints_choose_the_start(name, sign):
     for n, v in m.described_start.items():
         assert _angle_gap(start[n], v) <= 1e-9
     # the hint holds at the start: (marker − relative_to)·direction has its sign
-    from fmigen.start_pose import _poses, _markers
-    from fmigen.joint_model import spanning_tree
+    from fmigen.frontends.start_pose import _poses, _markers
+    from fmigen.frontends.joint_model import spanning_tree
     import sympy as sp
     params = {p.symbol: sp.Float(float(p.value), 30) for p in m.parameters}
     tree, _ = spanning_tree(system)

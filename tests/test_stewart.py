@@ -42,11 +42,11 @@ def test_accelerations_depend_on_the_force_amplitude_and_time():
     """The legs' forces are ∓A sin(2πt/3), alternating in sign: summed over
     the coordinates they cancel, so a dependency analysis of ΣF once left A
     and time out of every acceleration's ModelStructure dependencies."""
-    from fmigen import structure
-    from fmigen.dae import build_dae
-    from fmigen.embed import embed
-    from fmigen.partition import choose_partition
-    from fmigen.pipeline import load_mechanism
+    from fmigen.fmi import structure
+    from fmigen.derive.dae import build_dae
+    from fmigen.derive.embed import embed
+    from fmigen.derive.partition import choose_partition
+    from fmigen.build.pipeline import load_mechanism
     dae = build_dae(load_mechanism("stewart"))
     deps = structure.dependencies(embed(dae, choose_partition(dae)))
     for q in ("x", "y", "z", "phi", "theta", "psi"):

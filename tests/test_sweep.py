@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import toggle_fourbar
 
-from fmigen import sweep
+from fmigen.tools import sweep
 from fmigen.cli import main
 from fmigen.model import ModelError
-from fmigen.pipeline import build_fmu
+from fmigen.build.pipeline import build_fmu
 
 distributed = pytest.importorskip("distributed")
 

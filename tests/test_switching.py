@@ -9,8 +9,8 @@ import pytest
 from conftest import reset_fmpy_logger
 from fmpy.fmi2 import FMU2Slave
 
-from fmigen.check import check
-from fmigen.pipeline import build_fmu, build_fmus
+from fmigen.verify.check import check
+from fmigen.build.pipeline import build_fmu, build_fmus
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def test_switching_rewrites_angle_sum_slots(tmp_path):
     (fmigen_sol_layout's term list).  After the switch to θ it follows the
     θ-independent FMU of the same mechanism (measured ≤ 5.4e-12: RK4 on
     another state vector)."""
-    from fmigen.pipeline import load_mechanism
+    from fmigen.build.pipeline import load_mechanism
     m = load_mechanism("slider_crank_joints")
     m.name, m.independent, m.switch_independent = "scj_from_slider", ["x"], [["theta"]]
     switching, compiled = build_fmu(m, tmp_path / "x.fmu")

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from fmpy.fmi3 import FMU3Model
 
-from fmigen import fmu as fmu_mod
-from fmigen.events import time_events
+from fmigen.fmi import fmu as fmu_mod
+from fmigen.derive.events import time_events
 from fmigen.model import t
-from fmigen.pipeline import build_fmus
-from fmigen.reference import solve_reference
+from fmigen.build.pipeline import build_fmus
+from fmigen.verify.reference import solve_reference
 
 BREAKPOINTS = [1.0, 4.0, 5.0, 5.5]
 #: a moving start: at rest CVode's difference-quotient Jacobian uses

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from fmigen.dae import build_dae
-from fmigen.partition import choose_partition
-from fmigen.pipeline import load_mechanism
-from fmigen.triangular import assemble, triangularize
+from fmigen.derive.dae import build_dae
+from fmigen.derive.partition import choose_partition
+from fmigen.build.pipeline import load_mechanism
+from fmigen.kinematics.triangular import assemble, triangularize
 
 
 def fourbar_analytic(theta, l1=1.0, l2=4.0, l3=2.5, d=3.0, upper=True):
@@ -97,7 +97,7 @@ def relative_fourbar():
 
 
 def test_angle_sums_become_the_polynomial_variables_and_the_chain_is_recovered():
-    from fmigen.triangular import angle_plan, polynomialize
+    from fmigen.kinematics.triangular import angle_plan, polynomialize
     dae = build_dae(relative_fourbar())
     part = choose_partition(dae)
     [b] = part.blocks
@@ -119,7 +119,7 @@ def test_angle_sums_become_the_polynomial_variables_and_the_chain_is_recovered()
 def test_single_angle_arguments_keep_their_own_variables(fourbar):
     """No angle sum, no change of variables (the low-level mechanisms' C
     stays byte for byte what it was)."""
-    from fmigen.triangular import angle_plan
+    from fmigen.kinematics.triangular import angle_plan
     dae, tri = fourbar
     assert angle_plan(dae, tri.partition.blocks[0]) is None
     assert tri.blocks[0].angle_sums == {}
@@ -137,7 +137,7 @@ def _big_poly():
 
 def test_poly_value_is_the_exact_value_rounded_once():
     import sympy as sp
-    from fmigen.triangular import PREC, poly_value
+    from fmigen.kinematics.triangular import PREC, poly_value
     P, (x, y, K, z) = _big_poly()
     env = {x: sp.Float(0.3, PREC), y: sp.Float(-1.7, PREC), K: sp.Float(2.5e-3, PREC), z: sp.Float(9.0, PREC)}
     assert poly_value(P, env) == float(P.as_expr().xreplace(env).evalf(PREC))
@@ -146,7 +146,7 @@ def test_poly_value_is_the_exact_value_rounded_once():
 
 def test_poly_evaluator_matches_the_expression_and_its_term_magnitudes():
     import sympy as sp
-    from fmigen.triangular import abs_sum, poly_evaluator
+    from fmigen.kinematics.triangular import abs_sum, poly_evaluator
     P, (x, y, K, z) = _big_poly()
     args = [K, y, x]          # z does not occur, so it need not be given
     rng = np.random.default_rng(1)
@@ -164,7 +164,7 @@ def test_poly_plan_evaluates_every_polynomial_term_by_term():
     """The straight-line code of a step's coefficients (C and Python share
     its text) computes the polynomials, each monomial once."""
     import sympy as sp
-    from fmigen.codegen import poly_plan
+    from fmigen.generate.codegen import poly_plan
     P, (x, y, K, z) = _big_poly()
     Q = sp.Poly(-x**2 * K**5 + 5 * y**3 * x, x, y, K, z)
     plan = poly_plan([P, Q, sp.Poly(0, x, y, K, z)], "m")
@@ -190,7 +190,7 @@ def test_single_letter_ring_variables_read_back_from_singular():
     KeyError 'x2' (found by a review).  The basis of y² = a·x, x² + y² = 2
     against sympy's own lex basis."""
     import sympy as sp
-    from fmigen.groebner import groebner_lex
+    from fmigen.kinematics.groebner import groebner_lex
     x, y, a = sp.symbols("x y a")
     polys = [y ** 2 - a * x, x ** 2 + y ** 2 - 2]
     ours = groebner_lex(polys, [y, x], [a], use_cache=False)

@@ -73,8 +73,8 @@ def test_reference_starts_at_the_independent_start_velocity():
     constraint; the reference must do the same, not correct all three by
     minimum norm (which started it at θ̇ = 1.62 and made validate compare two
     different motions)."""
-    from fmigen.pipeline import load_mechanism
-    from fmigen.validate import validate
+    from fmigen.build.pipeline import load_mechanism
+    from fmigen.verify.validate import validate
     mech = load_mechanism("fourbar")
     mech.coordinate_by_name("theta").velocity_start = 2.0
     mech.name = "fourbar_spinning"
@@ -110,10 +110,10 @@ def test_input_signals_are_read_and_checked():
     C² step), only the mechanism's inputs, only t as a symbol; the DAE the
     references integrate has the signal in place of the input."""
     import sympy as sp
-    from fmigen.dae import build_dae
+    from fmigen.derive.dae import build_dae
     from fmigen.model import ModelError, t
-    from fmigen.pipeline import load_mechanism
-    from fmigen.validate import parse_input_signals, with_input_signals
+    from fmigen.build.pipeline import load_mechanism
+    from fmigen.verify.validate import parse_input_signals, with_input_signals
     mech = load_mechanism("fourbar")
     sig = parse_input_signals(mech, ["tau = 6 + 2*smoothstep(t, 1/10, 3/10)"])
     f = sp.lambdify(t, sig["tau"])
@@ -136,7 +136,7 @@ def test_input_signals_are_read_and_checked():
             parse_input_signals(mech, bad)
     # finite as an expression, not at the samples: refused before the run,
     # with the time (the FMU refused it mid-run, as a failed fmi2SetReal)
-    from fmigen.validate import _check_signals, _signal_functions
+    from fmigen.verify.validate import _check_signals, _signal_functions
     fns = _signal_functions(parse_input_signals(mech, ["tau=log(t - 1/2)"]))
     with pytest.raises(ModelError, match="not a finite real number at t = 0 s"):
         _check_signals(fns, 1.0, 0.1)
@@ -150,6 +150,6 @@ def test_an_fmu_that_stops_before_its_first_output_is_a_clear_error():
     increase", a traceback)."""
     from conftest import toggle_fourbar
     from fmigen.model import ModelError
-    from fmigen.validate import validate
+    from fmigen.verify.validate import validate
     with pytest.raises(ModelError, match=r"the FMU stopped at t=0\.8\d* .*before the first output time 1"):
         validate(toggle_fourbar(), stop_time=2.0, output_interval=1.0)

@@ -1,4 +1,4 @@
-"""The variable table (fmigen/variables.py) is the only source of the FMU's
+"""The variable table (fmigen/fmi/variables.py) is the only source of the FMU's
 variables and value references: the C runtime's group offsets
 (sources/fmu_variables.h, and what the compiled instance reads at each value
 reference), the FMI 2.0 and 3.0 modelDescriptions and the Python runtime all
@@ -14,8 +14,9 @@ import sympy as sp
 from fmpy import read_model_description
 from lxml import etree
 
-from fmigen import fmu, pyruntime, variables
-from fmigen.pipeline import build_fmus, load_mechanism
+from fmigen.fmi import fmu, variables
+from fmigen.pyfmu import pyruntime
+from fmigen.build.pipeline import build_fmus, load_mechanism
 
 VARIANTS = [("2", "cs"), ("2", "me"), ("3", "cs"), ("3", "me")]
 STEP = 2e-3

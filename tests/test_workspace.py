@@ -1,12 +1,12 @@
-"""The workspace sweep's numeric pieces (fmigen/workspace.py, dae.NumericDAE)."""
+"""The workspace sweep's numeric pieces (fmigen/derive/workspace.py, dae.NumericDAE)."""
 import numpy as np
 import sympy as sp
 
-from fmigen.dae import build_dae
+from fmigen.derive.dae import build_dae
 from fmigen.model import t
-from fmigen.partition import choose_partition
-from fmigen.pipeline import prepare_mechanism
-from fmigen.workspace import MAX_PATHS, sweep
+from fmigen.derive.partition import choose_partition
+from fmigen.build.pipeline import prepare_mechanism
+from fmigen.derive.workspace import MAX_PATHS, sweep
 from mechanisms import ladder
 
 

@@ -27,7 +27,7 @@ rank at the start) lose rank at the folded pose θ1 = π, θ2 = 0, θ3 = −π
 (t ≈ 0.72 s; σ_min of their Jacobian in θ2, θ3: 0.18 at the start, 0
 there) while the full closure stays regular (σ_min 0.099), and no fixed
 pair of the five rows is regular over the whole turn; so the IDA reference
-integrates all five rows (``fmigen/reference.py``), which IDA on the two
+integrates all five rows (``fmigen/verify/reference.py``), which IDA on the two
 rows alone did not (it left the Bennett curve at the folded pose).
 ``tests/test_redundant_closure.py`` checks the references against the
 closed-form relation above.

@@ -1,0 +1,1 @@
+"""The build end to end (mechanism -> FMU), the derived-model cache, progress."""

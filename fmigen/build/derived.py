@@ -1,0 +1,266 @@
+"""The derived-model cache: what packaging needs of a derivation, on disk.
+
+Deriving a model (equations of motion, triangularization, workspace cover, C
+generation) takes from a second to a minute; packaging what it produced takes
+about one.  So ``build`` keeps, under the Gröbner cache's root
+(``groebner.CACHE_DIR``/derived), the generated code without its start and
+default values (``codegen.finish`` appends those) and the FMU's interface
+(independent coordinates, output names, ModelStructure dependencies), keyed
+by
+
+* the mechanism as ``pipeline.prepare_mechanism`` left it: coordinates with
+  their assembled starts, parameters (structural ones with their values,
+  tunable ones without: their values are only defaults in the FMU), inputs,
+  bodies, constraints, loads, outputs, the independent choice, the Gröbner
+  order, coordinate switching, and the unit scales the kinematics use;
+* the derivation options (variable order, kinematics, Newton tolerance);
+* the text of every fmigen module that takes part in the derivation, so an
+  edit of the code invalidates every entry.
+
+A hit returns a ``Derived`` (no symbolic model); callers that need the DAE,
+partition or triangularization derive as before (with the Gröbner cache).
+
+The same root (``joint_models``) keeps a second, earlier cache: the
+low-level ``Mechanism`` that ``joint_model.to_mechanism`` makes of a
+``JointSystem`` (``mechanism_of``), keyed by the joint system itself with
+the same source digest.  Why: for a large joint system the conversion,
+not the derivation, is what a warm build waits for (the vehicle: ~9 s of
+sympy differentiation and constraint selection before the derived-model key
+can even be computed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import pickle
+import platform
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import sympy as sp
+
+from fmigen.generate import codegen
+from fmigen.kinematics import groebner
+from fmigen.fmi.fmu import Interface
+from fmigen.fmi.structure import Dependencies
+
+FORMAT = "derived-1"
+
+#: fmigen modules that only consume a derived model (packaging, simulation,
+#: reports, the CLI): editing them leaves the cache valid.  Every other
+#: module, a new one included, is part of the key.  variables.py is one: the
+#: variable table is made at packaging from the mechanism and the recorded
+#: interface, and no entry holds a value reference.
+CONSUMERS = {"__init__.py", "__main__.py", "cli.py", "fmi/fmu.py", "fmi/fmi3.py", "fmi/variables.py",
+             "verify/validate.py", "verify/check.py", "tools/bench.py", "bench_build.py",
+             "verify/reference.py", "pyfmu/pyruntime.py", "generate/formulation.py", "build/progress.py",
+             "tools/sweep.py", "tools/sweep_worker.py", "verify/bundle.py", "tools/modelica.py"}
+
+
+@dataclass
+class Derived:
+    """A cache hit: enough to package FMUs and report a build, no more."""
+    mechanism: object
+    generated: codegen.GeneratedModel
+    interface: Interface
+    start: dict
+    #: per stage, what the recorded derivation took
+    derivation_seconds: dict
+    #: what this build took (reading the entry)
+    seconds: dict = None
+
+    @property
+    def independent_names(self) -> list[str]:
+        return [self.mechanism.coordinates[i].name for i in self.interface.independent]
+
+
+def source_digest() -> str:
+    """sha256 over the fmigen modules that take part in a derivation."""
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parent.parent   # the fmigen package
+    for path in sorted(root.rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        if name not in CONSUMERS:
+            h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+#: the joint-system conversion's entries (``mechanism_of``): a new format
+#: changes every key
+JOINT_FORMAT = "joint-model-1"
+
+
+def mechanism_of(system, use_cache=True):
+    """``joint_model.to_mechanism(system)``, read from the cache when the same
+    joint system was converted by the same code before.
+
+    The key is the sha256 of the joint system's canonical text
+    (``_canonical``: every body, marker, joint, load, output and option it
+    holds; the conversion reads nothing else), the fmigen source digest, and
+    the sympy, numpy and Python versions (the start projection is numeric).
+    A joint system holding something the text cannot describe is converted
+    every time.  An entry is a pickle of the Mechanism, written atomically;
+    one that cannot be read is converted again and rewritten.  (Like any
+    local cache, its directory must be the user's own: a pickle runs code
+    when read.)"""
+    import numpy
+    from fmigen.frontends.joint_model import to_mechanism
+    from fmigen.model import Mechanism
+    if not use_cache:
+        return to_mechanism(system)
+    try:
+        data = json.dumps(_canonical(system))
+    except (TypeError, ValueError, RecursionError):   # something the key cannot describe: no entry
+        return to_mechanism(system)
+    h = hashlib.sha256()
+    for part in (JOINT_FORMAT, source_digest(), sp.__version__, numpy.__version__, platform.python_version(),
+                 data):
+        h.update(part.encode() + b"\0")
+    path = groebner.CACHE_DIR / "joint_models" / f"{h.hexdigest()}.pickle"
+    if path.exists():
+        try:
+            mech = pickle.loads(path.read_bytes())
+            if isinstance(mech, Mechanism):
+                return mech
+        except Exception:   # a damaged or foreign entry: convert and rewrite it
+            pass
+    mech = to_mechanism(system)
+    # the cache is optional: a mechanism that does not pickle, or a cache
+    # directory that cannot be written, costs the next load a conversion,
+    # never this one its result
+    try:
+        blob = pickle.dumps(mech, protocol=4)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(blob)
+        tmp.replace(path)
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError, OSError):
+        pass
+    return mech
+
+
+def _canonical(x):
+    """A joint system as JSON-able data that is the same for equal systems:
+    sympy objects by ``srepr``, dataclasses by their fields, a marker by its
+    body's name (not the body: the body lists its markers).  Why not the
+    pickle: its bytes follow object identity (sympy's cache hands a second
+    build the first one's objects, which pickle as references), so the same
+    mechanism built twice in one process pickled differently."""
+    from fmigen.joints import Marker
+    if isinstance(x, Marker):
+        return ["Marker", x.body.name, x.name, _canonical(x.position), _canonical(x.rotation)]
+    if isinstance(x, (sp.Basic, sp.MatrixBase)):
+        return sp.srepr(x)
+    if isinstance(x, (bool, int, str)) or x is None:
+        return x
+    if isinstance(x, float):   # tagged: the float 1.0 is not the string "1.0"
+        return ["float", repr(x)]
+    if isinstance(x, (list, tuple)):
+        return [type(x).__name__] + [_canonical(v) for v in x]
+    if isinstance(x, dict):
+        return [[_canonical(k), _canonical(v)] for k, v in x.items()]
+    if dataclasses.is_dataclass(x):
+        return [type(x).__name__] + [[f.name, _canonical(getattr(x, f.name))] for f in dataclasses.fields(x)]
+    raise TypeError(f"no canonical form of {type(x).__name__}")
+
+
+def key_text(mech, options: dict) -> str:
+    """What the derived model is a function of (see the module docstring), as text."""
+    from fmigen.derive.workspace import mechanism_unit_scales
+    # the arguments in sympy's own canonical order (order="none"): the
+    # printer's term ordering was 1.4 of the vehicle's 2.0 s here, and adds
+    # nothing to a key (equal expressions have their arguments in the same
+    # order, whatever process built them)
+    def s(expr):
+        return sp.srepr(expr, order="none")
+    w = mech.world
+    model = {
+        "name": mech.name,
+        "coordinates": [[c.name, s(c.symbol), c.unit, repr(float(c.start))] for c in mech.coordinates],
+        "parameters": [[p.name, s(p.symbol), p.unit, p.tunable, None if p.tunable else repr(p.value)]
+                       for p in mech.parameters],
+        "inputs": [[i.name, s(i.symbol), i.unit] for i in mech.inputs],
+        "bodies": [[b.name, s(sp.sympify(b.mass)), s(b.inertia), s(tuple(b.com)), s(b.frame.dcm(w)),
+                    s(b.frame.ang_vel_in(w).to_matrix(w))] for b in mech.bodies],
+        "constraints": [[c.name, s(c.expr)] for c in mech.constraints],
+        "point_forces": [s(tuple(f)) for f in mech.point_forces],
+        "point_forces_in_base": [None if f is None else s(tuple(f)) for f in mech.point_forces_in_base],
+        "bodies_in_base": [None if b.com_in_base is None else s(b.com_in_base) for b in mech.bodies],
+        "floating_base": None if mech.floating_base is None else
+        [mech.floating_base.body, mech.floating_base.coordinates, s(mech.floating_base.origin),
+         s(mech.floating_base.angular_velocity)],
+        "generalized_forces": {k: s(sp.sympify(v)) for k, v in mech.generalized_forces.items()},
+        "gravity": s(tuple(mech.gravity)),
+        "outputs": {k: s(sp.sympify(v)) for k, v in mech.outputs.items()},
+        "independent": mech.independent, "dof": mech.dof, "groebner_order": mech.groebner_order,
+        "kinematic": mech.kinematic, "switch_independent": mech.switch_independent,
+        "newton_blocks": mech.newton_blocks, "angle_sums": mech.angle_sums,
+        "float_rule": mech.float_rule,
+        # the build checks its start against the described one: an entry
+        # holds only for the description it was checked against
+        "described_start": None if mech.described_start is None else
+        {k: repr(float(v)) for k, v in mech.described_start.items()},
+        "unit_scales": [repr(float(x)) for x in mechanism_unit_scales(mech)],
+    }
+    return "\n".join([FORMAT, source_digest(), json.dumps(options, sort_keys=True, default=str),
+                      json.dumps(model, sort_keys=True)])
+
+
+def record(compiled) -> str:
+    """The cache entry of a derivation (``pipeline.Compiled``), as JSON."""
+    gen = compiled.generated
+    iface = Interface.of(compiled.embedding)
+    return json.dumps({
+        "body": gen.body, "macros": gen.macros, "start": compiled.triangular.start,
+        "independent": list(iface.independent), "outputs": iface.outputs,
+        "dependencies": {"runtime": iface.dependencies.runtime, "initial": iface.dependencies.initial},
+        "seconds": compiled.seconds})
+
+
+def from_record(text: str, mech) -> Derived:
+    """A ``Derived`` of ``mech`` (its current tunable values, input and
+    velocity starts) from a cache entry."""
+    d = json.loads(text)
+    gen = codegen.finish(mech.name, d["body"], d["macros"], d["start"], mech, tuple(d["independent"]))
+    iface = Interface(mech, tuple(d["independent"]), d["outputs"],
+                      Dependencies(d["dependencies"]["runtime"], d["dependencies"]["initial"]))
+    return Derived(mech, gen, iface, d["start"], d["seconds"])
+
+
+def derive(mech, options: dict, compute, use_cache=True, reuse=True):
+    """(model, hit): ``compute()`` (a ``pipeline.Compiled``) recorded under
+    ``mech`` and ``options``; with ``reuse`` a recorded one is returned as a
+    ``Derived`` instead of computing.  ``use_cache=False`` neither reads nor
+    writes."""
+    if not use_cache:
+        return compute(), False
+    key = key_text(mech, options)
+    computed = []
+
+    def compute_record():
+        computed.append(compute())
+        if computed[0].engine_failed:
+            raise _NotRecorded
+        return record(computed[0])
+
+    try:
+        if not reuse:
+            # derive, and leave the entry for a later build to reuse
+            text, _, _ = groebner.disk_cache(key, compute_record, use_cache=True, subdir="derived",
+                                             force=True)
+            return computed[0], False
+        text, _, hit = groebner.disk_cache(key, compute_record, use_cache=True, subdir="derived")
+    except _NotRecorded:
+        return computed[0], False
+    return (from_record(text, mech), True) if hit else (computed[0], False)
+
+
+class _NotRecorded(Exception):
+    """A derivation that must not be kept: a block fell back to Newton
+    because the Gröbner engine failed (it could not run, ran out of
+    memory), and a later build with a working engine must derive again,
+    not reuse the fallback."""

@@ -1,0 +1,1 @@
+"""Derivation: equations of motion (DAE), partition, embedding, time events, workspace."""

@@ -1,0 +1,169 @@
+"""The reachable workspace, swept at build time (used by ``triangular`` to
+choose alternative sequences and by ``fmigen check``).
+
+Newton continuation on the *full* constraint system Φ(q) = 0 from the start
+assembly: the independent coordinates move along straight paths (a full turn
+each way for a single independent angle; the axes and a few seeded random
+directions otherwise, or only random directions beyond 16 independent
+coordinates), and at every point the dependent coordinates are
+corrected by Newton on Φ with q_i held, predicted along the tangent
+q̇_d = −Φ_d⁻¹ Φ_i q̇_i.  Nothing here uses the Gröbner sequences, so the
+sweep is an independent reference for them: the branch it follows is the
+one continuity gives.
+
+A path stops where Φ_d becomes singular or Newton stops converging (after
+halving the step): a physical singularity of the partition (a dead centre, a
+limit of the workspace), recorded with its configuration and condition
+number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fmigen.derive.dae import DAE
+from fmigen.derive.partition import Partition
+
+#: a point whose Φ_d has a condition number above this is reported as a
+#: physical singularity of the partition (the sweep stops there)
+COND_LIMIT = 1e8
+
+#: most paths of a sweep: up to 16 independent coordinates, each axis both
+#: ways and 4 random directions; beyond that, this many paths along half as
+#: many random directions, each both ways (the cost of the sweep then grows
+#: with the size of Φ only)
+MAX_PATHS = 36
+
+
+def unit_scales(dae: DAE) -> np.ndarray:
+    """Per coordinate, the size a 'unit change' has: 1 for an angle (rad);
+    for a length, the largest start value or geometric parameter of its
+    unit (the mechanism's size), so tolerances mean the same in metres and
+    centimetres."""
+    return mechanism_unit_scales(dae.mechanism)
+
+
+def mechanism_unit_scales(mech) -> np.ndarray:
+    """``unit_scales`` from the mechanism alone (the derived-model cache keys
+    on it without building the DAE)."""
+    sizes = {}
+    for c in mech.coordinates:
+        sizes.setdefault(c.unit, []).append(abs(c.start))
+    for p in mech.parameters:
+        sizes.setdefault(p.unit, []).append(abs(p.value))
+    out = []
+    for c in mech.coordinates:
+        out.append(1.0 if c.unit == "rad" else max(1e-6, max(sizes.get(c.unit, [1.0]))))
+    return np.array(out)
+
+
+@dataclass
+class Sweep:
+    #: consistent configurations (model order), one row per point
+    points: np.ndarray
+    #: per path, the row indices of its points in continuation order (the
+    #: start first)
+    paths: list[list[int]]
+    #: where a path stopped at a singular Φ_d or a failing Newton
+    physical: list[dict] = field(default_factory=list)
+    #: condition number of Φ_d at each point
+    conditions: np.ndarray = None
+
+
+def continuation_newton(num, tt, q, dep, max_iter=12):
+    """Newton on Φ(q) = 0 over q_d.  Converged when the step is at round-off
+    of q_d (relative 1e-13); the residual must then be at round-off of the
+    constraint's scale, |Φ_q|·|q| (the landing gear's are in cm, 1e4)."""
+    for _ in range(max_iter):
+        r = num.Phi(tt, q)
+        Jf = num.Phi_q(tt, q)
+        try:
+            dx = np.linalg.solve(Jf[:, dep], r)
+        except np.linalg.LinAlgError:
+            return None
+        q[dep] -= dx
+        if not np.all(np.isfinite(q)):
+            return None
+        if np.abs(dx).max() <= 1e-13 * (1 + np.abs(q[dep]).max()):
+            scale = 1.0 + np.abs(Jf).max() * (1.0 + np.abs(q).max())
+            if np.abs(num.Phi(tt, q)).max() <= 1e-12 * scale:
+                return q
+    return None
+
+
+def sweep(dae: DAE, part: Partition, start: dict, points_per_path=None, seed=0, log=None) -> Sweep:
+    """Continuation from ``start`` (coordinate name -> value, consistent)."""
+    log = log or (lambda msg: None)
+    num = dae.numeric
+    indep, dep = part.independent, part.dependent
+    scales = unit_scales(dae)
+    q0 = np.array([start[n] for n in dae.names], dtype=float)
+    f = len(indep)
+    if not dep or not f:
+        return Sweep(q0[None, :], [[0]], conditions=np.ones(1))
+    if f == 1:
+        i = indep[0]
+        extent = 2 * np.pi if dae.mechanism.coordinates[i].unit == "rad" else 1.0  # × the unit scale
+        directions = [np.array([1.0]), np.array([-1.0])]
+        n_steps = points_per_path or 720
+    else:
+        rng = np.random.default_rng(seed)
+        if 2 * f + 4 <= MAX_PATHS:
+            directions = [s * e for e in np.eye(f) for s in (1.0, -1.0)]
+            directions += [d / np.linalg.norm(d) for d in rng.normal(size=(4, f))]
+        else:
+            # MAX_PATHS / 2 random directions, both ways, each moving every
+            # independent coordinate: along an axis only the blocks that
+            # depend on that coordinate move, so with many of them each block
+            # would move on a few of the 2f + 4 paths while the sweep's cost
+            # grows as f².  Scaled so that the largest component is 1: each
+            # coordinate goes as far as along its axis (a unit norm would
+            # move each by ~1/√f)
+            directions = [s * d / np.abs(d).max() for d in rng.normal(size=(MAX_PATHS // 2, f))
+                          for s in (1.0, -1.0)]
+        extent = 1.0   # one rad, or one mechanism size, per unit-scaled direction
+        n_steps = points_per_path or 40
+    points, paths, physical = [q0.copy()], [], []
+    J0 = num.Phi_q(0.0, q0)
+    conds = [float(np.linalg.cond(J0[:, dep]))]
+    for d in directions:
+        step = extent / n_steps * d * scales[indep]
+        q, path, travelled = q0.copy(), [0], 0
+        Jd, cond = J0, conds[0]
+        while travelled < n_steps:
+            if not cond < COND_LIMIT:
+                physical.append(_stop(dae, indep, q, cond, "Φ_d singular", len(paths)))
+                break
+            h, nxt = 1.0, None
+            for _ in range(4):      # halve the step before giving up
+                trial = q.copy()
+                trial[indep] += h * step
+                # tangent predictor: Φ_d Δq_d = −Φ_i Δq_i
+                trial[dep] -= np.linalg.solve(Jd[:, dep], Jd[:, indep] @ (h * step))
+                nxt = continuation_newton(num, 0.0, trial, dep)
+                if nxt is not None:
+                    break
+                h /= 2
+            if nxt is None:
+                physical.append(_stop(dae, indep, q, cond, "no assembly beyond", len(paths)))
+                break
+            travelled += h
+            q = nxt
+            points.append(q.copy())
+            # Φ_q and its condition at the new point, also the next step's
+            Jd = num.Phi_q(0.0, q)
+            cond = float(np.linalg.cond(Jd[:, dep]))
+            conds.append(cond)
+            path.append(len(points) - 1)
+        paths.append(path)
+    log(f"workspace sweep: {len(points)} configurations on {len(paths)} paths, "
+        f"{len(physical)} path end(s) at a physical singularity or workspace limit")
+    return Sweep(np.array(points), paths, physical, np.array(conds))
+
+
+def _stop(dae, indep, q, cond, why, path):
+    return {"path": path, "at": {dae.names[i]: float(q[i]) for i in indep},
+            "configuration": {n: float(x) for n, x in zip(dae.names, q)},
+            "condition_number": float(cond) if np.isfinite(cond) else None, "kind": why}

@@ -1,0 +1,534 @@
+"""Stage 7 — fmu: modelDescription.xml (lxml), gcc, and the zip.
+
+Layout of the FMU:
+
+    modelDescription.xml
+    binaries/linux64/<id>.so        (FMI 3: binaries/x86_64-linux/)
+    binaries/win64/<id>.dll         (FMI 3: binaries/x86_64-windows/; only when
+                                     x86_64-w64-mingw32-gcc is installed and
+                                     FMIGEN_WINDOWS is not 0)
+    sources/  model.c model_config.h fmu_config.h fmu_variables.h
+              fmigen_runtime.h fmigen_names.h fmigen_instance.h fmigen_numeric.h
+              fmigen_core.c fmigen_augmented.c fmigen_instance.c fmi2.c | fmi3.c
+              + the FMI headers (FMI 2.0.5: the standard's own, in runtime/fmi2;
+                FMI 3.0: fmpy's copy)
+              + buildDescription.xml (FMI 3)
+    documentation/index.html
+
+``--fmi 2|3`` picks the standard, ``--kind cs|me`` the interface type; the
+modelDescription declares exactly that one.  Model Exchange states are the
+independent coordinates and their velocities; with an augmented formulation
+(``--kinematics baumgarte|penalty|spring``, fmigen/generate/formulation.py) every
+coordinate and velocity, and the formulation's parameters are declared as
+fixed parameters (after ``time`` in the value references).
+
+The variables, their value references and the C runtime's group offsets
+(sources/fmu_variables.h) all come from one table, fmigen/fmi/variables.py.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import datetime
+import functools
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import uuid
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import fmpy
+from lxml import etree
+
+from fmigen.generate.codegen import GeneratedModel, define_lines
+from fmigen.derive.embed import Embedding
+from fmigen.fmi.variables import Variable, VariableTable
+from fmigen.fmi import structure, variables
+
+RUNTIME_DIR = Path(__file__).parent.parent / "runtime"
+RUNTIME_SOURCES = ["fmigen_core.c", "fmigen_augmented.c", "fmigen_instance.c"]
+RUNTIME_HEADERS = ["fmigen_runtime.h", "fmigen_names.h", "fmigen_instance.h", "fmigen_numeric.h"]
+#: model.c again for processors with AVX (compile_shared); not in source FMUs
+AVX_SOURCE = "fmigen_model_avx.c"
+#: its flags beside CFLAGS, last (after any caller's flags).  AVX, not FMA,
+#: and no contraction whatever the compiler's default: the same bits as the
+#: SSE2 copy (fmigen_runtime.h, FMIGEN_MODEL_FN).  Without gcc's vectorizer, whose
+#: packing of scalar code cost more than it saved, and with unrolled loops
+#: (the Newton blocks' and the LU's).  Callgrind, instructions per harness
+#: step of explicit Euler (fmigen bench): Stewart 10,377 with SSE2, 8,324
+#: with -mavx alone, 8,040 with these; five-link 11,168, 9,184, 8,830.
+AVX_FLAGS = ["-mavx", "-mno-fma", "-ffp-contract=off", "-fno-tree-vectorize", "-funroll-loops"]
+GLUE = {"2": "fmi2.c", "3": "fmi3.c"}
+FMI_HEADERS = {"2": ["fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h"],
+               "3": ["fmi3Functions.h", "fmi3FunctionTypes.h", "fmi3PlatformTypes.h"]}
+FMI2_HEADERS = FMI_HEADERS["2"]
+PLATFORMS = {"2": {"linux": "linux64", "windows": "win64"},
+             "3": {"linux": "x86_64-linux", "windows": "x86_64-windows"}}
+MINGW_CC = "x86_64-w64-mingw32-gcc"
+KINDS = ("cs", "me")
+SOLVERS = {"euler": 0, "rk4": 1, "symplectic": 2}   # runtime/fmigen_runtime.h
+#: -fno-math-errno: nothing reads errno, and sqrt's errno branch (a compare,
+#: a jump to libm's sqrt and the spills around that cold call) cost the
+#: Stewart platform's residual, which normalizes 15 sin/cos pairs, 433
+#: instead of 395 instructions; the same bits (vsqrtsd either way).  Stewart doStep
+#: 9,221 -> 9,176 instructions, harness step 8,028 -> 8,009.
+OPT_FLAGS = ["-O2", "-fno-math-errno"]
+CFLAGS = [*OPT_FLAGS, "-std=c99", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unused-variable"]
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+@dataclass
+class Interface:
+    """What packaging needs of a derived model: the mechanism (names, units,
+    starts, parameters, inputs), the independent coordinates, the output
+    names and the ModelStructure dependencies.  Made from an embedding
+    (``of``) or read from the derived-model cache (fmigen/build/derived.py), which
+    has no symbolic model."""
+    mechanism: object
+    independent: tuple
+    outputs: list
+    dependencies: structure.Dependencies
+
+    @classmethod
+    def of(cls, emb: Embedding, form=None) -> "Interface":
+        deps = structure.dependencies(emb) if form is None else structure.augmented_dependencies(emb, form)
+        return cls(emb.dae.mechanism, tuple(emb.independent), list(emb.dae.outputs), deps)
+
+    @property
+    def n(self) -> int:
+        return len(self.mechanism.coordinates)
+
+    @property
+    def f(self) -> int:
+        return len(self.independent)
+
+
+def model_description(iface: Interface, gen: GeneratedModel, table: VariableTable, kind: str = "cs",
+                      step: float = 1e-3) -> bytes:
+    """FMI 2.0 modelDescription.xml declaring exactly one interface type
+    (``kind``) with the variables of ``table`` that FMI 2 declares."""
+    deps = iface.dependencies
+    vars_ = table.declared("2")
+    mech = iface.mechanism
+    root = etree.Element("fmiModelDescription", fmiVersion="2.0", modelName=mech.name,
+                         guid="{" + gen.guid + "}",
+                         description=mech.description or mech.name,
+                         generationTool=f"fmigen {__import__('fmigen').__version__}",
+                         generationDateAndTime=datetime.datetime.now(datetime.timezone.utc)
+                         .strftime("%Y-%m-%dT%H:%M:%SZ"),
+                         variableNamingConvention="structured",
+                         numberOfEventIndicators="0")
+    common = dict(modelIdentifier=gen.identifier, needsExecutionTool="false",
+                  canGetAndSetFMUstate="true", canSerializeFMUstate="true",
+                  canNotUseMemoryManagementFunctions="true",
+                  canBeInstantiatedOnlyOncePerProcess="false",
+                  providesDirectionalDerivative="false")
+    if kind == "me":
+        # needed: the kinematics solves continue the branch of the last
+        # accepted state (fmigen_instance.c), which moves only there; an
+        # importer that skips it (fmpy does when told it may) predicts from
+        # the start for the whole run, and far from it a solve fails
+        # continuity or lands on the mirror branch
+        cs = etree.SubElement(root, "ModelExchange", **common, completedIntegratorStepNotNeeded="false")
+    else:
+        # first input derivatives (fmi2SetRealInputDerivatives) make the
+        # inputs linear over a communication step (fmigen_core_inputs); a
+        # kinematic FMU's inputs are its coordinates, set, not interpolated
+        cs = etree.SubElement(root, "CoSimulation", **common,
+                              canHandleVariableCommunicationStepSize="true",
+                              canInterpolateInputs="false" if mech.kinematic else "true",
+                              maxOutputDerivativeOrder="0",
+                              canRunAsynchronuously="false")
+    files = etree.SubElement(cs, "SourceFiles")
+    for src in ["model.c", *RUNTIME_SOURCES, GLUE["2"]]:
+        etree.SubElement(files, "File", name=src)
+    units_categories_experiment(root, {v.unit for v in vars_ if v.unit}, step)
+    mv = etree.SubElement(root, "ModelVariables")
+    index = {}
+    for k, v in enumerate(vars_, start=1):
+        attrs = dict(name=v.name, valueReference=str(v.vr), causality=v.causality,
+                     variability=v.variability)
+        if v.description:
+            attrs["description"] = v.description
+        if v.initial:
+            attrs["initial"] = v.initial
+        sv = etree.SubElement(mv, "ScalarVariable", **attrs)
+        real = etree.SubElement(sv, "Real")
+        if v.unit:
+            real.set("unit", v.unit)
+        if v.start is not None:
+            real.set("start", repr(float(v.start)))
+        if v.minimum is not None:
+            real.set("min", repr(float(v.minimum)))
+        index[v.name] = k
+    for k, v in enumerate(vars_, start=1):
+        if v.derivative:
+            mv[k - 1].find("Real").set("derivative", str(index[v.derivative]))
+    ms = etree.SubElement(root, "ModelStructure")
+    for tag, group, names in structure_lists(vars_, deps, kind):
+        el = etree.SubElement(ms, tag)
+        for name in names:
+            etree.SubElement(el, "Unknown", index=str(index[name]),
+                             dependencies=" ".join(str(index[d]) for d in group[name]))
+    return etree.tostring(root, pretty_print=True, xml_declaration=True, encoding="UTF-8")
+
+
+def units_categories_experiment(root, units: set, step: float):
+    """UnitDefinitions, LogCategories and DefaultExperiment, the same in the
+    FMI 2.0 and 3.0 model descriptions."""
+    if units:
+        ud = etree.SubElement(root, "UnitDefinitions")
+        for u in sorted(units):
+            etree.SubElement(ud, "Unit", name=u)
+    cats = etree.SubElement(root, "LogCategories")
+    for name, desc in [("logStatusError", "errors: singular configurations, bad input, wrong calls"),
+                       ("logStatusWarning", "warnings"), ("logEvents", "informational messages")]:
+        etree.SubElement(cats, "Category", name=name, description=desc)
+    etree.SubElement(root, "DefaultExperiment", startTime="0", stopTime="2", stepSize=repr(float(step)))
+
+
+def structure_lists(vars_: list[Variable], deps, kind: str):
+    """(element, dependency table, unknowns) for Outputs, Derivatives and
+    InitialUnknowns of the declared variables ``vars_``, with dependencies
+    restricted to the knowns that exist in this variant: Co-Simulation
+    outputs depend on inputs (and time where it is declared) only, Model
+    Exchange unknowns on states and inputs; initial unknowns on exact variables."""
+    declared = {v.name for v in vars_}
+    inputs = {v.name for v in vars_ if v.causality == "input"}
+    states = {v.derivative for v in vars_ if v.derivative}
+    exact = {v.name for v in vars_ if v.initial == "exact" or v.causality == "input"}
+    runtime_known = inputs | ({"time"} if "time" in declared else set())
+    if kind == "me":
+        runtime_known |= states
+    rt = {n: [d for d in deps.runtime[n] if d in runtime_known] for n in deps.runtime}
+    init = {n: [d for d in deps.initial[n] if d in exact] for n in deps.initial}
+    # a state's own value as a derivative (der(theta) of theta) depends on itself
+    for v in vars_:
+        if v.derivative and v.name in states:
+            rt[v.name] = [v.name]
+    outputs = [v.name for v in vars_ if v.causality == "output"]
+    derivatives = [v.name for v in vars_ if v.derivative]
+    initial = [v.name for v in vars_
+               if (v.causality == "output" and v.initial in ("calculated", "approx"))
+               or (v.derivative and v.initial in ("calculated", "approx"))]
+    out = [("Outputs", rt, outputs)]
+    if kind == "me":
+        out.append(("Derivatives", rt, derivatives))
+    out.append(("InitialUnknowns", init, initial))
+    return out
+
+
+def fmi_header_dir(fmi: str) -> Path:
+    """The standard's headers: FMI 2.0.5 as the Modelica Association
+    publishes them (runtime/fmi2, BSD-2, from modelica/fmi-standard's v2.0.x),
+    because fmpy's copy drops FMI2_FUNCTION_PREFIX, which an importer needs
+    to link several source FMUs into one binary; FMI 3.0 from fmpy."""
+    return RUNTIME_DIR / "fmi2" if str(fmi) == "2" else Path(fmpy.__file__).parent / "c-code"
+
+
+def source_files(fmi: str = "2") -> list[str]:
+    """The C files an importer compiles, in <SourceFiles> / buildDescription.xml order."""
+    return ["model.c", *RUNTIME_SOURCES, GLUE[fmi]]
+
+
+def fmu_config(solver: str, step: float, kind: str, guid: str | None = None) -> str:
+    """sources/fmu_config.h: the build options, so a rebuild from sources alone
+    (which passes no -D flags) gives the same binary behaviour, and the
+    FMU's GUID (``behaviour_guid``; None: without it, the text the GUID is
+    computed over).  Only the FMI layer includes this header, not model.c."""
+    return "\n".join([
+        "/* Generated by fmigen: options and GUID of this FMU build. */",
+        "#ifndef FMIGEN_FMU_CONFIG_H", "#define FMIGEN_FMU_CONFIG_H",
+        *([f'#define MODEL_GUID "{{{guid}}}"'] if guid is not None else []),
+        f"#define FMIGEN_DEFAULT_SOLVER {SOLVERS[solver]} /* {solver} */",
+        f"#define FMIGEN_DEFAULT_STEP {float(step)!r}",
+        f"#define FMIGEN_HAS_CS {int(kind == 'cs')}",
+        f"#define FMIGEN_HAS_ME {int(kind == 'me')}",
+        "#endif", ""])
+
+
+def build_description(identifier: str) -> bytes:
+    """sources/buildDescription.xml (FMI 3.0 source FMUs)."""
+    root = etree.Element("fmiBuildDescription", fmiVersion="3.0")
+    bc = etree.SubElement(root, "BuildConfiguration", modelIdentifier=identifier,
+                          description="any C99 compiler; link with the math library where it is separate")
+    fs = etree.SubElement(bc, "SourceFileSet", language="C99")
+    for f in source_files("3"):
+        etree.SubElement(fs, "SourceFile", name=f)
+    etree.SubElement(fs, "IncludeDirectory", name=".")
+    return etree.tostring(root, pretty_print=True, xml_declaration=True, encoding="UTF-8")
+
+
+def variable_list(table: VariableTable, fmi: str) -> str:
+    """The variables the FMI ``fmi`` modelDescription declares, one line
+    each with every attribute, as text for ``behaviour_guid``."""
+    return "\n".join(repr(dataclasses.astuple(v)) for v in table.declared(fmi))
+
+
+def behaviour_guid(gen: GeneratedModel, table: VariableTable, fmi: str, kind: str, solver: str,
+                   step: float) -> str:
+    """The FMU's GUID (FMI 2 ``guid``, FMI 3 ``instantiationToken``): a
+    hash of everything that decides how it behaves — model.c, its macros
+    (sizes, formulation), the build options (solver, internal step,
+    interface type: fmu_config.h), the FMI version, the runtime sources it
+    is compiled with and the variable list of its modelDescription (value
+    references, causality, starts, units).  Two FMUs that differ in any of
+    these, e.g. only in the solver, do not share a GUID, so an importer's
+    saved state or parameter set of one is refused by the other; the same
+    build repeated gives the same GUID (no date, no path enters it)."""
+    h = hashlib.sha256()
+    runtime = [RUNTIME_DIR / f for f in [*RUNTIME_SOURCES, *RUNTIME_HEADERS, GLUE[fmi]]]
+    parts = [("fmi", fmi), ("kind", kind), ("identifier", gen.identifier), ("model.c", gen.model_c),
+             ("macros", "\n".join(define_lines(gen.macros))), ("fmu_config.h", fmu_config(solver, step, kind)),
+             ("fmu_variables.h", table.c_header()), ("variables", variable_list(table, fmi)),
+             *((f.name, f.read_text()) for f in runtime)]
+    for name, text in parts:
+        h.update(name.encode() + b"\0" + text.encode() + b"\0")
+    return str(uuid.UUID(bytes=h.digest()[:16]))
+
+
+def write_sources(dest: Path, gen: GeneratedModel, table: VariableTable, fmi: str = "2", kind: str = "cs",
+                  solver: str = "rk4", step: float = 1e-3):
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "model.c").write_text(gen.model_c)
+    (dest / "model_config.h").write_text(gen.config_h)
+    (dest / "fmu_config.h").write_text(fmu_config(solver, step, kind, gen.guid))
+    (dest / "fmu_variables.h").write_text(table.c_header())
+    for f in RUNTIME_SOURCES + RUNTIME_HEADERS + [GLUE[fmi]]:
+        shutil.copy(RUNTIME_DIR / f, dest / f)
+    for f in FMI_HEADERS[fmi]:
+        shutil.copy(fmi_header_dir(fmi) / f, dest / f)
+    if fmi == "3":
+        (dest / "buildDescription.xml").write_bytes(build_description(gen.identifier))
+
+
+def mingw_available() -> bool:
+    return shutil.which(MINGW_CC) is not None
+
+
+def windows_by_default() -> bool:
+    """Whether a build cross-compiles the win64 DLL when not told
+    (``package``'s ``windows=None``): when mingw-w64 is installed, unless
+    the environment sets FMIGEN_WINDOWS=0.  The test suite sets it
+    (tests/conftest.py): the DLL is a third compilation of every new
+    model.c, and only the tests of the DLL itself need it."""
+    return os.environ.get("FMIGEN_WINDOWS", "1") != "0" and mingw_available()
+
+
+@functools.lru_cache(maxsize=None)
+def avx_variant(cc: str) -> bool:
+    """Whether a binary built with ``cc`` also holds model.c compiled for
+    processors with AVX (AVX_SOURCE; fmigen_runtime.h, FMIGEN_MODEL_FN, says
+    why): gcc or clang targeting x86-64 Linux.  Not the Windows DLL: mingw-w64's
+    gcc keeps the stack 16-byte aligned, and AVX's 32-byte spills then fault
+    (GCC bug 54412)."""
+    if "mingw" in Path(cc).name:
+        return False
+    try:
+        target = subprocess.run([cc, "-dumpmachine"], capture_output=True, text=True).stdout
+    except OSError:
+        return False
+    return target.startswith("x86_64") and "linux" in target
+
+
+def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=(), use_cache=False, avx=None,
+                   extra_sources=()):
+    """Compile the FMU's sources in ``src`` into the shared library ``out``
+    (``extra``: more flags, for compiling and linking); the compiler's
+    warnings are returned.  ``avx``: link the model's AVX copy too (default:
+    ``avx_variant``, when ``src`` has the runtime that can).  ``use_cache``:
+    compile each source to an object file, reusing one
+    compiled earlier from the same source, local headers (``cc -MM``),
+    compiler and flags (under the Gröbner cache's root, ``objects/``): gcc
+    -O2 on a large model.c is most of a rebuild's time (~4 s of CPU for
+    Stephenson's, per compiler), and model.c does not change with the FMI version, kind,
+    solver or step.  ``extra_sources``: further C files linked in, compiled
+    with the same flags (``fmigen check``'s exports)."""
+    windows = "mingw32" in Path(cc).name
+    base = [f for f in CFLAGS if not (windows and f == "-fPIC")]
+    # only the FMI API leaves the binary (FMI2_Export / FMI3_Export mark it):
+    # an importer that loads several FMUs with RTLD_GLOBAL must not bind one
+    # model's internal calls to another's
+    base += ["-fvisibility=hidden"] + (["-static-libgcc"] if windows else [])
+    if avx is None:
+        # sources written by an older fmigen have no kernels header (and no
+        # _avx names): they build with one copy
+        avx = avx_variant(cc) and (src / "fmigen_numeric.h").exists()
+    flags = [*base, *(["-DFMIGEN_AVX_DISPATCH=1"] if avx else []), f"-I{src}", *extra]
+    with tempfile.TemporaryDirectory() as tmp:
+        sources = [src / f for f in source_files(fmi)] + [Path(f) for f in extra_sources]
+        if avx:
+            # next to nothing of its own: model.c and the kernels it includes
+            # come from src through -I, as the SSE2 copy's do; second, so
+            # that the two long compiles run at once
+            wrapper = Path(tmp) / AVX_SOURCE
+            shutil.copyfile(RUNTIME_DIR / AVX_SOURCE, wrapper)
+            sources.insert(1, wrapper)
+
+        def compile_one(f):
+            fl = [*flags, *AVX_FLAGS] if f.name == AVX_SOURCE else flags
+            if use_cache:
+                return _cached_object(cc, fl, f, out.parent), ""
+            return _compile_object(cc, fl, f, Path(tmp) / f"{f.stem}.o")
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            compiled = list(pool.map(compile_one, sources))
+        # a PE linker stamps the link time into the DLL and derives its
+        # preferred base from a hash of the output path; both made two builds
+        # of the same sources differ.  The fixed base is MSVC's default (the
+        # DLL stays relocatable: Windows' ASLR moves it anyway)
+        reproducible = ["-Wl,--no-insert-timestamp,--disable-auto-image-base"] if windows else []
+        cmd = [cc, *base, "-shared", *(str(o) for o, _ in compiled), "-o", str(out), "-lm",
+               *reproducible, *extra]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"C compilation failed:\n{' '.join(cmd)}\n{proc.stderr}")
+    return "".join(w for _, w in compiled) + proc.stderr
+
+
+def _compile_object(cc: str, flags: list, source: Path, obj: Path):
+    """(the object file, the compiler's warnings)"""
+    cmd = [cc, *flags, "-c", str(source), "-o", str(obj)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"C compilation failed:\n{' '.join(cmd)}\n{proc.stderr}")
+    return obj, proc.stderr
+
+
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
+
+def _local_includes(source: Path, flags) -> list[Path]:
+    """The files ``source`` includes with #include "...", transitively, found
+    beside the including file or in the -I directories (the compiler's own
+    search); a name found in neither is a system header.  Every such line
+    counts, also one an #if leaves out: a superset of what the compiler
+    reads, so a cache key over it misses nothing.  Read here rather than
+    by ``cc -MM``, which preprocesses the source (model.c: hundreds of kB)
+    once more per compile."""
+    dirs = [Path(f[2:]) for f in flags if f.startswith("-I")]
+    seen, todo, out = {source.resolve()}, [source], []
+    while todo:
+        f = todo.pop()
+        for name in _INCLUDE.findall(f.read_bytes()):
+            name = name.decode()
+            found = next((d / name for d in [f.parent, *dirs] if (d / name).is_file()), None)
+            if found is not None and found.resolve() not in seen:
+                seen.add(found.resolve())
+                out.append(found)
+                todo.append(found)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_version(cc: str) -> str:
+    return subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
+
+
+def _cached_object(cc: str, flags: list, source: Path, workdir: Path) -> Path:
+    """``source`` compiled with ``flags`` (-c), from the cache when the
+    source, the local headers it includes, the compiler's --version and the
+    flags are the same."""
+    from fmigen.kinematics.groebner import CACHE_DIR, write_atomically
+    # by name, not by path: the AVX wrapper sits in a temporary directory of
+    # its own, and ordering by path would key the same files differently
+    # from build to build
+    headers = sorted((d.name, d.read_bytes()) for d in _local_includes(source, flags))
+    h = hashlib.sha256()
+    h.update("\0".join([cc, _compiler_version(cc), *[f for f in flags if not f.startswith("-I")]]).encode())
+    for name, text in [(source.name, source.read_bytes()), *headers]:
+        h.update(b"\0" + name.encode() + b"\0" + text)
+    cached = CACHE_DIR / "objects" / f"{h.hexdigest()}.o"
+    if not cached.exists():
+        obj, _ = _compile_object(cc, flags, source, workdir / f"{source.stem}.{h.hexdigest()[:8]}.o")
+        write_atomically(cached, obj.read_bytes())
+        obj.unlink()
+    return cached
+
+
+def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi="2",
+            kind="cs", windows=None, use_cache=False) -> Path:
+    """Write the FMU of ``model``, an Embedding or an Interface (a
+    derived-model cache hit).  ``windows``: cross-compile the win64 DLL
+    (default: ``windows_by_default``); ``use_cache``: reuse the
+    object files of identical sources (``compile_shared``)."""
+    fmi, kind = str(fmi), str(kind).lower()
+    form = gen.formulation
+    if isinstance(model, Interface):
+        iface = model
+    else:
+        if form is not None:
+            from fmigen.generate.formulation import check_model
+            check_model(model, form)
+        iface = Interface.of(model, form)
+    mech = iface.mechanism
+    if fmi not in GLUE:
+        raise BuildError(f"unknown FMI version '{fmi}' (choose 2 or 3)")
+    if kind not in KINDS:
+        raise BuildError(f"unknown interface type '{kind}' (choose cs or me)")
+    if mech.kinematic and kind != "cs":
+        raise BuildError(f"'{mech.name}' is a kinematic mechanism (independent coordinates "
+                         "are inputs, no dynamics): it builds as Co-Simulation only")
+    if windows is None:
+        windows = windows_by_default()
+    if solver not in SOLVERS:
+        raise BuildError(f"unknown solver '{solver}' (choose from {sorted(SOLVERS)})")
+    if not (step > 0):
+        raise BuildError(f"internal step must be > 0 (got {step})")
+    identifier = gen.identifier
+    table = variables.table(iface, step, kind, form)
+    # the model's provisional GUID (over model.c) becomes the FMU's, over
+    # everything this variant's behaviour depends on
+    gen = dataclasses.replace(gen, guid=behaviour_guid(gen, table, fmi, kind, solver, step))
+    if fmi == "2":
+        xml = model_description(iface, gen, table, kind, step)
+    else:
+        from fmigen.fmi.fmi3 import model_description_3
+        xml = model_description_3(iface, gen, table, kind, step)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_sources(root / "sources", gen, table, fmi, kind, solver, step)
+        plat = PLATFORMS[fmi]
+        jobs = [(root / "binaries" / plat["linux"] / f"{identifier}.so", "gcc")]
+        if windows:
+            jobs.append((root / "binaries" / plat["windows"] / f"{identifier}.dll", MINGW_CC))
+        for lib, _ in jobs:
+            lib.parent.mkdir(parents=True)
+        # the Linux and the Windows compile at once (each a gcc process; the
+        # threads only wait for them): on a large model.c each takes seconds
+        # to tens of seconds (Stephenson: ~9 and ~11 s of CPU), and with two
+        # cores the second no longer waits for the first
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            for done in [pool.submit(compile_shared, root / "sources", lib, fmi, cc=cc, use_cache=use_cache)
+                         for lib, cc in jobs]:
+                done.result()
+        (root / "modelDescription.xml").write_bytes(xml)
+        doc = root / "documentation"
+        doc.mkdir()
+        (doc / "index.html").write_text(
+            f"<html><body><h1>{identifier}</h1><p>{mech.description}</p>"
+            f"<p>Generated by fmigen: FMI {fmi}.0 {'Model Exchange' if kind == 'me' else 'Co-Simulation'}; "
+            + (f"{solver} with internal step {step} s (parameter internal_step). " if kind == "cs" else
+               "continuous states: the independent coordinates and their velocities. "
+               if form is None else "continuous states: all coordinates and velocities. ")
+            + (f"Formulation: {form.name} ({', '.join(f'{n} = {v:g}' for n, v, _, _ in form.parameters())}); "
+               "the coordinates are integrated, not projected onto the constraints. " if form is not None
+               else "") +
+            "Geometry is structural (baked into the Gröbner basis); masses, inertias, gravity and "
+            "force amplitudes are tunable parameters.</p></body></html>")
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+            for f in sorted(root.rglob("*")):
+                if f.is_file():
+                    z.write(f, f.relative_to(root).as_posix())
+    return out

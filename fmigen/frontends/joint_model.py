@@ -1,0 +1,1120 @@
+"""Stage 1 front end — a ``joints.JointSystem`` as a low-level ``Mechanism``.
+
+``to_mechanism`` derives, from bodies, markers and joints (conventions in
+``fmigen/joints.py``):
+
+1. *A spanning tree.*  Joints are taken greedily (Kruskal) in the order
+   "most worth keeping first": joints whose coordinates are loaded, named
+   independent or given a start, then by kind (free, fixed, planar,
+   prismatic, cylindrical, universal, revolute, spherical: a spherical or
+   revolute joint is cut first because it removes its coordinates for the
+   fewest closure equations — 3 for 3, and 2 for 1 in a plane), then by
+   distance from ground (BFS), then declaration order.  The joints left over are *cut*
+   (``system.cut`` overrides the choice).  The tree is oriented from ground
+   by BFS, so a joint may be traversed child -> parent.
+2. *Coordinates.*  The relative coordinates of the tree joints are the
+   mechanism's coordinates (rad for angles, m otherwise); a cut joint's
+   coordinates do not exist.
+3. *Poses.*  Each body's world pose composes the joint transforms along its
+   tree path.  A body that only turns about the world z axis keeps its
+   orientation as one angle (a sum of joint angles), so a planar chain's
+   frames are ``Axis`` rotations about z (the equations of motion stay small) and its
+   positions contain cos/sin of sums that ``expand_trig`` turns into products
+   of the joint angles' s/c — polynomial, as the Gröbner stage needs.  Other
+   bodies get a chain of ``Axis``/body-fixed frames (angular velocities are
+   then sums of joint rates, not derivatives of a DCM).
+4. *Closure constraints* of every cut joint, written from the joint's
+   definition in the frame of the lowest body both its markers hang from in
+   the tree: the world frame when that is ground, a chassis' frame for the
+   loops of a suspension below it (then the chassis pose, which every row
+   would otherwise contain, drops out, and each corner's loops keep the
+   structure they have on a fixed chassis).  The loops of one coupled
+   block that would close in different bodies share one frame instead (of
+   theirs, the one where the fewest rows contain knowns: ``_shared_frames``),
+   so every angle in the block is relative to the same body.  Identically zero equations are dropped
+   (the out-of-plane ones of a planar loop), then the redundant ones: the
+   rows of Φ_q are selected greedily at points on the constraint manifold
+   (the start projected onto it and two nearby points), keeping a row only
+   when it raises the rank.
+
+   *Distance links.*  A cut spherical joint S whose one marker is on a body
+   (the link) placed in the tree by a universal joint U (its child marker on
+   the link; its parent on the body the loop closes in, or on a body moving
+   below it, such as a steering rack carrying a tie rod) does not get S's
+   three position rows d = 0.  With w = R_Pᵀ (r_S − r_P) the S point on the other
+   body seen from U's centre in U's parent-marker frame, ℓ the link vector
+   from U's to S's marker (U's child-marker frame) and e = R_U(q1, q2) ℓ =
+   Rot(a, q1) Rot(b, q2) ℓ its direction from U's angles, it gets
+
+       dist:   |r_S − r_P|² − |ℓ|² = 0        (the other body's pose only)
+       dir_a:  a · Rot(b, q2) ℓ − a · w = 0   (= a·e − a·w: q2 only)
+       dir_b:  a · (e × w) = 0                (e ∥ w across the axis a)
+
+   These are T(q)·(w − e) with T's rows (w + e)ᵀ, aᵀ and (a × e)ᵀ, so they
+   hold wherever d = 0 does, with the same constraint manifold and tangent
+   space (T is regular while e has a component across a), and each link's
+   distance row no longer contains its angles: a suspension's distance rows
+   form one block in the carrier pose and every (q2, q1) pair is triangular
+   (``five_link``'s hand-written formulation, derived).  They also admit
+   the mirror w⊥ = −e⊥ (U's q1 + π image, the link pointing away from S);
+   the start assembly is checked against d = 0 (and e across a, where T is
+   regular), and the run-time kinematics continue the start's branch.  Only a universal joint is rewritten: a
+   spherical one at the link's other end leaves the link's spin about ℓ
+   free (a degree of freedom without inertia for a slim link).
+   ``system.distance_links = False`` keeps the three position rows.
+5. *Loads* as gravity, generalized forces and point forces (virtual power),
+   outputs, limits (documentation) and the start assembly (branch hints pick
+   among all real assemblies; a big system takes Newton from the guesses).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import numpy as np
+import scipy.linalg
+import sympy as sp
+from sympy.physics import mechanics as me
+
+from fmigen.floats import check_rule, rational
+from fmigen.joints import ANGLE_SLOTS, JointSystem, Marker
+from fmigen.model import Constraint, FloatingBase, Mechanism, ModelError, t
+from fmigen.fmi.structure import DisjointSets
+
+#: cutting preference by kind, lower = cut first: the fewer closure equations
+#: per coordinate removed the better (spherical: 3 for 3; revolute: 5 for 1,
+#: of which a plane keeps 2)
+_CUT_RANK = {"spherical": 0, "revolute": 1, "universal": 2, "cylindrical": 3, "prismatic": 4,
+             "planar": 5, "fixed": 6, "free": 7}
+
+#: numerical tolerances of the redundancy and zero tests (relative to the
+#: size of the Jacobian entries)
+_ZERO_TOL = 1e-10
+_RANK_TOL = 1e-9
+
+
+# --- rotations ------------------------------------------------------------------
+
+def rot(a, q) -> sp.Matrix:
+    """Rot(a, q): right-handed rotation by q about the unit vector a (Rodrigues)."""
+    a = sp.Matrix(a)
+    K = sp.Matrix([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+    return (sp.cos(q) * sp.eye(3) + sp.sin(q) * K + (1 - sp.cos(q)) * a * a.T).applyfunc(sp.expand)
+
+
+def rz(angle) -> sp.Matrix:
+    c, s = sp.cos(angle), sp.sin(angle)
+    return sp.Matrix([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+
+
+def joint_transform(joint, q):
+    """(R_J(q), p_J(q)) of the table in ``joints.py``."""
+    a, b, k = joint.axis, joint.axis2, joint.kind
+    zero = sp.zeros(3, 1)
+    if k == "revolute":
+        return rot(a, q[0]), zero
+    if k == "prismatic":
+        return sp.eye(3), q[0] * sp.Matrix(a)
+    if k == "cylindrical":
+        return rot(a, q[0]), q[1] * sp.Matrix(a)
+    if k == "universal":
+        return rot(a, q[0]) * rot(b, q[1]), zero
+    if k == "spherical":
+        return rz(q[0]) * rot((0, 1, 0), q[1]) * rot((1, 0, 0), q[2]), zero
+    if k == "planar":
+        return rz(q[2]), sp.Matrix([q[0], q[1], 0])
+    if k == "free":
+        return rz(q[5]) * rot((0, 1, 0), q[4]) * rot((1, 0, 0), q[3]), sp.Matrix(q[:3])
+    if k == "fixed":
+        return sp.eye(3), zero
+    raise ModelError(f"joint '{joint.name}': unknown kind '{k}'")
+
+
+def _z_angle(R):
+    """The angle of a constant rotation about z, or None when R is not one."""
+    R = sp.Matrix(R)
+    if R[2, 2] != 1 or any(R[i, j] != 0 for i, j in ((0, 2), (1, 2), (2, 0), (2, 1))):
+        return None
+    if R == sp.eye(3):
+        return sp.Integer(0)
+    return sp.atan2(R[1, 0], R[0, 0])
+
+
+def _joint_z_angle(joint, q, reverse):
+    """The joint rotation as an angle about z (sign for a reversed traversal),
+    or None when it is not a rotation about ±z."""
+    k, a = joint.kind, tuple(joint.axis)
+    if k in ("prismatic", "fixed"):
+        return sp.Integer(0)
+    if k == "planar":
+        ang = q[2]
+    elif k in ("revolute", "cylindrical") and a in ((0, 0, 1), (0, 0, -1)):
+        ang = q[0] * a[2]
+    else:
+        return None
+    return -ang if reverse else ang
+
+
+class _Pose:
+    """A body's world pose: position r (3x1), orientation R (body -> world),
+    its sympy frame, and, for a body that only turns about world z, the angle."""
+
+    def __init__(self, r, R, frame, angle=None):
+        self.r, self.R, self.frame, self.angle = r, R, frame, angle
+
+    def point(self, p):
+        return self.r + self.R * sp.Matrix(p)
+
+
+def _oriented(frame, R, name):
+    """A frame whose axes are ``frame``'s rotated by the constant R (columns:
+    the new axes in ``frame``); ``frame`` itself when R is the identity."""
+    R = sp.Matrix(R)
+    return frame if R == sp.eye(3) else frame.orientnew(name, "DCM", R)
+
+
+def _joint_frame(frame, joint, q, reverse, name):
+    """The frame after the joint's rotation (R_J, or R_Jᵀ when reversed)."""
+    k = joint.kind
+
+    def axis(f, a):
+        return a[0] * f.x + a[1] * f.y + a[2] * f.z
+
+    if k in ("prismatic", "fixed"):
+        return frame
+    if k in ("revolute", "cylindrical"):
+        s = -1 if reverse else 1
+        return frame.orientnew(name, "Axis", (s * q[0], axis(frame, joint.axis)))
+    if k == "universal":
+        if not reverse:
+            f1 = frame.orientnew(name + "_1", "Axis", (q[0], axis(frame, joint.axis)))
+            return f1.orientnew(name, "Axis", (q[1], axis(f1, joint.axis2)))
+        # R_Jᵀ = Rot(b, −q2) Rot(a, −q1): b and a keep their components in the
+        # frames they rotate (a rotation leaves its own axis fixed)
+        f1 = frame.orientnew(name + "_1", "Axis", (-q[1], axis(frame, joint.axis2)))
+        return f1.orientnew(name, "Axis", (-q[0], axis(f1, joint.axis)))
+    if k in ("spherical", "free"):
+        a1, a2, a3 = (q[0], q[1], q[2]) if k == "spherical" else (q[5], q[4], q[3])
+        f = me.ReferenceFrame(name)
+        if not reverse:
+            f.orient_body_fixed(frame, (a1, a2, a3), "321")
+        else:
+            f.orient_body_fixed(frame, (-a3, -a2, -a1), "123")
+        return f
+    if k == "planar":
+        return frame.orientnew(name, "Axis", ((-1 if reverse else 1) * q[2], frame.z))
+    raise ModelError(f"joint '{joint.name}': unknown kind '{k}'")
+
+
+# --- the tree -------------------------------------------------------------------
+
+def _place(kp: _Pose, joint, reverse):
+    """(r, R, angle) of the body a tree joint places, from the pose ``kp`` of
+    the body it hangs from (any frame: the world, or an ancestor body's)."""
+    known_mk, new_mk = (joint.child, joint.parent) if reverse else (joint.parent, joint.child)
+    q = [c.symbol for c in joint.coordinates]
+    RJ, pJ = joint_transform(joint, q)
+    # the known marker's pose, then the new marker's through the joint
+    mk_angle = _z_angle(known_mk.rotation)
+    new_angle = _z_angle(new_mk.rotation)
+    jz = _joint_z_angle(joint, q, reverse)
+    RMk = kp.R * known_mk.rotation
+    rMk = kp.point(known_mk.position)
+    if not reverse:
+        R_new_mk = RMk * RJ
+        r_new_mk = rMk + RMk * pJ
+    else:
+        R_new_mk = RMk * RJ.T
+        r_new_mk = rMk - R_new_mk * pJ
+    if kp.angle is not None and mk_angle is not None and new_angle is not None and jz is not None:
+        # a body turning about the frame's z only: keep its angle as one sum,
+        # and the point written with it (no expanded DCM products)
+        angle = sp.Add(kp.angle, mk_angle, jz, -new_angle)
+        return r_new_mk - rz(angle) * sp.Matrix(new_mk.position), rz(angle), angle
+    R = (R_new_mk * new_mk.rotation.T).applyfunc(sp.expand)
+    return r_new_mk - R * sp.Matrix(new_mk.position), R, None
+
+
+class _Tree:
+    """The spanning tree as parent links, for poses relative to a body.
+
+    A loop whose joints all hang below a moving body A (a suspension below a
+    chassis) closes in A's frame: its closure equations written there contain
+    only the loop's own coordinates, not A's pose (a chassis' six free-joint
+    coordinates would otherwise enter every row, and with them products of
+    its rotation and the loop's — a basis that is not the loop's own)."""
+
+    def __init__(self, system, tree):
+        self.ground = system.ground.name
+        self.up = {}           # body -> (joint, reversed) placing it
+        for j, reverse in tree:
+            self.up[(j.parent if reverse else j.child).body.name] = (j, reverse)
+
+    def parent(self, body):
+        j, reverse = self.up[body]
+        return (j.child if reverse else j.parent).body.name
+
+    def path(self, body):
+        """Bodies from ``body`` up to ground, both included."""
+        out = [body]
+        while out[-1] != self.ground:
+            out.append(self.parent(out[-1]))
+        return out
+
+    def common_ancestor(self, a, b):
+        above_a = set(self.path(a))
+        return next(x for x in self.path(b) if x in above_a)
+
+    def relative_pose(self, body, frame, cache):
+        """(r, R) of ``body`` in the frame of the body ``frame``, composed
+        along the tree path between them: down from an ancestor as the world
+        poses are, and up a joint (traversed the other way) where ``body``
+        is above ``frame`` or on another branch.  So a planar body's angle
+        stays one sum of joint angles relative to ``frame``'s."""
+        key = (body, frame)
+        if key not in cache:
+            if body == frame:
+                cache[key] = _Pose(sp.zeros(3, 1), sp.eye(3), None, sp.Integer(0))
+            else:
+                above = self.path(frame)
+                if body in above:
+                    # placed from the body below it on frame's path
+                    below = above[above.index(body) - 1]
+                    j, reverse = self.up[below]
+                    r, R, angle = _place(self.relative_pose(below, frame, cache), j, not reverse)
+                else:
+                    j, reverse = self.up[body]
+                    r, R, angle = _place(self.relative_pose(self.parent(body), frame, cache), j, reverse)
+                cache[key] = _Pose(r, R, None, angle)
+        return cache[key]
+
+    def depth(self, body):
+        return len(self.path(body)) - 1
+
+
+def _loaded_coordinates(system: JointSystem):
+    """Coordinates that must stay coordinates: loaded or named independent
+    (or preferred independent)."""
+    names = {ld.coordinate.name for ld in system.joint_loads}
+    names |= {rs.coordinate.name for rs in system.rotational_springs}
+    return names | set(system.independent or []) | set(system.preferred_independent or [])
+
+
+def spanning_tree(system: JointSystem):
+    """(tree joints in BFS order as (joint, reversed), cut joints, body order).
+
+    ``reversed``: the joint's child marker is on the body nearer ground."""
+    bodies = list(system.bodies)
+    joints = list(system.joints.values())
+    adjacency = {b: [] for b in bodies}
+    for j in joints:
+        adjacency[j.parent.body.name].append(j)
+        adjacency[j.child.body.name].append(j)
+    # distance from ground over all joints, for the tie-break
+    dist = {system.ground.name: 0}
+    queue = deque([system.ground.name])
+    while queue:
+        b = queue.popleft()
+        for j in adjacency[b]:
+            other = j.child.body.name if j.parent.body.name == b else j.parent.body.name
+            if other not in dist:
+                dist[other] = dist[b] + 1
+                queue.append(other)
+    lost = [b for b in bodies if b not in dist]
+    if lost:
+        raise ModelError(f"'{system.name}': bod{'ies' if len(lost) > 1 else 'y'} {', '.join(map(repr, lost))} "
+                         "not connected to ground by any chain of joints")
+    keep = _loaded_coordinates(system)
+
+    def must_keep(j):
+        return any(c.name in keep for c in j.coordinates)
+
+    if system.cut is not None:
+        for name in system.cut:
+            if name not in system.joints:
+                raise ModelError(f"'{system.name}': cut joint '{name}' is not a joint "
+                                 f"(have {', '.join(system.joints)})")
+        cut_first = set(system.cut)
+    else:
+        cut_first = set()
+
+    def priority(j):
+        # lower sorts first = kept first
+        started = any(c.start is not None for c in j.coordinates)
+        return (j.name in cut_first, not must_keep(j), not started, -_CUT_RANK[j.kind],
+                max(dist[j.parent.body.name], dist[j.child.body.name]), joints.index(j))
+
+    # Kruskal: a joint that would join a body set to itself closes a loop
+    sets = DisjointSets(bodies)
+    tree, cut = [], []
+    for j in sorted(joints, key=priority):
+        (tree if sets.union(j.parent.body.name, j.child.body.name) else cut).append(j)
+    if system.cut is not None:
+        kept = [j.name for j in tree if j.name in cut_first]
+        if kept:
+            raise ModelError(f"'{system.name}': cutting {kept} would disconnect a body from ground; "
+                             "a cut joint must close a loop")
+    for j in cut:
+        bad = [c.name for c in j.coordinates if c.name in keep]
+        if bad:
+            what = "named independent" if set(bad) & set(system.independent or []) else \
+                "loaded (joint_force or rotational_spring_damper)"
+            raise ModelError(f"'{system.name}': joint '{j.name}' is cut to open a loop but its coordinate(s) "
+                             f"{bad} are {what}; a cut joint has no coordinates — cut another joint of the "
+                             f"loop (system.cut) or load another joint")
+    # orient the tree from ground
+    order, seen = [], {system.ground.name}
+    queue = deque([system.ground.name])
+    tree_adj = {b: [] for b in bodies}
+    for j in tree:
+        tree_adj[j.parent.body.name].append(j)
+        tree_adj[j.child.body.name].append(j)
+    while queue:
+        b = queue.popleft()
+        for j in sorted(tree_adj[b], key=joints.index):
+            reverse = j.child.body.name == b
+            other = j.parent.body.name if reverse else j.child.body.name
+            if other in seen:
+                continue
+            seen.add(other)
+            order.append((j, reverse))
+            queue.append(other)
+    return order, sorted(cut, key=joints.index)
+
+
+# --- closure equations ----------------------------------------------------------
+
+def _perpendicular(a):
+    """Two exact unit-free vectors perpendicular to the exact axis a."""
+    a = sp.Matrix(a)
+    helper = sp.Matrix([1, 0, 0]) if abs(float(a[0])) < 0.9 else sp.Matrix([0, 1, 0])
+    u = a.cross(helper)
+    return u, a.cross(u)
+
+
+def closure_equations(joint, RP, rP, RC, rC):
+    """[(name, expr)] that hold when the cut joint closes: parent marker pose
+    (RP, rP), child marker pose (RC, rC), all in the world frame."""
+    k, name = joint.kind, joint.name
+    d = rC - rP
+    eqs = []
+    a = sp.Matrix(joint.axis)
+    u, v = _perpendicular(joint.axis)
+    if k in ("revolute", "spherical", "universal", "fixed"):
+        eqs += [(f"{name}_{c}", d[i]) for i, c in enumerate("xyz")]
+    elif k in ("prismatic", "cylindrical"):
+        # only across the axis: the slide is free
+        eqs += [(f"{name}_across1", (RP * u).dot(d)), (f"{name}_across2", (RP * v).dot(d))]
+    elif k == "planar":
+        eqs += [(f"{name}_normal", (RP * sp.Matrix([0, 0, 1])).dot(d))]
+    if k in ("revolute", "cylindrical"):
+        # the axis fixed in the child stays along the parent's
+        eqs += [(f"{name}_axis1", (RP * u).dot(RC * a)), (f"{name}_axis2", (RP * v).dot(RC * a))]
+    elif k == "universal":
+        eqs += [(f"{name}_cross", (RP * a).dot(RC * sp.Matrix(joint.axis2)))]
+    elif k == "planar":
+        z = sp.Matrix([0, 0, 1])
+        eqs += [(f"{name}_tilt1", (RP * sp.Matrix([1, 0, 0])).dot(RC * z)),
+                (f"{name}_tilt2", (RP * sp.Matrix([0, 1, 0])).dot(RC * z))]
+    elif k in ("prismatic", "fixed"):
+        # R_Pᵀ R_C = I: its three off-diagonal elements above the diagonal
+        # vanish to first order only at the identity (locally independent)
+        ex, ey, ez = (sp.Matrix(e) for e in ((1, 0, 0), (0, 1, 0), (0, 0, 1)))
+        eqs += [(f"{name}_rot_z", (RP * ex).dot(RC * ey)), (f"{name}_rot_x", (RP * ey).dot(RC * ez)),
+                (f"{name}_rot_y", (RP * ez).dot(RC * ex))]
+    return eqs
+
+
+def _distance_link(system, joint, tree_links: _Tree):
+    """(universal joint U, link-side marker, other marker) when the cut
+    spherical ``joint`` closes through a link hung by U (module docstring,
+    item 4), else None."""
+    if joint.kind != "spherical":
+        return None
+    for mine, other in ((joint.parent, joint.child), (joint.child, joint.parent)):
+        if mine.body.name not in tree_links.up:
+            continue
+        u, reverse = tree_links.up[mine.body.name]
+        if u.kind != "universal" or reverse:
+            continue
+        # the link must not carry the other side.  U's parent body need not
+        # be where the loop closes: on a steering rack below the chassis, w
+        # below also contains the rack's coordinate, a known of the loop
+        # (d = 0 ⇔ T(w − e) = 0 holds whatever w depends on)
+        if mine.body.name in tree_links.path(other.body.name):
+            continue
+        ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
+        # ℓ along the second axis: q2 only spins the link about itself, and
+        # dir_a would not contain it
+        if sp.Matrix(u.axis2).cross(ell).applyfunc(sp.expand) == sp.zeros(3, 1):
+            continue
+        return u, mine, other
+    return None
+
+
+def distance_link_equations(joint, u, mine, other, marker_pose):
+    """[(name, expr)]: the dist, dir_a and dir_b rows of a distance link
+    (module docstring, item 4) replacing the cut spherical joint's d = 0."""
+    a, b = sp.Matrix(u.axis), sp.Matrix(u.axis2)
+    q1, q2 = (c.symbol for c in u.coordinates)
+    ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
+    RP, rP = marker_pose(u.parent)          # in the loop's frame: constant, or moved by a rack
+    r_other = marker_pose(other)[1]
+    d = r_other - rP
+    w = RP.T * d
+    e = rot(a, q1) * rot(b, q2) * ell
+    name = joint.name
+    return [(f"{name}_dist", d.dot(d) - ell.dot(ell)),
+            (f"{name}_dir_a", sp.expand(a.dot(rot(b, q2) * ell)) - a.dot(w)),
+            (f"{name}_dir_b", a.dot(e.cross(w)))]
+
+
+def _check_start_closes(system, coords, position_checks, projected):
+    """The rewritten distance links also admit the mirror assembly (U's
+    q1 + π image), and their rows are regular only while the link has a
+    component across U's first axis: check both at the start guesses
+    projected onto the constraints (the assembly the build continues)."""
+    if not position_checks:
+        return
+    params = {p.symbol: rational(p.value, system.float_rule) for p in system.parameters}
+    exprs = []
+    for j, closure, u, mine in position_checks:
+        ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
+        q1, q2 = (c.symbol for c in u.coordinates)
+        e = rot(u.axis, q1) * rot(u.axis2, q2) * ell
+        across = sp.Matrix(u.axis).cross(e)
+        exprs += closure + [across.dot(across) / ell.dot(ell)]
+    num = _Numeric(exprs, coords, params)
+    values = num.f(projected)
+    scale = max(1.0, *(abs(float(p.value)) for p in system.parameters if not p.tunable), 1.0)
+    for k, (j, closure, u, _) in enumerate(position_checks):
+        n = len(closure) + 1
+        gap, across2 = np.abs(values[k * n:k * n + n - 1]).max(), values[k * n + n - 1]
+        # a mirror's gap is of the link's size; the projection's own
+        # residual (≤ 1e-8 scale on the rewritten rows) is far below this
+        if gap > 1e-6 * scale:
+            raise ModelError(f"'{system.name}': the start assembly satisfies the distance-link equations of "
+                             f"'{j.name}' but not the spherical joint itself (gap {gap:.3g}): it is the mirror "
+                             f"assembly, the link turned by π about the first axis of '{u.name}'; give starts "
+                             f"(guesses) of '{u.name}''s angles on the wanted branch")
+        if across2 < 1e-12:
+            raise ModelError(f"'{system.name}': at the start the link of '{j.name}' lies along the first axis "
+                             f"of '{u.name}', where its distance-link equations are singular; start elsewhere "
+                             "or set distance_links = False")
+
+
+# --- numeric helpers ------------------------------------------------------------
+
+class _Numeric:
+    def __init__(self, exprs, coords, params):
+        self.q = [sp.Symbol(f"_q{i}", real=True) for i in range(len(coords))]
+        plain = {c.symbol: s for c, s in zip(coords, self.q)}
+        exprs = [sp.sympify(e).xreplace(plain).xreplace(params) for e in exprs]
+        stray = set().union(*(e.free_symbols for e in exprs)) - set(self.q) - {t} if exprs else set()
+        if stray:
+            raise ModelError(f"closure equations use {sorted(map(str, stray))}: only coordinates and "
+                             "structural parameters may enter a joint's geometry")
+        self.exprs = [e.subs(t, 0) for e in exprs]
+        self.m = len(self.exprs)
+        vec = sp.Matrix(self.exprs) if self.exprs else sp.zeros(0, 1)
+        self._f = sp.lambdify(self.q, vec, "numpy", cse=True)
+        self._J = None
+
+    def f(self, q):
+        return np.array(self._f(*q), dtype=float).ravel()
+
+    def J(self, q):
+        if self._J is None:
+            self._J = sp.lambdify(self.q, self._jacobian(), "numpy", cse=True)
+        return np.array(self._J(*q), dtype=float).reshape(self.m, len(q))
+
+    def _jacobian(self):
+        """∂Φ/∂q, differentiating each row only by the coordinates it reads
+        (the same entries as ``Matrix.jacobian``).  Why: built on first use
+        and sparse, it no longer dominates loading a joint system — a
+        closure row reads its own loop's coordinates only (the vehicle: 60
+        rows of 75 coordinates; the dense Jacobian's 4,500 derivatives took
+        most of the 3.1 s of constraint selection, and the first of the two
+        systems selection builds, and the start check's, never read it)."""
+        J = sp.zeros(self.m, len(self.q))
+        index = {s: i for i, s in enumerate(self.q)}
+        for j, e in enumerate(self.exprs):
+            for s in e.free_symbols:
+                if s in index:
+                    J[j, index[s]] = e.diff(s)
+        return J
+
+
+def _project(num: _Numeric, q0, free, iterations=60):
+    """Gauss–Newton (minimum-norm steps over the ``free`` coordinates) from
+    q0 onto Φ = 0; returns (q, |Φ|∞)."""
+    q = np.array(q0, dtype=float)
+    res = np.abs(num.f(q)).max(initial=0.0)
+    for _ in range(iterations):
+        if res < 1e-13:
+            break
+        J = num.J(q)[:, free]
+        step, *_ = np.linalg.lstsq(J, -num.f(q), rcond=None)
+        lam = 1.0
+        while lam > 1e-4:
+            trial = q.copy()
+            trial[free] += lam * step
+            r = np.abs(num.f(trial)).max(initial=0.0)
+            if r < res:
+                q, res = trial, r
+                break
+            lam /= 2
+        else:
+            break
+    return q, res
+
+
+def _greedy_rows(J, tol):
+    keep, rank = [], 0
+    for j in range(J.shape[0]):
+        r = np.linalg.matrix_rank(J[keep + [j]], tol=tol) if J.shape[1] else 0
+        if r > rank:
+            keep.append(j)
+            rank = r
+    return keep
+
+
+# --- the conversion -------------------------------------------------------------
+
+def to_mechanism(system: JointSystem) -> Mechanism:
+    """The low-level mechanism of a joint system; see the module docstring."""
+    if not isinstance(system, JointSystem):
+        raise ModelError(f"to_mechanism wants a JointSystem, got {type(system).__name__}")
+    tree, cut = spanning_tree(system)
+    m = Mechanism(system.name, description=system.description or system.name)
+    m.parameters = list(system.parameters)
+    m.inputs = list(system.inputs)
+    N = m.world
+
+    # coordinates of the tree joints, in joint declaration order
+    tree_joints = {j.name for j, _ in tree}
+    coords = []
+    for j in system.joints.values():
+        if j.name not in tree_joints:
+            continue
+        for c in j.coordinates:
+            desc = f"{j.kind} joint '{j.name}' ({j.parent.label} -> {j.child.label})"
+            m.coordinate(c.name, 0.0 if c.start is None else c.start, "rad" if c.angle else "m",
+                         velocity_start=c.velocity_start, description=desc)
+            mc = m.coordinate_by_name(c.name)
+            mc.symbol = c.symbol            # the user's dynamicsymbol, so loads and outputs match
+            mc.limits = c.limits
+            coords.append(c)
+
+    # world poses
+    poses = {system.ground.name: _Pose(sp.zeros(3, 1), sp.eye(3), N, sp.Integer(0))}
+    for j, reverse in tree:
+        known_mk, new_mk = (j.child, j.parent) if reverse else (j.parent, j.child)
+        kp = poses[known_mk.body.name]
+        r, R, angle = _place(kp, j, reverse)
+        name = new_mk.body.name
+        if angle is not None:
+            frame = m.planar_frame(name, angle) if angle != 0 else N
+        else:
+            f = _oriented(kp.frame, known_mk.rotation, f"{name}_at_{known_mk.name}")
+            f = _joint_frame(f, j, [c.symbol for c in j.coordinates], reverse, f"{name}_joint")
+            frame = _oriented(f, new_mk.rotation.T, name)
+        poses[name] = _Pose(r, R, frame, angle)
+
+    def marker_pose(mk: Marker):
+        p = poses[mk.body.name]
+        return p.R * mk.rotation, p.point(mk.position)
+
+    tree_links = _Tree(system, tree)
+    relative_cache = {}
+    base = _floating_base(system, tree, tree_links)
+    if base is not None:
+        joint, name = base
+        frame = poses[name].frame
+        m.floating_base = FloatingBase(name, [c.name for c in joint.coordinates], frame, tuple(poses[name].r),
+                                       tuple(frame.ang_vel_in(N).to_matrix(frame)))
+
+    def in_base(body: str, position):
+        """A point of ``body`` (body-frame ``position``) relative to the
+        floating base, base-frame components, or None when the body does not
+        move with the base's subtree."""
+        if base is None or base[1] not in tree_links.path(body):
+            return None
+        return tree_links.relative_pose(body, base[1], relative_cache).point(position)
+
+    # bodies (ground and massless bodies add nothing to M)
+    for b in system.bodies.values():
+        if b.name == system.ground.name or (b.mass == 0 and b.inertia == sp.zeros(3, 3)):
+            continue
+        p = poses[b.name]
+        com = p.point(b.com)
+        rel = in_base(b.name, b.com)
+        m.body(b.name, b.mass, b.inertia, tuple(com), p.frame, com_in_base=None if rel is None else tuple(rel))
+    m.gravity = tuple(sp.sympify(g) for g in system.gravity)
+
+    # closure equations of the cut joints, each in the frame of the lowest
+    # body both its markers hang from (ground: the world frame), except that
+    # the loops of one coupled block share one frame (``_shared_frames``)
+    def loop_rows(j, frame_body):
+        """(closure rows of the cut joint ``j`` in ``frame_body``'s frame,
+        its distance-link position check or None)."""
+        def loop_pose(mk: Marker):
+            if frame_body == system.ground.name:
+                return marker_pose(mk)
+            p = tree_links.relative_pose(mk.body.name, frame_body, relative_cache)
+            return p.R * mk.rotation, p.point(mk.position)
+
+        RP, rP = loop_pose(j.parent)
+        RC, rC = loop_pose(j.child)
+        link = _distance_link(system, j, tree_links) if system.distance_links else None
+        if link is not None:
+            return (distance_link_equations(j, *link, loop_pose),
+                    (j, [e for _, e in closure_equations(j, RP, rP, RC, rC)], link[0], link[1]))
+        return closure_equations(j, RP, rP, RC, rC), None
+
+    frames = {j.name: tree_links.common_ancestor(j.parent.body.name, j.child.body.name) for j in cut}
+    rows = {j.name: loop_rows(j, frames[j.name]) for j in cut}
+    shared = _shared_frames(system, m, coords, cut, frames, rows, loop_rows, tree_links)
+    for j in cut:
+        if shared[j.name] != frames[j.name]:
+            rows[j.name] = loop_rows(j, shared[j.name])
+    candidates = [row for j in cut for row in rows[j.name][0]]
+    position_checks = [rows[j.name][1] for j in cut if rows[j.name][1] is not None]
+    projected = _select_constraints(system, m, coords, candidates)
+    _check_start_closes(system, coords, position_checks, projected)
+
+    # loads
+    for ld in system.joint_loads:
+        m.generalized_force(ld.coordinate.name, ld.expr)
+    for rs in system.rotational_springs:
+        q = rs.coordinate.symbol
+        m.generalized_force(rs.coordinate.name,
+                            -(rs.preload + rs.stiffness * (q - rs.free_angle) + rs.damping * q.diff(t)))
+    def tension_vector(ra, rb, sd):
+        """T d/|d| (the force on a; −it on b): tension pulls them together."""
+        d = rb - ra
+        L = sp.sqrt(d.dot(d))
+        Ldot = d.dot(d.diff(t)) / L
+        T = sd.preload + sd.stiffness * (L - sd.free_length) + sd.damping * Ldot
+        return T * d / L
+
+    for sd in system.springs:
+        ra, rb = marker_pose(sd.a)[1], marker_pose(sd.b)[1]
+        f = tension_vector(ra, rb, sd)
+        pa, pb = in_base(sd.a.body.name, sd.a.position), in_base(sd.b.body.name, sd.b.position)
+        if pa is not None and pb is not None:
+            # both ends below the floating base: its rotation drops out
+            fb = tension_vector(pa, pb, sd)
+        elif pa is not None or pb is not None:
+            fb = poses[base[1]].R.T * f
+        m.point_force(tuple(ra), tuple(f), in_base=None if pa is None else (pa, fb))
+        m.point_force(tuple(rb), tuple(-f), in_base=None if pb is None else (pb, -fb))
+    for fc in system.forces:
+        _marker_force(m, fc, poses, marker_pose)
+
+    # outputs, independent coordinates
+    cut_coords = {c.name for j in cut for c in j.coordinates}
+    cut_syms = {c.symbol for j in cut for c in j.coordinates}
+    for name, expr in system.outputs.items():
+        bad = sorted(str(s) for s in expr.atoms(sp.Function) if s in cut_syms)
+        if bad:
+            raise ModelError(f"output '{name}' uses {bad}, coordinates of a cut joint "
+                             f"({', '.join(j.name for j in cut)}), which do not exist in the model")
+        m.output(name, expr, *system.output_info.get(name, ("", "")))
+    if system.independent is not None:
+        for name in system.independent:
+            if name in cut_coords:
+                raise ModelError(f"independent coordinate '{name}' belongs to a cut joint")
+            system.coordinate_by_name(name)
+        m.independent = list(system.independent)
+    _pass_through_options(system, m, cut_coords)
+    _limits_as_documentation(m)
+    _start_assembly(system, m, poses, marker_pose)
+    m.joint_system = system
+    m.described_start = {c.name: float(c.start) for c in m.coordinates}
+    return m
+
+
+def _pass_through_options(system, m, cut_coords):
+    """Copy the low-level options a JointSystem declares (``joints.py``);
+    a coordinate they name must exist in the model (not be a cut joint's)."""
+    def check(names, what):
+        for name in names:
+            if name in cut_coords:
+                raise ModelError(f"'{system.name}': {what} names '{name}', a coordinate of a cut joint, "
+                                 "which does not exist in the model")
+            system.coordinate_by_name(name)
+
+    for block in system.newton_blocks or []:
+        check(block, "newton_blocks")
+    check(system.kinematic_drive or {}, "kinematic_drive")
+    m.newton_blocks = [list(b) for b in system.newton_blocks] if system.newton_blocks is not None else None
+    m.groebner_order = list(system.groebner_order) if system.groebner_order is not None else None
+    m.kinematic = bool(system.kinematic)
+    m.kinematic_drive = dict(system.kinematic_drive) if system.kinematic_drive is not None else None
+    m.kinematic_drive_period = float(system.kinematic_drive_period)
+    m.angle_sums = bool(system.angle_sums)
+    m.float_rule = check_rule(system.float_rule)
+
+
+def _select_constraints(system, m, coords, candidates):
+    """Drop identically zero and redundant closure equations; check the DOF;
+    leave the dependent starts at the projected start.  With
+    ``system.preferred_independent`` (and no ``independent``): those
+    coordinates, completed by pivoted QR, become ``m.independent`` when
+    Φ_d is regular at the start with them kept at their starts (those that
+    have one); otherwise the choice is left to ``partition`` as without it,
+    and ``m.independent_note`` says why."""
+    names = [nm for nm, _ in candidates]
+    exprs = [e for _, e in candidates]
+    # a name that is no joint coordinate at all is a mistake in the input,
+    # not a choice to fall back from (as a cut joint's coordinate is)
+    known = {c.name for c in system.coordinates}
+    for name in system.preferred_independent or []:
+        if name not in known:
+            raise ModelError(f"preferred independent coordinate '{name}' is no coordinate of "
+                             f"'{system.name}' (have {sorted(known)})")
+    preferred = list(system.preferred_independent or []) if system.independent is None else []
+    attempt = None
+    if preferred:
+        try:
+            # kept where they have a start (an MJCF keyframe's); one without
+            # is projected like any other
+            kept = {c.name for c in coords if c.name in preferred and c.start is not None}
+            attempt = _closure_rows(system, m, coords, candidates, kept)
+        except ModelError as e:
+            m.independent_note = (f"the preferred independent (actuated) coordinates {preferred} are not "
+                                  f"taken: with them kept at their starts, {e}; the best-conditioned set "
+                                  "at the start is taken instead")
+        else:
+            indep, why = _regular_choice(preferred, coords, *attempt[:4])
+            if indep is None:
+                m.independent_note = (f"the preferred independent (actuated) coordinates {preferred} are not "
+                                      f"taken: {why}; the best-conditioned set at the start is taken instead")
+                attempt = None
+            else:
+                m.independent = indep
+    qs, chosen, dof, _, alive = attempt or _closure_rows(system, m, coords, candidates, set(system.independent or []))
+
+    for k in chosen:
+        m.constraint(names[k], exprs[k])
+    # the rest of the closure that is not identically zero: redundant at the
+    # start, but not necessarily everywhere on the motion (model.py)
+    m.redundant_constraints = [Constraint(names[k], sp.sympify(exprs[k])) for k in alive if k not in chosen]
+    m.dof = dof
+    # a coordinate without a start gets the projected value as its guess
+    for c, v in zip(coords, qs):
+        if c.start is None:
+            m.coordinate_by_name(c.name).start = float(v)
+    return qs
+
+
+def _closure_rows(system, m, coords, candidates, fixed):
+    """(the start projected onto the closure with the coordinates ``fixed``
+    kept, the independent closure equations' indices, the degrees of freedom,
+    Φ_q of those equations there, the indices of all equations that are not
+    identically zero); errors when the loops do not close or
+    the DOF disagrees with what the system declares."""
+    params = {p.symbol: rational(p.value, system.float_rule) for p in system.parameters}
+    n = len(coords)
+    exprs = [e for _, e in candidates]
+    # identically zero: exact zeros first, then numerically at generic points
+    nonzero = [k for k, e in enumerate(exprs) if sp.sympify(e) != 0]
+    num = _Numeric([exprs[k] for k in nonzero], coords, params)
+    rng = np.random.default_rng(12)
+    generic = [rng.uniform(-3, 3, n) for _ in range(3)]
+    values = np.array([num.f(q) for q in generic]).reshape(3, -1) if num.m else np.zeros((3, 0))
+    scale = max(1.0, *(abs(float(p.value)) for p in system.parameters if not p.tunable), 1.0)
+    alive = [nonzero[i] for i in range(num.m) if np.abs(values[:, i]).max() > _ZERO_TOL * scale]
+    if alive != nonzero:   # (the lambdified Jacobian: seconds for the vehicle's 60 equations)
+        num = _Numeric([exprs[k] for k in alive], coords, params)
+    q0 = np.array([m.coordinate_by_name(c.name).start for c in coords])
+    free = [i for i, c in enumerate(coords) if c.name not in fixed]
+    if num.m:
+        qs, res = _project(num, q0, free)
+        # a poor guess (0 for every coordinate without a start) can stall
+        # Gauss–Newton in a local minimum: restart the unstarted coordinates
+        # from seeded random values (deterministic)
+        unstarted = [i for i, c in enumerate(coords) if c.start is None and i in free]
+        for _ in range(30 if unstarted else 0):
+            if res <= 1e-10 * scale:
+                break
+            trial = q0.copy()
+            trial[unstarted] = rng.uniform(-math.pi, math.pi, len(unstarted)) * \
+                np.array([1.0 if coords[i].angle else scale for i in unstarted])
+            qt, rt = _project(num, trial, free)
+            if rt < res:
+                qs, res = qt, rt
+        if res > 1e-8 * scale:
+            raise ModelError(f"'{system.name}': the loops cannot be closed near the start guesses "
+                             f"(closure residual {res:.3g} after Gauss–Newton from the starts); check the "
+                             "geometry or give starts (guesses) of the dependent coordinates")
+        # the rank on the manifold: at the start and at two nearby assemblies
+        points = [qs]
+        for k in range(2):
+            qk, rk = _project(num, qs + rng.normal(0, 0.05, n) * (np.array([i in free for i in range(n)])),
+                              free)
+            if rk < 1e-9 * scale:
+                points.append(qk)
+        ranks = [np.linalg.matrix_rank(num.J(p), tol=_RANK_TOL * max(1.0, np.abs(num.J(p)).max()))
+                 for p in points]
+        if ranks[0] < max(ranks):
+            # Φ_q loses rank at the start only: a singular configuration (a
+            # loop stretched or folded flat, a change point), not a redundant
+            # constraint, which would lose it at the assemblies next to it too
+            raise ModelError(f"'{system.name}': the start is a singular configuration: the closure equations "
+                             f"have rank {ranks[0]} there and {max(ranks)} at the assemblies next to it (a loop "
+                             "stretched or folded flat, or a change point), so the dependent coordinates are not "
+                             "determined by the independent ones; start the independent coordinates "
+                             f"({', '.join(c.name for c in coords if c.name in fixed) or 'none fixed'}) away from it")
+        best = points[int(np.argmax(ranks))]
+        J = num.J(best)
+        rows = _greedy_rows(J, _RANK_TOL * max(1.0, np.abs(J).max()))
+    else:
+        qs, rows, J = q0, [], np.zeros((0, n))
+    chosen = [alive[i] for i in rows]
+    r = len(chosen)
+    dof = n - r
+    if system.dof is not None and dof != system.dof:
+        what = "fewer" if dof < system.dof else "more"
+        raise ModelError(f"wrong DOF count in '{system.name}': {n} joint coordinates and {r} independent "
+                         f"closure equations (of {len(candidates)}, {len(candidates) - len(alive)} identically "
+                         f"zero, {len(alive) - r} redundant) give {dof} degrees of freedom, {what} than the "
+                         f"declared dof={system.dof}")
+    if dof <= 0:
+        raise ModelError(f"'{system.name}' is over-constrained: {n} joint coordinates and {r} independent "
+                         "closure equations leave no motion")
+    if system.independent is not None and len(system.independent) != dof:
+        raise ModelError(f"wrong DOF count in '{system.name}': independent names {len(system.independent)} "
+                         f"coordinates ({', '.join(system.independent)}) but the mechanism has {dof} degrees "
+                         "of freedom")
+    # Φ_q of the kept equations at the start itself (the rows were chosen
+    # where the rank is largest, which may be a nearby assembly)
+    return qs, chosen, dof, (num.J(qs) if num.m else J)[rows], alive
+
+
+def _regular_choice(preferred, coords, qs, chosen, dof, J):
+    """(independent coordinate names, None): ``preferred`` and as many more
+    as the degrees of freedom need, by pivoted QR on the other columns of
+    Φ_q at the start ``J``, when Φ_d is regular there; (None, why) otherwise."""
+    names = [c.name for c in coords]
+    unknown = [p for p in preferred if p not in names]
+    if unknown:
+        return None, f"{unknown} belong to a cut joint, whose coordinates are no coordinates of the model"
+    if len(preferred) > dof:
+        return None, f"{len(preferred)} of them for {dof} degree(s) of freedom"
+    rest = [i for i, nm in enumerate(names) if nm not in preferred]
+    r = J.shape[0]
+    if r:
+        tol = _RANK_TOL * max(1.0, np.abs(J).max())
+        if np.linalg.matrix_rank(J[:, rest], tol=tol) < r:
+            return None, "Φ_d is singular at the start with them independent"
+        _, _, piv = scipy.linalg.qr(J[:, rest], pivoting=True)
+        dependent = {rest[k] for k in piv[:r]}
+    else:
+        dependent = set()
+    # in model order, as pivoted QR's choice is
+    return [nm for i, nm in enumerate(names) if i not in dependent], None
+
+
+def _shared_frames(system, m, coords, cut, frames, rows, loop_rows, tree_links):
+    """{cut joint name: the body whose frame its closure rows are written
+    in}: ``frames`` (each loop's lowest common body), except that the loops
+    of one coupled block (a block of the block-triangular structure, as
+    ``partition`` will find it) that close in different frames all get one:
+    of their frames, the one in which the fewest of their rows contain a
+    coordinate the block does not solve for (nearest ground on a tie).
+
+    Why: a loop's rows read every body's angle relative to the body it
+    closes in.  Two coupled loops closing in different bodies read one
+    link's angle once relative and once absolute (the Stephenson I six-bar:
+    its floating four-bar closes in the crank's frame, the plate's leg to
+    ground in the world frame), so the block's ring mixes cos A with
+    cos(θ + A), the known crank angle multiplies unknowns, and the lex basis
+    did not finish within Singular's 600 s.  In one frame every angle is
+    relative to the same body and the angle sums are consistent
+    (``triangular.angle_plan``).  Rows free of knowns have constant
+    coefficients, so the frame that keeps the most of them gives the basis
+    the fewest parameters: the six-bar's four-bar loop is constant in the
+    crank's frame, where only the third leg's ground pivot moves (its basis
+    takes seconds), while in the world frame both crank pivots move too.
+    Loops in blocks solved one after another keep their own frames: each
+    block's ring is consistent already.
+
+    A frame is only taken where the rows written in it contain no
+    coordinate of a later block (the block structure stays as it was).  The
+    blocks need the independent coordinates: the declared ones, else as
+    ``_regular_choice`` takes them at the start (the preferred ones
+    completed by pivoted QR).  When the start does not close or the
+    structure is singular, the frames stay: the selection reports that."""
+    if len(set(frames.values())) < 2:
+        return frames
+    candidates = [row for j in cut for row in rows[j.name][0]]
+    owner = [j.name for j in cut for _ in rows[j.name][0]]
+    try:
+        qs, chosen, dof, J = _closure_rows(system, m, coords, candidates, set(system.independent or []))
+    except ModelError:
+        return frames
+    if system.independent is not None:
+        independent = set(system.independent)
+    else:
+        names, _ = _regular_choice(list(system.preferred_independent or []), coords, qs, chosen, dof, J)
+        if names is None:
+            names, _ = _regular_choice([], coords, qs, chosen, dof, J)
+        if names is None:
+            return frames
+        independent = set(names)
+    from types import SimpleNamespace
+    from fmigen.derive.partition import block_decomposition
+    plain = {c.symbol: sp.Symbol(f"_q{i}") for i, c in enumerate(coords)}
+    structure = SimpleNamespace(m=len(chosen), q_sym=list(plain.values()),
+                                Phi=[sp.sympify(candidates[k][1]).xreplace(plain) for k in chosen],
+                                constraint_names=[candidates[k][0] for k in chosen])
+    indep = [i for i, c in enumerate(coords) if c.name in independent]
+    try:
+        blocks = block_decomposition(structure, indep, [i for i in range(len(coords)) if i not in indep])
+    except ModelError:
+        return frames
+    joints = {j.name: j for j in cut}
+    order = [j.name for j in cut]
+
+    def used(e):
+        return {i for i, c in enumerate(coords) if e.has(c.symbol)}
+
+    out, solved = dict(frames), set(indep)
+    for b in blocks:
+        unknowns = set(b.unknowns)
+        allowed = solved | unknowns
+        solved |= unknowns
+        owners = sorted({owner[chosen[k]] for k in b.equations}, key=order.index)
+        # a joint whose kept rows are split over blocks keeps its frame
+        if any(owner[chosen[k]] in owners for k in range(len(chosen)) if k not in b.equations):
+            continue
+        options = sorted({frames[o] for o in owners}, key=lambda f: (tree_links.depth(f), f))
+        if len(options) < 2:
+            continue
+        best = None
+        for frame in options:
+            known_rows, fits = 0, True
+            for o in owners:
+                for _, e in (rows[o][0] if frames[o] == frame else loop_rows(joints[o], frame)[0]):
+                    u = used(e)
+                    fits &= u <= allowed
+                    known_rows += bool(u - unknowns)
+            if fits and (best is None or known_rows < best[0]):
+                best = (known_rows, frame)
+        if best is not None:
+            out.update({o: best[1] for o in owners})
+    return out
+
+
+def _floating_base(system, tree, tree_links):
+    """(free joint, body) of a body on a free joint from ground that other
+    bodies hang below in the tree (a vehicle's chassis), or None: then
+    ``Mechanism.equations_of_motion`` derives M and F in its body-frame
+    speeds (``model.FloatingBase``)."""
+    for j, reverse in tree:
+        if j.kind != "free" or reverse or j.parent.body.name != system.ground.name:
+            continue
+        body = j.child.body.name
+        if any(b != body and body in tree_links.path(b) for b in tree_links.up):
+            return j, body
+    return None
+
+
+def _angular_velocity(frame, world):
+    return frame.ang_vel_in(world).to_matrix(world)
+
+
+def _marker_force(m, fc, poses, marker_pose):
+    """A force and torque at a marker's origin, their reaction at the same
+    point on the reaction body: generalized forces by virtual power,
+    Q_i = F·∂v/∂q̇_i + τ·∂ω/∂q̇_i on the body minus the same for the reaction
+    body's material point at that place."""
+    N = m.world
+    r = marker_pose(fc.at)[1]
+    F, tau = sp.Matrix(fc.force), sp.Matrix(fc.torque)
+    pose = poses[fc.at.body.name]
+    v = r.diff(t)
+    w = _angular_velocity(pose.frame, N)
+    power = F.dot(v) + tau.dot(w)
+    if fc.reaction is not None and fc.reaction.body.name != "ground":
+        rp = poses[fc.reaction.body.name]
+        wr = _angular_velocity(rp.frame, N)
+        vr = rp.r.diff(t) + wr.cross(r - rp.r)
+        power -= F.dot(vr) + tau.dot(wr)
+    # only the speeds the power reads (the vehicle's tire loads: 16 of 74)
+    rates = power.atoms(sp.Derivative)
+    for c in m.coordinates:
+        if c.symbol.diff(t) not in rates:
+            continue
+        Q = sp.diff(power, c.symbol.diff(t))
+        if Q != 0:
+            m.generalized_force(c.name, Q)
+
+
+def _limits_as_documentation(m):
+    """Joint limits are not enforced (no contact model): they go into the
+    coordinate's description, which the modelDescription carries."""
+    for c in m.coordinates:
+        if c.limits:
+            lo, hi = c.limits
+            c.description += f"; limits [{lo:g}, {hi:g}] {c.unit} (documented, not enforced)"
+
+
+def _hint_values(system, m, marker_pose):
+    """[(hint, expression in the coordinates)] of the branch hints."""
+    out = []
+    for h in system.branch_hints:
+        d = marker_pose(h.marker)[1] - marker_pose(h.relative_to)[1]
+        out.append((h, d.dot(sp.Matrix(h.direction))))
+    return out
+
+
+def _start_assembly(system, m, poses, marker_pose):
+    """With branch hints: the real assembly nearest the guesses among those
+    that satisfy every hint (all assemblies when the system is small enough
+    for ``assemble``; Newton from the guesses otherwise, then checked)."""
+    hints = _hint_values(system, m, marker_pose)
+    if not hints or not m.constraints:
+        return
+    from fmigen.kinematics import assemble
+    from fmigen.kinematics.groebner import GroebnerError, singular_available
+    params = {p.symbol: rational(p.value, system.float_rule) for p in system.parameters}
+    syms = [c.symbol for c in m.coordinates]
+    fns = [(h, sp.lambdify(syms, e.xreplace(params), "numpy")) for h, e in hints]
+
+    def satisfied(values):
+        q = [values[c.name] for c in m.coordinates]
+        return all(h.sign * float(f(*q)) > 0 for h, f in fns)
+
+    def describe():
+        return "; ".join(f"({h.marker.label} − {h.relative_to.label})·{tuple(h.direction)} "
+                         f"{'>' if h.sign > 0 else '<'} 0" for h in system.branch_hints)
+
+    system_poly = None
+    if singular_available() and len(m.coordinates) - m.dof <= 12:
+        try:
+            system_poly = assemble.polynomial_system(m)
+            if len(system_poly.variables) > 12:
+                system_poly = None
+        except ModelError:
+            system_poly = None
+    why_not_all = "the system is too big to list all assemblies"
+    if system_poly is not None:
+        try:
+            assemble.choose_start_assembly(m, system=system_poly, accept=satisfied, accept_what=describe())
+            return
+        except GroebnerError as e:
+            # the engine failed (not the hints): what a big system does
+            why_not_all = f"listing all assemblies failed ({e})"
+    # too big for the all-assemblies solver: the projected start must satisfy them
+    values = {c.name: c.start for c in m.coordinates}
+    if not satisfied(values):
+        raise ModelError(f"'{system.name}': the assembly Newton finds from the start guesses violates the "
+                         f"branch hints ({describe()}) and {why_not_all}; "
+                         "give guesses of the dependent coordinates on the wanted branch")
+
+
+__all__ = ["to_mechanism", "spanning_tree", "closure_equations", "joint_transform", "rot"]

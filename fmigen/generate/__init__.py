@@ -1,0 +1,1 @@
+"""Code generation: the C of model.c (kinematics walk, embedding, lanes, formulations)."""

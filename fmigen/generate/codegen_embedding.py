@@ -1,0 +1,1174 @@
+"""Stage 6b — the embedded right-hand side as straight-line generated C.
+
+For a state (q complete after the kinematics, v_i) the embedding needs
+
+    v_d = −Φ_d⁻¹ (Φ_i v_i + Φ_t),      a_c = Φ_d⁻¹ γ,      B = [−Φ_d⁻¹ Φ_i ; I],
+    (Bᵀ M B) q̈_i = Bᵀ (F − M a_c)                             (paper 000, eq. 11).
+
+Why generated and not a runtime loop: the matrices are tiny and sparse
+(Φ_d block-diagonal with six 3×3 blocks for the Stewart platform, M block
+diagonal), and generic loops over index arrays spent ~10 instructions per
+useful flop; every separately generated model function also re-evaluated
+sin/cos of every angle.  Here one function evaluates Φ_q, Φ_t, γ, M and F with
+one joint common-subexpression elimination, then the
+linear algebra unrolled over the structural non-zeros only:
+
+- each diagonal block of Φ_d (the partition's blocks, in block-triangular
+  order) up to 3×3 is inverted by its adjugate, with a singularity test on
+  the determinant relative to the product of its rows' largest Φ_q entries;
+  larger blocks use the runtime's LU with partial pivoting;
+- the couplings below the diagonal blocks enter by block forward
+  substitution;
+- Bᵀ M B is formed from M's non-zeros, upper triangle only (it is
+  symmetric), and solved by an unrolled LDLᵀ factorization (symmetric
+  positive definite: the kinetic energy in the independent velocities);
+- where Φ_d is block-diagonal with blocks up to 3×3 and M couples no two
+  blocks (nor a block to an independent coordinate), as the Stewart
+  platform's legs, Bᵀ M B is instead summed block by block without forming
+  X, when that is the cheaper code (``_blockwise_reduced``).
+
+Nothing is expanded symbolically across the linear algebra: every
+intermediate is a named double, so the code grows like the number of
+non-zeros, not like the inverse's expression.
+
+With that blockwise structure, diagonal blocks of one size (the Stewart
+legs) are computed four at a time in vector lanes: what the per-block loops
+emit is tagged (``_Code.lane``) and ``codegen_slp`` packs it.
+
+Generated functions (declared in ``runtime/fmigen_runtime.h``):
+
+- ``int fmigen_embedded_velocities(t, q, v, p, u, trig)``: fills v_d in v
+  from v_i;
+- ``int fmigen_embedded_prepare(t, q, v, p, trig, work)``: the same, then
+  everything of q̈_i that does not read the inputs u, into ``work``
+  (FMIGEN_NWORK doubles);
+- ``int fmigen_embedded_finish(t, q, v, p, u, trig, work, qdd_i)``: q̈_i from
+  that and u (``_split_inputs``: one right-hand side cut in two, so the
+  runtime can keep the first half with a committed state);
+
+with ``trig`` the sines and cosines of the angles as the kinematics left them
+(``codegen.trig_plan``): one joint CSE over Φ_q, Φ_t, γ, M and F
+(each remaining sin/cos once) then uses no libm call for an angle the
+kinematics solved.
+
+Both return 0, 1 when a diagonal block of Φ_d is singular, 2 when Bᵀ M B is
+not positive definite.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager, nullcontext
+
+import sympy as sp
+
+from fmigen.generate import codegen_recursive as recursive
+from fmigen.generate import codegen_slp as slp
+from fmigen.generate.codegen import SymbolMap, c
+from fmigen.derive.embed import Embedding
+from fmigen.model import t as TIME
+from fmigen.kinematics.triangular import Triangularization
+
+#: largest diagonal block of Φ_d inverted by its adjugate; larger blocks are
+#: factored by the runtime's LU with partial pivoting
+ADJUGATE_MAX = 3
+#: a block is singular when |det| <= this · Π over its rows of the row's
+#: largest entry (a 1×1 block: of the whole Φ_q row); the runtime LU of larger
+#: blocks uses the same 1e-13 against the block's largest entry
+SINGULAR_REL = 1e-13
+
+
+class _Code:
+    """Straight-line C with structural zeros tracked: a value is a C name or
+    None (exactly zero).  Names whose value is exactly ±1 are remembered
+    (``unit``): a product with one is its other factor, with its sign."""
+
+    def __init__(self, indent="    "):
+        self.lines: list[str] = []
+        self.indent = indent
+        self.count = 0
+        self.unit: dict[str, int] = {}
+        # (block, role) of what is emitted inside ``lane``, for codegen_slp:
+        # the k-th value (or check, or store) of a kind in a block's code
+        self.tags: dict[str, tuple] = {}
+        self._lane = None
+        self._lane_count: dict[tuple, int] = {}
+
+    @contextmanager
+    def lane(self, block: int, kind: str):
+        """Tag what is emitted inside as block ``block``'s values of ``kind``."""
+        outer, self._lane = self._lane, (block, kind)
+        try:
+            yield
+        finally:
+            self._lane = outer
+
+    def _tag(self, key):
+        if self._lane is not None:
+            k = self._lane_count.get(self._lane, 0)
+            self._lane_count[self._lane] = k + 1
+            self.tags[key] = (self._lane[0], (self._lane[1], k))
+
+    def emit(self, line):
+        self.lines.append(self.indent + line)
+        if not line.startswith("const double "):
+            store = re.match(r"^(v\[\d+\]) = ", line)
+            if store:
+                self._tag(store.group(1))
+            elif line.startswith("if ("):
+                self._tag(line.strip())
+
+    def let(self, prefix, expr):
+        """``const double <fresh> = expr;`` or None for an exact zero."""
+        if expr is None:
+            return None
+        self.count += 1
+        name = f"{prefix}{self.count}"
+        self.emit(f"const double {name} = {expr};")
+        self._tag(name)
+        if expr in ("1", "-1"):
+            self.unit[name] = int(expr)
+        return name
+
+    def dot(self, prefix, first, terms, sign="-"):
+        """first − Σ a·b (sign "-") or first + Σ a·b (sign "+") over the pairs
+        with both factors non-zero; None when nothing is left.  A factor that
+        is ±1 is left out and its sign taken into the sum: bit for bit the
+        same value (a product with ±1 is exact), one multiplication less —
+        the Stewart platform's Φ_i holds −1 for the platform's position in
+        every leg's rows."""
+        prods = []
+        for a, b in terms:
+            if a is None or b is None:
+                continue
+            positive = (sign == "+") == (self.unit.get(a, 1) * self.unit.get(b, 1) > 0)
+            factors = [x for x in (a, b) if x not in self.unit]
+            prods.append((positive, "*".join(factors) or "1.0"))
+        if first is None and not prods:
+            return None
+        if first is None:
+            positive, expr = prods[0]
+            expr = ("" if positive else "-") + expr
+            prods = prods[1:]
+        else:
+            expr = first
+        expr += "".join(f" {'+' if positive else '-'} {x}" for positive, x in prods)
+        return self.let(prefix, expr)
+
+
+def _late(reps, seeds):
+    """The CSE temporaries that depend (transitively) on any symbol in seeds."""
+    late = set(seeds)
+    out = set()
+    for s, e in reps:
+        if e.free_symbols & late:
+            late.add(s)
+            out.add(s)
+    return out
+
+
+def _needed(reps, exprs):
+    """The CSE temporaries the given expressions use, transitively."""
+    need = set().union(*(e.free_symbols for e in exprs)) if exprs else set()
+    out = set()
+    for s, e in reversed(reps):
+        if s in need:
+            out.add(s)
+            need |= e.free_symbols
+    return out
+
+
+def on_the_circle(exprs: list) -> list:
+    """The model quantities as polynomials reduced on the unit circles of their
+    angles, collected by the velocities, for the joint CSE.
+
+    Why: after the sin/cos → ``trig`` substitution the expressions are
+    polynomials in each angle's pair (s, c) = (trig[2k], trig[2k+1]), and
+    the derivation leaves s² + c² unreduced everywhere — the Stewart
+    platform's mass matrix has p·s² + p·c² for p, and γ and F (derivatives of
+    rotation matrices in Euler angles) are full of such sums.  Each
+    expression is expanded and every s^n (n ≥ 2) replaced by
+    s^(n mod 2)·(1 − c²)^(n div 2) — the normal form modulo s² + c² − 1 — and
+    the result collected by the velocities v[i] (γ is a quadratic form in
+    them, F has the velocity products of its Coriolis terms), which lets
+    the CSE share the coefficient polynomials.  Stewart (γ, M and F so
+    reduced, ``circle_where_cheaper``): 1,052 → 645 multiplications and
+    607 → 425 additions over Φ_q, γ, M and F (sympy's count of the joint CSE
+    output).  The values are the same on the constraint
+    manifold, where the kinematics' pairs lie on the circle to rounding (the
+    sequences verify s² + c² − 1 with the block's polynomials; the
+    independent angles' pairs from fmigen_sincos, within an ulp): the arithmetic is
+    reassociated, not approximated."""
+    syms = set().union(*(sp.sympify(e).free_symbols for e in exprs)) if exprs else set()
+    trig = {s.name: s for s in syms if s.name.startswith("trig[")}
+    pairs = {}
+    for name, sym in trig.items():
+        k = int(name[5:-1])
+        if k % 2 == 0 and f"trig[{k + 1}]" in trig:
+            pairs[sym] = trig[f"trig[{k + 1}]"]
+    vel = sorted((s for s in syms if s.name.startswith("v[")), key=lambda s: int(s.name[2:-1]))
+
+    def is_high_sine(x):
+        return x.is_Pow and x.base in pairs and x.exp.is_Integer and x.exp >= 2
+
+    def reduce_sine(x):
+        n = int(x.exp)
+        return x.base ** (n % 2) * (1 - pairs[x.base] ** 2) ** (n // 2)
+
+    out = []
+    for e in exprs:
+        e = sp.expand(sp.sympify(e))
+        if pairs:
+            e = sp.expand(e.replace(is_high_sine, reduce_sine))
+        # by the velocities this entry has: collecting by all n of them
+        # costs n per entry, O(n²) over a model (a 32-cell ladder's 160)
+        mine = [v for v in vel if v in e.free_symbols]
+        out.append(sp.collect(e, mine) if mine else e)
+    return out
+
+
+#: Model quantities this large are not expanded onto the unit circle
+#: (``circle_where_cheaper``, per quantity) and, together, do not get the
+#: joint CSE's 'basic' pre-pass (sympy's factor_terms on every sum): both
+#: take time superlinear in the size for a few per cent of the operations.
+#: The vehicle (Φ_q, γ, M, F: 17k, 82k, 91k, 310k operations): its C
+#: generation stopped after more than 4 minutes with both, took 56 s with the
+#: expansion trial of Φ_q alone and 27 s with neither (unloaded machine).
+#: One five-link corner on a free chassis, derived in world-frame speeds:
+#: 20.6 -> 7.0 s without the pre-pass, for 1.3 % more instructions per step.  The
+#: shipped mechanisms' code is unchanged: only five_link's γ (20k) is over
+#: CIRCLE_MAX_OPS, and its expansion was never the cheaper one, and every
+#: other set of quantities is under LARGE_MODEL_OPS (five_link's ~26k, the
+#: Stewart platform's ~9k).  Counts are sympy's, before any substitution.
+CIRCLE_MAX_OPS = 20_000
+LARGE_MODEL_OPS = 60_000
+
+
+def is_large(exprs, limit=LARGE_MODEL_OPS) -> bool:
+    """More than ``limit`` operations in ``exprs`` (counting stops there)."""
+    total = 0
+    for e in exprs:
+        total += sp.count_ops(e)
+        if total > limit:
+            return True
+    return False
+
+
+def _operations(cse) -> int:
+    """sympy's operation count of a CSE's result (its temporaries and rows)."""
+    reps, reduced = cse
+    return sp.count_ops([e for _, e in reps] + list(reduced))
+
+
+def _cse_ops(exprs) -> int:
+    return _operations(sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none", optimizations=None))
+
+
+def circle_where_cheaper(exprs: list) -> list:
+    """``on_the_circle(exprs)`` when that makes one quantity's code (all its
+    entries, e.g. every entry of M) cheaper, else ``exprs`` unchanged.
+    Why per quantity and measured: the expansion it needs multiplies out
+    factored products, which a CSE shares well — the five-link's γ in
+    factored form takes 2,076 operations after CSE, expanded and reduced
+    3,149, while its M and F shrink from 142 to 45 and 346 to 167; the
+    Stewart platform's γ, M and F all shrink (965 → 818, 310 → 93,
+    762 → 408), and no Φ_q does (its entries are multilinear in each angle's
+    pair: nothing to reduce, only products multiplied out).  The count is
+    sympy's operations after a quick CSE (no optimizations) of the quantity
+    alone, which orders the alternatives as the joint CSE does."""
+    if not exprs or is_large(exprs, CIRCLE_MAX_OPS):
+        return exprs
+    reduced = on_the_circle(exprs)
+    if all(r == e for r, e in zip(reduced, exprs)):
+        return exprs
+    return reduced if _cse_ops(reduced) < _cse_ops(exprs) else exprs
+
+
+def _jet(e, jets: dict):
+    """(ė, ë) of a polynomial in the coordinates, t, and sines and cosines of
+    such, along q̇ with q̈ = 0 (``jets`` maps every atom already known, a
+    coordinate to (its velocity, 0), t to (1, 0), a CSE symbol to its own
+    pair), every other symbol and every constant (π, √3) constant in time:
+    Φ reads no symbol but the coordinates and t (``dae.build_dae`` checks).
+    None for a function it has no rule for (sqrt, Abs, exp, Piecewise, a
+    non-integer power)."""
+    if e in jets:
+        return jets[e]
+    if e.is_number or e.is_Symbol:
+        return sp.Integer(0), sp.Integer(0)
+    if e.is_Add:
+        parts = [_jet(a, jets) for a in e.args]
+        if any(x is None for x in parts):
+            return None
+        return sp.Add(*[x[0] for x in parts]), sp.Add(*[x[1] for x in parts])
+    if e.is_Mul:
+        args = e.args
+        parts = [_jet(a, jets) for a in args]
+        if any(x is None for x in parts):
+            return None
+        d1, d2 = [], []
+        for i, (a1, a2) in enumerate(parts):
+            if a1 == 0 and a2 == 0:
+                continue
+            rest = sp.Mul(*(args[:i] + args[i + 1:]))
+            d1.append(rest * a1)
+            d2.append(rest * a2)
+            for j in range(i + 1, len(args)):
+                if parts[j][0] != 0:
+                    d2.append(2 * sp.Mul(*[args[k] for k in range(len(args)) if k not in (i, j)])
+                              * a1 * parts[j][0])
+        return sp.Add(*d1), sp.Add(*d2)
+    if e.is_Pow and e.exp.is_Integer:
+        b, n = e.base, int(e.exp)
+        part = _jet(b, jets)
+        if part is None:
+            return None
+        b1, b2 = part
+        return n * b ** (n - 1) * b1, n * b ** (n - 1) * b2 + n * (n - 1) * b ** (n - 2) * b1 ** 2
+    if isinstance(e, (sp.sin, sp.cos)):
+        part = _jet(e.args[0], jets)
+        if part is None:
+            return None
+        u1, u2 = part
+        s, c_ = sp.sin(e.args[0]), sp.cos(e.args[0])
+        if isinstance(e, sp.sin):
+            return c_ * u1, c_ * u2 - s * u1 ** 2
+        return -s * u1, -s * u2 - c_ * u1 ** 2
+    return None
+
+
+def gamma_by_jets(dae) -> list | None:
+    """γ = −Φ̈ at q̈ = 0 (the same quantity as ``dae.gamma``, −(Φ_q q̇)_q q̇ −
+    2 Φ_qt q̇ − Φ_tt) by forward differentiation: Φ through one CSE, and for
+    each of its temporaries and rows the first and second time derivative
+    from its operands' (product rule, chain rule for sin and cos), then
+    substituted back into one expression per row for the joint CSE.  Why:
+    the symbolic γ differentiates Φ_q q̇ as expanded expressions and loses
+    the products Φ is built of — the five-link's distance constraints
+    |d|² − L² become γ = −2(ḋ·ḋ + d·d̈) again this way: 2,109 → 1,174
+    operations after CSE (sympy's count), the Stewart platform's 1,001 → 639
+    (786 on the unit circle).  None when Φ uses a function without a rule."""
+    reps, rows = sp.cse(list(dae.Phi), optimizations=None)
+    jets = {qs: (vs, sp.Integer(0)) for qs, vs in zip(dae.q_sym, dae.v_sym)}
+    jets[TIME] = (sp.Integer(1), sp.Integer(0))
+    # each temporary's derivatives as symbols of their own while the rows
+    # are differentiated (small expressions), then everything substituted
+    # back in order: each definition refers to earlier ones only
+    defs = []
+    for sym, e in reps:
+        part = _jet(e, jets)
+        if part is None:
+            return None
+        d1, d2 = sp.Symbol(f"{sym.name}_d1"), sp.Symbol(f"{sym.name}_d2")
+        defs += [(sym, e), (d1, part[0]), (d2, part[1])]
+        jets[sym] = (d1, d2)
+    out = []
+    for row in rows:
+        part = _jet(row, jets)
+        if part is None:
+            return None
+        out.append(-part[1])
+    full = {}
+    for sym, e in defs:
+        full[sym] = e.xreplace(full)
+    return [g.xreplace(full) for g in out]
+
+
+def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_subs: dict,
+                   dynamics: str = "embedded") -> tuple[str, int]:
+    """The three functions' C and the size of ``work``; ``trig_subs`` (codegen.trig_plan) maps sin/cos of
+    each angle to the ``trig`` array the kinematics filled.
+
+    ``dynamics``: ``embedded`` forms X = Φ_d⁻¹Φ_i and Bᵀ M B as above;
+    ``recursive`` solves the same equations by the elimination of
+    ``codegen_recursive`` (v_d and q̈_i without forming B: code and work
+    linear in the number of loops).  The model quantities, their CSE, the
+    factored diagonal blocks of Φ_d and the three functions are shared."""
+    if dynamics not in ("embedded", "recursive"):
+        raise ValueError(f"unknown dynamics '{dynamics}'")
+    dae = emb.dae
+    n, m, f = dae.n, dae.m, emb.f
+    ind, dep = emb.independent, emb.dependent
+
+    # ---- the model quantities, their structural non-zeros and one joint CSE
+    J = {(j, i): emb.Phi_q[j, i] for j in range(m) for i in range(n) if emb.Phi_q[j, i] != 0}
+    Pt = {j: emb.Phi_t[j] for j in range(m) if emb.Phi_t[j] != 0}
+    G = {j: emb.gamma[j] for j in range(m) if emb.gamma[j] != 0}
+    Mm = {}
+    for i in range(n):
+        for k in range(n):
+            if emb.M[i, k] != 0 and not (k < i and emb.M[k, i] == emb.M[i, k]):
+                Mm[(i, k)] = emb.M[i, k]
+    Fv = {i: emb.F[i] for i in range(n) if emb.F[i] != 0}
+    groups = [("J", J), ("Pt", Pt), ("G", G), ("M", Mm), ("F", Fv)]
+    quantities = {g: circle_where_cheaper([sm(sp.sympify(e).xreplace(trig_subs)) for e in d.values()])
+                  for g, d in groups}
+
+    large = is_large([e for g, _ in groups for e in quantities[g]])
+
+    def joint_cse(gamma):
+        every = [e for g, _ in groups for e in (gamma if g == "G" else quantities[g])]
+        return sp.cse(every, symbols=sp.numbered_symbols("w"), order="none",
+                      optimizations=None if large else "basic")
+
+    # γ by forward differentiation (gamma_by_jets) where the joint CSE of all
+    # the quantities comes out cheaper with it: the five-link's, 2,471 →
+    # 2,158 operations (fourbar_chain's 289 → 277, a 4-cell ladder's 901 →
+    # 859); not the Stewart platform's, 1,265 → 1,416, although its γ alone
+    # is cheaper that way (639 against 786: the unit-circle form shares its
+    # products with Φ_q, M and F).  Compared through the joint CSE as it
+    # runs, with the 'basic' pre-pass: the quick one ranks the Stewart jets
+    # first (1,341 against 1,447), and its step got 207 instructions slower.
+    # That second joint CSE is the slow part of generating the code (a 4-cell
+    # ladder's: 1.6 s), so it runs only where the jets make γ alone at least
+    # 10 % cheaper by the quick count (five-link 1,174 against 2,109, Stewart
+    # 639 against 786) and the quantities are not too large for the 'basic'
+    # pre-pass.
+    joint = joint_cse(quantities["G"])
+    jet_rows = gamma_by_jets(dae) if G and not large else None
+    if jet_rows is not None:
+        jets = [sm(sp.sympify(jet_rows[j]).xreplace(trig_subs)) for j in G]
+        if _cse_ops(jets) < 0.9 * _cse_ops(quantities["G"]):
+            with_jets = joint_cse(jets)
+            if _operations(with_jets) < _operations(joint):
+                joint, quantities["G"] = with_jets, jets
+    reps, reduced = joint
+    vd_syms = {sp.Symbol(f"v[{i}]") for i in dep}
+    late = _late(reps, vd_syms)
+    u_syms = {sp.Symbol(f"u[{k}]") for k in range(len(dae.inputs))}
+    u_dep = u_syms | _late(reps, u_syms)
+    values, pos = {}, 0
+    for g, d in groups:
+        for key in d:
+            values[(g, key)] = reduced[pos]
+            pos += 1
+    early_exprs = [values[("J", k)] for k in J] + [values[("Pt", k)] for k in Pt]
+    velocity_temps = _needed(reps, early_exprs)
+
+    def stage(code: _Code, keep, group_names):
+        """Emit the CSE temporaries in ``keep`` and name the group values."""
+        for s, e in reps:
+            if s in keep:
+                code.emit(f"const double {s} = {c(e)};")
+        names = {}
+        for g in group_names:
+            for key in dict(groups)[g]:
+                value = values[(g, key)]
+                # an entry that is zero only after the trig substitution and
+                # the circle reduction (the Stewart legs' M coupling β and s,
+                # zero once cos² + sin² = 1 is used) is a structural zero
+                # from here on: a named 0 would still be multiplied (gcc may
+                # not drop 0·x, which is NaN for an infinite x).  Not Φ_q's,
+                # whose named entries the block factorizations read
+                names[(g, key)] = None if g != "J" and value == 0 else code.let(g + "_", c(value))
+                if names[(g, key)] and (g, key) in lane_role:
+                    code.tags[names[(g, key)]] = lane_role[(g, key)]
+        return names
+
+    blocks = _blocks(emb, tri)
+    blockwise_possible = dynamics == "embedded" and _blockwise_structure(emb, blocks)
+    lane_role = _lane_roles(blocks, groups, ind)
+    block_of = {i: bi for bi, (_, unk) in enumerate(blocks) for i in unk}
+
+    tags_of = {}   # each body's _Code.tags, by body(...)'s arguments
+
+    def body(with_rhs: bool, blockwise: bool = False) -> str:
+        code = _Code()
+        tags_of[(with_rhs, blockwise)] = code.tags
+        code.emit("(void)t; (void)p; (void)u;")
+        early = {s for s, _ in reps if s not in late}
+        names = stage(code, early if with_rhs else velocity_temps, ["J", "Pt"])
+        Jn = {k: names[("J", k)] for k in J}
+        Ptn = {j: names[("Pt", j)] for j in Pt}
+
+        inv, adj = [], []
+        for bi, b in enumerate(blocks):
+            with code.lane(bi, "factor"):
+                solve_b, inverse_b = _factor_block(code, b, bi, Jn)
+            inv.append(solve_b)
+            adj.append(inverse_b)
+
+        def solve(rhs: dict, tag: str) -> dict:
+            """Φ_d⁻¹ rhs (rhs by constraint, result by dependent coordinate),
+            block forward substitution."""
+            x = {}
+            solved = []
+            for bi, (eqs, unk) in enumerate(blocks):
+                with code.lane(bi, tag):
+                    r = [code.dot(tag, rhs.get(j), [(Jn.get((j, i)), x.get(i)) for i in solved]) for j in eqs]
+                    for i, val in zip(unk, inv[bi](r, tag)):
+                        x[i] = val
+                solved += unk
+            return x
+
+        if dynamics == "recursive" or blockwise:
+            # v_d = −Φ_d⁻¹(Φ_i v_i + Φ_t), one right-hand side, without X
+            recursive.velocities(code, blocks, inv, Jn, Ptn, ind)
+        else:
+            X = [solve({j: Jn.get((j, ind[k])) for j in range(m)}, f"X{k}_") for k in range(f)]
+            Y = solve(Ptn, "Y_")
+            for i in dep:
+                terms = [(X[k].get(i), f"v[{ind[k]}]") for k in range(f)]
+                val = code.dot("vd", Y.get(i), terms, sign="+")
+                code.emit(f"v[{i}] = {'-' + val if val else '0.0'};")
+        if not with_rhs:
+            code.emit("return 0;")
+            return "\n".join(code.lines)
+
+        names2 = stage(code, late, ["G", "M"])
+        Gn = {j: names2[("G", j)] for j in G}
+        Mn = {}
+        for (i, k) in Mm:
+            Mn[(i, k)] = names2[("M", (i, k))]
+            if (k, i) not in Mm:
+                Mn[(k, i)] = Mn[(i, k)]
+        # F = F_free + F_u, F_u the terms that read the inputs: everything up
+        # to Bᵀ(F_free − M a_c) and the factored BᵀMB then does not depend on
+        # u, and the inputs enter only at the end (the split into prepare and
+        # finish, _split_inputs, is then small)
+        Fn, Fu = {}, {}
+        for i in Fv:
+            terms = [a for a in sp.Add.make_args(values[("F", i)]) if a != 0]
+            free = [a for a in terms if not (a.free_symbols & u_dep)]
+            with_u = [a for a in terms if a.free_symbols & u_dep]
+            with code.lane(block_of[i], "F") if i in block_of else nullcontext():
+                Fn[i] = code.let("F_", c(sp.Add(*free))) if free else None
+            with code.lane(block_of[i], "Fu") if i in block_of else nullcontext():
+                if with_u:
+                    Fu[i] = code.let("Fu_", c(sp.Add(*with_u)))
+        if dynamics == "recursive":
+            recursive.accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, ind, n)
+            code.emit("return 0;")
+            return "\n".join(code.lines)
+        ac = solve(Gn, "ac_")
+        # res = F − M a_c (every coordinate: r̄ = Bᵀ res reads them all)
+        res = {}
+        for i in range(n):
+            with code.lane(block_of[i], "res") if i in block_of else nullcontext():
+                res[i] = code.dot("res", Fn.get(i), [(Mn.get((i, d)), ac.get(d)) for d in dep])
+        if blockwise:
+            Mb = _blockwise_reduced(code, blocks, adj, Jn, Mn, ind, f)
+            rb = _blockwise_transposed(code, blocks, adj, Jn, res, {a: res.get(ind[a]) for a in range(f)},
+                                       ind, f, "zt", "rb")
+            if Fu:   # r̄ += Bᵀ F_u
+                first = {a: " + ".join(x for x in (rb[a], Fu.get(ind[a])) if x) or None for a in range(f)}
+                rb = _blockwise_transposed(code, blocks, adj, Jn, Fu, first, ind, f, "zu", "rbu")
+            _ldlt_solve(code, f, Mb, rb)
+            code.emit("return 0;")
+            return "\n".join(code.lines)
+        # MB[:, k] = M[:, ind k] − Σ_d M[:, d] X_d,k  (B = [−X ; I])
+        MB = {}
+        for k in range(f):
+            for i in range(n):
+                MB[(i, k)] = code.dot("mb", Mn.get((i, ind[k])), [(Mn.get((i, d)), X[k].get(d)) for d in dep])
+        # M̄ = Bᵀ M B (upper triangle), r̄ = Bᵀ res
+        Mb, rb = {}, {}
+        for a in range(f):
+            rb[a] = code.dot("rb", res.get(ind[a]), [(X[a].get(d), res.get(d)) for d in dep])
+            for b in range(a, f):
+                Mb[(a, b)] = code.dot("mh", MB.get((ind[a], b)), [(X[a].get(d), MB.get((d, b))) for d in dep])
+        if Fu:   # r̄ += Bᵀ F_u
+            for a in range(f):
+                first = " + ".join(x for x in (rb[a], Fu.get(ind[a])) if x) or None
+                rb[a] = code.dot("rbu", first, [(X[a].get(d), Fu.get(d)) for d in dep])
+        _ldlt_solve(code, f, Mb, rb)
+        code.emit("return 0;")
+        return "\n".join(code.lines)
+
+    sig = "double t, const double *q, double *v, const double *p, const double *u, const double *trig"
+    # the blockwise reduced mass matrix where the structure allows it and its
+    # code is the cheaper (_blockwise_structure); the velocities function
+    # then computes v_d the same way, so both give the same bits
+    rhs = {False: body(True, False)}
+    if blockwise_possible:
+        rhs[True] = body(True, True)
+    blockwise = blockwise_possible and _count_ops(rhs[True]) < _count_ops(rhs[False])
+    prepare, finish, nwork = _split_inputs(rhs[blockwise].split("\n"))
+    velocities = body(False, blockwise)
+
+    lanes = {with_rhs: _lane_blocks(blocks, tags_of[(with_rhs, True)]) if blockwise else None
+             for with_rhs in (False, True)}
+    def fits(text, with_rhs=True):
+        """Blockwise, and small enough not to be chunked: the pass may read it."""
+        return lanes[with_rhs] is not None and text.count("\n") <= CHUNK_ABOVE
+
+    def packed(text, with_rhs=True, slots=frozenset()):
+        """The function body with its per-block statements in lanes where they
+        group (codegen_slp), or None: it does not fit, or nothing groups."""
+        return slp.vectorize(text, lanes[with_rhs], slots) if fits(text, with_rhs) else None
+
+    def function(name, params, text, body=None):
+        return f"int {name}({params})\n{{\n{body}\n}}\n" if body else chunked(name, params, text)
+
+    prepare_packed, slots = None, frozenset()
+    # work laid out so that prepare's groups are stored whole; kept only when
+    # prepare is packed (a scalar prepare would leave the places of a short
+    # chunk's repeated lanes unwritten, which finish loads).  Not tried for
+    # a prepare the pass does not read: it would parse a large body for
+    # nothing.
+    if fits(prepare):
+        moved = slp.relayout_work(prepare, finish, lanes[True], nwork)
+        prepare_packed = packed(moved[0], slots=moved[3])
+        if prepare_packed is not None:
+            prepare, finish, nwork, slots = moved
+    finish_packed = packed(finish, slots=slots)
+    sig_prepare = "double t, const double *q, double *v, const double *p, const double *trig, double *work"
+    sig_finish = ("double t, const double *q, const double *v, const double *p, const double *u, "
+                  "const double *trig, const double *work, double *qdd")
+    return (function("fmigen_embedded_velocities", sig, velocities, packed(velocities, with_rhs=False)) + "\n" +
+            function("fmigen_embedded_prepare", sig_prepare, prepare, prepare_packed) + "\n" +
+            function("fmigen_embedded_finish", sig_finish, finish, finish_packed)), nwork
+
+
+#: A straight-line function of more than CHUNK_ABOVE statements is generated
+#: as chunks of CHUNK_STATEMENTS statements (``chunked``).  Why: gcc's register
+#: allocation (LRA's hard register assignment, then IRA) takes time
+#: superlinear in a function's size: the vehicle's fmigen_embedded_prepare
+#: (6,400 statements, 0.42 MB of C) was 23 of the 28 s of CPU gcc -O2 spent
+#: on its model.c; in chunks of 2,000, 1,000, 500, 250 statements, model.c
+#: took 13.7, 11.6, 9.8, 8.2 s and the step 93,371, 92,050, 91,151, 90,385
+#: instructions instead of 96,278 (smaller functions spill less;
+#: bit-identical results); with the runtime's per-size LU, chunks of 250 and
+#: 100: 7.1 and 6.5 s, 81,780 and 79,717 instructions, 9.7 and 9.35 ms of CPU
+#: per simulated second (unloaded).  The largest function of a shipped
+#: mechanism is the Stewart platform's prepare (1,270 statements): every
+#: shipped mechanism's code is unchanged.
+CHUNK_ABOVE = 1500
+CHUNK_STATEMENTS = 100
+
+
+def _split_top(text: str) -> list[str]:
+    """The comma-separated items of a C initializer's inside, commas within
+    parentheses kept."""
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            items.append(cur.strip())
+            cur = ""
+            continue
+        depth += (ch == "(") - (ch == ")")
+        cur += ch
+    if cur.strip():
+        items.append(cur.strip())
+    return items
+
+
+def chunked(name: str, params: str, body: str, size: int | None = None, above: int | None = None) -> str:
+    """``int name(params)`` with the straight-line ``body`` (``_Code``'s
+    statements: scalar ``const double`` definitions, local arrays, ``if
+    (...) return k;`` checks, calls and stores to the parameters' arrays),
+    as one function when it has at most ``above`` (CHUNK_ABOVE) statements,
+    else as noinline static chunks (``FMIGEN_CHUNK``,
+    runtime/fmigen_runtime.h) of ``size`` (CHUNK_STATEMENTS) statements
+    called in order.  What
+    crosses from one chunk to a later one lives in a scratch struct on the
+    caller's stack (the vehicle's prepare: 5,316 doubles, 42 kB): a scalar is
+    stored after its definition and a later chunk reads it there; a local
+    array read by another chunk is the struct's (its initializer becomes
+    stores).  The statements are
+    the same, in the same order, on doubles stored and loaded exactly, so
+    the results are bit for bit those of the single function; a chunk's
+    ``return k`` is the caller's."""
+    size = CHUNK_STATEMENTS if size is None else size
+    above = CHUNK_ABOVE if above is None else above
+    # statements, not lines: a piecewise expression prints over several lines
+    lines, cur, depth = [], [], 0
+    for ln in body.split("\n"):
+        cur.append(ln)
+        depth += ln.count("(") - ln.count(")")
+        if depth == 0:
+            lines.append("\n".join(cur))
+            cur = []
+    head = [ln for ln in lines if ln.strip().startswith("(void)")]
+    stmts = [ln for ln in lines if not ln.strip().startswith("(void)") and ln.strip() != "return 0;"]
+    if len(stmts) <= max(size, above):
+        return f"int {name}({params})\n{{\n{body}\n}}\n"
+    chunks = [stmts[k:k + size] for k in range(0, len(stmts), size)]
+    home, arrays = {}, {}
+    for ci, ch in enumerate(chunks):
+        for ln in ch:
+            d = _DECL.match(ln)
+            if d:
+                home[d.group(1)] = ci
+                if d.group(2):
+                    arrays[d.group(1)] = (ln.split()[0], d.group(2))
+    reads = []
+    for ci, ch in enumerate(chunks):
+        r = set()
+        for ln in ch:
+            d = _DECL.match(ln)
+            text = ln[d.end():] if d else ln
+            r |= {n for n, _ in _TOKEN.findall(text) if home.get(n, ci) != ci}
+        reads.append(r)
+    shared_arrays = [a for a in arrays if any(a in r for r in reads)]
+    order = {n: k for k, n in enumerate(home)}
+    scalars = sorted({n for r in reads for n in r if n not in arrays}, key=order.get)
+    later = {n for ci, r in enumerate(reads) for n in r}
+    struct = f"struct {name}_scratch"
+    members = [f"    double {n};" for n in scalars] + \
+        [f"    {arrays[a][0]} {a}{arrays[a][1]};" for a in shared_arrays]
+    out = [f"{struct} {{\n" + "\n".join(members) + "\n};\n"]
+    shared_re = re.compile(r"(?<![\w>])(" + "|".join(map(re.escape, shared_arrays)) + r")\b") \
+        if shared_arrays else None
+    chunk_params = f"{params}, {struct} *S"
+    for ci, ch in enumerate(chunks):
+        code = [*head, "    (void)S;"]
+        mine = [n for n in scalars if n in reads[ci]]
+        read_re = re.compile(r"(?<![\w>])(" + "|".join(map(re.escape, mine)) + r")\b") if mine else None
+        for ln in ch:
+            d = _DECL.match(ln)
+            if d and d.group(1) in shared_arrays:
+                init = ln.split("=", 1)[1].strip().rstrip(";").strip() if "=" in ln else ""
+                items = _split_top(init[1:-1]) if init else []
+                ln = "    " + " ".join(f"S->{d.group(1)}[{k}] = {x};" for k, x in enumerate(items))
+                if not items:
+                    continue
+            if shared_re is not None:
+                ln = shared_re.sub(r"S->\1", ln)
+            if read_re is not None:
+                ln = read_re.sub(r"S->\1", ln)
+            code.append(ln)
+            if d and not d.group(2) and d.group(1) in later:
+                code.append(f"    S->{d.group(1)} = {d.group(1)};")
+        code.append("    return 0;")
+        out.append(f"FMIGEN_CHUNK int {name}_chunk{ci}({chunk_params})\n{{\n"
+                   + "\n".join(code) + "\n}\n")
+    args = ", ".join(re.findall(r"(\w+)\s*(?:,|$)", params))
+    calls = [f"    if ((r = {name}_chunk{ci}({args}, &S))) return r;" for ci in range(len(chunks))]
+    out.append(f"int {name}({params})\n{{\n    {struct} S;\n    int r;\n" + "\n".join(calls)
+               + "\n    return 0;\n}\n")
+    return "\n".join(out)
+
+
+_DECL = re.compile(r"^\s*(?:const )?(?:double|int) (\w+)(\[\d+\])?")
+_TOKEN = re.compile(r"\b([A-Za-z_]\w*)\b(?:\[(\d+)\])?")
+
+
+def _split_inputs(lines: list[str]) -> tuple[str, str, int]:
+    """Split the right-hand side's straight-line body into what does not
+    depend on the inputs u (prepare: v_d, Φ_d⁻¹Φ_i, a_c, BᵀMB and its LDLᵀ
+    factors, the u-free forces) and the rest (finish: the forces that read u,
+    F − M a_c, Bᵀ(…) and the LDLᵀ solve).  Why: the runtime caches prepare's
+    result with the kinematics at a step's commit (first-same-as-last), and
+    the next step's first stage then only runs finish — also when the
+    importer changed the inputs between the steps, as a HIL rig does every
+    step.  The statements are the same, in the same order, as one function
+    would have them: only the values finish needs from prepare cross through
+    ``work`` (stored as doubles, so the arithmetic is bit for bit that of the
+    unsplit function).  Returns (prepare body, finish body, work size)."""
+    body = [ln for ln in lines if not ln.strip().startswith("(void)") and ln.strip() != "return 0;"]
+    uses, defs, arrays = [], [], set()
+    for ln in body:
+        d = _DECL.match(ln)
+        target = re.match(r"^\s*(v|qdd)\[(\d+)\] =", ln)
+        if d:
+            if d.group(2):
+                arrays.add(d.group(1))
+            defs.append(d.group(1))
+            rhs = ln.split("=", 1)[1] if "=" in ln else ""
+        elif target:
+            defs.append(f"{target.group(1)}[{target.group(2)}]")
+            rhs = ln.split("=", 1)[1]
+        else:
+            defs.append(None)
+            rhs = ln
+        uses.append({f"{n}[{i}]" if (i and n in arrays) else n for n, i in _TOKEN.findall(rhs)})
+    late = set()
+    in_finish = []
+    for ln, d, u in zip(body, defs, uses):
+        fin = bool(re.search(r"\bu\[", ln)) or bool(u & late) or (d or "").startswith("qdd[")
+        if fin and d is not None:
+            late.add(d)
+        in_finish.append(fin)
+    for ln, d, fin in zip(body, defs, in_finish):
+        if fin and (d is None or d.startswith("v[") or d in arrays or ln.lstrip().startswith("if ")):
+            # by construction only forces read u: Φ_q, Φ_t, γ and M do not,
+            # so no solve, factorization or check can land in finish
+            raise ValueError(f"the embedding's statement '{ln.strip()}' depends on an input: inputs may "
+                             "enter the forces only")
+    early = {d for d, fin in zip(defs, in_finish) if d is not None and not fin}
+    crossing = []
+    for u, fin in zip(uses, in_finish):
+        if fin:
+            crossing += [n for n in sorted(u) if (n in early or n.split("[")[0] in arrays & early)
+                         and n not in crossing]
+    slot = {n: k for k, n in enumerate(crossing)}
+    prepare = ["    (void)t; (void)q; (void)v; (void)p; (void)trig; (void)work;"]
+    prepare += [ln for ln, fin in zip(body, in_finish) if not fin]
+    prepare += [f"    work[{k}] = {n};" for n, k in slot.items()]
+    prepare.append("    return 0;")
+
+    def local(n):
+        return re.sub(r"\[(\d+)\]", r"_\1", n)
+    finish = ["    (void)t; (void)q; (void)v; (void)p; (void)u; (void)trig; (void)work;"]
+    finish += [f"    const double {local(n)} = work[{k}];" for n, k in slot.items()]
+    for ln, fin in zip(body, in_finish):
+        if fin:
+            for n in crossing:
+                if "[" in n:
+                    ln = re.sub(r"\b" + re.escape(n), local(n), ln)
+            finish.append(ln)
+    finish.append("    return 0;")
+    return "\n".join(prepare), "\n".join(finish), len(crossing)
+
+
+def _blocks(emb: Embedding, tri: Triangularization):
+    """Φ_d's diagonal blocks as (constraint rows, dependent coordinates), in
+    block-triangular order; one dense block when the partition's blocks do not
+    cover Φ_d exactly."""
+    blocks = [(list(b.equations), list(b.unknowns)) for b in tri.partition.blocks]
+    rows = sorted(j for eqs, _ in blocks for j in eqs)
+    cols = sorted(i for _, unk in blocks for i in unk)
+    dense = [(list(range(emb.dae.m)), list(emb.dependent))] if emb.dae.m else []
+    if rows != list(range(emb.dae.m)) or cols != sorted(emb.dependent):
+        return dense
+    # block-triangular: a block's equations use only its own and earlier
+    # blocks' unknowns (the forward substitution relies on it)
+    later = set(emb.dependent)
+    for eqs, unk in blocks:
+        later -= set(unk)
+        if any(emb.Phi_q[j, i] != 0 for j in eqs for i in later):
+            return dense
+    return blocks
+
+
+def _blockwise_structure(emb: Embedding, blocks) -> bool:
+    """Can Bᵀ M B be summed block by block (``_blockwise_reduced``)?  It needs
+    Φ_d block-diagonal (no coupling below its diagonal blocks), every block
+    inverted by its adjugate, and M without entries between two blocks'
+    dependent coordinates or between a dependent and an independent one:
+    then Xᵀ M_dd X = Σ_b Φ_i,bᵀ (Φ_d,b⁻ᵀ M_b Φ_d,b⁻¹) Φ_i,b and M_id = 0."""
+    if not blocks or any(len(unk) > ADJUGATE_MAX for _, unk in blocks):
+        return False
+    block_of = {i: bi for bi, (_, unk) in enumerate(blocks) for i in unk}
+    for bi, (eqs, _) in enumerate(blocks):
+        if any(emb.Phi_q[j, i] != 0 and block_of[i] != bi for j in eqs for i in emb.dependent):
+            return False
+    return not any(emb.M[i, k] != 0 and block_of.get(k) != block_of[i]
+                   for i in emb.dependent for k in range(emb.dae.n))
+
+
+def _lane_roles(blocks, groups, ind) -> dict:
+    """{(quantity, key): (block, role)} for the model quantities that belong
+    to one diagonal block of Φ_d (codegen_slp): a row of Φ_q over the
+    block's or the independent coordinates, Φ_t and γ of its rows, M among
+    its coordinates, by their positions in the block."""
+    row = {j: (bi, r) for bi, (eqs, _) in enumerate(blocks) for r, j in enumerate(eqs)}
+    col = {i: (bi, k) for bi, (_, unk) in enumerate(blocks) for k, i in enumerate(unk)}
+    out = {}
+    for g, d in groups:
+        for key in d:
+            if g == "J" and key[0] in row:
+                (bi, r), i = row[key[0]], key[1]
+                if i in col and col[i][0] == bi:
+                    out[(g, key)] = (bi, ("J", r, "d", col[i][1]))
+                elif i in ind:
+                    out[(g, key)] = (bi, ("J", r, "i", ind.index(i)))
+            elif g in ("Pt", "G") and key in row:
+                out[(g, key)] = (row[key][0], (g, row[key][1]))
+            elif g == "M" and key[0] in col and key[1] in col and col[key[0]][0] == col[key[1]][0]:
+                out[(g, key)] = (col[key[0]][0], ("M", col[key[0]][1], col[key[1]][1]))
+    return out
+
+
+def _lane_blocks(blocks, tags) -> "slp.Blocks | None":
+    """The chunks of blocks solved together in lanes: blocks of the same size
+    in order, up to slp.LANES at a time, a short chunk's last block repeated;
+    None when no two blocks have the same size."""
+    by_size = {}
+    for bi, (eqs, unk) in enumerate(blocks):
+        by_size.setdefault((len(eqs), len(unk)), []).append(bi)
+    chunks = []
+    for members in by_size.values():
+        for k in range(0, len(members), slp.LANES):
+            chunk = members[k:k + slp.LANES]
+            if len(chunk) > 1:
+                chunks.append(tuple(chunk + [chunk[-1]] * (slp.LANES - len(chunk))))
+    if not chunks:
+        return None
+    return slp.Blocks(coords=[list(unk) for _, unk in blocks], tags=dict(tags), chunks=chunks)
+
+
+def _blockwise_reduced(code: _Code, blocks, adj, Jn, Mn, ind, f):
+    """Bᵀ M B (upper triangle) summed block by block, for the structure
+    ``_blockwise_structure`` checks.  With A_b = Φ_d,b⁻¹ (the adjugate
+    inverse) and Φ_i,b the block's rows of Φ_i:
+
+        Bᵀ M B = M_ii + Σ_b Φ_i,bᵀ N_b Φ_i,b,   N_b = A_bᵀ M_b A_b.
+
+    Why: X = Φ_d⁻¹ Φ_i couples every independent coordinate to every
+    dependent one that any loop moves (the Stewart platform's pose moves all
+    18 leg coordinates), so each entry of Xᵀ M X is a dot over all of them;
+    here each block contributes its small N_b, and constant columns of Φ_i
+    (the platform's position enters each leg's rows as ∓I) cost nothing.
+    Stewart platform (``_count_ops``, both variants generated by this code):
+    1,404 → 886 operations for X (or the N_b), M·B and Bᵀ M B, 3,815 → 3,349
+    over its whole right-hand side; callgrind, when it came in: 11,432 →
+    10,854 instructions per explicit Euler step."""
+    terms = {(a, c): [] for a in range(f) for c in range(a, f)}
+    for bi, (eqs, unk) in enumerate(blocks):
+        with code.lane(bi, "reduced"):
+            A, nb = adj[bi], len(unk)
+            # M_b A_b, then N_b = A_bᵀ (M_b A_b), upper triangle (N_b symmetric)
+            MA = [[code.dot("ma", None, [(Mn.get((unk[r], unk[s])), A[s][k]) for s in range(nb)], sign="+")
+                   for k in range(nb)] for r in range(nb)]
+            N = {}
+            for k in range(nb):
+                for l in range(k, nb):
+                    N[(k, l)] = N[(l, k)] = code.dot("nb", None, [(A[r][k], MA[r][l]) for r in range(nb)], sign="+")
+            Pi = [[Jn.get((j, ind[a])) for a in range(f)] for j in eqs]
+            # P = N_b Φ_i,b, then Φ_i,bᵀ P into the upper triangle of Bᵀ M B
+            P = [[code.dot("pn", None, [(N[(k, l)], Pi[l][a]) for l in range(nb)], sign="+") for a in range(f)]
+                 for k in range(nb)]
+            for a in range(f):
+                for c in range(a, f):
+                    terms[(a, c)] += [(Pi[k][a], P[k][c]) for k in range(nb)]
+    return {(a, c): code.dot("mh", Mn.get((ind[a], ind[c])), terms[(a, c)], sign="+") for (a, c) in terms}
+
+
+def _blockwise_transposed(code: _Code, blocks, adj, Jn, vec, first, ind, f, ztag, tag):
+    """first_a − (Xᵀ vec_d)_a per independent coordinate a, block by block for
+    ``_blockwise_reduced``'s structure: Xᵀ vec_d = Σ_b Φ_i,bᵀ (A_bᵀ vec_b).
+    With first = vec_i it is r̄ = Bᵀ vec (the residual; the input forces
+    F_u, added to r̄ in fmigen_embedded_finish)."""
+    terms = {a: [] for a in range(f)}
+    for bi, (eqs, unk) in enumerate(blocks):
+        A, nb = adj[bi], len(unk)
+        with code.lane(bi, ztag):
+            z = [code.dot(ztag, None, [(A[r][k], vec.get(unk[r])) for r in range(nb)], sign="+")
+                 for k in range(nb)]
+        for a in range(f):
+            terms[a] += [(Jn.get((j, ind[a])), z[k]) for k, j in enumerate(eqs)]
+    return {a: code.dot(tag, first[a], terms[a]) for a in range(f)}
+
+
+#: a generated declaration ``[const] double name = expr;``
+STATEMENT = re.compile(r"^\s*(?:const )?double (\w+) = (.*);\s*$")
+_OPERATION = re.compile(r"[-+*/]|\b(?:sin|cos|sqrt|fabs|atan2|pow|fmigen_powi|fmigen_max)\(")
+
+
+def statement_operations(expr: str) -> int:
+    """Floating-point operations in one generated right-hand side: its
+    operators and math calls; numeric constants (``((1.0/200.0))``) and a
+    chunk's ``S->`` hand-over are none."""
+    expr = re.sub(r"\(\(?-?\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)?\)\)?", "K", expr.replace("S->", ""))
+    return len(_OPERATION.findall(expr))
+
+
+def _count_ops(body: str) -> int:
+    """Operations of the declarations in generated straight-line C
+    (``statement_operations``): what decides between two variants of the
+    same computation, and what scripts/bench_ladder.py reports per section."""
+    total = 0
+    for line in body.split("\n"):
+        m = STATEMENT.match(line)
+        if m:
+            total += statement_operations(m.group(2))
+    return total
+
+
+def structure_tables(emb: Embedding, tri: Triangularization) -> dict:
+    """The same structure as plain data for the Python runtime's embedding
+    (pyruntime.py), which loops over it instead of being generated:
+
+    - Φ_d's diagonal blocks (``_blocks``): ``blk_rows`` / ``blk_cols`` the
+      constraint and dependent position of each block position, ``blk_ptr``
+      the block starts, ``couple`` the structurally non-zero (row position,
+      column position) pairs below the diagonal blocks, by row position;
+    - ``m_nz``: the structurally non-zero entries (i, j) of M, row-major, so
+      M·B and M·a_c skip exact zeros."""
+    blocks = _blocks(emb, tri)
+    dep_pos = {i: k for k, i in enumerate(emb.dependent)}
+    rows = [j for eqs, _ in blocks for j in eqs]
+    cols = [dep_pos[i] for _, unk in blocks for i in unk]
+    ptr, couple = [0], []
+    for eqs, _ in blocks:
+        ptr.append(ptr[-1] + len(eqs))
+    for bi in range(len(blocks)):
+        for r in range(ptr[bi], ptr[bi + 1]):
+            couple += [x for pc in range(ptr[bi]) if emb.Phi_q[rows[r], emb.dependent[cols[pc]]] != 0
+                       for x in (r, pc)]
+    n = emb.dae.n
+    return dict(blocked=bool(blocks), nblocks=len(blocks), blk_ptr=ptr, blk_rows=rows, blk_cols=cols,
+                ncouple=len(couple) // 2, couple=couple,
+                m_nz=[(i, j) for i in range(n) for j in range(n) if emb.M[i, j] != 0])
+
+
+def _factor_block(code: _Code, block, bi, Jn):
+    """Emit the factorization of one diagonal block; returns solve(r, tag)
+    mapping the block's right-hand side names to its solution names, and the
+    inverse's entries (names or None, [unknown][equation]) when the block was
+    inverted by its adjugate (else None: an LU)."""
+    eqs, unk = block
+    nb = len(eqs)
+    A = [[Jn.get((j, i)) for i in unk] for j in eqs]
+    if nb <= ADJUGATE_MAX:
+        S = sp.Matrix(nb, nb, lambda r, k: sp.Symbol(A[r][k]) if A[r][k] else 0)
+        det = S.det(method="berkowitz") if nb > 1 else S[0, 0]
+        if det == 0:
+            raise ValueError(f"diagonal block {bi} of Φ_d is structurally singular")
+        d = code.let(f"det{bi}_", c(sp.expand(det)))
+        rowmax = []
+        for r, j in enumerate(eqs):
+            # scale: the block's row; for a 1×1 block (whose row in the block
+            # is its determinant) the whole Φ_q row, or the test is vacuous
+            entries = [f"fabs({a})" for a in A[r] if a] if nb > 1 else \
+                [f"fabs({a})" for (jj, _), a in sorted(Jn.items()) if jj == j and a]
+            expr = entries[0]
+            for e in entries[1:]:
+                expr = f"fmigen_max({expr}, {e})"
+            rowmax.append(expr)
+        code.emit(f"if (!(fabs({d}) > {SINGULAR_REL!r} * {' * '.join(rowmax)})) return 1;")
+        dinv = code.let(f"dinv{bi}_", f"1.0/{d}")
+        adj = S.adjugate() if nb > 1 else sp.Matrix([[1]])
+        Ai = [[code.let(f"ai{bi}_", f"{dinv}*({c(sp.expand(adj[r, k]))})") if adj[r, k] != 0 else None
+               for k in range(nb)] for r in range(nb)]
+
+        def solve(rhs, tag):
+            return [code.dot(tag, None, [(Ai[r][k], rhs[k]) for k in range(nb)], sign="+") for r in range(nb)]
+        return solve, Ai
+
+    entries = ", ".join(a or "0.0" for row in A for a in row)
+    code.emit(f"double A{bi}[{nb * nb}] = {{{entries}}};")
+    code.emit(f"int P{bi}[{nb}];")
+    code.emit(f"if (fmigen_lu_factor({nb}, A{bi}, P{bi})) return 1;")
+
+    def solve(rhs, tag):
+        if all(r is None for r in rhs):
+            return [None] * nb
+        code.count += 1
+        arr = f"{tag}b{bi}_{code.count}"
+        code.emit(f"double {arr}[{nb}] = {{{', '.join(r or '0.0' for r in rhs)}}};")
+        code.emit(f"fmigen_lu_solve({nb}, A{bi}, P{bi}, {arr});")
+        return [f"{arr}[{r}]" for r in range(nb)]
+    return solve, None
+
+
+def _ldlt_factor(code: _Code, f: int, Mb: dict, fail: int):
+    """Unrolled LDLᵀ of a symmetric positive definite f×f matrix given by its
+    upper triangle ``Mb`` {(a, b): name or None, a <= b}; structural zeros stay
+    zeros, so a sparse matrix (M of the augmented formulations) gets only its
+    fill-in.  A pivot not above 1e-13 of its diagonal entry → ``return fail``.
+    Returns (L, Dinv) for ``_ldlt_apply``, or None when a pivot is
+    structurally zero."""
+    L, D, Dinv = {}, {}, {}
+    for j in range(f):
+        dj = code.dot("dd", Mb.get((j, j)), [(L[(j, k)], f"{L[(j, k)]}*{D[k]}" if L[(j, k)] else None)
+                                             for k in range(j)])
+        if dj is None:
+            code.emit(f"return {fail};")
+            return None
+        code.emit(f"if (!({dj} > {SINGULAR_REL!r} * fabs({Mb[(j, j)]}))) return {fail};")
+        D[j] = dj
+        dinv = Dinv[j] = code.let("di", f"1.0/{dj}")
+        for i in range(j + 1, f):
+            num = code.dot("ln", Mb.get((j, i)), [(L[(i, k)], f"{L[(j, k)]}*{D[k]}" if L[(j, k)] else None)
+                                                 for k in range(j)])
+            L[(i, j)] = code.let("l", f"{num}*{dinv}") if num else None
+    return L, Dinv
+
+
+def _ldlt_apply(code: _Code, f: int, factor, rb: dict) -> dict:
+    """x = A⁻¹ r̄ with A = L D Lᵀ from ``_ldlt_factor`` (r̄, x: {index: name
+    or None})."""
+    L, Dinv = factor
+    z = {}
+    for i in range(f):   # forward: L z = r̄; then z /= D; back: Lᵀ x = z
+        z[i] = code.dot("z", rb.get(i), [(L[(i, k)], z[k]) for k in range(i)])
+    y = {i: code.let("y", f"{z[i]}*{Dinv[i]}") if z[i] else None for i in range(f)}
+    x = {}
+    for i in reversed(range(f)):
+        x[i] = code.dot("x", y[i], [(L[(k, i)], x[k]) for k in range(i + 1, f)])
+    return x
+
+
+def _ldlt_solve(code: _Code, f: int, Mb: dict, rb: dict):
+    """qdd = M̄⁻¹ r̄ (return 2 when M̄ is not positive definite)."""
+    if f == 0:
+        return
+    factor = _ldlt_factor(code, f, Mb, 2)
+    if factor is None:
+        return
+    x = _ldlt_apply(code, f, factor, rb)
+    for i in range(f):
+        code.emit(f"qdd[{i}] = {x[i] or '0.0'};")
+
+
+def augmented_code(emb: Embedding, form_code: int, sm: SymbolMap) -> str:
+    """``int fmigen_augmented_accel(t, q, v, p, u, fp, a)``: q̈ of all n
+    coordinates for an augmented formulation (runtime/fmigen_augmented.c; the
+    same equations as its comments), straight-line over the structural
+    non-zeros like the embedding, so the benchmark compares formulations
+    generated alike.  ``form_code``: 1 Baumgarte (fp = α, β), 2 penalty
+    (ρ, ω, ζ), 3 virtual springs (k, b).  Returns 0, 2 when M (penalty:
+    M + ρΦ_qᵀΦ_q) is not positive definite, 3 when Φ_q M⁻¹ Φ_qᵀ is singular."""
+    dae = emb.dae
+    n, m = dae.n, dae.m
+    J = {(j, i): emb.Phi_q[j, i] for j in range(m) for i in range(n) if emb.Phi_q[j, i] != 0}
+    Ph = {j: dae.Phi[j] for j in range(m) if dae.Phi[j] != 0}
+    Pt = {j: emb.Phi_t[j] for j in range(m) if emb.Phi_t[j] != 0}
+    G = {j: emb.gamma[j] for j in range(m) if emb.gamma[j] != 0} if form_code in (1, 2) else {}
+    Mu = {(i, k): emb.M[i, k] for i in range(n) for k in range(i, n) if emb.M[i, k] != 0}
+    Fv = {i: emb.F[i] for i in range(n) if emb.F[i] != 0}
+    groups = [J, Ph, Pt, G, Mu, Fv]
+    exprs = [sm(e) for d in groups for e in d.values()]
+    reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none",
+                           optimizations=None if is_large(exprs) else "basic")
+    code = _Code()
+    code.emit("(void)t; (void)p; (void)u; (void)fp;")
+    for sym, e in reps:
+        code.emit(f"const double {sym} = {c(e)};")
+    it = iter(reduced)
+    Jn, Phn, Ptn, Gn, Mn, Fn = ({k: code.let(tag, c(next(it))) for k in d}
+                                for tag, d in zip(("J_", "phi_", "pt_", "g_", "M_", "F_"), groups))
+    # Φ̇ = Φ_q v + Φ_t, then the formulation's constraint term s (see fmigen_augmented.c)
+    s = {}
+    for j in range(m):
+        pd = code.dot("pd", Ptn.get(j), [(Jn.get((j, i)), f"v[{i}]") for i in range(n)], sign="+")
+        phi = Phn.get(j)
+        if form_code == 1:    # γ − 2αΦ̇ − β²Φ
+            terms = [("2.0*fp[0]", pd), ("fp[1]*fp[1]", phi)]
+            s[j] = code.dot("s", Gn.get(j), terms)
+        elif form_code == 2:  # −γ + 2ζωΦ̇ + ω²Φ
+            terms = [("2.0*fp[2]*fp[1]", pd), ("fp[1]*fp[1]", phi)]
+            s[j] = code.dot("s", f"-{Gn[j]}" if Gn.get(j) else None, terms, sign="+")
+        else:                 # kΦ + bΦ̇
+            s[j] = code.dot("s", None, [("fp[0]", phi), ("fp[1]", pd)], sign="+")
+    out = {}
+    if form_code == 1:
+        fac = _ldlt_factor(code, n, Mn, 2)
+        if fac is not None:
+            a0 = _ldlt_apply(code, n, fac, Fn)                        # M⁻¹F
+            W = [_ldlt_apply(code, n, fac, {i: Jn.get((j, i)) for i in range(n)}) for j in range(m)]  # M⁻¹Φ_qᵀ
+            Su = {(j, k): code.dot("S", None, [(Jn.get((j, i)), W[k].get(i)) for i in range(n)], sign="+")
+                  for j in range(m) for k in range(j, m)}
+            lam_rhs = {j: code.dot("lr", f"-{s[j]}" if s[j] else None,
+                                   [(Jn.get((j, i)), a0.get(i)) for i in range(n)], sign="+") for j in range(m)}
+            fs = _ldlt_factor(code, m, Su, 3) if m else ({}, {})
+            if fs is not None:
+                lam = _ldlt_apply(code, m, fs, lam_rhs) if m else {}
+                out = {i: code.dot("a", a0.get(i), [(W[j].get(i), lam.get(j)) for j in range(m)])
+                       for i in range(n)}
+    else:
+        if form_code == 2:    # (M + ρΦ_qᵀΦ_q) a = F − ρΦ_qᵀ s
+            A = {}
+            for i in range(n):
+                for k in range(i, n):
+                    jt = code.dot("jj", None, [(Jn.get((j, i)), Jn.get((j, k))) for j in range(m)], sign="+")
+                    A[(i, k)] = code.dot("A", Mn.get((i, k)), [("fp[0]", jt)], sign="+")
+            rhs = {i: code.dot("r", Fn.get(i), [(Jn.get((j, i)), f"fp[0]*{s[j]}" if s[j] else None)
+                                                for j in range(m)]) for i in range(n)}
+        else:                 # M a = F − Φ_qᵀ s
+            A = Mn
+            rhs = {i: code.dot("r", Fn.get(i), [(Jn.get((j, i)), s[j]) for j in range(m)]) for i in range(n)}
+        fac = _ldlt_factor(code, n, A, 2)
+        if fac is not None:
+            out = _ldlt_apply(code, n, fac, rhs)
+    if out or n == 0:
+        for i in range(n):
+            code.emit(f"a[{i}] = {out.get(i) or '0.0'};")
+        code.emit("return 0;")
+    body = "\n".join(code.lines)
+    sig = ("double t, const double *q, const double *v, const double *p, const double *u, const double *fp, "
+           "double *a")
+    return f"int fmigen_augmented_accel({sig})\n{{\n{body}\n}}\n"

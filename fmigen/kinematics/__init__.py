@@ -1,0 +1,1 @@
+"""Kinematics: Gröbner bases (Singular), triangular sequences, assembly."""

@@ -1,0 +1,1 @@
+"""The Python runtime: the same model as generated pure Python, packaged with pythonfmu."""

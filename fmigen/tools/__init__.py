@@ -1,0 +1,1 @@
+"""Tools: native benchmarks, parameter sweeps."""

@@ -1,0 +1,659 @@
+"""``fmigen bench``: time the kinematics formulations natively (paper 000,
+Tables 1 and 3).
+
+Every formulation goes through the same pipeline and codegen (only the
+``kinematics`` argument of ``triangularize`` differs, or, for the augmented
+formulations, the ``FMIGEN_FORMULATION`` macros in model_config.h), is
+compiled as the FMU's binary is (-O2, and on x86-64 Linux the model's AVX
+copy, which runs where the processor has AVX) together with the FMU's runtime
+(``runtime/fmigen_core.c``, ``runtime/fmigen_augmented.c``) and the native
+harness ``runtime/bench_harness.c`` (no FMI layer, no ctypes, no fmpy), and
+runs the
+paper's experiment: explicit Euler, h = 1 ms, 3 s, the mechanism's default
+forces.  Per row:
+
+- ``ms_per_simulated_s``: median over ``repeats`` runs of the CPU time
+  (CLOCK_PROCESS_CPUTIME_ID around the whole loop) / simulated seconds;
+- ``median_step_us`` / ``max_step_us``: per-step times (CLOCK_MONOTONIC) in a
+  second set of repeats; ``max_step_us`` is the median over those repeats of
+  each repeat's largest step (one preemption does not decide it); the
+  harness pins itself to one CPU, runs SCHED_FIFO and locks its pages where
+  it may (``realtime`` in the row says what it got),
+  ``max_step_us_worst`` the largest step seen at all;
+- ``instructions_per_step``: ``valgrind --tool=callgrind`` instructions (Ir) of
+  the integration loop (``--toggle-collect=run_steps``) / steps, one run;
+  None when valgrind is missing; ``kinematics_instructions_per_step`` the part
+  spent in the generated kinematics (``fmigen_kinematics`` inclusive, i.e. the
+  paper's "kinematic" column, in instructions);
+- ``fmu_instructions_per_step``: the same count for the co-simulation FMU's
+  path stepped at a communication interval of h (``run_fmu_steps``: one
+  ``fmigen_core_step(h)`` per step, which commits the state at t + h, plus
+  what the first GetReal after it computes: the angles left to atan2,
+  the residual and the outputs), i.e. a HIL rig at 1 kHz reading outputs;
+  ``fmu_kinematics_instructions_per_step`` its part in ``fmigen_kinematics``
+  (one solve per step: the next step's first stage reuses the commit's);
+- ``operations_per_step`` / ``fmu_operations_per_step``: the floating-point
+  operations those callgrind runs executed per step, by type
+  (``count_operations``: add, mul, div, sqrt, fma, their sum ``flops``, and
+  ``libm_calls`` by function), so the distance of the instructions to the
+  arithmetic is visible per mechanism; ``newton_iterations``: steps
+  (LU solves) and ``newton_factorizations``: LU factorizations per call of a
+  generated Newton block (the Newton rows; in a Gröbner build its fallback,
+  polish or Newton-first block: chord steps reuse a factorization), None
+  when none ran;
+- ``peak_constraint_violation``: max_j |Φ_j(q)| over every state the
+  integrator evaluated, q_d as the formulation's kinematics returned it;
+- ``final_q``: the coordinates at the stop time (assembled, or as
+  integrated for the augmented formulations), and ``core_step_max_diff``:
+  max |Δ| against one ``fmigen_core_step`` call over the whole run (the FMU's
+  code path; 0 means bit-identical).
+- ``kinematic_run`` (embedded formulations of a mechanism with a
+  ``kinematic_drive``, e.g. the five-link suspension): paper 000's kinematic
+  simulation, Table 3 — the independent coordinates driven through
+  q_i(0) + A sin(2πt/P), every step solving q_d and v_d; its ms per simulated
+  second, instructions per step (``run_kinematic``) and peak violation.
+
+Newton formulations stop when the Newton step is at most the tolerance
+(absolute), as in the paper (10⁻³ and 10⁻⁶); one generated model per
+formulation, the tolerance is a compile-time ``-DFMIGEN_NEWTON_TOL``.
+
+The augmented rows ``baumgarte``, ``penalty`` (paper 000 eqs. 6-9, its
+parameters α = 1, β = 18; ρ = 10³, ζ = 1, ω = 18) and ``spring`` (virtual
+springs and dampers, paper 003; k = 5·10⁴, b = 60 by default) are the same
+formulations ``fmigen build --kinematics baumgarte|penalty|spring`` builds as
+FMUs (fmigen/generate/formulation.py, ``runtime/fmigen_augmented.c``): all n
+coordinates of the augmented system integrated with generated accelerations
+(``codegen_embedding.augmented_code``: LDLᵀ over M's structural non-zeros);
+their parameters come from the same CLI options.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from fmigen.generate import codegen, formulation
+from fmigen.derive.dae import build_dae
+from fmigen.derive.embed import embed
+from fmigen.model import ModelError
+from fmigen.derive.partition import choose_partition
+from fmigen.generate.codegen_recursive import DYNAMICS
+from fmigen.kinematics.triangular import KINEMATICS, triangularize
+
+RUNTIME_DIR = Path(__file__).parent.parent / "runtime"
+
+
+def harness_cflags(opt=None) -> list:
+    """The FMU binary's flags (fmu.CFLAGS) without -fPIC, its optimization
+    flags replaced by ``opt`` when given.  (fmu, which imports fmpy, is
+    imported here and not at the top: the CLI imports this module to build
+    its parser.)"""
+    from fmigen.fmi.fmu import CFLAGS, OPT_FLAGS
+    return [*(opt or OPT_FLAGS), *(f for f in CFLAGS[len(OPT_FLAGS):] if f != "-fPIC")]
+DEFAULT_TOLERANCES = (1e-3, 1e-6)
+#: augmented formulations (fmigen/generate/formulation.py), built on the Gröbner model
+STABILIZED = formulation.AUGMENTED
+FORMULATIONS = (*KINEMATICS, *STABILIZED)
+
+
+@dataclass
+class Formulation:
+    kinematics: str
+    tolerance: float | None = None
+
+    @property
+    def label(self):
+        return self.kinematics if self.tolerance is None else f"{self.kinematics} (tol {self.tolerance:g})"
+
+
+def formulations(kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES):
+    out = []
+    for k in kinematics:
+        if k not in FORMULATIONS:
+            raise ModelError(f"unknown kinematics formulation '{k}' (known: {', '.join(FORMULATIONS)})")
+        if k == "groebner" or k in STABILIZED:
+            out.append(Formulation(k))
+        else:
+            out += [Formulation(k, float(tol)) for tol in tolerances]
+    return out
+
+
+def generate_sources(mech, kinematics, log=None, augmented=(), dynamics="auto"):
+    """{kinematics: (GeneratedModel, coordinate names)}: the DAE, partition and
+    embedding once, then triangularize + codegen per formulation; the
+    ``augmented`` formulations (formulation.Augmented) are checked against the
+    model and added on the Gröbner build, keyed by their name.  ``dynamics``:
+    the embedded ODE's solver as ``fmigen build --dynamics`` chooses it."""
+    from fmigen.generate.codegen_recursive import choose as choose_dynamics
+    log = log or (lambda m: None)
+    dae = build_dae(mech)
+    part = choose_partition(dae)
+    emb = embed(dae, part)
+    dynamics, why = choose_dynamics(dynamics, emb, part)
+    log(f"dynamics: {dynamics} ({why})")
+    for form in augmented:
+        formulation.check_model(emb, form)
+    out, shared = {}, {}
+    for k in kinematics:
+        log(f"generating C for kinematics '{k}'")
+        tri = triangularize(dae, part, kinematics=k, log=lambda m: log("  " + m))
+        out[k] = (codegen.generate(emb, tri, mech.name, shared=shared, dynamics=dynamics), dae.names)
+    for form in augmented:
+        out[form.name] = (formulation.apply(out["groebner"][0], form, emb), dae.names)
+    return out
+
+
+def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, cc="gcc", opt=None,
+                    defines=(), avx=None) -> Path:
+    """``opt``: optimization flags replacing the FMU's -O2 (e.g. what a HIL
+    target would rebuild the source FMU with); ``defines``: -D flags, such as
+    the runtime's checks (FMIGEN_SEQ_TOL, FMIGEN_SWITCH_COND) set so that
+    every solve takes a path it otherwise rarely takes; ``avx``: link the
+    model's AVX copy, as a binary FMU does (default: where the FMU would,
+    unless ``opt`` is given: a rebuild with its own flags has one copy)."""
+    from fmigen.fmi.fmu import AVX_FLAGS, AVX_SOURCE, avx_variant
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "model.c").write_text(gen.model_c)
+    (workdir / "model_config.h").write_text(gen.config_h)
+    exe = workdir / "bench_harness"
+    defs = ([f"-DFMIGEN_NEWTON_TOL={tolerance!r}"] if tolerance is not None else []) + list(defines)
+    flags = harness_cflags(opt)
+    if avx is None:
+        avx = not opt and avx_variant(cc)
+    includes = [f"-I{workdir}", f"-I{RUNTIME_DIR}"]
+    extra = []
+    if avx:
+        # the model's AVX copy, as compile_shared builds it
+        defs.append("-DFMIGEN_AVX_DISPATCH=1")
+        extra = [str(workdir / "model_avx.o")]
+        _run_cc([cc, *flags, *defs, *includes, *AVX_FLAGS, "-c", str(RUNTIME_DIR / AVX_SOURCE), "-o", extra[0]])
+    _run_cc([cc, *flags, *defs, *includes, str(workdir / "model.c"), *extra,
+             str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "fmigen_augmented.c"),
+             str(RUNTIME_DIR / "bench_harness.c"), "-lm", "-o", str(exe)])
+    return exe
+
+
+def _run_cc(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise ModelError(f"compiling the benchmark harness failed:\n{' '.join(cmd)}\n{r.stderr}")
+
+
+def run_harness(exe: Path, stop_time: float, step: float, repeats: int) -> dict:
+    r = subprocess.run([str(exe), repr(stop_time), repr(step), str(repeats)], capture_output=True, text=True)
+    if r.returncode:
+        message = r.stderr.strip()
+        if "singular configuration" in message or "limit position" in message:
+            # the motion itself got there (the landing gear collapsing under
+            # gravity to the end of its stroke, a limit position a step
+            # before t = 0.847 s): a shorter run times what comes before
+            message += " -- the simulated motion reaches it; a --stop-time before that time benchmarks the motion up to it"
+        raise ModelError(f"benchmark harness failed: {message}")
+    return json.loads(r.stdout)
+
+
+def run_kinematic(exe: Path, stop_time: float, step: float, repeats: int, drive: list) -> dict:
+    """Paper 000's kinematic simulation in the harness (mode "kinematic")."""
+    r = subprocess.run([str(exe), repr(stop_time), repr(step), str(repeats), "kinematic", *map(repr, drive)],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise ModelError(f"benchmark harness (kinematic run) failed: {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
+def callgrind_instructions(exe: Path, stop_time: float, step: float, drive=None, fmu=False,
+                           detail=False):
+    """(instructions (Ir) per step of the integration loop, of which in the
+    generated kinematics ``fmigen_kinematics`` inclusive of the libm calls it
+    makes), or (None, None) without valgrind.  With ``drive`` (period and
+    amplitudes) the loop counted is the kinematic run's instead; with ``fmu``
+    the FMU's doStep path at a communication interval of ``step``.
+
+    ``detail``: a dict instead, with also ``operations`` (``count_operations``:
+    the floating-point operations per step, by type), ``newton_iterations``
+    and ``newton_factorizations`` (LU solves and LU factorizations per call
+    of a generated Newton block, None when none was called) and
+    ``functions`` ({function: inclusive instructions per step} of every function callgrind_annotate lists, the model's without its
+    identifier prefix: fmigen_kinematics, fmigen_embedded_prepare, ...; libm's
+    as named there: where the step's cost goes)."""
+    if not shutil.which("valgrind"):
+        return dict(instructions=None, kinematics=None, operations=None, newton_iterations=None,
+                    newton_factorizations=None,
+                    functions={}) if detail else (None, None)
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "callgrind.out"
+        loop, mode = ("run_kinematic", ["callgrind-kinematic", *map(repr, drive)]) if drive else \
+            ("run_fmu_steps", ["callgrind-fmu"]) if fmu else ("run_steps", ["callgrind"])
+        # --dump-instr: costs per machine instruction, for count_operations
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes", f"--toggle-collect={loop}",
+                            f"--callgrind-out-file={out}", str(exe), repr(stop_time), repr(step), "1",
+                            *mode], capture_output=True, text=True)
+        if r.returncode:
+            raise ModelError(f"callgrind run failed: {r.stderr[-2000:]}")
+        steps = json.loads(r.stdout)["steps"]
+        total = kin = None
+        per_function = {}
+        text = out.read_text()
+        for line in text.splitlines():
+            if line.startswith(("summary:", "totals:")):
+                total = int(line.split()[1]) / steps
+        if shutil.which("callgrind_annotate"):
+            ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
+                                 capture_output=True, text=True).stdout
+            for line in ann.splitlines():
+                name = line.rstrip().split(" [")[0]
+                # the model's AVX copy (fmigen_model_avx.c) ends in _avx
+                name = name.removesuffix("_avx")
+                if name.endswith("_fmigen_kinematics"):
+                    kin = int(line.split()[0].replace(",", "")) / steps
+                fn = name.rsplit(":", 1)[-1]
+                count = line.split()[0].replace(",", "") if line.split() else ""
+                if detail and count.isdigit() and "(" in line and "PROGRAM TOTALS" not in line:
+                    # the model's functions carry its identifier as a prefix
+                    fn = fn[fn.index("fmigen_"):] if "fmigen_" in fn else fn
+                    per_function[fn] = max(per_function.get(fn, 0.0), int(count) / steps)
+        if not detail:
+            return total, kin
+        prof = parse_callgrind(text)
+        ops = count_operations(prof, exe, steps)
+
+        def newton_calls(fn):
+            return sum(n for (caller, callee), n in prof["calls"].items()
+                       if "fmigen_newton_block" in caller and callee.removesuffix("_avx").endswith(fn))
+        lu, solves = newton_calls("fmigen_lu_factor"), newton_calls("fmigen_lu_solve")
+        blocks = sum(n for (caller, callee), n in prof["calls"].items()
+                     if "fmigen_newton_block" in callee and "fmigen_newton_block" not in caller)
+        return dict(instructions=total, kinematics=kin, operations=ops,
+                    newton_iterations=solves / blocks if blocks else None,
+                    newton_factorizations=lu / blocks if blocks else None, functions=per_function)
+
+
+def parse_callgrind(text: str) -> dict:
+    """A callgrind profile written with ``--dump-instr=yes``: {"ir": {(object,
+    address): executions} of the instructions themselves (a call's inclusive
+    cost is not added to its call site), "calls": {(caller, callee): calls},
+    "object_calls": {(caller's object, callee's object, callee): calls}}."""
+    names = {"ob": {}, "fn": {}}
+    ir, calls, object_calls = {}, {}, {}
+    ob = fn = cob = cfn = None
+    addr = 0
+    skip_next = False
+
+    def name(kind, rest):
+        # "(id) name" defines id, "(id)" refers to it (name compression)
+        rest = rest.strip()
+        if rest.startswith("("):
+            i = rest.index(")")
+            key, label = rest[1:i], rest[i + 1:].strip()
+            if label:
+                names[kind][key] = label
+            return names[kind].get(key, key)
+        return rest
+
+    def position(tok, prev):
+        if tok == "*":
+            return prev
+        if tok[0] in "+-":
+            return prev + int(tok, 0)
+        return int(tok, 0)
+
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        head = line.split("=", 1)[0]
+        if head in ("ob", "cob", "fn", "cfn"):
+            val = name("fn" if head.endswith("fn") else "ob", line.split("=", 1)[1])
+            if head == "ob":
+                ob = val
+            elif head == "fn":
+                fn, cob = val, None
+            elif head == "cob":
+                cob = val
+            else:
+                cfn = val
+            continue
+        if head == "calls":
+            n = int(line.split("=", 1)[1].split()[0])
+            calls[fn, cfn] = calls.get((fn, cfn), 0) + n
+            key = (ob, cob or ob, cfn)
+            object_calls[key] = object_calls.get(key, 0) + n
+            skip_next, cob = True, None
+            continue
+        if line[0] in "0123456789+-*":
+            parts = line.split()
+            addr = position(parts[0], addr)
+            if skip_next:   # the call site's inclusive cost of the call above
+                skip_next = False
+                continue
+            if len(parts) > 2:
+                ir[ob, addr] = ir.get((ob, addr), 0) + int(parts[2])
+    return {"ir": ir, "calls": calls, "object_calls": object_calls}
+
+
+#: floating-point arithmetic in x86-64 SSE2/AVX mnemonics (what gcc -O2
+#: emits for double): (type, operations per instruction); packed doubles
+#: count 2, an FMA a multiplication and an addition (counted under "fma").
+_FLOP_MNEMONICS = {
+    "addsd": ("add", 1), "subsd": ("add", 1), "addpd": ("add", 2), "subpd": ("add", 2),
+    "mulsd": ("mul", 1), "mulpd": ("mul", 2), "divsd": ("div", 1), "divpd": ("div", 2),
+    "sqrtsd": ("sqrt", 1), "sqrtpd": ("sqrt", 2),
+}
+
+
+def _flop_type(mnemonic, operands=""):
+    """(type, operations) of one instruction; a packed one on 256-bit ymm
+    registers (the model's AVX copy) holds four doubles, not two."""
+    m = mnemonic[1:] if mnemonic.startswith("v") and mnemonic[1:] in _FLOP_MNEMONICS else mnemonic
+    wide = 2 if "%ymm" in operands else 1
+    if m in _FLOP_MNEMONICS:
+        kind, n = _FLOP_MNEMONICS[m]
+        return kind, n * wide if n == 2 else n
+    if m.startswith(("vfmadd", "vfmsub", "vfnmadd", "vfnmsub")):
+        return ("fma", 2 * wide if m.endswith("pd") else 1)
+    return None
+
+
+def _libm_name(fn):
+    """glibc's internal variant (__sin_fma, __sincos_fma, __atan2_finite) →
+    the C function (sin, sincos, atan2)."""
+    base = fn.split("@")[0].lstrip("_")
+    for suffix in ("_fma4", "_fma", "_avx2", "_avx", "_sse2", "_sse41", "_finite"):
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+    return base
+
+
+def count_operations(prof: dict, exe: Path, steps: int) -> dict | None:
+    """Floating-point operations executed per step, by type, counted in the
+    run callgrind profiled (``prof`` from ``parse_callgrind``): every
+    arithmetic instruction of the harness binary (generated model and runtime)
+    times its executions — add (additions and subtractions), mul, div, sqrt,
+    fma, each scalar operation one, a packed one two — and the calls into
+    libm by function (sin, cos, sincos, atan2, ...; their insides are libm's,
+    not counted as operations).  ``flops``: add + mul + div + sqrt + 2 fma,
+    the libm calls not included.  Why the machine code and not the generated
+    C: it is what runs, after gcc's own simplification, in the loop the
+    instructions are counted in; the ratio instructions / flops is then the
+    overhead above the arithmetic itself.  None without objdump."""
+    if not shutil.which("objdump"):
+        return None
+    exe = Path(exe)
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(exe)], capture_output=True, text=True).stdout
+    mnemonic = {}
+    for line in dis.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) >= 2 and parts[0].endswith(":"):
+            try:
+                mnemonic[int(parts[0][:-1], 16)] = (parts[1], parts[2] if len(parts) > 2 else "")
+            except ValueError:
+                pass
+    ops = {"add": 0, "mul": 0, "div": 0, "sqrt": 0, "fma": 0}
+    exe_name = str(exe.resolve())
+    for (ob, addr), n in prof["ir"].items():
+        if ob is None or Path(ob).resolve().as_posix() != exe_name:
+            continue
+        t = _flop_type(*mnemonic.get(addr, ("",)))
+        if t:
+            ops[t[0]] += t[1] * n
+    libm = {}
+    for (ob, cob, cfn), n in prof["object_calls"].items():
+        if cob and "libm" in Path(cob).name and not (ob and "libm" in Path(ob).name):
+            f = _libm_name(cfn)
+            libm[f] = libm.get(f, 0) + n
+    out = {k: v / steps for k, v in ops.items()}
+    out["flops"] = out["add"] + out["mul"] + out["div"] + out["sqrt"] + 2 * out["fma"]
+    out["libm_calls"] = {k: v / steps for k, v in sorted(libm.items())}
+    return out
+
+
+def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_time=3.0, step=1e-3,
+          repeats=5, callgrind=True, log=None, keep=None, formulation_params=None, opt=None,
+          dynamics="auto") -> dict:
+    """Run every formulation; the JSON of ``fmigen bench --json``.
+    ``formulation_params``: {augmented formulation: {parameter: value}};
+    ``dynamics``: as ``fmigen build --dynamics`` (auto: what a build ships)."""
+    from fmigen.build.pipeline import prepare_mechanism
+    log = log or (lambda m: None)
+    mech = prepare_mechanism(spec, log)   # the start the FMU would have
+    if mech.kinematic:
+        # its B^T M B is zero: the harness's dynamic run would stop at step 0
+        # calling that a singular configuration, which it is not
+        raise ModelError(
+            f"'{mech.name}' is a kinematic mechanism (its independent coordinates are FMU inputs and it "
+            "has no equations of motion to integrate); fmigen bench times an explicit Euler simulation "
+            "of the dynamics. Bench a variant of it with masses instead; `fmigen validate` runs its "
+            "kinematic FMU against the reference")
+    forms = formulations(kinematics, tolerances)
+    formulation_params = formulation_params or {}
+    augmented = {f.kinematics: formulation.make(f.kinematics, **formulation_params.get(f.kinematics, {}))
+                 for f in forms if f.kinematics in STABILIZED}
+    t0 = time.perf_counter()
+    # the augmented rows use the Gröbner build's model functions (its
+    # kinematics only for the start)
+    needed = {"groebner" if f.kinematics in STABILIZED else f.kinematics for f in forms}
+    sources = generate_sources(mech, sorted(needed, key=list(KINEMATICS).index), log,
+                               augmented=list(augmented.values()), dynamics=dynamics)
+    rows = []
+    tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="fmigen-bench-"))
+    try:
+        exes = []
+        for i, f in enumerate(forms):
+            gen, names = sources[f.kinematics]
+            log(f"[{i + 1}/{len(forms)}] compiling the harness for {f.label}")
+            exes.append(compile_harness(gen, tmp / f"{f.kinematics}_{f.tolerance}", f.tolerance, opt=opt))
+        # repeats interleaved round-robin, so a slow phase of a shared machine
+        # hits every formulation alike (ratios from the same run)
+        runs = [[] for _ in forms]
+        kin_runs = [[] for _ in forms]
+        drive = kinematic_drive(mech, sources)
+        for r in range(repeats):
+            log(f"timing round {r + 1}/{repeats}: {len(forms)} formulations x {stop_time:g} s at h = {step:g} s"
+                + (" (dynamic and kinematic runs)" if drive else ""))
+            for i, exe in enumerate(exes):
+                runs[i].append(run_harness(exe, stop_time, step, 1))
+                if drive and forms[i].kinematics not in STABILIZED:
+                    kin_runs[i].append(run_kinematic(exe, stop_time, step, 1, drive))
+        for i, f in enumerate(forms):
+            names = sources[f.kinematics][1]
+            res = {k: [x for run in runs[i] for x in run[k]] for k in runs[i][0] if isinstance(runs[i][0][k], list)}
+            first = runs[i][0]
+            if any(run["final_q"] != first["final_q"] or run["peak_violation"] != first["peak_violation"]
+                   for run in runs[i]):
+                raise ModelError(f"{f.label}: the harness is not deterministic across repeats")
+            ir = kin = fmu_ir = fmu_kin = None
+            cg = cg_fmu = {}
+            if callgrind:
+                log(f"callgrind: {f.label}")
+                cg = callgrind_instructions(exes[i], stop_time, step, detail=True)
+                cg_fmu = callgrind_instructions(exes[i], stop_time, step, fmu=True, detail=True)
+                ir, kin, fmu_ir, fmu_kin = (cg["instructions"], cg["kinematics"], cg_fmu["instructions"],
+                                            cg_fmu["kinematics"])
+            row = {
+                "kinematics": f.kinematics,
+                "tolerance": f.tolerance,
+                "ms_per_simulated_s": statistics.median(res["cpu_ms_per_run"]) / stop_time,
+                "ms_per_simulated_s_min": min(res["cpu_ms_per_run"]) / stop_time,
+                "max_step_us": statistics.median(res["step_ns_max"]) / 1e3,
+                "max_step_us_worst": max(res["step_ns_max"]) / 1e3,
+                "median_step_us": statistics.median(res["step_ns_median"]) / 1e3,
+                "p99_step_us": statistics.median(res["step_ns_p99"]) / 1e3,
+                "max_step_cpu_us": statistics.median(res["step_cpu_ns_max"]) / 1e3,
+                "median_step_cpu_us": statistics.median(res["step_cpu_ns_median"]) / 1e3,
+                "cpu_ms_per_run": res["cpu_ms_per_run"],
+                "instructions_per_step": ir,
+                "kinematics_instructions_per_step": kin,
+                "fmu_instructions_per_step": fmu_ir,
+                "fmu_kinematics_instructions_per_step": fmu_kin,
+                # floating-point operations per step by type (count_operations)
+                "operations_per_step": cg.get("operations"),
+                "fmu_operations_per_step": cg_fmu.get("operations"),
+                # steps and LU factorizations per generated Newton solve:
+                # 1.0 when the predicted start meets the tolerance in one step
+                "newton_iterations": cg.get("newton_iterations"),
+                "newton_factorizations": cg.get("newton_factorizations"),
+                "peak_constraint_violation": first["peak_violation"],
+                "core_step_max_diff": first["core_step_max_diff"],
+                # what the harness got of pinning / SCHED_FIFO / mlockall
+                "realtime": first.get("realtime"),
+                "final_q": dict(zip(names, first["final_q"])),
+            }
+            if kin_runs[i]:
+                # paper 000 Table 3's "kinematic" row: the driven run
+                cpu = [x for run in kin_runs[i] for x in run["cpu_ms_per_run"]]
+                kir = callgrind_instructions(exes[i], stop_time, step, drive)[0] if callgrind else None
+                row["kinematic_run"] = {
+                    # labels in the drive's own order: the period, then every
+                    # independent coordinate in partition order
+                    "drive": dict(zip(["period", *(names[j] for j in sources[f.kinematics][0].independent)],
+                                      drive)),
+                    "ms_per_simulated_s": statistics.median(cpu) / stop_time,
+                    "ms_per_simulated_s_min": min(cpu) / stop_time,
+                    "instructions_per_step": kir,
+                    "peak_constraint_violation": kin_runs[i][0]["peak_violation"],
+                    "final_q": dict(zip(names, kin_runs[i][0]["final_q"])),
+                    "final_v": dict(zip(names, kin_runs[i][0]["final_v"]))}
+            if f.kinematics in STABILIZED:
+                row["parameters"] = dict(augmented[f.kinematics].values)
+            log(f"      {f.label}: {row['ms_per_simulated_s']:.3f} ms/s, max step {row['max_step_us']:.2f} us, "
+                f"peak |Phi| {row['peak_constraint_violation']:.2e}"
+                + (f", {ir:.0f} instructions/step" if ir else ""))
+            rows.append(row)
+    finally:
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    # what auto chose (the right-hand side's solver of the embedded rows)
+    resolved = "recursive" if any(g.macros.get("FMIGEN_DYNAMICS_RECURSIVE") for g, _ in sources.values()) \
+        else "embedded"
+    return {"mechanism": mech.name, "stop_time": stop_time, "step": step, "solver": "euler", "dynamics": resolved,
+            "repeats": repeats, "cpu": _cpu_name(),
+            "compiler": "gcc " + " ".join(f for f in harness_cflags(opt) if not f.startswith("-W")),
+            "seconds": round(time.perf_counter() - t0, 2), "rows": rows}
+
+
+def kinematic_drive(mech, sources) -> list | None:
+    """[period, amplitude per independent coordinate in partition order] of
+    the mechanism's kinematic run, or None."""
+    if not mech.kinematic_drive:
+        return None
+    gen, names = next(iter(sources.values()))
+    independent = gen.independent
+    unknown = set(mech.kinematic_drive) - {names[i] for i in independent}
+    if unknown:
+        raise ModelError(f"kinematic_drive names {sorted(unknown)}, which are not independent coordinates "
+                         f"(independent: {[names[i] for i in independent]})")
+    return [float(mech.kinematic_drive_period)] + [float(mech.kinematic_drive.get(names[i], 0.0))
+                                                    for i in independent]
+
+
+def _cpu_name():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return os.uname().machine
+
+
+def format_table(result: dict) -> str:
+    """A table shaped like paper 000's Tables 1/3 (rows = formulations)."""
+    head = (f"{result['mechanism']}: explicit Euler, h = {result['step'] * 1e3:g} ms, "
+            f"{result['stop_time']:g} s, median of {result['repeats']} runs ({result['cpu']})")
+    cols = ["formulation", "ms CPU / simulated s", "median step us", "max step us",
+            "instructions / step", "of which kinematics", "FMU doStep instr.", "peak |Phi|",
+            "flops / step", "Newton its (LU) / solve"]
+    if any(r.get("kinematic_run") for r in result["rows"]):
+        cols += ["kinematic run ms/s", "kinematic run instr."]
+    lines = [head, "  ".join(f"{c:>22s}" if k else f"{c:<28s}" for k, c in enumerate(cols))]
+    for r in result["rows"]:
+        label = r["kinematics"] + ("" if r["tolerance"] is None else f" (tol {r['tolerance']:g})")
+        ir = "-" if r["instructions_per_step"] is None else f"{r['instructions_per_step']:.0f}"
+        kin = "-" if r.get("kinematics_instructions_per_step") is None else \
+            f"{r['kinematics_instructions_per_step']:.0f}"
+        fmu_ir = "-" if r.get("fmu_instructions_per_step") is None else f"{r['fmu_instructions_per_step']:.0f}"
+        vals = [f"{r['ms_per_simulated_s']:.3f}", f"{r['median_step_us']:.2f}", f"{r['max_step_us']:.2f}",
+                ir, kin, fmu_ir, f"{r['peak_constraint_violation']:.2e}",
+                "-" if not r.get("operations_per_step") else f"{r['operations_per_step']['flops']:.0f}",
+                "-" if r.get("newton_iterations") is None else
+                f"{r['newton_iterations']:.2f} ({r['newton_factorizations']:.2f})"]
+        k = r.get("kinematic_run")
+        if k:  # paper 000 Table 3's kinematic simulation
+            vals.append(f"{k['ms_per_simulated_s']:.3f}")
+            vals.append("-" if k["instructions_per_step"] is None else f"{k['instructions_per_step']:.0f}")
+        lines.append(f"{label:<28s}  " + "  ".join(f"{v:>22s}" for v in vals))
+    return "\n".join(lines)
+
+
+def _floats(text):
+    """``--tolerances``: finite numbers > 0, comma-separated (argparse type)."""
+    import argparse
+    import math
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want numbers separated by commas, got '{text}'") from None
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"want finite numbers > 0, got '{text}'")
+    return values
+
+
+def add_parser(sub):
+    """The ``bench`` verb of the CLI (fmigen/cli.py calls this)."""
+    p = sub.add_parser("bench", help="time the formulations in a native C harness",
+                       description="Build the mechanism with every formulation -- the embedded ODE with "
+                                   "Gröbner kinematics, one Newton iteration over all dependent coordinates, "
+                                   "Newton per loop; and the augmented systems Baumgarte, penalty (paper 000) "
+                                   "and virtual springs (paper 003), the same runtime code as "
+                                   "`fmigen build --kinematics ...` -- and time paper 000's experiment "
+                                   "(explicit Euler, h = 1 ms, 3 s) natively: ms of CPU per simulated second, "
+                                   "per-step maximum, callgrind instructions per step (also of the FMU's "
+                                   "doStep at a communication interval of one step), peak constraint "
+                                   "violation.  A mechanism with a kinematic_drive (five_link) also gets "
+                                   "paper 000's kinematic run (independent coordinates driven by a sine, "
+                                   "q_d and v_d solved every step) for the embedded formulations.  The "
+                                   "harness pins itself to one CPU, runs SCHED_FIFO and locks its memory "
+                                   "where permitted (reported as 'realtime').")
+    p.add_argument("mechanism", help="mechanism module: a path or a bare name (stewart)")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.add_argument("--kinematics", default=",".join(FORMULATIONS),
+                   help=f"comma-separated formulations (default {','.join(FORMULATIONS)}; the last three "
+                        "integrate all coordinates of the augmented system, as FMUs built with "
+                        "--kinematics baumgarte|penalty|spring)")
+    p.add_argument("--tolerances", type=_floats, default=list(DEFAULT_TOLERANCES),
+                   help="Newton step tolerances, one row each (default 1e-3,1e-6 as in paper 000)")
+    p.add_argument("--stop-time", type=float, default=3.0, help="simulated seconds (default 3)")
+    p.add_argument("--step", type=float, default=1e-3, help="explicit Euler step (default 1e-3)")
+    p.add_argument("--repeats", type=int, default=5, help="timed repeats, median reported (default 5)")
+    p.add_argument("--no-callgrind", action="store_true", help="skip the valgrind instruction count")
+    p.add_argument("--keep", help="keep the generated sources and harness binaries in this directory")
+    p.add_argument("--opt", default=None,
+                   help="optimization flags instead of the FMU binary's (-O2, with the model's AVX copy "
+                        "on x86-64 Linux), for a source FMU rebuilt on its target (one copy); write it "
+                        "with '=': --opt=\"-O3 -march=native\"")
+    p.add_argument("--dynamics", choices=DYNAMICS, default="auto",
+                   help="the embedded ODE's solver, as fmigen build --dynamics (default auto: what a build "
+                        "ships; the augmented formulations integrate every coordinate and ignore it)")
+    formulation.add_options(p)
+
+    def run(args):
+        if args.repeats < 1 or not args.step > 0 or not args.stop_time >= args.step:
+            raise ModelError("need --repeats >= 1, --step > 0 and --stop-time >= --step")
+        result = bench(args.mechanism, kinematics=[k.strip() for k in args.kinematics.split(",") if k.strip()],
+                       tolerances=args.tolerances, stop_time=args.stop_time, step=args.step,
+                       repeats=args.repeats, callgrind=not args.no_callgrind,
+                       log=args.progress, keep=args.keep,
+                       opt=args.opt.split() if args.opt else None,
+                       formulation_params=formulation.params_from_args(args), dynamics=args.dynamics)
+        print(json.dumps(result) if args.json else format_table(result))
+        return 0
+
+    p.set_defaults(func=run)
+    return p

@@ -1,0 +1,1 @@
+"""Verification: DAE and Cartesian references, validate, report, check, cross-check bundle."""
