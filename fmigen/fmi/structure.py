@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from fmigen.derive.embed import Embedding
+from fmigen.graph import component_roots
 from fmigen.model import t
 
 
@@ -34,37 +35,6 @@ from fmigen.model import t
 class Dependencies:
     runtime: dict[str, list[str]] = field(default_factory=dict)
     initial: dict[str, list[str]] = field(default_factory=dict)
-
-
-class DisjointSets:
-    """Union-find with path halving over hashable nodes."""
-
-    def __init__(self, nodes):
-        self.parent = {x: x for x in nodes}
-
-    def find(self, x):
-        parent = self.parent
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    def union(self, a, b) -> bool:
-        """Join a's and b's sets; False when they were one already."""
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return False
-        self.parent[ra] = rb
-        return True
-
-
-def component_roots(nodes, edges) -> dict:
-    """Connected components of an undirected graph: {node: its component's
-    representative}."""
-    sets = DisjointSets(nodes)
-    for a, b in edges:
-        sets.union(a, b)
-    return {x: sets.find(x) for x in sets.parent}
 
 
 def _components(emb: Embedding):

@@ -78,9 +78,9 @@ import sympy as sp
 from sympy.physics import mechanics as me
 
 from fmigen.floats import check_rule, rational
+from fmigen.graph import DisjointSets
 from fmigen.joints import ANGLE_SLOTS, JointSystem, Marker
 from fmigen.model import Constraint, FloatingBase, Mechanism, ModelError, t
-from fmigen.fmi.structure import DisjointSets
 
 #: cutting preference by kind, lower = cut first: the fewer closure equations
 #: per coordinate removed the better (spherical: 3 for 3; revolute: 5 for 1,

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from fmigen.graph import component_roots
 from fmigen.model import ModelError
-from fmigen.fmi.structure import component_roots
 
 #: formulation -> FMIGEN_FORMULATION code
 CODES = {"baumgarte": 1, "penalty": 2, "spring": 3}
