@@ -22,7 +22,7 @@ import pytest
 from fmigen.verify import check as check_mod
 from fmigen.fmi import fmu as fmu_mod
 from fmigen.pyfmu import pyruntime
-from fmigen.generate.codegen import SymbolMap
+from fmigen.generate.printer import SymbolMap
 from fmigen.build.pipeline import compile_model, prepare_mechanism
 
 L1, L2, L3, D = 2.5, 3.5, 3.0, 1.2          # mechanisms/fourbar_double_crank.py

@@ -24,59 +24,14 @@ import uuid
 from dataclasses import dataclass
 
 import sympy as sp
-from sympy.printing.c import C99CodePrinter
 
 from fmigen.derive.dae import PSD3_MINORS, mass_checks
 from fmigen.derive.embed import Embedding
-from fmigen.model import t
+from fmigen.generate.codegen_embedding import embedding_code
 from fmigen.generate.codegen_lanes import lane_classes, lane_function, residual_function
+from fmigen.generate.printer import SymbolMap, c
 from fmigen.kinematics.triangular import Triangularization, abs_sum, block_layout, block_name
-
-
-class _Printer(C99CodePrinter):
-    """C99 printer that keeps integer powers as multiplications (cheaper and
-    exact-er than pow) and big integers as doubles (no integer overflow)."""
-
-    def _print_Pow(self, expr):
-        base, exp = expr.args
-        if exp.is_Integer and 1 < exp <= 4:
-            b = self.parenthesize(base, 100)
-            return "(" + "*".join([b] * int(exp)) + ")"
-        if exp.is_Integer and -4 <= exp < 0:
-            return "(1.0/" + self._print_Pow(sp.Pow(base, -exp, evaluate=False)) + ")"
-        if exp.is_Integer and abs(exp) <= POWI_MAX:
-            # pow() is a libm call of ~100 instructions; squaring is a handful
-            # of multiplications (fmigen_powi, runtime/fmigen_runtime.h)
-            call = f"fmigen_powi({self._print(base)}, {abs(int(exp))})"
-            return call if exp > 0 else f"(1.0/{call})"
-        return super()._print_Pow(expr)
-
-    def _print_Integer(self, expr):
-        return f"{float(expr)!r}" if abs(int(expr)) > 2**31 else super()._print_Integer(expr)
-
-    def _print_Piecewise(self, expr):
-        # sympy's ternary spans several lines; the passes over the generated
-        # statements (codegen_embedding._split_inputs, chunked) read one
-        # statement per line
-        return re.sub(r"\s*\n\s*", " ", super()._print_Piecewise(expr))
-
-    def _print_Pi(self, expr):
-        # M_PI is not part of strict C99 (-std=c99 hides it)
-        return "3.141592653589793"
-
-    def _print_Rational(self, expr):
-        return f"({float(expr.p)!r}/{float(expr.q)!r})"
-
-
-#: integer exponents up to this are printed as fmigen_powi (repeated
-#: squaring), beyond it as pow()
-POWI_MAX = 64
-
-_printer = _Printer()
-
-
-def c(expr) -> str:
-    return _printer.doprint(expr)
+from fmigen.model import t
 
 
 @dataclass
@@ -112,25 +67,6 @@ class GeneratedModel:
 def define_lines(macros: dict) -> list[str]:
     """``#define NAME VALUE`` per entry, in order."""
     return [f"#define {k} {v}" for k, v in macros.items()]
-
-
-class SymbolMap:
-    """Maps model symbols to the C arrays they live in."""
-
-    def __init__(self, emb: Embedding):
-        dae = emb.dae
-        self.subs = {}
-        for i, (qs, vs) in enumerate(zip(dae.q_sym, dae.v_sym)):
-            self.subs[qs] = sp.Symbol(f"q[{i}]")
-            self.subs[vs] = sp.Symbol(f"v[{i}]")
-        for k, s in enumerate(dae.tunable):
-            self.subs[s] = sp.Symbol(f"p[{k}]")
-        for k, s in enumerate(dae.inputs):
-            self.subs[s] = sp.Symbol(f"u[{k}]")
-        self.subs[t] = sp.Symbol("t")
-
-    def __call__(self, expr):
-        return sp.sympify(expr).xreplace(self.subs)
 
 
 def assignments(targets, exprs, indent="    ", tmp="x"):
@@ -1627,6 +1563,3 @@ def mass_check_code(mech) -> tuple[str, int]:
             f"const char *const fmigen_psd3_minors[] = {{{', '.join(json.dumps(n) for n in PSD3_MINORS)}}};\n")
     return code, len(checks)
 
-
-# imported last: codegen_embedding uses this module's printer and SymbolMap
-from fmigen.generate.codegen_embedding import embedding_code  # noqa: E402

@@ -64,7 +64,7 @@ import sympy as sp
 
 from fmigen.generate import codegen_recursive as recursive
 from fmigen.generate import codegen_slp as slp
-from fmigen.generate.codegen import SymbolMap, c
+from fmigen.generate.printer import SymbolMap, c
 from fmigen.derive.embed import Embedding
 from fmigen.model import t as TIME
 from fmigen.kinematics.triangular import Triangularization

@@ -122,7 +122,8 @@ def apply(gen, form: Augmented, emb):
     and its own GUID (over the code and those macros)."""
     if form is None:
         return gen
-    from fmigen.generate.codegen import SymbolMap, define_lines
+    from fmigen.generate.codegen import define_lines
+    from fmigen.generate.printer import SymbolMap
     from fmigen.generate.codegen_embedding import augmented_code
     model_c = gen.model_c + "\n" + augmented_code(emb, form.code, SymbolMap(emb))
     macros = config_macros(form)

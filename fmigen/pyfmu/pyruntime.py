@@ -69,7 +69,9 @@ import sympy as sp
 
 from fmigen.generate import codegen
 from fmigen.fmi import fmu, variables
-from fmigen.generate.codegen import SymbolMap, newton_system
+from fmigen.generate.codegen import newton_system
+from fmigen.generate import printer
+from fmigen.generate.printer import SymbolMap
 from fmigen.generate.codegen_embedding import structure_tables
 from fmigen.derive.dae import PSD3_MINORS, psd3
 from fmigen.model import ModelError
@@ -1083,7 +1085,7 @@ MATH_NAMES = ["sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cos
               "fabs", "floor", "ceil", "fmod", "hypot", "erf", "erfc", "lgamma"]
 
 
-class _PyPrinter(codegen._Printer):
+class _PyPrinter(printer._Printer):
     """codegen's C printer, so expressions print (and evaluate) exactly as in
     model.c; only constructs without a Python spelling are refused."""
 

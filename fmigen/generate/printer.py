@@ -1,0 +1,84 @@
+"""The C printer every generator prints with, and where model symbols live in C.
+
+``c(expr)`` prints a sympy expression as C99 the way model.c spells it
+(integer powers as multiplications or ``fmigen_powi``, rationals as double
+quotients); ``SymbolMap`` replaces the model's symbols by the C arrays the
+runtime passes (q, v, p, u, t).  The kinematics walk (codegen.py), the
+embedding (codegen_embedding.py), the formulations and the Python runtime's
+printer all build on these, so they live apart from any one of them.
+"""
+from __future__ import annotations
+
+import re
+
+import sympy as sp
+from sympy.printing.c import C99CodePrinter
+
+from fmigen.derive.embed import Embedding
+from fmigen.model import t
+
+
+class _Printer(C99CodePrinter):
+    """C99 printer that keeps integer powers as multiplications (cheaper and
+    exact-er than pow) and big integers as doubles (no integer overflow)."""
+
+    def _print_Pow(self, expr):
+        base, exp = expr.args
+        if exp.is_Integer and 1 < exp <= 4:
+            b = self.parenthesize(base, 100)
+            return "(" + "*".join([b] * int(exp)) + ")"
+        if exp.is_Integer and -4 <= exp < 0:
+            return "(1.0/" + self._print_Pow(sp.Pow(base, -exp, evaluate=False)) + ")"
+        if exp.is_Integer and abs(exp) <= POWI_MAX:
+            # pow() is a libm call of ~100 instructions; squaring is a handful
+            # of multiplications (fmigen_powi, runtime/fmigen_runtime.h)
+            call = f"fmigen_powi({self._print(base)}, {abs(int(exp))})"
+            return call if exp > 0 else f"(1.0/{call})"
+        return super()._print_Pow(expr)
+
+    def _print_Integer(self, expr):
+        return f"{float(expr)!r}" if abs(int(expr)) > 2**31 else super()._print_Integer(expr)
+
+    def _print_Piecewise(self, expr):
+        # sympy's ternary spans several lines; the passes over the generated
+        # statements (codegen_embedding._split_inputs, chunked) read one
+        # statement per line
+        return re.sub(r"\s*\n\s*", " ", super()._print_Piecewise(expr))
+
+    def _print_Pi(self, expr):
+        # M_PI is not part of strict C99 (-std=c99 hides it)
+        return "3.141592653589793"
+
+    def _print_Rational(self, expr):
+        return f"({float(expr.p)!r}/{float(expr.q)!r})"
+
+
+#: integer exponents up to this are printed as fmigen_powi (repeated
+#: squaring), beyond it as pow()
+POWI_MAX = 64
+
+_printer = _Printer()
+
+
+def c(expr) -> str:
+    return _printer.doprint(expr)
+
+
+
+class SymbolMap:
+    """Maps model symbols to the C arrays they live in."""
+
+    def __init__(self, emb: Embedding):
+        dae = emb.dae
+        self.subs = {}
+        for i, (qs, vs) in enumerate(zip(dae.q_sym, dae.v_sym)):
+            self.subs[qs] = sp.Symbol(f"q[{i}]")
+            self.subs[vs] = sp.Symbol(f"v[{i}]")
+        for k, s in enumerate(dae.tunable):
+            self.subs[s] = sp.Symbol(f"p[{k}]")
+        for k, s in enumerate(dae.inputs):
+            self.subs[s] = sp.Symbol(f"u[{k}]")
+        self.subs[t] = sp.Symbol("t")
+
+    def __call__(self, expr):
+        return sp.sympify(expr).xreplace(self.subs)
