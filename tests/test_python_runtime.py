@@ -361,12 +361,13 @@ def test_a_mass_check_python_cannot_evaluate_fails_like_the_c_one():
     """A mass of sqrt(m2) at m2 = -1: C computes NaN and the condition fails;
     Python's math.sqrt raises, which in the FMU would have been fmi2Fatal
     with Python's own message.  The generated check (here at the build's
-    defaults, pyruntime.mass_check_defaults) fails the condition instead."""
+    defaults, mass_checks.mass_check_defaults) fails the condition instead."""
     import sympy as sp
+    from fmigen.generate import mass_checks
     from fmigen.model import ModelError
     m = load_mechanism("fourbar")
     m2 = next(p for p in m.parameters if p.name == "m2")
     m2.value = -1.0
     next(b for b in m.bodies if b.name == "coupler").mass = sp.sqrt(m2.symbol)
     with pytest.raises(ModelError, match=r"the mass of body 'coupler' \(m2\) is nan at the default parameter values"):
-        pyruntime.mass_check_defaults(m)
+        mass_checks.mass_check_defaults(m)

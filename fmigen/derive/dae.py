@@ -353,7 +353,7 @@ def psd3(entries) -> tuple[int, float]:
 def check_mass_properties(mech: Mechanism):
     """The build-time half of ``mass_checks``: every condition at the
     parameters' values as built, exactly (a tunable one's default; the build
-    tests those again in doubles, ``pyruntime.mass_check_defaults``, and the
+    tests those again in doubles, ``mass_checks.mass_check_defaults``, and the
     FMU whenever an importer sets parameters)."""
     values = {p.symbol: rational(p.value, mech.float_rule) for p in mech.parameters if p.tunable}
     for chk in mass_checks(mech):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import json
 import math
 import re
 import uuid
@@ -25,10 +24,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from fmigen.derive.dae import PSD3_MINORS, mass_checks
 from fmigen.derive.embed import Embedding
 from fmigen.generate.codegen_embedding import embedding_code
 from fmigen.generate.codegen_lanes import lane_classes, lane_function, residual_function
+from fmigen.generate.mass_checks import mass_check_code, mass_check_defaults
 from fmigen.generate.printer import SymbolMap, c
 from fmigen.kinematics.triangular import Triangularization, abs_sum, block_layout, block_name
 from fmigen.model import t
@@ -1505,8 +1504,7 @@ def finish(model_identifier: str, body: str, macros: dict, start: dict, mech, in
     # The tunable parameters' defaults as the FMU will test them, in doubles
     # (build_dae tested every body exactly, before the Gröbner bases; on a
     # derived-cache hit only these defaults can have changed, the bodies and
-    # structural values are in its key).  Lazy: pyruntime imports this module.
-    from fmigen.pyfmu.pyruntime import mass_check_defaults
+    # structural values are in its key).
     mass_check_defaults(mech)
     arr = _arr
     checks, nchecks = mass_check_code(mech)
@@ -1522,44 +1520,3 @@ def finish(model_identifier: str, body: str, macros: dict, start: dict, mech, in
     guid = str(uuid.UUID(hashlib.md5(model_c.encode()).hexdigest()))
     return GeneratedModel(model_c, guid, model_identifier, dict(macros), independent=tuple(independent),
                           body=body)
-
-
-def runtime_mass_checks(mech, printer) -> list[tuple]:
-    """The conditions of ``dae.mass_checks`` an FMU tests at run time, those
-    that read tunable parameters (the others hold once the build has checked
-    them): (1 + index, the check, its expressions printed over p[k]), the
-    same for the C and the Python runtime's ``fmigen_mass_check``."""
-    tunable = [p_ for p_ in mech.parameters if p_.tunable]
-    to_p = {p_.symbol: sp.Symbol(f"p[{k}]") for k, p_ in enumerate(tunable)}
-    checks = [chk for chk in mass_checks(mech) if chk.parameters]
-    return [(k, chk, [printer(sp.sympify(e).xreplace(to_p)) for e in chk.exprs])
-            for k, chk in enumerate(checks, start=1)]
-
-
-def mass_check_code(mech) -> tuple[str, int]:
-    """``fmigen_mass_check``: the conditions of ``dae.mass_checks`` that read
-    tunable parameters, in C over p, for the FMU to test the parameters an
-    importer sets (the others hold once the build has checked them), and
-    their labels for its messages.  Returns (code, how many)."""
-    checks = runtime_mass_checks(mech, c)
-    body = []
-    for k, chk, exprs in checks:
-        if chk.kind == "mass":
-            body.append(f"    {{ const double m = {exprs[0]}; if (!(m >= 0.0 && m <= 1.7976931348623157e308)) "
-                        f"{{ *value = m; *minor = -1; return {k}; }} }}")
-        else:
-            body.append(f"    {{ const double I[6] = {{{', '.join(exprs)}}}; const int k = fmigen_psd3(I, value); "
-                        f"if (k >= 0) {{ *minor = k; return {k}; }} }}")
-    labels = ", ".join(json.dumps(chk.label) for _, chk, _ in checks) or '""'
-    code = ("/* every body's mass >= 0 (and finite) and central inertia positive semidefinite at the tunable\n"
-            " * parameters p (dae.mass_checks): 0, or 1 + the first condition that fails, *value\n"
-            " * the mass or the principal minor that is negative, *minor its index (fmigen_psd3)\n"
-            " * or -1 for a mass */\n"
-            "int fmigen_mass_check(const double *p, double *value, int *minor)\n{\n"
-            "    (void)p; (void)value; (void)minor;\n" + "\n".join(body) + ("\n" if body else "") +
-            "    return 0;\n}\n"
-            f"const char *const fmigen_mass_check_labels[] = {{{labels}}};\n"
-            "/* fmigen_psd3's minors in its order, as messages name them */\n"
-            f"const char *const fmigen_psd3_minors[] = {{{', '.join(json.dumps(n) for n in PSD3_MINORS)}}};\n")
-    return code, len(checks)
-

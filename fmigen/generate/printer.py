@@ -3,9 +3,12 @@
 ``c(expr)`` prints a sympy expression as C99 the way model.c spells it
 (integer powers as multiplications or ``fmigen_powi``, rationals as double
 quotients); ``SymbolMap`` replaces the model's symbols by the C arrays the
-runtime passes (q, v, p, u, t).  The kinematics walk (codegen.py), the
-embedding (codegen_embedding.py), the formulations and the Python runtime's
-printer all build on these, so they live apart from any one of them.
+runtime passes (q, v, p, u, t).  ``pyexpr`` is its Python twin: the same
+spelling where Python has one, so an expression evaluates in the Python
+runtime (and in the build's mass check, mass_checks.py) exactly as in
+model.c.  The kinematics walk (codegen.py), the embedding
+(codegen_embedding.py), the formulations and the Python runtime all print
+with these, so they live apart from any one of them.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
 from fmigen.derive.embed import Embedding
-from fmigen.model import t
+from fmigen.model import ModelError, t
 
 
 class _Printer(C99CodePrinter):
@@ -82,3 +85,61 @@ class SymbolMap:
 
     def __call__(self, expr):
         return sp.sympify(expr).xreplace(self.subs)
+
+
+class PythonRuntimeError(ModelError):
+    """The Python FMU cannot be built (pythonfmu missing, unsupported option,
+    an expression without a Python equivalent)."""
+
+
+class _PyPrinter(_Printer):
+    """codegen's C printer, so expressions print (and evaluate) exactly as in
+    model.c; only constructs without a Python spelling are refused."""
+
+    def _print_Piecewise(self, expr):
+        # C: ((c1) ? (e1) : ((c2) ? (e2) : (e3))), the same tests in the same order
+        if expr.args[-1].cond != sp.true:
+            raise PythonRuntimeError(f"piecewise expression without a default (True) branch: {expr}")
+        out = self._print(expr.args[-1].expr)
+        for e, cnd in reversed(expr.args[:-1]):
+            out = f"(({self._print(e)}) if ({self._print(cnd)}) else ({out}))"
+        return out
+
+    def _print_ITE(self, expr):
+        return self._print(expr.rewrite(sp.Piecewise))
+
+    def _print_And(self, expr):
+        return "(" + " and ".join(f"({self._print(a)})" for a in expr.args) + ")"
+
+    def _print_Or(self, expr):
+        return "(" + " or ".join(f"({self._print(a)})" for a in expr.args) + ")"
+
+    def _print_Not(self, expr):
+        return f"(not ({self._print(expr.args[0])}))"
+
+    def _print_BooleanTrue(self, expr):
+        return "True"
+
+    def _print_BooleanFalse(self, expr):
+        return "False"
+
+    def _print_Integer(self, expr):
+        # C converts integer literals to double at compile time; Python would
+        # keep exact (big) integers, so print them as the doubles C uses
+        return repr(float(expr))
+
+    def _print_Infinity(self, expr):
+        return "INFINITY"
+
+    def _print_NegativeInfinity(self, expr):
+        return "(-INFINITY)"
+
+    def _print_NaN(self, expr):
+        return "NAN"
+
+
+_py = _PyPrinter()
+
+
+def pyexpr(expr) -> str:
+    return _py.doprint(expr)

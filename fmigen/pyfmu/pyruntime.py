@@ -70,11 +70,10 @@ import sympy as sp
 from fmigen.generate import codegen
 from fmigen.fmi import fmu, variables
 from fmigen.generate.codegen import newton_system
-from fmigen.generate import printer
-from fmigen.generate.printer import SymbolMap
+from fmigen.generate.mass_checks import checked_value, mass_check_source
+from fmigen.generate.printer import PythonRuntimeError, SymbolMap, pyexpr
 from fmigen.generate.codegen_embedding import structure_tables
 from fmigen.derive.dae import PSD3_MINORS, psd3
-from fmigen.model import ModelError
 from fmigen.derive.workspace import mechanism_unit_scales
 
 
@@ -100,11 +99,6 @@ FMIGEN_LIMIT_GAIN = _c_define("FMIGEN_LIMIT_GAIN")
 #: FmigenCore.message is char[512]: C truncates a longer message to 511 bytes
 FMIGEN_MESSAGE_SIZE = 512
 EULER, RK4, SYMPLECTIC = 0, 1, 2
-
-
-class PythonRuntimeError(ModelError):
-    """The Python FMU cannot be built (pythonfmu missing, unsupported option,
-    an expression without a Python equivalent)."""
 
 
 # --------------------------------------------------------------------------
@@ -163,17 +157,6 @@ def rotate(s, c, d, a):
         cd = 1.0 + z * (-0.5 + z * (1.0 / 24 + z * (-1.0 / 720 + z * (1.0 / 40320))))
         return s * cd + c * sd, c * cd - s * sd
     return math.sin(a), math.cos(a)
-
-
-def checked_value(f):
-    """f() (an expression of a mass check), or NaN where Python raises and C
-    gives NaN or an infinity (sqrt of a negative, a division by zero, an
-    overflow): the condition then fails as in the C FMU, instead of the
-    exception turning into fmi2Fatal with Python's message."""
-    try:
-        return f()
-    except (ArithmeticError, ValueError):
-        return math.nan
 
 
 def fmigen_sincos(x):
@@ -1085,59 +1068,6 @@ MATH_NAMES = ["sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cos
               "fabs", "floor", "ceil", "fmod", "hypot", "erf", "erfc", "lgamma"]
 
 
-class _PyPrinter(printer._Printer):
-    """codegen's C printer, so expressions print (and evaluate) exactly as in
-    model.c; only constructs without a Python spelling are refused."""
-
-    def _print_Piecewise(self, expr):
-        # C: ((c1) ? (e1) : ((c2) ? (e2) : (e3))), the same tests in the same order
-        if expr.args[-1].cond != sp.true:
-            raise PythonRuntimeError(f"piecewise expression without a default (True) branch: {expr}")
-        out = self._print(expr.args[-1].expr)
-        for e, cnd in reversed(expr.args[:-1]):
-            out = f"(({self._print(e)}) if ({self._print(cnd)}) else ({out}))"
-        return out
-
-    def _print_ITE(self, expr):
-        return self._print(expr.rewrite(sp.Piecewise))
-
-    def _print_And(self, expr):
-        return "(" + " and ".join(f"({self._print(a)})" for a in expr.args) + ")"
-
-    def _print_Or(self, expr):
-        return "(" + " or ".join(f"({self._print(a)})" for a in expr.args) + ")"
-
-    def _print_Not(self, expr):
-        return f"(not ({self._print(expr.args[0])}))"
-
-    def _print_BooleanTrue(self, expr):
-        return "True"
-
-    def _print_BooleanFalse(self, expr):
-        return "False"
-
-    def _print_Integer(self, expr):
-        # C converts integer literals to double at compile time; Python would
-        # keep exact (big) integers, so print them as the doubles C uses
-        return repr(float(expr))
-
-    def _print_Infinity(self, expr):
-        return "INFINITY"
-
-    def _print_NegativeInfinity(self, expr):
-        return "(-INFINITY)"
-
-    def _print_NaN(self, expr):
-        return "NAN"
-
-
-_py = _PyPrinter()
-
-
-def pyexpr(expr) -> str:
-    return _py.doprint(expr)
-
-
 def assignments(targets, exprs, indent="    ", tmp="x"):
     """codegen.assignments with Python statements (the same sympy CSE call)."""
     exprs = [sp.sympify(e) for e in exprs]
@@ -1416,46 +1346,6 @@ def _check_against_c(model_c, failures, sol_start):
     if [f for f in c_fail if f] != failures[1:]:
         raise PythonRuntimeError("the Python kinematics' failure messages do not match model.c's "
                                  "(pyruntime.kinematics_source out of step with codegen)")
-
-
-def mass_check_source(mech) -> tuple[str, list[str]]:
-    """``fmigen_mass_check(p)`` -> (0 or 1 + the condition that fails, the
-    mass or negative principal minor, the minor's index or -1): the C FMU's
-    (``codegen.mass_check_code``, the same conditions in the same order),
-    and their labels."""
-    checks = codegen.runtime_mass_checks(mech, pyexpr)
-    body = []
-    for k, chk, exprs in checks:
-        # (a number as it is; an expression of p through checked_value)
-        values = ", ".join(f"checked_value(lambda: {e})" if "p[" in e else e for e in exprs)
-        if chk.kind == "mass":
-            body += [f"    m = {values}", "    if not (0.0 <= m <= 1.7976931348623157e308):",
-                     f"        return {k}, m, -1"]
-        else:
-            body += [f"    k, value = psd3(({values}))", "    if k >= 0:", f"        return {k}, value, k"]
-    return ("def fmigen_mass_check(p):\n" + "\n".join(body + ["    return 0, 0.0, -1"]) + "\n",
-            [chk.label for _, chk, _ in checks])
-
-
-def mass_check_defaults(mech):
-    """The FMU's own test (``fmigen_mass_check``, in doubles as both runtimes
-    evaluate it) at the tunable parameters' defaults, for the build: the
-    exact check of ``dae.check_mass_properties`` alone would pass a mass
-    that is 0 in exact arithmetic and -1.1e-16 in doubles, which the FMU
-    would then run with and refuse to be set to.  Raises ModelError."""
-    source, labels = mass_check_source(mech)
-    if not labels:
-        return
-    namespace = {name: getattr(math, name) for name in dir(math) if not name.startswith("_")}
-    namespace.update(psd3=psd3, checked_value=checked_value, fabs=math.fabs)
-    exec(source, namespace)   # noqa: S102 - our own generated code
-    j, value, minor = namespace["fmigen_mass_check"]([float(p_.value) for p_ in mech.parameters if p_.tunable])
-    if j and minor < 0:
-        raise ModelError(f"'{mech.name}': {labels[j - 1]} is {value:g} at the default parameter values, "
-                         "evaluated in doubles as the FMU does; a mass must be >= 0")
-    if j:
-        raise ModelError(f"'{mech.name}': {labels[j - 1]} is not positive semidefinite at the default parameter "
-                         f"values, evaluated in doubles as the FMU does: {PSD3_MINORS[minor]} = {value:g} < 0")
 
 
 def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
