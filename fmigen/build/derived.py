@@ -55,8 +55,8 @@ FORMAT = "derived-1"
 #: module, a new one included, is part of the key.  variables.py is one: the
 #: variable table is made at packaging from the mechanism and the recorded
 #: interface, and no entry holds a value reference.
-CONSUMERS = {"__init__.py", "__main__.py", "cli.py", "fmi/fmu.py", "fmi/fmi3.py", "fmi/variables.py",
-             "verify/validate.py", "verify/check.py", "tools/bench.py", "bench_build.py",
+CONSUMERS = {"__init__.py", "__main__.py", "cli.py", "fmi/fmu.py", "fmi/fmi3.py", "fmi/description.py",
+             "fmi/variables.py", "verify/validate.py", "verify/check.py", "tools/bench.py", "bench_build.py",
              "verify/reference.py", "pyfmu/pyruntime.py", "generate/formulation.py", "build/progress.py",
              "tools/sweep.py", "tools/sweep_worker.py", "verify/bundle.py", "tools/modelica.py"}
 

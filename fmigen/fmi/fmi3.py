@@ -11,13 +11,13 @@ import datetime
 
 from lxml import etree
 
-from fmigen.generate.codegen import GeneratedModel
+from fmigen.fmi.description import structure_lists, units_categories_experiment
 from fmigen.fmi.variables import VariableTable
+from fmigen.generate.codegen import GeneratedModel
 
 
 def model_description_3(iface, gen: GeneratedModel, table: VariableTable, kind: str, step: float) -> bytes:
     """``iface``: an fmu.Interface (the mechanism and the ModelStructure dependencies)."""
-    from fmigen.fmi.fmu import structure_lists, units_categories_experiment   # shared with the FMI 2 writer
     mech = iface.mechanism
     deps = iface.dependencies
     vars_ = table.declared("3")

@@ -48,8 +48,10 @@ from lxml import etree
 
 from fmigen.generate.codegen import GeneratedModel, define_lines
 from fmigen.derive.embed import Embedding
-from fmigen.fmi.variables import Variable, VariableTable
 from fmigen.fmi import structure, variables
+from fmigen.fmi.description import structure_lists, units_categories_experiment
+from fmigen.fmi.fmi3 import model_description_3
+from fmigen.fmi.variables import VariableTable
 
 RUNTIME_DIR = Path(__file__).parent.parent / "runtime"
 RUNTIME_SOURCES = ["fmigen_core.c", "fmigen_augmented.c", "fmigen_instance.c"]
@@ -180,51 +182,6 @@ def model_description(iface: Interface, gen: GeneratedModel, table: VariableTabl
             etree.SubElement(el, "Unknown", index=str(index[name]),
                              dependencies=" ".join(str(index[d]) for d in group[name]))
     return etree.tostring(root, pretty_print=True, xml_declaration=True, encoding="UTF-8")
-
-
-def units_categories_experiment(root, units: set, step: float):
-    """UnitDefinitions, LogCategories and DefaultExperiment, the same in the
-    FMI 2.0 and 3.0 model descriptions."""
-    if units:
-        ud = etree.SubElement(root, "UnitDefinitions")
-        for u in sorted(units):
-            etree.SubElement(ud, "Unit", name=u)
-    cats = etree.SubElement(root, "LogCategories")
-    for name, desc in [("logStatusError", "errors: singular configurations, bad input, wrong calls"),
-                       ("logStatusWarning", "warnings"), ("logEvents", "informational messages")]:
-        etree.SubElement(cats, "Category", name=name, description=desc)
-    etree.SubElement(root, "DefaultExperiment", startTime="0", stopTime="2", stepSize=repr(float(step)))
-
-
-def structure_lists(vars_: list[Variable], deps, kind: str):
-    """(element, dependency table, unknowns) for Outputs, Derivatives and
-    InitialUnknowns of the declared variables ``vars_``, with dependencies
-    restricted to the knowns that exist in this variant: Co-Simulation
-    outputs depend on inputs (and time where it is declared) only, Model
-    Exchange unknowns on states and inputs; initial unknowns on exact variables."""
-    declared = {v.name for v in vars_}
-    inputs = {v.name for v in vars_ if v.causality == "input"}
-    states = {v.derivative for v in vars_ if v.derivative}
-    exact = {v.name for v in vars_ if v.initial == "exact" or v.causality == "input"}
-    runtime_known = inputs | ({"time"} if "time" in declared else set())
-    if kind == "me":
-        runtime_known |= states
-    rt = {n: [d for d in deps.runtime[n] if d in runtime_known] for n in deps.runtime}
-    init = {n: [d for d in deps.initial[n] if d in exact] for n in deps.initial}
-    # a state's own value as a derivative (der(theta) of theta) depends on itself
-    for v in vars_:
-        if v.derivative and v.name in states:
-            rt[v.name] = [v.name]
-    outputs = [v.name for v in vars_ if v.causality == "output"]
-    derivatives = [v.name for v in vars_ if v.derivative]
-    initial = [v.name for v in vars_
-               if (v.causality == "output" and v.initial in ("calculated", "approx"))
-               or (v.derivative and v.initial in ("calculated", "approx"))]
-    out = [("Outputs", rt, outputs)]
-    if kind == "me":
-        out.append(("Derivatives", rt, derivatives))
-    out.append(("InitialUnknowns", init, initial))
-    return out
 
 
 def fmi_header_dir(fmi: str) -> Path:
@@ -492,7 +449,6 @@ def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi=
     if fmi == "2":
         xml = model_description(iface, gen, table, kind, step)
     else:
-        from fmigen.fmi.fmi3 import model_description_3
         xml = model_description_3(iface, gen, table, kind, step)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
