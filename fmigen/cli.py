@@ -229,8 +229,43 @@ def cmd_check(args):
 
 
 def cmd_assemble(args):
-    from fmigen.kinematics.assemble import cli_assemble
-    return cli_assemble(args, _log(args))
+    from fmigen.build.pipeline import load_mechanism
+    from fmigen.kinematics.assemble import AssemblyError, assemble, parse_inputs
+    from fmigen.kinematics.groebner import GroebnerError
+    log = _log(args)
+    mech = load_mechanism(args.mechanism, use_cache=not args.no_cache)
+    try:
+        res = assemble(mech, parse_inputs(args.inputs), hidden=args.hidden, method=args.method,
+                       sylvester=args.sylvester,
+                       cross_check=args.cross_check, imag_tol=args.imag_tol,
+                       use_cache=not args.no_cache, log=log)
+    except GroebnerError as e:
+        raise AssemblyError(str(e)) from None
+    if args.json:
+        print(json.dumps(res.as_json()))
+        return 0
+    print(f"{res.mechanism}: {len(res.solutions)} assembly configurations ({res.real_count} real) at "
+          + ", ".join(f"{k} = {v:g}" for k, v in res.inputs.items()))
+    if not res.variables:
+        print("  no constraint: the independent coordinates as given are the one assembly")
+        return 0
+    print(f"  grevlex basis: {res.basis_size} elements, vdim {res.vdim}; method {res.method}"
+          + (f", Sylvester matrix {res.sylvester_size}x{res.sylvester_size}" if res.sylvester_size else "")
+          + f", hidden {res.hidden}; I/O polynomial degree {res.io_polynomial_degree}")
+    names = [c.name for c in mech.coordinates if c.name not in res.inputs]
+    for k, sol in enumerate(res.solutions, 1):
+        vals = []
+        for n in names:
+            z = complex(sol.values[n])
+            vals.append(f"{n}={z.real:.9g}" if sol.real else f"{n}={z.real:.6g}{z.imag:+.6g}i")
+        print(f"  {k:3d} {'real   ' if sol.real else 'complex'} residual {sol.residual:.1e}  " + "  ".join(vals))
+    if res.cross_check:
+        cc = res.cross_check
+        print(f"  cross-check (lex/FGLM): univariate degree {cc['lex_univariate_degree']}, "
+              f"same polynomial: {cc['io_polynomials_equal']}, {cc['lex_solution_count']} solutions, "
+              f"max distance {cc['max_distance_to_sylvester_solutions']:.1e}")
+    print(f"  {sum(res.seconds.values()):.2f} s")
+    return 0
 
 
 def cmd_export_mjcf(args):

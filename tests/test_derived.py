@@ -102,7 +102,8 @@ def test_joint_conversion_is_read_back_as_converted(cache, monkeypatch):
     detail the derived-model key reads (bodies' DCMs and angular velocities,
     constraints, forces, outputs, starts)."""
     import fmigen.frontends.joint_model as joint_model
-    from fmigen.build.derived import key_text, mechanism_of
+    from fmigen.build.derived import mechanism_of
+    from fmigen.derive.cache_key import key_text
     fresh = joint_model.to_mechanism(_joint_system())
     first = mechanism_of(_joint_system())
     entries = list((cache / "joint_models").glob("*.pickle"))

@@ -39,27 +39,14 @@ import pickle
 import platform
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
 import sympy as sp
 
-from fmigen.generate import codegen
-from fmigen.kinematics import groebner
+from fmigen.derive.cache_key import key_text, source_digest
 from fmigen.fmi.fmu import Interface
 from fmigen.fmi.structure import Dependencies
-
-FORMAT = "derived-1"
-
-#: fmigen modules that only consume a derived model (packaging, simulation,
-#: reports, the CLI): editing them leaves the cache valid.  Every other
-#: module, a new one included, is part of the key.  variables.py is one: the
-#: variable table is made at packaging from the mechanism and the recorded
-#: interface, and no entry holds a value reference.
-CONSUMERS = {"__init__.py", "__main__.py", "cli.py", "fmi/fmu.py", "fmi/fmi3.py", "fmi/description.py",
-             "fmi/variables.py", "verify/validate.py", "verify/check.py", "tools/bench.py", "bench_build.py",
-             "verify/reference.py", "pyfmu/pyruntime.py", "generate/formulation.py", "build/progress.py",
-             "tools/sweep.py", "tools/sweep_worker.py", "verify/bundle.py", "tools/modelica.py"}
-
+from fmigen.generate import codegen
+from fmigen.kinematics import groebner
 
 @dataclass
 class Derived:
@@ -76,17 +63,6 @@ class Derived:
     @property
     def independent_names(self) -> list[str]:
         return [self.mechanism.coordinates[i].name for i in self.interface.independent]
-
-
-def source_digest() -> str:
-    """sha256 over the fmigen modules that take part in a derivation."""
-    h = hashlib.sha256()
-    root = Path(__file__).resolve().parent.parent   # the fmigen package
-    for path in sorted(root.rglob("*.py")):
-        name = path.relative_to(root).as_posix()
-        if name not in CONSUMERS:
-            h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 #: the joint-system conversion's entries (``mechanism_of``): a new format
@@ -166,48 +142,6 @@ def _canonical(x):
     if dataclasses.is_dataclass(x):
         return [type(x).__name__] + [[f.name, _canonical(getattr(x, f.name))] for f in dataclasses.fields(x)]
     raise TypeError(f"no canonical form of {type(x).__name__}")
-
-
-def key_text(mech, options: dict) -> str:
-    """What the derived model is a function of (see the module docstring), as text."""
-    from fmigen.derive.workspace import mechanism_unit_scales
-    # the arguments in sympy's own canonical order (order="none"): the
-    # printer's term ordering was 1.4 of the vehicle's 2.0 s here, and adds
-    # nothing to a key (equal expressions have their arguments in the same
-    # order, whatever process built them)
-    def s(expr):
-        return sp.srepr(expr, order="none")
-    w = mech.world
-    model = {
-        "name": mech.name,
-        "coordinates": [[c.name, s(c.symbol), c.unit, repr(float(c.start))] for c in mech.coordinates],
-        "parameters": [[p.name, s(p.symbol), p.unit, p.tunable, None if p.tunable else repr(p.value)]
-                       for p in mech.parameters],
-        "inputs": [[i.name, s(i.symbol), i.unit] for i in mech.inputs],
-        "bodies": [[b.name, s(sp.sympify(b.mass)), s(b.inertia), s(tuple(b.com)), s(b.frame.dcm(w)),
-                    s(b.frame.ang_vel_in(w).to_matrix(w))] for b in mech.bodies],
-        "constraints": [[c.name, s(c.expr)] for c in mech.constraints],
-        "point_forces": [s(tuple(f)) for f in mech.point_forces],
-        "point_forces_in_base": [None if f is None else s(tuple(f)) for f in mech.point_forces_in_base],
-        "bodies_in_base": [None if b.com_in_base is None else s(b.com_in_base) for b in mech.bodies],
-        "floating_base": None if mech.floating_base is None else
-        [mech.floating_base.body, mech.floating_base.coordinates, s(mech.floating_base.origin),
-         s(mech.floating_base.angular_velocity)],
-        "generalized_forces": {k: s(sp.sympify(v)) for k, v in mech.generalized_forces.items()},
-        "gravity": s(tuple(mech.gravity)),
-        "outputs": {k: s(sp.sympify(v)) for k, v in mech.outputs.items()},
-        "independent": mech.independent, "dof": mech.dof, "groebner_order": mech.groebner_order,
-        "kinematic": mech.kinematic, "switch_independent": mech.switch_independent,
-        "newton_blocks": mech.newton_blocks, "angle_sums": mech.angle_sums,
-        "float_rule": mech.float_rule,
-        # the build checks its start against the described one: an entry
-        # holds only for the description it was checked against
-        "described_start": None if mech.described_start is None else
-        {k: repr(float(v)) for k, v in mech.described_start.items()},
-        "unit_scales": [repr(float(x)) for x in mechanism_unit_scales(mech)],
-    }
-    return "\n".join([FORMAT, source_digest(), json.dumps(options, sort_keys=True, default=str),
-                      json.dumps(model, sort_keys=True)])
 
 
 def record(compiled) -> str:

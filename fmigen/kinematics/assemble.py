@@ -57,6 +57,7 @@ import numpy as np
 import scipy.linalg
 import sympy as sp
 
+from fmigen.derive.cache_key import key_text
 from fmigen.floats import exact_floats, rational
 from fmigen.kinematics import groebner
 from fmigen.kinematics.groebner import GroebnerError, singular_available
@@ -974,14 +975,13 @@ def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12,
 
     ``use_cache``: the outcome (every coordinate's start, the log lines and
     warnings) is kept under the Gröbner cache's root by the mechanism as
-    it stands (``derived.key_text``, with every parameter's and input's
+    it stands (``cache_key.key_text``, with every parameter's and input's
     value and the assembly hints): a warm build otherwise spent more time
     here (sympy's Jacobian, the Sylvester matrix; ~2.3 s of CPU for the
     Stephenson six-bar, its Singular runs cached) than packaging takes."""
     log = log or (lambda msg: None)
     if use_cache:
-        from fmigen.build import derived
-        key = derived.key_text(mech, {
+        key = key_text(mech, {
             "stage": "start_assembly_hook", "max_variables": max_variables, "cpu_limit": cpu_limit,
             "parameter_values": [[p.name, repr(p.value)] for p in mech.parameters],
             "input_values": [[i.name, repr(i.start)] for i in mech.inputs],
@@ -1045,40 +1045,3 @@ def parse_inputs(text: str | None) -> dict:
         if not math.isfinite(out[k]):
             raise AssemblyError(f"--inputs: '{v}' is not a finite number (for {k})")
     return out
-
-
-def cli_assemble(args, log) -> int:
-    from fmigen.build.pipeline import load_mechanism
-    mech = load_mechanism(args.mechanism, use_cache=not args.no_cache)
-    try:
-        res = assemble(mech, parse_inputs(args.inputs), hidden=args.hidden, method=args.method,
-                       sylvester=args.sylvester,
-                       cross_check=args.cross_check, imag_tol=args.imag_tol,
-                       use_cache=not args.no_cache, log=log)
-    except GroebnerError as e:
-        raise AssemblyError(str(e)) from None
-    if args.json:
-        print(json.dumps(res.as_json()))
-        return 0
-    print(f"{res.mechanism}: {len(res.solutions)} assembly configurations ({res.real_count} real) at "
-          + ", ".join(f"{k} = {v:g}" for k, v in res.inputs.items()))
-    if not res.variables:
-        print("  no constraint: the independent coordinates as given are the one assembly")
-        return 0
-    print(f"  grevlex basis: {res.basis_size} elements, vdim {res.vdim}; method {res.method}"
-          + (f", Sylvester matrix {res.sylvester_size}x{res.sylvester_size}" if res.sylvester_size else "")
-          + f", hidden {res.hidden}; I/O polynomial degree {res.io_polynomial_degree}")
-    names = [c.name for c in mech.coordinates if c.name not in res.inputs]
-    for k, sol in enumerate(res.solutions, 1):
-        vals = []
-        for n in names:
-            z = complex(sol.values[n])
-            vals.append(f"{n}={z.real:.9g}" if sol.real else f"{n}={z.real:.6g}{z.imag:+.6g}i")
-        print(f"  {k:3d} {'real   ' if sol.real else 'complex'} residual {sol.residual:.1e}  " + "  ".join(vals))
-    if res.cross_check:
-        cc = res.cross_check
-        print(f"  cross-check (lex/FGLM): univariate degree {cc['lex_univariate_degree']}, "
-              f"same polynomial: {cc['io_polynomials_equal']}, {cc['lex_solution_count']} solutions, "
-              f"max distance {cc['max_distance_to_sylvester_solutions']:.1e}")
-    print(f"  {sum(res.seconds.values()):.2f} s")
-    return 0
