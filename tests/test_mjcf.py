@@ -12,7 +12,8 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 from fmigen.joints import JointSystem  # noqa: E402
-from fmigen.frontends.mjcf import MJCFError, export_mjcf, import_mjcf, run_mujoco  # noqa: E402
+from fmigen.frontends.mjcf import MJCFError, export_mjcf, import_mjcf  # noqa: E402
+from fmigen.verify.mujoco_peer import run_mujoco  # noqa: E402
 
 FOREIGN = Path(__file__).parent / "data" / "crank_slider_mujoco.xml"
 TIGHT = dict(solref=(2e-4, 1.0), solimp=(0.9999, 0.9999, 1e-4, 0.5, 2))
@@ -236,7 +237,7 @@ def test_a_foreign_model_builds_and_matches_mujoco_running_it(tmp_path):
     """The foreign crank-slider built into an FMU and compared with MuJoCo
     running fmigen's export of it (that export runs like the file itself:
     test_import_then_export_runs_like_the_original_in_mujoco)."""
-    from fmigen.frontends.mjcf import compare_with_mujoco
+    from fmigen.verify.mujoco_peer import compare_with_mujoco
     from fmigen.build.pipeline import build_fmu
     path, compiled = build_fmu(str(FOREIGN), tmp_path / "crank_slider.fmu")
     names = [c.name for c in compiled.mechanism.coordinates]
@@ -493,7 +494,7 @@ def test_the_mujoco_peer_agrees_with_the_fmu_on_a_loop_with_ball_and_universal_j
     export: with solref's time constant halved (1e-4 s, dt 2.5e-5 s) the
     error and the violation fall 4× (1.7e-7, 6.7e-8), while the FMU agrees
     with IDA to 8e-12 and with the Cartesian reference to 4.4e-10."""
-    from fmigen.frontends.mjcf import compare_with_mujoco
+    from fmigen.verify.mujoco_peer import compare_with_mujoco
     from fmigen.build.pipeline import as_mechanism, build_fmu
     mech = as_mechanism(rsur())
     path, compiled = build_fmu(mech, tmp_path / "rsur.fmu")

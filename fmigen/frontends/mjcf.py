@@ -1,4 +1,4 @@
-"""MJCF, MuJoCo's model format: export, import, and MuJoCo as a peer simulator.
+"""MJCF, MuJoCo's model format: export and import.
 
 * ``export_mjcf(system)`` writes a ``joints.JointSystem`` as a MuJoCo model:
   the spanning tree as nested bodies, each tree joint as MuJoCo joints whose
@@ -13,7 +13,7 @@
   rotational spring-dampers as joint stiffness and damping, linear ones as
   spatial tendons.  A planar bar's inertia (0, 0, I) gets I/2 about its
   in-plane axes, which MuJoCo requires and a planar motion never excites.  Preloads, marker forces and load expressions in time or
-  state have no MJCF form: ``run_mujoco`` applies them itself.  The start
+  state have no MJCF form: ``mujoco_peer.run_mujoco`` applies them itself.  The start
   configuration is the keyframe ``start``; the independent coordinates are
   the custom text ``fmigen:independent``.
 * ``import_mjcf(path)`` reads a MuJoCo model (hinge, slide, ball and free
@@ -29,11 +29,8 @@
   joints are the preferred independent coordinates
   (``JointSystem.preferred_independent``: taken where Φ_d is regular at the
   start), unless the text ``fmigen:independent`` names them.
-* ``run_mujoco`` integrates an exported model in MuJoCo (RK4, small step,
-  stiff constraints) from given joint coordinates and velocities, with every
-  load evaluated from the description at each RK4 stage, and reports the
-  trajectories and MuJoCo's own constraint violation.  MuJoCo's constraints
-  are soft, so the violation is the floor of what the comparison can show.
+* MuJoCo as a peer simulator of a built FMU (``run_mujoco``,
+  ``compare_with_mujoco``) is verification: verify/mujoco_peer.py.
 
 ``mujoco`` is an optional dependency (``pip install fmigen[mujoco]``).
 """
@@ -49,7 +46,7 @@ import sympy as sp
 
 from fmigen.floats import rounded
 from fmigen.joints import JointSystem, Joint, Z
-from fmigen.model import ModelError, t
+from fmigen.model import ModelError
 
 DIGITS = 12            # significant digits of imported geometry
 AXIS_SITE_OFFSET = 1.0  # a revolute cut's second connect, this far along its axis
@@ -393,119 +390,6 @@ def export_mjcf(system: JointSystem, start: dict | None = None, timestep=1e-3, i
 
 # --- MuJoCo as a peer ----------------------------------------------------------
 
-@dataclass
-class PeerResult:
-    t: np.ndarray
-    q: dict                  # coordinate name -> trajectory
-    v: dict
-    max_violation: float     # MuJoCo's own max |constraint| over the run [m]
-    settings: dict
-
-
-def _load_functions(system: JointSystem, names, input_values):
-    """Numeric functions of (t, q, qdot) for every load, from the description."""
-    values = parameter_values(system)
-    values.update({i.symbol: sp.sympify(input_values.get(i.name, i.start)) for i in system.inputs})
-    qs = [system.coordinate_by_name(n).symbol for n in names]
-    Q = sp.symbols(f"q0:{len(names)}")
-    V = sp.symbols(f"v0:{len(names)}")
-    T = sp.Symbol("t_")
-    rep = {**{q.diff(t): v for q, v in zip(qs, V)}}
-
-    def fn(expr):
-        e = sp.sympify(expr).xreplace(values).xreplace(rep).xreplace(dict(zip(qs, Q))).xreplace({t: T})
-        return sp.lambdify((T, Q, V), e, "math")
-    return fn
-
-
-def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=None,
-               solref=(2e-4, 1.0), solimp=(0.9999, 0.9999, 1e-4, 0.5, 2)) -> PeerResult:
-    """Integrate ``system`` in MuJoCo from joint coordinates ``q0`` and
-    velocities ``v0`` (by name; coordinates of cut joints are ignored) and
-    sample at ``times``; ``inputs``: {input name: value or expression in
-    t}, the others at their start.  Loads are evaluated from the description in
-    MuJoCo's passive-force callback, which runs at every RK4 stage."""
-    mujoco = _mujoco()
-    times = np.asarray(times, dtype=float)
-    xml = export_mjcf(system, start=q0, timestep=dt, integrator="RK4", solref=solref, solimp=solimp)
-    xml = xml.replace('<flag contact="disable"/>', '<flag contact="disable" refsafe="disable"/>')
-    model = mujoco.MjModel.from_xml_string(xml)
-    model.opt.tolerance = 1e-14
-    model.opt.iterations = 200
-    data = mujoco.MjData(model)
-    names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, i) for i in range(model.njnt)]
-    qadr = [int(model.jnt_qposadr[i]) for i in range(model.njnt)]
-    vadr = [int(model.jnt_dofadr[i]) for i in range(model.njnt)]
-    mujoco.mj_resetDataKeyframe(model, data, 0)
-    data.ctrl[:] = 0.0        # every joint load comes from the description, in the callback
-    for nm, a in zip(names, vadr):
-        data.qvel[a] = v0.get(nm, 0.0)
-    fn = _load_functions(system, names, inputs or {})
-    index = {nm: k for k, nm in enumerate(names)}
-    joint_loads = [(vadr[index[ld.coordinate.name]], fn(ld.expr)) for ld in system.joint_loads]
-    # stiffness and damping are in the XML (joint springs, tendons); preloads are not
-    for r in system.rotational_springs:
-        joint_loads.append((vadr[index[r.coordinate.name]], fn(-r.preload)))
-    site_id = {mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SITE, i): i for i in range(model.nsite)}
-    springs = [(site_id[f"{s.name}__a"], site_id[f"{s.name}__b"], fn(s.preload)) for s in system.springs]
-    forces = [(site_id[f"{f.name}__at"], [fn(e) for e in f.force], [fn(e) for e in f.torque],
-               None if f.reaction is None or f.reaction.body.name == "ground"
-               else mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f.reaction.body.name)) for f in system.forces]
-
-    def state():
-        return float(data.time), [data.qpos[a] for a in qadr], [data.qvel[a] for a in vadr]
-
-    def passive(m, d):
-        tt, q, v = state()
-        for dof, f in joint_loads:
-            d.qfrc_passive[dof] += f(tt, q, v)
-        for sa, sb, pre in springs:
-            ra, rb = d.site_xpos[sa].copy(), d.site_xpos[sb].copy()
-            u = (rb - ra) / float(np.linalg.norm(rb - ra))
-            tension = pre(tt, q, v)
-            mujoco.mj_applyFT(m, d, tension * u, np.zeros(3), ra, int(m.site_bodyid[sa]), d.qfrc_passive)
-            mujoco.mj_applyFT(m, d, -tension * u, np.zeros(3), rb, int(m.site_bodyid[sb]), d.qfrc_passive)
-        for sid, F, Tq, reaction in forces:
-            f = np.array([e(tt, q, v) for e in F])
-            tq = np.array([e(tt, q, v) for e in Tq])
-            point = d.site_xpos[sid].copy()
-            mujoco.mj_applyFT(m, d, f, tq, point, int(m.site_bodyid[sid]), d.qfrc_passive)
-            if reaction is not None:
-                mujoco.mj_applyFT(m, d, -f, -tq, point, reaction, d.qfrc_passive)
-
-    eq_sites = [(int(model.eq_obj1id[k]), int(model.eq_obj2id[k])) for k in range(model.neq)
-                if int(model.eq_type[k]) != int(mujoco.mjtEq.mjEQ_TENDON)]
-    # a cut universal joint's axes tendon: its length's distance from √2 L,
-    # in metres like the connects' (export_mjcf)
-    eq_tendons = [(int(model.eq_obj1id[k]), float(model.tendon_length0[int(model.eq_obj1id[k])])
-                   + float(model.eq_data[k, 0])) for k in range(model.neq)
-                  if int(model.eq_type[k]) == int(mujoco.mjtEq.mjEQ_TENDON)]
-
-    def violation():
-        return max([float(np.linalg.norm(data.site_xpos[a] - data.site_xpos[b])) for a, b in eq_sites]
-                   + [abs(float(data.ten_length[k]) - held) for k, held in eq_tendons], default=0.0)
-
-    qs = np.empty((len(times), len(names)))
-    vs = np.empty_like(qs)
-    worst = 0.0
-    mujoco.set_mjcb_passive(passive)
-    try:
-        mujoco.mj_forward(model, data)
-        for k, target in enumerate(times):
-            while data.time < target - dt / 2:
-                mujoco.mj_step(model, data)
-                worst = max(worst, violation())
-            qs[k] = [data.qpos[a] for a in qadr]
-            vs[k] = [data.qvel[a] for a in vadr]
-    finally:
-        mujoco.set_mjcb_passive(None)
-    return PeerResult(times, {nm: qs[:, i] for i, nm in enumerate(names)},
-                      {nm: vs[:, i] for i, nm in enumerate(names)}, worst,
-                      {"timestep": dt, "integrator": "RK4", "solref": list(solref), "solimp": list(solimp)})
-
-
-# --- import --------------------------------------------------------------------
-
 def _exact(x) -> sp.Rational:
     # MuJoCo's compiled values (computed from the file, e.g. rotation
     # matrices from quaternions), not a user's Python literals: the import's
@@ -724,31 +608,3 @@ def import_mjcf(source, name=None) -> JointSystem:
         # the conversion picks as for any joint system and says why
         system.preferred_independent = list(dict.fromkeys(actuated)) or None
     return system
-
-
-def compare_with_mujoco(mech, result, dt=5e-5, log=None, inputs=None) -> dict:
-    """MuJoCo as a peer of an FMU run: ``result`` is fmpy's structured array
-    (time, every coordinate and its der()); MuJoCo starts from the FMU's
-    first row and is sampled at its times.  ``inputs``: {input name: value
-    or sympy expression in t} for the inputs the FMU was driven with (the
-    others at their start).  Returns the max |FMU − MuJoCo| per coordinate
-    (angles directly: both are continuous) and per velocity, and MuJoCo's
-    own max constraint violation, which bounds what the comparison can show."""
-    from fmigen.verify.validate import coordinate_error
-    if mech.joint_system is None:
-        raise MJCFError(f"'{mech.name}' is written with the low-level API; the MuJoCo peer needs its bodies "
-                        "and joints (fmigen.joints.JointSystem)")
-    names = [c.name for c in mech.coordinates]
-    q0 = {n: float(result[n][0]) for n in names}
-    v0 = {n: float(result[f"der({n})"][0]) for n in names}
-    (log or (lambda m: None))(f"running MuJoCo (RK4, dt = {dt:g} s) as a peer")
-    peer = run_mujoco(mech.joint_system, q0, v0, result["time"], dt=dt, inputs=inputs)
-    errors, verrors = {}, {}
-    for c in mech.coordinates:
-        if c.name not in peer.q:
-            continue
-        # directly, as validate compares every reference (validate.coordinate_error)
-        errors[c.name] = float(coordinate_error(result[c.name], peer.q[c.name]).max())
-        verrors[c.name] = float(np.abs(result[f"der({c.name})"] - peer.v[c.name]).max())
-    return {"max_abs_error": errors, "max_abs_velocity_error": verrors,
-            "mujoco_constraint_violation": peer.max_violation, "settings": peer.settings}

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fmigen.verify.validate import Report, coordinate_error
+from fmigen.verify.compare import coordinate_error
+from fmigen.verify.validate import Report
 
 
 def _png(fig) -> str:

@@ -49,6 +49,7 @@ import numpy as np
 
 from fmigen.model import ModelError
 from fmigen.verify.cartesian import energy_drift
+from fmigen.verify.compare import coordinate_error
 from fmigen.build.pipeline import Compiled, as_mechanism, build_fmu, load_mechanism
 from fmigen.verify.reference import assemble_newton, solve_reference
 
@@ -293,16 +294,6 @@ def with_input_signals(dae, signals: dict):
                                outputs={k: sp.sympify(v).xreplace(sub) for k, v in dae.outputs.items()})
 
 
-def coordinate_error(fmu, ref):
-    """|FMU − reference| at every output point: the one comparison of a
-    coordinate, in the text (the maxima), the plots and the report.  Angles
-    too are compared directly, without a modulo: the FMU's angles are
-    continuous, as IDA's, the Cartesian reference's (its winding angles) and
-    MuJoCo's hinge positions are, so a turn the FMU missed or added is an
-    error of 2π, not a pass."""
-    return np.abs(np.asarray(fmu, dtype=float) - np.asarray(ref, dtype=float))
-
-
 def coordinate_errors(dae, result, ref):
     return {c.name: float(coordinate_error(result[c.name], ref.q[:, i]).max())
             for i, c in enumerate(dae.mechanism.coordinates)}
@@ -396,7 +387,7 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     ``use_cache``: build from the derived-model cache when it has this
     mechanism (``pipeline.build_fmus`` with ``reuse``), else derive and
     record it; False derives everything again.  ``peer="mujoco"``: also
-    run the joint description in MuJoCo (``mjcf.compare_with_mujoco``) from
+    run the joint description in MuJoCo (``mujoco_peer.compare_with_mujoco``) from
     the FMU's start and compare; it counts in ``passed`` like the references.
     ``input_signals``: inputs as expressions in t ({name: text} or
     ["name=text", ...]; module docstring), the others at their start."""
@@ -510,7 +501,8 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
         T, V, W = model_energy_balance(dae, fine["time"], q_fmu, v_fmu, signals)
         source = "the DAE's M (shared with the model stage: checks the integration only)"
     if peer == "mujoco":
-        from fmigen.frontends.mjcf import MJCFError, compare_with_mujoco
+        from fmigen.frontends.mjcf import MJCFError
+        from fmigen.verify.mujoco_peer import compare_with_mujoco
         try:
             # the same input signals as the FMU and the references: MuJoCo
             # evaluates each expression in t at every RK4 stage

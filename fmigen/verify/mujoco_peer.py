@@ -1,0 +1,165 @@
+"""MuJoCo as a peer simulator of an FMU (``fmigen validate --peer mujoco``).
+
+* ``run_mujoco`` integrates a joint description exported to MJCF
+  (frontends/mjcf.py, ``export_mjcf``) in MuJoCo (RK4, small step, stiff
+  constraints) from given joint coordinates and velocities, with every load
+  evaluated from the description at each RK4 stage, and reports the
+  trajectories and MuJoCo's own constraint violation.  MuJoCo's constraints
+  are soft, so the violation is the floor of what the comparison can show.
+* ``compare_with_mujoco`` runs it from an FMU run's start and compares.
+
+``mujoco`` is an optional dependency (``pip install fmigen[mujoco]``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from fmigen.frontends.mjcf import MJCFError, _mujoco, export_mjcf, parameter_values
+from fmigen.joints import JointSystem
+from fmigen.model import t
+from fmigen.verify.compare import coordinate_error
+
+
+@dataclass
+class PeerResult:
+    t: np.ndarray
+    q: dict                  # coordinate name -> trajectory
+    v: dict
+    max_violation: float     # MuJoCo's own max |constraint| over the run [m]
+    settings: dict
+
+
+def _load_functions(system: JointSystem, names, input_values):
+    """Numeric functions of (t, q, qdot) for every load, from the description."""
+    values = parameter_values(system)
+    values.update({i.symbol: sp.sympify(input_values.get(i.name, i.start)) for i in system.inputs})
+    qs = [system.coordinate_by_name(n).symbol for n in names]
+    Q = sp.symbols(f"q0:{len(names)}")
+    V = sp.symbols(f"v0:{len(names)}")
+    T = sp.Symbol("t_")
+    rep = {**{q.diff(t): v for q, v in zip(qs, V)}}
+
+    def fn(expr):
+        e = sp.sympify(expr).xreplace(values).xreplace(rep).xreplace(dict(zip(qs, Q))).xreplace({t: T})
+        return sp.lambdify((T, Q, V), e, "math")
+    return fn
+
+
+def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=None,
+               solref=(2e-4, 1.0), solimp=(0.9999, 0.9999, 1e-4, 0.5, 2)) -> PeerResult:
+    """Integrate ``system`` in MuJoCo from joint coordinates ``q0`` and
+    velocities ``v0`` (by name; coordinates of cut joints are ignored) and
+    sample at ``times``; ``inputs``: {input name: value or expression in
+    t}, the others at their start.  Loads are evaluated from the description in
+    MuJoCo's passive-force callback, which runs at every RK4 stage."""
+    mujoco = _mujoco()
+    times = np.asarray(times, dtype=float)
+    xml = export_mjcf(system, start=q0, timestep=dt, integrator="RK4", solref=solref, solimp=solimp)
+    xml = xml.replace('<flag contact="disable"/>', '<flag contact="disable" refsafe="disable"/>')
+    model = mujoco.MjModel.from_xml_string(xml)
+    model.opt.tolerance = 1e-14
+    model.opt.iterations = 200
+    data = mujoco.MjData(model)
+    names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, i) for i in range(model.njnt)]
+    qadr = [int(model.jnt_qposadr[i]) for i in range(model.njnt)]
+    vadr = [int(model.jnt_dofadr[i]) for i in range(model.njnt)]
+    mujoco.mj_resetDataKeyframe(model, data, 0)
+    data.ctrl[:] = 0.0        # every joint load comes from the description, in the callback
+    for nm, a in zip(names, vadr):
+        data.qvel[a] = v0.get(nm, 0.0)
+    fn = _load_functions(system, names, inputs or {})
+    index = {nm: k for k, nm in enumerate(names)}
+    joint_loads = [(vadr[index[ld.coordinate.name]], fn(ld.expr)) for ld in system.joint_loads]
+    # stiffness and damping are in the XML (joint springs, tendons); preloads are not
+    for r in system.rotational_springs:
+        joint_loads.append((vadr[index[r.coordinate.name]], fn(-r.preload)))
+    site_id = {mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SITE, i): i for i in range(model.nsite)}
+    springs = [(site_id[f"{s.name}__a"], site_id[f"{s.name}__b"], fn(s.preload)) for s in system.springs]
+    forces = [(site_id[f"{f.name}__at"], [fn(e) for e in f.force], [fn(e) for e in f.torque],
+               None if f.reaction is None or f.reaction.body.name == "ground"
+               else mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f.reaction.body.name)) for f in system.forces]
+
+    def state():
+        return float(data.time), [data.qpos[a] for a in qadr], [data.qvel[a] for a in vadr]
+
+    def passive(m, d):
+        tt, q, v = state()
+        for dof, f in joint_loads:
+            d.qfrc_passive[dof] += f(tt, q, v)
+        for sa, sb, pre in springs:
+            ra, rb = d.site_xpos[sa].copy(), d.site_xpos[sb].copy()
+            u = (rb - ra) / float(np.linalg.norm(rb - ra))
+            tension = pre(tt, q, v)
+            mujoco.mj_applyFT(m, d, tension * u, np.zeros(3), ra, int(m.site_bodyid[sa]), d.qfrc_passive)
+            mujoco.mj_applyFT(m, d, -tension * u, np.zeros(3), rb, int(m.site_bodyid[sb]), d.qfrc_passive)
+        for sid, F, Tq, reaction in forces:
+            f = np.array([e(tt, q, v) for e in F])
+            tq = np.array([e(tt, q, v) for e in Tq])
+            point = d.site_xpos[sid].copy()
+            mujoco.mj_applyFT(m, d, f, tq, point, int(m.site_bodyid[sid]), d.qfrc_passive)
+            if reaction is not None:
+                mujoco.mj_applyFT(m, d, -f, -tq, point, reaction, d.qfrc_passive)
+
+    eq_sites = [(int(model.eq_obj1id[k]), int(model.eq_obj2id[k])) for k in range(model.neq)
+                if int(model.eq_type[k]) != int(mujoco.mjtEq.mjEQ_TENDON)]
+    # a cut universal joint's axes tendon: its length's distance from √2 L,
+    # in metres like the connects' (export_mjcf)
+    eq_tendons = [(int(model.eq_obj1id[k]), float(model.tendon_length0[int(model.eq_obj1id[k])])
+                   + float(model.eq_data[k, 0])) for k in range(model.neq)
+                  if int(model.eq_type[k]) == int(mujoco.mjtEq.mjEQ_TENDON)]
+
+    def violation():
+        return max([float(np.linalg.norm(data.site_xpos[a] - data.site_xpos[b])) for a, b in eq_sites]
+                   + [abs(float(data.ten_length[k]) - held) for k, held in eq_tendons], default=0.0)
+
+    qs = np.empty((len(times), len(names)))
+    vs = np.empty_like(qs)
+    worst = 0.0
+    mujoco.set_mjcb_passive(passive)
+    try:
+        mujoco.mj_forward(model, data)
+        for k, target in enumerate(times):
+            while data.time < target - dt / 2:
+                mujoco.mj_step(model, data)
+                worst = max(worst, violation())
+            qs[k] = [data.qpos[a] for a in qadr]
+            vs[k] = [data.qvel[a] for a in vadr]
+    finally:
+        mujoco.set_mjcb_passive(None)
+    return PeerResult(times, {nm: qs[:, i] for i, nm in enumerate(names)},
+                      {nm: vs[:, i] for i, nm in enumerate(names)}, worst,
+                      {"timestep": dt, "integrator": "RK4", "solref": list(solref), "solimp": list(solimp)})
+
+
+# --- import --------------------------------------------------------------------
+
+
+def compare_with_mujoco(mech, result, dt=5e-5, log=None, inputs=None) -> dict:
+    """MuJoCo as a peer of an FMU run: ``result`` is fmpy's structured array
+    (time, every coordinate and its der()); MuJoCo starts from the FMU's
+    first row and is sampled at its times.  ``inputs``: {input name: value
+    or sympy expression in t} for the inputs the FMU was driven with (the
+    others at their start).  Returns the max |FMU − MuJoCo| per coordinate
+    (angles directly: both are continuous) and per velocity, and MuJoCo's
+    own max constraint violation, which bounds what the comparison can show."""
+    if mech.joint_system is None:
+        raise MJCFError(f"'{mech.name}' is written with the low-level API; the MuJoCo peer needs its bodies "
+                        "and joints (fmigen.joints.JointSystem)")
+    names = [c.name for c in mech.coordinates]
+    q0 = {n: float(result[n][0]) for n in names}
+    v0 = {n: float(result[f"der({n})"][0]) for n in names}
+    (log or (lambda m: None))(f"running MuJoCo (RK4, dt = {dt:g} s) as a peer")
+    peer = run_mujoco(mech.joint_system, q0, v0, result["time"], dt=dt, inputs=inputs)
+    errors, verrors = {}, {}
+    for c in mech.coordinates:
+        if c.name not in peer.q:
+            continue
+        # directly, as validate compares every reference (compare.coordinate_error)
+        errors[c.name] = float(coordinate_error(result[c.name], peer.q[c.name]).max())
+        verrors[c.name] = float(np.abs(result[f"der({c.name})"] - peer.v[c.name]).max())
+    return {"max_abs_error": errors, "max_abs_velocity_error": verrors,
+            "mujoco_constraint_violation": peer.max_violation, "settings": peer.settings}
