@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from .model import ModelError
+from fmigen.build.arguments import positive
+from fmigen.model import ModelError
 
 
 def _log(args):
@@ -19,13 +20,6 @@ def _log(args):
     if getattr(args, "quiet", False):
         return lambda msg: None
     return getattr(args, "progress", None) or (lambda msg: print(msg, file=sys.stderr, flush=True))
-
-
-def positive(x):
-    v = float(x)
-    if not (v > 0 and math.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0 (got {x})")
-    return v
 
 
 def _choices(*allowed):

@@ -412,7 +412,7 @@ def add_parser(sub):
     import json
     import sys
 
-    from fmigen.cli import positive
+    from fmigen.build.arguments import positive
     p = sub.add_parser(
         "sweep", help="simulate the FMU over a grid or a sample of parameters and inputs (Dask), to Parquet",
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -368,7 +368,7 @@ def add_parser(sub):
     """The ``bundle`` verb of the CLI (fmigen/cli.py calls this)."""
     import json
 
-    from fmigen.cli import positive
+    from fmigen.build.arguments import positive
     p = sub.add_parser(
         "bundle", help="FMUs + DAE reference results in the FMI Cross-Check layout, self-checked in fmpy",
         description="Build the FMI 2.0 CS, FMI 2.0 ME and FMI 3.0 CS FMUs of a mechanism and write each as an FMI "
