@@ -324,29 +324,26 @@ def cmd_import_mjcf(args):
     return 0
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="fmigen",
-        description="Turn a closed-loop mechanism into an exact, real-time-capable FMU "
-                    "(Gröbner-basis triangularization + embedding + generated C).")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _common(p, solver=True):
+    """The mechanism argument, --json and (with ``solver``) --solver and --step."""
+    p.add_argument("mechanism", help="mechanism module: a path (mechanisms/fourbar.py) or a bare name (fourbar)")
+    p.add_argument("--json", action="store_true",
+                   help="machine-readable output on stdout (progress stays on stderr)")
+    if solver:
+        p.add_argument("--solver", choices=["euler", "symplectic", "rk4"], default="rk4",
+                       help="fixed-step integrator: explicit Euler, semi-implicit (symplectic) Euler or "
+                            "classical RK4 (default rk4)")
+        p.add_argument("--step", type=positive, default=1e-3,
+                       help="internal step in seconds (default 1e-3); settable before initialization as the fixed parameter internal_step")
 
-    def common(p, solver=True):
-        p.add_argument("mechanism", help="mechanism module: a path (mechanisms/fourbar.py) or a bare name (fourbar)")
-        p.add_argument("--json", action="store_true",
-                       help="machine-readable output on stdout (progress stays on stderr)")
-        if solver:
-            p.add_argument("--solver", choices=["euler", "symplectic", "rk4"], default="rk4",
-                           help="fixed-step integrator: explicit Euler, semi-implicit (symplectic) Euler or "
-                                "classical RK4 (default rk4)")
-            p.add_argument("--step", type=positive, default=1e-3,
-                           help="internal step in seconds (default 1e-3); settable before initialization as the fixed parameter internal_step")
 
+def _add_build(sub):
+    """fmigen build."""
     p = sub.add_parser("build", help="build an FMU (FMI 2.0/3.0, Co-Simulation or Model Exchange)",
                        description="Build an FMU of a mechanism: FMI 2.0 or 3.0, Co-Simulation or Model "
                                    "Exchange, with sources (buildDescription.xml for FMI 3.0) and, when "
                                    "mingw-w64 is installed (and FMIGEN_WINDOWS is not 0), a cross-compiled win64 DLL.")
-    common(p)
+    _common(p)
     p.add_argument("--fmi", type=_choices("2", "3"), default="2",
                    help="FMI version: 2, 3, or both as 2,3 (default 2)")
     p.add_argument("--kind", type=_choices("cs", "me"), default="cs",
@@ -388,16 +385,16 @@ def main(argv=None):
     add_formulation_options(p)
     p.set_defaults(func=cmd_build)
 
-    from fmigen.tools.bench import add_parser as add_bench_parser
-    add_bench_parser(sub)
 
+def _add_validate(sub):
+    """fmigen validate."""
     p = sub.add_parser("validate", help="build, run in fmpy and compare with the references",
                        description="Build the FMU (from the cached derivation of an earlier build when there "
                                    "is one), simulate it in fmpy, integrate the full DAE with IDA (and, "
                                    "for a mechanism with a joint description, the independent Cartesian "
                                    "reference), check the FMU trajectory's energy balance, and compare. "
                                    "Exits 1 when an error exceeds its tolerance.")
-    common(p)
+    _common(p)
     p.add_argument("--stop-time", type=positive, default=2.0, help="simulated time in s (default 2)")
     p.add_argument("--output-interval", type=positive, default=None,
                    help="communication step (default: 10 ms rounded to a multiple of --step)")
@@ -436,6 +433,9 @@ def main(argv=None):
                         "build (the default reuses it when the mechanism and fmigen are unchanged)")
     p.set_defaults(func=cmd_validate)
 
+
+def _add_check_and_triangularize(sub):
+    """fmigen check and fmigen triangularize."""
     p = sub.add_parser("check", help="sweep the workspace: representation and physical singularities, "
                                      "branch consistency of the generated kinematics",
                        description="Sweep the workspace reachable from the start by Newton continuation and "
@@ -444,22 +444,25 @@ def main(argv=None):
                                    "workspace limits, with the independent coordinates regular there), and "
                                    "whether the generated C kinematics, called along every path, stays on "
                                    "the continuation's branch. Exits 1 when it does not.")
-    common(p, solver=False)
+    _common(p, solver=False)
     p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("triangularize", help="show the Gröbner solution sequence of each block",
                        description="Triangularize the constraint blocks and list the solution sequence.")
-    common(p, solver=False)
+    _common(p, solver=False)
     p.add_argument("--order", help="Gröbner variable order, highest first")
     p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases")
     p.set_defaults(func=cmd_triangularize)
 
+
+def _add_assemble(sub):
+    """fmigen assemble."""
     p = sub.add_parser("assemble", help="list all assembly configurations, complex and real",
                        description="All assembly configurations at the given independent coordinates: "
                                    "grevlex Gröbner basis (Singular), Sylvester matrix, I/O polynomial "
                                    "(paper 001), back-substitution; each with its relative constraint residual.")
-    common(p, solver=False)
+    _common(p, solver=False)
     p.add_argument("--inputs", help="independent coordinates (or geometry parameters), name=value,... "
                                     "in SI units, angles in radians (or with a deg suffix); default: start values")
     p.add_argument("--hidden", help="variable hidden in the Sylvester matrix (default: the mechanism's choice or the last)")
@@ -473,6 +476,9 @@ def main(argv=None):
     p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases and determinants")
     p.set_defaults(func=cmd_assemble)
 
+
+def _add_mjcf(sub):
+    """fmigen export-mjcf and fmigen import-mjcf."""
     p = sub.add_parser("export-mjcf", help="write a joint-based mechanism as a MuJoCo model (MJCF)",
                        description="Write the mechanism's bodies and joints as MJCF: the spanning tree as nested "
                                    "bodies whose joint qpos are fmigen's coordinates, loop closures as connect/weld "
@@ -480,7 +486,7 @@ def main(argv=None):
                                    "axes perpendicular; a cut prismatic, cylindrical, planar or free joint is an "
                                    "error), joint forces as motors, spring-dampers as joint springs and "
                                    "tendons, the assembled start as keyframe 'start'.")
-    common(p, solver=False)
+    _common(p, solver=False)
     p.add_argument("-o", "--output", help="MJCF file to write (default: stdout)")
     p.add_argument("--timestep", type=positive, default=1e-3, help="MuJoCo timestep in s (default 1e-3)")
     p.set_defaults(func=cmd_export_mjcf)
@@ -512,12 +518,31 @@ def main(argv=None):
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.set_defaults(func=cmd_import_mjcf)
 
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every verb's parser, in the order --help lists them."""
+    parser = argparse.ArgumentParser(
+        prog="fmigen",
+        description="Turn a closed-loop mechanism into an exact, real-time-capable FMU "
+                    "(Gröbner-basis triangularization + embedding + generated C).")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    _add_build(sub)
+    from fmigen.tools.bench import add_parser as add_bench_parser
+    add_bench_parser(sub)
+    _add_validate(sub)
+    _add_check_and_triangularize(sub)
+    _add_assemble(sub)
+    _add_mjcf(sub)
     from fmigen.tools.sweep import add_parser as add_sweep_parser
     add_sweep_parser(sub)
     from fmigen.verify.bundle import add_parser as add_bundle_parser
     add_bundle_parser(sub)
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
     from fmigen.build.progress import Progress
     try:
         with Progress() as args.progress:
