@@ -75,7 +75,7 @@ def checked_value(f):
 def mass_check_source(mech) -> tuple[str, list[str]]:
     """``fmigen_mass_check(p)`` -> (0 or 1 + the condition that fails, the
     mass or negative principal minor, the minor's index or -1): the C FMU's
-    (``codegen.mass_check_code``, the same conditions in the same order),
+    (``mass_check_code`` above, the same conditions in the same order),
     and their labels."""
     checks = runtime_mass_checks(mech, pyexpr)
     body = []

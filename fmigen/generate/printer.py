@@ -93,7 +93,7 @@ class PythonRuntimeError(ModelError):
 
 
 class _PyPrinter(_Printer):
-    """codegen's C printer, so expressions print (and evaluate) exactly as in
+    """The C printer above (``_Printer``), so expressions print (and evaluate) exactly as in
     model.c; only constructs without a Python spelling are refused."""
 
     def _print_Piecewise(self, expr):

@@ -264,7 +264,7 @@ def check_variant(d, name, fmi, kind, angles, coord_tol, velocity_tol, ref_err, 
     for c in cols:
         # the grids coincide (k·StepSize); interp only guards a differing row count
         y = np.interp(t_ref, res["time"], res[c]) if len(res) != len(t_ref) else res[c]
-        # angles too directly (validate.coordinate_error): both are continuous
+        # angles too directly (compare.coordinate_error): both are continuous
         e = float(np.abs(y - ref[c]).max())
         if c.startswith("der("):
             vel_err = max(vel_err, e)
