@@ -491,6 +491,19 @@ def _add_mjcf(sub):
     p.add_argument("--timestep", type=positive, default=1e-3, help="MuJoCo timestep in s (default 1e-3)")
     p.set_defaults(func=cmd_export_mjcf)
 
+    p = sub.add_parser("import-mjcf", help="read a MuJoCo model (MJCF) as a mechanism and summarize it",
+                       description="Read an MJCF file (hinge, slide joints and their combinations, ball and free joints, connect and "
+                                   "weld equalities, joint motors, joint springs, two-site spatial tendons) "
+                                   "and list the bodies, joints and loop closures fmigen sees. Anything else that "
+                                   "changes the dynamics is an error naming it. Any verb that takes a mechanism "
+                                   "also takes the .xml file itself (fmigen build model.xml).")
+    p.add_argument("file", help="MJCF file")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.set_defaults(func=cmd_import_mjcf)
+
+
+def _add_modelica(sub):
+    """fmigen export-modelica."""
     p = sub.add_parser("export-modelica", help="write the reduced model as self-contained Modelica source",
                        description="Write the embedded equations of motion as a Modelica package: the independent "
                                    "coordinates and velocities as states, one function per kinematic block (the "
@@ -508,16 +521,6 @@ def _add_mjcf(sub):
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.set_defaults(func=cmd_export_modelica)
 
-    p = sub.add_parser("import-mjcf", help="read a MuJoCo model (MJCF) as a mechanism and summarize it",
-                       description="Read an MJCF file (hinge, slide joints and their combinations, ball and free joints, connect and "
-                                   "weld equalities, joint motors, joint springs, two-site spatial tendons) "
-                                   "and list the bodies, joints and loop closures fmigen sees. Anything else that "
-                                   "changes the dynamics is an error naming it. Any verb that takes a mechanism "
-                                   "also takes the .xml file itself (fmigen build model.xml).")
-    p.add_argument("file", help="MJCF file")
-    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    p.set_defaults(func=cmd_import_mjcf)
-
 
 def build_parser() -> argparse.ArgumentParser:
     """Every verb's parser, in the order --help lists them."""
@@ -534,6 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_check_and_triangularize(sub)
     _add_assemble(sub)
     _add_mjcf(sub)
+    _add_modelica(sub)
     from fmigen.tools.sweep import add_parser as add_sweep_parser
     add_sweep_parser(sub)
     from fmigen.verify.bundle import add_parser as add_bundle_parser
