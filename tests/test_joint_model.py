@@ -819,3 +819,23 @@ def test_stephenson1_block_gets_a_lex_basis(monkeypatch):
     assert tb.steps[0].degree == 6
     for c in m.coordinates:
         assert abs(tri.start[c.name] - c.start) < 1e-9, (c.name, tri.start[c.name], c.start)
+
+
+def test_a_slider_measured_from_its_design_pose_runs_past_the_first_step():
+    """A dependent slider whose coordinate starts at 0 (measured from its
+    design position, the hard points as numbers) and no parameter of unit
+    m, in a block solved by Newton: its continuity tolerance was 5e-8 m (FMIGEN_BRANCH_TOL times the
+    1e-6 floor of an unsized length unit), and the FMU stopped at the first
+    half step, where the slider had moved 1e-5 m from rest ("no solution
+    continuing the previous one"; the McPherson strut's stroke did the
+    same).  Scaled by the bodies' extent it runs, and agrees with IDA and
+    the Cartesian reference."""
+    from test_workspace import slider_from_design_pose
+
+    from fmigen.verify.validate import validate
+    r = validate(slider_from_design_pose(independent="theta", torque=2.0, newton=True), stop_time=0.2)
+    assert float(r.fmu_result["time"][-1]) == pytest.approx(0.2)
+    assert r.passed, r.references
+    assert set(r.references) == {"ida", "cartesian"}
+    # the slider really moves: centimetres in 0.2 s
+    assert np.ptp(r.fmu_result["x"]) > 0.01

@@ -47,16 +47,49 @@ def unit_scales(dae: DAE) -> np.ndarray:
 
 def mechanism_unit_scales(mech) -> np.ndarray:
     """``unit_scales`` from the mechanism alone (the derived-model cache keys
-    on it without building the DAE)."""
+    on it without building the DAE).
+
+    A unit whose starts and parameters are all below 1e-6 (zero, or the
+    assembly's round-off of zero) states no size of its own: a joint
+    description's slider or free joint written at its design pose (start 0)
+    with the hard points as numbers, not parameters.  Its scale is then the
+    bodies' extent, the largest distance of a centre of mass from the world
+    origin at the start (1 when that is zero too).  Not the floor of 1e-6:
+    every continuity tolerance of such a coordinate would be a micrometre
+    (a McPherson strut's stroke then failed its check at the first step)
+    and the sweep of an independent one would cover a micrometre of its
+    travel."""
     sizes = {}
     for c in mech.coordinates:
         sizes.setdefault(c.unit, []).append(abs(c.start))
     for p in mech.parameters:
         sizes.setdefault(p.unit, []).append(abs(p.value))
+    extent = None
     out = []
     for c in mech.coordinates:
-        out.append(1.0 if c.unit == "rad" else max(1e-6, max(sizes.get(c.unit, [1.0]))))
+        if c.unit == "rad":
+            out.append(1.0)
+            continue
+        size = max(sizes.get(c.unit, [1.0]))
+        if size < 1e-6:
+            extent = _bodies_extent(mech) if extent is None else extent
+            size = extent or 1.0
+        out.append(max(1e-6, size))
     return np.array(out)
+
+
+def _bodies_extent(mech) -> float:
+    """The largest distance of a body's centre of mass from the world
+    origin, with every coordinate, parameter and input at its start."""
+    import sympy as sp
+    values = {c.symbol: c.start for c in mech.coordinates}
+    values.update({p.symbol: p.value for p in mech.parameters})
+    values.update({i.symbol: i.start for i in mech.inputs})
+    extent = 0.0
+    for b in mech.bodies:
+        r = [float(sp.sympify(x).xreplace(values)) for x in b.com]
+        extent = max(extent, float(np.linalg.norm(r)))
+    return extent
 
 
 @dataclass
