@@ -78,6 +78,7 @@ def build(newton_pose: bool = False):
     corpus runs the description without it."""
     s = JointSystem("multilink", description=__doc__.splitlines()[0])
     g = s.parameter("g", 9.81, "m/s2", tunable=True, description="gravity along -z")
+    s.gravity = (0, 0, -g)
     carrier = s.body("carrier", 25.0, (1.1, 1.4, 1.1))
     pose = ["x", "y", "z", "psi", "theta", "phi"]
     s.free("carrier", s.ground.origin, carrier.origin, coordinates=pose, start=[0.0] * 6)
