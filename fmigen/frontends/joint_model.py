@@ -953,7 +953,7 @@ def _shared_frames(system, m, coords, cut, frames, rows, loop_rows, tree_links):
     candidates = [row for j in cut for row in rows[j.name][0]]
     owner = [j.name for j in cut for _ in rows[j.name][0]]
     try:
-        qs, chosen, dof, J = _closure_rows(system, m, coords, candidates, set(system.independent or []))
+        qs, chosen, dof, J, _ = _closure_rows(system, m, coords, candidates, set(system.independent or []))
     except ModelError:
         return frames
     if system.independent is not None:
