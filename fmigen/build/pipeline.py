@@ -127,12 +127,15 @@ def derivation_options(order=None, kinematics="groebner", newton_tol=None, dynam
 
 
 def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinematics="groebner",
-                  newton_tol=None, dynamics="auto", generated=None) -> Compiled:
+                  newton_tol=None, dynamics="auto", generated=None, generate_c=True) -> Compiled:
     """The derivation, stages 1-4.  ``dynamics`` embedded|recursive|auto:
     how the generated right-hand side solves the embedded ODE
     (``codegen_recursive.choose``).  ``generated``: the C of this same
     derivation, read from the derived-model cache (``derived.derive``), so
-    stage 4 is not redone (``fmigen check`` after a build)."""
+    stage 4 is not redone (``fmigen check`` after a build).
+    ``generate_c=False``: stop before stage 4 (``Compiled.generated`` is
+    None), for a consumer of the symbolic derivation only (the Modelica
+    export), which would otherwise pay for C it never reads."""
     from fmigen.generate.codegen_recursive import choose as choose_dynamics
     from fmigen.frontends.start_pose import check_start_pose
     log = log or (lambda msg: None)
@@ -174,11 +177,14 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     if generated is not None:
         log("[4/5] generated C from the derived-model cache")
         gen = generated
+    elif not generate_c:
+        log("[4/5] C generation skipped: not needed here")
+        gen = None
     else:
         progress.stage(log, "[4/5] generating C", history.last(mech.name, "codegen"))
         gen = codegen.generate(emb, tri, mech.name, alternatives=alternatives, dynamics=dynamics)
     times["codegen"] = time.perf_counter() - t2
-    if generated is None:
+    if generated is None and generate_c:
         history.remember(mech.name, times)
     log(f"      stages: equations of motion {times['dae']:.2f} s, triangularization and workspace cover "
         f"{times['triangular']:.2f} s, C generation {times['codegen']:.2f} s")

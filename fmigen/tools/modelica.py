@@ -671,7 +671,7 @@ def export_mechanism(spec, package=None, log=None, use_cache=True, predictor_per
     if mech.kinematic:   # before deriving: export() refuses it too
         raise ModelError(f"'{mech.name}' is a kinematic mechanism (its independent coordinates are inputs); "
                          "the Modelica export writes the embedded equations of motion")
-    compiled = compile_model(mech, use_cache=use_cache, log=log)
+    compiled = compile_model(mech, use_cache=use_cache, log=log, generate_c=False)
     text = export(compiled, package, predictor_period)
     model = identifier(mech.name, "")
     return text, f"{identifier(package, '') if package else model}.{model}", compiled
