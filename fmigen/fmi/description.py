@@ -1,13 +1,29 @@
 """What the FMI 2.0 (fmu.model_description) and FMI 3.0 (fmi3.model_description_3)
-modelDescription writers share: unit definitions, log categories and the
-default experiment, and the ModelStructure's lists of unknowns with their
-dependencies.
+modelDescription writers share: the root element, unit definitions, log
+categories and the default experiment, and the ModelStructure's lists of
+unknowns with their dependencies.
 """
 from __future__ import annotations
 
+import datetime
+
 from lxml import etree
 
+from fmigen import __version__
+
 from fmigen.fmi.variables import Variable
+
+
+def description_root(fmi_version: str, mech, guid: str, **more) -> etree._Element:
+    """The fmiModelDescription element with the attributes both versions
+    carry, in their order; the GUID is FMI 2.0's ``guid`` and FMI 3.0's
+    ``instantiationToken``; ``more``: the version's own attributes, last."""
+    token = {"2.0": "guid", "3.0": "instantiationToken"}[fmi_version]
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return etree.Element("fmiModelDescription", {
+        "fmiVersion": fmi_version, "modelName": mech.name, token: "{" + guid + "}",
+        "description": mech.description or mech.name, "generationTool": f"fmigen {__version__}",
+        "generationDateAndTime": now, "variableNamingConvention": "structured", **more})
 
 
 def units_categories_experiment(root, units: set, step: float):

@@ -7,11 +7,10 @@ of the FMI 2.0 FMU, as ``<Float64>`` elements, plus the independent variable
 
 from __future__ import annotations
 
-import datetime
 
 from lxml import etree
 
-from fmigen.fmi.description import structure_lists, units_categories_experiment
+from fmigen.fmi.description import description_root, structure_lists, units_categories_experiment
 from fmigen.fmi.variables import VariableTable
 from fmigen.generate.codegen import GeneratedModel
 
@@ -21,13 +20,7 @@ def model_description_3(iface, gen: GeneratedModel, table: VariableTable, kind: 
     mech = iface.mechanism
     deps = iface.dependencies
     vars_ = table.declared("3")
-    root = etree.Element("fmiModelDescription", fmiVersion="3.0", modelName=mech.name,
-                         instantiationToken="{" + gen.guid + "}",
-                         description=mech.description or mech.name,
-                         generationTool=f"fmigen {__import__('fmigen').__version__}",
-                         generationDateAndTime=datetime.datetime.now(datetime.timezone.utc)
-                         .strftime("%Y-%m-%dT%H:%M:%SZ"),
-                         variableNamingConvention="structured")
+    root = description_root("3.0", mech, gen.guid)
     common = dict(modelIdentifier=gen.identifier, needsExecutionTool="false",
                   canBeInstantiatedOnlyOncePerProcess="false",
                   canGetAndSetFMUState="true", canSerializeFMUState="true",

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import datetime
 import functools
 import hashlib
 import os
@@ -49,7 +48,7 @@ from lxml import etree
 from fmigen.generate.codegen import GeneratedModel, define_lines
 from fmigen.derive.embed import Embedding
 from fmigen.fmi import structure, variables
-from fmigen.fmi.description import structure_lists, units_categories_experiment
+from fmigen.fmi.description import description_root, structure_lists, units_categories_experiment
 from fmigen.fmi.fmi3 import model_description_3
 from fmigen.fmi.variables import VariableTable
 
@@ -121,14 +120,7 @@ def model_description(iface: Interface, gen: GeneratedModel, table: VariableTabl
     deps = iface.dependencies
     vars_ = table.declared("2")
     mech = iface.mechanism
-    root = etree.Element("fmiModelDescription", fmiVersion="2.0", modelName=mech.name,
-                         guid="{" + gen.guid + "}",
-                         description=mech.description or mech.name,
-                         generationTool=f"fmigen {__import__('fmigen').__version__}",
-                         generationDateAndTime=datetime.datetime.now(datetime.timezone.utc)
-                         .strftime("%Y-%m-%dT%H:%M:%SZ"),
-                         variableNamingConvention="structured",
-                         numberOfEventIndicators="0")
+    root = description_root("2.0", mech, gen.guid, numberOfEventIndicators="0")
     common = dict(modelIdentifier=gen.identifier, needsExecutionTool="false",
                   canGetAndSetFMUstate="true", canSerializeFMUstate="true",
                   canNotUseMemoryManagementFunctions="true",
