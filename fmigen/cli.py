@@ -512,13 +512,12 @@ def _add_modelica(sub):
                                    "mass matrix and right-hand side as equations, parameters, inputs and outputs "
                                    "with their units. Built-in Modelica functions only (no Modelica Standard "
                                    "Library, no external C).")
-    p.add_argument("mechanism", help="mechanism name, module path or MJCF file")
+    _common(p, solver=False)
     p.add_argument("-o", "--output", required=True, help=".mo file to write")
     p.add_argument("--package", help="name of the enclosing package (default: the mechanism's name)")
     p.add_argument("--predictor-period", type=positive, default=1e-3,
                    help="period in s of the branch predictor's samples (default 1e-3)")
     p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases")
-    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.set_defaults(func=cmd_export_modelica)
 
 
