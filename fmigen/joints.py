@@ -260,6 +260,8 @@ class JointSystem:
     #: ground by a universal joint as a distance and two direction equations
     #: (``joint_model``, item 4); False keeps its three position equations
     distance_links: bool = True
+    #: joints whose reactions are FMU outputs (``reaction``), in request order
+    reactions: list[str] = field(default_factory=list)
     #: how float literals become exact rationals (``Mechanism.float_rule``,
     #: ``fmigen.floats``): "decimal" or "binary".  Axes are converted when
     #: their joint is added: set it before adding joints
@@ -416,6 +418,22 @@ class JointSystem:
         modelDescription entry."""
         self.outputs[name] = sp.sympify(expr)
         self.output_info[name] = output_info(name, unit, description)
+
+    def reaction(self, joint):
+        """Outputs ``reaction_<joint>_fx``, ``_fy``, ``_fz`` [N] and ``_mx``,
+        ``_my``, ``_mz`` [N.m]: the force and moment the joint's parent body
+        exerts on its child body through the joint, about the child
+        marker's origin, in world axes, including the loads on the joint's
+        own coordinates (``joint_force``, ``rotational_spring_damper``):
+        everything the joint transmits.  Computed at each output from the
+        accelerations and constraint multipliers of the equations of motion
+        (``joint_model``, "Reactions"); not for a kinematic FMU."""
+        name = joint if isinstance(joint, str) else getattr(joint, "name", joint)
+        if name not in self.joints:
+            raise ModelError(f"reaction: unknown joint '{name}' (have {', '.join(self.joints)})")
+        if name in self.reactions:
+            raise ModelError(f"reaction of joint '{name}' requested twice")
+        self.reactions.append(name)
 
     # --- queries ----------------------------------------------------------
     @property

@@ -37,6 +37,18 @@ class ModelError(ValueError):
     """A mechanism description that cannot be turned into an FMU."""
 
 
+def acceleration_symbol(name: str) -> sp.Symbol:
+    """The plain symbol ``build_dae`` gives the second time derivative of
+    coordinate ``name`` (only reaction outputs read accelerations)."""
+    return sp.Symbol(f"fmigen_qdd[{name}]", real=True)
+
+
+def multiplier_symbol(name: str) -> sp.Symbol:
+    """The Lagrange multiplier of constraint ``name`` in M q̈ + Φ_qᵀλ = F
+    (reaction outputs read it; the code generators solve for it)."""
+    return sp.Symbol(f"fmigen_lambda[{name}]", real=True)
+
+
 @dataclass
 class Coordinate:
     name: str
@@ -173,6 +185,12 @@ class Mechanism:
     outputs: dict[str, sp.Expr] = field(default_factory=dict)
     #: per output name, (unit, description) for its modelDescription entry
     output_info: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: The outputs that are joint reactions (``JointSystem.reaction``): their
+    #: expressions read the accelerations (second derivatives of the
+    #: coordinates) and the multipliers (``multiplier_symbol``), which the
+    #: generated code solves for at each output from M q̈ + Φ_qᵀλ = F and
+    #: Φ_q q̈ = γ.
+    reactions: list[str] = field(default_factory=list)
     #: Names of the independent coordinates; None lets ``partition`` pick them.
     independent: list[str] | None = None
     #: Why a ``JointSystem``'s preferred independent coordinates were not

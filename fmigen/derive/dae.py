@@ -19,7 +19,7 @@ import numpy as np
 import sympy as sp
 
 from fmigen.floats import exact_floats, rational
-from fmigen.model import Mechanism, ModelError, t
+from fmigen.model import Mechanism, ModelError, acceleration_symbol, t
 
 
 @dataclass
@@ -182,6 +182,10 @@ def build_dae(mech: Mechanism) -> DAE:
     # (the same result as the three replacements in turn, in half the time:
     # 2.8 against 5.5 s of the vehicle's M and F)
     replace = {**to_plain, **to_plain_q, **structural}
+    # a reaction output reads accelerations: each second derivative becomes
+    # its own symbol (before q(t) inside it is replaced, which would make it
+    # the derivative of a constant, zero)
+    replace.update({qd.diff(t, 2): acceleration_symbol(n) for qd, n in zip(dyn, names)})
 
     def plain(expr):
         # xreplace, not subs: structural replacement is all that is needed and

@@ -104,15 +104,19 @@ def dependencies(emb: Embedding) -> Dependencies:
         put(vname[i], of_v(i))
     phi_rt, _ = of_expr(*dae.Phi)
     put("constraint_residual", {x for x in phi_rt if not x.startswith("der(")})
-    for name, expr in dae.outputs.items():
-        rt, params = of_expr(expr)
-        put(name, rt, params)
     _, m_params = of_expr(*emb.M)
     f_rt, f_params = of_expr(*emb.F)
     g_rt, _ = of_expr(*emb.gamma, *emb.Phi_t)
     states = {qname[i] for i in indep} | {vname[i] for i in indep}
     acc_rt = states | {x for x in f_rt | g_rt if x not in states and not x.startswith("der(")
                        and x not in {qname[i] for i in range(dae.n)}}
+    reactions = set(dae.mechanism.reactions)
+    for name, expr in dae.outputs.items():
+        rt, params = of_expr(expr)
+        if name in reactions:
+            # it reads q̈ and λ, which depend on what the accelerations do
+            rt, params = rt | acc_rt, params | m_params | f_params
+        put(name, rt, params)
     for i in indep:
         put(f"der({names[i]},2)", acc_rt, m_params | f_params)
     return deps
@@ -163,8 +167,10 @@ def augmented_dependencies(emb: Embedding, form) -> Dependencies:
         deps.runtime[f"der({names[i]})"] = [f"der({names[i]})"]
     phi_rt, _ = split(sp.Add(*dae.Phi).free_symbols if dae.m else set())
     deps.runtime["constraint_residual"] = sort(x for x in phi_rt if not x.startswith("der("))
+    reactions = set(dae.mechanism.reactions)
+    every_acceleration = set().union(*acceleration_dependencies(emb, form).values()) if reactions else set()
     for name, expr in dae.outputs.items():
-        rt, _ = split(sp.sympify(expr).free_symbols)
+        rt, _ = split(sp.sympify(expr).free_symbols | (every_acceleration if name in reactions else set()))
         deps.runtime[name] = sort(rt)
     fparams = {n for n, *_ in form.parameters()}
     for i, symbols in acceleration_dependencies(emb, form).items():

@@ -729,11 +729,183 @@ def to_mechanism(system: JointSystem) -> Mechanism:
             system.coordinate_by_name(name)
         m.independent = list(system.independent)
     _pass_through_options(system, m, cut_coords)
+    _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, shared, relative_cache)
     _limits_as_documentation(m)
     _start_assembly(system, m, poses, marker_pose)
     m.joint_system = system
     m.described_start = {c.name: float(c.start) for c in m.coordinates}
     return m
+
+
+# --- reactions ---------------------------------------------------------------------
+
+#: the six outputs of a reaction, with their units
+_REACTION_COMPONENTS = (("fx", "N"), ("fy", "N"), ("fz", "N"), ("mx", "N.m"), ("my", "N.m"), ("mz", "N.m"))
+
+
+def _skew(w):
+    return sp.Matrix([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
+
+
+def _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, frames, relative_cache):
+    """The outputs of ``system.reactions`` (``JointSystem.reaction``): the
+    wrench (force, moment about the child marker's origin; world axes) that
+    the parent body exerts on the child body through the joint, as
+    expressions in the coordinates, their first and second derivatives and
+    the multipliers λ of the kept closure rows (``multiplier_symbol``).  The
+    generated code solves M q̈ + Φ_qᵀλ = F, Φ_q q̈ = γ at each output for q̈
+    and λ (the equations the embedding reduces), so both are exact to
+    round-off at the state, and nothing is integrated.
+
+    *A cut joint* acts only through its closure rows: each row k exerts on
+    the child body the wrench −λ_k ∂Φ_k/∂ε, ε a virtual twist of the child
+    body alone about the child marker's origin (the virtual power of the
+    constraint forces −Φ_qᵀλ).  The rows depend on the child body only
+    through its marker's pose, so ∂Φ_k/∂ε is exact from the rows as written
+    (in the frame of the body the loop closes in).  The distance-link rows
+    (module docstring, item 4) are T(q)·R_Pᵀ(r_S,other − r_S,link), T
+    regular: on the constraint manifold the factor R_Pᵀ(...) vanishes, so
+    only its derivative contributes and T's does not.  Rows dropped as
+    redundant carry no multiplier; an overconstrained loop's reactions are
+    then the ones with those rows' forces zero (a planar loop in 3D: its
+    out-of-plane forces, which its planar loads do not determine, are 0).
+
+    *A tree joint* has no multiplier: its wrench is the Newton–Euler balance
+    of the subtree it carries (every body below it in the spanning tree),
+    the rate of change of the subtree's momentum and angular momentum about
+    the child marker's origin less every external load on the subtree:
+    gravity, springs and marker forces at their points, and the cut joints
+    that join the subtree to the rest, through their multipliers as above.
+    Loads between two bodies of the subtree cancel, and the loads on the
+    joint's own coordinates (a drive, a rotational spring) are not counted
+    as external: the wrench is then all the joint transmits, constraint and
+    drive.  Exact: the balance is an identity of rigid-body mechanics given
+    the accelerations and the cut joints' forces, and those are the model's.
+    When the subtree is on the parent side (the joint traversed from its
+    child marker), the child gets the opposite wrench."""
+    if not system.reactions:
+        return
+    from fmigen.model import multiplier_symbol
+    if system.kinematic:
+        raise ModelError(f"'{system.name}': reactions ({', '.join(system.reactions)}) need the dynamics, and a "
+                         "kinematic FMU integrates none (its motion is an input); drop s.kinematic or the reactions")
+    N = m.world
+    kept = {c.name for c in m.constraints}
+    cut_names = {j.name for j in cut}
+    eps = sp.symbols("_reaction_eps0:6", real=True)
+    at_zero = {e: 0 for e in eps}
+    cut_wrench_cache = {}
+
+    def loop_pose(mk, frame_body):
+        if frame_body == system.ground.name:
+            return marker_pose(mk)
+        p = tree_links.relative_pose(mk.body.name, frame_body, relative_cache)
+        return p.R * mk.rotation, p.point(mk.position)
+
+    def cut_wrench(j):
+        """(force, moment) on j's child body at its child marker, world."""
+        if j.name in cut_wrench_cache:
+            return cut_wrench_cache[j.name]
+        fb = frames[j.name]
+        Rf = poses[fb].R if fb != system.ground.name else sp.eye(3)
+        dp, dth = Rf.T * sp.Matrix(eps[:3]), Rf.T * sp.Matrix(eps[3:])   # the twist in the loop's frame
+        link = _distance_link(system, j, tree_links) if system.distance_links else None
+        if link is None:
+            RP, rP = loop_pose(j.parent, fb)
+            RC, rC = loop_pose(j.child, fb)
+            rows = closure_equations(j, RP, rP, (sp.eye(3) + _skew(dth)) * RC, rC + dp)
+        else:
+            u, mine, other = link
+            a = sp.Matrix(u.axis)
+            q1, q2 = (c.symbol for c in u.coordinates)
+            ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
+            e = rot(u.axis, q1) * rot(u.axis2, q2) * ell
+            RPu, rPu = loop_pose(u.parent, fb)
+            r_other, r_mine = loop_pose(other, fb)[1], loop_pose(mine, fb)[1]
+            w = RPu.T * (r_other - rPu)
+            moved = (r_other + dp, r_mine) if other is j.child else (r_other, r_mine + dp)
+            gap = RPu.T * (moved[0] - moved[1])            # w − e, perturbed
+            rows = [(f"{j.name}_dist", (w + e).dot(gap)), (f"{j.name}_dir_a", -a.dot(gap)),
+                    (f"{j.name}_dir_b", a.cross(e).dot(gap))]
+        W = sp.zeros(6, 1)
+        for rname, expr in rows:
+            if rname not in kept:
+                continue
+            lam = multiplier_symbol(rname)
+            for i in range(6):
+                g = sp.diff(expr, eps[i]).xreplace(at_zero)
+                if g != 0:
+                    W[i] -= lam * g
+        out = (W[:3, 0], W[3:, 0])
+        cut_wrench_cache[j.name] = out
+        return out
+
+    def tree_wrench(j, reverse):
+        top = (j.parent if reverse else j.child).body.name
+        subtree = {b for b in system.bodies if b != system.ground.name and top in tree_links.path(b)}
+        rC = marker_pose(j.child)[1]
+        g = sp.Matrix(system.gravity)
+        force, moment = sp.zeros(3, 1), sp.zeros(3, 1)
+
+        def external(f, at, tau=None):
+            nonlocal force, moment
+            f = sp.Matrix(f)
+            force -= f
+            moment -= (sp.Matrix(at) - rC).cross(f) + (sp.Matrix(tau) if tau is not None else sp.zeros(3, 1))
+
+        for name in sorted(subtree, key=list(system.bodies).index):
+            b = system.bodies[name]
+            if b.mass == 0 and b.inertia == sp.zeros(3, 3):
+                continue
+            pose = poses[name]
+            com = pose.point(b.com)
+            acc = sp.Matrix([e.diff(t, 2) for e in com])
+            omega = _angular_velocity(pose.frame, N)
+            alpha = sp.Matrix([e.diff(t) for e in omega])
+            Iw = pose.R * b.inertia * pose.R.T
+            force += b.mass * acc
+            moment += (com - rC).cross(b.mass * acc) + Iw * alpha + omega.cross(Iw * omega)
+            external(b.mass * g, com)
+        for sd in system.springs:
+            ends = [mk for mk in (sd.a, sd.b) if mk.body.name in subtree]
+            if len(ends) == 1:
+                ra, rb = marker_pose(sd.a)[1], marker_pose(sd.b)[1]
+                d = rb - ra
+                L = sp.sqrt(d.dot(d))
+                tension = sd.preload + sd.stiffness * (L - sd.free_length) + sd.damping * d.dot(d.diff(t)) / L
+                f = tension * d / L                          # on a; −f on b
+                external(f if ends[0] is sd.a else -f, marker_pose(ends[0])[1])
+        for fc in system.forces:
+            r = marker_pose(fc.at)[1]
+            on_at = fc.at.body.name in subtree
+            on_reaction = fc.reaction is not None and fc.reaction.body.name in subtree
+            if on_at != on_reaction:
+                sign = 1 if on_at else -1
+                external(sign * sp.Matrix(fc.force), r, sign * sp.Matrix(fc.torque))
+        for k in cut:
+            sides = (k.parent.body.name in subtree, k.child.body.name in subtree)
+            if sides[0] != sides[1]:
+                f, mom = cut_wrench(k)
+                sign = 1 if sides[1] else -1                 # on k's child, or its opposite on k's parent
+                at = marker_pose(k.child)[1]
+                external(sign * f, at, sign * mom)
+        # the subtree's balance gives the wrench on the subtree through j
+        return (force, moment) if not reverse else (-force, -moment)
+
+    reversed_in_tree = {jt.name: rev for jt, rev in tree}
+    for name in system.reactions:
+        j = system.joints[name]
+        f, mom = cut_wrench(j) if name in cut_names else tree_wrench(j, reversed_in_tree[name])
+        outs = []
+        for (comp, unit), expr in zip(_REACTION_COMPONENTS, [*f, *mom]):
+            out = f"reaction_{name}_{comp}"
+            if out in system.outputs:
+                raise ModelError(f"'{system.name}': output '{out}' is declared by s.output and by s.reaction('{name}')")
+            what = "force" if comp[0] == "f" else "moment about the child marker's origin"
+            m.output(out, expr, unit, f"{what}, world {comp[1]}, that {j.parent.label} exerts on {j.child.label} "
+                                      f"through joint '{name}'")
+            outs.append(out)
+        m.reactions += outs
 
 
 def _pass_through_options(system, m, cut_coords):

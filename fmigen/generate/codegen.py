@@ -1310,6 +1310,70 @@ def _partition_code(emb, tri, sm, trig, suffix, shared=None, dynamics="embedded"
     return code, len(sol_start), nwork
 
 
+def reaction_system(dae):
+    """What the joint reactions (``Mechanism.reactions``, joint_model's
+    ``_reaction_outputs``) are computed from, shared by model.c and the
+    Python runtime: (the non-zeros of K = [[M, Φ_qᵀ], [Φ_q, 0]] as
+    (row, column, expression), the right side [F; γ] as expressions, and
+    per reaction output its index and its expression with the accelerations
+    as ``a[i]`` and the multipliers as ``lam[j]``).
+
+    K [q̈; λ] = [F; γ] are the equations the embedding reduces (embed.py):
+    their q̈ is the embedded ODE's (its independent part is q̈_i, its
+    dependent part Φ_d⁻¹(γ − Φ_i q̈_i)) and λ is unique where Φ_q has full
+    row rank, which the kept closure rows have.  Solved whole rather than
+    through a partition's Φ_d: the same numbers to round-off, and regular
+    through a dead centre where a switching FMU has left the primary
+    partition (its Φ_d singular there)."""
+    from fmigen.model import acceleration_symbol, multiplier_symbol
+    n, m = dae.n, dae.m
+    entries = []
+    for i in range(n):
+        for j in range(n):
+            e = dae.M[min(i, j), max(i, j)]
+            if e != 0:
+                entries.append((i, j, e))
+    J = dae.Phi_q
+    for r in range(m):
+        for i in range(n):
+            if J[r, i] != 0:
+                entries += [(i, n + r, J[r, i]), (n + r, i, J[r, i])]
+    rhs = [*dae.F, *dae.gamma]
+    to_arrays = {acceleration_symbol(nm): sp.Symbol(f"a[{i}]") for i, nm in enumerate(dae.names)}
+    to_arrays.update({multiplier_symbol(nm): sp.Symbol(f"lam[{j}]") for j, nm in enumerate(dae.constraint_names)})
+    names = list(dae.outputs)
+    outs = [(names.index(k), sp.sympify(dae.outputs[k]).xreplace(to_arrays)) for k in dae.mechanism.reactions]
+    return entries, rhs, outs
+
+
+def reaction_c(dae, sm, sig) -> str:
+    """model.c's ``fmigen_reactions`` (static): q̈ and λ from K (``reaction_system``) by
+    LU with partial pivoting, then the reaction outputs into ``out`` (NaN when
+    K is singular, which a regular configuration's is not)."""
+    entries, rhs, outs = reaction_system(dae)
+    nk = dae.n + dae.m
+    exprs = [e for _, _, e in entries] + rhs
+    prelude, subs = _sincos_prelude(exprs, dae)
+    fill = assignments([f"K[{r * nk + c_}]" for r, c_, _ in entries] + [f"b[{k}]" for k in range(nk)],
+                       [sm(sp.sympify(e).xreplace(subs)) for e in exprs])
+    solve = _function(
+        f"static int fmigen_reaction_solve({sig}, double *b)",
+        "    (void)t; (void)q; (void)v; (void)p; (void)u;\n"
+        f"    double K[{nk * nk}] = {{0}};\n    int piv[{nk}];\n" + prelude + fill + "\n"
+        f"    if (fmigen_lu_factor({nk}, K, piv)) return 1;\n"
+        f"    fmigen_lu_solve({nk}, K, piv, b);\n    return 0;")
+    oexprs = [e for _, e in outs]
+    oprelude, osubs = _sincos_prelude(oexprs, dae)
+    body = assignments([f"out[{k}]" for k, _ in outs], [sm(e.xreplace(osubs)) for e in oexprs])
+    nan = " ".join(f"out[{k}] = NAN;" for k, _ in outs)
+    reactions = _function(
+        f"static void fmigen_reactions({sig}, double *out)",
+        f"    double b[{nk}];\n"
+        f"    if (fmigen_reaction_solve(t, q, v, p, u, b)) {{ {nan} return; }}\n"
+        f"    const double *a = b, *lam = b + {dae.n};\n    (void)a; (void)lam;\n" + oprelude + body)
+    return solve + "\n" + reactions
+
+
 def _arr(ctype, name, values, fmt=repr):
     vals = ", ".join(fmt(v) for v in values) or "0"
     return f"const {ctype} {name}[] = {{{vals}}};"
@@ -1449,12 +1513,31 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
 
     from fmigen.derive.workspace import unit_scales
     sig = "double t, const double *q, const double *v, const double *p, const double *u"
-    outputs = sp.Matrix(list(dae.outputs.values())) if dae.outputs else sp.Matrix([])
+    # joint reactions read q̈ and λ: placeholders (0) in the output functions,
+    # which then call fmigen_reactions for them (reaction_c)
+    reactions = set(mech.reactions)
+    outputs = sp.Matrix([0 if k in reactions else e for k, e in dae.outputs.items()]) if dae.outputs \
+        else sp.Matrix([])
     parts.append(matrix_fn("fmigen_phi", sig, dae.Phi))
-    parts.append(matrix_fn("fmigen_outputs", sig, outputs))
+    suffix = "_plain" if reactions else ""
+    outputs_fn = matrix_fn("fmigen_outputs" + suffix, sig, outputs)
     phi_trig, residual_angles = trig_fn("fmigen_phi_trig", sig, dae.Phi,
                                         lane_classes(tri, hoisted_knowns(emb, tri), unit_scales(dae)), peak=True)
-    outputs_trig, outputs_angles = trig_fn("fmigen_outputs_trig", sig, outputs)
+    outputs_trig, outputs_angles = trig_fn("fmigen_outputs_trig" + suffix, sig, outputs)
+    if reactions:
+        # the plain outputs static (only fmigen_outputs[_trig] are the
+        # model's symbols), then the two that add the reactions; these read
+        # the complete q (FMIGEN_OUTPUTS_ANGLES)
+        assert outputs_fn.startswith("void ") and outputs_trig.startswith("void ")
+        outputs_fn, outputs_trig = "static " + outputs_fn, "static " + outputs_trig
+        outputs_angles = 1
+        outputs_fn += "\n" + reaction_c(dae, sm, sig) + "\n" + _function(
+            f"void fmigen_outputs({sig}, double *out)",
+            "    fmigen_outputs_plain(t, q, v, p, u, out);\n    fmigen_reactions(t, q, v, p, u, out);")
+        outputs_trig += "\n" + _function(
+            f"void fmigen_outputs_trig({sig}, const double *trig, double *out)",
+            "    fmigen_outputs_trig_plain(t, q, v, p, u, trig, out);\n    fmigen_reactions(t, q, v, p, u, out);")
+    parts.append(outputs_fn)
     parts += [phi_trig, outputs_trig]
 
     arr = _arr

@@ -1348,6 +1348,31 @@ def _check_against_c(model_c, failures, sol_start):
                                  "(pyruntime.kinematics_source out of step with codegen)")
 
 
+def reaction_source(dae, sm) -> str:
+    """model.c's joint reactions (``codegen.reaction_c``) in Python: K [q̈; λ]
+    = [F; γ] (``codegen.reaction_system``) by the runtime's LU, then the
+    reaction outputs; ``fmigen_outputs_with_reactions`` is the outputs
+    function the runtime calls."""
+    entries, rhs, outs = codegen.reaction_system(dae)
+    nk = dae.n + dae.m
+    fill = assignments([f"K[{r * nk + c_}]" for r, c_, _ in entries] + [f"b[{k}]" for k in range(nk)],
+                       [sm(e) for _, _, e in entries] + [sm(e) for e in rhs])
+    body = assignments([f"out[{k}]" for k, _ in outs], [sm(e) for _, e in outs])
+    return "\n".join([
+        "def fmigen_reactions(t, q, v, p, u, out):",
+        f"    K, b, piv = [0.0] * {nk * nk}, [0.0] * {nk}, [0] * {nk}",
+        *fill,
+        f"    if lu_factor({nk}, K, piv):",
+        *(f"        out[{k}] = NAN" for k, _ in outs),
+        "        return",
+        f"    lu_solve({nk}, K, piv, b)",
+        f"    a, lam = b[:{dae.n}], b[{dae.n}:]",
+        *body, "",
+        "def fmigen_outputs_with_reactions(t, q, v, p, u, out):",
+        "    fmigen_outputs(t, q, v, p, u, out)",
+        "    fmigen_reactions(t, q, v, p, u, out)", ""])
+
+
 def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
     """The Python FMU module for a compiled model: (module source, model identifier, GUID)."""
     emb, tri, gen = compiled.embedding, compiled.triangular, compiled.generated
@@ -1376,7 +1401,10 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
     fns = [matrix_fn("fmigen_phi", dae.Phi), matrix_fn("fmigen_phi_q", emb.Phi_q),
            matrix_fn("fmigen_phi_t", emb.Phi_t), matrix_fn("fmigen_gamma", emb.gamma),
            matrix_fn("fmigen_mass", emb.M), matrix_fn("fmigen_forcing", emb.F),
-           matrix_fn("fmigen_outputs", sp.Matrix(list(dae.outputs.values())) if dae.outputs else sp.Matrix([]))]
+           matrix_fn("fmigen_outputs", sp.Matrix([0 if k in mech.reactions else e for k, e in dae.outputs.items()])
+                     if dae.outputs else sp.Matrix([]))]
+    if mech.reactions:
+        fns.append(reaction_source(dae, sm))
     checks, labels = mass_check_source(mech)
     fns.append(checks)
     tols = {tb.tol for tb in tri.blocks if tb.method == "newton" and tb.tol is not None}
@@ -1439,7 +1467,7 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
         "MODEL.kinematics = fmigen_kinematics",
         "MODEL.phi, MODEL.phi_q, MODEL.phi_t = fmigen_phi, fmigen_phi_q, fmigen_phi_t",
         "MODEL.gamma, MODEL.mass, MODEL.forcing = fmigen_gamma, fmigen_mass, fmigen_forcing",
-        "MODEL.outputs = fmigen_outputs",
+        "MODEL.outputs = fmigen_outputs_with_reactions" if mech.reactions else "MODEL.outputs = fmigen_outputs",
         "MODEL.mass_check = fmigen_mass_check",
         "MODEL.model_description = MODEL_DESCRIPTION = '@@XML@@'",
         "",

@@ -669,6 +669,59 @@ class CartesianModel:
         sol = np.linalg.solve(K, np.r_[Q, rhs_c])
         return sol[:6 * N], q, qd, P
 
+    #: closure rows per joint kind, in ``constraints``' order
+    ROWS = {"revolute": 5, "universal": 4, "spherical": 3, "fixed": 6, "prismatic": 5, "cylindrical": 4,
+            "planar": 3, "free": 0}
+
+    def joint_reactions(self, tt, X, R, V, wind=None):
+        """{joint name: (force, moment)}: the wrench the parent body exerts on
+        the child body through each joint, about the child marker's origin,
+        world axes, the loads on the joint's own coordinates included — from
+        this module's own equations at the state (X, R, V): Newton–Euler per
+        body with every joint as constraints, the multipliers of its rows
+        λ = U_r S_r⁻¹ μ (the minimum-norm ones of ``accelerations``, without
+        the stabilization, which vanishes on the constraints).  A check of
+        the FMU's reactions (``JointSystem.reaction``) that shares none of
+        their equations; where the rows are redundant (a planar loop in 3D)
+        only the wrench components the loads determine are comparable."""
+        N = self.N
+        q = self.joint_coordinates(X, R, wind)
+        D = self.joint_velocity_maps(X, R, q)
+        qd = D @ V
+        Q, _ = self.loads(tt, X, R, V, q, qd, D)
+        v = V.reshape(N, 6)
+        for b in range(N):
+            Q[6 * b:6 * b + 3] += self.mass[b] * self.gravity
+            om = v[b, 3:]
+            Q[6 * b + 3:6 * b + 6] -= cross(om, self.inertia[b] @ om)
+        Phi, J, gamma = self.constraints(X, R, V)
+        u, sv, vt = np.linalg.svd(J, full_matrices=False)
+        r = int((sv > 1e-8 * sv[0]).sum()) if len(sv) and sv[0] > 0 else 0
+        K = np.block([[self.M, vt[:r].T], [vt[:r], np.zeros((r, r))]])
+        sol = np.linalg.solve(K, np.r_[Q, (u[:, :r].T @ gamma) / sv[:r]])
+        lam = u[:, :r] @ (sol[6 * N:] / sv[:r])
+        # the generalized joint loads, as ``loads`` applies them
+        vals = self._load_fn(tt, *q, *qd, *[f(tt) for f in self.input_fns], *self.param_values)
+        gen = np.zeros(len(self.coord_names))
+        for k, ci in enumerate(self._joint_loads + self._rot_springs):
+            gen[ci] += vals[k]
+        out, row = {}, 0
+        for j in self.joints:
+            n = self.ROWS[j.kind]
+            Qj = -J[row:row + n].T @ lam[row:row + n]
+            row += n
+            k = len(j.names)
+            if k:
+                Qj = Qj + D[j.first:j.first + k].T @ gen[j.first:j.first + k]
+            rC, _ = self._frame(X, R, j.child)
+            # on the child body, or the opposite of the parent's when the
+            # child marker is on ground
+            b, sign = (j.child.body, 1.0) if j.child.body >= 0 else (j.parent.body, -1.0)
+            f = Qj[6 * b:6 * b + 3]
+            mom = R[b] @ Qj[6 * b + 3:6 * b + 6] + cross(X[b] - rC, f)
+            out[j.name] = (sign * f, sign * mom)
+        return out
+
     # --- start -----------------------------------------------------------------
     def forward_kinematics(self, qvals: dict, prefer_known=True):
         """Body poses (X: com, R) from joint coordinates along a spanning tree
