@@ -1,0 +1,153 @@
+"""Joint reactions (``JointSystem.reaction``): the wrench the parent body
+exerts on the child through a joint, as FMU outputs.
+
+Checked against references that share none of its equations:
+
+* closed forms of a uniform rod pendulum (mass m, length L, pivot at one
+  end): released from the horizontal, the pivot's vertical reaction is
+  m·g/4; passing the vertical after that release (ω² = 3g/L), 5·m·g/2; and at
+  any angle θ of that motion (ω² = −3g sin θ / L, θ̈ = −3g cos θ / (2L)) the
+  force is m·g·(9/4 sin θ cos θ, 1 − 3/4 cos² θ + 3/2 sin² θ);
+* the Cartesian reference's own multipliers (``CartesianModel.joint_reactions``:
+  Newton–Euler of every body in absolute coordinates with every joint,
+  tree or cut, as constraints) at the FMU's states, for a planar four-bar
+  with a driven crank, a slider-crank and a spatial RSSR loop: every joint,
+  all six components.
+"""
+import math
+
+import numpy as np
+import pytest
+from fmpy import simulate_fmu
+from fmpy.validation import validate_fmu
+
+from fmigen.build.pipeline import build_fmu, build_fmus
+from fmigen.joints import JointSystem
+from fmigen.model import ModelError
+from fmigen.verify.cartesian import CartesianModel
+
+M, L, G = 2.0, 1.5, 9.81
+COMPONENTS = ("fx", "fy", "fz", "mx", "my", "mz")
+
+
+def rod_pendulum() -> JointSystem:
+    s = JointSystem("reaction_pendulum")
+    m = s.parameter("m", M, "kg", tunable=True)
+    length = s.parameter("L", L, "m")
+    g = s.parameter("g", G, "m/s2", tunable=True)
+    rod = s.body("rod", m, (0, m * length**2 / 12, m * length**2 / 12), com=(length / 2, 0, 0))
+    s.revolute("pivot", s.ground.origin, rod.origin, start=0.0)   # the rod along +x: horizontal
+    s.gravity = (0, -g, 0)
+    s.reaction("pivot")
+    return s
+
+
+@pytest.fixture(scope="module")
+def pendulum_fmus(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reaction_pendulum")
+    targets = [(out / f"pendulum_{f}_{k}.fmu", f, k) for f in ("2", "3") for k in ("cs", "me")]
+    paths, _ = build_fmus(rod_pendulum(), targets, solver="rk4", step=1e-3, windows=False)
+    return dict(zip([(f, k) for _, f, k in targets], paths))
+
+
+def reaction(res, joint):
+    return np.array([res[f"reaction_{joint}_{c}"] for c in COMPONENTS]).T
+
+
+@pytest.mark.parametrize("variant", [("2", "cs"), ("2", "me"), ("3", "cs"), ("3", "me")])
+def test_rod_pendulum_released_horizontal_matches_the_closed_forms(pendulum_fmus, variant):
+    path = pendulum_fmus[variant]
+    assert validate_fmu(str(path)) == []
+    res = simulate_fmu(str(path), stop_time=1.0, output_interval=1e-2, relative_tolerance=1e-11)
+    r = reaction(res, "pivot")
+    # at release: m g / 4 up, nothing else (the pivot holds no moment)
+    assert r[0] == pytest.approx([0, M * G / 4, 0, 0, 0, 0], abs=1e-12 * M * G)
+    theta, omega = res["pivot"], res["der(pivot)"]
+    assert theta.min() < -math.pi / 2       # it passes the vertical
+    # at every state (θ, ω): Newton for the rod's centre, θ̈ = −3g cos θ / (2L)
+    s, c = np.sin(theta), np.cos(theta)
+    assert np.abs(r[:, 0] - M * L / 2 * (3 * G * s * c / (2 * L) - c * omega**2)).max() < 1e-12 * M * G
+    assert np.abs(r[:, 1] - M * G - M * L / 2 * (-3 * G * c**2 / (2 * L) - s * omega**2)).max() < 1e-12 * M * G
+    assert np.abs(r[:, 2:]).max() < 1e-12 * M * G * L
+    # and with the energy of the horizontal release, ω² = −3g sin θ / L: the
+    # closed forms in θ alone (to the integration's energy error)
+    tol = (1e-9 if variant[1] == "cs" else 1e-7) * M * G
+    assert np.abs(r[:, 0] - M * G * 9 / 4 * s * c).max() < tol
+    assert np.abs(r[:, 1] - M * G * (1 - 0.75 * c**2 + 1.5 * s**2)).max() < tol
+
+
+def test_rod_pendulum_passing_the_vertical_and_a_tunable_mass(pendulum_fmus):
+    # the same motion through the bottom: θ = −π/2 with ω² = 3g/L, which the
+    # horizontal release reaches; there the pivot carries 5 m g / 2.  The
+    # mass is a tunable parameter: the reaction scales with it
+    for mass in (M, 3.5):
+        res = simulate_fmu(str(pendulum_fmus[("2", "cs")]), stop_time=0.01, output_interval=1e-2,
+                           start_values={"m": mass, "pivot": -math.pi / 2, "der(pivot)": math.sqrt(3 * G / L)})
+        r = reaction(res, "pivot")[0]
+        assert r == pytest.approx([0, 5 * mass * G / 2, 0, 0, 0, 0], abs=1e-12 * mass * G)
+
+
+def test_python_runtime_reactions_equal_the_c_fmu(pendulum_fmus, tmp_path):
+    pytest.importorskip("pythonfmu")
+    from fmigen.pyfmu.pyruntime import build_python_fmu
+    path, _ = build_python_fmu(rod_pendulum(), tmp_path / "pendulum_py.fmu")
+    py = simulate_fmu(str(path), stop_time=0.3, output_interval=1e-2)
+    c = simulate_fmu(str(pendulum_fmus[("2", "cs")]), stop_time=0.3, output_interval=1e-2)
+    assert reaction(py, "pivot")[0] == pytest.approx([0, M * G / 4, 0, 0, 0, 0], abs=1e-12 * M * G)
+    assert np.abs(reaction(py, "pivot") - reaction(c, "pivot")).max() < 1e-12 * M * G
+
+
+def _fourbar():
+    from mechanisms.fourbar_joints import build
+    return build()
+
+
+def _slider_crank():
+    from mechanisms.slider_crank_joints import build
+    return build()
+
+
+def _rssr():
+    from corpus.rssr import build
+    return build()
+
+
+@pytest.mark.parametrize("make", [_fourbar, _slider_crank, _rssr], ids=["fourbar", "slider_crank", "rssr"])
+def test_every_joint_matches_the_cartesian_reference(make, tmp_path):
+    """Every joint's reaction, tree and cut, driven or not, against the
+    Cartesian reference's multipliers at the FMU's states (the same state,
+    so the comparison is to round-off, not to an integration error)."""
+    system = make()
+    for name in system.joints:
+        system.reaction(name)
+    path, compiled = build_fmu(system, tmp_path / f"{system.name}.fmu", windows=False)
+    res = simulate_fmu(str(path), stop_time=0.5, output_interval=0.05)
+    names = [c.name for c in compiled.embedding.dae.mechanism.coordinates]
+    cart = CartesianModel(make())
+    scale = max(np.abs(reaction(res, j)).max() for j in system.joints)
+    worst = 0.0
+    for row in res[::2]:
+        X, R, tree = cart.forward_kinematics({n: row[n] for n in names})
+        V = cart.tree_velocities(X, R, tree, {n: row[f"der({n})"] for n in names})
+        ref = cart.joint_reactions(row["time"], X, R, V)
+        for j in system.joints:
+            mine = np.array([row[f"reaction_{j}_{c}"] for c in COMPONENTS])
+            worst = max(worst, np.abs(mine - np.r_[ref[j][0], ref[j][1]]).max())
+    assert scale > 1.0                      # something is carried
+    assert worst < 1e-11 * scale
+
+
+def test_reaction_errors():
+    s = rod_pendulum()
+    with pytest.raises(ModelError, match="requested twice"):
+        s.reaction("pivot")
+    with pytest.raises(ModelError, match="unknown joint 'hinge'"):
+        s.reaction("hinge")
+    s = rod_pendulum()
+    s.output("reaction_pivot_fx", 0)
+    with pytest.raises(ModelError, match="declared by s.output and by s.reaction"):
+        build_fmu(s, "/nonexistent/x.fmu")
+    s = rod_pendulum()
+    s.kinematic = True
+    with pytest.raises(ModelError, match="kinematic FMU integrates none"):
+        build_fmu(s, "/nonexistent/x.fmu")
