@@ -151,3 +151,44 @@ def test_reaction_errors():
     s.kinematic = True
     with pytest.raises(ModelError, match="kinematic FMU integrates none"):
         build_fmu(s, "/nonexistent/x.fmu")
+
+
+def test_rssr_tree_joints_match_mujoco(tmp_path):
+    """MuJoCo's interaction forces (``cfrc_int`` after ``mj_rnePostConstraint``:
+    each body's wrench from its parent, from MuJoCo's own dynamics and its
+    solver's force at the cut spherical joint's ``connect``) at the FMU's
+    state, for the RSSR's tree joints.  MuJoCo's constraints are soft (an
+    impedance of at most 0.9999 regularizes the constraint force by about
+    1e-4 of it), which bounds the agreement; a wrong sign or term in a
+    reaction is of the order of the reaction itself."""
+    mujoco = pytest.importorskip("mujoco")
+    from fmigen.frontends.mjcf import export_mjcf
+    system = _rssr()
+    for name in system.joints:
+        system.reaction(name)
+    path, compiled = build_fmu(system, tmp_path / "rssr.fmu", windows=False)
+    row = simulate_fmu(str(path), stop_time=0.3, output_interval=0.1)[-1]
+    names = [c.name for c in compiled.embedding.dae.mechanism.coordinates]
+    xml = export_mjcf(_rssr(), start={n: float(row[n]) for n in names}, timestep=1e-4, integrator="RK4",
+                      solref=(2e-4, 1.0), solimp=(0.9999, 0.9999, 1e-4, 0.5, 2))
+    model = mujoco.MjModel.from_xml_string(xml.replace('<flag contact="disable"/>',
+                                                       '<flag contact="disable" refsafe="disable"/>'))
+    model.opt.tolerance, model.opt.iterations = 1e-14, 200
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, 0)        # the pose, and the motor at the input's start
+    owner = {c.name: j.name for j in system.joints.values() for c in j.coordinates}
+    for i in range(model.njnt):
+        data.qvel[model.jnt_dofadr[i]] = float(row[f"der({mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, i)})"])
+    mujoco.mj_forward(model, data)
+    mujoco.mj_rnePostConstraint(model, data)
+    checked = set()
+    for i in range(model.njnt):
+        joint = owner[mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, i)]
+        b = model.jnt_bodyid[i]
+        # [torque about the subtree root's centre of mass; force], world axes
+        torque, force = data.cfrc_int[b][:3], data.cfrc_int[b][3:]
+        moment = torque + np.cross(data.subtree_com[model.body_rootid[b]] - data.xanchor[i], force)
+        mine = reaction(row, joint)
+        assert np.abs(mine - np.r_[force, moment]).max() < 1e-3 * np.abs(mine).max(), joint
+        checked.add(joint)
+    assert checked == {"theta", "phi", "U"}
