@@ -192,3 +192,11 @@ def test_rssr_tree_joints_match_mujoco(tmp_path):
         assert np.abs(mine - np.r_[force, moment]).max() < 1e-3 * np.abs(mine).max(), joint
         checked.add(joint)
     assert checked == {"theta", "phi", "U"}
+
+
+def test_modelica_export_refuses_reactions():
+    from fmigen.build.pipeline import compile_model, prepare_mechanism
+    from fmigen.tools.modelica import export
+    compiled = compile_model(prepare_mechanism(rod_pendulum()), generate_c=False)
+    with pytest.raises(ModelError, match="does not write them"):
+        export(compiled)

@@ -68,6 +68,7 @@ def key_text(mech, options: dict) -> str:
         "generalized_forces": {k: s(sp.sympify(v)) for k, v in mech.generalized_forces.items()},
         "gravity": s(tuple(mech.gravity)),
         "outputs": {k: s(sp.sympify(v)) for k, v in mech.outputs.items()},
+        "reactions": list(mech.reactions),
         "independent": mech.independent, "dof": mech.dof, "groebner_order": mech.groebner_order,
         "kinematic": mech.kinematic, "switch_independent": mech.switch_independent,
         "newton_blocks": mech.newton_blocks, "angle_sums": mech.angle_sums,

@@ -477,6 +477,11 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
     if mech.kinematic:
         raise ModelError(f"'{mech.name}' is a kinematic mechanism (its independent coordinates are inputs); "
                          "the Modelica export writes the embedded equations of motion")
+    if mech.reactions:
+        # they read the multipliers, which the exported model (the embedded
+        # ODE) never solves for
+        raise ModelError(f"'{mech.name}' has joint reactions ({', '.join(mech.reactions)}); the Modelica export "
+                         "does not write them (it has no multipliers): build an FMU, or drop s.reaction")
     n, f = dae.n, emb.f
     I, D = list(emb.independent), list(emb.dependent)
     if len(dae.constraint_names) != len(D):
