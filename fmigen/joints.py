@@ -55,6 +55,7 @@ Conventions (both consumers implement exactly these)
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -81,6 +82,18 @@ ANGLE_SLOTS = {
     "free": (False, False, False, True, True, True), "fixed": (),
 }
 X, Y, Z = (1, 0, 0), (0, 1, 0), (0, 0, 1)
+
+
+#: a marker's pose in an output before the conversion writes it along the
+#: spanning tree: fmigen_marker_<kind>[<body>][<marker>][<component>](t)
+MARKER_PLACEHOLDER = re.compile(r"^fmigen_marker_(position|orientation)\[(.*)\]\[(.*)\]\[(\d)\]$")
+
+
+def marker_placeholder(kind, marker, k):
+    """Component k of a marker's world position (k < 3) or orientation
+    (row-major, k < 9) as an undefined function of t, which ``joint_model``
+    replaces (its time derivatives too) by the expression along the tree."""
+    return sp.Function(f"fmigen_marker_{kind}[{marker.body.name}][{marker.name}][{k}]", real=True)(t)
 
 
 def _vec3(v, what):
@@ -418,6 +431,32 @@ class JointSystem:
         modelDescription entry."""
         self.outputs[name] = sp.sympify(expr)
         self.output_info[name] = output_info(name, unit, description)
+
+    # --- marker pose as expressions ------------------------------------------
+    def position(self, marker: Marker) -> sp.Matrix:
+        """The world position of ``marker``'s origin (3x1), for outputs: it
+        is written along the spanning tree when the system is converted
+        (``joint_model``), so it may be taken before every joint is
+        declared.  Outputs only: a load cannot depend on it (the Cartesian
+        and MuJoCo references read loads in joint coordinates)."""
+        return sp.Matrix([marker_placeholder("position", self._own(marker), i) for i in range(3)])
+
+    def orientation(self, marker: Marker) -> sp.Matrix:
+        """The world orientation of ``marker`` (3x3, columns: its axes in
+        world components), for outputs (see ``position``)."""
+        mk = self._own(marker)
+        return sp.Matrix(3, 3, [marker_placeholder("orientation", mk, k) for k in range(9)])
+
+    def velocity(self, marker: Marker) -> sp.Matrix:
+        """The world velocity of ``marker``'s origin (3x1), the time
+        derivative of ``position``, for outputs."""
+        return self.position(marker).diff(t)
+
+    def _own(self, marker):
+        if not isinstance(marker, Marker) or self.bodies.get(marker.body.name) is not marker.body \
+                or marker.body.markers.get(marker.name) is not marker:
+            raise ModelError(f"{marker!r} is not a marker of a body of '{self.name}'")
+        return marker
 
     def reaction(self, joint):
         """Outputs ``reaction_<joint>_fx``, ``_fy``, ``_fz`` [N] and ``_mx``,

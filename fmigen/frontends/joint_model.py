@@ -716,7 +716,9 @@ def to_mechanism(system: JointSystem) -> Mechanism:
     # outputs, independent coordinates
     cut_coords = {c.name for j in cut for c in j.coordinates}
     cut_syms = {c.symbol for j in cut for c in j.coordinates}
+    _no_marker_poses_in_loads(system)
     for name, expr in system.outputs.items():
+        expr = _marker_poses(system, expr, marker_pose, f"output '{name}'")
         bad = sorted(str(s) for s in expr.atoms(sp.Function) if s in cut_syms)
         if bad:
             raise ModelError(f"output '{name}' uses {bad}, coordinates of a cut joint "
@@ -735,6 +737,61 @@ def to_mechanism(system: JointSystem) -> Mechanism:
     m.joint_system = system
     m.described_start = {c.name: float(c.start) for c in m.coordinates}
     return m
+
+
+# --- marker poses in outputs ----------------------------------------------------------
+
+def _placeholders(expr):
+    """{placeholder f(t): (kind, body, marker, component)} in ``expr``
+    (``joints.marker_placeholder``)."""
+    from fmigen.joints import MARKER_PLACEHOLDER
+    out = {}
+    for f in sp.sympify(expr).atoms(sp.core.function.AppliedUndef):
+        hit = MARKER_PLACEHOLDER.match(f.func.__name__)
+        if hit:
+            out[f] = (hit.group(1), hit.group(2), hit.group(3), int(hit.group(4)))
+    return out
+
+
+def _marker_poses(system, expr, marker_pose, what):
+    """``expr`` with every ``s.position``/``s.orientation`` placeholder, and
+    its time derivatives (``s.velocity``), written along the spanning tree:
+    the world pose of the marker, in the tree joints' coordinates."""
+    found = _placeholders(expr)
+    if not found:
+        return expr
+    values = {}
+    for f, (kind, body, marker, k) in found.items():
+        mk = system.bodies.get(body, None)
+        mk = mk.markers.get(marker) if mk is not None else None
+        if mk is None:
+            raise ModelError(f"'{system.name}': {what} uses the pose of marker '{body}.{marker}', which is no "
+                             "marker of this system")
+        R, r = marker_pose(mk)
+        values[f] = r[k] if kind == "position" else R[k // 3, k % 3]
+    # the derivatives first (xreplace replaces the largest matching node)
+    subs = {}
+    for d in sp.sympify(expr).atoms(sp.Derivative):
+        if d.expr in values:
+            subs[d] = values[d.expr].diff(*d.variable_count)
+    subs.update(values)
+    return sp.sympify(expr).xreplace(subs)
+
+
+def _no_marker_poses_in_loads(system):
+    """Marker poses (``s.position`` ...) are for outputs: the Cartesian and
+    MuJoCo references evaluate loads in joint coordinates and would not
+    know them."""
+    loads = [(f"joint_force on '{ld.joint.name}'", [ld.expr]) for ld in system.joint_loads]
+    loads += [(f"rotational_spring_damper '{r.name}'", [r.stiffness, r.damping, r.free_angle, r.preload])
+              for r in system.rotational_springs]
+    loads += [(f"spring_damper '{sd.name}'", [sd.stiffness, sd.damping, sd.free_length, sd.preload])
+              for sd in system.springs]
+    loads += [(f"force '{fc.name}'", [*fc.force, *fc.torque]) for fc in system.forces]
+    for what, exprs in loads:
+        if any(_placeholders(e) for e in exprs):
+            raise ModelError(f"'{system.name}': {what} uses s.position, s.orientation or s.velocity, which are "
+                             "for outputs only; write the load in the joint coordinates")
 
 
 # --- reactions ---------------------------------------------------------------------
