@@ -137,6 +137,28 @@ def test_every_joint_matches_the_cartesian_reference(make, tmp_path):
     assert worst < 1e-11 * scale
 
 
+def test_a_joint_written_from_the_moving_body(tmp_path):
+    """The pivot declared with the rod as its parent and ground as its child
+    (the tree traverses it backwards): its reaction is what the rod exerts
+    on ground, −m g/4 at the horizontal release, and the Cartesian
+    reference's at every state."""
+    s = JointSystem("reversed_pendulum")
+    rod = s.body("rod", M, (0, M * L**2 / 12, M * L**2 / 12), com=(L / 2, 0, 0))
+    s.revolute("pivot", rod.origin, s.ground.origin, start=0.0)
+    s.gravity = (0, -G, 0)
+    s.reaction("pivot")
+    path, _ = build_fmu(s, tmp_path / "reversed.fmu", windows=False)
+    res = simulate_fmu(str(path), stop_time=0.5, output_interval=0.05)
+    r = reaction(res, "pivot")
+    assert r[0] == pytest.approx([0, -M * G / 4, 0, 0, 0, 0], abs=1e-12 * M * G)
+    cart = CartesianModel(s)
+    for row, mine in zip(res, r):
+        X, R, tree = cart.forward_kinematics({"pivot": row["pivot"]})
+        V = cart.tree_velocities(X, R, tree, {"pivot": row["der(pivot)"]})
+        f, mom = cart.joint_reactions(row["time"], X, R, V)["pivot"]
+        assert np.abs(mine - np.r_[f, mom]).max() < 1e-12 * M * G * L
+
+
 def test_reaction_errors():
     s = rod_pendulum()
     with pytest.raises(ModelError, match="requested twice"):
