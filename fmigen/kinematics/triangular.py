@@ -30,8 +30,9 @@ Per block:
    four-bar divides by l1 cos θ − d).  The reachable workspace is swept by
    Newton continuation (``workspace.py``, independent of the sequences); where
    the primary sequence degenerates, its exact completion (``Completion``:
-   the first step's root, the circle, the block's linear constraints) takes
-   over if it covers every degenerate swept point; otherwise the sequences
+   the first step's root, of any degree, the circle, then the block's linear
+   constraints and the circles of the angles they eliminate, as one linear
+   system) takes over if it covers every degenerate swept point; otherwise the sequences
    of other lex orders that the conditioning search (below) measured anyway
    cover what they can, as run-time alternatives (tried in order when the
    one before fails its checks), and the run-time Newton fallback the rest.
@@ -112,9 +113,10 @@ class Sequence:
 
 @dataclass
 class Completion:
-    """The exact, non-iterative completion of a primary sequence whose
-    first step is a quadratic (``completion_plan``), for the configurations
-    where a later, linear step's leading coefficient vanishes.
+    """The exact completion of a primary sequence (``completion_plan``), for
+    the configurations where a later, linear step's leading coefficient
+    vanishes: no iteration on the block's constraints once the first step's
+    root is known.
 
     Why it exists: a linear step's leading coefficient that vanishes at a
     regular configuration means that two assemblies share the values solved
@@ -123,20 +125,25 @@ class Completion:
     the lex sequence cannot tell them apart from those values.  Two things
     still can, without another lex order or an iteration:
 
-    1. the first step's two roots, accurate even where they meet:
-       the discriminant, factored at build time, has the vanishing
-       coefficient as a square factor, so √disc = |f|^k·√rest is computed
-       without the cancellation that costs the plain formula half its
-       digits (``disc_root``);
+    1. the first step's root.  A quadratic's two roots, accurate even where
+       they meet: the discriminant, factored at build time, has the
+       vanishing coefficient as a square factor, so √disc = |f|^k·√rest is
+       computed without the cancellation that costs the plain formula half
+       its digits (``disc_root``).  A higher degree's (the Stephenson
+       six-bars' sextic) root nearest the prediction, by the run time's
+       univariate root finder, then refined on the block's own constraints
+       (``refine``, ``root_refinement``);
     2. from the root, its angle's other variable by the circle
        s² + c² = 1 (the root nearest its prediction: the assemblies that
        share sin φ have cos φ of opposite signs), and every other variable
-       by the block's own constraints, which are linear in the remaining
-       unknowns (``rows``: one square linear system, solved by LU).
+       by one square linear system (``rows``, solved by LU): the block's own
+       constraints that are linear in the remaining unknowns and, where
+       those are fewer than the unknowns, the circles of the angles they
+       eliminate (``_eliminated_circle_rows``).
 
-    The run time tries the first root's completion, then the other root's,
-    each accepted only when the block's polynomials vanish to round-off
-    (FMIGEN_SEQ_TOL) and its roots continue the last solution."""
+    The run time tries the first root's completion, then (a quadratic) the
+    other root's, each accepted only when the block's polynomials vanish to
+    round-off (FMIGEN_SEQ_TOL) and its roots continue the last solution."""
     variable: sp.Symbol                    # the first step's variable (the univariate root)
     disc_root: sp.Expr | None              # √(discriminant) in factored form, or None (plain formula)
     partner: sp.Symbol | None              # the other variable of its angle, by the circle
@@ -1273,7 +1280,8 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None):
                 f"{int(bad.sum())} degenerate swept configurations")
         # No lex order is computed for the cover: the completion covers every
         # degenerate swept point of every shipped mechanism whose primary it
-        # applies to, and where it does not apply (the landing gear's sextic)
+        # applies to, and where it did not apply (the landing gear's sextic,
+        # measured before the completion took a first step of any degree)
         # none of eight other orders covered a single point.  The orders the
         # conditioning search already measured are still used.
         log(f"block {name}: the primary sequence degenerates at {int(bad.sum())} of {len(bad)} swept "
