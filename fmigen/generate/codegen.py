@@ -1225,7 +1225,6 @@ def root_refinement_code(plan, A, b, sm, ts, lang):
         return []
     (ps, pc), (fs, fc), drows = plan.refine
     n, ifs, ifc = len(plan.rest), plan.rest.index(fs), plan.rest.index(fc)
-    dA = [lang.expr(sm(ts(a))) for r in drows for a in r[0]]
     rhs = [lang.expr(sm(ts(-(sp.Add(*[a * v for a, v in zip(r[0], plan.rest)]) + r[1])))) for r in drows]
     out = []
     for k in range(ROOT_REFINEMENTS):
