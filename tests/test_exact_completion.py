@@ -194,3 +194,130 @@ def test_five_link_papers_order_needs_no_other_order():
     for tb in degenerate:
         assert tb.completion is not None and not tb.alternatives
         assert all(s["covered_by"] == "exact completion" for s in tb.singular_points)
+
+
+# --- a first step of higher degree: the Stephenson I six-bar's sextic -----------
+
+STEPHENSON1 = "tests/corpus/stephenson1_sixbar.py"
+
+
+@pytest.fixture(scope="module")
+def stephenson1():
+    return compile_model(prepare_mechanism(STEPHENSON1))
+
+
+def _newton_on_constraints(dae, dependent, q, tol=1e-15):
+    """The independent reference: Newton on the mechanism's own constraints
+    Φ(q) = 0 (the DAE's, not the Gröbner polynomials), the dependent
+    coordinates from ``q``."""
+    q = np.array(q, dtype=float)
+    for _ in range(50):
+        r = dae.numeric.Phi(0.0, q)
+        dx = np.linalg.solve(dae.numeric.Phi_q(0.0, q)[:, dependent], r)
+        q[dependent] -= dx
+        if np.abs(dx).max() <= tol:
+            break
+    assert np.abs(dae.numeric.Phi(0.0, q)).max() <= 1e-14
+    return q
+
+
+def test_sextic_completion_covers_every_degenerate_configuration(stephenson1):
+    """Stephenson I's block {A, C, B, psi} solves a sextic in s(psi − θ)
+    first, then linear steps; the step for c(psi − θ) divides by a
+    polynomial in θ (two assemblies share s(psi − θ) where it vanishes).
+    The completion (the sextic's root, c by the circle, the rest by the
+    loops' linear rows and the circles of the angles they eliminate, the
+    root refined on the left-over circle) covers every swept configuration
+    where the primary degenerates, so no other lex order is emitted.
+    Before, the completion applied to a quadratic first step only: three
+    other orders covered 418 of the 650 and 232 were left to Newton."""
+    from fmigen.derive.workspace import unit_scales
+    from fmigen.kinematics.triangular import (completion_error, degenerate, representation_singular,
+                                              sequence_quality)
+    tri = stephenson1.triangular
+    [tb] = tri.blocks
+    assert tb.steps[0].degree == 6 and [st.degree for st in tb.steps[1:]] == [1] * 7
+    plan = tb.completion
+    assert plan is not None and plan.degree == 6 and plan.refine is not None
+    assert not tb.alternatives and len(tb.singular_points) >= 2
+    assert all(s["covered_by"] == "exact completion" for s in tb.singular_points)
+    sw, scales = tri.sweep, unit_scales(stephenson1.dae)
+    quality = sequence_quality(stephenson1.dae, tb, tb.sequences[0], sw.points, scales)
+    bad = degenerate(quality, sw.paths, representation_singular(quality, sw.paths))
+    assert bad.sum() >= 600, int(bad.sum())          # measured 650 of 1441
+    err = completion_error(stephenson1.dae, tb, plan, sw.points[bad], scales)
+    # measured 8.6e-15 (without the refinement 3.6e-8: the sextic's
+    # coefficients cancel in double precision)
+    assert err.max() <= 1e-13, err.max()
+
+
+def test_sextic_completion_in_c_runs_no_newton_along_the_sweep(stephenson1, monkeypatch):
+    """The generated C along check's whole sweep (each solve continuing the
+    one before): the completion solves where the primary fails, and neither
+    the Newton fallback nor the Newton polish runs (before: the polish at
+    1043 of 1442 solves); every result on the continuation's branch."""
+    labels = []
+    libs = _instrumented(monkeypatch, labels)
+    r = check_mod.branch_consistency(stephenson1, stephenson1.triangular.sweep)
+    counts = dict(zip(labels, (ctypes.c_long * len(labels)).in_dll(libs[0], "fmigen_probe")))
+    print(counts, r["max_deviation"])
+    assert r["consistent"] and not r["failures"]
+    assert r["max_deviation"] <= 1e-12        # measured 3.9e-13 (the continuation's own error included)
+    assert counts["Newton from the prediction"] == 0 and counts["polish"] == 0, counts
+    assert counts["exact completion from the degree-6 root of s_mtheta_psi"] >= 1000, counts   # measured 1040
+
+
+def test_sextic_completion_in_python_matches_newton_on_the_constraints(stephenson1):
+    """The Python runtime at the representation singularity θ* ≈ 5.2726 (the
+    one no sequence covered before), continuing from 1e-3 before it: the
+    configuration of Newton on the original constraints to 1e-12, solved by
+    the completion (instrumented: its attempt ran, the Newton fallback and
+    the polish did not)."""
+    dae, part = stephenson1.dae, stephenson1.partition
+    tri = stephenson1.triangular
+    [tb] = tri.blocks
+    star = next(s for s in tb.singular_points if abs(s["at"]["theta"] - 5.2726) < 1e-3)
+    theta_star = star["at"]["theta"]
+    i_theta = dae.names.index("theta")
+    near = tri.sweep.points[np.argmin(np.abs(np.remainder(tri.sweep.points[:, i_theta] - theta_star + math.pi,
+                                                          2 * math.pi) - math.pi))].copy()
+
+    def at(theta):
+        q = near.copy()
+        q[i_theta] = theta
+        return _newton_on_constraints(dae, part.dependent, q)
+    before, target = at(theta_star - 1e-3), at(theta_star)
+
+    src, _, _ = pyruntime.kinematics_source(stephenson1.embedding, tri, SymbolMap(stephenson1.embedding))
+    probe = {}
+    lines = []
+    for line in src.split("\n"):
+        lines.append(line)
+        m = re.search(r"(?:_attempt == \d+:|else:)  # (.*)$", line) or re.search(r":  # (polish)", line)
+        if m:
+            label = m.group(1).strip()
+            probe.setdefault(label, 0)
+            indent = len(line) - len(line.lstrip()) + 4
+            lines.append(" " * indent + f"_probe[{label!r}] += 1")
+    ns = {k: getattr(math, k) for k in dir(math) if not k.startswith("_")}
+    ns.update({k: v for k, v in vars(pyruntime).items() if not k.startswith("__")})
+    ns["_probe"] = probe
+    exec("\n".join(lines), ns)   # noqa: S102 - fmigen's own generated code
+    # the solution vector at θ* − 1e-3: (sin, cos) of the block's angles and
+    # angle sums, in its layout's order
+    from fmigen.derive.workspace import unit_scales
+    from fmigen.kinematics.triangular import _true_values, block_layout
+    truth = _true_values(dae, tb, before[None, :])
+    sol = [float(truth[x][0]) for _, _, vs, _ in block_layout(tb, unit_scales(dae)) for x in vs]
+    J = dae.numeric.Phi_q(0.0, before)
+    v = np.zeros(dae.n)
+    v[part.independent] = target[part.independent] - before[part.independent]
+    v[part.dependent] = -np.linalg.solve(J[:, part.dependent], J[:, part.independent] @ v[part.independent])
+    base = {"sol": sol, "q": list(before), "v": list(v), "t": 0.0, "continuity": 1}
+    q = [target[i] if i in part.independent else math.nan for i in range(dae.n)]
+    assert ns["fmigen_kinematics"](1.0, q, [0.0] * max(1, len(dae.tunable_values)), base, [0.0] * len(sol)) == 0
+    print(probe)
+    for i in part.dependent:
+        assert abs(math.remainder(q[i] - target[i], 2 * math.pi)) <= 1e-12, (dae.names[i], q[i], target[i])
+    assert probe["exact completion from the degree-6 root of s_mtheta_psi"] == 1, probe
+    assert probe["Newton from the prediction"] == 0 and probe["polish"] == 0, probe

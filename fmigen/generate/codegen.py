@@ -29,7 +29,7 @@ from fmigen.generate.codegen_embedding import embedding_code
 from fmigen.generate.codegen_lanes import lane_classes, lane_function, residual_function
 from fmigen.generate.mass_checks import mass_check_code, mass_check_defaults
 from fmigen.generate.printer import SymbolMap, c
-from fmigen.kinematics.triangular import Triangularization, abs_sum, block_layout, block_name
+from fmigen.kinematics.triangular import ROOT_REFINEMENTS, Triangularization, abs_sum, block_layout, block_name
 from fmigen.model import t
 
 
@@ -880,7 +880,7 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
         # the attempts: sequence 0, 1, ... then Newton; a failed check leaves
         # an attempt with ok = 0 and the next one runs
         plan = tb.completion
-        ncases = nseq + (2 if plan is not None else 0)
+        ncases = nseq + (plan.attempts if plan is not None else 0)
         out += lang.attempts_open(allvars, ncases, tb.newton_first)
         for si, seq in enumerate(tb.sequences):
             out += lang.case_open(si, f"sequence {seq.label}")
@@ -1104,6 +1104,13 @@ class CKinematics:
                 f"{ind}fmigen_lu_solve({n}, Ac, pc, bc);",
                 *[f"{ind}{v} = bc[{k}];" for k, v in enumerate(targets)]]
 
+    def linear_solve_array(self, depth, n, A, b, name):
+        """Solve A x = b by LU into a new array ``name``."""
+        ind = self.indent[depth]
+        return [f"{ind}double Ad[{n * n}] = {{{', '.join(A)}}};", f"{ind}double {name}[{n}] = {{{', '.join(b)}}};",
+                f"{ind}int pd[{n}];", f"{ind}if (fmigen_lu_factor({n}, Ad, pd)) break;",
+                f"{ind}fmigen_lu_solve({n}, Ad, pd, {name});"]
+
     def break_unless_within(self, depth, polys, pscales, tmp):
         ind, n = self.indent[depth], len(polys)
         return [f"{ind}double rc[{n}], sc[{n}];",
@@ -1155,30 +1162,39 @@ class CKinematics:
 
 
 def completion_cases(tb, plan, bi, nseq, layout, sm, ts, lang):
-    """The two attempts of a block's exact completion (``triangular.Completion``),
-    after its sequences: the root of the primary's first step nearest the
-    prediction, then the other root; from the root, its angle's other
-    variable by the circle (the root nearest its prediction) and the rest by
-    the square linear system of the block's own constraints (LU).  Each
-    attempt is accepted only when the block's polynomials vanish to
-    FMIGEN_SEQ_TOL and its roots continue the prediction, so the wrong root
-    leaves for the other one.  Fixed operation count: no iteration."""
+    """The attempts of a block's exact completion (``triangular.Completion``),
+    after its sequences.  A quadratic first step: the root nearest the
+    prediction, then the other root; a higher degree: its root nearest the
+    prediction (the univariate root finder, as a sequence's step).  From
+    the root, its angle's other variable by the circle (the root nearest its
+    prediction) and the rest by the square linear system of the block's own
+    constraints and the circles they eliminate (LU).  Each attempt is
+    accepted only when the block's polynomials vanish to FMIGEN_SEQ_TOL and
+    its roots continue the prediction, so a wrong root leaves for the next
+    attempt.  Fixed operation count apart from the univariate root: no
+    iteration on the block's constraints."""
     step = tb.steps[0]
     coord = {v: i for i, _, vs, _ in layout for v in vs}
     out = []
-    for other in (False, True):
+    for other in (False, True)[:plan.attempts]:
         si = nseq + int(other)
-        out += lang.case_open(si, f"{plan.label} from {'the other' if other else 'the nearer'} root of "
-                                  f"{plan.variable}")
-        out += lang.step_open(f"{plan.variable}: degree 2")
+        if plan.degree == 2:
+            label = f"{plan.label} from {'the other' if other else 'the nearer'} root of {plan.variable}"
+        else:
+            label = f"{plan.label} from the degree-{plan.degree} root of {plan.variable}"
+        out += lang.case_open(si, label)
+        out += lang.step_open(f"{plan.variable}: degree {plan.degree}")
         # the coefficients by the primary's own function (C: its first step's
         # helper, already written; a throwaway list takes the copy)
         out += step_code(step, None, lang.indent["step"], f"k{bi}_0_{plan.variable}_", lang.assignments,
                          None if lang.helpers is None else [])
-        root = (lang.expr(sm(ts(plan.disc_root))) if plan.disc_root is not None
-                else "sqrt(fmax(a1 * a1 - 4.0 * a2 * a0, 0.0))")
-        out += lang.let("step", "dr", root)
-        out += lang.quadratic_root("step", plan.variable, "dr", other)
+        if plan.degree == 2:
+            root = (lang.expr(sm(ts(plan.disc_root))) if plan.disc_root is not None
+                    else "sqrt(fmax(a1 * a1 - 4.0 * a2 * a0, 0.0))")
+            out += lang.let("step", "dr", root)
+            out += lang.quadratic_root("step", plan.variable, "dr", other)
+        else:
+            out += lang.solve_step(plan.variable, plan.degree)
         out += lang.step_close()
         tests = [f"fabs({plan.variable} - P_{plan.variable}) <= T{coord[plan.variable]}"]
         if plan.partner is not None:
@@ -1191,10 +1207,42 @@ def completion_cases(tb, plan, bi, nseq, layout, sm, ts, lang):
             A = [lang.expr(sm(ts(c_))) for r in plan.rows for c_ in r[0]]
             b = [lang.expr(sm(ts(-r[1]))) for r in plan.rows]
             out += lang.linear_solve("case", n, A, b, [str(v) for v in plan.rest])
+            out += root_refinement_code(plan, A, b, sm, ts, lang)
         polys, pscales = verification(tb)
         out += lang.break_unless_within("case", polys, pscales, f"c{bi}_{int(other)}_")
         out += lang.break_unless_continuous("case", tests)
         out += lang.case_close(1)
+    return out
+
+
+def root_refinement_code(plan, A, b, sm, ts, lang):
+    """The steps of ``triangular.root_refinement`` (``ROOT_REFINEMENTS``,
+    unrolled: a failure ``break``s out of the attempt): per step, the
+    derivative of the rest along the root's angle (dy_ = −A⁻¹(A' y + b')),
+    the Newton step du on the left-over circle f = s² + c² − 1 (f' = 2(s ds +
+    c dc)), the root's pair rotated by du, and the rest solved again."""
+    if plan.refine is None:
+        return []
+    (ps, pc), (fs, fc), drows = plan.refine
+    n, ifs, ifc = len(plan.rest), plan.rest.index(fs), plan.rest.index(fc)
+    rhs = [lang.expr(sm(ts(-(sp.Add(*[a * v for a, v in zip(r[0], plan.rest)]) + r[1])))) for r in drows]
+    out = []
+    for k in range(ROOT_REFINEMENTS):
+        out += lang.step_open(f"refine {plan.variable}: Newton step {k + 1} on the circle of {fs}, {fc} "
+                              "through the linear system")
+        # dy_ = A⁻¹ (−A' y − b'): the rest's derivative along the root's angle
+        out += lang.linear_solve_array("step", n, A, rhs, "dy_")
+        out += lang.let("step", "du", f"-({fs} * {fs} + {fc} * {fc} - 1.0) / (2.0 * ({fs} * dy_[{ifs}] + "
+                                      f"{fc} * dy_[{ifc}]))")
+        # a step this long is no refinement: the root was not near (NaN too)
+        out += lang.break_unless("step", "fabs(du) <= 1e-3")
+        out += lang.let("step", "s1", f"{ps} + du * {pc}")
+        out += lang.let("step", "c1", f"{pc} - du * {ps}")
+        out += lang.let("step", "nr", "1.0 / sqrt(s1 * s1 + c1 * c1)")
+        out += lang.set("step", str(ps), "s1 * nr")
+        out += lang.set("step", str(pc), "c1 * nr")
+        out += lang.linear_solve("step", n, A, b, [str(v) for v in plan.rest])
+        out += lang.step_close()
     return out
 
 

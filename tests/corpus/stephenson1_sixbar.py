@@ -26,8 +26,9 @@ joint model closes a coupled block's loops in one frame
 (``joint_model._shared_frames``), here the crank's: the four-bar loop has
 constant coefficients and θ only moves O6, a basis of about 13 s of
 Singular CPU.  Its primary sequence is ill-conditioned on much of the turn
-(docs/corpus.md): the conditioning search adds alternatives and the
-run-time Newton fallback solves the rest.
+(docs/corpus.md): the exact completion from its sextic's root solves the
+block there (``triangular.Completion``), without another lex order or
+Newton.
 """
 from corpus._planar import linkage
 
