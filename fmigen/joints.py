@@ -207,6 +207,18 @@ class RotationalSpringDamper:
 
 
 @dataclass
+class JointStop:
+    """A compliant stop on a joint coordinate (``JointSystem.limit``): its
+    bounds and its spring and damper; the force itself is a ``JointLoad``."""
+    joint: Joint
+    coordinate: JointCoordinate
+    lower: sp.Expr
+    upper: sp.Expr
+    stiffness: sp.Expr
+    damping: sp.Expr
+
+
+@dataclass
 class MarkerForce:
     """Force and torque (3-vectors, world frame) at ``at``'s origin on its
     body; the reaction at the same point on ``reaction``'s body."""
@@ -239,6 +251,9 @@ class JointSystem:
     joint_loads: list[JointLoad] = field(default_factory=list)
     springs: list[SpringDamper] = field(default_factory=list)
     rotational_springs: list[RotationalSpringDamper] = field(default_factory=list)
+    #: compliant stops (``limit``), in declaration order; each also adds its
+    #: force to ``joint_loads``
+    stops: list[JointStop] = field(default_factory=list)
     forces: list[MarkerForce] = field(default_factory=list)
     outputs: dict = field(default_factory=dict)
     #: per output name, (unit, description) for its modelDescription entry
@@ -414,6 +429,53 @@ class JointSystem:
         j, c = self._coordinate(joint, coordinate)
         self.rotational_springs.append(RotationalSpringDamper(
             name, j, c, *map(sp.sympify, (stiffness, damping, free_angle, preload))))
+
+    def limit(self, joint, lower, upper, stiffness, damping=0, coordinate=None):
+        """A compliant stop on a joint coordinate q: no force inside
+        [lower, upper]; beyond ``upper`` the generalized force
+        −max(0, k (q − upper) + c q̇), below ``lower`` +max(0, k (lower − q) − c q̇)
+        (k = ``stiffness``, c = ``damping``; a torque for an angle).  The
+        damper acts only while the stop is penetrated, and the max keeps it
+        from ever pulling the joint back into the stop (on the way out, a
+        fast rebound just leaves the stop with zero force).  Bounds in the
+        coordinate's unit; either may be ±inf (``math.inf``) for a one-sided
+        stop.  Model Exchange FMUs report the entry and exit as state events
+        (event indicators q − upper and lower − q)."""
+        name = joint if isinstance(joint, str) else getattr(joint, "name", joint)
+        if name in self.joints and not self.joints[name].coordinates:
+            raise ModelError(f"limit: joint '{name}' is {self.joints[name].kind} and has no coordinate to limit")
+        j, c = self._coordinate(joint, coordinate)
+        what = f"limit on '{c.name}'"
+        lo, hi, k, d = (sp.sympify(v) for v in (lower, upper, stiffness, damping))
+        values = {p.symbol: p.value for p in self.parameters}
+        num = {}
+        for nm, e in (("lower", lo), ("upper", hi), ("stiffness", k), ("damping", d)):
+            stray = e.free_symbols - set(values)
+            if stray:
+                raise ModelError(f"{what}: {nm} may use parameters only, not {sorted(map(str, stray))}")
+            v = e.xreplace(values)
+            if not (v.is_number and (v.is_real or v.is_infinite)) or v is sp.nan:
+                raise ModelError(f"{what}: {nm} must be a real number (got {e})")
+            num[nm] = float(v)
+        if num["lower"] > num["upper"]:
+            raise ModelError(f"{what}: lower {num['lower']:g} is above upper {num['upper']:g}")
+        if num["lower"] == -float("inf") and num["upper"] == float("inf"):
+            raise ModelError(f"{what}: both bounds are infinite, the stop would never act")
+        for nm in ("stiffness", "damping"):
+            if not (0 <= num[nm] < float("inf")):
+                raise ModelError(f"{what}: {nm} must be finite and ≥ 0 (got {num[nm]:g})")
+        if num["stiffness"] == 0 and num["damping"] == 0:
+            raise ModelError(f"{what}: stiffness and damping are both 0, the stop would never act")
+        if any(st.coordinate is c for st in self.stops):
+            raise ModelError(f"{what}: the coordinate already has a limit; give both bounds in one call")
+        q, qd = c.symbol, c.symbol.diff(t)
+        branches = []
+        if num["upper"] != float("inf"):
+            branches.append((-sp.Max(0, k * (q - hi) + d * qd), q > hi))
+        if num["lower"] != -float("inf"):
+            branches.append((sp.Max(0, k * (lo - q) - d * qd), q < lo))
+        self.stops.append(JointStop(j, c, lo, hi, k, d))
+        self.joint_loads.append(JointLoad(j, c, sp.Piecewise(*branches, (0, True))))
 
     def force(self, name, at: Marker, force=(0, 0, 0), torque=(0, 0, 0), reaction: Marker | None = None):
         self.forces.append(MarkerForce(name, at, _vec3(force, f"force '{name}'"),
