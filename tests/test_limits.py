@@ -180,3 +180,63 @@ def test_bad_limits_are_clear_errors():
         s.limit("q", -1, 1, K)
     with pytest.raises(ModelError, match="may use parameters only"):
         s.limit("q", -1, s.joints["q"].coordinates[0].symbol, K)
+
+
+# A force–deflection table (``bump_stop``): slope k1 = 50 N·m/rad up to
+# d1 = 0.05 rad, then k2 = 400.  The rotor (J, ω as above) reaches d1 after
+# τ1 = sqrt(J/k1)·asin(d1 / (ω sqrt(J/k1))) with ½ J v1² = ½ J ω² − ½ k1 d1²;
+# beyond d1 it oscillates about x_eq = −k1 d1 / k2 (x = δ − d1) at
+# ω2 = sqrt(k2/J) with amplitude A = sqrt(x_eq² + (v1/ω2)²), so it spends
+# τ2 = (π − 2 asin(−x_eq/A))/ω2 there and reaches δ_max = d1 + A + x_eq.
+K1, D1, K2, AT = 50.0, 0.05, 400.0, 0.1
+
+
+def bump_rotor() -> JointSystem:
+    s = JointSystem("bump_rotor")
+    r = s.body("rotor", 1.0, (J, J, J))
+    s.revolute("q", s.ground.origin, r.origin, start=0.0, velocity_start=W)
+    s.bump_stop("q", AT, [(0, 0), (D1, K1 * D1), (2 * D1, K1 * D1 + K2 * D1)])
+    return s
+
+
+def test_bump_stop_table_matches_its_closed_form(tmp_path):
+    a1 = W * math.sqrt(J / K1)
+    tau1 = math.sqrt(J / K1) * math.asin(D1 / a1)
+    v1 = math.sqrt(W**2 - K1 * D1**2 / J)
+    w2, x_eq = math.sqrt(K2 / J), -K1 * D1 / K2
+    amp = math.hypot(x_eq, v1 / w2)
+    tau2 = (math.pi - 2 * math.asin(-x_eq / amp)) / w2
+    delta_max = D1 + amp + x_eq                      # 0.1125
+    t_in = AT / W
+    (cs, me), _ = build_fmus(bump_rotor(), [(tmp_path / "cs.fmu", "2", "cs"), (tmp_path / "me.fmu", "2", "me")],
+                             solver="rk4", step=1e-3, windows=False)
+    # ME: contact and the table's knot are state events, located by CVode
+    assert read_model_description(str(me)).numberOfEventIndicators == 2
+    res = simulate_fmu(str(me), stop_time=0.4, output_interval=0.03, fmi_type="ModelExchange",
+                       relative_tolerance=1e-10)
+    tt = res["time"]
+    assert tt[1:][np.diff(tt) == 0] == pytest.approx(
+        [t_in, t_in + tau1, t_in + tau1 + tau2, t_in + 2 * tau1 + tau2], abs=1e-8)
+    assert res["der(q)"][-1] == pytest.approx(-W, abs=1e-7)
+    # CS at 1 ms: the largest deflection (sampled) and the rebound
+    res = simulate_fmu(str(cs), stop_time=0.4, output_interval=1e-3)
+    assert delta_max * math.cos(5e-4 * w2) - 1e-5 <= res["q"].max() - AT <= delta_max + 1e-5
+    assert res["der(q)"][-1] == pytest.approx(-W, abs=2e-5)
+
+
+def test_bad_bump_stop_tables_are_clear_errors():
+    s = rotor("bad_table")
+    with pytest.raises(ModelError, match="must start at deflection 0"):
+        s.bump_stop("q", 0.1, [(0.01, 0), (0.1, 5)])
+    with pytest.raises(ModelError, match="must increase strictly"):
+        s.bump_stop("q", 0.1, [(0, 0), (0.1, 5), (0.1, 6)])
+    with pytest.raises(ModelError, match="forces must be finite and ≥ 0"):
+        s.bump_stop("q", 0.1, [(0, 0), (0.1, -5)])
+    with pytest.raises(ModelError, match="at least two"):
+        s.bump_stop("q", 0.1, [(0, 0)])
+    with pytest.raises(ModelError, match="side must be 'upper' or 'lower'"):
+        s.bump_stop("q", 0.1, [(0, 0), (0.1, 5)], side="top")
+    with pytest.raises(ModelError, match="damping must be ≥ 0"):
+        s.bump_stop("q", 0.1, [(0, 0), (0.1, 5)], damping=-1)
+    with pytest.raises(ModelError, match="unknown joint 'hinge'"):
+        s.bump_stop("hinge", 0.1, [(0, 0), (0.1, 5)])
