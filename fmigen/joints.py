@@ -46,7 +46,9 @@ Conventions (both consumers implement exactly these)
   reaction on the parent); a linear spring-damper between two markers'
   origins with tension T = preload + k (L − free_length) + d L̇ pulling them
   together; a rotational spring-damper on a joint coordinate acting as the
-  generalized force −(preload + k (q − free_angle) + d q̇); and a general
+  generalized force −(preload + k (q − free_angle) + d q̇); compliant
+  stops on a joint coordinate (``limit``, ``bump_stop``: generalized forces
+  acting only outside a range); and a general
   force/torque applied at a marker's origin on its body, its reaction at the
   same point on the reaction marker's body (or nowhere when that is ground).
   Load expressions may use the joint coordinates, their time derivatives,
@@ -207,6 +209,18 @@ class RotationalSpringDamper:
 
 
 @dataclass
+class JointStop:
+    """A compliant stop on a joint coordinate (``JointSystem.limit``): its
+    bounds and its spring and damper; the force itself is a ``JointLoad``."""
+    joint: Joint
+    coordinate: JointCoordinate
+    lower: sp.Expr
+    upper: sp.Expr
+    stiffness: sp.Expr
+    damping: sp.Expr
+
+
+@dataclass
 class MarkerForce:
     """Force and torque (3-vectors, world frame) at ``at``'s origin on its
     body; the reaction at the same point on ``reaction``'s body."""
@@ -239,6 +253,9 @@ class JointSystem:
     joint_loads: list[JointLoad] = field(default_factory=list)
     springs: list[SpringDamper] = field(default_factory=list)
     rotational_springs: list[RotationalSpringDamper] = field(default_factory=list)
+    #: compliant stops (``limit``), in declaration order; each also adds its
+    #: force to ``joint_loads``
+    stops: list[JointStop] = field(default_factory=list)
     forces: list[MarkerForce] = field(default_factory=list)
     outputs: dict = field(default_factory=dict)
     #: per output name, (unit, description) for its modelDescription entry
@@ -414,6 +431,104 @@ class JointSystem:
         j, c = self._coordinate(joint, coordinate)
         self.rotational_springs.append(RotationalSpringDamper(
             name, j, c, *map(sp.sympify, (stiffness, damping, free_angle, preload))))
+
+    def limit(self, joint, lower, upper, stiffness, damping=0, coordinate=None):
+        """A compliant stop on a joint coordinate q: no force inside
+        [lower, upper]; beyond ``upper`` the generalized force
+        −max(0, k (q − upper) + c q̇), below ``lower`` +max(0, k (lower − q) − c q̇)
+        (k = ``stiffness``, c = ``damping``; a torque for an angle).  The
+        damper acts only while the stop is penetrated, and the max keeps it
+        from ever pulling the joint back into the stop (on the way out, a
+        fast rebound just leaves the stop with zero force).  Bounds in the
+        coordinate's unit; either may be ±inf (``math.inf``) for a one-sided
+        stop.  Model Exchange FMUs report the entry and exit as state events
+        (event indicators q − upper and lower − q)."""
+        name = joint if isinstance(joint, str) else getattr(joint, "name", joint)
+        if name in self.joints and not self.joints[name].coordinates:
+            raise ModelError(f"limit: joint '{name}' is {self.joints[name].kind} and has no coordinate to limit")
+        j, c = self._coordinate(joint, coordinate)
+        what = f"limit on '{c.name}'"
+        lo, hi, k, d = (sp.sympify(v) for v in (lower, upper, stiffness, damping))
+        values = {p.symbol: p.value for p in self.parameters}
+        num = {}
+        for nm, e in (("lower", lo), ("upper", hi), ("stiffness", k), ("damping", d)):
+            stray = e.free_symbols - set(values)
+            if stray:
+                raise ModelError(f"{what}: {nm} may use parameters only, not {sorted(map(str, stray))}")
+            v = e.xreplace(values)
+            if not (v.is_number and (v.is_real or v.is_infinite)) or v is sp.nan:
+                raise ModelError(f"{what}: {nm} must be a real number (got {e})")
+            num[nm] = float(v)
+        if num["lower"] > num["upper"]:
+            raise ModelError(f"{what}: lower {num['lower']:g} is above upper {num['upper']:g}")
+        if num["lower"] == -float("inf") and num["upper"] == float("inf"):
+            raise ModelError(f"{what}: both bounds are infinite, the stop would never act")
+        for nm in ("stiffness", "damping"):
+            if not (0 <= num[nm] < float("inf")):
+                raise ModelError(f"{what}: {nm} must be finite and ≥ 0 (got {num[nm]:g})")
+        if num["stiffness"] == 0 and num["damping"] == 0:
+            raise ModelError(f"{what}: stiffness and damping are both 0, the stop would never act")
+        if any(st.coordinate is c for st in self.stops):
+            raise ModelError(f"{what}: the coordinate already has a limit; give both bounds in one call")
+        q, qd = c.symbol, c.symbol.diff(t)
+        branches = []
+        if num["upper"] != float("inf"):
+            branches.append((-sp.Max(0, k * (q - hi) + d * qd), q > hi))
+        if num["lower"] != -float("inf"):
+            branches.append((sp.Max(0, k * (lo - q) - d * qd), q < lo))
+        self.stops.append(JointStop(j, c, lo, hi, k, d))
+        self.joint_loads.append(JointLoad(j, c, sp.Piecewise(*branches, (0, True))))
+
+    def bump_stop(self, joint, at, table, side="upper", damping=0, coordinate=None):
+        """A one-sided stop given by its force–deflection curve, the way bump
+        and rebound stops are specified: the deflection is δ = q − ``at``
+        (``side="upper"``) or ``at`` − q (``"lower"``), and while δ > 0 the
+        stop pushes back with max(0, F(δ) + c δ̇) (c = ``damping``), F the
+        piecewise-linear interpolation of ``table`` = [(δ0 = 0, F0), (δ1, F1),
+        ...] (δ strictly increasing, F ≥ 0; F0 > 0 is a force step at contact;
+        past the last point F continues with the last segment's slope).  A
+        joint load like ``limit``'s; Model Exchange reports contact and each
+        table point as state events (the importer also locates the kinks)."""
+        name = joint if isinstance(joint, str) else getattr(joint, "name", joint)
+        if name in self.joints and not self.joints[name].coordinates:
+            raise ModelError(f"bump_stop: joint '{name}' is {self.joints[name].kind} and has no coordinate to limit")
+        j, c = self._coordinate(joint, coordinate)
+        what = f"bump_stop on '{c.name}'"
+        if side not in ("upper", "lower"):
+            raise ModelError(f"{what}: side must be 'upper' or 'lower' (got {side!r})")
+        try:
+            points = [(float(d), float(f)) for d, f in table]
+        except (TypeError, ValueError):
+            raise ModelError(f"{what}: the table must be (deflection, force) pairs of numbers, got {table!r}") from None
+        if len(points) < 2:
+            raise ModelError(f"{what}: the table needs at least two (deflection, force) points")
+        if points[0][0] != 0:
+            raise ModelError(f"{what}: the table must start at deflection 0 (got {points[0][0]:g})")
+        for (d0, _), (d1, _) in zip(points, points[1:]):
+            if not d1 > d0:
+                raise ModelError(f"{what}: the table's deflections must increase strictly ({d0:g} then {d1:g})")
+        if any(not (0 <= f < float("inf")) for _, f in points) or any(d != d for d, _ in points):
+            raise ModelError(f"{what}: the table's forces must be finite and ≥ 0")
+        at_e, d = sp.sympify(at), sp.sympify(damping)
+        values = {p.symbol: p.value for p in self.parameters}
+        for nm, e in (("at", at_e), ("damping", d)):
+            v = e.xreplace(values)
+            if e.free_symbols - set(values) or not (v.is_number and v.is_real and v.is_finite):
+                raise ModelError(f"{what}: {nm} must be a finite number or an expression in parameters (got {e})")
+        if float(d.xreplace(values)) < 0:
+            raise ModelError(f"{what}: damping must be ≥ 0 (got {float(d.xreplace(values)):g})")
+        q, qd = c.symbol, c.symbol.diff(t)
+        sign = 1 if side == "upper" else -1
+        delta, rate = sign * (q - at_e), sign * qd
+        pts = [(sp.Rational(str(dd)), sp.Rational(str(ff))) for dd, ff in points]
+        segments = []
+        for k in range(len(pts) - 1):
+            (d0, f0), (d1, f1) = pts[k], pts[k + 1]
+            line = f0 + (f1 - f0) / (d1 - d0) * (delta - d0)
+            segments.append((line, True if k == len(pts) - 2 else delta < d1))
+        force = sp.Piecewise(*segments)
+        self.joint_loads.append(JointLoad(j, c, sp.Piecewise((-sign * sp.Max(0, force + d * rate), delta > 0),
+                                                             (0, True))))
 
     def force(self, name, at: Marker, force=(0, 0, 0), torque=(0, 0, 0), reaction: Marker | None = None):
         self.forces.append(MarkerForce(name, at, _vec3(force, f"force '{name}'"),

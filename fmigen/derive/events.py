@@ -43,3 +43,35 @@ def time_events(exprs) -> list[float]:
 def dae_time_events(dae) -> list[float]:
     """Breakpoints of the DAE's mass matrix, forces and outputs."""
     return time_events([*dae.M, *dae.F, *dae.outputs.values()])
+
+
+def state_event_indicators(dae) -> list:
+    """Event indicators of the loads that switch with the state: per
+    relation in a Piecewise condition of M or F that involves a coordinate
+    or a velocity (a stop's ``q > upper``, ``JointSystem.limit``), the
+    expression that is positive where the relation holds (q − upper for
+    ``q > upper``, lower − q for ``q < lower``) and changes sign where the
+    load switches.  A Model Exchange FMU reports them (GetEventIndicators),
+    so the importer locates the switch (contact and release of a stop)
+    instead of stepping across it.  Deduplicated, in order of appearance."""
+    state = set(dae.q_sym) | set(dae.v_sym)
+    out = []
+    for e in [*dae.M, *dae.F]:
+        for pw in sorted(sp.sympify(e).atoms(sp.Piecewise), key=sp.default_sort_key):
+            for _, cond in pw.args:
+                if not isinstance(cond, sp.Basic) or cond in (sp.true, sp.false):
+                    continue
+                rels = [cond] if isinstance(cond, sp.core.relational.Relational) else sorted(
+                    cond.atoms(sp.core.relational.Relational), key=sp.default_sort_key)
+                for rel in rels:
+                    if not rel.free_symbols & state:
+                        continue
+                    if isinstance(rel, (sp.StrictLessThan, sp.LessThan)):
+                        z = rel.rhs - rel.lhs
+                    elif isinstance(rel, (sp.StrictGreaterThan, sp.GreaterThan)):
+                        z = rel.lhs - rel.rhs
+                    else:       # == or !=: no sign change to locate
+                        continue
+                    if z not in out:
+                        out.append(z)
+    return out

@@ -120,7 +120,10 @@ def model_description(iface: Interface, gen: GeneratedModel, table: VariableTabl
     deps = iface.dependencies
     vars_ = table.declared("2")
     mech = iface.mechanism
-    root = description_root("2.0", mech, gen.guid, numberOfEventIndicators="0")
+    # Model Exchange: the state events of loads that switch with the state
+    # (stops, derive/events.py); Co-Simulation handles them inside the step
+    nz = gen.macros.get("FMIGEN_NZ", 0) if kind == "me" else 0
+    root = description_root("2.0", mech, gen.guid, numberOfEventIndicators=str(nz))
     common = dict(modelIdentifier=gen.identifier, needsExecutionTool="false",
                   canGetAndSetFMUstate="true", canSerializeFMUstate="true",
                   canNotUseMemoryManagementFunctions="true",

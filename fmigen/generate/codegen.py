@@ -1603,11 +1603,18 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     events = dae_time_events(dae)
     if events:
         parts.append(arr("double", "fmigen_event_times", events))
+    # state events (Model Exchange GetEventIndicators): where a load switches
+    # with the state, e.g. a stop's contact (derive/events.py)
+    from fmigen.derive.events import state_event_indicators
+    indicators = state_event_indicators(dae)
+    if indicators:
+        parts.append(matrix_fn("fmigen_event_indicators", sig, sp.Matrix(indicators)))
     macros = {"NQ": n, "NC": m, "NI": f, "NP": len(dae.tunable), "NU": len(dae.inputs), "NY": len(dae.outputs),
               "NSOL": nwarm, "NPART": 1 + len(alternatives), "FMIGEN_KINEMATIC": int(mech.kinematic),
               # rheonomic constraints (a kinematic drive): the solve depends on t
               "FMIGEN_KINEMATICS_TIME": int(any(sp.sympify(e).has(t) for e in dae.Phi)),
               "FMIGEN_NEVENTS": len(events),
+              "FMIGEN_NZ": len(indicators),
               # the embedding's hand-over from prepare to finish (codegen_embedding._split_inputs)
               "FMIGEN_NWORK": nwork,
               # fmigen_phi_trig / fmigen_outputs_trig read a (possibly deferred) angle

@@ -192,7 +192,7 @@ fmi2Status fmi2SetContinuousStates(fmi2Component c, const fmi2Real x[], size_t n
 fmi2Status fmi2GetDerivatives(fmi2Component c, fmi2Real dx[], size_t nx)
 { return ST(fg_get_derivatives(IN(c), dx, nx)); }
 fmi2Status fmi2GetEventIndicators(fmi2Component c, fmi2Real ei[], size_t ni)
-{ (void)ei; return ST(fg_get_event_indicators(IN(c), ni)); }
+{ return ST(fg_get_event_indicators(IN(c), ei, ni)); }
 fmi2Status fmi2GetContinuousStates(fmi2Component c, fmi2Real x[], size_t nx)
 { return ST(fg_get_states(IN(c), x, nx)); }
 fmi2Status fmi2GetNominalsOfContinuousStates(fmi2Component c, fmi2Real x[], size_t nx)

@@ -305,7 +305,7 @@ fmi3Status fmi3SetContinuousStates(fmi3Instance c, const fmi3Float64 x[], size_t
 fmi3Status fmi3GetContinuousStateDerivatives(fmi3Instance c, fmi3Float64 dx[], size_t nx)
 { return ST(fg_get_derivatives(IN(c), dx, nx)); }
 fmi3Status fmi3GetEventIndicators(fmi3Instance c, fmi3Float64 ei[], size_t ni)
-{ (void)ei; return ST(fg_get_event_indicators(IN(c), ni)); }
+{ return ST(fg_get_event_indicators(IN(c), ei, ni)); }
 fmi3Status fmi3GetContinuousStates(fmi3Instance c, fmi3Float64 x[], size_t nx)
 { return ST(fg_get_states(IN(c), x, nx)); }
 fmi3Status fmi3GetNominalsOfContinuousStates(fmi3Instance c, fmi3Float64 x[], size_t nx)

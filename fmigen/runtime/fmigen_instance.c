@@ -605,10 +605,24 @@ int fg_get_nominals(FgInstance *in, double x[], size_t nx)
     return FG_OK;
 }
 
-int fg_get_event_indicators(FgInstance *in, size_t ni)
+int fg_get_event_indicators(FgInstance *in, double ei[], size_t ni)
 {
     if (!fg_allowed(in, "GetEventIndicators", ME_READ)) return FG_ERROR;
-    if (ni != 0) return fg_fail(in, "GetEventIndicators: this FMU has no event indicators (got %lu)", (unsigned long)ni);
+    /* ni = 0 is always accepted: FMI 3 declares no indicators yet (its
+     * EventIndicator elements need variables to refer to) */
+    if (ni == 0) return FG_OK;
+    if (ni != FMIGEN_NZ)
+        return fg_fail(in, "GetEventIndicators: this FMU has %d event indicators (got %lu)", FMIGEN_NZ, (unsigned long)ni);
+    if (!ei) return fg_fail(in, "GetEventIndicators: NULL array");
+#if FMIGEN_NZ > 0
+    /* the complete q, v of the current state (the deferred angles too) */
+    if (ensure_assembled(in)) return eval_failure(in, "GetEventIndicators");
+    FmigenCore *c = &in->s.core;
+    fmigen_core_observe_some(c, FMIGEN_OBSERVE_ANGLES);
+    double ubuf[FMIGEN_DIM(NU)];
+    const double *u = fmigen_core_inputs(c, c->t, ubuf);
+    FMIGEN_MODEL_FN(fmigen_event_indicators)(c->t, c->q, c->v, c->p, u, ei);
+#endif
     return FG_OK;
 }
 

@@ -130,7 +130,7 @@ int fg_set_states(FgInstance *in, const double x[], size_t nx);
 int fg_get_states(FgInstance *in, double x[], size_t nx);
 int fg_get_derivatives(FgInstance *in, double dx[], size_t nx);
 int fg_get_nominals(FgInstance *in, double x[], size_t nx);
-int fg_get_event_indicators(FgInstance *in, size_t ni);
+int fg_get_event_indicators(FgInstance *in, double ei[], size_t ni);
 /* *enter_event = 1 when the accepted time has reached the announced time
  * event (an importer that integrated past it without stopping learns it here). */
 int fg_completed_integrator_step(FgInstance *in, int *enter_event);

@@ -93,6 +93,7 @@
 #define fmigen_mass_check_labels FMIGEN_MODEL_NAME(fmigen_mass_check_labels)
 #define fmigen_outputs FMIGEN_MODEL_NAME(fmigen_outputs)
 #define fmigen_outputs_trig FMIGEN_MODEL_NAME(fmigen_outputs_trig)
+#define fmigen_event_indicators FMIGEN_MODEL_NAME(fmigen_event_indicators)
 #define fmigen_p_default FMIGEN_MODEL_NAME(fmigen_p_default)
 #define fmigen_partitions FMIGEN_MODEL_NAME(fmigen_partitions)
 #define fmigen_phi FMIGEN_MODEL_NAME(fmigen_phi)

@@ -785,6 +785,16 @@ enum { FMIGEN_EULER = 0, FMIGEN_RK4 = 1, FMIGEN_SYMPLECTIC = 2 };
 #if FMIGEN_NEVENTS > 0
 extern const double fmigen_event_times[];
 #endif
+/* State events: FMIGEN_NZ event indicators, each changing sign where a load
+ * switches with the state (a stop's contact: derive/events.py), from the
+ * complete q and v; a model_config.h that does not say has none. */
+#ifndef FMIGEN_NZ
+#define FMIGEN_NZ 0
+#endif
+#if FMIGEN_NZ > 0
+void fmigen_event_indicators(double t, const double *q, const double *v, const double *p, const double *u,
+                             double *out);
+#endif
 #ifndef FMIGEN_NFP
 #define FMIGEN_NFP 0
 #endif
@@ -947,6 +957,9 @@ extern __typeof__(fmigen_phi_trig) FMIGEN_AVX_NAME(fmigen_phi_trig);
 extern __typeof__(fmigen_residual_trig) FMIGEN_AVX_NAME(fmigen_residual_trig);
 extern __typeof__(fmigen_outputs) FMIGEN_AVX_NAME(fmigen_outputs);
 extern __typeof__(fmigen_outputs_trig) FMIGEN_AVX_NAME(fmigen_outputs_trig);
+#if FMIGEN_NZ > 0
+extern __typeof__(fmigen_event_indicators) FMIGEN_AVX_NAME(fmigen_event_indicators);
+#endif
 #if FMIGEN_FORMULATION
 extern __typeof__(fmigen_augmented_accel) FMIGEN_AVX_NAME(fmigen_augmented_accel);
 #endif
