@@ -176,14 +176,19 @@ def generated_of(mech, options: dict, start: dict, independent):
     coordinates differ from its ``start`` and ``independent`` does not
     describe this derivation (its body holds the start), and one that cannot
     be read is no entry; both are generated again (and rewritten)."""
-    path = groebner.CACHE_DIR / "derived" / f"{hashlib.sha256(key_text(mech, options).encode()).hexdigest()}.json"
+    try:
+        key = key_text(mech, options)
+    except (TypeError, ValueError):   # something the key cannot describe: no entry
+        return None
+    path = groebner.CACHE_DIR / "derived" / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
     try:
         d = json.loads(path.read_text())
         if d["start"] != start or tuple(d["independent"]) != tuple(independent):
             return None
-        return codegen.finish(mech.name, d["body"], d["macros"], start, mech, tuple(independent))
+        body, macros = str(d["body"]), dict(d["macros"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    return codegen.finish(mech.name, body, macros, start, mech, tuple(independent))
 
 
 def remember(compiled, options: dict):
@@ -191,9 +196,18 @@ def remember(compiled, options: dict):
     mechanism and ``options``, as ``derive`` does, written atomically (the
     suite's workers and parallel builds write the same entries at once).
     Not a derivation whose Gröbner engine failed (``_NotRecorded``)."""
-    if not compiled.engine_failed:
-        groebner.disk_cache(key_text(compiled.mechanism, options), lambda: record(compiled), use_cache=True,
-                            subdir="derived", force=True)
+    if compiled.engine_failed:
+        return
+    try:
+        key = key_text(compiled.mechanism, options)
+    except (TypeError, ValueError):   # something the key cannot describe: not kept
+        return
+    # the cache is optional: a directory that cannot be written costs a
+    # later derivation its C, never this one its result
+    try:
+        groebner.disk_cache(key, lambda: record(compiled), use_cache=True, subdir="derived", force=True)
+    except OSError:
+        pass
 
 
 def derive(mech, options: dict, compute, use_cache=True, reuse=True):
