@@ -148,3 +148,58 @@ def test_joint_conversion_key_follows_the_system(cache, monkeypatch):
     again = mechanism_of(_joint_system("fourbar_joints"))
     assert [c.start for c in again.coordinates] == [c.start for c in base.coordinates]
     assert sorted(e.read_bytes() == b"not a pickle" for e in entries) == [False, True]
+
+
+# --- compile_model's C from the entry (derived.generated_of) ------------------
+
+def _c(compiled):
+    g = compiled.generated
+    return g.model_c, g.config_h, g.guid
+
+
+def test_compile_model_takes_its_c_from_the_entry(cache, monkeypatch):
+    """compile_model records the C it generated, and a later derivation of
+    the same mechanism (another process: a pytest-xdist worker, a CLI
+    build) takes it from the entry, byte for byte the C generated without
+    the cache, a tunable parameter's new default included; use_cache=False
+    generates; an entry whose start is not the derivation's is not taken."""
+    import json
+
+    from fmigen.build.pipeline import compile_model, prepare_mechanism
+    from fmigen.generate import codegen
+    fresh = compile_model(prepare_mechanism("fourbar", use_cache=False), use_cache=False)
+    assert not (cache / "derived").exists()
+    first = compile_model(prepare_mechanism("fourbar"))
+    [entry] = (cache / "derived").glob("*.json")
+    generate = codegen.generate
+
+    def refuse(*args, **kw):
+        raise AssertionError("generated again although the entry holds this C")
+    monkeypatch.setattr(codegen, "generate", refuse)
+    lines = []
+    second = compile_model(prepare_mechanism("fourbar"), log=lines.append)
+    assert "[4/5] generated C from the derived-model cache" in lines
+    assert _c(second) == _c(first) == _c(fresh)
+    with pytest.raises(AssertionError, match="generated again"):
+        compile_model(prepare_mechanism("fourbar", use_cache=False), use_cache=False)
+    heavier = prepare_mechanism("fourbar")
+    next(p for p in heavier.parameters if p.name == "m2").value = 2.5
+    from_entry = compile_model(heavier)
+    assert "2.5" in from_entry.generated.model_c.split("fmigen_p_default")[1].split(";")[0]
+    monkeypatch.setattr(codegen, "generate", generate)
+    heavier = prepare_mechanism("fourbar", use_cache=False)
+    next(p for p in heavier.parameters if p.name == "m2").value = 2.5
+    assert _c(from_entry) == _c(compile_model(heavier, use_cache=False))
+    # the body holds the start: an entry recorded for another one is not this C
+    d = json.loads(entry.read_text())
+    d["start"]["phi"] += 1e-9
+    entry.write_text(json.dumps(d))
+    monkeypatch.setattr(codegen, "generate", refuse)
+    with pytest.raises(AssertionError, match="generated again"):
+        compile_model(prepare_mechanism("fourbar"))
+    entry.write_text("{not json")
+    with pytest.raises(AssertionError, match="generated again"):
+        compile_model(prepare_mechanism("fourbar"))
+    monkeypatch.setattr(codegen, "generate", generate)
+    assert _c(compile_model(prepare_mechanism("fourbar"))) == _c(fresh)
+    assert json.loads(entry.read_text())["start"] == fresh.triangular.start

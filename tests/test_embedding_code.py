@@ -161,12 +161,42 @@ def pushed_stewart() -> Mechanism:
     return m
 
 
-def max_relative_differences(mech, kinematics, tmp_path, trials=12, dynamics="embedded"):
-    dae = build_dae(mech)
+_daes = {}
+_generated = {}
+
+
+def shipped_dae(name):
+    """``build_dae(load_mechanism(name))``, derived once per worker process
+    (a file's tests stay on one): the five-link's and the Stewart
+    platform's are each read by two tests.  The tests only read it."""
+    if name not in _daes:
+        _daes[name] = build_dae(load_mechanism(name))
+    return _daes[name]
+
+
+def derivation(mech, kinematics="groebner", dynamics="embedded"):
+    """(dae, emb, tri, gen): ``mech`` derived and its C generated without
+    coordinate switching; a shipped mechanism (given by name) once per
+    worker process: the five-link's C, the longest to generate here, is read
+    by test_generated_embedding_matches_numpy and
+    test_chunked_embedding_is_bit_identical.  The tests only read it."""
+    key = (mech, kinematics, dynamics) if isinstance(mech, str) else None
+    if key in _generated:
+        return _generated[key]
+    dae = shipped_dae(mech) if isinstance(mech, str) else build_dae(mech)
     part = choose_partition(dae)
     emb = embed(dae, part)
     tri = triangularize(dae, part, kinematics=kinematics)
-    gen = codegen.generate(emb, tri, mech.name, dynamics=dynamics)
+    out = dae, emb, tri, codegen.generate(emb, tri, dae.mechanism.name, dynamics=dynamics)
+    if key is not None:
+        _generated[key] = out
+    return out
+
+
+def max_relative_differences(mech, kinematics, tmp_path, trials=12, dynamics="embedded"):
+    """``mech``: a Mechanism, or a shipped mechanism's name."""
+    dae, emb, tri, gen = derivation(mech, kinematics, dynamics)
+    mech = dae.mechanism
     if mech.name == "pushed_stewart" and dynamics == "embedded":
         # the leg-by-leg sums, with the inputs' share in finish
         assert "const double nb" in gen.model_c and "const double zu" in gen.model_c
@@ -247,8 +277,7 @@ LOCAL = {"gear": gear_pendulums, "switched": switched_torque_pendulums, "pushed_
 
 @pytest.mark.parametrize("name,kinematics,bound", CASES)
 def test_generated_embedding_matches_numpy(name, kinematics, bound, tmp_path):
-    mech = LOCAL[name]() if name in LOCAL else load_mechanism(name)
-    worst = max_relative_differences(mech, kinematics, tmp_path)
+    worst = max_relative_differences(LOCAL[name]() if name in LOCAL else name, kinematics, tmp_path)
     print(name, kinematics, worst)
     assert worst["qdd"] <= bound and worst["v"] <= bound
     assert worst["trig"] <= 1e-12
@@ -265,8 +294,8 @@ RECURSIVE_CASES = [("gear", "groebner", 1e-13), ("switched", "groebner", 1e-13),
 
 @pytest.mark.parametrize("name,kinematics,bound", RECURSIVE_CASES)
 def test_generated_recursive_dynamics_matches_numpy(name, kinematics, bound, tmp_path):
-    mech = LOCAL[name]() if name in LOCAL else load_mechanism(name)
-    worst = max_relative_differences(mech, kinematics, tmp_path, dynamics="recursive")
+    worst = max_relative_differences(LOCAL[name]() if name in LOCAL else name, kinematics, tmp_path,
+                                     dynamics="recursive")
     print(name, kinematics, worst)
     assert worst["qdd"] <= bound and worst["v"] <= bound
     assert worst["trig"] <= 1e-12
@@ -292,11 +321,7 @@ def test_chunked_embedding_is_bit_identical(tmp_path):
     statements (its 5×5 LU block's arrays, checks and solves cross chunks),
     gives bit for bit the unsplit functions' q, v, q̈ and trig; its own
     model.c is below the size where chunks start, so it is not chunked."""
-    mech = load_mechanism("five_link")
-    dae = build_dae(mech)
-    part = choose_partition(dae)
-    emb = embed(dae, part)
-    gen = codegen.generate(emb, triangularize(dae, part), mech.name)
+    _, _, _, gen = derivation("five_link")
     assert "FMIGEN_CHUNK" not in gen.model_c
     chunked_c = _rechunked(gen.model_c, 40)
     assert chunked_c.count("FMIGEN_CHUNK int fmigen_embedded_prepare_chunk") > 10
@@ -354,8 +379,7 @@ def test_gamma_by_forward_differentiation_is_the_symbolic_gamma(name):
     import sympy as sp
     from fmigen.generate.codegen_embedding import gamma_by_jets
     from fmigen.model import t
-    mech = driven_slider_crank() if name == "driven" else load_mechanism(name)
-    dae = build_dae(mech)
+    dae = build_dae(driven_slider_crank()) if name == "driven" else shipped_dae(name)
     jets = gamma_by_jets(dae)
     assert jets is not None and len(jets) == dae.m
     args = [t, *dae.q_sym, *dae.v_sym]

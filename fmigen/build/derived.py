@@ -165,6 +165,51 @@ def from_record(text: str, mech) -> Derived:
     return Derived(mech, gen, iface, d["start"], d["seconds"])
 
 
+def generated_of(mech, options: dict, start: dict, independent):
+    """The C of a derivation of ``mech`` with ``options`` (``pipeline.compile_model``'s
+    stage 4), from the entry a build or an earlier ``compile_model`` recorded,
+    finished (``codegen.finish``) with ``mech``'s current default values; None
+    without an entry.  Why: generating the C is most of a large mechanism's
+    derivation (the five-link's ~80 %), and the test suite's worker processes
+    and the CLI processes it starts derive the same models again and again.
+    The caller derived the rest itself: an entry whose start or independent
+    coordinates differ from its ``start`` and ``independent`` does not
+    describe this derivation (its body holds the start), and one that cannot
+    be read is no entry; both are generated again (and rewritten)."""
+    try:
+        key = key_text(mech, options)
+    except (TypeError, ValueError):   # something the key cannot describe: no entry
+        return None
+    path = groebner.CACHE_DIR / "derived" / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
+    try:
+        d = json.loads(path.read_text())
+        if d["start"] != start or tuple(d["independent"]) != tuple(independent):
+            return None
+        body, macros = str(d["body"]), dict(d["macros"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return codegen.finish(mech.name, body, macros, start, mech, tuple(independent))
+
+
+def remember(compiled, options: dict):
+    """Record ``compiled`` (a ``pipeline.Compiled``) as the entry of its
+    mechanism and ``options``, as ``derive`` does, written atomically (the
+    suite's workers and parallel builds write the same entries at once).
+    Not a derivation whose Gröbner engine failed (``_NotRecorded``)."""
+    if compiled.engine_failed:
+        return
+    try:
+        key = key_text(compiled.mechanism, options)
+    except (TypeError, ValueError):   # something the key cannot describe: not kept
+        return
+    # the cache is optional: a directory that cannot be written costs a
+    # later derivation its C, never this one its result
+    try:
+        groebner.disk_cache(key, lambda: record(compiled), use_cache=True, subdir="derived", force=True)
+    except OSError:
+        pass
+
+
 def derive(mech, options: dict, compute, use_cache=True, reuse=True):
     """(model, hit): ``compute()`` (a ``pipeline.Compiled``) recorded under
     ``mech`` and ``options``; with ``reuse`` a recorded one is returned as a

@@ -135,10 +135,16 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     stage 4 is not redone (``fmigen check`` after a build).
     ``generate_c=False``: stop before stage 4 (``Compiled.generated`` is
     None), for a consumer of the symbolic derivation only (the Modelica
-    export), which would otherwise pay for C it never reads."""
+    export), which would otherwise pay for C it never reads.  With
+    ``use_cache``, stage 4 is read from the derived-model cache when a build
+    or an earlier call recorded this mechanism with these options
+    (``derived.generated_of``: the same bytes), and recorded when it ran."""
     from fmigen.generate.codegen_recursive import choose as choose_dynamics
     from fmigen.frontends.start_pose import check_start_pose
     log = log or (lambda msg: None)
+    # the key of the derived-model cache: the options as given (dynamics
+    # "auto", not what it resolves to), as build_fmus keys its entry
+    options = derivation_options(order, kinematics, newton_tol, dynamics)
     times = {}
     history = progress.StageTimes()
     t0 = time.perf_counter()
@@ -174,6 +180,9 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
         alternatives.append((embed(dae, part_k), tri_k))
     times["triangular"] = time.perf_counter() - t1
     t2 = time.perf_counter()
+    generated_now = False
+    if generated is None and generate_c and use_cache:
+        generated = derived.generated_of(mech, options, tri.start, emb.independent)
     if generated is not None:
         log("[4/5] generated C from the derived-model cache")
         gen = generated
@@ -181,15 +190,19 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
         log("[4/5] C generation skipped: not needed here")
         gen = None
     else:
+        generated_now = True
         progress.stage(log, "[4/5] generating C", history.last(mech.name, "codegen"))
         gen = codegen.generate(emb, tri, mech.name, alternatives=alternatives, dynamics=dynamics)
     times["codegen"] = time.perf_counter() - t2
-    if generated is None and generate_c:
+    if generated_now:
         history.remember(mech.name, times)
     log(f"      stages: equations of motion {times['dae']:.2f} s, triangularization and workspace cover "
         f"{times['triangular']:.2f} s, C generation {times['codegen']:.2f} s")
     failed = any(tb.engine_failed for t in [tri, *(t for _, t in alternatives)] for tb in t.blocks)
-    return Compiled(mech, dae, part, emb, tri, gen, times, dynamics, failed)
+    compiled = Compiled(mech, dae, part, emb, tri, gen, times, dynamics, failed)
+    if generated_now and use_cache:
+        derived.remember(compiled, options)
+    return compiled
 
 
 def _warn_singularities(dae, tri, log):

@@ -5,8 +5,9 @@ and the start assembly's (kinematics/assemble.py, ``start_assembly_hook``):
 the mechanism as ``pipeline.prepare_mechanism`` left it, the options, and
 ``source_digest()``, the text of every fmigen module that takes part in a
 derivation (all but ``CONSUMERS``), so an edit of the code invalidates every
-entry.  It reads only the mechanism (and its unit scales), so the stages
-that cache by it, early and late, can all import it.
+entry, and the sympy and numpy versions.  It reads only the mechanism (and
+its unit scales), so the stages that cache by it, early and late, can all
+import it.
 """
 from __future__ import annotations
 
@@ -79,5 +80,9 @@ def key_text(mech, options: dict) -> str:
         {k: repr(float(v)) for k, v in mech.described_start.items()},
         "unit_scales": [repr(float(x)) for x in mechanism_unit_scales(mech)],
     }
-    return "\n".join([FORMAT, source_digest(), json.dumps(options, sort_keys=True, default=str),
+    import numpy
+    # sympy prints the generated C and numpy computes the workspace cover
+    # that picks its sequences: another version may make other bytes
+    return "\n".join([FORMAT, source_digest(), sp.__version__, numpy.__version__,
+                      json.dumps(options, sort_keys=True, default=str),
                       json.dumps(model, sort_keys=True)])
