@@ -48,7 +48,7 @@ import fmpy
 import numpy as np
 
 from fmigen.model import ModelError
-from fmigen.verify.cartesian import energy_drift
+from fmigen.verify.cartesian import energy_drift, work_integral
 from fmigen.verify.compare import coordinate_error
 from fmigen.build.pipeline import Compiled, as_mechanism, build_fmu, load_mechanism
 from fmigen.verify.reference import assemble_newton, solve_reference
@@ -304,10 +304,9 @@ def model_energy_balance(dae, times, q, v, signals=None):
     Mechanism: T = ½ vᵀ M v with the DAE's M — the model stage's own M, so
     this checks the integration, not the equations of motion — V from gravity
     and the bodies' centre-of-mass heights, W = ∫ (Σ Q_i v_i + Σ f · ṗ) dt
-    by the cumulative Simpson rule (inputs at their start values, or the
+    by ``cartesian.work_integral`` (inputs at their start values, or the
     expressions in t of ``signals``)."""
     import sympy as sp
-    from scipy.integrate import cumulative_simpson
 
     from fmigen.model import t as T_SYM
     mech = dae.mechanism
@@ -334,8 +333,7 @@ def model_energy_balance(dae, times, q, v, signals=None):
         T[i] = 0.5 * v[i] @ dae.numeric.M(tt, q[i]) @ v[i]
         V[i] = float(V_fn(tt, *q[i], *v[i]))
         P[i] = float(P_fn(tt, *q[i], *v[i]))
-    W = cumulative_simpson(P, x=times, initial=0.0) if len(times) > 2 else np.zeros(len(times))
-    return T, V, W
+    return T, V, work_integral(P, times)
 
 
 def _reference_entry(errors, verrors, coord_tol, velocity_tol, **extra):
