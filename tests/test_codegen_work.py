@@ -3,7 +3,12 @@
 
 - the unit-circle trial is skipped by a count of work, the products its
   expansion would form (``expansion_products``), never by time;
-- the two joint CSEs pre-pass each expression once."""
+- the two joint CSEs pre-pass each expression once;
+- the Gröbner sequences' large coefficient functions are compiled at -O1
+  and give the bits the model's -O2 gives."""
+import re
+import subprocess
+
 import numpy as np
 import sympy as sp
 
@@ -13,6 +18,7 @@ from fmigen.derive.dae import build_dae
 from fmigen.derive.embed import embed
 from fmigen.derive.partition import choose_partition
 from fmigen.kinematics.triangular import triangularize
+from fmigen.tools.bench import RUNTIME_DIR
 
 
 def test_expansion_products_counts_the_products_of_the_expansion():
@@ -85,3 +91,56 @@ def test_the_joint_cses_pre_pass_each_expression_once(monkeypatch):
     assert len(joint) == 2
     assert len(seen) == len(set(seen))
     assert len(seen) < sum(joint) - 100
+
+
+DRIVER = r"""
+#include <stdio.h>
+#include "fmigen_runtime.h"
+%(prototypes)s
+int main(void)
+{
+    double a[64];
+%(calls)s
+    return 0;
+}
+"""
+
+
+def test_large_coefficient_functions_are_O1_with_the_bits_of_O2(tmp_path):
+    """The Stephenson III six-bar's sextic: its sequence steps' coefficient
+    functions (most of model.c) carry optimize("O1"); compiled so and with
+    the attribute removed (the model's -O2), every coefficient of every
+    function is the same double at 50 random arguments."""
+    mech = load_mechanism("stephenson3_joints")
+    dae = build_dae(mech)
+    part = choose_partition(dae)
+    emb = embed(dae, part)
+    gen = codegen.generate(emb, triangularize(dae, part), mech.name)
+    defs = re.findall(r'void __attribute__\(\(noinline, optimize\("O1"\)\)\) FMIGEN_NAME\((\w+)\)\(([^)]*)\)',
+                      gen.model_c)
+    assert len(defs) >= 6
+    rng = np.random.default_rng(11)
+    prototypes, calls = [], []
+    for name, params in defs:
+        nargs = params.count("double ") - 1
+        prototypes.append(f"void FMIGEN_NAME({name})({params});")
+        for _ in range(50):
+            args = ", ".join(repr(float(x)) for x in rng.uniform(-1.5, 1.5, nargs))
+            calls.append(f"    FMIGEN_NAME({name})({args}{', ' if nargs else ''}a);"
+                         f" for (int k = 0; k < 64; k++) printf(\"%a \", a[k]); printf(\"\\n\");")
+    driver = DRIVER % {"prototypes": "\n".join(prototypes), "calls": "\n".join(calls)}
+    outputs = []
+    for variant, code in (("O1", gen.model_c), ("O2", gen.model_c.replace(', optimize("O1")', ""))):
+        d = tmp_path / variant
+        d.mkdir()
+        (d / "model.c").write_text(code)
+        (d / "model_config.h").write_text(gen.config_h)
+        (d / "driver.c").write_text(driver.replace("double a[64];", "double a[64] = {0};"))
+        r = subprocess.run(["gcc", "-O2", "-fno-math-errno", "-std=c99", "-Wall", "-Wno-unused-variable",
+                            f"-I{d}", f"-I{RUNTIME_DIR}", str(d / "model.c"), str(RUNTIME_DIR / "fmigen_core.c"),
+                            str(RUNTIME_DIR / "fmigen_augmented.c"), str(d / "driver.c"), "-lm",
+                            "-o", str(d / "driver")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        outputs.append(subprocess.run([str(d / "driver")], capture_output=True, text=True, check=True).stdout)
+    assert outputs[0] == outputs[1]
+    assert outputs[0].count("\n") == 50 * len(defs)
