@@ -57,10 +57,12 @@ not positive definite.
 
 from __future__ import annotations
 
+import math
 import re
 from contextlib import contextmanager, nullcontext
 
 import sympy as sp
+from sympy.simplify.cse_main import basic_optimizations, postprocess_for_cse, preprocess_for_cse
 
 from fmigen.generate import codegen_recursive as recursive
 from fmigen.generate import codegen_slp as slp
@@ -242,6 +244,53 @@ def on_the_circle(exprs: list) -> list:
 #: Stewart platform's ~9k).  Counts are sympy's, before any substitution.
 CIRCLE_MAX_OPS = 20_000
 LARGE_MODEL_OPS = 60_000
+#: ... nor a quantity whose expansion would form more than this many products
+#: (``expansion_products``).  Why a second bound: sympy's expansion costs
+#: about the same per product formed whatever the size in operations, and a
+#: few thousand operations of nested products (the Euler angles' rotations
+#: of a spatial suspension) multiply out into thousands of products: the
+#: double wishbone's γ and F (8,770 and 9,870 operations) took 3.1 and 7.5 s
+#: to expand, 4,605 and 8,939 products, the five-link's γ 6.9 s (5,165), and
+#: the expansion was not the cheaper code for any of them, nor for the
+#: ladder's F (11,969 products, 16 s).  Every expansion kept by the shipped
+#: mechanisms measured and the double wishbone forms at most 2,228 (the
+#: ladder's M; the double wishbone's M 2,217, the Stewart platform's F 693).
+#: A count of work, not of time: the same quantities give the same code on
+#: any machine.
+CIRCLE_MAX_PRODUCTS = 4_000
+
+
+def expansion_products(exprs, limit=CIRCLE_MAX_PRODUCTS) -> int:
+    """An upper bound of the products that expanding ``exprs`` forms (the
+    terms before like ones are collected), counted without expanding: a sum
+    has its terms' count, a product the product of its factors' counts, a
+    power b^n (integer n > 0) the number of monomials of degree n in b's
+    terms, C(t + n - 1, n); anything else one.  Counting stops above
+    ``limit``."""
+    memo: dict = {}
+
+    def count(e):
+        if e in memo:
+            return memo[e]
+        if e.is_Add:
+            r = sum(count(a) for a in e.args)
+        elif e.is_Mul:
+            r = 1
+            for a in e.args:
+                r = min(r * count(a), limit + 1)
+        elif e.is_Pow and e.exp.is_Integer and e.exp > 0:
+            r = math.comb(count(e.base) + int(e.exp) - 1, int(e.exp))
+        else:
+            r = 1
+        memo[e] = r = min(r, limit + 1)
+        return r
+
+    total = 0
+    for e in exprs:
+        total += count(sp.sympify(e))
+        if total > limit:
+            break
+    return total
 
 
 def is_large(exprs, limit=LARGE_MODEL_OPS) -> bool:
@@ -276,7 +325,7 @@ def circle_where_cheaper(exprs: list) -> list:
     pair: nothing to reduce, only products multiplied out).  The count is
     sympy's operations after a quick CSE (no optimizations) of the quantity
     alone, which orders the alternatives as the joint CSE does."""
-    if not exprs or is_large(exprs, CIRCLE_MAX_OPS):
+    if not exprs or is_large(exprs, CIRCLE_MAX_OPS) or expansion_products(exprs) > CIRCLE_MAX_PRODUCTS:
         return exprs
     reduced = on_the_circle(exprs)
     if all(r == e for r, e in zip(reduced, exprs)):
@@ -406,10 +455,25 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
 
     large = is_large([e for g, _ in groups for e in quantities[g]])
 
+    prepared = {}   # each expression after the 'basic' pre-pass, for joint_cse
+
     def joint_cse(gamma):
         every = [e for g, _ in groups for e in (gamma if g == "G" else quantities[g])]
-        return sp.cse(every, symbols=sp.numbered_symbols("w"), order="none",
-                      optimizations=None if large else "basic")
+        if large:
+            return sp.cse(every, symbols=sp.numbered_symbols("w"), order="none", optimizations=None)
+        # sp.cse(every, optimizations="basic") in its three steps: the pre-pass
+        # per expression (sympy's factor_terms: most of a joint CSE's time),
+        # the CSE proper, the post-pass.  Why by hand: the two joint CSEs
+        # below share every quantity but γ, and each expression's pre-pass
+        # is done once (the double wishbone: 74 pre-passes instead of 136).
+        # The same replacements and rows, bit for bit, as the one call.
+        for e in every:
+            if e not in prepared:
+                prepared[e] = preprocess_for_cse(e, basic_optimizations)
+        reps, rows = sp.cse([prepared[e] for e in every], symbols=sp.numbered_symbols("w"), order="none",
+                            optimizations=None)
+        return ([(s, postprocess_for_cse(e, basic_optimizations)) for s, e in reps],
+                [postprocess_for_cse(e, basic_optimizations) for e in rows])
 
     # γ by forward differentiation (gamma_by_jets) where the joint CSE of all
     # the quantities comes out cheaper with it: the five-link's, 2,471 →

@@ -1,0 +1,146 @@
+"""C generation's cost bounds and what they must not change
+(fmigen/generate/codegen_embedding.py, fmigen/generate/codegen.py):
+
+- the unit-circle trial is skipped by a count of work, the products its
+  expansion would form (``expansion_products``), never by time;
+- the two joint CSEs pre-pass each expression once;
+- the Gröbner sequences' large coefficient functions are compiled at -O1
+  and give the bits the model's -O2 gives."""
+import re
+import subprocess
+
+import numpy as np
+import sympy as sp
+
+from fmigen.generate import codegen, codegen_embedding as ce
+from fmigen.build.pipeline import load_mechanism
+from fmigen.derive.dae import build_dae
+from fmigen.derive.embed import embed
+from fmigen.derive.partition import choose_partition
+from fmigen.kinematics.triangular import triangularize
+from fmigen.tools.bench import RUNTIME_DIR
+
+
+def test_expansion_products_counts_the_products_of_the_expansion():
+    """The count against sympy's expansion: exact where no two products are
+    alike ((a+b+c)² has the 6 monomials of degree 2 in three terms, a product
+    of sums the product of their lengths), an upper bound where like terms
+    collect, and it stops above its limit."""
+    a, b, c, d, e = sp.symbols("a b c d e")
+    assert ce.expansion_products([(a + b + c) ** 2]) == 6 == len(sp.Add.make_args(sp.expand((a + b + c) ** 2)))
+    assert ce.expansion_products([(a + b) * (c + d + e)]) == 6
+    assert ce.expansion_products([a * b, (a + b) * (c + d + e) ** 3]) == 1 + 2 * 10
+    rng = np.random.default_rng(5)
+    syms = [a, b, c, d, e]
+    for _ in range(30):
+        factors = [sp.Add(*[int(rng.integers(1, 9)) * syms[int(k)] ** int(rng.integers(1, 3))
+                            for k in rng.choice(5, size=int(rng.integers(1, 4)), replace=False)])
+                   for _ in range(int(rng.integers(1, 4)))]
+        expr = sp.Mul(*factors) ** int(rng.integers(1, 3)) + syms[int(rng.integers(0, 5))]
+        assert ce.expansion_products([expr]) >= len(sp.Add.make_args(sp.expand(expr)))
+    assert ce.expansion_products([(a + b + c + d + e) ** 12], limit=100) == 101
+
+
+def test_the_circle_is_not_tried_where_its_expansion_is_too_large(monkeypatch):
+    """A product of five sums of six sine/cosine terms: 66 operations,
+    6⁵ = 7,776 products to expand, above CIRCLE_MAX_PRODUCTS; the quantity is
+    kept as it is without expanding it.  A small one (p·s² + p·c²) is still
+    reduced on the circle, to p."""
+    trig = sp.symbols("trig[0:6]")
+    p = sp.Symbol("p[0]")
+    big = sp.Mul(*[sp.Add(*[(k + 1) * t for k, t in enumerate(trig)]) + j for j in range(5)])
+    assert sp.count_ops(big) < ce.CIRCLE_MAX_OPS
+    assert ce.expansion_products([big]) > ce.CIRCLE_MAX_PRODUCTS
+
+    def no_expansion(exprs):
+        raise AssertionError("the expansion was tried")
+
+    small = [p * trig[0] ** 2 + p * trig[1] ** 2]
+    assert ce.circle_where_cheaper(small) == [p]
+    monkeypatch.setattr(ce, "on_the_circle", no_expansion)
+    quantity = [big, trig[2] * p]
+    assert ce.circle_where_cheaper(quantity) is quantity
+
+
+def test_the_joint_cses_pre_pass_each_expression_once(monkeypatch):
+    """The Stewart platform runs two joint CSEs (γ by forward differentiation
+    is tried: its γ alone is cheaper that way); they share Φ_q, Φ_t, M and F,
+    whose 'basic' pre-pass (sympy's factor_terms) runs once each: fewer
+    pre-passes than the two CSEs have expressions, none twice."""
+    seen, prepared, joint = [], set(), []
+    prepass, cse = ce.preprocess_for_cse, sp.cse
+
+    def counted(e, optimizations):
+        seen.append(e)
+        out = prepass(e, optimizations)
+        prepared.add(out)
+        return out
+
+    def recorded(exprs, *args, **kwargs):
+        if len(exprs) > 20 and all(e in prepared for e in exprs):
+            joint.append(len(exprs))
+        return cse(exprs, *args, **kwargs)
+
+    monkeypatch.setattr(ce, "preprocess_for_cse", counted)
+    monkeypatch.setattr(ce.sp, "cse", recorded)
+    mech = load_mechanism("stewart")
+    dae = build_dae(mech)
+    part = choose_partition(dae)
+    emb = embed(dae, part)
+    codegen.generate(emb, triangularize(dae, part), mech.name)
+    assert len(joint) == 2
+    assert len(seen) == len(set(seen))
+    assert len(seen) < sum(joint) - 100
+
+
+DRIVER = r"""
+#include <stdio.h>
+#include "fmigen_runtime.h"
+%(prototypes)s
+int main(void)
+{
+    double a[64];
+%(calls)s
+    return 0;
+}
+"""
+
+
+def test_large_coefficient_functions_are_O1_with_the_bits_of_O2(tmp_path):
+    """The Stephenson III six-bar's sextic: its sequence steps' coefficient
+    functions (most of model.c) carry optimize("O1"); compiled so and with
+    the attribute removed (the model's -O2), every coefficient of every
+    function is the same double at 50 random arguments."""
+    mech = load_mechanism("stephenson3_joints")
+    dae = build_dae(mech)
+    part = choose_partition(dae)
+    emb = embed(dae, part)
+    gen = codegen.generate(emb, triangularize(dae, part), mech.name)
+    defs = re.findall(r'void __attribute__\(\(noinline, optimize\("O1"\)\)\) FMIGEN_NAME\((\w+)\)\(([^)]*)\)',
+                      gen.model_c)
+    assert len(defs) >= 6
+    rng = np.random.default_rng(11)
+    prototypes, calls = [], []
+    for name, params in defs:
+        nargs = params.count("double ") - 1
+        prototypes.append(f"void FMIGEN_NAME({name})({params});")
+        for _ in range(50):
+            args = ", ".join(repr(float(x)) for x in rng.uniform(-1.5, 1.5, nargs))
+            calls.append(f"    FMIGEN_NAME({name})({args}{', ' if nargs else ''}a);"
+                         f" for (int k = 0; k < 64; k++) printf(\"%a \", a[k]); printf(\"\\n\");")
+    driver = DRIVER % {"prototypes": "\n".join(prototypes), "calls": "\n".join(calls)}
+    outputs = []
+    for variant, code in (("O1", gen.model_c), ("O2", gen.model_c.replace(', optimize("O1")', ""))):
+        d = tmp_path / variant
+        d.mkdir()
+        (d / "model.c").write_text(code)
+        (d / "model_config.h").write_text(gen.config_h)
+        (d / "driver.c").write_text(driver.replace("double a[64];", "double a[64] = {0};"))
+        r = subprocess.run(["gcc", "-O2", "-fno-math-errno", "-std=c99", "-Wall", "-Wno-unused-variable",
+                            f"-I{d}", f"-I{RUNTIME_DIR}", str(d / "model.c"), str(RUNTIME_DIR / "fmigen_core.c"),
+                            str(RUNTIME_DIR / "fmigen_augmented.c"), str(d / "driver.c"), "-lm",
+                            "-o", str(d / "driver")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        outputs.append(subprocess.run([str(d / "driver")], capture_output=True, text=True, check=True).stdout)
+    assert outputs[0] == outputs[1]
+    assert outputs[0].count("\n") == 50 * len(defs)
