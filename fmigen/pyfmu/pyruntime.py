@@ -156,7 +156,7 @@ def rotate(s, c, d, a):
         sd = d * (1.0 + z * (-1.0 / 6 + z * (1.0 / 120 + z * (-1.0 / 5040))))
         cd = 1.0 + z * (-0.5 + z * (1.0 / 24 + z * (-1.0 / 720 + z * (1.0 / 40320))))
         return s * cd + c * sd, c * cd - s * sd
-    return math.sin(a), math.cos(a)
+    return fmigen_sincos(a)
 
 
 def fmigen_sincos(x):

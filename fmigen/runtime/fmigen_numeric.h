@@ -228,12 +228,22 @@ void fmigen_sincos(double x, double *s, double *c)
     *c = cs;
 }
 
+FMIGEN_NOINLINE void fmigen_sincos_call(double x, double *s, double *c) { fmigen_sincos(x, s, c); }
+double fmigen_sin(double x) { double s, c; fmigen_sincos(x, &s, &c); return s; }
+double fmigen_cos(double x) { double s, c; fmigen_sincos(x, &s, &c); return c; }
+
 /* All complex roots by Aberth–Ehrlich iteration (simultaneous Newton with
  * repulsion; converges cubically to every root, the same roots as the
  * companion-matrix eigenvalues).  Returns 0 when converged. */
 #define FMIGEN_MAX_DEGREE 32
+/* a statement run on entry: empty, or a test's counter of the fallback's
+ * runs (tests/test_runtime_lu.py defines it on the command line) */
+#ifndef FMIGEN_ALL_ROOTS_ENTERED
+#define FMIGEN_ALL_ROOTS_ENTERED()
+#endif
 static int all_roots(int degree, const double *a, double *re, double *im)
 {
+    FMIGEN_ALL_ROOTS_ENTERED();
     if (degree > FMIGEN_MAX_DEGREE || a[0] == 0.0) return 1;
     /* initial points on a circle of the Cauchy-bound radius, rotated off the axes */
     double R = 0.0;
@@ -241,7 +251,9 @@ static int all_roots(int degree, const double *a, double *re, double *im)
     R = 1.0 + R;
     for (int k = 0; k < degree; k++) {
         double ang = 6.283185307179586 * k / degree + 0.4;
-        re[k] = 0.5 * R * cos(ang); im[k] = 0.5 * R * sin(ang);
+        double s, c;
+        fmigen_sincos(ang, &s, &c);   /* not libm's: the same start, so the same roots, everywhere */
+        re[k] = 0.5 * R * c; im[k] = 0.5 * R * s;
     }
     for (int it = 0; it < 500; it++) {
         double worst = 0.0;
