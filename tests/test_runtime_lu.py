@@ -702,3 +702,38 @@ def test_an_augmented_step_refuses_a_non_finite_state_under_fast_math(tmp_path):
     # at step 2 (the refusals are the overflows'; such steps blow up later)
     assert run("10", "1e-3").startswith("accepted"), run("10", "1e-3")
     assert not run("10", "1e10").startswith("refused 2"), run("10", "1e10")
+
+
+SIN_COS_ALONE_HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "fmigen_runtime.h"
+int main(void) {
+    long bad = 0;
+    srand(3);
+    for (long k = 0; k < 1000000; k++) {
+        const double u = (double)rand() / RAND_MAX - 0.5;
+        const double x = k % 4 == 0 ? u * 7.0 : k % 4 == 1 ? u * 1.7e6
+                         : k % 4 == 2 ? (rand() % 2000 - 1000) * 1.5707963267948966 + u * 1e-9 : u * 1e-3;
+        double s, c;
+        fmigen_sincos(x, &s, &c);
+        const double s1 = fmigen_sin(x), c1 = fmigen_cos(x);
+        bad += memcmp(&s, &s1, sizeof s) != 0 || memcmp(&c, &c1, sizeof c) != 0;
+    }
+    printf("%ld\n", bad);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("flags", [[], ["-mavx", "-mno-fma"]], ids=["sse2", "avx"])
+def test_sin_and_cos_alone_are_fmigen_sincos_bits(tmp_path, flags):
+    """fmigen_sin and fmigen_cos (the generated code's sin(e) and cos(e))
+    compute only the kernel their quadrant needs, and give fmigen_sincos's
+    bits: a million angles, in range, beyond it (libm) and near multiples
+    of π/2 (the reduction's later rounds)."""
+    import platform
+    if "-mavx" in flags and (platform.machine() != "x86_64" or "avx" not in Path("/proc/cpuinfo").read_text()):
+        pytest.skip("no AVX here")
+    exe = runtime_harness(tmp_path, SIN_COS_ALONE_HARNESS, "sincos_alone", flags)
+    assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split() == ["0"]
