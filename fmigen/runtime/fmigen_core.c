@@ -335,15 +335,15 @@ static int switch_partition(FmigenCore *c, double *x)
             for (int r = 0; r < term[0]; r++) a += term[2 + 2 * r] * q[term[1 + 2 * r]];
         }
         double sa, ca;
-        fmigen_sincos(a, &sa, &ca);   /* fmigen's, not libm's: the same bits on every platform */
+        FMIGEN_MODEL_FN(fmigen_sincos)(a, &sa, &ca);   /* fmigen's, not libm's: the same bits on every platform */
         c->base.sol[s] = kind == 0 ? sa : kind == 1 ? ca : a;
     }
     /* the turns of the new partition's deferred angles, from the complete
      * (continuous) q; for any other coordinate they are never read */
     for (int i = 0; i < NQ; i++) {
         double s, cq;
-        fmigen_sincos(q[i], &s, &cq);
-        c->base.turn[i] = fmigen_turns_near(q[i], fmigen_atan2(s, cq));
+        FMIGEN_MODEL_FN(fmigen_sincos)(q[i], &s, &cq);
+        c->base.turn[i] = fmigen_turns_near(q[i], FMIGEN_MODEL_FN(fmigen_atan2)(s, cq));
         c->base.wind_s[i] = s;
     }
     return 1;

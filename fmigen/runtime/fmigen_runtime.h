@@ -994,6 +994,8 @@ extern __typeof__(fmigen_phi_trig) FMIGEN_AVX_NAME(fmigen_phi_trig);
 extern __typeof__(fmigen_residual_trig) FMIGEN_AVX_NAME(fmigen_residual_trig);
 extern __typeof__(fmigen_outputs) FMIGEN_AVX_NAME(fmigen_outputs);
 extern __typeof__(fmigen_outputs_trig) FMIGEN_AVX_NAME(fmigen_outputs_trig);
+extern __typeof__(fmigen_atan2) FMIGEN_AVX_NAME(fmigen_atan2);
+extern __typeof__(fmigen_sincos) FMIGEN_AVX_NAME(fmigen_sincos);
 #if FMIGEN_FORMULATION
 extern __typeof__(fmigen_augmented_accel) FMIGEN_AVX_NAME(fmigen_augmented_accel);
 #endif
