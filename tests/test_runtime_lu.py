@@ -141,12 +141,9 @@ GEAR_X0 = -0.67397783748306461
 POLY_HARNESS = r"""
 #include <stdio.h>
 #include "fmigen_runtime.h"
-/* all_roots (the Aberth fallback) starts from points on a circle, sin/cos:
- * these stand-ins count whether it ran */
-static int trig_calls = 0;
-double sin(double x) { (void)x; trig_calls++; return 0.0; }
-double cos(double x) { (void)x; trig_calls++; return 1.0; }
-void sincos(double x, double *s, double *c) { (void)x; trig_calls++; *s = 0.0; *c = 1.0; }
+/* all_roots (the Aberth fallback) counts its runs here
+ * (FMIGEN_ALL_ROOTS_ENTERED, POLY_FLAGS) */
+int trig_calls = 0;
 int main(void) {
     double a[7], x;
     for (int i = 0; i < 7; i++) scanf("%lf", &a[i]);
@@ -157,6 +154,8 @@ int main(void) {
 }
 """
 
+POLY_FLAGS = ["-DFMIGEN_ALL_ROOTS_ENTERED()={ extern int trig_calls; trig_calls++; }"]
+
 
 def test_poly_root_stops_at_the_rounding_floor(tmp_path, monkeypatch):
     """Newton on a polynomial with coefficients near 1e61 oscillates at a few
@@ -165,7 +164,7 @@ def test_poly_root_stops_at_the_rounding_floor(tmp_path, monkeypatch):
     through to every root by Aberth iteration (500 iterations of it made
     97 % of a landing-gear step).  C and the Python runtime alike."""
     from fmigen.pyfmu import pyruntime
-    exe = runtime_harness(tmp_path, POLY_HARNESS, "poly")
+    exe = runtime_harness(tmp_path, POLY_HARNESS, "poly", POLY_FLAGS)
     out = subprocess.run([str(exe)], input=" ".join(map(repr, GEAR_POLY + [GEAR_X0])), capture_output=True,
                          text=True, check=True).stdout.split()
     st, z, trig_calls = int(out[0]), float(out[1]), int(out[2])
@@ -350,7 +349,7 @@ def test_python_ports_of_atan2_sincos_and_rotate_are_bit_identical(tmp_path):
     first sin/cos and a Newton iteration then agree between the two FMUs,
     not just within round-off.  fmigen_rotate itself: the
     rotated pair is sin and cos of θ + d to within 4.5e-16 (~2 ulps; measured one), on both its
-    branches (|d| <= 1/32: Taylor series; beyond: libm)."""
+    branches (|d| <= 1/32: Taylor series; beyond: fmigen_sincos)."""
     import math
 
     import mpmath
@@ -401,7 +400,7 @@ def test_python_ports_of_atan2_sincos_and_rotate_are_bit_identical(tmp_path):
         with mpmath.workprec(200):
             exact = mpmath.mpf(theta) + mpmath.mpf(d)
             worst = max(worst, abs(rs - float(mpmath.sin(exact))), abs(rc - float(mpmath.cos(exact))))
-    # both branches ran (measured: 19,469 Taylor, 531 libm)
+    # both branches ran (measured: 19,469 Taylor, 531 fmigen_sincos)
     assert 1000 < taylor < 19900, taylor
     out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True, text=True,
                          check=True).stdout.splitlines()
@@ -523,7 +522,8 @@ def _lanes_match_one_at_a_time(tmp_path, flags, source):
     assert int(groups) == 400000 and int(differ) == 0, (differ, groups)
 
 
-@pytest.mark.parametrize("flags", [[], ["-mavx", "-mno-fma", "-ffp-contract=off"], ["-DFMIGEN_VECTORS=0"], ["-m32"]],
+@pytest.mark.parametrize("flags", [[], ["-mavx", "-mno-fma", "-ffp-contract=off"], ["-DFMIGEN_VECTORS=0"],
+                                   ["-m32", "-DFMIGEN_ALLOW_EXCESS_PRECISION"]],
                          ids=["sse2", "avx", "no-vector-types", "x87"])
 def test_atan2_four_at_a_time_is_bit_identical_to_one_at_a_time(tmp_path, flags):
     """fmigen_atan2_4 (the generated fmigen_kinematic_angles' groups of four)
@@ -580,7 +580,8 @@ int main(void)
 """
 
 
-@pytest.mark.parametrize("flags", [[], ["-mavx", "-mno-fma", "-ffp-contract=off"], ["-DFMIGEN_VECTORS=0"], ["-m32"]],
+@pytest.mark.parametrize("flags", [[], ["-mavx", "-mno-fma", "-ffp-contract=off"], ["-DFMIGEN_VECTORS=0"],
+                                   ["-m32", "-DFMIGEN_ALLOW_EXCESS_PRECISION"]],
                          ids=["sse2", "avx", "no-vector-types", "x87"])
 def test_sincos_four_at_a_time_is_bit_identical_to_one_at_a_time(tmp_path, flags):
     """fmigen_sincos_4 (the generated kinematics' independent angles)
@@ -701,3 +702,38 @@ def test_an_augmented_step_refuses_a_non_finite_state_under_fast_math(tmp_path):
     # at step 2 (the refusals are the overflows'; such steps blow up later)
     assert run("10", "1e-3").startswith("accepted"), run("10", "1e-3")
     assert not run("10", "1e10").startswith("refused 2"), run("10", "1e10")
+
+
+SIN_COS_ALONE_HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "fmigen_runtime.h"
+int main(void) {
+    long bad = 0;
+    srand(3);
+    for (long k = 0; k < 1000000; k++) {
+        const double u = (double)rand() / RAND_MAX - 0.5;
+        const double x = k % 4 == 0 ? u * 7.0 : k % 4 == 1 ? u * 1.7e6
+                         : k % 4 == 2 ? (rand() % 2000 - 1000) * 1.5707963267948966 + u * 1e-9 : u * 1e-3;
+        double s, c;
+        fmigen_sincos(x, &s, &c);
+        const double s1 = fmigen_sin(x), c1 = fmigen_cos(x);
+        bad += memcmp(&s, &s1, sizeof s) != 0 || memcmp(&c, &c1, sizeof c) != 0;
+    }
+    printf("%ld\n", bad);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("flags", [[], ["-mavx", "-mno-fma"]], ids=["sse2", "avx"])
+def test_sin_and_cos_alone_are_fmigen_sincos_bits(tmp_path, flags):
+    """fmigen_sin and fmigen_cos (the generated code's sin(e) and cos(e))
+    compute only the kernel their quadrant needs, and give fmigen_sincos's
+    bits: a million angles, in range, beyond it (libm) and near multiples
+    of π/2 (the reduction's later rounds)."""
+    import platform
+    if "-mavx" in flags and (platform.machine() != "x86_64" or "avx" not in Path("/proc/cpuinfo").read_text()):
+        pytest.skip("no AVX here")
+    exe = runtime_harness(tmp_path, SIN_COS_ALONE_HARNESS, "sincos_alone", flags)
+    assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split() == ["0"]

@@ -336,18 +336,14 @@ def step_code(step, lead_scale, indent, tmp, assign, helpers=None):
             # (scalar arithmetic without contraction, fmigen.fmi.fmu.AVX_FLAGS).
             # External (hidden in a binary FMU), so named per model
             # (FMIGEN_NAME, fmigen_names.h) for source FMUs linked together.
-            # -O1 for it (the model's -O2 elsewhere): gcc's time on such a
-            # function is nearly all register allocation and the -O2 passes
-            # around it, which straight-line sums of products do not need.
-            # Stephenson III (joint API), model.c: 7.1 -> 5.1 s of CPU per
-            # compiler; the coefficient functions' callgrind instructions
-            # 11,240,557 -> 11,227,757 for 200 calls of all eight, the same
-            # results (IEEE arithmetic at either level: no -ffast-math, and
-            # no contraction into FMA, which -O1 never forms)
+            # -O1 for it under gcc (FMIGEN_NOINLINE_COLD, fmigen_runtime.h):
+            # gcc's time on such a function is nearly all register
+            # allocation, which straight-line sums of products do not need
+            # (measured in docs/benchmarks.md).
             fn = f"FMIGEN_NAME({fn})"
             signature = f"void {fn}({params}double *a)"
-            definition = signature.replace("void ", 'void __attribute__((noinline, optimize("O1"))) ', 1)
-            helpers.append(f"#ifdef FMIGEN_MODEL_VARIANT\n{signature};\n#else\n{definition}\n{{\n"
+            helpers.append(f"#ifdef FMIGEN_MODEL_VARIANT\n{signature};\n#else\n"
+                           f"{signature.replace('void ', 'void FMIGEN_NOINLINE_COLD ', 1)}\n{{\n"
                            + "\n".join(body) + "\n}\n#endif\n")
         else:
             helpers.append(f"static void {fn}({params}double *a)\n{{\n" + "\n".join(body) + "\n}\n")
@@ -370,7 +366,7 @@ def _newton_function(emb, tb, sm, bi):
     path (the fallback and the polish both call it; inlined, its code cost
     the sequence registers): 1 when converged within ``max_iter`` steps."""
     body = _newton_code(emb, tb, sm, bi, "max_iter", indent="    ")
-    return (f"static int __attribute__((noinline)) fmigen_newton_block{bi}(double t, double *q, const double *p, "
+    return (f"static int FMIGEN_NOINLINE fmigen_newton_block{bi}(double t, double *q, const double *p, "
             f"int max_iter, double *pair)\n{{\n{body}\n    (void)t; (void)p; (void)pair;\n"
             f"    return converged_{bi};\n}}\n")
 
@@ -576,8 +572,8 @@ def trig_plan(emb: Embedding):
 
 def _sincos_prelude(exprs, dae):
     """sin and cos of each angle in exprs, evaluated once up front through a
-    local (gcc then makes one sincos call of the pair; reading q[k] twice
-    between stores to out[] defeats that).  Returns (C lines, substitution)."""
+    local, by one fmigen_sincos call of the pair (not libm's: the same bits
+    on every platform).  Returns (C lines, substitution)."""
     qset = set(dae.q_sym)
     found = {}
     for e in exprs:
@@ -588,7 +584,7 @@ def _sincos_prelude(exprs, dae):
     for k in sorted(found):
         s_, c_ = sp.Symbol(f"sin_q{k}"), sp.Symbol(f"cos_q{k}")
         subs[sp.sin(dae.q_sym[k])], subs[sp.cos(dae.q_sym[k])] = s_, c_
-        lines.append(f"    double {s_}, {c_}; {{ const double a = q[{k}]; {s_} = sin(a); {c_} = cos(a); }}"
+        lines.append(f"    double {s_}, {c_}; fmigen_sincos(q[{k}], &{s_}, &{c_});"
                      f" (void){s_}; (void){c_};")
     return "".join(line + "\n" for line in lines), subs
 
@@ -1287,18 +1283,18 @@ def verification(tb):
 def _vars_from_q(layout, ind, sums=None, pairs=None, tag=None):
     """A block's variables from q after a Newton iteration: an angle's pair
     as the iteration carried it (``pairs``: its slot in pr<tag>), else sin
-    and cos of q."""
+    and cos of q (fmigen_sincos: the same bits on every platform)."""
     lines = []
     pairs = pairs or {}
     for i, kind, vs, _ in layout:
         if i in (sums or {}):
             psi = c(sums[i][0])
-            lines.append(f"{ind}{vs[0]} = sin({psi}); {vs[1]} = cos({psi});")
+            lines.append(f"{ind}fmigen_sincos({psi}, &{vs[0]}, &{vs[1]});")
         elif kind == "angle" and i in pairs:
             j = pairs[i]
             lines.append(f"{ind}{vs[0]} = pr{tag}[{2 * j}]; {vs[1]} = pr{tag}[{2 * j + 1}];")
         elif kind == "angle":
-            lines.append(f"{ind}{vs[0]} = sin(q[{i}]); {vs[1]} = cos(q[{i}]);")
+            lines.append(f"{ind}fmigen_sincos(q[{i}], &{vs[0]}, &{vs[1]});")
         else:
             lines.append(f"{ind}{vs[0]} = q[{i}];")
     return lines

@@ -539,7 +539,7 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
     def body(with_rhs: bool, blockwise: bool = False) -> str:
         code = _Code()
         tags_of[(with_rhs, blockwise)] = code.tags
-        code.emit("(void)t; (void)p; (void)u;")
+        code.emit("(void)t; (void)q; (void)p; (void)u;")
         early = {s for s, _ in reps if s not in late}
         names = stage(code, early if with_rhs else velocity_temps, ["J", "Pt"])
         Jn = {k: names[("J", k)] for k in J}

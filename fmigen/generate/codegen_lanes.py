@@ -277,7 +277,7 @@ def _group_code(tri, members, plans, slots, trig_angles, bare, ind):
             else:
                 stores.append(f"q[{i}] = {at[vs[0]]};")
                 if i in trig_angles:
-                    stores.append(f"{{ const double a = q[{i}]; trig[{2 * i}] = sin(a); trig[{2 * i + 1}] = cos(a); }}")
+                    stores.append(f"fmigen_sincos(q[{i}], &trig[{2 * i}], &trig[{2 * i + 1}]);")
         out.append(f"if (pass & {1 << lane}u) {{ {' '.join(stores)} }}")
     return [ind + line for line in out]
 

@@ -156,7 +156,7 @@ def rotate(s, c, d, a):
         sd = d * (1.0 + z * (-1.0 / 6 + z * (1.0 / 120 + z * (-1.0 / 5040))))
         cd = 1.0 + z * (-0.5 + z * (1.0 / 24 + z * (-1.0 / 720 + z * (1.0 / 40320))))
         return s * cd + c * sd, c * cd - s * sd
-    return math.sin(a), math.cos(a)
+    return fmigen_sincos(a)
 
 
 def fmigen_sincos(x):
@@ -209,6 +209,16 @@ def fmigen_sincos(x):
     sn, cs = ((ks, kc), (kc, -ks), (-ks, -kc), (-kc, ks))[n & 3]
     return (-sn if math.copysign(1.0, x) < 0 else sn), cs
 
+
+
+def fmigen_sin(x):
+    """fmigen_sin: the generated code's sin(e) (printer._Printer), fmigen_sincos's sine."""
+    return fmigen_sincos(x)[0]
+
+
+def fmigen_cos(x):
+    """fmigen_cos: the generated code's cos(e), fmigen_sincos's cosine."""
+    return fmigen_sincos(x)[1]
 
 def fmigen_atan2(y, x):
     """runtime/fmigen_numeric.h's fmigen_atan2 (the angles of a Newton start and
@@ -1050,7 +1060,7 @@ class SlaveMethods:
         self.last_successful_time = state["last_successful_time"]
 
 
-RUNTIME_OBJECTS = [linear, quadratic_near, quadratic_root, rotate, fmigen_sincos, fmigen_atan2, fmigen_unwrap, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
+RUNTIME_OBJECTS = [linear, quadratic_near, quadratic_root, rotate, fmigen_sincos, fmigen_sin, fmigen_cos, fmigen_atan2, fmigen_unwrap, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
                    ldlt_factor, ldlt_solve, psd3, checked_value,
                    poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]

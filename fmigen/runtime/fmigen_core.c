@@ -334,13 +334,16 @@ static int switch_partition(FmigenCore *c, double *x)
             a = 0.0;
             for (int r = 0; r < term[0]; r++) a += term[2 + 2 * r] * q[term[1 + 2 * r]];
         }
-        c->base.sol[s] = kind == 0 ? sin(a) : kind == 1 ? cos(a) : a;
+        double sa, ca;
+        FMIGEN_MODEL_FN(fmigen_sincos)(a, &sa, &ca);   /* fmigen's, not libm's: the same bits on every platform */
+        c->base.sol[s] = kind == 0 ? sa : kind == 1 ? ca : a;
     }
     /* the turns of the new partition's deferred angles, from the complete
      * (continuous) q; for any other coordinate they are never read */
     for (int i = 0; i < NQ; i++) {
-        const double s = sin(q[i]);
-        c->base.turn[i] = fmigen_turns_near(q[i], atan2(s, cos(q[i])));
+        double s, cq;
+        FMIGEN_MODEL_FN(fmigen_sincos)(q[i], &s, &cq);
+        c->base.turn[i] = fmigen_turns_near(q[i], FMIGEN_MODEL_FN(fmigen_atan2)(s, cq));
         c->base.wind_s[i] = s;
     }
     return 1;

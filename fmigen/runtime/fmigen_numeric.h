@@ -170,17 +170,24 @@ double fmigen_atan2(double y, double x)
 /* sin and cos after fdlibm (declared in fmigen_runtime.h, which says why
  * and how far after), the operations of fmigen_sincos_4's lanes in their
  * order.  Error: within one ulp of the exact value (tests/test_runtime_lu.py,
- * against long double sinl/cosl at a million points: 0.83). */
-void fmigen_sincos(double x, double *s, double *c)
+ * against long double sinl/cosl at a million points: 0.83).
+ * want: 1 sin, 2 cos, 3 both; a constant in each caller below, so that
+ * fmigen_sin and fmigen_cos compute only the kernel their quadrant needs
+ * (the same expressions: the same bits as fmigen_sincos) */
+FMIGEN_ALWAYS_INLINE void fmigen_sincos_body(double x, double *s, double *c, const int want)
 {
     const double t = fabs(x);
 #if defined(__FAST_MATH__)
     /* the reduction's compensation would be folded away (fmigen_runtime.h) */
-    *s = sin(x);
-    *c = cos(x);
+    if (want & 1) *s = sin(x);
+    if (want & 2) *c = cos(x);
     return;
 #endif
-    if (!(t <= FMIGEN_SINCOS_MAX)) { *s = sin(x); *c = cos(x); return; }
+    if (!(t <= FMIGEN_SINCOS_MAX)) {
+        if (want & 1) *s = sin(x);
+        if (want & 2) *c = cos(x);
+        return;
+    }
     const int n = (int)(t * FMIGEN_INVPIO2 + 0.5);
     const double fn = (double)n;
     double r, w;
@@ -202,20 +209,26 @@ void fmigen_sincos(double x, double *s, double *c)
         }
     }
     const double y0 = r - w, y1 = (r - y0) - w;
-    const double z = y0 * y0, rc = FMIGEN_KCOS_R(z), ay = fabs(y0);
-    const double ks = FMIGEN_KSIN(y0, y1, z);
-    double kc;
-    if (ay < 0.3) kc = FMIGEN_KCOS_SMALL(y0, y1, z, rc);
-    else {
-        double qx = 0.28125;
-        if (!(ay > 0.78125)) {
-            uint64_t u;
-            qx = ay * 0.25;
-            memcpy(&u, &qx, sizeof u);
-            u &= FMIGEN_KCOS_QX_MASK;
-            memcpy(&qx, &u, sizeof qx);
+    const double z = y0 * y0, ay = fabs(y0);
+    /* sin x takes ks in even quadrants and kc in odd ones, cos x the other */
+    const int odd = n & 1;
+    const int need_ks = want == 3 || (want == 1) != odd, need_kc = want == 3 || (want == 2) != odd;
+    const double ks = need_ks ? FMIGEN_KSIN(y0, y1, z) : 0.0;
+    double kc = 0.0;
+    if (need_kc) {
+        const double rc = FMIGEN_KCOS_R(z);
+        if (ay < 0.3) kc = FMIGEN_KCOS_SMALL(y0, y1, z, rc);
+        else {
+            double qx = 0.28125;
+            if (!(ay > 0.78125)) {
+                uint64_t u;
+                qx = ay * 0.25;
+                memcpy(&u, &qx, sizeof u);
+                u &= FMIGEN_KCOS_QX_MASK;
+                memcpy(&qx, &u, sizeof qx);
+            }
+            kc = FMIGEN_KCOS_LARGE(y0, y1, z, rc, qx);
         }
-        kc = FMIGEN_KCOS_LARGE(y0, y1, z, rc, qx);
     }
     double sn, cs;
     switch (n & 3) {
@@ -224,16 +237,28 @@ void fmigen_sincos(double x, double *s, double *c)
     case 2: sn = -ks; cs = -kc; break;
     default: sn = -kc; cs = ks; break;
     }
-    *s = signbit(x) ? -sn : sn;
-    *c = cs;
+    if (want & 1) *s = signbit(x) ? -sn : sn;
+    if (want & 2) *c = cs;
 }
+
+void fmigen_sincos(double x, double *s, double *c) { fmigen_sincos_body(x, s, c, 3); }
+
+FMIGEN_NOINLINE void fmigen_sincos_call(double x, double *s, double *c) { fmigen_sincos(x, s, c); }
+double fmigen_sin(double x) { double s = 0.0; fmigen_sincos_body(x, &s, &s, 1); return s; }
+double fmigen_cos(double x) { double c = 0.0; fmigen_sincos_body(x, &c, &c, 2); return c; }
 
 /* All complex roots by Aberth–Ehrlich iteration (simultaneous Newton with
  * repulsion; converges cubically to every root, the same roots as the
  * companion-matrix eigenvalues).  Returns 0 when converged. */
 #define FMIGEN_MAX_DEGREE 32
+/* a statement run on entry: empty, or a test's counter of the fallback's
+ * runs (tests/test_runtime_lu.py defines it on the command line) */
+#ifndef FMIGEN_ALL_ROOTS_ENTERED
+#define FMIGEN_ALL_ROOTS_ENTERED()
+#endif
 static int all_roots(int degree, const double *a, double *re, double *im)
 {
+    FMIGEN_ALL_ROOTS_ENTERED();
     if (degree > FMIGEN_MAX_DEGREE || a[0] == 0.0) return 1;
     /* initial points on a circle of the Cauchy-bound radius, rotated off the axes */
     double R = 0.0;
@@ -241,7 +266,9 @@ static int all_roots(int degree, const double *a, double *re, double *im)
     R = 1.0 + R;
     for (int k = 0; k < degree; k++) {
         double ang = 6.283185307179586 * k / degree + 0.4;
-        re[k] = 0.5 * R * cos(ang); im[k] = 0.5 * R * sin(ang);
+        double s, c;
+        fmigen_sincos(ang, &s, &c);   /* not libm's: the same start, so the same roots, everywhere */
+        re[k] = 0.5 * R * c; im[k] = 0.5 * R * s;
     }
     for (int it = 0; it < 500; it++) {
         double worst = 0.0;

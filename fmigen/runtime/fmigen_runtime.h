@@ -18,6 +18,53 @@
 
 #define FMIGEN_DIM(x) ((x) > 0 ? (x) : 1)
 
+/* The same bits with any compiler and flags (docs/portability.md):
+ * - no contraction of a*b + c into a fused multiply-add, which rounds once
+ *   where the source rounds twice.  C99's pragma says so for every
+ *   compiler that honours it (clang, and compilers that contract only when
+ *   allowed); gcc ignores it (and contracts by default in its GNU modes on
+ *   every target with an FMA: aarch64, powerpc, x86-64 with -mfma), but
+ *   takes the optimize pragma, which sets -ffp-contract=off for the rest
+ *   of the translation unit.  Every .c of the FMU includes this header
+ *   first, before any function.
+ * - no excess precision: a compiler that keeps doubles in x87 registers
+ *   (FLT_EVAL_METHOD != 0: 32-bit x86 without SSE2) rounds differently;
+ *   refused below rather than giving other bits in silence. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
+#pragma GCC optimize("fp-contract=off")
+#endif
+#if defined(_MSC_VER) && !defined(__clang__)
+#pragma fp_contract(off)
+#elif !defined(__GNUC__) || defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+#include <float.h>
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0 && FLT_EVAL_METHOD != -1 && !defined(FMIGEN_ALLOW_EXCESS_PRECISION)
+#error "fmigen: doubles evaluated in a wider format (FLT_EVAL_METHOD != 0, e.g. x87): compile with SSE2 (gcc -msse2 -mfpmath=sse) or define FMIGEN_ALLOW_EXCESS_PRECISION to accept other bits"
+#endif
+
+/* Not inlined into its caller (a generated function kept out of line for
+ * compile time and register pressure); with a compiler that has no way to
+ * say so, an ordinary function. */
+#if defined(__GNUC__) || defined(__TINYC__)
+#define FMIGEN_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define FMIGEN_NOINLINE __declspec(noinline)
+#else
+#define FMIGEN_NOINLINE
+#endif
+
+/* Out of line and compiled at -O1 (gcc only; clang and others ignore or
+ * reject the optimize attribute): for the Gröbner sequences' large
+ * straight-line coefficient functions, where gcc's -O2 time is nearly all
+ * register allocation that sums of products do not need.  IEEE arithmetic
+ * either way (no contraction, no fast-math): the same bits. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__TINYC__)
+#define FMIGEN_NOINLINE_COLD __attribute__((noinline, optimize("O1")))
+#else
+#define FMIGEN_NOINLINE_COLD FMIGEN_NOINLINE
+#endif
+
 /* At most this many internal steps in one doStep (or fmigen_core_step):
  * beyond it doStep is an Error, never a silent hang or a skipped step.
  * Importers that compile the sources may set it with -D. */
@@ -203,10 +250,8 @@ static inline double fmigen_powi(double x, int n)
  * it, 11.6 s without; the instructions per step do not change). */
 #if defined(__GNUC__) && !defined(__clang__)
 #define FMIGEN_CHUNK static __attribute__((noinline, optimize("no-tree-slp-vectorize")))
-#elif defined(__GNUC__)
-#define FMIGEN_CHUNK static __attribute__((noinline))
 #else
-#define FMIGEN_CHUNK static
+#define FMIGEN_CHUNK static FMIGEN_NOINLINE
 #endif
 
 /* max without libm's NaN rules (fmax is a library call at -O2) */
@@ -308,8 +353,10 @@ static inline int fmigen_psd3(const double *I, double *value)
  * small.  For |d| <= 1/32 the pair is rotated by d with sin d and cos d from
  * their Taylor series to d^7 and d^8 (the next terms, d^9/9! and d^10/10!,
  * are at most 2.5e-18 of sin d and 2.5e-22 of cos d); a larger step takes
- * libm's sin and cos of a (not fmigen_sincos: inlined here in the AVX copy
- * it cost the landing gear's step 47 instructions, measured). */
+ * fmigen_sincos of a, called, not inlined (inlined here in the AVX copy it
+ * cost the landing gear's step 47 instructions, measured); not libm's,
+ * whose bits differ between C libraries. */
+void fmigen_sincos_call(double x, double *s, double *c);   /* fmigen_sincos, never inlined */
 static inline void fmigen_rotate(double *s, double *c, double d, double a)
 {
     if (fabs(d) <= 0.03125) {
@@ -320,8 +367,7 @@ static inline void fmigen_rotate(double *s, double *c, double d, double a)
         *s = s0 * cd + c0 * sd;
         *c = c0 * cd - s0 * sd;
     } else {
-        *s = sin(a);
-        *c = cos(a);
+        fmigen_sincos_call(a, s, c);
     }
 }
 
@@ -412,6 +458,18 @@ extern const double fmigen_atan_64ths[65], fmigen_atan_64ths_lo[65];
  * code.  -funsafe-math-optimizations alone defines no macro and is not
  * caught: the same loss of accuracy (still under ulp(x) absolute). */
 void fmigen_sincos(double x, double *s, double *c);
+/* Its sine and cosine alone: the generated code's sin(e) and cos(e)
+ * (printer.c), never libm's, whose bits differ between C libraries (glibc,
+ * mingw-w64's, musl) and so between platforms.  const: a repeated
+ * fmigen_sin(q[3]) is computed once. */
+#if defined(__GNUC__)
+__attribute__((const))
+#endif
+double fmigen_sin(double x);
+#if defined(__GNUC__)
+__attribute__((const))
+#endif
+double fmigen_cos(double x);
 #define FMIGEN_SINCOS_MAX 8.0e5   /* < 2^19·π/2: n < 2^19, so n·PIO2_k is exact */
 #define FMIGEN_INVPIO2 0x1.45f306dc9c883p-1
 /* π/2 = PIO2_1 + PIO2_1T; PIO2_1T = PIO2_2 + PIO2_2T; PIO2_2T = PIO2_3 + PIO2_3T
@@ -960,6 +1018,8 @@ extern __typeof__(fmigen_outputs_trig) FMIGEN_AVX_NAME(fmigen_outputs_trig);
 #if FMIGEN_NZ > 0
 extern __typeof__(fmigen_event_indicators) FMIGEN_AVX_NAME(fmigen_event_indicators);
 #endif
+extern __typeof__(fmigen_atan2) FMIGEN_AVX_NAME(fmigen_atan2);
+extern __typeof__(fmigen_sincos) FMIGEN_AVX_NAME(fmigen_sincos);
 #if FMIGEN_FORMULATION
 extern __typeof__(fmigen_augmented_accel) FMIGEN_AVX_NAME(fmigen_augmented_accel);
 #endif
