@@ -43,6 +43,10 @@ Only Modelica's built-in functions are used (``sin``, ``atan2``, ``sqrt``,
 ``abs``, ...), no Modelica Standard Library, no external C: the model runs in
 a compiler without the MSL (rumoca, which the tests simulate it with).
 
+``fmigen export-modelica MECH --fmu X.fmu`` writes instead a wrapper of the
+FMU (``fmu_wrapper``): external "C" functions, their C in the wrapper's
+``Include`` annotation, that load the FMU's binary and co-simulate it.
+
 Expressions come from the derivation as sympy expressions and are printed by
 ``ModelicaPrinter`` (sympy has no Modelica printer: a small ``StrPrinter``
 subclass, with ``^`` powers, ``if`` expressions and floating-point rationals).
