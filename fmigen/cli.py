@@ -285,6 +285,8 @@ def cmd_export_modelica(args):
     from fmigen.tools.modelica import export_mechanism
     if Path(args.output).is_dir():
         raise ModelError(f"-o {args.output} is a directory; give the .mo file to write")
+    if args.fmu:
+        return _export_fmu_wrapper(args)
     text, name, _ = export_mechanism(args.mechanism, package=args.package, log=_log(args),
                                      use_cache=not args.no_cache, predictor_period=args.predictor_period)
     _output_dir(args.output)
@@ -502,6 +504,32 @@ def _add_mjcf(sub):
     p.set_defaults(func=cmd_import_mjcf)
 
 
+def _export_fmu_wrapper(args):
+    """export-modelica --fmu: the FMU unzipped next to the .mo (as
+    OpenModelica's importFMU unzips into its working directory) and a
+    Modelica wrapper that loads its binary from there."""
+    import zipfile
+    from fmigen.build.pipeline import load_mechanism
+    from fmigen.tools.modelica import fmu_wrapper, identifier
+    fmu = Path(args.fmu)
+    if not fmu.is_file():
+        raise ModelError(f"--fmu {fmu}: no such file")
+    mech = load_mechanism(args.mechanism, not args.no_cache)
+    out = Path(args.output)
+    unzipdir = out.with_name(out.stem + "_fmu").resolve()
+    text, name = fmu_wrapper(fmu, unzipdir, args.package)
+    model = name.split(".")[-1]
+    if model != identifier(mech.name, ""):
+        raise ModelError(f"--fmu {fmu} is the FMU of '{model}', not of the mechanism '{mech.name}'")
+    _output_dir(args.output)
+    with zipfile.ZipFile(fmu) as z:
+        z.extractall(unzipdir)
+    out.write_text(text)
+    print(json.dumps({"modelica": args.output, "model": name, "fmu_directory": str(unzipdir)}) if args.json
+          else f"{args.output}: model {name} (wrapper of {fmu}, unzipped to {unzipdir})")
+    return 0
+
+
 def _add_modelica(sub):
     """fmigen export-modelica."""
     p = sub.add_parser("export-modelica", help="write the reduced model as self-contained Modelica source",
@@ -518,6 +546,9 @@ def _add_modelica(sub):
     p.add_argument("--predictor-period", type=positive, default=1e-3,
                    help="period in s of the branch predictor's samples (default 1e-3)")
     p.add_argument("--no-cache", action="store_true", help="recompute Gröbner bases")
+    p.add_argument("--fmu", help="write instead a Modelica wrapper of this FMI 2.0 Co-Simulation FMU of the "
+                                 "mechanism (external C functions that load its binary; the FMU is unzipped to "
+                                 "<output stem>_fmu/ next to the .mo)")
     p.set_defaults(func=cmd_export_modelica)
 
 
