@@ -224,7 +224,8 @@ def cmd_check(args):
 
 def cmd_assemble(args):
     from fmigen.build.pipeline import load_mechanism
-    from fmigen.kinematics.assemble import AssemblyError, assemble, parse_inputs
+    from fmigen.kinematics.assemble import AssemblyError, assemble
+    from fmigen.kinematics.start_assembly import parse_inputs
     from fmigen.kinematics.groebner import GroebnerError
     log = _log(args)
     mech = load_mechanism(args.mechanism, use_cache=not args.no_cache)

@@ -230,7 +230,7 @@ class Mechanism:
     #: build checks the FMU's start pose against it (``start_pose``).
     described_start: dict | None = None
     #: Solve blocks whose sin/cos arguments are sums of angles (relative joint
-    #: angles) in the summed angles (``triangular.angle_plan``).  False keeps
+    #: angles) in the summed angles (``polynomialize.angle_plan``).  False keeps
     #: the expanded products of the coordinates' own sines and cosines.
     angle_sums: bool = True
     #: How a float literal becomes an exact rational (``fmigen.floats``):

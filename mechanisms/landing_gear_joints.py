@@ -96,7 +96,7 @@ def build_system(name, description, metres, kinematic) -> JointSystem:
     s.groebner_order = list(ORDER)
     # The paper's system (eqs. 16-19) in the relative angles θ_B, θ_F, whose
     # sequence (Table 4) is known.  Solved in the absolute angles θ_A + θ_B,
-    # θ_A + θ_F instead (``triangular.angle_plan``), the basis has ~190-digit
+    # θ_A + θ_F instead (``polynomialize.angle_plan``), the basis has ~190-digit
     # coefficients and its sequences degenerate at 440-495 of the 495 swept
     # configurations whatever the order, and the start no longer assembles.
     s.angle_sums = False

@@ -63,7 +63,7 @@ def build() -> JointSystem:
     s.independent = ["theta"]
     s.dof = 1
     # The lex order the build's conditioning search picks without one (in
-    # the angle sums psi + A and theta + C, ``triangular.angle_plan``): c_phi
+    # the angle sums psi + A and theta + C, ``polynomialize.angle_plan``): c_phi
     # first, round-off amplified 13-fold on the workspace sweep against 721
     # for the default order.  Recorded, as stephenson3.py records its own,
     # so the build does not search: the search measures seven more orders,

@@ -108,7 +108,7 @@ LIBM = r"(__)?(sincos|sin|cos)(_fma)?|atan2"
 
 def _function_body(src: str, name: str) -> str:
     """The body of ``name``, or of all its chunks when the generator split
-    it (``codegen_embedding.chunked``: ``name_chunk0``, ``name_chunk1``, ...;
+    it (``chunking.chunked``: ``name_chunk0``, ``name_chunk1``, ...;
     the function itself then only calls them)."""
     bodies = []
     for m in re.finditer(rf"\n(?:FMIGEN_CHUNK )?int {name}(?:_chunk\d+)?\(", src):

@@ -279,7 +279,7 @@ NOTES = """\
   see below) integrate all n coordinates of the augmented system — the code
   of the FMUs `fmigen build --kinematics baumgarte|penalty|spring` builds.
   Their accelerations are generated like the embedding
-  (`codegen_embedding.augmented_code`: one CSE over Φ, Φ_q, Φ_t, γ, M, F, then
+  (`codegen_augmented.augmented_code`: one CSE over Φ, Φ_q, Φ_t, γ, M, F, then
   LDLᵀ of M — of M + ρΦ_qᵀΦ_q for the penalty — over its structural non-zeros,
   block-diagonal for both mechanisms, and of Φ_q M⁻¹ Φ_qᵀ for Baumgarte), so
   every row of the table is generated alike; with the runtime's dense LU,
@@ -444,7 +444,7 @@ five-link's pose block, every block of the newton formulations) starts its
 pairs from libm's sin and cos of q inside the iteration and hands them back. *Chord steps*: near
 the solution an exact block's Newton keeps the LU factors of its last
 Jacobian and takes the next steps with them, evaluating the residual only
-(simplified Newton; `codegen.CHORD_STOP`): after a fresh step of at most
+(simplified Newton; `codegen_newton.CHORD_STOP`): after a fresh step of at most
 10⁻⁴ of the scale, for as long as each step contracts by 1000 or more. It
 stops at a step at round-off, or after two chord steps in a row whose
 measured contraction puts what is left 1000 times below that bound. A first
@@ -485,7 +485,7 @@ embedding: Stewart FMU doStep 14,822 → 13,327 (eighths) → 13,211 (64ths; one
 *Angles only a fallback reads*: a later block's own equations read earlier
 blocks' angles bare only in its Newton (the fallback from the prediction,
 the polish); such an angle is now deferred like the others and completed
-from its pair where that Newton runs (`codegen.kinematics_walk`,
+from its pair where that Newton runs (`codegen_kinematics.kinematics_walk`,
 `newton_reads`): the five-link's five β_k took an atan2 each in every solve,
 11,782 → 11,439 instructions per harness step (one-off). *Constants where
 they are used* (`codegen.sink_definitions`): every `const double` of the

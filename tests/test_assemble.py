@@ -13,7 +13,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from fmigen.kinematics.assemble import AssemblyWarning, assemble, choose_start_assembly, start_assembly_hook
+from fmigen.kinematics.assemble import AssemblyWarning, assemble
+from fmigen.kinematics.start_assembly import choose_start_assembly, start_assembly_hook
 from fmigen.model import ModelError
 from fmigen.build.pipeline import load_mechanism
 

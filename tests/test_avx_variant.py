@@ -188,7 +188,7 @@ def test_a_rebuild_takes_both_copies_from_the_object_cache(tmp_path, monkeypatch
 
 
 def test_large_coefficient_steps_are_compiled_once(tmp_path):
-    """A sequence step too large to inline (codegen.NOINLINE_STATEMENTS) is
+    """A sequence step too large to inline (codegen_kinematics.NOINLINE_STATEMENTS) is
     compiled in the SSE2 copy only: the AVX copy calls it (it would give
     the same bits, and such steps are nearly all of a large model.c's
     compile time).  The Stephenson six-bar's sextic and linear steps: the

@@ -8,8 +8,8 @@ import sympy as sp
 from sympy import cos, sin
 
 import fmigen.model
-from fmigen.verify.cartesian import (CartesianModel, inverse_joint, joint_transform, motion_subspace, rot,
-                                     solve_cartesian, _perpendicular_pair)
+from fmigen.verify.cartesian import CartesianModel, joint_transform, solve_cartesian
+from fmigen.verify.rigid_motion import inverse_joint, motion_subspace, rot, _perpendicular_pair
 from fmigen.joints import JOINT_KINDS, JointSystem
 from fmigen.model import Mechanism
 from fmigen.verify.validate import validate

@@ -303,8 +303,8 @@ def test_generated_recursive_dynamics_matches_numpy(name, kinematics, bound, tmp
 
 def _rechunked(model_c: str, size: int) -> str:
     """model.c with its three embedding functions generated as chunks of
-    ``size`` statements (``codegen_embedding.chunked``), whatever their size."""
-    from fmigen.generate.codegen_embedding import chunked
+    ``size`` statements (``chunking.chunked``), whatever their size."""
+    from fmigen.generate.chunking import chunked
     for name in ["fmigen_embedded_velocities", "fmigen_embedded_prepare", "fmigen_embedded_finish"]:
         i = model_c.index(f"\nint {name}(") + 1
         j = model_c.index("\n{\n", i)

@@ -22,6 +22,7 @@ import pytest
 from fmigen.verify import check as check_mod
 from fmigen.fmi import fmu as fmu_mod
 from fmigen.pyfmu import pyruntime
+from fmigen.pyfmu import numeric
 from fmigen.generate.printer import SymbolMap
 from fmigen.build.pipeline import compile_model, prepare_mechanism
 
@@ -136,11 +137,11 @@ def _python_kinematics(compiled, calls):
     def quadratic_near(a2, a1, a0, pred):
         if a2 == 1.0 and a1 == 0.0:
             calls["circle"] += 1
-        return pyruntime.quadratic_near(a2, a1, a0, pred)
+        return numeric.quadratic_near(a2, a1, a0, pred)
 
     def lu_factor(n, A, piv):
         calls["lu"] += 1
-        return pyruntime.lu_factor(n, A, piv)
+        return numeric.lu_factor(n, A, piv)
     ns.update(quadratic_near=quadratic_near, lu_factor=lu_factor)
     exec(src, ns)   # noqa: S102 - fmigen's own generated code
     return ns["fmigen_kinematics"], list(sol_start)

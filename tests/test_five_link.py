@@ -201,7 +201,7 @@ def test_fallback_newton_reads_the_deferred_angles(built, tmp_path):
     """The α_k blocks' own equations read β_k bare, but only in their Newton
     (the fallback from the prediction and the polish); β_k is deferred
     (no atan2 per solve) and completed from its pair where that Newton runs
-    (codegen.kinematics_walk, ``newton_reads``).  Forced down those paths in
+    (codegen_kinematics.kinematics_walk, ``newton_reads``).  Forced down those paths in
     every solve of 0.5 s of explicit Euler, the native harness must end
     where the sequences end: FMIGEN_SWITCH_COND huge fails every switchable
     step, so the α blocks take Newton from the prediction; FMIGEN_SEQ_TOL < 0

@@ -16,7 +16,8 @@ from fmigen.joints import JointSystem, X
 from fmigen.model import Mechanism, ModelError
 from fmigen.derive.partition import choose_partition
 from fmigen.build.pipeline import build_fmu, load_mechanism, prepare_mechanism
-from fmigen.kinematics.triangular import polynomialize, refuse_floats, triangularize
+from fmigen.kinematics.triangular import triangularize
+from fmigen.kinematics.polynomialize import polynomialize, refuse_floats
 
 
 def fourbar_system(sign=+1, **overrides):
@@ -294,7 +295,7 @@ def test_distance_link_rows_have_the_position_rows_manifold_and_tangent_space():
     """On assemblies of the spherical joint itself (d = 0, Newton on the
     position rows) the rewritten rows vanish and their Jacobian has the
     same null space: the same constrained motion."""
-    from fmigen.frontends.joint_model import _Numeric, _project
+    from fmigen.frontends.closure_rows import _Numeric, _project
     rw, pl = to_mechanism(distance_link_system()), to_mechanism(distance_link_system(distance_links=False))
     coords = distance_link_system().coordinates
     names = [c.name for c in rw.coordinates]
@@ -775,7 +776,7 @@ def test_coupled_loops_close_in_one_frame():
     unknowns, through two abstracted knowns; in mixed frames cos θ
     multiplied the unknowns' sines and cosines."""
     from fmigen.frontends.joint_model import _Tree, spanning_tree
-    from fmigen.kinematics.triangular import abstract
+    from fmigen.kinematics.polynomialize import abstract
     from corpus import stephenson1_sixbar
     m, dae, part = _stephenson1()
     [b] = part.blocks

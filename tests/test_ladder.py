@@ -149,10 +149,10 @@ def test_bench_section_count_covers_the_whole_right_hand_side(tmp_path_factory):
 
 def test_bench_section_count_reads_chunked_functions(tmp_path_factory):
     """A large model's embedding functions are generated in chunks
-    (``codegen_embedding.chunked``); the count is the same as over the whole
+    (``chunking.chunked``); the count is the same as over the whole
     function (it once counted 0 there, and a chunk's ``S->`` hand-over is no
     subtraction)."""
-    from fmigen.generate.codegen_embedding import chunked
+    from fmigen.generate.chunking import chunked
     bl = _bench_ladder()
     _, fmu = _validated("ladder", 2, tmp_path_factory)
     with zipfile.ZipFile(fmu) as z:

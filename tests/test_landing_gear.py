@@ -200,7 +200,7 @@ def test_a_continuing_step_solves_the_gear_by_newton_first():
     last one tries Newton from the prediction first; the sequence still
     finds the branch at the first assembly.  Still exact: the peak
     violation stays at round-off, each solve one LU factorization: the
-    steps after the first reuse its factors (chord steps, codegen.CHORD_STOP),
+    steps after the first reuse its factors (chord steps, codegen_newton.CHORD_STOP),
     at most three steps.  The Stewart platform's legs,
     whose sequences are regular, keep the sequence first."""
     from fmigen.tools.bench import bench

@@ -8,7 +8,7 @@ import pytest
 import sympy as sp
 
 from fmigen.tools.bench import compile_harness, generate_sources
-from fmigen.generate.codegen import hoisted_knowns
+from fmigen.generate.codegen_kinematics import hoisted_knowns
 from fmigen.generate.codegen_lanes import lane_classes
 from fmigen.derive.dae import build_dae
 from fmigen.derive.embed import embed

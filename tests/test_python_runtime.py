@@ -16,6 +16,7 @@ from fmpy.validation import validate_fmu
 
 from fmigen.fmi import fmu as fmu_mod
 from fmigen.pyfmu import pyruntime
+from fmigen.pyfmu import numeric
 from fmigen.build.pipeline import build_fmu, load_mechanism
 from conftest import compiled_model
 
@@ -322,7 +323,7 @@ def test_an_augmented_build_is_refused_not_packaged_as_embedded(tmp_path):
 def test_python_newton_block_agrees_with_the_c(tmp_path):
     """The landing gear's block is solved by Newton from the prediction in
     every step (``TriangularBlock.newton_first``): a fresh Jacobian, then a
-    chord step with its LU factors (codegen.CHORD_STOP), in C and in the
+    chord step with its LU factors (codegen_newton.CHORD_STOP), in C and in the
     Python port (``pyruntime._newton_lines``).  The mechanisms above only
     reach Newton in a polish or a fallback."""
     c_path, compiled = build_fmu("landing_gear_dynamic", tmp_path / "gear_c.fmu", windows=False)
@@ -349,12 +350,12 @@ def test_ldlt_solves_as_numpy_and_refuses_an_indefinite_matrix():
     G = rng.normal(size=(5, 5))
     A = G @ G.T + 5 * np.eye(5)
     b = rng.normal(size=5)
-    factor = pyruntime.ldlt_factor(5, list(A.ravel()))
+    factor = numeric.ldlt_factor(5, list(A.ravel()))
     x = list(b)
-    pyruntime.ldlt_solve(5, *factor, x)
+    numeric.ldlt_solve(5, *factor, x)
     assert np.max(np.abs(np.array(x) - np.linalg.solve(A, b))) < 1e-13
     A[4, 4] = -1.0
-    assert pyruntime.ldlt_factor(5, list(A.ravel())) is None
+    assert numeric.ldlt_factor(5, list(A.ravel())) is None
 
 
 def test_a_mass_check_python_cannot_evaluate_fails_like_the_c_one():

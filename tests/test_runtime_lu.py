@@ -164,20 +164,21 @@ def test_poly_root_stops_at_the_rounding_floor(tmp_path, monkeypatch):
     through to every root by Aberth iteration (500 iterations of it made
     97 % of a landing-gear step).  C and the Python runtime alike."""
     from fmigen.pyfmu import pyruntime
+    from fmigen.pyfmu import numeric
     exe = runtime_harness(tmp_path, POLY_HARNESS, "poly", POLY_FLAGS)
     out = subprocess.run([str(exe)], input=" ".join(map(repr, GEAR_POLY + [GEAR_X0])), capture_output=True,
                          text=True, check=True).stdout.split()
     st, z, trig_calls = int(out[0]), float(out[1]), int(out[2])
     assert st == 0 and trig_calls == 0
     # a root to the precision the coefficients allow, on the predicted branch
-    p, dp, mag = pyruntime.poly_eval(6, GEAR_POLY, z)
+    p, dp, mag = numeric.poly_eval(6, GEAR_POLY, z)
     assert abs(p) <= 4 * 6 * 2.220446049250313e-16 * mag
     assert abs(z - GEAR_X0) < 1e-6
 
     def no_fallback(*args):
         raise AssertionError("poly_root fell back to all_roots")
     monkeypatch.setattr(pyruntime, "all_roots", no_fallback)
-    assert pyruntime.poly_root(6, GEAR_POLY, GEAR_X0) == (0, z)
+    assert numeric.poly_root(6, GEAR_POLY, GEAR_X0) == (0, z)
 
 
 ATAN2_HARNESS = r"""
@@ -354,7 +355,7 @@ def test_python_ports_of_atan2_sincos_and_rotate_are_bit_identical(tmp_path):
 
     import mpmath
 
-    from fmigen.pyfmu.pyruntime import fmigen_atan2, fmigen_sincos, rotate
+    from fmigen.pyfmu.numeric import fmigen_atan2, fmigen_sincos, rotate
     exe = runtime_harness(tmp_path, PORT_HARNESS, "ports")
     rng = np.random.default_rng(5)
     lines, expect = [], []

@@ -97,7 +97,7 @@ def relative_fourbar():
 
 
 def test_angle_sums_become_the_polynomial_variables_and_the_chain_is_recovered():
-    from fmigen.kinematics.triangular import angle_plan, polynomialize
+    from fmigen.kinematics.polynomialize import angle_plan, polynomialize
     dae = build_dae(relative_fourbar())
     part = choose_partition(dae)
     [b] = part.blocks
@@ -119,7 +119,7 @@ def test_angle_sums_become_the_polynomial_variables_and_the_chain_is_recovered()
 def test_single_angle_arguments_keep_their_own_variables(fourbar):
     """No angle sum, no change of variables (the low-level mechanisms' C
     stays byte for byte what it was)."""
-    from fmigen.kinematics.triangular import angle_plan
+    from fmigen.kinematics.polynomialize import angle_plan
     dae, tri = fourbar
     assert angle_plan(dae, tri.partition.blocks[0]) is None
     assert tri.blocks[0].angle_sums == {}
@@ -164,7 +164,7 @@ def test_poly_plan_evaluates_every_polynomial_term_by_term():
     """The straight-line code of a step's coefficients (C and Python share
     its text) computes the polynomials, each monomial once."""
     import sympy as sp
-    from fmigen.generate.codegen import poly_plan
+    from fmigen.generate.statements import poly_plan
     P, (x, y, K, z) = _big_poly()
     Q = sp.Poly(-x**2 * K**5 + 5 * y**3 * x, x, y, K, z)
     plan = poly_plan([P, Q, sp.Poly(0, x, y, K, z)], "m")

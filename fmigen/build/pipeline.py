@@ -81,13 +81,13 @@ def _copy(mech: Mechanism) -> Mechanism:
 def prepare_mechanism(spec_or_mech, log=None, use_cache=True) -> Mechanism:
     """The mechanism as every build simulates it (the C and Python FMUs and
     ``fmigen bench``): loaded, and its start taken as the real assembly at
-    the start input nearest the guesses (``assemble.start_assembly_hook``:
+    the start input nearest the guesses (``start_assembly.start_assembly_hook``:
     small systems only, a warning when two are close; ~0.1 s for the
     four-bar, 2.3 s for the Stephenson six-bar; its outcome is cached with
     ``use_cache``).  A ``Mechanism`` passed in is copied first, so the
     caller's starts stay the guesses it wrote; a ``JointSystem`` is
     converted."""
-    from fmigen.kinematics.assemble import start_assembly_hook
+    from fmigen.kinematics.start_assembly import start_assembly_hook
     if isinstance(spec_or_mech, (str, Path)):
         mech = load_mechanism(spec_or_mech, use_cache)
     else:

@@ -87,7 +87,7 @@ def _markers(system, poses, params):
 
 
 class _ClosureAtStart:
-    """Φ(0, q) and Φ_q in the interface ``joint_model._project`` takes."""
+    """Φ(0, q) and Φ_q in the interface ``closure_rows._project`` takes."""
 
     def __init__(self, dae):
         self.numeric = dae.numeric
@@ -108,7 +108,8 @@ def check_start_pose(mech, dae, independent: list[str], start: dict, log=None):
     coordinate name) places every marker of ``mech.joint_system`` where the
     described start does (module docstring).  Returns the largest position
     and orientation differences found (relative, absolute)."""
-    from fmigen.frontends.joint_model import _project, spanning_tree
+    from fmigen.frontends.joint_model import spanning_tree
+    from fmigen.frontends.closure_rows import _project
     system, described = mech.joint_system, mech.described_start
     if system is None or described is None or not mech.constraints:
         return None

@@ -17,13 +17,13 @@ abstraction order): only the coefficients differ, and they become
 per-lane constants.
 
 What a lane does is exactly the block's primary attempt
-(``codegen.kinematics_walk``): the predictions from the last accepted
+(``codegen_kinematics.kinematics_walk``): the predictions from the last accepted
 solution, the steps with the root helpers' lane forms
 (``fmigen_quadratic_near_4``, ``fmigen_linear_4``: the same IEEE
 operations, selected instead of branched), the roots' continuity and the
 verification of the block's polynomials.  The coefficients and
 predictions are the scalar code's operations in its order
-(``codegen.poly_plan``, ``codegen.block_plan``), so a lane's solution has
+(``statements.poly_plan``, ``codegen_kinematics.block_plan``), so a lane's solution has
 the scalar sequence's bits (tested against the build without vector
 types).  The verification sums the block's polynomials in their terms'
 order, not in the order of the scalar code's CSE: the same test to
@@ -100,7 +100,7 @@ def _vec(values) -> str:
 
 class _Plan:
     """Straight-line vector statements for polynomials with the same
-    monomials in every lane, as ``codegen.poly_plan`` orders them: each
+    monomials in every lane, as ``statements.poly_plan`` orders them: each
     monomial once, a smaller one times one generator, made just before its
     first term; each sum term by term in the Poly's order, the first term
     its coefficient times the monomial (the scalar code's ``-25*m0``), the
@@ -199,7 +199,7 @@ def _group_code(tri, members, plans, slots, trig_angles, bare, ind):
     # the knowns: lane by lane from the caller's K[] (member-major)
     for j in range(nk):
         out.append(f"const fmigen_v4d K{j} = {{{', '.join(f'K[{m * nk + j}]' for m in _lane_members(members))}}};")
-    # predictions and continuity tolerances (codegen.block_plan's, per lane)
+    # predictions and continuity tolerances (codegen_kinematics.block_plan's, per lane)
     # of the variables a root is chosen for (degree 2): the others' are not
     # read (the scalar code's continuity of them is for a Newton result)
     pos = {v: k for k, v in enumerate(rep.variables)}
@@ -245,8 +245,8 @@ def _group_code(tri, members, plans, slots, trig_angles, bare, ind):
         else:
             out.append(f"fmigen_quadratic_near_4({', '.join('&' + t for t in targets)}, &P{var}, &X{var}, &fail);")
             seen.append(var)
-    # the roots' continuity (codegen.root_continuity), then the block's own
-    # polynomials relative to their terms (codegen.verification)
+    # the roots' continuity (codegen_kinematics.root_continuity), then the block's own
+    # polynomials relative to their terms (codegen_kinematics.verification)
     cont = " & ".join(f"(FMIGEN_ABS_4(X{v} - P{v}) <= T{coord_of[v]})" for v in seen) or "~fail"
     out.append(f"fmigen_v4l ok = ~fail & (check ? (fmigen_v4l)({cont}) : ~fail);")
     polys = [(*lane.polys, *lane.circles) for lane in lanes]
@@ -256,7 +256,7 @@ def _group_code(tri, members, plans, slots, trig_angles, bare, ind):
         plan.sum(f"rv{k}", terms)
         if k < len(rep.polys):
             plan.abs_sum(f"rs{k}", terms)
-        else:   # a circle s² + c² − 1: 2, as codegen.verification
+        else:   # a circle s² + c² − 1: 2, as codegen_kinematics.verification
             plan.lines.append(f"const fmigen_v4d rs{k} = {_vec([2.0] * LANES)};")
         out += plan.lines
         plan.lines = []
@@ -289,7 +289,7 @@ def _lane_members(members):
 def lane_function(tri, cls, plans, slots, trig_angles, bare) -> str:
     """The C function of one class: solves its blocks four at a time and
     returns the mask of those it solved (bit k: the class's k-th block).
-    ``plans[b]``: the block's layout (codegen.block_plan), ``slots[b]``
+    ``plans[b]``: the block's layout (codegen_kinematics.block_plan), ``slots[b]``
     its variables' slots in sol; the outputs as ``kinematics_walk`` writes
     them in C: sin/cos pairs to trig where the embedding reads them or the
     angle is deferred (not in ``bare``), an angle read bare by its atan2,

@@ -4,7 +4,7 @@ Alternatives to the embedded ODE for comparison (paper 000 eqs. 6–9, paper
 003): they integrate all n coordinates, x = [q, v], and never solve the
 kinematics after the start (the Gröbner build's kinematics assemble it), so
 Φ(q) drifts.  Their accelerations are generated per model
-(``codegen_embedding.augmented_code``, appended to model.c by ``apply``) and
+(``codegen_augmented.augmented_code``, appended to model.c by ``apply``) and
 called by ``runtime/fmigen_augmented.c``; this module holds their parameters, the
 ``model_config.h`` macros that select them, the CLI options, and the
 structural dependencies of their accelerations for the FMU's ModelStructure.
@@ -118,13 +118,13 @@ def config_macros(form: Augmented) -> dict:
 def apply(gen, form: Augmented, emb):
     """The generated model (of the Gröbner build) with the formulation's
     generated accelerations appended to model.c
-    (``codegen_embedding.augmented_code``), its macros added to the model's
+    (``codegen_augmented.augmented_code``), its macros added to the model's
     and its own GUID (over the code and those macros)."""
     if form is None:
         return gen
     from fmigen.generate.codegen import define_lines
     from fmigen.generate.printer import SymbolMap
-    from fmigen.generate.codegen_embedding import augmented_code
+    from fmigen.generate.codegen_augmented import augmented_code
     model_c = gen.model_c + "\n" + augmented_code(emb, form.code, SymbolMap(emb))
     macros = config_macros(form)
     guid = str(uuid.UUID(hashlib.md5((model_c + "\n".join(define_lines(macros))).encode()).hexdigest()))

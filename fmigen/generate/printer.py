@@ -44,7 +44,7 @@ class _Printer(C99CodePrinter):
 
     def _print_Piecewise(self, expr):
         # sympy's ternary spans several lines; the passes over the generated
-        # statements (codegen_embedding._split_inputs, chunked) read one
+        # statements (chunking._split_inputs, chunked) read one
         # statement per line
         return re.sub(r"\s*\n\s*", " ", super()._print_Piecewise(expr))
 

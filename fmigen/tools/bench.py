@@ -63,7 +63,7 @@ springs and dampers, paper 003; k = 5·10⁴, b = 60 by default) are the same
 formulations ``fmigen build --kinematics baumgarte|penalty|spring`` builds as
 FMUs (fmigen/generate/formulation.py, ``runtime/fmigen_augmented.c``): all n
 coordinates of the augmented system integrated with generated accelerations
-(``codegen_embedding.augmented_code``: LDLᵀ over M's structural non-zeros);
+(``codegen_augmented.augmented_code``: LDLᵀ over M's structural non-zeros);
 their parameters come from the same CLI options.
 """
 

@@ -23,7 +23,7 @@ floating four-bar, in the crank's frame; cut E, the plate's leg to ground,
 in the world frame), mixing relative and absolute angles in the block,
 whose lex basis then did not finish within Singular's 600 s of CPU.  The
 joint model closes a coupled block's loops in one frame
-(``joint_model._shared_frames``), here the crank's: the four-bar loop has
+(``closure_rows._shared_frames``), here the crank's: the four-bar loop has
 constant coefficients and θ only moves O6, a basis of about 13 s of
 Singular CPU.  Its primary sequence is ill-conditioned on much of the turn
 (docs/corpus.md): the exact completion from its sextic's root solves the
