@@ -372,6 +372,83 @@ def cartesian_reference(mech, dae, q0, independent, result, rtol, log, signals=N
     return model, sol, None
 
 
+def _run_fmu(mech, existing_fmu, fmu_path, solver, step, stop_time, sample_interval, signal_fns, use_cache, log):
+    """Simulate the FMU in fmpy to ``stop_time``, sampled every
+    ``sample_interval``: ``existing_fmu`` when given, else one built here.
+    Returns the prepared mechanism (assembled start), its DAE, the
+    independent coordinates' names, the build's seconds and fmpy's result."""
+    if existing_fmu is not None:
+        # no build: the DAE and partition (for the reference's start) only
+        from fmigen.derive.dae import build_dae
+        from fmigen.derive.partition import choose_partition
+        from fmigen.build.pipeline import prepare_mechanism
+        mech = prepare_mechanism(mech, log)   # a copy with the assembled start
+        dae = build_dae(mech)
+        independent = [dae.names[i] for i in choose_partition(dae).independent]
+        path = Path(existing_fmu)
+        declared = {v.name for v in fmpy.read_model_description(str(path)).modelVariables}
+        missing = [n for n in [*dae.names, "constraint_residual"] if n not in declared]
+        if missing:
+            raise ModelError(f"{path} is not an FMU of '{mech.name}': it lacks {', '.join(missing)}")
+        build_seconds = 0.0
+        log(f"simulating {path.name} in fmpy to t={stop_time}")
+        result = simulate(path, dae.names, stop_time, sample_interval, signals=signal_fns)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(fmu_path) if fmu_path else Path(tmp) / f"{mech.name}.fmu"
+            path, compiled = build_fmu(mech, path, solver=solver, step=step, log=log, use_cache=use_cache,
+                                       reuse=use_cache)
+            log(f"simulating {path.name} in fmpy to t={stop_time}")
+            result = simulate(path, [c.name for c in mech.coordinates], stop_time, sample_interval,
+                              signals=signal_fns)
+        # the prepared copy (assembled start) the FMU was built from; a
+        # derived-model cache hit has no DAE, and the reference needs one
+        from fmigen.derive.dae import build_dae
+        mech = compiled.mechanism
+        dae = compiled.dae if isinstance(compiled, Compiled) else build_dae(mech)
+        independent = compiled.independent_names
+        build_seconds = sum(compiled.seconds.values())
+    return mech, dae, independent, build_seconds, result
+
+
+def _computed_rows(result, per, stop_time, sample_interval, log):
+    """fmpy's rows the FMU computed (``fine``, every step), every ``per``-th
+    of them (the output interval's) and whether the FMU stopped before
+    ``stop_time``; an error when it stopped before the first output time."""
+    # After fmi2Discard fmpy repeats the last row; keep the trajectory the FMU
+    # really computed and fail the validation if it stopped early.
+    keep = np.concatenate([[True], np.diff(result["time"]) > 0])
+    fine = result[keep]
+    result = fine[::per]
+    stopped_early = fine["time"][-1] < stop_time - 1e-9 * max(1.0, stop_time)
+    if stopped_early:
+        log(f"the FMU stopped at t={fine['time'][-1]:g} (fmi2Discard), before {stop_time:g}")
+    if len(result) < 2:
+        # a reference needs an interval to integrate over
+        raise ModelError(f"the FMU stopped at t={fine['time'][-1]:g} (fmi2Discard; its message is above), "
+                         f"before the first output time {sample_interval * per:g}: there is no trajectory "
+                         "to validate")
+    return fine, result, stopped_early
+
+
+def _mujoco_entry(mech, result, signals, coord_tol, velocity_tol, log):
+    """The MuJoCo peer's report entry: the joint description run in MuJoCo
+    from the FMU's start and compared with its trajectory ``result``."""
+    from fmigen.frontends.mjcf import MJCFError
+    from fmigen.verify.mujoco_peer import compare_with_mujoco
+    try:
+        # the same input signals as the FMU and the references: MuJoCo
+        # evaluates each expression in t at every RK4 stage
+        entry = compare_with_mujoco(mech, result, log=log, inputs=signals)
+        entry["passed"] = _reference_entry(entry["max_abs_error"], entry["max_abs_velocity_error"],
+                                           coord_tol, velocity_tol)["passed"]
+    except MJCFError as e:
+        # no MuJoCo, or a description MJCF cannot hold: a failed peer run, said why
+        log(f"the MuJoCo peer could not run: {e}")
+        entry = {"max_abs_error": {}, "max_abs_velocity_error": {}, "passed": False, "error": str(e)}
+    return entry
+
+
 def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
              coord_tol=DEFAULT_COORD_TOL, residual_tol=DEFAULT_RESIDUAL_TOL, velocity_tol=DEFAULT_VELOCITY_TOL,
              energy_tol=DEFAULT_ENERGY_TOL, reference_rtol=1e-12, cartesian_rtol=1e-11, check_reference=False,
@@ -419,50 +496,9 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     per = max(1, round(output_interval / step))
     sample_interval = output_interval / per
     _check_signals(signal_fns, stop_time, sample_interval)
-    if existing_fmu is not None:
-        # no build: the DAE and partition (for the reference's start) only
-        from fmigen.derive.dae import build_dae
-        from fmigen.derive.partition import choose_partition
-        from fmigen.build.pipeline import prepare_mechanism
-        mech = prepare_mechanism(mech, log)   # a copy with the assembled start
-        dae = build_dae(mech)
-        independent = [dae.names[i] for i in choose_partition(dae).independent]
-        path = Path(existing_fmu)
-        declared = {v.name for v in fmpy.read_model_description(str(path)).modelVariables}
-        missing = [n for n in [*dae.names, "constraint_residual"] if n not in declared]
-        if missing:
-            raise ModelError(f"{path} is not an FMU of '{mech.name}': it lacks {', '.join(missing)}")
-        build_seconds = 0.0
-        log(f"simulating {path.name} in fmpy to t={stop_time}")
-        result = simulate(path, dae.names, stop_time, sample_interval, signals=signal_fns)
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(fmu_path) if fmu_path else Path(tmp) / f"{mech.name}.fmu"
-            path, compiled = build_fmu(mech, path, solver=solver, step=step, log=log, use_cache=use_cache,
-                                       reuse=use_cache)
-            log(f"simulating {path.name} in fmpy to t={stop_time}")
-            result = simulate(path, [c.name for c in mech.coordinates], stop_time, sample_interval,
-                              signals=signal_fns)
-        # the prepared copy (assembled start) the FMU was built from; a
-        # derived-model cache hit has no DAE, and the reference needs one
-        from fmigen.derive.dae import build_dae
-        mech = compiled.mechanism
-        dae = compiled.dae if isinstance(compiled, Compiled) else build_dae(mech)
-        independent = compiled.independent_names
-        build_seconds = sum(compiled.seconds.values())
-    # After fmi2Discard fmpy repeats the last row; keep the trajectory the FMU
-    # really computed and fail the validation if it stopped early.
-    keep = np.concatenate([[True], np.diff(result["time"]) > 0])
-    fine = result[keep]
-    result = fine[::per]
-    stopped_early = fine["time"][-1] < stop_time - 1e-9 * max(1.0, stop_time)
-    if stopped_early:
-        log(f"the FMU stopped at t={fine['time'][-1]:g} (fmi2Discard), before {stop_time:g}")
-    if len(result) < 2:
-        # a reference needs an interval to integrate over
-        raise ModelError(f"the FMU stopped at t={fine['time'][-1]:g} (fmi2Discard; its message is above), "
-                         f"before the first output time {sample_interval * per:g}: there is no trajectory "
-                         "to validate")
+    mech, dae, independent, build_seconds, result = _run_fmu(
+        mech, existing_fmu, fmu_path, solver, step, stop_time, sample_interval, signal_fns, use_cache, log)
+    fine, result, stopped_early = _computed_rows(result, per, stop_time, sample_interval, log)
     dae = with_input_signals(dae, signals)
     log(f"integrating the DAE reference (IDA, rtol={reference_rtol:g})")
     q0 = assemble_newton(dae, dae.start_guess(), independent)
@@ -499,19 +535,7 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
         T, V, W = model_energy_balance(dae, fine["time"], q_fmu, v_fmu, signals)
         source = "the DAE's M (shared with the model stage: checks the integration only)"
     if peer == "mujoco":
-        from fmigen.frontends.mjcf import MJCFError
-        from fmigen.verify.mujoco_peer import compare_with_mujoco
-        try:
-            # the same input signals as the FMU and the references: MuJoCo
-            # evaluates each expression in t at every RK4 stage
-            entry = compare_with_mujoco(mech, result, log=log, inputs=signals)
-            entry["passed"] = _reference_entry(entry["max_abs_error"], entry["max_abs_velocity_error"],
-                                               coord_tol, velocity_tol)["passed"]
-        except MJCFError as e:
-            # no MuJoCo, or a description MJCF cannot hold: a failed peer run, said why
-            log(f"the MuJoCo peer could not run: {e}")
-            entry = {"max_abs_error": {}, "max_abs_velocity_error": {}, "passed": False, "error": str(e)}
-        references["mujoco"] = entry
+        references["mujoco"] = _mujoco_entry(mech, result, signals, coord_tol, velocity_tol, log)
     drift = energy_drift(T, V, W)
     energy = {"t": np.asarray(fine["time"], dtype=float), "T": np.asarray(T), "V": np.asarray(V),
               "W": np.asarray(W)}
