@@ -510,35 +510,8 @@ def to_mechanism(system: JointSystem) -> Mechanism:
     m.inputs = list(system.inputs)
     N = m.world
 
-    # coordinates of the tree joints, in joint declaration order
-    tree_joints = {j.name for j, _ in tree}
-    coords = []
-    for j in system.joints.values():
-        if j.name not in tree_joints:
-            continue
-        for c in j.coordinates:
-            desc = f"{j.kind} joint '{j.name}' ({j.parent.label} -> {j.child.label})"
-            m.coordinate(c.name, 0.0 if c.start is None else c.start, "rad" if c.angle else "m",
-                         velocity_start=c.velocity_start, description=desc)
-            mc = m.coordinate_by_name(c.name)
-            mc.symbol = c.symbol            # the user's dynamicsymbol, so loads and outputs match
-            mc.limits = c.limits
-            coords.append(c)
-
-    # world poses
-    poses = {system.ground.name: _Pose(sp.zeros(3, 1), sp.eye(3), N, sp.Integer(0))}
-    for j, reverse in tree:
-        known_mk, new_mk = (j.child, j.parent) if reverse else (j.parent, j.child)
-        kp = poses[known_mk.body.name]
-        r, R, angle = _place(kp, j, reverse)
-        name = new_mk.body.name
-        if angle is not None:
-            frame = m.planar_frame(name, angle) if angle != 0 else N
-        else:
-            f = _oriented(kp.frame, known_mk.rotation, f"{name}_at_{known_mk.name}")
-            f = _joint_frame(f, j, [c.symbol for c in j.coordinates], reverse, f"{name}_joint")
-            frame = _oriented(f, new_mk.rotation.T, name)
-        poses[name] = _Pose(r, R, frame, angle)
+    coords = _tree_coordinates(system, m, tree)
+    poses = _world_poses(system, m, tree)
 
     def marker_pose(mk: Marker):
         p = poses[mk.body.name]
@@ -602,7 +575,60 @@ def to_mechanism(system: JointSystem) -> Mechanism:
     projected = _select_constraints(system, m, coords, candidates)
     _check_start_closes(system, coords, position_checks, projected)
 
-    # loads
+    _loads(system, m, poses, marker_pose, in_base, base)
+
+    cut_coords = _outputs_and_independent(system, m, cut, marker_pose)
+    _pass_through_options(system, m, cut_coords)
+    _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, shared, relative_cache)
+    _limits_as_documentation(m)
+    _start_assembly(system, m, poses, marker_pose)
+    m.joint_system = system
+    m.described_start = {c.name: float(c.start) for c in m.coordinates}
+    return m
+
+
+def _tree_coordinates(system, m, tree):
+    """The coordinates of the tree joints, in joint declaration order, made
+    coordinates of ``m`` (the user's symbols, starts and limits)."""
+    tree_joints = {j.name for j, _ in tree}
+    coords = []
+    for j in system.joints.values():
+        if j.name not in tree_joints:
+            continue
+        for c in j.coordinates:
+            desc = f"{j.kind} joint '{j.name}' ({j.parent.label} -> {j.child.label})"
+            m.coordinate(c.name, 0.0 if c.start is None else c.start, "rad" if c.angle else "m",
+                         velocity_start=c.velocity_start, description=desc)
+            mc = m.coordinate_by_name(c.name)
+            mc.symbol = c.symbol            # the user's dynamicsymbol, so loads and outputs match
+            mc.limits = c.limits
+            coords.append(c)
+    return coords
+
+
+def _world_poses(system, m, tree):
+    """Every body's pose in the world (``_Pose``), walking the spanning tree
+    from the ground; a body's frame a planar or an oriented frame of ``m``."""
+    N = m.world
+    poses = {system.ground.name: _Pose(sp.zeros(3, 1), sp.eye(3), N, sp.Integer(0))}
+    for j, reverse in tree:
+        known_mk, new_mk = (j.child, j.parent) if reverse else (j.parent, j.child)
+        kp = poses[known_mk.body.name]
+        r, R, angle = _place(kp, j, reverse)
+        name = new_mk.body.name
+        if angle is not None:
+            frame = m.planar_frame(name, angle) if angle != 0 else N
+        else:
+            f = _oriented(kp.frame, known_mk.rotation, f"{name}_at_{known_mk.name}")
+            f = _joint_frame(f, j, [c.symbol for c in j.coordinates], reverse, f"{name}_joint")
+            frame = _oriented(f, new_mk.rotation.T, name)
+        poses[name] = _Pose(r, R, frame, angle)
+    return poses
+
+
+def _loads(system, m, poses, marker_pose, in_base, base):
+    """The joint loads, rotational springs, spring-dampers and marker forces
+    of ``system`` as generalized and point forces of ``m``."""
     for ld in system.joint_loads:
         m.generalized_force(ld.coordinate.name, ld.expr)
     for rs in system.rotational_springs:
@@ -631,7 +657,11 @@ def to_mechanism(system: JointSystem) -> Mechanism:
     for fc in system.forces:
         _marker_force(m, fc, poses, marker_pose)
 
-    # outputs, independent coordinates
+
+def _outputs_and_independent(system, m, cut, marker_pose):
+    """The outputs and the independent coordinates of ``m``: none may name a
+    coordinate of a cut joint (it does not exist in the model).  Returns the
+    cut joints' coordinate names."""
     cut_coords = {c.name for j in cut for c in j.coordinates}
     cut_syms = {c.symbol for j in cut for c in j.coordinates}
     _no_marker_poses_in_loads(system)
@@ -648,13 +678,7 @@ def to_mechanism(system: JointSystem) -> Mechanism:
                 raise ModelError(f"independent coordinate '{name}' belongs to a cut joint")
             system.coordinate_by_name(name)
         m.independent = list(system.independent)
-    _pass_through_options(system, m, cut_coords)
-    _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, shared, relative_cache)
-    _limits_as_documentation(m)
-    _start_assembly(system, m, poses, marker_pose)
-    m.joint_system = system
-    m.described_start = {c.name: float(c.start) for c in m.coordinates}
-    return m
+    return cut_coords
 
 
 # --- marker poses in outputs ----------------------------------------------------------
