@@ -11,16 +11,11 @@ import re
 #: A straight-line function of more than CHUNK_ABOVE statements is generated
 #: as chunks of CHUNK_STATEMENTS statements (``chunked``).  Why: gcc's register
 #: allocation (LRA's hard register assignment, then IRA) takes time
-#: superlinear in a function's size: the vehicle's fmigen_embedded_prepare
-#: (6,400 statements, 0.42 MB of C) was 23 of the 28 s of CPU gcc -O2 spent
-#: on its model.c; in chunks of 2,000, 1,000, 500, 250 statements, model.c
-#: took 13.7, 11.6, 9.8, 8.2 s and the step 93,371, 92,050, 91,151, 90,385
-#: instructions instead of 96,278 (smaller functions spill less;
-#: bit-identical results); with the runtime's per-size LU, chunks of 250 and
-#: 100: 7.1 and 6.5 s, 81,780 and 79,717 instructions, 9.7 and 9.35 ms of CPU
-#: per simulated second (unloaded).  The largest function of a shipped
-#: mechanism is the Stewart platform's prepare (1,270 statements): every
-#: shipped mechanism's code is unchanged.
+#: superlinear in a function's size, so one function of thousands of
+#: statements is most of a large model's compile; in chunks both the compile
+#: and the step get cheaper (smaller functions spill less) and the results
+#: stay bit-identical.  CHUNK_ABOVE leaves functions of ordinary size
+#: whole: chunking pays where one function is thousands of statements.
 CHUNK_ABOVE = 1500
 CHUNK_STATEMENTS = 100
 

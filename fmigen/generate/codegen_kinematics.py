@@ -143,8 +143,8 @@ def block_failure(dae, tb) -> str:
 def q_from_vars(layout, prefix="", sums=None, printer=None):
     """(coordinate, expression) setting q of each unknown from its
     variables (``prefix`` "P_": from their predictions): atan2(s, c) for an
-    angle, by the runtime's fmigen_atan2 (a Newton start: libm's took ~145
-    instructions a call, a tenth of a landing-gear step); the same text in C
+    angle, by the runtime's fmigen_atan2 (a Newton start: libm's is a large
+    part of a step's cost); the same text in C
     and Python (numeric.fmigen_atan2, bit for bit).  ``sums`` (``angle_sums``): an
     angle whose variables are an angle sum's is atan2 of its sine and cosine
     by angle addition, printed by ``printer`` (C's or Python's)."""
@@ -197,7 +197,7 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
         "double *sol, double *trig)", body)
     code += f"\nconst char *const fmigen_kinematics_failure[] = {{\n    \"\",\n    {fail_table}\n}};\n"
     # the runtime's atan2 (fmigen_numeric.h): reading every coordinate of an FMU
-    # computes these after each step, and libm's costs 12x as many instructions
+    # computes these after each step, and libm's is many times slower
     # four at a time (fmigen_atan2_4, the same bits as one by one): what
     # reading every coordinate after a step costs the Stewart platform's FMU
     whole = len(lang.deferred) - len(lang.deferred) % 4
@@ -275,8 +275,8 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
     # iteration); its sequences read them through the abstractions.  Such an
     # angle is deferred like any other and completed from its pair where
     # that Newton runs (``newton_reads``): the five-link's five β_k, read by
-    # their α_k blocks' fallbacks, cost an atan2 each in every solve (the
-    # step 11,782 → 11,439 instructions without them).  A Newton block's equations are
+    # their α_k blocks' fallbacks, would cost an atan2 each in every solve.
+    # A Newton block's equations are
     # its normal path: what they read stays in q.
     newton_reads = {}
     for bi, tb in enumerate(tri.blocks):

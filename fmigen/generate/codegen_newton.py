@@ -49,9 +49,8 @@ def newton_start(pairs, layout, prefix, sums=None, printer=None):
     carried angle's block variables (``prefix`` "P_": their prediction),
     whose atan2 the angle is.  The iteration normalizes them (a prediction
     or a rejected sequence's pair lies off the unit circle by more than
-    round-off); normalizing them here, at the call, cost the Stewart
-    platform's hot path 200 instructions a step in spills, although it never
-    takes this path.  None for a Newton block (kind "q"): its iteration
+    round-off); normalizing them here, at the call, would add register
+    spills to the hot path of every solve, which rarely takes this path.  None for a Newton block (kind "q"): its iteration
     starts from sin and cos of q itself, and the hand-over only returns the
     pairs.  An angle of an angle sum
     (``sums``) starts from its sine and cosine by angle addition, as in
@@ -80,23 +79,19 @@ def newton_start(pairs, layout, prefix, sums=None, printer=None):
 #: 1000 or more, else a fresh step again.  Why: from a prediction 1e-6
 #: away, a chord step with the first step's Jacobian lands about as close as
 #: a fresh one, and the Jacobian and its factorization are most of an
-#: iteration (the five-link's pose block: two fresh steps took 4,070
-#: instructions a solve, a fresh and a chord step 2,756).
+#: iteration.
 #: It stops when a step is at round-off, 1e-14·(1 + max|q|): that step only
 #: confirms the iterate before it.  It also stops after two chord steps in a
 #: row when their ratio, the chord's measured contraction ρ = d/p, puts what
 #: is left, ρ·d, a thousand times below that bound.  Only then: after a
 #: fresh step, d/p measures the curvature along that one step, and the
-#: chord's contraction depends on the curvature in every direction (a
-#: review's Φ = (x + 1000·x·y, y + 1e-3·x²): d·(d/p) predicted round-off, the
-#: result was 67 times the bound).  A thousand rather than ten: with that
-#: first version's estimate, ten ended the landing gear's stroke sweep in
-#: 0.5 mm steps at |Φ| = 1.4e-12 (its lengths in mm put |Φ| ≈ 600·|error in
-#: q|); with the measured contraction, ten and a thousand take the same
-#: steps on the five-link and the gear, so the margin costs nothing.  The
-#: iteration limit
-#: counts fresh steps (what a caller's ``max_iter`` meant before), and chord
-#: steps, which must contract, at most 8 more.  C and Python, the same text.
+#: chord's contraction depends on the curvature in every direction (on
+#: Φ = (x + 1000·x·y, y + 1e-3·x²) d·(d/p) predicts round-off where the
+#: iterate is far above it).  A thousand rather than ten: a mechanism whose
+#: lengths are in mm multiplies the error in q into |Φ| by hundreds, and the
+#: wider margin takes no more steps on the shipped mechanisms.  The
+#: iteration limit counts fresh steps, and chord steps, which must
+#: contract, at most 8 more.  C and Python, the same text.
 CHORD_STOP = ("{p} > 0.0 && {p} <= 1e-4 * (1.0 + {q}) && {d} <= 1e-3 * {p} && "
               "1e3 * {d} * {d} <= 1e-14 * (1.0 + {q}) * {p}")
 #: chord steps allowed beyond the fresh steps' limit

@@ -15,8 +15,8 @@ def assignments(targets, exprs, indent="    ", tmp="x"):
 
     Plain CSE here, unlike the embedding's joint CSE (codegen_embedding.py,
     optimizations="basic"): these are the kinematics' per-block expressions,
-    many and small, where "basic" made the Stewart cold build > 90 s instead
-    of 27 s (5862348)."""
+    many and small, where "basic"'s search for common subexpressions costs
+    the build several times what it saves."""
     exprs = [sp.sympify(e) for e in exprs]
     reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols(tmp))
     lines = [f"{indent}const double {s} = {c(e)};" for s, e in reps]
