@@ -532,19 +532,28 @@ class CartesianModel:
                    + np.einsum("bi,bij,bj->", v[:, 3:], self.inertia, v[:, 3:]))
         return float(T), -float(self.mass @ (X @ self.gravity))
 
-    def accelerations(self, tt, X, R, V, wind):
-        """(V̇, q, q̇, P_in): Newton–Euler with the minimum-norm multipliers."""
-        self.evaluations += 1
-        N = self.N
+    def body_forces(self, tt, X, R, V, wind):
+        """(Q, q, q̇, D, P_in): every body's applied wrench (loads, gravity and
+        the gyroscopic term ω × Iω) at the state, with the joint coordinates,
+        their rates, the joint velocity maps and the input power: what the
+        accelerations and the joint reactions both balance against the
+        constraint forces."""
         q = self.joint_coordinates(X, R, wind)
         D = self.joint_velocity_maps(X, R, q)
         qd = D @ V
         Q, P = self.loads(tt, X, R, V, q, qd, D)
-        v = V.reshape(N, 6)
-        for b in range(N):
+        v = V.reshape(self.N, 6)
+        for b in range(self.N):
             Q[6 * b:6 * b + 3] += self.mass[b] * self.gravity
             om = v[b, 3:]
             Q[6 * b + 3:6 * b + 6] -= cross(om, self.inertia[b] @ om)
+        return Q, q, qd, D, P
+
+    def accelerations(self, tt, X, R, V, wind):
+        """(V̇, q, q̇, P_in): Newton–Euler with the minimum-norm multipliers."""
+        self.evaluations += 1
+        N = self.N
+        Q, q, qd, _, P = self.body_forces(tt, X, R, V, wind)
         Phi, J, gamma = self.constraints(X, R, V)
         if not len(Phi):
             return self.Minv @ Q, q, qd, P
@@ -585,15 +594,7 @@ class CartesianModel:
         their equations; where the rows are redundant (a planar loop in 3D)
         only the wrench components the loads determine are comparable."""
         N = self.N
-        q = self.joint_coordinates(X, R, wind)
-        D = self.joint_velocity_maps(X, R, q)
-        qd = D @ V
-        Q, _ = self.loads(tt, X, R, V, q, qd, D)
-        v = V.reshape(N, 6)
-        for b in range(N):
-            Q[6 * b:6 * b + 3] += self.mass[b] * self.gravity
-            om = v[b, 3:]
-            Q[6 * b + 3:6 * b + 6] -= cross(om, self.inertia[b] @ om)
+        Q, q, qd, D, _ = self.body_forces(tt, X, R, V, wind)
         Phi, J, gamma = self.constraints(X, R, V)
         u, sv, vt = np.linalg.svd(J, full_matrices=False)
         r = int((sv > 1e-8 * sv[0]).sum()) if len(sv) and sv[0] > 0 else 0
