@@ -277,7 +277,7 @@ def test_start_assembly_hook_outcome_is_cached(tmp_path, monkeypatch):
     gets it without solving (choose_start_assembly would raise here), the
     same starts, log and warning; a change the assembly reads (a length,
     the guesses) solves again."""
-    from fmigen.kinematics import assemble as assemble_mod, groebner
+    from fmigen.kinematics import groebner, start_assembly as start_assembly_mod
     monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path)
 
     def near_branch_point():
@@ -291,7 +291,7 @@ def test_start_assembly_hook_outcome_is_cached(tmp_path, monkeypatch):
 
     def must_not_solve(*args, **kwargs):
         raise AssertionError("solved again")
-    monkeypatch.setattr(assemble_mod, "choose_start_assembly", must_not_solve)
+    monkeypatch.setattr(start_assembly_mod, "choose_start_assembly", must_not_solve)
     warm, warm_log = near_branch_point(), []
     with pytest.warns(AssemblyWarning, match="close"):
         assert start_assembly_hook(warm, log=warm_log.append, use_cache=True) == chosen

@@ -58,11 +58,14 @@
  * reject the optimize attribute): for the Gröbner sequences' large
  * straight-line coefficient functions, where gcc's -O2 time is nearly all
  * register allocation that sums of products do not need.  IEEE arithmetic
- * either way (no contraction, no fast-math): the same bits. */
+ * either way (no contraction, no fast-math): the same bits.  An importer
+ * may define it with -D to compile them at its own level. */
+#ifndef FMIGEN_NOINLINE_COLD
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__TINYC__)
 #define FMIGEN_NOINLINE_COLD __attribute__((noinline, optimize("O1")))
 #else
 #define FMIGEN_NOINLINE_COLD FMIGEN_NOINLINE
+#endif
 #endif
 
 /* At most this many internal steps in one doStep (or fmigen_core_step):
