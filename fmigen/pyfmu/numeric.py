@@ -140,6 +140,16 @@ def fmigen_sincos(x):
     return (-sn if math.copysign(1.0, x) < 0 else sn), cs
 
 
+def fmigen_sin(x):
+    """fmigen_sin: the generated code's sin(e) (printer._Printer), fmigen_sincos's sine."""
+    return fmigen_sincos(x)[0]
+
+
+def fmigen_cos(x):
+    """fmigen_cos: the generated code's cos(e), fmigen_sincos's cosine."""
+    return fmigen_sincos(x)[1]
+
+
 def fmigen_atan2(y, x):
     """runtime/fmigen_numeric.h's fmigen_atan2 (the angles of a Newton start and
     of the FMU's outputs), the same operations in the same order: atan r =
@@ -336,8 +346,9 @@ def all_roots(degree, a):
     re, im = [0.0] * degree, [0.0] * degree
     for k in range(degree):
         ang = 6.283185307179586 * k / degree + 0.4
-        re[k] = 0.5 * R * math.cos(ang)
-        im[k] = 0.5 * R * math.sin(ang)
+        s, c = fmigen_sincos(ang)   # as the C: not libm's, the same start everywhere
+        re[k] = 0.5 * R * c
+        im[k] = 0.5 * R * s
     for _it in range(500):
         worst = 0.0
         for k in range(degree):

@@ -10,8 +10,9 @@ to round-off:
 
 - every model expression is printed by a subclass of codegen's C printer
   (integer powers as multiplications, rationals as double divisions, the same
-  sympy CSE), and the C function names resolve to Python's ``math`` (the same
-  libm on the same machine);
+  sympy CSE), and the C function names resolve to the runtime's ports of
+  fmigen's own (``fmigen_sin``, ``fmigen_cos``, ``fmigen_atan2``: the C's
+  bits, never libm's) or to Python's ``math`` (sqrt, correctly rounded);
 - the kinematics comes from model.c's own walker (``codegen_kinematics.kinematics_walk``,
   spelled in Python by ``PyKinematics``), so it is the C statement for statement:
   per block the prediction from the last accepted solution (``Core.base``,
@@ -79,7 +80,7 @@ from fmigen.derive.workspace import mechanism_unit_scales
 from fmigen.pyfmu.numeric import (EULER, FMIGEN_BRANCH_TOL, FMIGEN_LIMIT_GAIN, FMIGEN_MAX_DEGREE,
                                   FMIGEN_MESSAGE_SIZE, FMIGEN_NEWTON_MAX_ITER, FMIGEN_POLISH_TOL,
                                   FMIGEN_SEQ_TOL, FMIGEN_SWITCH_COND, RK4, SYMPLECTIC, all_roots, fmax,
-                                  fmigen_atan2, fmigen_powi, fmigen_sincos, fmigen_unwrap, fmin, ldlt_factor,
+                                  fmigen_atan2, fmigen_cos, fmigen_powi, fmigen_sin, fmigen_sincos, fmigen_unwrap, fmin, ldlt_factor,
                                   ldlt_solve, linear, lu_factor, lu_solve, poly_eval, poly_root,
                                   quadratic_near, quadratic_root, rotate)
 from fmigen.pyfmu.slave import Core, FmuError, SlaveMethods
@@ -90,16 +91,6 @@ from fmigen.pyfmu.slave import Core, FmuError, SlaveMethods
 # fmigen_numeric.h and fmigen_core.c (the embedding: of its block-LU
 # version, see the top).
 # --------------------------------------------------------------------------
-
-
-def fmigen_sin(x):
-    """fmigen_sin: the generated code's sin(e) (printer._Printer), fmigen_sincos's sine."""
-    return fmigen_sincos(x)[0]
-
-
-def fmigen_cos(x):
-    """fmigen_cos: the generated code's cos(e), fmigen_sincos's cosine."""
-    return fmigen_sincos(x)[1]
 
 
 RUNTIME_OBJECTS = [linear, quadratic_near, quadratic_root, rotate, fmigen_sincos, fmigen_sin, fmigen_cos, fmigen_atan2, fmigen_unwrap, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
