@@ -176,26 +176,40 @@ def generated_of(mech, options: dict, start: dict, independent):
     coordinates differ from its ``start`` and ``independent`` does not
     describe this derivation (its body holds the start), and one that cannot
     be read is no entry; both are generated again (and rewritten)."""
-    try:
-        key = key_text(mech, options)
-    except (TypeError, ValueError):   # something the key cannot describe: no entry
+    text = _entry_text(mech, options)
+    if text is None:
         return None
-    path = groebner.CACHE_DIR / "derived" / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
     try:
-        d = json.loads(path.read_text())
+        d = json.loads(text)
         if d["start"] != start or tuple(d["independent"]) != tuple(independent):
             return None
         body, macros = str(d["body"]), dict(d["macros"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
     return codegen.finish(mech.name, body, macros, start, mech, tuple(independent))
 
 
+def _entry_text(mech, options: dict) -> str | None:
+    """The text of the entry recorded for ``mech`` and ``options``; None
+    without one, or for a mechanism the key cannot describe."""
+    try:
+        key = key_text(mech, options)
+    except (TypeError, ValueError):   # something the key cannot describe: no entry
+        return None
+    try:
+        return groebner.cache_path(key, "derived").read_text()
+    except OSError:
+        return None
+
+
 def remember(compiled, options: dict):
     """Record ``compiled`` (a ``pipeline.Compiled``) as the entry of its
-    mechanism and ``options``, as ``derive`` does, written atomically (the
-    suite's workers and parallel builds write the same entries at once).
-    Not a derivation whose Gröbner engine failed (``_NotRecorded``)."""
+    mechanism and ``options`` (``pipeline.compile_model`` when it generated
+    the C), written atomically (the suite's workers and parallel builds
+    write the same entries at once).  Not a derivation whose Gröbner engine
+    failed (a block fell back to Newton because the engine could not run or
+    ran out of memory): a later build with a working engine must derive
+    again, not reuse the fallback."""
     if compiled.engine_failed:
         return
     try:
@@ -211,35 +225,16 @@ def remember(compiled, options: dict):
 
 
 def derive(mech, options: dict, compute, use_cache=True, reuse=True):
-    """(model, hit): ``compute()`` (a ``pipeline.Compiled``) recorded under
-    ``mech`` and ``options``; with ``reuse`` a recorded one is returned as a
-    ``Derived`` instead of computing.  ``use_cache=False`` neither reads nor
-    writes."""
-    if not use_cache:
-        return compute(), False
-    key = key_text(mech, options)
-    computed = []
-
-    def compute_record():
-        computed.append(compute())
-        if computed[0].engine_failed:
-            raise _NotRecorded
-        return record(computed[0])
-
-    try:
-        if not reuse:
-            # derive, and leave the entry for a later build to reuse
-            text, _, _ = groebner.disk_cache(key, compute_record, use_cache=True, subdir="derived",
-                                             force=True)
-            return computed[0], False
-        text, _, hit = groebner.disk_cache(key, compute_record, use_cache=True, subdir="derived")
-    except _NotRecorded:
-        return computed[0], False
-    return (from_record(text, mech), True) if hit else (computed[0], False)
-
-
-class _NotRecorded(Exception):
-    """A derivation that must not be kept: a block fell back to Newton
-    because the Gröbner engine failed (it could not run, ran out of
-    memory), and a later build with a working engine must derive again,
-    not reuse the fallback."""
+    """(model, hit): with ``use_cache`` and ``reuse``, the derivation
+    recorded for ``mech`` and ``options``, as a ``Derived``; else, or with no
+    readable entry, ``compute()`` (a ``pipeline.Compiled``).  compute records
+    its own derivation (``compile_model`` → ``remember``), so nothing is
+    written here."""
+    if use_cache and reuse:
+        text = _entry_text(mech, options)
+        if text is not None:
+            try:
+                return from_record(text, mech), True
+            except (ValueError, KeyError, TypeError):   # a damaged entry: derived and rewritten
+                pass
+    return compute(), False

@@ -108,7 +108,7 @@ class Compiled:
     #: how the right-hand side solves the embedded ODE: embedded | recursive
     dynamics: str = "embedded"
     #: a block (of any coordinate set) is solved by Newton because the
-    #: Gröbner engine failed: ``derived.derive`` does not record the build
+    #: Gröbner engine failed: ``derived.remember`` does not record the build
     engine_failed: bool = False
 
     @property
@@ -127,18 +127,17 @@ def derivation_options(order=None, kinematics="groebner", newton_tol=None, dynam
 
 
 def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinematics="groebner",
-                  newton_tol=None, dynamics="auto", generated=None, generate_c=True) -> Compiled:
+                  newton_tol=None, dynamics="auto", generate_c=True) -> Compiled:
     """The derivation, stages 1-4.  ``dynamics`` embedded|recursive|auto:
     how the generated right-hand side solves the embedded ODE
-    (``codegen_recursive.choose``).  ``generated``: the C of this same
-    derivation, read from the derived-model cache (``derived.derive``), so
-    stage 4 is not redone (``fmigen check`` after a build).
-    ``generate_c=False``: stop before stage 4 (``Compiled.generated`` is
-    None), for a consumer of the symbolic derivation only (the Modelica
-    export), which would otherwise pay for C it never reads.  With
-    ``use_cache``, stage 4 is read from the derived-model cache when a build
-    or an earlier call recorded this mechanism with these options
-    (``derived.generated_of``: the same bytes), and recorded when it ran."""
+    (``codegen_recursive.choose``).  ``generate_c=False``: stop before
+    stage 4 (``Compiled.generated`` is None), for a consumer of the symbolic
+    derivation only (the Modelica export), which would otherwise pay for C
+    it never reads.  With ``use_cache``, stage 4 is read from the
+    derived-model cache when a build or an earlier call (``fmigen check``,
+    another process of the test suite) recorded this mechanism with these
+    options (``derived.generated_of``: the same bytes), and recorded when it
+    ran (``derived.remember``)."""
     from fmigen.generate.codegen_recursive import choose as choose_dynamics
     from fmigen.frontends.start_pose import check_start_pose
     log = log or (lambda msg: None)
@@ -181,11 +180,9 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     times["triangular"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     generated_now = False
-    if generated is None and generate_c and use_cache:
-        generated = derived.generated_of(mech, options, tri.start, emb.independent)
-    if generated is not None:
+    gen = derived.generated_of(mech, options, tri.start, emb.independent) if generate_c and use_cache else None
+    if gen is not None:
         log("[4/5] generated C from the derived-model cache")
-        gen = generated
     elif not generate_c:
         log("[4/5] C generation skipped: not needed here")
         gen = None

@@ -127,13 +127,19 @@ def _short(expr, limit=120) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def cache_path(key_text: str, subdir=None, suffix=".json") -> Path:
+    """Where ``disk_cache`` keeps the entry of ``key_text``: by its sha256,
+    under CACHE_DIR (``subdir``)."""
+    key = hashlib.sha256(key_text.encode()).hexdigest()
+    return (CACHE_DIR / subdir if subdir else CACHE_DIR) / f"{key}{suffix}"
+
+
 def disk_cache(key_text: str, compute, use_cache=True, subdir=None, suffix=".json", force=False):
     """(text, cache file, hit): ``compute()``'s text, kept under CACHE_DIR
     (``subdir``) by the sha256 of ``key_text`` and written atomically, so a
     build interrupted mid-write never leaves a truncated entry.  ``force``:
     compute and (over)write even when an entry exists."""
-    key = hashlib.sha256(key_text.encode()).hexdigest()
-    path = (CACHE_DIR / subdir if subdir else CACHE_DIR) / f"{key}{suffix}"
+    path = cache_path(key_text, subdir, suffix)
     if use_cache and not force and path.exists():
         return path.read_text(), path, True
     text = compute()

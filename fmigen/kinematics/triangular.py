@@ -183,7 +183,7 @@ class TriangularBlock:
     #: why a block is solved by Newton ("forced by the mechanism", ...)
     reason: str = ""
     #: Newton because the Gröbner engine failed (not ran out of time): the
-    #: derived-model cache does not record such a build (``derived.derive``)
+    #: derived-model cache does not record such a build (``derived.remember``)
     engine_failed: bool = False
     #: run-time alternatives to the primary sequence (``steps``), from other
     #: lex orders, each regular where the ones before degenerate

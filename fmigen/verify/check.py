@@ -193,21 +193,17 @@ def regular_partition(dae, q) -> list[str]:
 
 
 def check(spec, use_cache=True, log=None) -> dict:
-    from fmigen.build.pipeline import compile_model, derivation_options, prepare_mechanism
+    from fmigen.build.pipeline import compile_model, prepare_mechanism
     from fmigen.kinematics.triangular import block_name
     log = log or (lambda msg: None)
     mech = prepare_mechanism(spec, log, use_cache)
     if mech.kinematic and not mech.coordinates:
         raise ModelError(f"'{mech.name}' has no coordinates to check")
-    # the C of the build's derivation, from the derived-model cache, so
-    # that only what the check needs beyond it (the DAE, the partition, the
-    # triangularization and its sweep, all from their own caches) is redone;
-    # without an entry, the derivation is recorded for the next build
-    from fmigen.build import derived
-    compiled, hit = derived.derive(mech, derivation_options(), lambda: compile_model(mech, use_cache=use_cache, log=log),
-                                   use_cache=use_cache)
-    if hit:
-        compiled = compile_model(mech, use_cache=use_cache, log=log, generated=compiled.generated)
+    # the check needs the symbolic derivation (the DAE, the partition, the
+    # triangularization and its sweep, each from its own cache); compile_model
+    # takes the C from the derived-model entry a build recorded (and records
+    # it for the next build when there was none)
+    compiled = compile_model(mech, use_cache=use_cache, log=log)
     dae, tri = compiled.dae, compiled.triangular
     sweep = tri.sweep
     representation = []
