@@ -57,6 +57,7 @@ Conventions (both consumers implement exactly these)
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -432,6 +433,27 @@ class JointSystem:
         self.rotational_springs.append(RotationalSpringDamper(
             name, j, c, *map(sp.sympify, (stiffness, damping, free_angle, preload))))
 
+    def _stop_coordinate(self, verb, joint, coordinate):
+        """(joint, coordinate) a stop acts on (``limit``, ``bump_stop``); a
+        joint without coordinates (fixed) is named as such."""
+        name = joint if isinstance(joint, str) else getattr(joint, "name", joint)
+        if name in self.joints and not self.joints[name].coordinates:
+            raise ModelError(f"{verb}: joint '{name}' is {self.joints[name].kind} and has no coordinate to limit")
+        return self._coordinate(joint, coordinate)
+
+    def _stop_value(self, what, name, expr) -> float:
+        """The value of a stop's ``name`` (a bound, stiffness, damping, contact
+        point) with the parameters' values: numbers and parameters only, ±inf
+        allowed (the caller says where it is not)."""
+        values = {p.symbol: p.value for p in self.parameters}
+        stray = expr.free_symbols - set(values)
+        if stray:
+            raise ModelError(f"{what}: {name} may use parameters only, not {sorted(map(str, stray))}")
+        v = expr.xreplace(values)
+        if not (v.is_number and (v.is_real or v.is_infinite)) or v is sp.nan:
+            raise ModelError(f"{what}: {name} must be a real number (got {expr})")
+        return float(v)
+
     def limit(self, joint, lower, upper, stiffness, damping=0, coordinate=None):
         """A compliant stop on a joint coordinate q: no force inside
         [lower, upper]; beyond ``upper`` the generalized force
@@ -443,22 +465,11 @@ class JointSystem:
         coordinate's unit; either may be ±inf (``math.inf``) for a one-sided
         stop.  Model Exchange FMUs report the entry and exit as state events
         (event indicators q − upper and lower − q)."""
-        name = joint if isinstance(joint, str) else getattr(joint, "name", joint)
-        if name in self.joints and not self.joints[name].coordinates:
-            raise ModelError(f"limit: joint '{name}' is {self.joints[name].kind} and has no coordinate to limit")
-        j, c = self._coordinate(joint, coordinate)
+        j, c = self._stop_coordinate("limit", joint, coordinate)
         what = f"limit on '{c.name}'"
         lo, hi, k, d = (sp.sympify(v) for v in (lower, upper, stiffness, damping))
-        values = {p.symbol: p.value for p in self.parameters}
-        num = {}
-        for nm, e in (("lower", lo), ("upper", hi), ("stiffness", k), ("damping", d)):
-            stray = e.free_symbols - set(values)
-            if stray:
-                raise ModelError(f"{what}: {nm} may use parameters only, not {sorted(map(str, stray))}")
-            v = e.xreplace(values)
-            if not (v.is_number and (v.is_real or v.is_infinite)) or v is sp.nan:
-                raise ModelError(f"{what}: {nm} must be a real number (got {e})")
-            num[nm] = float(v)
+        num = {nm: self._stop_value(what, nm, e)
+               for nm, e in (("lower", lo), ("upper", hi), ("stiffness", k), ("damping", d))}
         if num["lower"] > num["upper"]:
             raise ModelError(f"{what}: lower {num['lower']:g} is above upper {num['upper']:g}")
         if num["lower"] == -float("inf") and num["upper"] == float("inf"):
@@ -489,10 +500,7 @@ class JointSystem:
         past the last point F continues with the last segment's slope).  A
         joint load like ``limit``'s; Model Exchange reports contact and each
         table point as state events (the importer also locates the kinks)."""
-        name = joint if isinstance(joint, str) else getattr(joint, "name", joint)
-        if name in self.joints and not self.joints[name].coordinates:
-            raise ModelError(f"bump_stop: joint '{name}' is {self.joints[name].kind} and has no coordinate to limit")
-        j, c = self._coordinate(joint, coordinate)
+        j, c = self._stop_coordinate("bump_stop", joint, coordinate)
         what = f"bump_stop on '{c.name}'"
         if side not in ("upper", "lower"):
             raise ModelError(f"{what}: side must be 'upper' or 'lower' (got {side!r})")
@@ -510,17 +518,17 @@ class JointSystem:
         if any(not (0 <= f < float("inf")) for _, f in points) or any(d != d for d, _ in points):
             raise ModelError(f"{what}: the table's forces must be finite and ≥ 0")
         at_e, d = sp.sympify(at), sp.sympify(damping)
-        values = {p.symbol: p.value for p in self.parameters}
-        for nm, e in (("at", at_e), ("damping", d)):
-            v = e.xreplace(values)
-            if e.free_symbols - set(values) or not (v.is_number and v.is_real and v.is_finite):
-                raise ModelError(f"{what}: {nm} must be a finite number or an expression in parameters (got {e})")
-        if float(d.xreplace(values)) < 0:
-            raise ModelError(f"{what}: damping must be ≥ 0 (got {float(d.xreplace(values)):g})")
+        num = {nm: self._stop_value(what, nm, e) for nm, e in (("at", at_e), ("damping", d))}
+        if not math.isfinite(num["at"]):
+            raise ModelError(f"{what}: at must be finite (got {num['at']:g})")
+        if not 0 <= num["damping"] < math.inf:
+            raise ModelError(f"{what}: damping must be ≥ 0 and finite (got {num['damping']:g})")
         q, qd = c.symbol, c.symbol.diff(t)
         sign = 1 if side == "upper" else -1
         delta, rate = sign * (q - at_e), sign * qd
-        pts = [(sp.Rational(str(dd)), sp.Rational(str(ff))) for dd, ff in points]
+        # the table's numbers by the system's float rule, as every other
+        # float literal (fmigen.floats)
+        pts = [(rational(dd, self.float_rule), rational(ff, self.float_rule)) for dd, ff in points]
         segments = []
         for k in range(len(pts) - 1):
             (d0, f0), (d1, f1) = pts[k], pts[k + 1]
