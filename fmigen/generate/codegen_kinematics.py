@@ -595,12 +595,19 @@ class CKinematics:
                 f"{ind}fmigen_lu_solve({n}, Ac, pc, bc);",
                 *[f"{ind}{v} = bc[{k}];" for k, v in enumerate(targets)]]
 
-    def linear_solve_array(self, depth, n, A, b, name):
-        """Solve A x = b by LU into a new array ``name``."""
+    def linear_resolve(self, depth, n, b, name):
+        """Solve A x = b into a new array ``name`` with the LU factors of the
+        enclosing ``linear_solve`` (Ac, pc)."""
         ind = self.indent[depth]
-        return [f"{ind}double Ad[{n * n}] = {{{', '.join(A)}}};", f"{ind}double {name}[{n}] = {{{', '.join(b)}}};",
-                f"{ind}int pd[{n}];", f"{ind}if (fmigen_lu_factor({n}, Ad, pd)) break;",
-                f"{ind}fmigen_lu_solve({n}, Ad, pd, {name});"]
+        return [f"{ind}double {name}[{n}] = {{{', '.join(b)}}};", f"{ind}fmigen_lu_solve({n}, Ac, pc, {name});"]
+
+    def linear_refill(self, depth, n, A, b, targets):
+        """``linear_solve`` again into its own arrays (Ac, bc, pc: the
+        enclosing scope's, which a later ``linear_resolve`` reads)."""
+        ind = self.indent[depth]
+        return [*[f"{ind}Ac[{k}] = {a};" for k, a in enumerate(A)], *[f"{ind}bc[{k}] = {v};" for k, v in enumerate(b)],
+                f"{ind}if (fmigen_lu_factor({n}, Ac, pc)) break;", f"{ind}fmigen_lu_solve({n}, Ac, pc, bc);",
+                *[f"{ind}{v} = bc[{k}];" for k, v in enumerate(targets)]]
 
     def break_unless_within(self, depth, polys, pscales, tmp):
         ind, n = self.indent[depth], len(polys)
@@ -711,7 +718,9 @@ def root_refinement_code(plan, A, b, sm, ts, lang):
     unrolled: a failure ``break``s out of the attempt): per step, the
     derivative of the rest along the root's angle (dy_ = −A⁻¹(A' y + b')),
     the Newton step du on the left-over circle f = s² + c² − 1 (f' = 2(s ds +
-    c dc)), the root's pair rotated by du, and the rest solved again."""
+    c dc)), the root's pair rotated by du, and the rest solved again.  The
+    derivative uses the LU factors of the solve before it (A at the same
+    root), so a step factors A once."""
     if plan.refine is None:
         return []
     (ps, pc), (fs, fc), drows = plan.refine
@@ -722,7 +731,7 @@ def root_refinement_code(plan, A, b, sm, ts, lang):
         out += lang.step_open(f"refine {plan.variable}: Newton step {k + 1} on the circle of {fs}, {fc} "
                               "through the linear system")
         # dy_ = A⁻¹ (−A' y − b'): the rest's derivative along the root's angle
-        out += lang.linear_solve_array("step", n, A, rhs, "dy_")
+        out += lang.linear_resolve("step", n, rhs, "dy_")
         out += lang.let("step", "du", f"-({fs} * {fs} + {fc} * {fc} - 1.0) / (2.0 * ({fs} * dy_[{ifs}] + "
                                       f"{fc} * dy_[{ifc}]))")
         # a step this long is no refinement: the root was not near (NaN too)
@@ -732,7 +741,7 @@ def root_refinement_code(plan, A, b, sm, ts, lang):
         out += lang.let("step", "nr", "1.0 / sqrt(s1 * s1 + c1 * c1)")
         out += lang.set("step", str(ps), "s1 * nr")
         out += lang.set("step", str(pc), "c1 * nr")
-        out += lang.linear_solve("step", n, A, b, [str(v) for v in plan.rest])
+        out += lang.linear_refill("step", n, A, b, [str(v) for v in plan.rest])
         out += lang.step_close()
     return out
 

@@ -334,10 +334,13 @@ class PyKinematics:
                 f"{ind}if lu_factor({n}, _Ac, _pc): break", f"{ind}lu_solve({n}, _Ac, _pc, _bc)",
                 *[f"{ind}{v} = _bc[{k}]" for k, v in enumerate(targets)]]
 
-    def linear_solve_array(self, depth, n, A, b, name):
+    def linear_resolve(self, depth, n, b, name):
         ind = self.indent[depth]
-        return [f"{ind}_Ad = [{', '.join(A)}]", f"{ind}{name} = [{', '.join(b)}]", f"{ind}_pd = [0] * {n}",
-                f"{ind}if lu_factor({n}, _Ad, _pd): break", f"{ind}lu_solve({n}, _Ad, _pd, {name})"]
+        return [f"{ind}{name} = [{', '.join(b)}]", f"{ind}lu_solve({n}, _Ac, _pc, {name})"]
+
+    def linear_refill(self, depth, n, A, b, targets):
+        # Python's names are the function's: a new solve rebinds the same ones
+        return self.linear_solve(depth, n, A, b, targets)
 
     def break_unless_within(self, depth, polys, pscales, tmp):
         ind, n = self.indent[depth], len(polys)
