@@ -7,6 +7,7 @@ poisoned with NaN first, so reading an unfilled q, v or trig entry shows up
 as NaN rather than as stack garbage.  Both kinematics modes are checked:
 angles = 1 (assemble) and angles = 0 (the FMU's right-hand side, which skips
 atan2 and hands sin/cos over in trig)."""
+import functools
 import re
 import subprocess
 
@@ -161,36 +162,36 @@ def pushed_stewart() -> Mechanism:
     return m
 
 
-_daes = {}
-_generated = {}
-
-
+@functools.cache
 def shipped_dae(name):
     """``build_dae(load_mechanism(name))``, derived once per worker process
     (a file's tests stay on one): the five-link's and the Stewart
     platform's are each read by two tests.  The tests only read it."""
-    if name not in _daes:
-        _daes[name] = build_dae(load_mechanism(name))
-    return _daes[name]
+    return build_dae(load_mechanism(name))
 
 
 def derivation(mech, kinematics="groebner", dynamics="embedded"):
     """(dae, emb, tri, gen): ``mech`` derived and its C generated without
     coordinate switching; a shipped mechanism (given by name) once per
-    worker process: the five-link's C, the longest to generate here, is read
-    by test_generated_embedding_matches_numpy and
+    worker process (``_shipped_derivation``)."""
+    if isinstance(mech, str):
+        return _shipped_derivation(mech, kinematics, dynamics)
+    return _derived(build_dae(mech), kinematics, dynamics)
+
+
+@functools.cache
+def _shipped_derivation(name, kinematics, dynamics):
+    """The five-link's C, the longest to generate here, is read by
+    test_generated_embedding_matches_numpy and
     test_chunked_embedding_is_bit_identical.  The tests only read it."""
-    key = (mech, kinematics, dynamics) if isinstance(mech, str) else None
-    if key in _generated:
-        return _generated[key]
-    dae = shipped_dae(mech) if isinstance(mech, str) else build_dae(mech)
+    return _derived(shipped_dae(name), kinematics, dynamics)
+
+
+def _derived(dae, kinematics, dynamics):
     part = choose_partition(dae)
     emb = embed(dae, part)
     tri = triangularize(dae, part, kinematics=kinematics)
-    out = dae, emb, tri, codegen.generate(emb, tri, dae.mechanism.name, dynamics=dynamics)
-    if key is not None:
-        _generated[key] = out
-    return out
+    return dae, emb, tri, codegen.generate(emb, tri, dae.mechanism.name, dynamics=dynamics)
 
 
 def max_relative_differences(mech, kinematics, tmp_path, trials=12, dynamics="embedded"):
