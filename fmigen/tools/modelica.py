@@ -939,7 +939,7 @@ def fmu_wrapper(fmu_path, unzipdir, package: str | None = None) -> tuple[str, st
     lines.append("  equation")
     call = f"fmigen_fmi2_step(fmigen_fmu, time, communicationStepSize, {ints(inputs)}, {reals(un)}, {ints(outputs)})"
     lines.append(f"    when sample({start}, communicationStepSize) then")
-    lines.append(f"      {'fmigen_y = ' if ny else ''}{call};" if ny else f"      {call};")
+    lines.append(f"      {'fmigen_y = ' if ny else ''}{call};")
     lines.append("    end when;")
     for k, name in enumerate(on):
         lines.append(f"    {name} = fmigen_y[{k + 1}];")
