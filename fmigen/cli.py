@@ -35,6 +35,7 @@ def _choices(*allowed):
 
 def cmd_build(args):
     from fmigen.build.pipeline import build_fmus
+    from fmigen.kinematics import groebner
     t0 = time.perf_counter()
     if Path(args.output).is_dir():
         # checked before deriving: packaging is the last stage, and a cold
@@ -84,7 +85,10 @@ def cmd_build(args):
             "dynamics": "recursive" if compiled.generated.macros.get("FMIGEN_DYNAMICS_RECURSIVE") else "embedded",
             "independent": compiled.independent_names, "start": compiled.start,
             # per stage: dae, triangular, codegen, fmu when derived; derived, fmu on a derived-cache hit
-            "stages": {k: round(v, 3) for k, v in compiled.seconds.items()}}
+            "stages": {k: round(v, 3) for k, v in compiled.seconds.items()},
+            # the Gröbner engine this machine runs (fmigen/kinematics/engine.py);
+            # a build from the derived-model cache ran none
+            "groebner_engine": groebner.engine_json()}
     if args.runtime != "python":
         info["fmus"] = [str(p) for p in paths]
     if compiled.generated.formulation is not None:
@@ -573,6 +577,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_sweep_parser(sub)
     from fmigen.verify.bundle import add_parser as add_bundle_parser
     add_bundle_parser(sub)
+    from fmigen.tools.doctor import add_parser as add_doctor_parser
+    add_doctor_parser(sub)
     return parser
 
 

@@ -22,9 +22,15 @@ from fmigen.derive.dae import DAE, build_dae
 from fmigen.derive.embed import Embedding, embed
 from fmigen.model import Mechanism, ModelError
 from fmigen.derive.partition import Partition, choose_partition, partition_with
+from fmigen.kinematics import groebner
 from fmigen.kinematics.triangular import Triangularization, triangularize
 
-MECHANISMS_DIR = Path(__file__).resolve().parent.parent.parent / "mechanisms"
+#: the shipped mechanisms: ``mechanisms/`` beside the package in a checkout
+#: (or an editable install), ``fmigen/mechanisms`` inside an installed wheel
+#: (pyproject.toml maps the one to the other)
+_CHECKOUT_MECHANISMS = Path(__file__).resolve().parent.parent.parent / "mechanisms"
+MECHANISMS_DIR = (_CHECKOUT_MECHANISMS if _CHECKOUT_MECHANISMS.is_dir()
+                  else Path(__file__).resolve().parent.parent / "mechanisms")
 
 
 def load_mechanism(spec: str, use_cache=True) -> Mechanism:
@@ -161,6 +167,8 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     log(f"      dynamics: {dynamics} ({why})")
     t1 = time.perf_counter()
     progress.stage(log, "[3/5] triangularizing the constraint blocks", history.last(mech.name, "triangular"))
+    if len(dae.Phi):
+        log(f"      Gröbner engine: {groebner.engine_description()}")
     tri = triangularize(dae, part, order=order, use_cache=use_cache, log=lambda m: log("      " + m),
                         kinematics=kinematics, newton_tol=newton_tol)
     _warn_singularities(dae, tri, log)
@@ -285,6 +293,10 @@ def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_c
     paths = []
     history = progress.StageTimes()
     compiled.seconds["fmu"] = 0.0
+    if windows is None and not fmu.mingw_available():
+        # the cross-compiler is optional (fmigen doctor): say what the FMU lacks
+        log(f"      no win64 cross-compiler ({fmu.MINGW_CC}): the FMU carries linux64 binaries and its C sources, "
+            "no win64 DLL")
     for out, fmi, kind in targets:
         t0 = time.perf_counter()
         progress.stage(log, f"[5/5] compiling and packaging {out} (FMI {fmi}.0 {kind.upper()})",

@@ -260,7 +260,9 @@ def _parse_polys_unlimited(out, nvars):
 
 
 def _cached(kind, script, compute, use_cache):
-    return groebner.disk_cache(kind + "\n" + script, compute, use_cache, subdir="assemble", suffix=".txt")[0]
+    # keyed by the engine's version too: Singular's output is what is kept
+    return groebner.disk_cache(kind + "\n" + groebner.engine_key() + "\n" + script, compute, use_cache,
+                               subdir="assemble", suffix=".txt")[0]
 
 
 def groebner_basis(polys, variables, order="dp", use_cache=True, cpu_limit=None):

@@ -8,8 +8,10 @@ where it is not (a run-time singularity).
 
 Bases are cached on disk, keyed by a hash of the Singular input (the ideal,
 the variable order and the parameters), because a basis is a pure function of
-that text.  When Singular is not installed the sympy ``groebner`` fallback is
-used and says so; it is only practical for small systems.
+that text and the engine's version.  Which Singular runs is found by
+``engine`` (an explicit setting, ``PATH``, or the passagemath wheel).  When
+there is none the sympy ``groebner`` fallback is used and says so; it is only
+practical for small systems.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import json
 import math
 import os
 import resource
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +30,8 @@ import time
 from pathlib import Path
 
 import sympy as sp
+
+from fmigen.kinematics import engine as engine_finder
 
 CACHE_DIR = Path(os.environ.get("FMIGEN_CACHE", Path.home() / ".cache" / "fmigen" / "groebner"))
 
@@ -58,8 +61,39 @@ class GroebnerLimit(GroebnerError):
 SINGULAR_CPU_LIMIT = 600
 
 
+def singular() -> engine_finder.Engine | None:
+    """The Singular fmigen runs (``engine.find``), or None.  An explicit
+    setting that names no executable is a ``GroebnerError``."""
+    try:
+        return engine_finder.find()
+    except engine_finder.EngineNotFound as e:
+        raise GroebnerError(str(e)) from None
+
+
 def singular_available() -> bool:
-    return shutil.which("Singular") is not None
+    return singular() is not None
+
+
+def engine_key() -> str:
+    """The engine part of every Gröbner cache key, and what the build log
+    and ``--json`` report: Singular with its version, or the sympy fallback
+    with sympy's.  A basis is a pure function of its input and the engine."""
+    found = singular()
+    return f"Singular {found.version}" if found else f"sympy {sp.__version__}"
+
+
+def engine_description() -> str:
+    """One line for the build log: which engine, which version, from where."""
+    found = singular()
+    return found.describe() if found else ("none: the sympy fallback (slow; "
+                                           + engine_finder.HOW_TO_GET + ")")
+
+
+def engine_json() -> dict:
+    """The engine for ``--json`` output (``fmigen build``, ``fmigen doctor``)."""
+    found = singular()
+    return found.as_json() if found else {"name": "sympy", "version": sp.__version__, "source": "fallback",
+                                          "path": None}
 
 
 def singular_poly(expr, variables, parameters=()) -> str:
@@ -205,6 +239,7 @@ def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, cpu_
     log = log or (lambda msg: None)
     script = _singular_script(polys, variables, parameters)
     engine = "singular" if singular_available() else "sympy"
+    key = engine_key()
     gens = [*variables, *parameters]
 
     def compute():
@@ -223,8 +258,8 @@ def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, cpu_
             log(f"Gröbner basis (singular): {len(basis)} polynomials, Singular {singular_s:.2f} s, "
                 f"read {time.perf_counter() - started - singular_s:.2f} s ({sum(map(len, lines)) / 1e3:.0f} kB)")
         else:
-            print("fmigen: Singular not found; using the sympy groebner fallback "
-                  "(slow: install Singular with apt-get install singular)", file=sys.stderr)
+            print("fmigen: no Gröbner engine found; using the sympy groebner fallback (slow): "
+                  + engine_finder.HOW_TO_GET, file=sys.stderr)
             basis = [dict(sp.Poly(_clear_denominators(b), *gens).terms())
                      for b in _run_sympy(polys, variables, parameters)]
             basis = [{tuple(m): int(c) for m, c in d.items()} for d in basis]
@@ -233,7 +268,7 @@ def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, cpu_
                            "polys": [[[list(m), str(c)] for m, c in d.items()] for d in basis]})
 
     with _long_integers():
-        text, path, hit = disk_cache(CACHE_FORMAT + "\n" + engine + "\n" + script, compute, use_cache)
+        text, path, hit = disk_cache(CACHE_FORMAT + "\n" + key + "\n" + script, compute, use_cache)
         if hit:
             log(f"Gröbner basis from cache ({path.name[:12]})")
         data = json.loads(text)
@@ -327,8 +362,9 @@ def run_singular(script: str, cpu_limit: float | None = None) -> str:
     non-zero exit status (out of memory, killed); an error Singular reports
     (it exits 0 after one, so its "? " lines are looked for).  Shared by the
     triangularization and the assembly."""
-    if not singular_available():
-        raise GroebnerError("Singular is required here (apt-get install singular)")
+    found = singular()
+    if found is None:
+        raise GroebnerError(f"Singular is required here and was not found; {engine_finder.HOW_TO_GET}")
     with tempfile.NamedTemporaryFile("w", suffix=".sing", delete=False) as f:
         f.write(script)
         path = f.name
@@ -340,7 +376,7 @@ def run_singular(script: str, cpu_limit: float | None = None) -> str:
         seconds = int(math.ceil(cpu_limit))
         resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))
     try:
-        proc = subprocess.run(["Singular", "-q", "--no-rc", path], capture_output=True, text=True,
+        proc = subprocess.run([found.path, "-q", "--no-rc", path], capture_output=True, text=True,
                               errors="replace", preexec_fn=limit_cpu)
     except OSError as e:
         raise GroebnerError(f"Singular could not be run ({e.strerror or e})") from None
