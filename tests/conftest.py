@@ -212,7 +212,7 @@ QUICK = {
 #: idles; xdist's own order (by the number of tests in a file) put the
 #: longest ones anywhere.  (``--dist loadgroup`` could split a file, but
 #: with pytest 9 its groups do not reach the scheduler.)
-LONG_FIRST = ["test_joint_model.py", "test_masters.py", "test_avx_variant.py", "test_bench.py",
+LONG_FIRST = ["test_joint_model.py", "test_masters.py", "test_pip_install.py", "test_avx_variant.py", "test_bench.py",
               "test_embedding_code.py", "test_start_pose.py", "test_exact_kinematics.py", "test_five_link.py",
               "test_check.py", "test_time_events.py", "test_sink_definitions.py", "test_slp.py"]
 
