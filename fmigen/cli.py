@@ -193,9 +193,6 @@ def cmd_triangularize(args):
             blocks[-1]["order"] = tb.sequences[0].label
             blocks[-1]["amplification"] = [{"order": s.label, "eps": _finite(s.amplification)}
                                            for s in tb.sequences]
-            if tb.order_search:
-                blocks[-1]["order_search"] = [{"order": o, "eps": _finite(a), "degenerate": d}
-                                              for o, a, d in tb.order_search]
     if args.json:
         print(json.dumps({"blocks": blocks, "seconds": round(seconds, 3)}))
     else:
@@ -206,9 +203,6 @@ def cmd_triangularize(args):
                       f"{s['max_coeff_digits']}-digit coefficients")
             for a in b.get("amplification", []):
                 print(f"  error amplification {'—' if a['eps'] is None else format(a['eps'], '.3g')} eps: {a['order']}")
-            for o in b.get("order_search", [])[1:]:
-                print(f"  (order {o['order']} measured: {'—' if o['eps'] is None else format(o['eps'], '.3g')} eps, "
-                      f"degenerate at {o['degenerate']} swept configurations)")
         print(f"{seconds:.2f} s")
     return 0
 

@@ -118,9 +118,8 @@ def test_the_vanishing_coefficient_takes_the_exact_completion_and_no_newton(comp
     assert r["max_deviation"] <= 1e-13
     assert counts["Newton from the prediction"] == 0 and counts["polish"] == 0, counts
     assert counts.get("exact completion from the nearer root of s_phi", 0) >= 1, counts
-    # and no other lex order was computed for it
     [tb] = tri.blocks
-    assert tb.completion is not None and not tb.alternatives
+    assert tb.completion is not None
 
 
 def _python_kinematics(compiled, calls):
@@ -179,8 +178,8 @@ def test_python_runtime_solves_the_vanishing_coefficient_exactly(compiled):
 def test_five_link_papers_order_needs_no_other_order():
     """Paper 000's order for the five-link (s_α ≻ c_α) degenerates where a
     link is horizontal; the completion (c_α from the quadratic, s_α by the
-    circle) covers every such swept configuration, so no other lex order is
-    computed for those blocks."""
+    circle) covers every such swept configuration, so those blocks need
+    neither another lex order nor the Newton fallback there."""
     from fmigen.derive.dae import build_dae
     from fmigen.derive.partition import choose_partition
     from fmigen.build.pipeline import load_mechanism
@@ -193,7 +192,7 @@ def test_five_link_papers_order_needs_no_other_order():
     degenerate = [tb for tb in tri.blocks if tb.singular_points]
     assert len(degenerate) == 5
     for tb in degenerate:
-        assert tb.completion is not None and not tb.alternatives
+        assert tb.completion is not None
         assert all(s["covered_by"] == "exact completion" for s in tb.singular_points)
 
 
@@ -229,7 +228,7 @@ def test_sextic_completion_covers_every_degenerate_configuration(stephenson1):
     The completion (the sextic's root, c by the circle, the rest by the
     loops' linear rows and the circles of the angles they eliminate, the
     root refined on the left-over circle) covers every swept configuration
-    where the primary degenerates, so no other lex order is emitted.
+    where the primary degenerates, so the Newton fallback is not needed.
     Before, the completion applied to a quadratic first step only: three
     other orders covered 418 of the 650 and 232 were left to Newton."""
     from fmigen.derive.workspace import unit_scales
@@ -240,7 +239,7 @@ def test_sextic_completion_covers_every_degenerate_configuration(stephenson1):
     assert tb.steps[0].degree == 6 and [st.degree for st in tb.steps[1:]] == [1] * 7
     plan = tb.completion
     assert plan is not None and plan.degree == 6 and plan.refine is not None
-    assert not tb.alternatives and len(tb.singular_points) >= 2
+    assert len(tb.singular_points) >= 2
     assert all(s["covered_by"] == "exact completion" for s in tb.singular_points)
     sw, scales = tri.sweep, unit_scales(stephenson1.dae)
     quality = sequence_quality(stephenson1.dae, tb, tb.sequences[0], sw.points, scales)

@@ -217,7 +217,7 @@ def _warn_singularities(dae, tri, log):
     for p in uncovered:
         at = ", ".join(f"{k}={v:.6g}" for k, v in p["at"].items())
         log(f"warning: block {p['block']} has a representation singularity at {at} ({p['condition']}) that "
-            "no alternative sequence covers; the run-time Newton fallback solves it (fmigen check)")
+            "the exact completion does not cover; the run-time Newton fallback solves it (fmigen check)")
     sweep = tri.sweep
     switch_sets = dae.mechanism.switch_independent or []
     for p in (sweep.physical if sweep is not None else []):

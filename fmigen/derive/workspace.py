@@ -1,5 +1,5 @@
 """The reachable workspace, swept at build time (used by ``triangular`` to
-choose alternative sequences and by ``fmigen check``).
+decide where the exact completion is needed and by ``fmigen check``).
 
 Newton continuation on the *full* constraint system Φ(q) = 0 from the start
 assembly: the independent coordinates move along straight paths (a full turn

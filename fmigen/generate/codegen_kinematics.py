@@ -245,9 +245,9 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
        the mechanism's size for a length) plus the predicted motion of its
        prediction (skipped at the initial assembly, where there is no
        previous solution and the prediction is the build-time start).
-    4. On failure, the next sequence (other lex orders, chosen at build time
-       to cover the primary's representation singularities) or the exact
-       completion of the primary (``completion_cases``), then Newton
+    4. On failure, the exact completion of the primary (``completion_cases``,
+       where the build attached one to cover its representation
+       singularities), then Newton
        from the prediction (≤ FMIGEN_NEWTON_MAX_ITER), verified the same
        way; if that fails too, a failure code whose message names the block.
 

@@ -62,7 +62,7 @@ class LaneClass:
 def _candidate(tb, hoisted, scales):
     """The block's structure as a hashable signature, or None where the
     lanes do not apply."""
-    if (tb.method != "groebner" or tb.alternatives or getattr(tb, "completion", None) is not None
+    if (tb.method != "groebner" or getattr(tb, "completion", None) is not None
             or tb.angle_sums or tb.known_ring or tb.newton_first):
         return None
     if any(K not in hoisted for K in tb.abstractions) or any(st.degree not in (1, 2) for st in tb.steps):

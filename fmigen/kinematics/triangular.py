@@ -32,18 +32,15 @@ Per block:
    the primary sequence degenerates, its exact completion (``Completion``:
    the first step's root, of any degree, the circle, then the block's linear
    constraints and the circles of the angles they eliminate, as one linear
-   system) takes over if it covers every degenerate swept point; otherwise the sequences
-   of other lex orders that the conditioning search (below) measured anyway
-   cover what they can, as run-time alternatives (tried in order when the
-   one before fails its checks), and the run-time Newton fallback the rest.
-   No lex order is computed for the cover alone.
+   system) takes over if it covers every degenerate swept point; otherwise
+   the run-time Newton fallback solves them.  One lex order per block: no
+   other order is searched (``cover_workspace`` says why).
 
-Every search here is bounded by work, never by the clock: a fixed number of
-lex orders (``MAX_CONDITIONING_ORDERS``), none for
-a primary basis over ``MAX_SEARCH_TERMS`` terms, and Singular's CPU-time
-safety limit, which fails the build when reached
-(``groebner.SINGULAR_CPU_LIMIT``).  So the same module gives the same
-sequences, and the same model.c, on an idle machine and a loaded one.
+Nothing here is bounded by the clock: each block gets one Gröbner basis, of
+its given or default order, and Singular's CPU-time safety limit fails the
+build when reached (``groebner.SINGULAR_CPU_LIMIT``).  So the same module
+gives the same sequences, and the same model.c, on an idle machine and a
+loaded one.
 """
 
 from __future__ import annotations
@@ -99,7 +96,7 @@ class Step:
 
 @dataclass
 class Sequence:
-    """One solution sequence of a block: the lex order it comes from and its
+    """The solution sequence of a block: the lex order it comes from and its
     steps in solving order."""
     variables: list[sp.Symbol]
     steps: list[Step]
@@ -185,9 +182,6 @@ class TriangularBlock:
     #: Newton because the Gröbner engine failed (not ran out of time): the
     #: derived-model cache does not record such a build (``derived.remember``)
     engine_failed: bool = False
-    #: run-time alternatives to the primary sequence (``steps``), from other
-    #: lex orders, each regular where the ones before degenerate
-    alternatives: list[Sequence] = field(default_factory=list)
     #: the exact completion of the primary sequence (``completion_plan``):
     #: where one of its linear steps' leading coefficients vanishes, the
     #: rest of the block from its univariate root without another lex order
@@ -197,9 +191,6 @@ class TriangularBlock:
     #: how long the primary sequence took to build (basis and extraction),
     #: for the log only: nothing the build decides reads it
     seconds: float = 0.0
-    #: the number of terms of the primary's Gröbner basis: the work measure
-    #: that decides whether other lex orders are searched (MAX_SEARCH_TERMS)
-    basis_terms: int = 0
     #: swept configurations where the primary sequence, evaluated in double
     #: precision, misses by more than COVER_ERROR without a vanishing
     #: coefficient (huge Gröbner coefficients cancelling; the run-time
@@ -212,20 +203,13 @@ class TriangularBlock:
     #: "newton-loop", see ``triangularize``): absolute tolerance on the Newton
     #: step; None keeps the default 1e-14·(1 + max|q|) convergence test.
     tol: float | None = None
-    #: whether the user (the mechanism or --order) fixed the block's lex
-    #: order; if not, ``cover_workspace`` may replace it by a better
-    #: conditioned one
-    order_given: bool = False
     #: the primary sequence's error amplification (``amplification``)
     amplification: float = math.nan
-    #: no swept configuration is covered by any of the block's sequences
-    #: (``cover_workspace``): a step continuing from the last one tries Newton
+    #: no swept configuration is covered by the block's sequence or its
+    #: exact completion (``cover_workspace``): a step continuing from the last one tries Newton
     #: from the prediction first, the sequences only when that fails (and at
     #: the first assembly, which has no prediction)
     newton_first: bool = False
-    #: the lex orders measured for the primary (``_better_conditioned``):
-    #: (label, amplification, degenerate swept points), the chosen one first
-    order_search: list = field(default_factory=list)
     #: unknown angles whose polynomial variables are the sine and cosine of
     #: an angle sum ψ (``angle_plan``): coordinate index -> (s, c,
     #: {coordinate index: integer coefficient}); ``recover`` turns them into
@@ -234,8 +218,7 @@ class TriangularBlock:
 
     @property
     def sequences(self) -> list[Sequence]:
-        return ([Sequence(self.variables, self.steps, self.amplification), *self.alternatives]
-                if self.method == "groebner" else [])
+        return [Sequence(self.variables, self.steps, self.amplification)] if self.method == "groebner" else []
 
 
 #: a block with more polynomial variables than this is solved by Newton
@@ -278,7 +261,7 @@ class Triangularization:
     partition: Partition
     #: the start assembly (coordinate name -> value)
     start: dict = field(default_factory=dict)
-    #: the workspace sweep the alternatives were chosen on (workspace.Sweep)
+    #: the workspace sweep the cover was decided on (workspace.Sweep)
     sweep: object = None
 
 
@@ -394,8 +377,8 @@ def _poly_exact(P: sp.Poly, env: dict) -> tuple[int, int]:
 def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
                   use_cache=True, log=None, kinematics="groebner",
                   newton_tol=None, cover=True, guesses=None) -> Triangularization:
-    """``cover``: sweep the workspace and add alternative sequences where the
-    primary one degenerates (``cover_workspace``).  ``guesses``: coordinate
+    """``cover``: sweep the workspace and add the exact completion where the
+    primary sequence degenerates (``cover_workspace``).  ``guesses``: coordinate
     values that pick the start assembly (default: the mechanism's starts)."""
     log = log or (lambda msg: None)
     if kinematics != "groebner":
@@ -469,13 +452,11 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
             f"{', '.join(str(st.degree) for st in steps)}) extracted in {time.perf_counter() - t_extract:.2f} s")
         tblocks.append(TriangularBlock(b, "groebner", variables, abstractions, steps, recover, apolys,
                                        known_ring, circles=circles, angle_sums=sums,
-                                       seconds=time.perf_counter() - t_block,
-                                       basis_terms=sum(len(g.terms()) for g in basis),
-                                       order_given=block_order is not None))
+                                       seconds=time.perf_counter() - t_block))
     tri = Triangularization(tblocks, part)
     choose_branches(dae, tri, guesses)
     if cover:
-        cover_workspace(dae, tri, use_cache=use_cache, log=log)
+        cover_workspace(dae, tri, log=log)
     return tri
 
 
@@ -708,7 +689,7 @@ def choose_branches(dae: DAE, tri: Triangularization, guesses=None):
     return q
 
 
-# --- the workspace cover: alternative sequences where the primary degenerates --
+# --- the workspace cover: the exact completion where the primary degenerates --
 
 #: a sequence is degenerate at a swept point when it misses the continuation's
 #: solution by more than this (relative to the unit scale) ...
@@ -721,22 +702,6 @@ COVER_CONDITION = 1e-3
 #: (two roots closer than ~3e-5 of their scale: the nearest-root choice and
 #: its precision need a good prediction there)
 COVER_DISCRIMINANT = 1e-9
-#: at most this many other lex orders are measured per block for the
-#: conditioning (``conditioning_orders``; each a Singular run and an
-#: extraction)
-MAX_CONDITIONING_ORDERS = 8
-#: no other order is tried for a block whose primary basis has more terms
-#: than this (another order's basis costs about as much; the Stephenson
-#: six-bar's 4×4 block has 11,000 to 18,000 terms, depending on the order)
-MAX_SEARCH_TERMS = 100_000
-#: a primary sequence (of an order the user did not fix) whose error
-#: amplification (``amplification``) exceeds this many machine epsilons is
-#: compared with the orders that solve another variable first
-#: (``conditioning_orders``, the first MAX_CONDITIONING_ORDERS) ...
-AMPLIFICATION_SEARCH = 256.0
-#: ... and replaced by the best of them when that is at least this factor
-#: better and degenerates at no more swept points
-AMPLIFICATION_GAIN = 2.0
 EPS = float(np.finfo(float).eps)
 
 
@@ -863,25 +828,6 @@ def amplification(quality, singular) -> float:
     return float(np.max(err) / EPS) if len(err) else math.inf
 
 
-def conditioning_orders(dae, tb: TriangularBlock, points, scales):
-    """Lex orders that solve another variable first (the lowest, the one of
-    the univariate polynomial, fixes how every later step is conditioned:
-    the s of an angle passing −π/2 barely moves, so everything solved from it
-    loses digits), the primary's order otherwise kept; the variable that
-    ranges widest over the swept ``points`` (relative to its unit scale)
-    first.  That ranking is a cheap guess at which to try first (only the
-    first MAX_CONDITIONING_ORDERS are); the order is chosen on the measured
-    amplification."""
-    truth = _true_values(dae, tb, points)
-    out = []
-    for _, _, group, scale in block_layout(tb, scales):
-        for low in group:
-            order = [v for v in tb.variables if v not in group] + [v for v in group if v != low] + [low]
-            if order != list(tb.variables):
-                out.append((-float(np.ptp(truth[low])) / scale, order))
-    return [o for _, o in sorted(out, key=lambda ro: ro[0])]
-
-
 def degenerate(quality, paths, singular=None):
     """Points where a sequence cannot be trusted: it misses the swept
     solution, a leading coefficient or discriminant is (relatively) near zero
@@ -909,27 +855,24 @@ def representation_singular(quality, paths):
     return bad
 
 
-def _alternative(tb: TriangularBlock, order, name, use_cache, log):
-    ring = [*order, *tb.known_ring]
-    try:
-        basis = groebner_lex(list(tb.polys) + list(tb.circles), ring, list(tb.abstractions),
-                             use_cache=use_cache, log=log)
-        return Sequence(list(order), extract(basis, list(order), name))
-    except GroebnerLimit as e:
-        raise ModelError(f"block {name}: the Gröbner basis of the order {' > '.join(map(str, order))} "
-                         f"did not finish ({e})") from None
-    except (GroebnerError, ModelError) as e:
-        log(f"block {name}: order {' > '.join(map(str, order))} gives no sequence ({e})")
-        return None
-
-
-def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None):
+def cover_workspace(dae: DAE, tri: Triangularization, log=None):
     """Sweep the workspace (``workspace.sweep``) and, for every Gröbner block
     whose primary sequence degenerates somewhere on it, take its exact
-    completion (``completion_plan``) where that covers every such point, else
-    the fewest of the other lex orders the conditioning search measured that
-    are regular there (greedy cover).  Points nothing covers are left to the
-    run-time Newton fallback; all are recorded in ``tb.singular_points``."""
+    completion (``completion_plan``) where that covers every such point.
+    Points it does not cover are left to the run-time Newton fallback; all
+    are recorded in ``tb.singular_points`` (``fmigen check`` reports them).
+
+    No other lex order is computed, neither to cover degenerate points nor
+    to condition the primary better.  Why: each would be another Gröbner
+    basis, extraction and sweep evaluation (the Stephenson III six-bar's
+    seven other orders were most of its cold build), the exact completion
+    covers the degenerate swept points of the Stephenson six-bars and of
+    every shipped mechanism whose primary degenerates, and the run time
+    verifies every result to FMIGEN_SEQ_TOL and polishes (or completes) one
+    that a poorly conditioned sequence leaves short.  The primary's error
+    amplification is still measured (``tb.amplification``, reported by
+    ``fmigen check``): a mechanism may record a better conditioned order
+    (``groebner_order``)."""
     log = log or (lambda msg: None)
     tri.sweep = sw = sweep(dae, tri.partition, tri.start, log=log)
     scales = unit_scales(dae)
@@ -942,18 +885,6 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None):
         singular = representation_singular(quality, sw.paths)
         bad = degenerate(quality, sw.paths, singular)
         tb.amplification = amplification(quality, singular)
-        built = {}                       # order label -> (Sequence, degenerate points) measured here
-        search = tb.basis_terms <= MAX_SEARCH_TERMS
-        if not search and (bad.any() or (not tb.order_given and tb.amplification > AMPLIFICATION_SEARCH)):
-            log(f"block {name}: no other lex order tried (the primary basis has {tb.basis_terms} terms > "
-                f"{MAX_SEARCH_TERMS}); the run-time Newton fallback covers its degenerate configurations")
-        if search and not tb.order_given and tb.amplification > AMPLIFICATION_SEARCH:
-            if _better_conditioned(dae, tri, tb, sw, scales, bad, built, use_cache, log):
-                evaluate = sequence_evaluator(dae, tb, tb.sequences[0], scales)
-                quality = evaluate(sw.points)
-                singular = representation_singular(quality, sw.paths)
-                bad = degenerate(quality, sw.paths, singular)
-                tb.amplification = amplification(quality, singular)
         _, cond, worst, _ = quality
         tb.singular_points = _singular_runs(dae, tri, tb, tb.sequences[0], singular, cond, worst, evaluate)
         loss = bad & ~singular
@@ -963,8 +894,6 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None):
             continue
         plan = completion_plan(tb)
         if plan is not None:
-            # the completion covers the points where the primary degenerates:
-            # then no other lex order is needed (each would be a Gröbner basis)
             missed = int((completion_error(dae, tb, plan, sw.points[bad], scales) > COVER_ERROR).sum())
             if not missed:
                 tb.completion = plan
@@ -975,33 +904,9 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None):
                 continue
             log(f"block {name}: the exact completion from {plan.variable} misses {missed} of the primary's "
                 f"{int(bad.sum())} degenerate swept configurations")
-        # No lex order is computed for the cover: the completion covers every
-        # degenerate swept point of every shipped mechanism whose primary it
-        # applies to, and where it did not apply (the landing gear's sextic,
-        # measured before the completion took a first step of any degree)
-        # none of eight other orders covered a single point.  The orders the
-        # conditioning search already measured are still used.
         log(f"block {name}: the primary sequence degenerates at {int(bad.sum())} of {len(bad)} swept "
-            f"configurations" + (f"; {len(built)} other lex order(s) measured" if built else ""))
-        uncovered = bad.copy()
-        scored = [(seq, ~deg) for seq, deg in (v for v in built.values() if v is not None)
-                  if list(seq.variables) != list(tb.variables)]
-        while uncovered.any() and scored:
-            best = max(scored, key=lambda sg: int((sg[1] & uncovered).sum()))
-            gain = best[1] & uncovered
-            if not gain.any():
-                break
-            tb.alternatives.append(best[0])
-            scored.remove(best)
-            for sp_ in tb.singular_points:
-                if sp_["covered_by"] is None and best[1][sp_["index"]]:
-                    sp_["covered_by"] = best[0].label
-            uncovered &= ~gain
-            log(f"block {name}: alternative sequence {best[0].label} covers {int(gain.sum())} more")
-        if uncovered.any():
-            log(f"block {name}: {int(uncovered.sum())} swept configurations are covered by no sequence; "
-                "the run-time Newton fallback solves them")
-        if uncovered.all():
+            "configurations; the run-time Newton fallback solves them")
+        if bad.all():
             # Why: every run-time solve would evaluate the sequence, find it
             # degenerate or short of FMIGEN_SEQ_TOL, and end in Newton anyway
             # (the landing gear: its linear steps' coefficients, degree-12
@@ -1010,7 +915,7 @@ def cover_workspace(dae: DAE, tri: Triangularization, use_cache=True, log=None):
             # the sequence still finds the branch where there is no
             # prediction (the first assembly) or Newton fails.
             tb.newton_first = True
-            log(f"block {name}: its sequences cover no swept configuration; a step that continues from the "
+            log(f"block {name}: its sequence covers no swept configuration; a step that continues from the "
                 "last one tries Newton from the prediction first")
 
 
@@ -1212,64 +1117,6 @@ def completion_error(dae, tb: TriangularBlock, plan: Completion, points, scales)
             vals.update(zip(plan.rest, sol))
         err[j] = max(abs(v - truth[k][j]) / vscale[k] for k, v in vals.items())
     return np.where(np.isfinite(err), err, np.inf)
-
-
-def _measured(dae, tb, order, sw, scales, name, use_cache, log):
-    """(sequence of ``order`` with its amplification, its degenerate swept
-    points), or None when the order gives no sequence."""
-    seq = _alternative(tb, order, name, use_cache, log)
-    if seq is None:
-        return None
-    quality = sequence_quality(dae, tb, seq, sw.points, scales)
-    singular = representation_singular(quality, sw.paths)
-    seq.amplification = amplification(quality, singular)
-    return seq, degenerate(quality, sw.paths, singular)
-
-
-def _better_conditioned(dae, tri, tb, sw, scales, bad, built, use_cache, log) -> bool:
-    """Replace the primary sequence by the best conditioned of
-    ``conditioning_orders`` (the first MAX_CONDITIONING_ORDERS) when it is
-    AMPLIFICATION_GAIN better and degenerates at no more swept points; the
-    measured sequences go to ``built`` (the cover reuses them).  True if the
-    primary changed."""
-    name = block_name(dae, tb.block)
-    primary = Sequence(list(tb.variables), tb.steps, tb.amplification)
-    log(f"block {name}: the primary sequence {primary.label} amplifies round-off "
-        f"{tb.amplification:.3g}-fold; measuring orders that solve another variable first")
-    tried = [(primary, bad)]
-    for order in conditioning_orders(dae, tb, sw.points, scales)[:MAX_CONDITIONING_ORDERS]:
-        key = " > ".join(map(str, order))
-        built[key] = _measured(dae, tb, order, sw, scales, name, use_cache, log)
-        if built[key] is not None:
-            seq, deg = built[key]
-            log(f"block {name}: order {seq.label}: amplification {seq.amplification:.3g}, "
-                f"degenerate at {int(deg.sum())} swept configurations")
-            tried.append((seq, deg))
-    best = min(tried, key=lambda sd: (int(sd[1].sum()), sd[0].amplification))
-    tb.order_search = [(s.label, s.amplification, int(d.sum()))
-                       for s, d in sorted(tried, key=lambda sd: sd[0] is not best[0])]
-    if best[0] is primary or not (best[0].amplification * AMPLIFICATION_GAIN <= primary.amplification
-                                  and best[1].sum() <= bad.sum()):
-        return False
-    old_vars, old_steps = tb.variables, tb.steps
-    tb.variables, tb.steps = list(best[0].variables), best[0].steps
-    # the build-time square-root signs of the new steps: the branch of the
-    # assembled start (the signs only assemble the start)
-    try:
-        got = solve_block_numeric(dae, tb, tri.start, 0.0, choose_from=tri.start)
-    except ModelError:
-        got = None
-    angles = {dae.names[i] for i, kind, _, _ in block_layout(tb, scales) if kind == "angle"}
-    if got is None or any(abs(math.remainder(got[k] - tri.start[k], 2 * math.pi) if k in angles
-                              else got[k] - tri.start[k]) > 1e-9 for k in got):
-        tb.variables, tb.steps = old_vars, old_steps
-        log(f"block {name}: order {best[0].label} does not reassemble the start; primary kept")
-        return False
-    built[primary.label] = (primary, bad)
-    built.pop(best[0].label, None)
-    log(f"block {name}: primary order now {best[0].label} (amplification {best[0].amplification:.3g}, "
-        f"was {primary.amplification:.3g})")
-    return True
 
 
 def _singular_runs(dae, tri, tb, seq, bad, cond, worst, quality_at):

@@ -17,7 +17,7 @@ to round-off:
   spelled in Python by ``PyKinematics``), so it is the C statement for statement:
   per block the prediction from the last accepted solution (``Core.base``,
   FmigenBase: continuity, t, sol, q, v; updated after a successful assemble
-  only, as ``fmigen_base_accept``), the primary and alternative sequences
+  only, as ``fmigen_base_accept``), the sequence and its exact completion
   with the root nearest the prediction (``quadratic_near``, ``poly_root``),
   Newton from the prediction last, each result verified by the block's own
   polynomials with the same optional polish and continuity check, the same

@@ -6,7 +6,7 @@ it reports
 
 - **representation singularities**: where a block's primary lex sequence
   degenerates (a leading coefficient or discriminant vanishes at a regular
-  configuration) and what covers it (the exact completion or an alternative sequence), or none (then the
+  configuration) and whether the exact completion covers it, or none does (then the
   run-time Newton fallback does);
 - **physical singularities** of the partition: where a continuation path
   stops because Φ_d, the constraint Jacobian of the dependent coordinates,
