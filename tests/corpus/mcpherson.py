@@ -32,15 +32,24 @@ Drive: gravity along −z, a coil-over (25 kN/m, 2 kN·s/m, free length
 input of 3.5 kN upward at the wheel centre; the corner is not in balance
 there and moves.
 
-Step: validated at h = 0.25 ms (``STEP``), not the corpus's default 1 ms.
-The coil-over is stiff and strongly damped for the corner's mass: 25 kN/m
-and 2 kN·s/m on a 26 kg upright, a damping rate c/m of about 77 1/s, and
-the tyre force and the spring's preload (3.5 and 4.5 kN) accelerate the
-corner at tens of m/s² from rest.  A fixed 1 ms RK4 step
-left the positions 5.3e-6 from both IDA and the Cartesian reference (the
-same error against both: the FMU's step, not the model), above validate's
-1e-6; RK4's error falls as h⁴, and at 0.25 ms the FMU is within it
-(docs/corpus.md).  The tolerances are the same as every case's.
+Known: validate fails at the default step of 1 ms (positions 5.3e-6 off
+IDA and the Cartesian reference, the same against both; tolerance 1e-6),
+and the error is not a smooth function of the step, so it is not the step's
+truncation error (the coil-over's damping rate, about 77 1/s on the 26 kg
+upright, is far inside what a 1 ms RK4 step follows).  The FMU of a 1 ms
+build run with its ``internal_step`` set, against the same FMU at 0.125 ms
+over 1 s (max |Δ lower|): 1 ms 4.9e-6, 0.9 ms 1.0e-3, 0.8 ms 3.9e-10,
+0.7 ms 2.0e-10, 0.5 ms 7.4e-11, 0.25 ms 4.3e-12 (and with the damper off,
+d_spring = 0: 0.7 ms 3.3e-6, 0.6 ms 3.0e-10).  At 0.9 ms the tie rod's
+universal angle ``tie_a`` reads −3.14153 after the first internal step
+where it is 6.2e-5 (π off, ``tie_b`` unchanged) and stays so, and the
+motion drifts off (lower up to 1.0e-3 off), with OK throughout; at 1 ms
+the first internal step already leaves ``der(lower)`` 4.1e-4 off, from
+which the 4.9e-6 grows.  A silent wrong motion at run time, not
+diagnosed: so the case runs at the default step and fails, rather than
+declaring a smaller one (scripts/corpus.py reads a module's ``STEP``),
+with which it passes (0.25 ms: IDA 4.8e-12, Cartesian 5.2e-11, MuJoCo
+1.5e-9) but which would hide it.
 
 The upright's block (the three ball-joint angles and the strut stroke, a
 Bézout number of 3,072) is above the Gröbner bound and runs on Newton,
@@ -69,10 +78,6 @@ def _rod(m, length):
     i = m * length ** 2 / 12
     return (i, i, i)
 
-
-#: validate's internal step for this case (seconds; scripts/corpus.py reads
-#: it): the coil-over wants a smaller step than the default 1 ms (docstring)
-STEP = 0.25e-3
 
 #: the upright's block, which ``newton_upright`` declares Newton
 UPRIGHT_BLOCK = ["ball_z", "ball_y", "ball_x", "strut"]
