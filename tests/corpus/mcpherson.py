@@ -45,8 +45,9 @@ universal angle ``tie_a`` reads −3.14153 after the first internal step
 where it is 6.2e-5 (π off, ``tie_b`` unchanged) and stays so, and the
 motion drifts off (lower up to 1.0e-3 off), with OK throughout; at 1 ms
 the first internal step already leaves ``der(lower)`` 4.1e-4 off, from
-which the 4.9e-6 grows.  A silent wrong motion at run time, not
-diagnosed: so the case runs at the default step and fails, rather than
+which the 4.9e-6 grows.  The Python runtime does the same at 1 ms, its
+constraint residual 3e-17 while ``tie_a`` is π off (docs/corpus.md).  A
+silent wrong motion at run time, not diagnosed: so the case runs at the default step and fails, rather than
 declaring a smaller one (scripts/corpus.py reads a module's ``STEP``),
 with which it passes (0.25 ms: IDA 4.8e-12, Cartesian 5.2e-11, MuJoCo
 1.5e-9) but which would hide it.
