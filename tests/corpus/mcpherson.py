@@ -32,25 +32,21 @@ Drive: gravity along −z, a coil-over (25 kN/m, 2 kN·s/m, free length
 input of 3.5 kN upward at the wheel centre; the corner is not in balance
 there and moves.
 
-Known: validate fails at the default step of 1 ms (positions 5.3e-6 off
-IDA and the Cartesian reference, the same against both; tolerance 1e-6),
-and the error is not a smooth function of the step, so it is not the step's
-truncation error (the coil-over's damping rate, about 77 1/s on the 26 kg
-upright, is far inside what a 1 ms RK4 step follows).  The FMU of a 1 ms
-build run with its ``internal_step`` set, against the same FMU at 0.125 ms
-over 1 s (max |Δ lower|): 1 ms 4.9e-6, 0.9 ms 1.0e-3, 0.8 ms 3.9e-10,
-0.7 ms 2.0e-10, 0.5 ms 7.4e-11, 0.25 ms 4.3e-12 (and with the damper off,
-d_spring = 0: 0.7 ms 3.3e-6, 0.6 ms 3.0e-10).  At 0.9 ms the tie rod's
-universal angle ``tie_a`` reads −3.14153 after the first internal step
-where it is 6.2e-5 (π off, ``tie_b`` unchanged) and stays so, and the
-motion drifts off (lower up to 1.0e-3 off), with OK throughout; at 1 ms
-the first internal step already leaves ``der(lower)`` 4.1e-4 off, from
-which the 4.9e-6 grows.  The Python runtime does the same at 1 ms, its
-constraint residual 3e-17 while ``tie_a`` is π off (docs/corpus.md).  A
-silent wrong motion at run time, not diagnosed: so the case runs at the default step and fails, rather than
-declaring a smaller one (scripts/corpus.py reads a module's ``STEP``),
-with which it passes (0.25 ms: IDA 4.8e-12, Cartesian 5.2e-11, MuJoCo
-1.5e-9) but which would hide it.
+Found by this case (fixed): validate failed at the default step of 1 ms
+(positions 5.3e-6 off all three references) and passed at 0.25 ms, but the
+error was no smooth function of the step (against 0.125 ms: 4.9e-6 at
+1 ms, 1.0e-3 at 0.9 ms, 3.9e-10 at 0.8 ms).  The tie rod starts at rest at
+tie_a = 0; its block's first sequence picks s_tie_a from s² = s0² (roots
+±6e-5, both within the branch tolerance of the predicted 0) and c_tie_a
+from a linear step that follows the root's sign, +1 or −1: the mirror of
+the distance link, which closes every loop as well, was taken at some
+steps (tie_a −3.14153 at t = 1 ms) and run on with OK.  Every value a
+sequence solves is now checked against its prediction
+(``codegen_kinematics.root_continuity``); at 1 ms the case passes IDA
+(1.3e-9), the Cartesian reference (1.3e-9) and MuJoCo (1.8e-9), and the
+error falls with the step as RK4's should (1.2e-9 at 1 ms, 7.4e-11 at
+0.5 ms, 4.3e-12 at 0.25 ms).  ``tests/test_corpus.py`` checks the first
+steps.
 
 The upright's block (the three ball-joint angles and the strut stroke, a
 Bézout number of 3,072) is above the Gröbner bound and runs on Newton,
