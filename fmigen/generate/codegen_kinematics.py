@@ -751,9 +751,10 @@ def root_continuity(seq, layout) -> list[str]:
     roots chosen before, but two roots of a quadratic can both lie within
     the tolerance of the prediction while the linear step then gives values
     an O(1) apart.  A distance link's universal angle at rest at 0 (the
-    McPherson's tie rod): s² = s0² has the roots ±s0, 2·s0 apart, both
-    near the predicted 0, and c = −s·(K₃ − 28)/(K₂ + 4) follows the sign
-    of s, +1 or −1: the assembly or its mirror, half a turn away."""
+    tie rod of tests/corpus/mcpherson.py): s² = s0² has the roots ±s0,
+    2·s0 apart, both near the predicted 0, and the linear step's
+    c = −s·(K₃ − 28)/(K₂ + 4) follows the sign of s, +1 or −1: the assembly
+    or its mirror, half a turn away."""
     coord = {v: i for i, _, vs, _ in layout for v in vs}
     return [f"fabs({st.variable} - P_{st.variable}) <= T{coord[st.variable]}" for st in seq.steps]
 
