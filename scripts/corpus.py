@@ -66,6 +66,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 FAMILIES = ("fourbar", "slider_crank", "rssr", "five_bar")
 POSE_TOL = 0.1
+#: validate's internal step (rk4), unless the corpus module declares its own ``STEP``
+DEFAULT_STEP = 1e-3
 CLOSE_TOL = 1e-9
 OUTCOMES = ("passed", "failed", "stopped", "refused", "traceback", "timeout", "crashed")
 
@@ -157,6 +159,31 @@ def assembles(case):
     return None
 
 
+def _case_module(case):
+    """The corpus module of a (non-fuzz) case, freshly executed."""
+    _import_corpus()
+    path = CORPUS / f"{case['name']}.py"
+    spec = importlib.util.spec_from_file_location(f"corpus_case_{case['name']}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def case_step(case):
+    """The rk4 step a case is validated at: the module's ``STEP`` (seconds)
+    when it declares one, with its reason in its docstring (a stiff force
+    element the default step cannot follow to validate's 1e-6), else
+    ``DEFAULT_STEP``.  The tolerances are the same for every case; only
+    the step is the case's."""
+    if "family" in case:
+        return DEFAULT_STEP
+    step = getattr(_case_module(case), "STEP", DEFAULT_STEP)
+    if not (isinstance(step, (int, float)) and 0 < step <= DEFAULT_STEP):
+        raise SystemExit(f"corpus.py: {case['name']}.STEP must be a number of seconds in (0, {DEFAULT_STEP:g}], "
+                         f"not {step!r}")
+    return float(step)
+
+
 def system_for(case):
     """A fresh ``JointSystem`` of the case (a second call gives an equal,
     independent one: the start check reads the description untouched)."""
@@ -166,11 +193,7 @@ def system_for(case):
         fn = {"fourbar": _families.four_bar, "slider_crank": _families.slider_crank,
               "rssr": _families.rssr, "five_bar": _families.five_bar}[case["family"]]
         return fn(case["name"], f"fuzz case of the {case['family']} family", **case["params"])
-    path = CORPUS / f"{case['name']}.py"
-    spec = importlib.util.spec_from_file_location(f"corpus_case_{case['name']}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.build()
+    return _case_module(case).build()
 
 
 def _wrap(d, angle):
@@ -275,9 +298,12 @@ def _run_case(case, stop_time):
             peer = "mujoco"
         except ImportError:
             peer = None
+        step = case_step(case)
+        if step != DEFAULT_STEP:
+            out["step"] = step
         system = system_for(case)
         log = lambda m: print(f"  [{case['name']} {time.time() - t0:6.1f} s] {m}", file=sys.stderr)  # noqa: E731
-        report = validate(system, stop_time=stop_time, peer=peer, log=log)
+        report = validate(system, stop_time=stop_time, step=step, peer=peer, log=log)
     except (ModelError, BuildError) as e:
         out.update(outcome="refused", message=f"{type(e).__name__}: {e}")
         _check_refusal(out, case)
@@ -486,7 +512,9 @@ def markdown(results, meta=None):
             s = f"{_fmt(e['max_abs_error'])} / {_fmt(e['max_abs_velocity_error'])}"
             return s + (f" ({_fmt(e['constraint_violation'])})" if "constraint_violation" in e else "")
         outcome = r["outcome"] + (f" ({r['check']})" if r.get("check") else "")
-        lines.append(f"| {r['name']} | {outcome} | {pair('ida')} | {pair('cartesian')} | {pair('mujoco')} | "
+        # a case validated at its own step (its module's STEP) says so
+        name = r["name"] + (f" (h = {r['step'] * 1e3:g} ms)" if r.get("step") else "")
+        lines.append(f"| {name} | {outcome} | {pair('ida')} | {pair('cartesian')} | {pair('mujoco')} | "
                      f"{_fmt(r.get('residual'))} | {_fmt(r.get('energy_drift'))} | "
                      f"{_fmt(r.get('start_closure'))} / {_fmt(r.get('start_pose_deviation'))} | "
                      f"{r.get('seconds', '')} |" + (f" {_params(r)} |" if fuzz else ""))

@@ -116,3 +116,32 @@ def test_message_classes_name_the_cause(corpus_script):
     assert cls("failed", "ida: max |Δq| 1.1e-07 (B), max |Δv| 4.5e-05 (B); energy drift 8.6e-03; the FMU "
                          "stopped at t = 0.61: [DISCARD] singular configuration at t=0.6175", check="validation") \
         == "validation: energy, ida, then the FMU stopped at a singular configuration"
+
+
+def test_mcpherson_tie_rod_stays_on_its_branch_from_rest(tmp_path):
+    """The McPherson corpus case's tie rod (a universal joint at the rack, a
+    ball at the steering arm) starts at rest at tie_a = 0.  The first solve
+    of its block picks s_tie_a from s² = s0² (roots ±6e-5, both within the
+    branch tolerance of the predicted 0) and c_tie_a from a linear step
+    that follows the root's sign: +1, or −1 for the mirror assembly, half a
+    turn away, which closes every loop just as well.  Before the linear
+    step's value was checked against its prediction too, the Python
+    runtime at its 1 ms step took the mirror (tie_a −3.14153 at t = 1 ms,
+    the motion 3.9e-4 off; the C runtime did the same at 0.9 ms) and went
+    on with OK.  Against the same FMU at a step 8 times smaller (RK4's
+    error falls 4096-fold): the tie rod's angle stays continuous from 0
+    and the motion agrees."""
+    from fmpy import simulate_fmu
+    from corpus.mcpherson import build
+    from fmigen.build.pipeline import compile_model, prepare_mechanism
+    from fmigen.pyfmu import pyruntime
+    path = pyruntime.package(compile_model(prepare_mechanism(build())), tmp_path / "mcpherson_py.fmu")
+    out = ["lower", "tie_a", "der(lower)"]
+    run = {h: simulate_fmu(str(path), stop_time=0.01, output_interval=1e-3, output=out,
+                           start_values={"internal_step": h}) for h in (1e-3, 1.25e-4)}
+    coarse, fine = run[1e-3], run[1.25e-4]
+    assert coarse["time"][-1] == pytest.approx(0.01) and fine["time"][-1] == pytest.approx(0.01)
+    # continuous from 0: the mirror would read ±π
+    assert abs(coarse["tie_a"]).max() < 0.01 and abs(coarse["tie_a"][1] - fine["tie_a"][1]) < 1e-8
+    assert abs(coarse["lower"] - fine["lower"]).max() < 1e-8
+    assert abs(coarse["der(lower)"] - fine["der(lower)"]).max() < 1e-6

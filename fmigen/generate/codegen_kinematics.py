@@ -384,8 +384,7 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
                     out += lang.break_unless("step", f"fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale")
                 out += lang.solve_step(step.variable, step.degree)
                 out += lang.step_close()
-            # continuity of the roots this sequence chose (degree ≥ 2): the
-            # linear steps' values are then the unique solution with them
+            # continuity of every value this sequence chose (root_continuity)
             rc = root_continuity(seq, layout)
             if rc:
                 out += lang.break_unless_continuous("case", rc)
@@ -747,10 +746,17 @@ def root_refinement_code(plan, A, b, sm, ts, lang):
 
 
 def root_continuity(seq, layout) -> list[str]:
-    """The continuity tests of the variables a sequence picks a root for
-    (degree ≥ 2 steps), as C/Python comparisons."""
+    """The continuity tests of every variable a sequence solves, as C/Python
+    comparisons.  The linear steps too: their value is unique given the
+    roots chosen before, but two roots of a quadratic can both lie within
+    the tolerance of the prediction while the linear step then gives values
+    an O(1) apart.  A distance link's universal angle at rest at 0 (the
+    tie rod of tests/corpus/mcpherson.py): s² = s0² has the roots ±s0,
+    2·s0 apart, both near the predicted 0, and the linear step's
+    c = −s·(K₃ − 28)/(K₂ + 4) follows the sign of s, +1 or −1: the assembly
+    or its mirror, half a turn away."""
     coord = {v: i for i, _, vs, _ in layout for v in vs}
-    return [f"fabs({st.variable} - P_{st.variable}) <= T{coord[st.variable]}" for st in seq.steps if st.degree >= 2]
+    return [f"fabs({st.variable} - P_{st.variable}) <= T{coord[st.variable]}" for st in seq.steps]
 
 
 def switch_scale(tb, step):

@@ -31,26 +31,27 @@ Drive: gravity along −z, a coil-over (25 kN/m, 2 kN·s/m, free length
 0.55 m, so about 4.5 kN of compression at the design pose) and a tyre force
 input of 3.5 kN upward at the wheel centre; the corner is not in balance
 there and moves.
-# known: not built within this session.  The partition's first block is
-# {ball_z, ball_y, ball_x, strut} (the upright's three ball-joint angles
-# and the strut stroke, from the top mount's three rows and the tie rod's
-# distance row): 4 equations, 7 polynomial variables, 8 abstracted knowns,
-# sent to Singular for a lex basis over Q(K1..K8).  Stopped unfinished
-# after 209 s of Singular CPU (27 min wall at load average 20); Singular's
-# safety limit is 600 s, after which the build stops with a ModelError
-# naming the block and ``newton_blocks``.  ``build(newton_upright=True)``
-# declares that block Newton; the rest is triangular (tie rod: two
-# quadratics, one alternative order) and the sweep ends at two workspace
-# limits, lower = 1.205 and −2.514 rad.  Run so (corpus.py's run_case,
-# C generation 2652 s wall at load average 20, the case 499 s CPU), the
-# FMU stops at its first step: "[DISCARD] singular configuration at
-# t=0.0005 (lower=2.93e-05): block {ball_z, ball_y, ball_x, strut}: no
-# solution continuing the previous one (every sequence, and Newton from
-# the prediction, failed its residual or continuity check)", though the
-# start is regular (the start pose check passed to 5.3e-17) — not
-# diagnosed.  validate then ends in a traceback, not a clear error: IDA is
-# given the FMU's one output time ("ValueError: 'tspan' must stictly
-# increase or decrease", reference.solve_reference).
+
+Found by this case (fixed): validate failed at the default step of 1 ms
+(positions 5.3e-6 off all three references) and passed at 0.25 ms, but the
+error was no smooth function of the step (against 0.125 ms: 4.9e-6 at
+1 ms, 1.0e-3 at 0.9 ms, 3.9e-10 at 0.8 ms).  The tie rod starts at rest at
+tie_a = 0; its block's first sequence picks s_tie_a from s² = s0² (roots
+±6e-5, both within the branch tolerance of the predicted 0) and c_tie_a
+from a linear step that follows the root's sign, +1 or −1: the mirror of
+the distance link, which closes every loop as well, was taken at some
+steps (tie_a −3.14153 at t = 1 ms) and run on with OK.  Every value a
+sequence solves is now checked against its prediction
+(``codegen_kinematics.root_continuity``); at 1 ms the case passes IDA
+(1.3e-9), the Cartesian reference (1.3e-9) and MuJoCo (1.8e-9), and the
+error falls with the step as RK4's should (1.2e-9 at 1 ms, 7.4e-11 at
+0.5 ms, 4.3e-12 at 0.25 ms).  ``tests/test_corpus.py`` checks the first
+steps.
+
+The upright's block (the three ball-joint angles and the strut stroke, a
+Bézout number of 3,072) is above the Gröbner bound and runs on Newton,
+with one warning at the build; ``build(newton_upright=True)`` declares it
+so explicitly.
 """
 import sympy as sp
 
@@ -75,7 +76,7 @@ def _rod(m, length):
     return (i, i, i)
 
 
-#: the block the natural description sends to Singular (see the known note)
+#: the upright's block, which ``newton_upright`` declares Newton
 UPRIGHT_BLOCK = ["ball_z", "ball_y", "ball_x", "strut"]
 
 
