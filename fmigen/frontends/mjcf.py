@@ -45,7 +45,7 @@ import numpy as np
 import sympy as sp
 
 from fmigen.floats import rounded
-from fmigen.joints import JointSystem, Joint, Z
+from fmigen.joints import JointSystem, Joint, X, Y, Z
 from fmigen.model import ModelError
 
 DIGITS = 12            # significant digits of imported geometry
@@ -194,29 +194,13 @@ def _padded_inertia(body, I, mass, R_rest, plane_normal):
     return I + pad * (np.eye(3) - np.outer(n, n)) + (1e-12 * mass if I_n <= 0 else 0.0) * np.outer(n, n)
 
 
-def export_mjcf(system: JointSystem, start: dict | None = None, timestep=1e-3, integrator="RK4",
-                solref=None, solimp=None, independent=None) -> str:
-    """The MJCF text of ``system``; ``start``: coordinate values for the
-    keyframe ``start`` (default the description's starts, 0 where unset)."""
-    values = parameter_values(system)
-    edges, cut = spanning_tree(system)
-    children: dict[str, list[TreeEdge]] = {}
-    for e in edges:
-        children.setdefault(e.parent_body, []).append(e)
-    sites: dict[str, list[str]] = {}
-
-    def site(marker, name, offset=np.zeros(3)):
-        pos = _vec(marker.position, values) + offset
-        sites.setdefault(marker.body.name, []).append(f'<site name="{name}" pos="{_fmt(pos)}"/>')
-        return name
-
+def _cut_equalities(cut, values, site, eq_attrs):
+    """The MJCF equalities that close the loops at the ``cut`` joints, and
+    the names of the cut universal joints (their axes' tendon, held at √2 L
+    by ``_hold_perpendicular``); ``site(marker, name, offset)`` places a
+    site and returns its name."""
     equalities = []
-    perpendicular = []       # cut universal joints: their axes' tendon, held at √2 L
-    eq_attrs = ""
-    if solref is not None:
-        eq_attrs += f' solref="{_fmt(solref)}"'
-    if solimp is not None:
-        eq_attrs += f' solimp="{_fmt(solimp)}"'
+    perpendicular = []
     for j in cut:
         if j.kind in ("spherical", "revolute"):
             equalities.append(f'<connect name="{j.name}" site1="{site(j.parent, j.name + "__p")}" '
@@ -256,6 +240,100 @@ def export_mjcf(system: JointSystem, start: dict | None = None, timestep=1e-3, i
             raise MJCFError(f"joint '{j.name}' ({j.kind}) closes a loop; MuJoCo has no {j.kind} equality "
                             "(nor one made exactly of its connect, weld and tendon equalities). Cut a "
                             "revolute, spherical, universal or fixed joint of that loop instead (system.cut)")
+    return equalities, perpendicular
+
+
+def _actuator_lines(system, tree_coords, values):
+    """The ``<actuator>`` lines of the loads on tree coordinates, and each
+    motor's start control (the keyframe's ctrl)."""
+    loaded = [ld for ld in system.joint_loads if any(ld.coordinate is c for c in tree_coords)]
+    inputs = {i.symbol: i for i in system.inputs}
+    lines, ctrl = [], []
+    if loaded:
+        lines.append("  <actuator>")
+        for k, ld in enumerate(loaded):
+            # gear · input is a motor driven by that input (its start in the
+            # keyframe's ctrl); any other expression has no MJCF form: a motor
+            # at 0 that run_mujoco drives from the description
+            expr = sp.sympify(ld.expr).xreplace(values)
+            used = [u for u in expr.free_symbols if u in inputs]
+            gear = sp.simplify(expr / used[0]) if len(used) == 1 else None
+            if gear is not None and gear.is_number:
+                name, g, c0 = inputs[used[0]].name, float(gear), inputs[used[0]].start
+            else:
+                name, g, c0 = f"{ld.coordinate.name}__force{k}", 1.0, 0.0
+                lines.append(f"    <!-- {ld.coordinate.name}: {ld.expr} (applied by fmigen's MuJoCo peer run) -->")
+            lines.append(f'    <motor name="{name}" joint="{ld.coordinate.name}" gear="{g!r}"/>')
+            ctrl.append(c0)
+        lines.append("  </actuator>")
+    return lines, ctrl
+
+
+def _hold_perpendicular(xml, perpendicular):
+    """``xml`` with each cut universal joint's tendon equality holding its
+    axes perpendicular (the placeholder ``{name__a0}`` filled in)."""
+    if not perpendicular:
+        return xml
+    # MuJoCo's tendon equality holds L − L(qpos0) = polycoef[0], L(qpos0)
+    # the length at zero joint coordinates, where the cut joint need not
+    # be closed: compile once to read it, then write √2 L − L(qpos0)
+    mujoco = _mujoco()
+    held = xml
+    for name in perpendicular:
+        held = held.replace(f"{{{name}__a0}}", "0")
+    model = mujoco.MjModel.from_xml_string(held)
+    for name in perpendicular:
+        k = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_TENDON, f"{name}__axes")
+        a0 = np.sqrt(2.0) * AXIS_SITE_OFFSET - float(model.tendon_length0[k])
+        xml = xml.replace(f"{{{name}__a0}}", repr(float(a0)))
+    return xml
+
+
+def _tendon_lines(system, perpendicular, values):
+    """The ``<tendon>`` lines: each cut universal joint's axes tendon, and
+    each spring-damper as a straight spatial tendon between its sites."""
+    lines = []
+    if system.springs or perpendicular:
+        # MuJoCo's spatial tendon spring: −k (L − springlength) − d L̇ (no preload;
+        # the peer run adds preloads itself)
+        lines.append("  <tendon>")
+        for name in perpendicular:
+            lines.append(f'    <spatial name="{name}__axes">')
+            lines.append(f'      <site site="{name}__pa"/>')
+            lines.append(f'      <site site="{name}__cb"/>')
+            lines.append("    </spatial>")
+        for sd in system.springs:
+            lines.append(f'    <spatial name="{sd.name}" stiffness="{_num(sd.stiffness, values)!r}" '
+                         f'damping="{_num(sd.damping, values)!r}" springlength="{_num(sd.free_length, values)!r}">')
+            lines.append(f'      <site site="{sd.name}__a"/>')
+            lines.append(f'      <site site="{sd.name}__b"/>')
+            lines.append("    </spatial>")
+        lines.append("  </tendon>")
+    return lines
+
+
+def export_mjcf(system: JointSystem, start: dict | None = None, timestep=1e-3, integrator="RK4",
+                solref=None, solimp=None, independent=None) -> str:
+    """The MJCF text of ``system``; ``start``: coordinate values for the
+    keyframe ``start`` (default the description's starts, 0 where unset)."""
+    values = parameter_values(system)
+    edges, cut = spanning_tree(system)
+    children: dict[str, list[TreeEdge]] = {}
+    for e in edges:
+        children.setdefault(e.parent_body, []).append(e)
+    sites: dict[str, list[str]] = {}
+
+    def site(marker, name, offset=np.zeros(3)):
+        pos = _vec(marker.position, values) + offset
+        sites.setdefault(marker.body.name, []).append(f'<site name="{name}" pos="{_fmt(pos)}"/>')
+        return name
+
+    eq_attrs = ""
+    if solref is not None:
+        eq_attrs += f' solref="{_fmt(solref)}"'
+    if solimp is not None:
+        eq_attrs += f' solimp="{_fmt(solimp)}"'
+    equalities, perpendicular = _cut_equalities(cut, values, site, eq_attrs)
     for s in system.springs:
         site(s.a, f"{s.name}__a")
         site(s.b, f"{s.name}__b")
@@ -331,61 +409,15 @@ def export_mjcf(system: JointSystem, start: dict | None = None, timestep=1e-3, i
     lines.append("  </worldbody>")
     if equalities:
         lines += ["  <equality>"] + [f"    {e}" for e in equalities] + ["  </equality>"]
-    if system.springs or perpendicular:
-        # MuJoCo's spatial tendon spring: −k (L − springlength) − d L̇ (no preload;
-        # the peer run adds preloads itself)
-        lines.append("  <tendon>")
-        for name in perpendicular:
-            lines.append(f'    <spatial name="{name}__axes">')
-            lines.append(f'      <site site="{name}__pa"/>')
-            lines.append(f'      <site site="{name}__cb"/>')
-            lines.append("    </spatial>")
-        for sd in system.springs:
-            lines.append(f'    <spatial name="{sd.name}" stiffness="{_num(sd.stiffness, values)!r}" '
-                         f'damping="{_num(sd.damping, values)!r}" springlength="{_num(sd.free_length, values)!r}">')
-            lines.append(f'      <site site="{sd.name}__a"/>')
-            lines.append(f'      <site site="{sd.name}__b"/>')
-            lines.append("    </spatial>")
-        lines.append("  </tendon>")
-    loaded = [ld for ld in system.joint_loads if any(ld.coordinate is c for c in tree_coords)]
-    inputs = {i.symbol: i for i in system.inputs}
-    ctrl = []
-    if loaded:
-        lines.append("  <actuator>")
-        for k, ld in enumerate(loaded):
-            # gear · input is a motor driven by that input (its start in the
-            # keyframe's ctrl); any other expression has no MJCF form: a motor
-            # at 0 that run_mujoco drives from the description
-            expr = sp.sympify(ld.expr).xreplace(values)
-            used = [u for u in expr.free_symbols if u in inputs]
-            gear = sp.simplify(expr / used[0]) if len(used) == 1 else None
-            if gear is not None and gear.is_number:
-                name, g, c0 = inputs[used[0]].name, float(gear), inputs[used[0]].start
-            else:
-                name, g, c0 = f"{ld.coordinate.name}__force{k}", 1.0, 0.0
-                lines.append(f"    <!-- {ld.coordinate.name}: {ld.expr} (applied by fmigen's MuJoCo peer run) -->")
-            lines.append(f'    <motor name="{name}" joint="{ld.coordinate.name}" gear="{g!r}"/>')
-            ctrl.append(c0)
-        lines.append("  </actuator>")
+    lines += _tendon_lines(system, perpendicular, values)
+    actuators, ctrl = _actuator_lines(system, tree_coords, values)
+    lines += actuators
     lines.append("  <keyframe>")
     lines.append(f'    <key name="start" qpos="{_fmt(qstart)}"' + (f' ctrl="{_fmt(ctrl)}"' if ctrl else "") + "/>")
     lines.append("  </keyframe>")
     lines.append("</mujoco>")
     xml = "\n".join(lines) + "\n"
-    if perpendicular:
-        # MuJoCo's tendon equality holds L − L(qpos0) = polycoef[0], L(qpos0)
-        # the length at zero joint coordinates, where the cut joint need not
-        # be closed: compile once to read it, then write √2 L − L(qpos0)
-        mujoco = _mujoco()
-        held = xml
-        for name in perpendicular:
-            held = held.replace(f"{{{name}__a0}}", "0")
-        model = mujoco.MjModel.from_xml_string(held)
-        for name in perpendicular:
-            k = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_TENDON, f"{name}__axes")
-            a0 = np.sqrt(2.0) * AXIS_SITE_OFFSET - float(model.tendon_length0[k])
-            xml = xml.replace(f"{{{name}__a0}}", repr(float(a0)))
-    return xml
+    return _hold_perpendicular(xml, perpendicular)
 
 
 # --- MuJoCo as a peer ----------------------------------------------------------
@@ -413,19 +445,11 @@ def _exact_rotation(R, what) -> sp.Matrix:
     return E
 
 
-def import_mjcf(source, name=None) -> JointSystem:
-    """A JointSystem from an MJCF file path or XML text."""
-    mujoco = _mujoco()
-    text = Path(source).read_text() if not str(source).lstrip().startswith("<") else str(source)
-    try:
-        model = mujoco.MjModel.from_xml_string(text)
-    except ValueError as e:
-        raise MJCFError(f"MuJoCo could not compile the model: {e}") from None
+def _straight_tendons(model, mujoco, nm):
+    """The model's straight two-site spatial tendons (name, sites,
+    stiffness, damping, spring length), or an error naming everything in the
+    model that changes the dynamics and that fmigen does not model."""
     obj = mujoco.mjtObj
-
-    def nm(kind, i, fallback):
-        return mujoco.mj_id2name(model, kind, i) or fallback
-
     unsupported = []
     tendons = []
     for k in range(model.ntendon):
@@ -457,13 +481,42 @@ def import_mjcf(source, name=None) -> JointSystem:
     if unsupported:
         raise MJCFError("the MJCF model uses what fmigen does not model: " + "; ".join(unsupported))
 
-    system = JointSystem(name or model.names[:model.names.index(b"\0")].decode() or "mjcf")
-    system.gravity = _exact_vec(model.opt.gravity)
-    data = mujoco.MjData(model)
-    mujoco.mj_kinematics(model, data)       # at qpos0, where body-form connects are satisfied
-    # starts: the first keyframe when there is one (qpos0 is often a dead
-    # centre), else qpos0; exact for independent coordinates, guesses otherwise
-    start_qpos = model.key_qpos[0] if model.nkey else model.qpos0
+    return tendons
+
+
+def _ball_or_free(system, model, mujoco, i, ball, jname, bname, pm, cm, parent, start_qpos):
+    """MuJoCo's ball or free joint ``i`` as fmigen's spherical or free joint
+    from marker ``pm`` to ``cm``."""
+    # the same motion in fmigen's coordinates: a ball joint is the
+    # spherical joint (3-2-1 angles, R = Rz Ry Rx), a free joint the
+    # free joint (the body frame's position in the world, then the
+    # same angles), their starts the keyframe quaternion's angles.
+    # The angles are singular where the second is ±π/2, as any
+    # three-angle set; MuJoCo's quaternion is not
+    dof = int(model.jnt_dofadr[i])
+    if float(model.jnt_stiffness[i]) or any(model.dof_damping[dof:dof + (3 if ball else 6)]):
+        raise MJCFError(f"joint '{jname}': stiffness or damping on a MuJoCo {'ball' if ball else 'free'} "
+                        "joint acts on its rotation vector, which fmigen's angle coordinates have no "
+                        "spring for; remove it or write the joint as hinges")
+    adr = int(model.jnt_qposadr[i]) + (0 if ball else 3)
+    w, x, y, z = (float(v) for v in start_qpos[adr:adr + 4])
+    from scipy.spatial.transform import Rotation
+    angles = Rotation.from_quat([x, y, z, w]).as_euler("ZYX")       # R = Rz(a) Ry(b) Rx(c)
+    if ball:
+        system.spherical(jname, pm, cm, coordinates=[f"{jname}_{k}" for k in (1, 2, 3)],
+                         start=[float(a) for a in angles])
+    else:
+        if parent is not system.ground:
+            raise MJCFError(f"body '{bname}': a free joint below another body, which MuJoCo does not "
+                            "allow either")
+        system.free(jname, pm, cm, coordinates=[f"{jname}_{k}" for k in ("x", "y", "z", "rx", "ry", "rz")],
+                    start=[float(v) for v in start_qpos[adr - 3:adr]] + [float(a) for a in angles[::-1]])
+
+
+def _bodies(system, model, mujoco, nm):
+    """{MuJoCo body id: fmigen body} for every body, ground 0; masses,
+    inertias and centres of mass as MuJoCo compiled them."""
+    obj = mujoco.mjtObj
     bodies = {0: system.ground}
     for b in range(1, model.nbody):
         bname = nm(obj.mjOBJ_BODY, b, f"body{b}")
@@ -477,6 +530,80 @@ def import_mjcf(source, name=None) -> JointSystem:
         inertia = (inertia + inertia.T) / 2
         bodies[b] = system.body(bname, float(model.body_mass[b]), sp.Matrix(inertia),
                                 com=_exact_vec(model.body_ipos[b]))
+    return bodies
+
+
+def _loop_closures(system, model, mujoco, nm, bodies, data):
+    """Each connect equality as a spherical joint and each weld as a fixed
+    one, between markers at their anchors (``data``: the kinematics at
+    qpos0); returns their names, the cut joints."""
+    obj = mujoco.mjtObj
+    cut = []
+    for k in range(model.neq):
+        b1, b2 = int(model.eq_obj1id[k]), int(model.eq_obj2id[k])
+        if int(model.eq_objtype[k]) == int(obj.mjOBJ_SITE):
+            s1, s2 = b1, b2
+            b1, b2 = int(model.site_bodyid[s1]), int(model.site_bodyid[s2])
+            a1, a2 = model.site_pos[s1], model.site_pos[s2]
+        else:
+            a1 = model.eq_data[k, 0:3]
+            # body2's anchor: the same world point at qpos0, in body2's frame
+            world = data.xpos[b1] + data.xmat[b1].reshape(3, 3) @ a1
+            a2 = data.xmat[b2].reshape(3, 3).T @ (world - data.xpos[b2])
+        ename = nm(obj.mjOBJ_EQUALITY, k, f"loop{k}")
+        m1 = bodies[b1].marker(f"{ename}_1", _exact_vec(a1))
+        m2 = bodies[b2].marker(f"{ename}_2", _exact_vec(a2))
+        if int(model.eq_type[k]) == int(mujoco.mjtEq.mjEQ_CONNECT):
+            system.spherical(ename, m1, m2)
+        else:
+            system.fixed(ename, m1, m2)
+        cut.append(ename)
+    return cut
+
+
+def _motors(system, model, mujoco, nm):
+    """Each joint motor as an input times its gear on its coordinate;
+    returns the actuated coordinates' names."""
+    obj = mujoco.mjtObj
+    actuated = []
+    for i in range(model.nu):
+        jid = int(model.actuator_trnid[i, 0])
+        aname = nm(obj.mjOBJ_ACTUATOR, i, f"actuator{i}")
+        if int(model.jnt_type[jid]) in (int(mujoco.mjtJoint.mjJNT_BALL), int(mujoco.mjtJoint.mjJNT_FREE)):
+            raise MJCFError(f"actuator '{aname}' drives a ball or free joint; fmigen's motors drive one "
+                            "hinge or slide coordinate")
+        start = float(model.key_ctrl[0, i]) if model.nkey else 0.0
+        u = system.input(aname, start, description=f"MuJoCo motor '{aname}'")
+        jname = nm(obj.mjOBJ_JOINT, jid, None)
+        owner = next(j for j in system.joints.values() if any(c.name == jname for c in j.coordinates))
+        system.joint_force(owner.name, float(model.actuator_gear[i, 0]) * u, coordinate=jname)
+        actuated.append(jname)
+    return actuated
+
+
+def import_mjcf(source, name=None) -> JointSystem:
+    """A JointSystem from an MJCF file path or XML text."""
+    mujoco = _mujoco()
+    text = Path(source).read_text() if not str(source).lstrip().startswith("<") else str(source)
+    try:
+        model = mujoco.MjModel.from_xml_string(text)
+    except ValueError as e:
+        raise MJCFError(f"MuJoCo could not compile the model: {e}") from None
+    obj = mujoco.mjtObj
+
+    def nm(kind, i, fallback):
+        return mujoco.mj_id2name(model, kind, i) or fallback
+
+    tendons = _straight_tendons(model, mujoco, nm)
+
+    system = JointSystem(name or model.names[:model.names.index(b"\0")].decode() or "mjcf")
+    system.gravity = _exact_vec(model.opt.gravity)
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)       # at qpos0, where body-form connects are satisfied
+    # starts: the first keyframe when there is one (qpos0 is often a dead
+    # centre), else qpos0; exact for independent coordinates, guesses otherwise
+    start_qpos = model.key_qpos[0] if model.nkey else model.qpos0
+    bodies = _bodies(system, model, mujoco, nm)
     independent_text = None
     for k in range(model.ntext):
         if nm(obj.mjOBJ_TEXT, k, "") == "fmigen:independent":
@@ -521,39 +648,22 @@ def import_mjcf(source, name=None) -> JointSystem:
             system.cylindrical(jname, pm, cm, axis=axes[0], coordinates=names, start=starts)
         elif types == [H, H] and sp.simplify(sum(a * c for a, c in zip(*axes))) == 0:
             system.universal(jname, pm, cm, axis=axes[0], axis2=axes[1], coordinates=names, start=starts)
-        elif types == [H, H, H] and list(axes) == [Z, (0, 1, 0), (1, 0, 0)]:
+        elif types == [H, H, H] and list(axes) == [Z, Y, X]:
             system.spherical(jname, pm, cm, coordinates=names, start=starts)
+        elif types == [S, S, S, H, H, H] and list(axes) == [X, Y, Z, Z, Y, X]:
+            # export_mjcf's free joint: fmigen's coordinates x, y, z, rx,
+            # ry, rz are these slides, then the hinges in reverse (applied
+            # z, y, x, R = Rz Ry Rx)
+            system.free(jname, pm, cm, coordinates=names[:3] + names[:2:-1], start=starts[:3] + starts[:2:-1])
         elif types in ([BALL], [FREE]):
-            # the same motion in fmigen's coordinates: a ball joint is the
-            # spherical joint (3-2-1 angles, R = Rz Ry Rx), a free joint the
-            # free joint (the body frame's position in the world, then the
-            # same angles), their starts the keyframe quaternion's angles.
-            # The angles are singular where the second is ±π/2, as any
-            # three-angle set; MuJoCo's quaternion is not
-            i = jids[0]
-            if float(model.jnt_stiffness[i]) or any(model.dof_damping[model.jnt_dofadr[i]:model.jnt_dofadr[i] + (3 if types == [BALL] else 6)]):
-                raise MJCFError(f"joint '{jname}': stiffness or damping on a MuJoCo {'ball' if types == [BALL] else 'free'} "
-                                "joint acts on its rotation vector, which fmigen's angle coordinates have no "
-                                "spring for; remove it or write the joint as hinges")
-            adr = int(model.jnt_qposadr[i]) + (3 if types == [FREE] else 0)
-            w, x, y, z = (float(v) for v in start_qpos[adr:adr + 4])
-            from scipy.spatial.transform import Rotation
-            angles = Rotation.from_quat([x, y, z, w]).as_euler("ZYX")       # R = Rz(a) Ry(b) Rx(c)
-            if types == [BALL]:
-                system.spherical(jname, pm, cm, coordinates=[f"{jname}_{k}" for k in (1, 2, 3)],
-                                 start=[float(a) for a in angles])
-            else:
-                if parent is not system.ground:
-                    raise MJCFError(f"body '{bname}': a free joint below another body, which MuJoCo does not "
-                                    "allow either")
-                system.free(jname, pm, cm, coordinates=[f"{jname}_{k}" for k in ("x", "y", "z", "rx", "ry", "rz")],
-                            start=[float(v) for v in start_qpos[adr - 3:adr]] + [float(a) for a in angles[::-1]])
+            _ball_or_free(system, model, mujoco, jids[0], types == [BALL], jname, bname, pm, cm, parent, start_qpos)
             continue
         else:
             kinds = {H: "hinge", S: "slide", BALL: "ball", FREE: "free"}
             raise MJCFError(f"body '{bname}': the joint combination {[kinds.get(x, x) for x in types]} "
                             "is not one fmigen represents (hinge, slide, hinge+slide on one axis, two "
-                            "perpendicular hinges, hinges about z, y, x)")
+                            "perpendicular hinges, hinges about z, y, x, slides along x, y, z then "
+                            "hinges about z, y, x)")
         for i, jn in zip(jids, names):
             dof = model.jnt_dofadr[i]
             k, d = float(model.jnt_stiffness[i]), float(model.dof_damping[dof])
@@ -561,44 +671,12 @@ def import_mjcf(source, name=None) -> JointSystem:
                 system.rotational_spring_damper(f"{jn}_spring", jname, k, d,
                                                 free_angle=float(model.qpos_spring[model.jnt_qposadr[i]]),
                                                 coordinate=jn)
-    cut = []
-    for k in range(model.neq):
-        b1, b2 = int(model.eq_obj1id[k]), int(model.eq_obj2id[k])
-        if int(model.eq_objtype[k]) == int(obj.mjOBJ_SITE):
-            s1, s2 = b1, b2
-            b1, b2 = int(model.site_bodyid[s1]), int(model.site_bodyid[s2])
-            a1, a2 = model.site_pos[s1], model.site_pos[s2]
-        else:
-            a1 = model.eq_data[k, 0:3]
-            # body2's anchor: the same world point at qpos0, in body2's frame
-            world = data.xpos[b1] + data.xmat[b1].reshape(3, 3) @ a1
-            a2 = data.xmat[b2].reshape(3, 3).T @ (world - data.xpos[b2])
-        ename = nm(obj.mjOBJ_EQUALITY, k, f"loop{k}")
-        m1 = bodies[b1].marker(f"{ename}_1", _exact_vec(a1))
-        m2 = bodies[b2].marker(f"{ename}_2", _exact_vec(a2))
-        if int(model.eq_type[k]) == int(mujoco.mjtEq.mjEQ_CONNECT):
-            system.spherical(ename, m1, m2)
-        else:
-            system.fixed(ename, m1, m2)
-        cut.append(ename)
-    system.cut = cut or None
+    system.cut = _loop_closures(system, model, mujoco, nm, bodies, data) or None
     for tname, (s1, s2), k, d, free in tendons:
         ends = [bodies[int(model.site_bodyid[si])].marker(f"{tname}_{n}", _exact_vec(model.site_pos[si]))
                 for n, si in ((1, s1), (2, s2))]
         system.spring_damper(tname, ends[0], ends[1], k, d, free_length=free)
-    actuated = []
-    for i in range(model.nu):
-        jid = int(model.actuator_trnid[i, 0])
-        aname = nm(obj.mjOBJ_ACTUATOR, i, f"actuator{i}")
-        if int(model.jnt_type[jid]) in (int(mujoco.mjtJoint.mjJNT_BALL), int(mujoco.mjtJoint.mjJNT_FREE)):
-            raise MJCFError(f"actuator '{aname}' drives a ball or free joint; fmigen's motors drive one "
-                            "hinge or slide coordinate")
-        start = float(model.key_ctrl[0, i]) if model.nkey else 0.0
-        u = system.input(aname, start, description=f"MuJoCo motor '{aname}'")
-        jname = nm(obj.mjOBJ_JOINT, jid, None)
-        owner = next(j for j in system.joints.values() if any(c.name == jname for c in j.coordinates))
-        system.joint_force(owner.name, float(model.actuator_gear[i, 0]) * u, coordinate=jname)
-        actuated.append(jname)
+    actuated = _motors(system, model, mujoco, nm)
     if independent_text:
         system.independent = independent_text.split()
     else:
