@@ -293,6 +293,8 @@ class JointSystem:
     distance_links: bool = True
     #: joints whose reactions are FMU outputs (``reaction``), in request order
     reactions: list[str] = field(default_factory=list)
+    #: static trims (``trim``): (spring name, coordinate name), in request order
+    trims: list[tuple[str, str]] = field(default_factory=list)
     #: how float literals become exact rationals (``Mechanism.float_rule``,
     #: ``fmigen.floats``): "decimal" or "binary".  Axes are converted when
     #: their joint is added: set it before adding joints
@@ -596,6 +598,35 @@ class JointSystem:
         if name in self.reactions:
             raise ModelError(f"reaction of joint '{name}' requested twice")
         self.reactions.append(name)
+
+    def trim(self, spring, coordinate):
+        """Static trim: the preload of ``spring`` (a ``spring_damper`` or
+        ``rotational_spring_damper``, by name) becomes the value that makes
+        the start pose a static equilibrium along ``coordinate`` (an
+        independent coordinate): at rest there, the generalized force on it
+        (gravity, every load, the inputs at their starts) is zero.  The
+        preload is solved at build time as an expression in the tunable
+        parameters (it is linear in them through the loads), so the FMU
+        recomputes it whenever a tunable mass, stiffness or g is set before
+        initialization; it is reported as the output ``trim_<spring>``
+        (initial="calculated").  Several trims are solved together (one
+        linear system).  Leave the spring's own ``preload`` at 0: the trim
+        replaces it."""
+        if not any(sd.name == spring for sd in [*self.springs, *self.rotational_springs]):
+            have = [sd.name for sd in [*self.springs, *self.rotational_springs]]
+            raise ModelError(f"trim: unknown spring '{spring}' (have {', '.join(have) or 'no springs'})")
+        sd = next(sd for sd in [*self.springs, *self.rotational_springs] if sd.name == spring)
+        if sd.preload != 0:
+            raise ModelError(f"trim: spring '{spring}' already has a preload ({sd.preload}); the trim computes it, "
+                             "declare the spring with preload 0")
+        names = [c.name for c in self.coordinates]
+        if coordinate not in names:
+            raise ModelError(f"trim: unknown coordinate '{coordinate}' (have {', '.join(names)})")
+        if any(s == spring for s, _ in self.trims):
+            raise ModelError(f"trim: spring '{spring}' trimmed twice")
+        if any(c == coordinate for _, c in self.trims):
+            raise ModelError(f"trim: coordinate '{coordinate}' already balanced by another trimmed spring")
+        self.trims.append((spring, coordinate))
 
     # --- queries ----------------------------------------------------------
     @property

@@ -575,13 +575,17 @@ def to_mechanism(system: JointSystem) -> Mechanism:
     projected = _select_constraints(system, m, coords, candidates)
     _check_start_closes(system, coords, position_checks, projected)
 
-    _loads(system, m, poses, marker_pose, in_base, base)
+    # a trimmed spring's preload is a placeholder until _trim solves it
+    trim_preloads = {spring: sp.Symbol(f"_trim_{spring}", real=True) for spring, _ in system.trims}
+    _loads(system, m, poses, marker_pose, in_base, base, trim_preloads)
 
     cut_coords = _outputs_and_independent(system, m, cut, marker_pose)
     _pass_through_options(system, m, cut_coords)
     _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, shared, relative_cache)
     _limits_as_documentation(m)
     _start_assembly(system, m, poses, marker_pose)
+    if trim_preloads:
+        _trim(system, m, trim_preloads)
     m.joint_system = system
     m.described_start = {c.name: float(c.start) for c in m.coordinates}
     return m
@@ -626,21 +630,25 @@ def _world_poses(system, m, tree):
     return poses
 
 
-def _loads(system, m, poses, marker_pose, in_base, base):
+def _loads(system, m, poses, marker_pose, in_base, base, preloads=None):
     """The joint loads, rotational springs, spring-dampers and marker forces
-    of ``system`` as generalized and point forces of ``m``."""
+    of ``system`` as generalized and point forces of ``m``.  ``preloads``:
+    spring name -> the preload to use instead of the declared one (the
+    trimmed springs' placeholders, ``_trim``)."""
+    preloads = preloads or {}
     for ld in system.joint_loads:
         m.generalized_force(ld.coordinate.name, ld.expr)
     for rs in system.rotational_springs:
         q = rs.coordinate.symbol
         m.generalized_force(rs.coordinate.name,
-                            -(rs.preload + rs.stiffness * (q - rs.free_angle) + rs.damping * q.diff(t)))
+                            -(preloads.get(rs.name, rs.preload) + rs.stiffness * (q - rs.free_angle)
+                              + rs.damping * q.diff(t)))
     def tension_vector(ra, rb, sd):
         """T d/|d| (the force on a; −it on b): tension pulls them together."""
         d = rb - ra
         L = sp.sqrt(d.dot(d))
         Ldot = d.dot(d.diff(t)) / L
-        T = sd.preload + sd.stiffness * (L - sd.free_length) + sd.damping * Ldot
+        T = preloads.get(sd.name, sd.preload) + sd.stiffness * (L - sd.free_length) + sd.damping * Ldot
         return T * d / L
 
     for sd in system.springs:
@@ -1039,3 +1047,81 @@ def _start_assembly(system, m, poses, marker_pose):
 
 
 __all__ = ["to_mechanism", "spanning_tree", "closure_equations", "joint_transform", "rot"]
+
+
+def _trim(system, m, placeholders):
+    """Static trim (``JointSystem.trim``): solve each trimmed spring's
+    preload so that the start pose is at rest along its coordinate, and put
+    the solution in place of the placeholder everywhere ``m`` holds it.
+
+    At rest (q̇ = 0) the equations of motion M q̈ = F + Φ_qᵀ λ have q̈ = 0
+    when the generalized force projected on the motions the constraints
+    allow vanishes: Nᵀ F = 0 with N = [I; −Φ_d⁻¹ Φ_i] (rows ordered as the
+    coordinates), one row per independent coordinate.  The rows of the
+    trimmed coordinates are linear in the preloads (a spring's tension is
+    linear in its preload), with coefficients that are numbers at the start
+    pose; their constant parts are sums of tunable parameters (masses, g,
+    stiffnesses) times numbers.  So the preloads are expressions in the
+    tunable parameters, which the FMU evaluates with their current values:
+    a parameter set before initialization re-trims.  The start pose is the
+    design pose the build assembled; the trim holds there, not at a start
+    changed in the FMU."""
+    from fmigen.derive.dae import build_dae
+    from fmigen.derive.partition import choose_partition
+    dae = build_dae(m)
+    names = list(dae.names)
+    start = {c.name: float(c.start) for c in m.coordinates}
+    # the independent set the build will use (declared, or chosen as the build chooses it)
+    independent = [names[k] for k in choose_partition(dae).independent]
+    for spring, coord in system.trims:
+        if coord not in independent:
+            raise ModelError(f"'{system.name}': trim of spring '{spring}' along '{coord}': '{coord}' is a dependent "
+                             f"coordinate (the independent ones are {', '.join(independent)}); trim along an "
+                             "independent coordinate, or declare s.independent")
+    q0 = np.array([start[n] for n in names])
+    ind = [names.index(n) for n in independent]
+    dep = [k for k in range(len(names)) if k not in ind]
+    N = np.zeros((len(names), len(ind)))
+    N[ind, range(len(ind))] = 1.0
+    if dep:
+        J = dae.numeric.Phi_q(0.0, q0)
+        N[dep, :] = -np.linalg.solve(J[:, dep], J[:, ind])
+    at_rest = {**dict(zip(dae.q_sym, q0.tolist())), **{v: 0 for v in dae.v_sym}, t: 0,
+               **dict(zip(dae.inputs, dae.input_values))}
+    F = [sp.sympify(f).xreplace(at_rest) for f in dae.F]
+    rows = []
+    for spring, coord in system.trims:
+        col = independent.index(coord)
+        rows.append(sp.Add(*[sp.Float(N[k, col]) * F[k] for k in range(len(names)) if N[k, col] != 0 and F[k] != 0]))
+    unknowns = [placeholders[spring] for spring, _ in system.trims]
+    A, b = sp.linear_eq_to_matrix([sp.expand(r) for r in rows], unknowns)
+    stray = set().union(*(e.free_symbols for e in A)) if A else set()
+    if stray:
+        raise ModelError(f"'{system.name}': the trimmed preloads' coefficients depend on {sorted(map(str, stray))}; "
+                         "a trim needs them to be numbers at the start pose")
+    An = np.array(A.tolist(), dtype=float)
+    if np.linalg.matrix_rank(An, tol=1e-12 * max(1.0, np.abs(An).max())) < len(unknowns):
+        pairs = ", ".join(f"'{s}' along '{c}'" for s, c in system.trims)
+        raise ModelError(f"'{system.name}': the trim ({pairs}) has no unique solution: at the start pose a "
+                         "trimmed spring does not act on its coordinate, or two act the same way")
+    Ainv = np.linalg.inv(An)
+    solution = {}
+    for i, (spring, _) in enumerate(system.trims):
+        solution[placeholders[spring]] = sp.Add(*[sp.Float(Ainv[i, j]) * b[j] for j in range(len(unknowns))])
+    # build_dae replaced structural parameters by numbers and kept tunable
+    # ones as their own symbols, the same symbols m uses: the solution
+    # substitutes into m directly
+    def put(e):
+        return sp.sympify(e).xreplace(solution)
+
+    # point forces (and their floating-base forms) are (point, force) pairs of tuples
+    m.point_forces = [tuple(tuple(put(x) for x in part) for part in pf) for pf in m.point_forces]
+    m.point_forces_in_base = [None if pb is None else tuple(tuple(put(x) for x in part) for part in pb)
+                              for pb in m.point_forces_in_base]
+    m.generalized_forces = {k: put(v) for k, v in m.generalized_forces.items()}
+    m.outputs = {k: put(v) for k, v in m.outputs.items()}
+    for spring, _ in system.trims:
+        sd = next(sd for sd in [*system.springs, *system.rotational_springs] if sd.name == spring)
+        unit = "N" if sd in system.springs else "N.m"
+        m.output(f"trim_{spring}", solution[placeholders[spring]], unit,
+                 f"trimmed preload of spring '{spring}' (static equilibrium at the start pose)")

@@ -1,0 +1,118 @@
+"""Static trim (``JointSystem.trim``): a spring's preload solved so that the
+start pose is at rest, as an expression in the tunable parameters.
+
+Closed form: a mass m on a vertical slider (coordinate z, start Z0), on a
+spring from the ground origin of stiffness k and free length L0.  At rest the
+spring carries the weight in compression: its tension P + k (Z0 − L0) equals
+−m g, so the trimmed preload is P = −m g − k (Z0 − L0).  An FMU started there
+stays there (z = Z0, ż = 0 to rounding), also after m or g is set before
+initialization, in both runtimes, CS and ME, FMI 2 and 3.
+"""
+import numpy as np
+import pytest
+from fmpy import simulate_fmu
+from fmpy.validation import validate_fmu
+
+from fmigen.build.pipeline import build_fmus
+from fmigen.joints import JointSystem, Z
+from fmigen.model import ModelError
+
+M, G, K, L0, Z0 = 2.0, 9.81, 1000.0, 0.4, 0.3
+
+
+def preload(m=M, g=G):
+    return -m * g - K * (Z0 - L0)
+
+
+def sprung_mass(trim=True) -> JointSystem:
+    s = JointSystem("trim_mass")
+    m = s.parameter("m", M, "kg", tunable=True)
+    g = s.parameter("g", G, "m/s2", tunable=True)
+    body = s.body("mass", m, (0.1, 0.1, 0.1))
+    s.prismatic("z", s.ground.origin, body.origin, axis=Z, start=Z0)
+    s.spring_damper("coil", s.ground.origin, body.origin, K, damping=50.0, free_length=L0)
+    s.gravity = (0, 0, -g)
+    if trim:
+        s.trim("coil", "z")
+    return s
+
+
+@pytest.fixture(scope="module")
+def trim_fmus(tmp_path_factory):
+    out = tmp_path_factory.mktemp("trim_mass")
+    targets = [(out / f"trim_{f}_{k}.fmu", f, k) for f in ("2", "3") for k in ("cs", "me")]
+    paths, _ = build_fmus(sprung_mass(), targets, solver="rk4", step=1e-3, windows=False)
+    return dict(zip([(f, k) for _, f, k in targets], paths))
+
+
+@pytest.mark.parametrize("variant", [("2", "cs"), ("2", "me"), ("3", "cs"), ("3", "me")])
+def test_trimmed_mass_rests_and_reports_the_closed_form_preload(trim_fmus, variant):
+    path = trim_fmus[variant]
+    assert validate_fmu(str(path)) == []
+    for m, g in ((M, G), (5.0, G), (M, 3.7)):
+        res = simulate_fmu(str(path), stop_time=1.0, output_interval=0.05, start_values={"m": m, "g": g})
+        assert res["trim_coil"] == pytest.approx(preload(m, g), abs=1e-12 * K)
+        assert np.abs(res["z"] - Z0).max() < 1e-12
+        assert np.abs(res["der(z)"]).max() < 1e-11
+
+
+def test_untrimmed_mass_falls(tmp_path):
+    """The same mass without the trim (preload 0) does not rest: the check
+    above can fail."""
+    from fmigen.build.pipeline import build_fmu
+    path = build_fmu(sprung_mass(trim=False), tmp_path / "untrimmed.fmu", solver="rk4", step=1e-3)
+    path = path[0] if isinstance(path, tuple) else path
+    res = simulate_fmu(str(path), stop_time=0.2, output_interval=0.05)
+    assert np.abs(res["z"] - Z0).max() > 1e-3
+
+
+def test_python_runtime_trim_equals_the_c_fmu(trim_fmus, tmp_path):
+    pytest.importorskip("pythonfmu")
+    from fmigen.pyfmu.pyruntime import build_python_fmu
+    path, _ = build_python_fmu(sprung_mass(), tmp_path / "trim_py.fmu", step=1e-3)
+    py = simulate_fmu(str(path), stop_time=0.3, output_interval=0.05, start_values={"m": 5.0})
+    assert py["trim_coil"] == pytest.approx(preload(5.0), abs=1e-12 * K)
+    assert np.abs(py["z"] - Z0).max() < 1e-12
+
+
+def test_bad_trims_are_clear_errors():
+    s = sprung_mass(trim=False)
+    with pytest.raises(ModelError, match="unknown spring 'spring'"):
+        s.trim("spring", "z")
+    with pytest.raises(ModelError, match="unknown coordinate 'x'"):
+        s.trim("coil", "x")
+    s.trim("coil", "z")
+    with pytest.raises(ModelError, match="trimmed twice"):
+        s.trim("coil", "z")
+    p = JointSystem("preloaded")
+    b = p.body("mass", 1.0, (0.1, 0.1, 0.1))
+    p.prismatic("z", p.ground.origin, b.origin, axis=Z, start=Z0)
+    p.spring_damper("coil", p.ground.origin, b.origin, K, preload=3.0)
+    with pytest.raises(ModelError, match="already has a preload"):
+        p.trim("coil", "z")
+
+
+def test_quarter_car_trim_matches_the_hand_made_virtual_work_balance():
+    """Through a closed loop: the quarter car's coil-over (on the five-link
+    corner's spring link, the travel z independent, the links dependent)
+    trimmed along z against ``quarter_car_joints.static_preload``, the
+    balance the mechanism computes by hand (virtual work along the travel,
+    the geometry's derivatives by central differences, which limit the
+    agreement).  The trim projects with Φ_d⁻¹Φ_i at the start instead:
+    the two share only the mechanism's data."""
+    import dataclasses
+    from mechanisms import quarter_car_joints as qc
+    from fmigen.frontends.joint_model import to_mechanism
+    s = qc.build()
+    s.springs = [dataclasses.replace(sd, preload=0) if sd.name == "coilover" else sd for sd in s.springs]
+    s.trim("coilover", "z")
+    m = to_mechanism(s)
+    trimmed = m.outputs["trim_coilover"].xreplace({p.symbol: p.value for p in m.parameters})
+    assert float(trimmed) == pytest.approx(qc.static_preload(), rel=1e-9)
+    # the coordinate must be independent
+    s = qc.build()
+    s.springs = [dataclasses.replace(sd, preload=0) if sd.name == "coilover" else sd for sd in s.springs]
+    dependent = next(c.name for c in s.coordinates if c.name not in s.independent)
+    s.trim("coilover", dependent)
+    with pytest.raises(ModelError, match="is a dependent coordinate"):
+        to_mechanism(s)
