@@ -680,7 +680,9 @@ def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, k
     """``fmigen bench MECH --worst-case``: callgrind instructions of every
     doStep (at a communication interval of ``step``, outputs read after it:
     the harness's ``worst_case_step``) over the motion from the start with
-    the default inputs (``stop_time``) and over the build's workspace sweep
+    the default inputs (``stop_time``, or up to a step that fails: a motion
+    into a singular configuration ends there, that step counted) and over
+    the build's workspace sweep
     (``workspace.sweep``: every point of every path, in path order) with
     random velocities and inputs (``VELOCITY_SPAN``, ``INPUT_SPAN``; seeded,
     so the same numbers every run).  Returns the median, p99 and maximum
@@ -753,7 +755,7 @@ def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, k
             shutil.rmtree(tmp, ignore_errors=True)
     if len(counts) != res["steps"]:
         raise ModelError(f"the worst-case harness: {len(counts)} callgrind dumps for {res['steps']} steps")
-    nsteps = int(math.floor(stop_time / step + 0.5))
+    nsteps = res["motion"]   # up to a step that failed (counted)
     labels = [f"step {s + 1} from the start" for s in range(nsteps)]
     labels += [where[j] for j in stepped]   # a failed path's rest is skipped: what was stepped
     arr = np.array(counts, dtype=float)
