@@ -419,9 +419,9 @@ def bounded_work_html() -> str:
             f"the prediction and, where those fail, at most {cap['aberth']} Aberth iterations and 5 polishing "
             "steps; each block tries a fixed number of attempts. A communication step of H takes at most "
             "ceil(H / internal_step) internal steps. Errors are recorded inside the step as numbers and "
-            "formatted into the log message only after it returns. `fmigen bench MECH --worst-case` measures "
+            "formatted into the log message only after it returns. <code>fmigen bench MECH --worst-case</code> measures "
             "the instructions of every doStep over the motion and the swept workspace "
-            "(docs/benchmarks.md).</p>")
+            "(fmigen's docs/benchmarks.md).</p>")
 
 
 def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi="2",

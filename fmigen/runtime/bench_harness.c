@@ -52,7 +52,8 @@
  *   velocities and inputs (a workspace point, random velocities and inputs;
  *   solved outside the count, from the previous point's solution) and takes
  *   one step of h.  Prints "sample K" for each sample stepped (K counts the
- *   "S" lines from 0), then {"motion": the motion's steps (up to one that
+ *   "S" lines from 0) and "failed N" for each counted step N (from 0) that
+ *   failed, then {"motion": the motion's steps (up to one that
  *   failed), "steps": counted steps, "failed": steps that
  *   failed, "unset": samples whose state did not assemble, "iterations":
  *   the most each bounded loop took, with the hooks of fmigen_runtime.h
@@ -184,7 +185,7 @@ static int worst_case_main(double T, double h, long nsteps, int solver)
     while (motion < nsteps) {
         motion++;
         counted++;
-        if (worst_case_step(&c, h)) { failed++; break; }
+        if (worst_case_step(&c, h)) { printf("failed %ld\n", counted - 1); failed++; break; }
     }
     char tag[8];
     long sample = -1;
@@ -206,7 +207,7 @@ static int worst_case_main(double T, double h, long nsteps, int solver)
         if (fmigen_core_refresh(&c)) { unset++; broken = 1; continue; }
         counted++;
         printf("sample %ld\n", sample);
-        if (worst_case_step(&c, h)) { failed++; broken = 1; }
+        if (worst_case_step(&c, h)) { printf("failed %ld\n", counted - 1); failed++; broken = 1; }
     }
     printf("{\"motion\": %ld, \"steps\": %ld, \"failed\": %ld, \"unset\": %ld, \"iterations\": {\"newton\": %d, "
            "\"polish\": %d, \"poly_newton\": %d, \"aberth\": %d, \"aberth_runs\": %ld}}\n", motion, counted, failed,
