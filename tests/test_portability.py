@@ -84,3 +84,17 @@ def test_a_linux64_state_restores_or_is_refused_naming_the_byte_order(fmus, plat
         assert "serialized on a little-endian platform and this one is big-endian" in row["reason"], row
     else:
         assert row["status"] == "identical" and row["values"] == 100 * 13, row
+
+
+def test_the_fmu_documentation_states_the_iteration_caps(fmus):
+    """The caps a HIL target budgets for are in the FMU itself, with the
+    numbers the runtime compiles in (the headers' defines and the Newton
+    generator's chord steps)."""
+    import zipfile
+    from fmigen.generate.codegen_newton import iteration_caps
+    cap = iteration_caps()
+    with zipfile.ZipFile(fmus["fourbar"]) as z:
+        html = z.read("documentation/index.html").decode()
+    for phrase in (f"at most {cap['newton']} iterations per attempt", f"at most {cap['polish']};",
+                   f"at most {cap['poly_newton']} Newton steps", f"at most {cap['aberth']} Aberth iterations"):
+        assert phrase in html, (phrase, html)
