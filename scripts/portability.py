@@ -121,18 +121,52 @@ def build(u: Unpacked, platform: str, work: Path) -> tuple[list[str] | None, str
     return [*runner, str(exe)], r.stderr
 
 
-def run(cmd: list[str], u: Unpacked, steps: int, h: float, timeout: float = 900) -> tuple[list[list[int]] | None, str]:
+def run(cmd: list[str], u: Unpacked, steps: int, h: float, timeout: float = 900,
+        state: tuple = ()) -> tuple[list[list[int]] | None, str]:
+    """The master's rows, one per step (None and why when it failed);
+    ``state``: ("--save" or "--load", K, file), fmi2_master's option."""
     env = dict(os.environ, WINEDEBUG="-all")
     if cmd[0].endswith("wine64"):
         env.setdefault("WINEPREFIX", str(Path(tempfile.gettempdir()) / f"fmigen-wine-{os.getuid()}"))
-    r = subprocess.run([*cmd, u.guid, str(steps), repr(h), *(str(v) for v, _ in u.reals)], capture_output=True,
-                       text=True, env=env, timeout=timeout)
+    r = subprocess.run([*cmd, *map(str, state), u.guid, str(steps), repr(h), *(str(v) for v, _ in u.reals)],
+                       capture_output=True, text=True, env=env, timeout=timeout)
     if r.returncode:
         return None, f"exit status {r.returncode}: {r.stderr.strip()[-2000:]}"
     rows = [[int(x, 16) for x in line.split()] for line in r.stdout.splitlines()]
-    if len(rows) != steps:
-        return None, f"{len(rows)} of {steps} steps printed"
+    first = int(state[1]) if state and state[0] == "--load" else 0
+    if len(rows) != steps - first:
+        return None, f"{len(rows)} of {steps - first} steps printed"
     return rows, ""
+
+
+def carry_state(fmu_path: Path, platform: str, steps: int = 200, at: int = 100, h: float = 1e-3) -> dict:
+    """An FMU state serialized by the shipped linux64 binary after ``at``
+    steps, restored on ``platform`` (fmi2DeSerializeFMUstate,
+    fmi2SetFMUstate) and stepped on to ``steps``: "identical" when every
+    value of those steps has the bits the linux64 run gave, "differs", or
+    "refused" with the FMU's message (the master's exit status 5)."""
+    row = {"fmu": fmu_path.stem, "platform": platform}
+    gone = missing_tools(platform)
+    if gone:
+        return {**row, "status": "skipped", "reason": f"not installed: {', '.join(gone)}"}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        u = Unpacked(fmu_path, tmp / "fmu")
+        state = tmp / "state.bin"
+        cmd, msg = build(u, "linux64", tmp)
+        if cmd is None:
+            raise SystemExit(f"{fmu_path}: the reference master: {msg}")
+        ref, msg = run(cmd, u, steps, h, state=("--save", at, state))
+        if ref is None:
+            raise SystemExit(f"{fmu_path}: the shipped linux64 binary saving its state: {msg}")
+        cmd, msg = build(u, platform, tmp)
+        if cmd is None:
+            return {**row, "status": "failed", "reason": msg}
+        got, why = run(cmd, u, steps, h, state=("--load", at, state))
+        if got is None:
+            return {**row, "status": "refused" if why.startswith("exit status 5:") else "failed", "reason": why}
+        c = compare(ref[at:], got, [n for _, n in u.reals])
+        return {**row, "status": "identical" if c["differ"] == 0 else "differs", **c}
 
 
 def as_double(bits: int) -> float:

@@ -66,3 +66,35 @@ def test_fourbar_on_other_platforms_gives_the_shipped_bits(fmus, platform):
     multiply-adds there) differed from step 2 by up to 4.6e-14."""
     row = _one(fmus, "fourbar", platform)
     assert row["status"] == "identical", row
+
+
+@pytest.mark.parametrize("platform", ["wine-win64", "qemu-aarch64", "qemu-powerpc"])
+def test_a_linux64_state_restores_or_is_refused_naming_the_byte_order(fmus, platform):
+    """A state serialized by the shipped linux64 binary after 100 steps and
+    restored on another platform: the same little-endian layout (the win64
+    DLL, aarch64) steps on with the linux64 run's bits; big-endian powerpc
+    refuses it, saying why.  Before: the master could not carry a state, and
+    powerpc's refusal said only that the bytes were not an fmigen state."""
+    gone = portability.missing_tools(platform)
+    if gone:
+        pytest.skip(f"{platform}: not installed: {', '.join(gone)} (scripts/setup.sh --portability)")
+    row = portability.carry_state(Path(fmus["fourbar"]), platform, steps=200, at=100)
+    if platform == "qemu-powerpc":
+        assert row["status"] == "refused", row
+        assert "serialized on a little-endian platform and this one is big-endian" in row["reason"], row
+    else:
+        assert row["status"] == "identical" and row["values"] == 100 * 13, row
+
+
+def test_the_fmu_documentation_states_the_iteration_caps(fmus):
+    """The caps a HIL target budgets for are in the FMU itself, with the
+    numbers the runtime compiles in (the headers' defines and the Newton
+    generator's chord steps)."""
+    import zipfile
+    from fmigen.generate.codegen_newton import iteration_caps
+    cap = iteration_caps()
+    with zipfile.ZipFile(fmus["fourbar"]) as z:
+        html = z.read("documentation/index.html").decode()
+    for phrase in (f"at most {cap['newton']} iterations per attempt", f"at most {cap['polish']};",
+                   f"at most {cap['poly_newton']} Newton steps", f"at most {cap['aberth']} Aberth iterations"):
+        assert phrase in html, (phrase, html)

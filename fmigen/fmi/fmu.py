@@ -407,6 +407,23 @@ def _cached_object(cc: str, flags: list, source: Path, workdir: Path) -> Path:
     return cached
 
 
+def bounded_work_html() -> str:
+    """The FMU documentation's statement of its work per step: every loop's
+    cap (codegen_newton.iteration_caps), and no text made inside a step."""
+    from fmigen.generate.codegen_newton import iteration_caps
+    cap = iteration_caps()
+    return ("<h2>Work per step</h2><p>Every iterative loop of a step has a fixed cap, whatever the input: "
+            f"a kinematic block solved by Newton (a fallback, or a block without a closed-form sequence) takes at "
+            f"most {cap['newton']} iterations per attempt, the polish of a closed-form result at most "
+            f"{cap['polish']}; a univariate polynomial's root at most {cap['poly_newton']} Newton steps from "
+            f"the prediction and, where those fail, at most {cap['aberth']} Aberth iterations and 5 polishing "
+            "steps; each block tries a fixed number of attempts. A communication step of H takes at most "
+            "ceil(H / internal_step) internal steps. Errors are recorded inside the step as numbers and "
+            "formatted into the log message only after it returns. <code>fmigen bench MECH --worst-case</code> measures "
+            "the instructions of every doStep over the motion and the swept workspace "
+            "(fmigen's docs/benchmarks.md).</p>")
+
+
 def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi="2",
             kind="cs", windows=None, use_cache=False) -> Path:
     """Write the FMU of ``model``, an Embedding or an Interface (a
@@ -475,7 +492,7 @@ def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi=
                "the coordinates are integrated, not projected onto the constraints. " if form is not None
                else "") +
             "Geometry is structural (baked into the Gröbner basis); masses, inertias, gravity and "
-            "force amplitudes are tunable parameters.</p></body></html>")
+            "force amplitudes are tunable parameters.</p>" + bounded_work_html() + "</body></html>")
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:

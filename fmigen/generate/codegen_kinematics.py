@@ -12,7 +12,8 @@ import sympy as sp
 
 from fmigen.derive.embed import Embedding
 from fmigen.generate.codegen_lanes import lane_classes, lane_function
-from fmigen.generate.codegen_newton import _newton_call, _newton_function, newton_pairs, newton_start
+from fmigen.generate.codegen_newton import (POLISH_ITERATIONS, _newton_call, _newton_function, newton_pairs,
+                                           newton_start)
 from fmigen.generate.printer import SymbolMap, c
 from fmigen.generate.statements import _function, assignments, poly_plan
 from fmigen.kinematics.triangular import (ROOT_REFINEMENTS, Triangularization, abs_sum, block_layout,
@@ -421,7 +422,7 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
             out += lang.complete_angles("polish", complete)
         out += lang.newton_start("polish", newton_start(pairs, layout, "", sums, lang.expr), f"{bi}_p",
                                  2 * len(pairs))
-        out += lang.newton("polish", tb, bi, f"{bi}_p", "4")
+        out += lang.newton("polish", tb, bi, f"{bi}_p", str(POLISH_ITERATIONS))
         out += lang.polished_open(f"converged_{bi}_p")
         out += lang.vars_from_q("polished", layout, sums, pairs, f"{bi}_p")
         out += lang.verify_close()

@@ -5,6 +5,9 @@ solved by a Newton function written for it, chord steps included.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import sympy as sp
 
 from fmigen.generate.printer import c
@@ -96,6 +99,9 @@ CHORD_STOP = ("{p} > 0.0 && {p} <= 1e-4 * (1.0 + {q}) && {d} <= 1e-3 * {p} && "
               "1e3 * {d} * {d} <= 1e-14 * (1.0 + {q}) * {p}")
 #: chord steps allowed beyond the fresh steps' limit
 CHORD_EXTRA = 8
+#: fresh steps of the polish from a sequence's result that missed
+#: FMIGEN_SEQ_TOL (the fallback's are FMIGEN_NEWTON_MAX_ITER)
+POLISH_ITERATIONS = 4
 
 
 def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
@@ -157,6 +163,7 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
 {ind}    int piv[{nb}], converged = 0;
 {ind}    double dprev = 0.0;{state}{start}
 {ind}    {loop} {{
+{ind}        FMIGEN_NEWTON_STEP({iterations}, it);
 {evaluate}
 {ind}        fmigen_lu_solve({nb}, J, piv, r);
 {ind}        double dmax = 0.0, qmax = 0.0;
@@ -190,3 +197,19 @@ def newton_system(emb, tb, sin_prefix, cos_prefix):
         subs[sp.sin(qs)] = sp.Symbol(f"{sin_prefix}{k}")
         subs[sp.cos(qs)] = sp.Symbol(f"{cos_prefix}{k}")
     return Phi_b.xreplace(subs), J_b.xreplace(subs), pairs
+
+
+def iteration_caps() -> dict:
+    """Each bounded loop's cap in iterations, as the runtime's headers and
+    this module set it: a Newton block's (fresh steps up to
+    FMIGEN_NEWTON_MAX_ITER, chord steps CHORD_EXTRA more), the polish's
+    (POLISH_ITERATIONS fresh, CHORD_EXTRA chord), the polynomial root's
+    Newton from the prediction and the Aberth iteration of its fallback.
+    For `fmigen bench --worst-case` and the FMU's documentation."""
+    runtime = Path(__file__).resolve().parent.parent / "runtime"
+    text = (runtime / "fmigen_runtime.h").read_text() + (runtime / "fmigen_numeric.h").read_text()
+
+    def define(name):
+        return int(re.search(rf"#define {name} (\d+)", text).group(1))
+    return {"newton": define("FMIGEN_NEWTON_MAX_ITER") + CHORD_EXTRA, "polish": POLISH_ITERATIONS + CHORD_EXTRA,
+            "poly_newton": define("FMIGEN_POLY_NEWTON_MAX_ITER"), "aberth": define("FMIGEN_ABERTH_MAX_ITER")}

@@ -41,7 +41,24 @@
  *   count with --toggle-collect=run_kinematic;
  *   mode "callgrind-fmu": one untimed run of T/h calls fmigen_core_step(h),
  *   what an FMU's doStep does when the importer communicates every internal
- *   step (HIL at 1 kHz), to count with --toggle-collect=run_fmu_steps.
+ *   step (HIL at 1 kHz), to count with --toggle-collect=run_fmu_steps;
+ *   mode "worst-case SOLVER": the doSteps of `fmigen bench --worst-case`, one
+ *   call of worst_case_step each (count each with valgrind --tool=callgrind
+ *   --toggle-collect=worst_case_step --dump-after=worst_case_step): first
+ *   T/h steps from the start with the default inputs (up to a step that
+ *   fails), then the samples read
+ *   from stdin, one a line: "P" starts a path again from the start
+ *   assembly, "S q_i.. v_i.. u.." sets the independent coordinates,
+ *   velocities and inputs (a workspace point, random velocities and inputs;
+ *   solved outside the count, from the previous point's solution) and takes
+ *   one step of h.  Prints "sample K" for each sample stepped (K counts the
+ *   "S" lines from 0) and "failed N" for each counted step N (from 0) that
+ *   failed, then {"motion": the motion's steps (up to one that
+ *   failed), "steps": counted steps, "failed": steps that
+ *   failed, "unset": samples whose state did not assemble, "iterations":
+ *   the most each bounded loop took, with the hooks of fmigen_runtime.h
+ *   defined to call fmigen_count_* (else zeros)}.  The counts include the
+ *   work outside the counted steps (the samples' assembly).
  */
 #define _GNU_SOURCE   /* sched_setaffinity, CPU_SET */
 #include <sched.h>
@@ -65,7 +82,7 @@ static double seconds(clockid_t id)
 static void start_state(FmigenCore *c, double *x)
 {
     fmigen_core_init(c, FMIGEN_EULER);
-    if (fmigen_core_assemble(c)) { fprintf(stderr, "assemble failed: %s\n", c->message); exit(2); }
+    if (fmigen_core_assemble(c)) { fprintf(stderr, "assemble failed: %s\n", fmigen_core_message(c)); exit(2); }
     fmigen_state_get(c, x);
 }
 
@@ -99,10 +116,10 @@ __attribute__((noinline, noclone)) int run_steps(FmigenCore *c, double *x, long 
         double t0 = 0.0;
         if (step_ns) t0 = seconds(clock);
         if (peak) { double r = violation(c, x, t); if (r > *peak) *peak = r; }
-        if (fmigen_core_rhs_accept(c, t, x, k1)) { fprintf(stderr, "step %ld: %s\n", s, c->message); return 1; }
+        if (fmigen_core_rhs_accept(c, t, x, k1)) { fprintf(stderr, "step %ld: %s\n", s, fmigen_core_message(c)); return 1; }
 #if FMIGEN_LIMIT_TEST
         /* the FMU's test for a limit position ahead (one_step) */
-        if (fmigen_core_limit(c)) { fprintf(stderr, "step %ld: %s\n", s, c->message); return 1; }
+        if (fmigen_core_limit(c)) { fprintf(stderr, "step %ld: %s\n", s, fmigen_core_message(c)); return 1; }
 #endif
         for (int i = 0; i < NX; i++) x[i] += hs * k1[i];
         if (step_ns) step_ns[s] = 1e9 * (seconds(clock) - t0);
@@ -120,9 +137,81 @@ __attribute__((noinline, noclone)) int run_steps(FmigenCore *c, double *x, long 
 __attribute__((noinline, noclone)) int run_fmu_steps(FmigenCore *c, long nsteps, double h)
 {
     for (long s = 0; s < nsteps; s++) {
-        if (fmigen_core_step(c, h)) { fprintf(stderr, "step %ld: %s\n", s, c->message); return 1; }
+        if (fmigen_core_step(c, h)) { fprintf(stderr, "step %ld: %s\n", s, fmigen_core_message(c)); return 1; }
         fmigen_core_observe(c);
     }
+    return 0;
+}
+
+/* One doStep of the FMU at a communication interval of h with the outputs
+ * read after it (run_fmu_steps' body): what `fmigen bench --worst-case`
+ * counts, one callgrind dump per call.  noinline: callgrind counts it. */
+__attribute__((noinline, noclone)) int worst_case_step(FmigenCore *c, double h)
+{
+    const int e = fmigen_core_step(c, h);
+    if (!e) fmigen_core_observe(c);
+    return e;
+}
+
+/* The most iterations each bounded loop took (the hooks of
+ * fmigen_runtime.h, defined on the worst-case build's command line to call
+ * these): a Newton block's with the fallback's limit and with the polish's,
+ * the polynomial root's Newton, the Aberth iteration, and how many times
+ * that was entered. */
+static int most_newton, most_polish, most_poly_newton, most_aberth;
+static long aberth_runs;
+void fmigen_count_newton(int limit, int it)
+{
+    int *most = limit == FMIGEN_NEWTON_MAX_ITER ? &most_newton : &most_polish;
+    if (it + 1 > *most) *most = it + 1;
+}
+void fmigen_count_poly_newton(int it) { if (it + 1 > most_poly_newton) most_poly_newton = it + 1; }
+void fmigen_count_aberth(int it)
+{
+    if (it == 0) aberth_runs++;
+    if (it + 1 > most_aberth) most_aberth = it + 1;
+}
+
+static int worst_case_main(double T, double h, long nsteps, int solver)
+{
+    static FmigenCore c;
+    long counted = 0, failed = 0, unset = 0;
+    fmigen_core_init(&c, solver);
+    c.h = h;
+    if (fmigen_core_assemble(&c)) { fprintf(stderr, "assemble failed: %s\n", fmigen_core_message(&c)); return 2; }
+    /* the motion: up to a step that fails (a motion that runs into a
+     * singular configuration, the eight-link's at 0.94 s), which is counted */
+    long motion = 0;
+    while (motion < nsteps) {
+        motion++;
+        counted++;
+        if (worst_case_step(&c, h)) { printf("failed %ld\n", counted - 1); failed++; break; }
+    }
+    char tag[8];
+    long sample = -1;
+    int broken = 1;   /* after a failure: the next sample waits for a "P" */
+    while (scanf("%7s", tag) == 1) {
+        if (tag[0] == 'P') {
+            fmigen_core_init(&c, solver);
+            c.h = h;
+            broken = fmigen_core_assemble(&c) != 0;
+            continue;
+        }
+        double x[NX], u[FMIGEN_DIM(NU)];
+        for (int i = 0; i < 2 * NI; i++) if (scanf("%lf", &x[i]) != 1) return 2;
+        for (int k = 0; k < NU; k++) if (scanf("%lf", &u[k]) != 1) return 2;
+        sample++;
+        if (broken) continue;
+        fmigen_state_set(&c, x);
+        for (int k = 0; k < NU; k++) c.u[k] = u[k];
+        if (fmigen_core_refresh(&c)) { unset++; broken = 1; continue; }
+        counted++;
+        printf("sample %ld\n", sample);
+        if (worst_case_step(&c, h)) { printf("failed %ld\n", counted - 1); failed++; broken = 1; }
+    }
+    printf("{\"motion\": %ld, \"steps\": %ld, \"failed\": %ld, \"unset\": %ld, \"iterations\": {\"newton\": %d, "
+           "\"polish\": %d, \"poly_newton\": %d, \"aberth\": %d, \"aberth_runs\": %ld}}\n", motion, counted, failed,
+           unset, most_newton, most_polish, most_poly_newton, most_aberth, aberth_runs);
     return 0;
 }
 
@@ -210,7 +299,7 @@ static int kinematic_main(double T, double h, long nsteps, int repeats, int call
     static FmigenCore c;
     fmigen_core_init(&c, FMIGEN_EULER);
     c.h = h;
-    if (fmigen_core_assemble(&c)) { fprintf(stderr, "assemble failed: %s\n", c.message); return 2; }
+    if (fmigen_core_assemble(&c)) { fprintf(stderr, "assemble failed: %s\n", fmigen_core_message(&c)); return 2; }
     const FmigenCore start = c;
     if (callgrind) {
         if (run_kinematic(&c, nsteps, qi, vi, NULL)) return 1;
@@ -251,6 +340,7 @@ int main(int argc, char **argv)
     if (nsteps < 1 || repeats < 1) { fprintf(stderr, "need T >= h and repeats >= 1\n"); return 2; }
     if (argc > 4 && strstr(argv[4], "kinematic"))
         return kinematic_main(T, h, nsteps, repeats, strcmp(argv[4], "callgrind-kinematic") == 0, argc, argv);
+    if (argc > 5 && strcmp(argv[4], "worst-case") == 0) return worst_case_main(T, h, nsteps, atoi(argv[5]));
     static FmigenCore c;
     double x[NX];
 
@@ -309,13 +399,13 @@ int main(int argc, char **argv)
     if (run_steps(&c, x, nsteps, h, T, NULL, CLOCK_MONOTONIC, &peak)) return 1;
     fmigen_state_set(&c, x);
     c.t = T;
-    if (fmigen_core_refresh(&c)) { fprintf(stderr, "final assemble: %s\n", c.message); return 1; }
+    if (fmigen_core_refresh(&c)) { fprintf(stderr, "final assemble: %s\n", fmigen_core_message(&c)); return 1; }
     fmigen_core_observe(&c);
     /* the FMU's path: one fmigen_core_step over the whole run */
     static FmigenCore f;
     fmigen_core_init(&f, FMIGEN_EULER);
     f.h = h;
-    if (fmigen_core_assemble(&f) || fmigen_core_step(&f, T)) { fprintf(stderr, "core step: %s\n", f.message); return 1; }
+    if (fmigen_core_assemble(&f) || fmigen_core_step(&f, T)) { fprintf(stderr, "core step: %s\n", fmigen_core_message(&f)); return 1; }
     fmigen_core_observe(&f);
     double diff = 0.0;
     for (int i = 0; i < NQ; i++) {

@@ -49,10 +49,8 @@ int fmigen_core_refresh(FmigenCore *c)
     /* by the exponent bits (fmigen_all_finite): isfinite is folded to true
      * under an importer's -ffinite-math-only, and this is the test of a
      * step's integrated state */
-    if (!fmigen_all_finite(c->q, NQ) || !fmigen_all_finite(c->v, NQ)) {
-        snprintf(c->message, sizeof c->message, "non-finite coordinate or velocity at t=%.9g", c->t);
-        return 1;
-    }
+    if (!fmigen_all_finite(c->q, NQ) || !fmigen_all_finite(c->v, NQ))
+        return fmigen_core_fail(c, FMIGEN_ERR_AUGMENTED_STATE, 0, c->t);
     c->observe_pending = FMIGEN_OBSERVE_ALL;
     return 0;
 #else
@@ -60,14 +58,24 @@ int fmigen_core_refresh(FmigenCore *c)
 #endif
 }
 
-#if FMIGEN_FORMULATION
-static int singular(FmigenCore *c, double t, const char *what)
+/* fmigen_core_message's text of this file's errors (FMIGEN_ERR_AUGMENTED_*:
+ * err_code 2 the mass or penalty matrix, 1 the constraint matrix) */
+void fmigen_formulation_message(FmigenCore *c)
 {
-    snprintf(c->message, sizeof c->message, "singular %s at t=%.9g: the %s formulation cannot solve for the "
-             "accelerations", what, t, form_name[FMIGEN_FORMULATION]);
-    return 1;
+#if FMIGEN_FORMULATION
+    const char *what = c->err_code != 2 ? "constraint matrix Φ_q M⁻¹ Φ_qᵀ (redundant or dependent constraints)"
+                       : FMIGEN_FORMULATION == 2 ? "penalty matrix M + ρΦ_qᵀΦ_q" : "mass matrix M";
+    if (c->err_kind == FMIGEN_ERR_AUGMENTED_STATE)
+        snprintf(c->message, sizeof c->message, "non-finite coordinate or velocity at t=%.9g", c->err_t);
+    else if (c->err_kind == FMIGEN_ERR_AUGMENTED_SINGULAR)
+        snprintf(c->message, sizeof c->message, "singular %s at t=%.9g: the %s formulation cannot solve for "
+                 "the accelerations", what, c->err_t, form_name[FMIGEN_FORMULATION]);
+#else
+    (void)c;
+#endif
 }
 
+#if FMIGEN_FORMULATION
 int fmigen_augmented_rhs(FmigenCore *c, double t, const double *x, double *dx)
 {
     const double *q = x, *v = x + NQ;
@@ -81,13 +89,10 @@ int fmigen_augmented_rhs(FmigenCore *c, double t, const double *x, double *dx)
      * M + ρΦ_qᵀΦ_q) and of Φ_q M⁻¹ Φ_qᵀ. */
     double ubuf[FMIGEN_DIM(NU)];
     int k = FMIGEN_MODEL_FN(fmigen_augmented_accel)(t, q, v, c->p, fmigen_core_inputs(c, t, ubuf), c->fp, dx + NQ);
-    if (k == 2) return singular(c, t, FMIGEN_FORMULATION == 2 ? "penalty matrix M + ρΦ_qᵀΦ_q" : "mass matrix M");
-    if (k) return singular(c, t, "constraint matrix Φ_q M⁻¹ Φ_qᵀ (redundant or dependent constraints)");
+    if (k) return fmigen_core_fail(c, FMIGEN_ERR_AUGMENTED_SINGULAR, k == 2 ? 2 : 1, t);
     memcpy(dx, v, NQ * sizeof(double));
-    if (!fmigen_all_finite(dx, 2 * NQ)) {   /* the bits, as above */
-        snprintf(c->message, sizeof c->message, "non-finite state derivative at t=%.9g", t);
-        return 1;
-    }
+    if (!fmigen_all_finite(dx, 2 * NQ))   /* the bits, as above */
+        return fmigen_core_fail(c, FMIGEN_ERR_DERIVATIVE, 0, t);
     return 0;
 }
 #endif

@@ -37,13 +37,9 @@ static int kinematics(FmigenCore *c, double t, double *q, double *trig, double *
     const FmigenPartition *P = FMIGEN_PART(c);
     int k = P->kinematics(t, q, c->p, &c->base, sol, trig);
     if (k) {
-        /* name the block and the configuration it was asked for */
-        int n = snprintf(c->message, sizeof c->message, "singular configuration at t=%.9g (", t);
-        for (int i = 0; i < NI && n > 0 && (size_t)n < sizeof c->message; i++)
-            n += snprintf(c->message + n, sizeof c->message - (size_t)n, "%s%s=%.9g", i ? ", " : "",
-                          fmigen_coordinate_names[P->independent[i]], q[P->independent[i]]);
-        if (n > 0 && (size_t)n < sizeof c->message)
-            snprintf(c->message + n, sizeof c->message - (size_t)n, "): %s", P->failure[k]);
+        /* the block and the configuration it was asked for, for the message */
+        fmigen_core_fail(c, FMIGEN_ERR_KINEMATICS, k, t);
+        for (int i = 0; i < NI; i++) c->err_q[i] = q[P->independent[i]];
     }
     return k;
 }
@@ -114,8 +110,7 @@ static const char *embedding_failure(int code)
 static int velocities(FmigenCore *c, double t, const double *q, double *v, const double *trig)
 {
     int k = FMIGEN_PART(c)->velocities(t, q, v, c->p, c->u, trig);
-    if (k) snprintf(c->message, sizeof c->message, "singular configuration at t=%.9g: %s", t,
-                    embedding_failure(k));
+    if (k) fmigen_core_fail(c, FMIGEN_ERR_EMBEDDING, k, t);
     return k;
 }
 #endif
@@ -158,16 +153,9 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
     }
     double ubuf[FMIGEN_DIM(NU)];
     if (!k) k = P->finish(t, qs, vs, c->p, fmigen_core_inputs(c, t, ubuf), ts, ws, dx + NI);
-    if (k) {
-        snprintf(c->message, sizeof c->message, "singular configuration at t=%.9g: %s", t,
-                 embedding_failure(k));
-        return 1;
-    }
+    if (k) return fmigen_core_fail(c, FMIGEN_ERR_EMBEDDING, k, t);
     memcpy(dx, x + NI, NI * sizeof(double));
-    if (!fmigen_all_finite(dx, FMIGEN_NX)) {
-        snprintf(c->message, sizeof c->message, "non-finite state derivative at t=%.9g", t);
-        return 1;
-    }
+    if (!fmigen_all_finite(dx, FMIGEN_NX)) return fmigen_core_fail(c, FMIGEN_ERR_DERIVATIVE, 0, t);
     /* (a memo hit's solution is the base already) */
     if (accept && !hit) fmigen_base_accept(&c->base, P, t, q, v, sol, trig);
 #if FMIGEN_SWITCHING
@@ -191,10 +179,8 @@ int fmigen_core_rhs_accept(FmigenCore *c, double t, const double *x, double *dx)
 int fmigen_core_assemble(FmigenCore *c)
 {
     const FmigenPartition *P = FMIGEN_PART(c);
-    if (!fmigen_all_finite_at(c->q, P->independent, NI) || !fmigen_all_finite_at(c->v, P->independent, NI)) {
-        snprintf(c->message, sizeof c->message, "non-finite independent coordinate or velocity at t=%.9g", c->t);
-        return 1;
-    }
+    if (!fmigen_all_finite_at(c->q, P->independent, NI) || !fmigen_all_finite_at(c->v, P->independent, NI))
+        return fmigen_core_fail(c, FMIGEN_ERR_STATE, 0, c->t);
 #if FMIGEN_FORMULATION
     /* zeroed: the sequence fills the entries of angles only (the augmented
      * formulation reads its start's angles from them) */
@@ -218,10 +204,7 @@ int fmigen_core_assemble(FmigenCore *c)
      * not positive definite (2, found after v_d) still assembles, as with
      * v_d alone; the stage that integrates from it reports it. */
     const int kw = P->prepare(c->t, c->q, c->v, c->p, trig, m->work);
-    if (kw == 1) {
-        snprintf(c->message, sizeof c->message, "singular configuration at t=%.9g: %s", c->t, embedding_failure(1));
-        return 1;
-    }
+    if (kw == 1) return fmigen_core_fail(c, FMIGEN_ERR_EMBEDDING, 1, c->t);
 #endif
     /* the accepted solution: the next solve predicts from it */
     fmigen_base_accept(&c->base, P, c->t, c->q, c->v, sol, trig);
@@ -361,25 +344,13 @@ static int switch_partition(FmigenCore *c, double *x)
  * coordinates back on the same branch of the solution and carry on with a
  * motion the mechanism does not make; so the step fails (Discard) with a
  * message naming the coordinates.  Returns 1 then. */
-/* the message, out of the step's straight line (a failure is once a run) */
-#if defined(__GNUC__)
-__attribute__((noinline, cold))
-#endif
-static void limit_message(FmigenCore *c, double vi0, double vd0, double vi,
-                                                           double vd)
+/* the numbers the message quotes (fmigen_core_message formats them) */
+static void limit_record(FmigenCore *c, double vi0, double vd0, double vi, double vd)
 {
     const FmigenPartition *P = FMIGEN_PART(c);
-    int n = snprintf(c->message, sizeof c->message, "limit position at t=%.9g (", c->base.t);
-    for (int i = 0; i < NI && n > 0 && (size_t)n < sizeof c->message; i++)
-        n += snprintf(c->message + n, sizeof c->message - (size_t)n, "%s%s=%.9g", i ? ", " : "",
-                      fmigen_coordinate_names[P->independent[i]], c->base.q[P->independent[i]]);
-    if (n > 0 && (size_t)n < sizeof c->message)
-        snprintf(c->message + n, sizeof c->message - (size_t)n,
-                 "): the Jacobian of the constraints with respect to the dependent coordinates is turning "
-                 "singular (in two steps max|v_i| fell %.3g-fold while max|v_d|/max|v_i| rose %.3g-fold, "
-                 "to %.3g); the mechanism passes onto another assembly branch, which these independent "
-                 "coordinates do not parametrize: declare switch_independent to carry the motion through",
-                 vi0 / vi, vd * vi0 / (vd0 * vi), vd / vi);
+    fmigen_core_fail(c, FMIGEN_ERR_LIMIT, 0, c->base.t);
+    c->err_x[0] = vi0; c->err_x[1] = vd0; c->err_x[2] = vi; c->err_x[3] = vd;
+    for (int i = 0; i < NI; i++) c->err_q[i] = c->base.q[P->independent[i]];
 }
 
 FMIGEN_ALWAYS_INLINE int core_limit(FmigenCore *c)
@@ -399,7 +370,7 @@ FMIGEN_ALWAYS_INLINE int core_limit(FmigenCore *c)
     /* vd > 0: dependent coordinates that stand still are no limit (at a
      * limit they move on while v_i vanishes) */
     if (!(full && FMIGEN_LIMIT_GAIN * vi < vi0 && vd > 0.0 && vd * vi0 >= FMIGEN_LIMIT_GAIN * vd0 * vi)) return 0;
-    limit_message(c, vi0, vd0, vi, vd);
+    limit_record(c, vi0, vd0, vi, vd);
     return 1;
 }
 
@@ -501,9 +472,8 @@ int fmigen_core_step(FmigenCore *c, double H)
         if (!(steps < FMIGEN_MAX_STEPS_PER_CALL)) {
             /* the instance layer refuses such calls first; this keeps the
              * integer below in range for any caller */
-            snprintf(c->message, sizeof c->message, "a step of %g s needs more than %.0f internal steps", H,
-                     (double)FMIGEN_MAX_STEPS_PER_CALL);
-            return 1;
+            c->err_x[0] = H;
+            return fmigen_core_fail(c, FMIGEN_ERR_STEPS, 0, c->t);
         }
         long long nfull = (long long)steps;
         double rem = H - (double)nfull * c->h;
@@ -522,4 +492,60 @@ int fmigen_core_step(FmigenCore *c, double H)
     fmigen_state_set(c, x);
     return commit_or_restore(c, t_end, q_good, v_good, t_good);
 #endif
+}
+
+/* The last error as text: formatted here, when the FMI layer (or a test's
+ * harness) reads it after the step returned, from the numbers the step
+ * recorded (fmigen_core_fail).  The partition is the current one: a failed
+ * step does not switch it. */
+const char *fmigen_core_message(FmigenCore *c)
+{
+    const size_t size = sizeof c->message;
+    char *m = c->message;
+    int n = 0;
+    const double t = c->err_t;
+#if !FMIGEN_FORMULATION
+    const FmigenPartition *P = FMIGEN_PART(c);
+#endif
+    switch (c->err_kind) {
+#if !FMIGEN_FORMULATION
+    case FMIGEN_ERR_KINEMATICS:
+    case FMIGEN_ERR_LIMIT:
+        n = snprintf(m, size, "%s at t=%.9g (", c->err_kind == FMIGEN_ERR_LIMIT ? "limit position"
+                                                 : "singular configuration", t);
+        for (int i = 0; i < NI && n > 0 && (size_t)n < size; i++)
+            n += snprintf(m + n, size - (size_t)n, "%s%s=%.9g", i ? ", " : "",
+                          fmigen_coordinate_names[P->independent[i]], c->err_q[i]);
+        if (n <= 0 || (size_t)n >= size) break;
+        if (c->err_kind == FMIGEN_ERR_KINEMATICS)
+            snprintf(m + n, size - (size_t)n, "): %s", P->failure[c->err_code]);
+        else {
+            const double vi0 = c->err_x[0], vd0 = c->err_x[1], vi = c->err_x[2], vd = c->err_x[3];
+            snprintf(m + n, size - (size_t)n,
+                     "): the Jacobian of the constraints with respect to the dependent coordinates is turning "
+                     "singular (in two steps max|v_i| fell %.3g-fold while max|v_d|/max|v_i| rose %.3g-fold, "
+                     "to %.3g); the mechanism passes onto another assembly branch, which these independent "
+                     "coordinates do not parametrize: declare switch_independent to carry the motion through",
+                     vi0 / vi, vd * vi0 / (vd0 * vi), vd / vi);
+        }
+        break;
+#endif
+    case FMIGEN_ERR_EMBEDDING:
+        snprintf(m, size, "singular configuration at t=%.9g: %s", t, embedding_failure(c->err_code));
+        break;
+    case FMIGEN_ERR_DERIVATIVE:
+        snprintf(m, size, "non-finite state derivative at t=%.9g", t);
+        break;
+    case FMIGEN_ERR_STATE:
+        snprintf(m, size, "non-finite independent coordinate or velocity at t=%.9g", t);
+        break;
+    case FMIGEN_ERR_STEPS:
+        snprintf(m, size, "a step of %g s needs more than %.0f internal steps", c->err_x[0],
+                 (double)FMIGEN_MAX_STEPS_PER_CALL);
+        break;
+    default:
+        fmigen_formulation_message(c);   /* fmigen_augmented.c's kinds */
+        break;
+    }
+    return m;
 }

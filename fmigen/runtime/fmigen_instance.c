@@ -187,7 +187,7 @@ int fg_exit_initialization(FgInstance *in)
 #endif
     if (fmigen_core_assemble(&in->s.core)) {
         in->s.state = S_ERROR;
-        return fg_fail(in, "the start cannot be assembled: %s", in->s.core.message);
+        return fg_fail(in, "the start cannot be assembled: %s", fmigen_core_message(&in->s.core));
     }
     in->s.assembled = 1;
     in->s.have_rhs = 0;
@@ -229,7 +229,12 @@ static int ensure_assembled(FgInstance *in)
      * initialization its q, v are the integrated states */
     const int project = !FMIGEN_FORMULATION || in->s.state == S_INIT;
     if (project ? fmigen_core_assemble(&tmp) : fmigen_core_refresh(&tmp)) {
-        memcpy(in->s.core.message, tmp.message, sizeof tmp.message);
+        /* the error as recorded (formatted when read: eval_failure) */
+        in->s.core.err_kind = tmp.err_kind;
+        in->s.core.err_code = tmp.err_code;
+        in->s.core.err_t = tmp.err_t;
+        memcpy(in->s.core.err_x, tmp.err_x, sizeof tmp.err_x);
+        memcpy(in->s.core.err_q, tmp.err_q, sizeof tmp.err_q);
         return 1;
     }
     /* Model Exchange outside initialization: the importer's integrator
@@ -269,7 +274,7 @@ static int ensure_rhs(FgInstance *in)
 static int eval_failure(FgInstance *in, const char *what)
 {
     int st = (in->s.state == S_EVENT || in->s.state == S_CONT) ? FG_DISCARD : FG_ERROR;
-    fg_log(in, st, CAT_ERROR, "%s: %s", what, in->s.core.message);
+    fg_log(in, st, CAT_ERROR, "%s: %s", what, fmigen_core_message(&in->s.core));
     return st;
 }
 
@@ -503,7 +508,7 @@ int fg_do_step(FgInstance *in, double t, double H)
     c->t = t;  /* absorb rounding of the importer's time grid */
     const int switches = c->switches;
     if (fmigen_core_step(c, H)) {
-        fg_log(in, FG_DISCARD, CAT_ERROR, "%s", c->message);
+        fg_log(in, FG_DISCARD, CAT_ERROR, "%s", fmigen_core_message(c));
         in->s.state = S_DISCARDED;
         in->s.last_successful_time = c->t;
         in->s.terminated = 1;
@@ -689,7 +694,7 @@ int fg_free_state(FgInstance *in, void **state)
  * fields are then checked one by one, because bytes from a file or a network
  * are never trusted to index a table. */
 #define FG_STATE_MAGIC 0x53474d46u   /* "FMGS" */
-#define FG_STATE_VERSION 6u   /* 2: next_event; 3: the embedding half in the memo; 4: its two halves; 5: the angles' turns in the base; 6: the limit test's velocity history */
+#define FG_STATE_VERSION 7u   /* 2: next_event; 3: the embedding half in the memo; 4: its two halves; 5: the angles' turns in the base; 6: the limit test's velocity history; 7: the error record */
 typedef struct {
     unsigned magic, version;
     unsigned long long size;
@@ -711,6 +716,7 @@ static const char *snapshot_invalid(const FgSnapshot *s)
     if (!isfinite(c->t) || !isfinite(s->last_successful_time)) return "non-finite time";
     if (isnan(s->next_event)) return "time event is NaN";
     if (c->switches < 0) return "negative switch count";
+    if ((unsigned)c->err_kind > (unsigned)FMIGEN_ERR_AUGMENTED_SINGULAR) return "error kind out of range";
     for (size_t i = 0; i < sizeof c->message; i++) if (!c->message[i]) return NULL;
     return "unterminated message";
 }
@@ -738,18 +744,42 @@ int fg_deserialize(FgInstance *in, const unsigned char bytes[], size_t size, voi
     FgStateHeader h;
     if (size < sizeof h) return fg_fail(in, "DeserializeFMUState: %lu bytes are too few for a state", (unsigned long)size);
     memcpy(&h, bytes, sizeof h);
+    /* The snapshot is this platform's struct as it lies in memory: doubles
+     * and integers in its byte order, fields at its C layout.  Bytes from a
+     * machine of the other byte order show it in the magic, read swapped;
+     * they are refused, not converted (a conversion would need every
+     * field's type), and so are bytes of another layout (the size). */
+    const unsigned swapped = (FG_STATE_MAGIC >> 24) | ((FG_STATE_MAGIC >> 8) & 0xff00u) |
+                             ((FG_STATE_MAGIC << 8) & 0xff0000u) | (FG_STATE_MAGIC << 24);
+    if (h.magic == swapped) {
+        const unsigned one = 1;
+        unsigned char low;
+        memcpy(&low, &one, 1);
+        const char *here = low ? "little" : "big", *there = low ? "big" : "little";
+        return fg_fail(in, "DeserializeFMUState: the state was serialized on a %s-endian platform and this one is "
+                       "%s-endian; an FMU state holds the platform's own bytes and restores only on a platform of "
+                       "the same byte order and data layout (for another, replay the inputs from the start or "
+                       "set the state variables with SetReal)", there, here);
+    }
     if (h.magic != FG_STATE_MAGIC) return fg_fail(in, "DeserializeFMUState: the bytes are not an fmigen FMU state");
     if (h.version != FG_STATE_VERSION)
         return fg_fail(in, "DeserializeFMUState: state format version %u, this FMU reads %u", h.version, FG_STATE_VERSION);
     if (memcmp(h.guid, MODEL_GUID, sizeof(MODEL_GUID)) != 0)
         return fg_fail(in, "DeserializeFMUState: the state belongs to another model or build (GUID differs)");
-    if (h.size != fg_serialized_size() || size != fg_serialized_size())
+    if (h.size != fg_serialized_size())
+        return fg_fail(in, "DeserializeFMUState: the state was serialized by a build of this FMU with another data "
+                       "layout (%lu bytes, here %lu: a 32-bit against a 64-bit platform, say); it restores only "
+                       "on a platform of the same layout", (unsigned long)h.size, (unsigned long)fg_serialized_size());
+    if (size != fg_serialized_size())
         return fg_fail(in, "DeserializeFMUState: %lu bytes, a state of this FMU has %lu", (unsigned long)size,
                        (unsigned long)fg_serialized_size());
     FgSnapshot tmp;
     memcpy(&tmp, bytes + sizeof h, sizeof tmp);
     const char *why = snapshot_invalid(&tmp);
     if (why) return fg_fail(in, "DeserializeFMUState: corrupt state (%s)", why);
+    /* the last error's record indexes a table (the block's failure text)
+     * when formatted; a restored state has none pending */
+    tmp.core.err_kind = FMIGEN_ERR_NONE;
     FgSnapshot *snap = *state ? *state : calloc(1, sizeof *snap);
     if (!snap) return fg_fail(in, "DeserializeFMUState: out of memory");
     *snap = tmp;

@@ -251,6 +251,10 @@ double fmigen_cos(double x) { double c = 0.0; fmigen_sincos_body(x, &c, &c, 2); 
  * repulsion; converges cubically to every root, the same roots as the
  * companion-matrix eigenvalues).  Returns 0 when converged. */
 #define FMIGEN_MAX_DEGREE 32
+/* the iteration caps of fmigen_poly_root: its Newton from the prediction,
+ * and all_roots' Aberth iteration */
+#define FMIGEN_POLY_NEWTON_MAX_ITER 8
+#define FMIGEN_ABERTH_MAX_ITER 500
 /* a statement run on entry: empty, or a test's counter of the fallback's
  * runs (tests/test_runtime_lu.py defines it on the command line) */
 #ifndef FMIGEN_ALL_ROOTS_ENTERED
@@ -270,7 +274,8 @@ static int all_roots(int degree, const double *a, double *re, double *im)
         fmigen_sincos(ang, &s, &c);   /* not libm's: the same start, so the same roots, everywhere */
         re[k] = 0.5 * R * c; im[k] = 0.5 * R * s;
     }
-    for (int it = 0; it < 500; it++) {
+    for (int it = 0; it < FMIGEN_ABERTH_MAX_ITER; it++) {
+        FMIGEN_ABERTH_STEP(it);
         double worst = 0.0;
         for (int k = 0; k < degree; k++) {
             /* p(z) and p'(z) in complex arithmetic (Horner) */
@@ -315,7 +320,8 @@ int fmigen_poly_root(int degree, const double *coeffs, double *x)
      * without the second test every such solve fell through to all_roots'
      * 500 Aberth iterations (97 % of a landing-gear step).  The caller
      * verifies the block's own polynomials at the result either way. */
-    for (int it = 0; it < 8; it++) {
+    for (int it = 0; it < FMIGEN_POLY_NEWTON_MAX_ITER; it++) {
+        FMIGEN_POLY_NEWTON_STEP(it);
         poly_eval(degree, coeffs, z, &p, &dp, &mag);
         if (dp == 0.0 || !isfinite(dp)) break;
         double dz = p / dp, zp = z;

@@ -759,6 +759,22 @@ int fmigen_lu_factor(int n, double *A, int *piv);
 void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b);
 
 #define FMIGEN_NEWTON_MAX_ITER 20
+/* Hooks run at every iteration of the bounded loops (empty: no code), which
+ * `fmigen bench --worst-case` defines to record the most iterations each
+ * loop took over the motion and the workspace sweep: a generated Newton
+ * block's (its limit `limit` fresh steps: FMIGEN_NEWTON_MAX_ITER or the
+ * polish's 4; CHORD_EXTRA chord steps more), the polynomial root's Newton
+ * from the prediction and the Aberth iteration of its fallback
+ * (fmigen_numeric.h) */
+#ifndef FMIGEN_NEWTON_STEP
+#define FMIGEN_NEWTON_STEP(limit, it)
+#endif
+#ifndef FMIGEN_POLY_NEWTON_STEP
+#define FMIGEN_POLY_NEWTON_STEP(it)
+#endif
+#ifndef FMIGEN_ABERTH_STEP
+#define FMIGEN_ABERTH_STEP(it)
+#endif
 /* The run-time checks of every kinematics block (codegen.kinematics_code):
  * - a linear or leading coefficient below FMIGEN_SWITCH_COND of the sum of
  *   its terms' magnitudes is a representation singularity of that sequence:
@@ -939,8 +955,37 @@ typedef struct {
      * read, so a step after which the importer reads none of them does not
      * pay, and reading one does not pay for the others. */
     int observe_pending;
-    char message[512];           /* last error, for the logger (names the block and the configuration) */
+    /* The last error, recorded where it happens as numbers (a kind
+     * FMIGEN_ERR_*, a code: the block or the embedding's; the time; the
+     * independent coordinates and up to four values the message quotes) and
+     * formatted into message only when it is read, by fmigen_core_message,
+     * at the FMI boundary: no snprintf inside a step, whose work a HIL
+     * target budgets. */
+    int err_kind, err_code;
+    double err_t, err_x[4], err_q[FMIGEN_DIM(NI)];
+    char message[512];           /* the last error as text, for the logger (fmigen_core_message) */
 } FmigenCore;
+enum {
+    FMIGEN_ERR_NONE = 0,
+    FMIGEN_ERR_KINEMATICS,        /* no solution at err_q: failure text err_code */
+    FMIGEN_ERR_EMBEDDING,         /* Φ_d singular (1) or BᵀMB not positive definite (2) */
+    FMIGEN_ERR_DERIVATIVE,        /* non-finite state derivative */
+    FMIGEN_ERR_STATE,             /* non-finite independent coordinate or velocity */
+    FMIGEN_ERR_LIMIT,             /* limit position: err_x = max|v_i|, max|v_d| two steps apart */
+    FMIGEN_ERR_STEPS,             /* a step of err_x[0] s over FMIGEN_MAX_STEPS_PER_CALL internal steps */
+    FMIGEN_ERR_AUGMENTED_STATE,   /* augmented formulation: non-finite coordinate or velocity */
+    FMIGEN_ERR_AUGMENTED_SINGULAR /* augmented formulation: matrix err_code singular */
+};
+/* Record an error of `kind` at time t (the step's side: numbers only) */
+static inline int fmigen_core_fail(FmigenCore *c, int kind, int code, double t)
+{
+    c->err_kind = kind;
+    c->err_code = code;
+    c->err_t = t;
+    return 1;
+}
+/* The last error as text (formatted now into c->message, which it returns) */
+const char *fmigen_core_message(FmigenCore *c);
 
 void fmigen_core_init(FmigenCore *c, int solver);
 /* Make (t, q, v, sol) the solution the next kinematics solve continues;
@@ -977,6 +1022,7 @@ int fmigen_core_rhs_accept(FmigenCore *c, double t, const double *x, double *dx)
 
 /* fmigen_augmented.c */
 void fmigen_formulation_init(FmigenCore *c);
+void fmigen_formulation_message(FmigenCore *c);
 /* fmigen_state_get, fmigen_state_set: at the end of this header */
 /* After a step or a state change: the embedded formulation assembles (solves
  * q_d, v_d); an augmented one only checks its q, v.  Either way residual and

@@ -70,6 +70,7 @@ their parameters come from the same CLI options.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import statistics
@@ -80,7 +81,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fmigen.generate import codegen, formulation
+from fmigen.generate import codegen, codegen_newton, formulation
 from fmigen.derive.dae import build_dae
 from fmigen.derive.embed import embed
 from fmigen.model import ModelError
@@ -641,11 +642,20 @@ def add_parser(sub):
     p.add_argument("--dynamics", choices=DYNAMICS, default="auto",
                    help="the embedded ODE's solver, as fmigen build --dynamics (default auto: what a build "
                         "ships; the augmented formulations integrate every coordinate and ignore it)")
+    p.add_argument("--worst-case", action="store_true",
+                   help="instead: callgrind instructions of every FMU doStep (rk4, outputs read after it) "
+                        "over the motion from the start and over the workspace sweep with random "
+                        "velocities and inputs; reports the maximum against the median")
     formulation.add_options(p)
 
     def run(args):
         if args.repeats < 1 or not args.step > 0 or not args.stop_time >= args.step:
             raise ModelError("need --repeats >= 1, --step > 0 and --stop-time >= --step")
+        if args.worst_case:
+            w = worst_case(args.mechanism, stop_time=args.stop_time, step=args.step, log=args.progress,
+                           keep=args.keep)
+            print(json.dumps(w) if args.json else format_worst_case(w))
+            return 0
         result = bench(args.mechanism, kinematics=[k.strip() for k in args.kinematics.split(",") if k.strip()],
                        tolerances=args.tolerances, stop_time=args.stop_time, step=args.step,
                        repeats=args.repeats, callgrind=not args.no_callgrind,
@@ -657,3 +667,126 @@ def add_parser(sub):
 
     p.set_defaults(func=run)
     return p
+
+
+#: ``worst_case``'s random velocities: each independent coordinate's uniform
+#: in ±VELOCITY_SPAN unit scales per second (2π: a turn a second for an angle)
+VELOCITY_SPAN = 2 * math.pi
+#: and each input uniform in ±INPUT_SPAN·max(|its start|, 1)
+INPUT_SPAN = 2.0
+
+
+def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, keep=None) -> dict:
+    """``fmigen bench MECH --worst-case``: callgrind instructions of every
+    doStep (at a communication interval of ``step``, outputs read after it:
+    the harness's ``worst_case_step``) over the motion from the start with
+    the default inputs (``stop_time``, or up to a step that fails: a motion
+    into a singular configuration ends there, that step counted) and over
+    the build's workspace sweep
+    (``workspace.sweep``: every point of every path, in path order) with
+    random velocities and inputs (``VELOCITY_SPAN``, ``INPUT_SPAN``; seeded,
+    so the same numbers every run).  Returns the median, p99 and maximum
+    instructions per step, max / median, where the maximum was and how many
+    samples failed (a step into a singular configuration) or did not
+    assemble."""
+    import numpy as np
+    from fmigen.build.pipeline import prepare_mechanism
+    from fmigen.derive.workspace import unit_scales
+    from fmigen.generate.codegen_recursive import choose as choose_dynamics
+    from fmigen.fmi.fmu import SOLVERS
+    if not shutil.which("valgrind"):
+        raise ModelError("fmigen bench --worst-case counts instructions with valgrind, which is not installed")
+    log = log or (lambda m: None)
+    mech = prepare_mechanism(spec, log)
+    if mech.kinematic:
+        raise ModelError(f"'{mech.name}' is a kinematic mechanism; --worst-case steps its dynamics")
+    dae = build_dae(mech)
+    part = choose_partition(dae)
+    emb = embed(dae, part)
+    dynamics, _ = choose_dynamics("auto", emb, part)
+    tri = triangularize(dae, part, kinematics="groebner", log=lambda m: log("  " + m))
+    gen = codegen.generate(emb, tri, mech.name, dynamics=dynamics)
+    sw = tri.sweep
+    indep = list(gen.independent)
+    scales = unit_scales(dae)[indep]
+    rng = np.random.default_rng(seed)
+    u0 = np.array([i.start for i in mech.inputs], dtype=float)
+    lines, where = [], []
+    for k, path in enumerate(sw.paths if sw is not None else []):
+        lines.append("P")
+        for j, row in enumerate(path):
+            v = rng.uniform(-VELOCITY_SPAN, VELOCITY_SPAN, len(indep)) * scales
+            u = u0 + rng.uniform(-INPUT_SPAN, INPUT_SPAN, len(u0)) * np.maximum(np.abs(u0), 1.0)
+            lines.append("S " + " ".join(repr(float(x)) for x in (*sw.points[row][indep], *v, *u)))
+            where.append(f"workspace path {k + 1}, point {j + 1}")
+    tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="fmigen-worst-"))
+    try:
+        # the loops' hooks (fmigen_runtime.h) record the most iterations each took
+        hooks = ["-DFMIGEN_NEWTON_STEP(l,i)={ extern void fmigen_count_newton(int, int); fmigen_count_newton(l, i); }",
+                 "-DFMIGEN_POLY_NEWTON_STEP(i)={ extern void fmigen_count_poly_newton(int); "
+                 "fmigen_count_poly_newton(i); }",
+                 "-DFMIGEN_ABERTH_STEP(i)={ extern void fmigen_count_aberth(int); fmigen_count_aberth(i); }"]
+        exe = compile_harness(gen, tmp / "groebner", defines=hooks)
+        out = tmp / "callgrind"
+        out.mkdir(exist_ok=True)
+        for old in out.iterdir():
+            old.unlink()
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
+                            "--toggle-collect=worst_case_step", "--dump-after=worst_case_step",
+                            f"--callgrind-out-file={out}/step", str(exe), repr(stop_time), repr(step), "1",
+                            "worst-case", str(SOLVERS[solver])],
+                           input="\n".join(lines) + "\n", capture_output=True, text=True)
+        if r.returncode:
+            raise ModelError(f"the worst-case harness failed: {r.stderr.strip()[-2000:]}")
+        printed = r.stdout.strip().splitlines()
+        res = json.loads(printed[-1])
+        stepped = [int(line.split()[1]) for line in printed[:-1] if line.startswith("sample ")]
+        failed_at = {int(line.split()[1]) for line in printed[:-1] if line.startswith("failed ")}
+        counts = []
+        for f in sorted(out.iterdir(), key=lambda f: int(f.name.rsplit(".", 1)[-1])
+                        if f.name.rsplit(".", 1)[-1].isdigit() else -1):
+            if not f.name.rsplit(".", 1)[-1].isdigit():
+                continue   # the final dump at exit, outside any step
+            for line in f.read_text().splitlines():
+                if line.startswith(("summary:", "totals:")):
+                    counts.append(int(line.split()[1]))
+                    break
+    finally:
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if len(counts) != res["steps"]:
+        raise ModelError(f"the worst-case harness: {len(counts)} callgrind dumps for {res['steps']} steps")
+    nsteps = res["motion"]   # up to a step that failed (counted)
+    labels = [f"step {s + 1} from the start" for s in range(nsteps)]
+    labels += [where[j] for j in stepped]   # a failed path's rest is skipped: what was stepped
+    arr = np.array(counts, dtype=float)
+    k = int(arr.argmax())
+    med = float(np.median(arr))
+    # the steps that succeeded: a failed one (into a singular configuration)
+    # ends the run there; its cost is bounded by the caps, reported apart
+    ok = np.array([j not in failed_at for j in range(len(arr))])
+    k_ok = int(np.where(ok, arr, -1).argmax())
+    return {"mechanism": mech.name, "solver": solver, "step": step, "steps": len(counts),
+            "motion_steps": nsteps, "workspace_samples": len(where), "failed": res["failed"],
+            "unset": res["unset"], "median": med, "p99": float(np.percentile(arr, 99)),
+            "max": int(arr.max()), "max_over_median": float(arr.max() / med), "max_at": labels[k],
+            "max_ok": int(arr[k_ok]), "max_ok_over_median": float(arr[k_ok] / med), "max_ok_at": labels[k_ok],
+            "failed_max": int(arr[~ok].max()) if (~ok).any() else None,
+            "motion_mean": float(arr[:nsteps].mean()),
+            "iterations": res["iterations"], "caps": codegen_newton.iteration_caps(),
+            "motion_max": int(arr[:nsteps].max()), "workspace_max": int(arr[nsteps:].max()) if len(arr) > nsteps
+            else None}
+
+
+def format_worst_case(w: dict) -> str:
+    it, cap = w["iterations"], w["caps"]
+    return (f"{w['mechanism']} ({w['solver']}, h = {w['step']:g} s): {w['steps']} doSteps "
+            f"({w['motion_steps']} of the motion from the start, {w['steps'] - w['motion_steps']} at "
+            f"workspace points with random velocities and inputs; {w['failed']} failed, {w['unset']} "
+            f"did not assemble)\n"
+            f"  instructions per doStep: median {w['median']:,.0f}, p99 {w['p99']:,.0f}, max {w['max']:,} "
+            f"= {w['max_over_median']:.2f}x the median ({w['max_at']}); of the steps that succeeded "
+            f"{w['max_ok']:,} = {w['max_ok_over_median']:.2f}x ({w['max_ok_at']})\n"
+            f"  most iterations: Newton block {it['newton']} (cap {cap['newton']}), polish {it['polish']} "
+            f"(cap {cap['polish']}), polynomial root's Newton {it['poly_newton']} (cap {cap['poly_newton']}), "
+            f"Aberth {it['aberth']} (cap {cap['aberth']}; entered {it['aberth_runs']} times)")
