@@ -32,8 +32,10 @@ Modelica instead of C:
   block by block (Φ_d is block-triangular: a block's diagonal Φ_bb against
   what earlier blocks solved, as the C runtime does), the mass matrix M and
   forces F in the coordinates, and the embedded ODE (Bᵀ M B) q̈_i = Bᵀ (F −
-  M a_c); the small linear systems are solved by Gaussian elimination with
-  partial pivoting (generated functions of fixed size);
+  M a_c); these linear systems are equations (Φ_bb v_b = ..., (Bᵀ M B) q̈_i
+  = ...) that the Modelica tool solves; the Newton steps inside the block
+  functions solve theirs by Gaussian elimination with partial pivoting (a
+  generated function per size);
 * tunable parameters as ``parameter Real``; structural ones (geometry, baked
   into the Gröbner bases) as ``final parameter Real`` for the reader; inputs
   as ``input Real`` with their start; outputs as ``output Real``; units as
@@ -228,17 +230,14 @@ def _mods(*items) -> str:
 # requires literal range bounds)
 # --------------------------------------------------------------------------
 
-def solve_function(n: int, k: int | None) -> str:
-    """``fmigen_solve<n>`` (k None: A x = b, b a vector) or
-    ``fmigen_solve<n>x<k>`` (A X = B, B n×k): Gaussian elimination with
-    partial pivoting, every loop bound a literal."""
-    name = f"fmigen_solve{n}" if k is None else f"fmigen_solve{n}x{k}"
-    rhs = "b[{n}]".format(n=n) if k is None else f"b[{n}, {k}]"
-    out = "x[{n}]".format(n=n) if k is None else f"x[{n}, {k}]"
-    cols = 1 if k is None else k
-    y = (lambda r, c: f"y[{r}]") if k is None else (lambda r, c: f"y[{r}, {c}]")
-    xx = (lambda r, c: f"x[{r}]") if k is None else (lambda r, c: f"x[{r}, {c}]")
-    ytype = f"Real y[{n}]" if k is None else f"Real y[{n}, {k}]"
+def solve_function(n: int) -> str:
+    """``fmigen_solve<n>``: A x = b (A n×n, b a vector) by Gaussian
+    elimination with partial pivoting, every loop bound a literal (the
+    Newton steps of the block functions call it)."""
+    name = f"fmigen_solve{n}"
+    rhs, out, cols, ytype = f"b[{n}]", f"x[{n}]", 1, f"Real y[{n}]"
+    y = lambda r, c: f"y[{r}]"  # noqa: E731
+    xx = lambda r, c: f"x[{r}]"  # noqa: E731
     return f"""  function {name} "solves A x = b ({n}x{n}) by Gaussian elimination with partial pivoting"
     input Real A[{n}, {n}];
     input Real {rhs};
@@ -626,15 +625,14 @@ def _block_velocity_equations(emb, tri, names):
                   f"    Real fmigen_a{bi + 1}[{nb}] \"a_c of block {bi + 1}\";"]
         lines.append(f"    {jb} = {_matrix([[m(emb.Phi_q[e, i]) for i in U] for e in E])};")
         vel = [emb.Phi_t[e] + sum((emb.Phi_q[e, j] * dae.v_sym[j] for j in K), sp.S.Zero) for e in E]
-        lines.append(f"    {{{', '.join(vn[i] for i in U)}}} = -fmigen_solve{nb}({jb}, "
-                     f"{{{', '.join(m(x) for x in vel)}}});")
+        lines.append(f"    {jb} * {{{', '.join(vn[i] for i in U)}}} = -{{{', '.join(m(x) for x in vel)}}};")
         Bsym = lambda j, k: (sp.S.One if I.index(j) == k else sp.S.Zero) if j in I else \
             sp.Symbol(f"fmigen_B[{j + 1}, {k + 1}]")  # noqa: E731
         rhs = [[m(sum((emb.Phi_q[e, j] * Bsym(j, k) for j in K), sp.S.Zero)) for k in range(f)] for e in E]
-        lines.append(f"    fmigen_B{bi + 1} = -fmigen_solve{nb}x{f}({jb}, {_matrix(rhs)});")
+        lines.append(f"    {jb} * fmigen_B{bi + 1} = -{_matrix(rhs)};")
         acc = [emb.gamma[e] - sum((emb.Phi_q[e, j] * sp.Symbol(f"fmigen_ac[{j + 1}]") for j in K if j not in I),
                                   sp.S.Zero) for e in E]
-        lines.append(f"    fmigen_a{bi + 1} = fmigen_solve{nb}({jb}, {{{', '.join(m(x) for x in acc)}}});")
+        lines.append(f"    {jb} * fmigen_a{bi + 1} = {{{', '.join(m(x) for x in acc)}}};")
     return decls, lines
 
 
@@ -660,7 +658,7 @@ def _ode_equations(emb, tri, names) -> list[str]:
              f"    fmigen_F = {{{', '.join(m(emb.F[r]) for r in range(n))}}};",
              "    fmigen_Mr = transpose(fmigen_B) * fmigen_M * fmigen_B;",
              "    fmigen_h = transpose(fmigen_B) * (fmigen_F - fmigen_M * fmigen_ac);",
-             f"    {{{', '.join(names.an[i] for i in I)}}} = fmigen_solve{f}(fmigen_Mr, fmigen_h);"]
+             f"    fmigen_Mr * {{{', '.join(names.an[i] for i in I)}}} = fmigen_h;"]
     lines += [f"    {names.on[name]} = {m(expr)};" for name, expr in dae.outputs.items()]
     return lines
 
@@ -678,11 +676,13 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
     pkg = identifier(package, "--package") if package else model
     names = _ModelNames(mech, dae, I)
     functions, sizes, calls = _kinematics(model, emb, tri, names)
-    sizes.add(f)
     nd = len(D)
-    block_sizes = sorted({len(tb.block.unknowns) for tb in tri.blocks})
-    solve_text = [solve_function(k, None) for k in sorted(sizes | set(block_sizes))]
-    solve_text += [solve_function(a, b) for a, b in sorted({(k, f) for k in block_sizes})]
+    # the Newton steps inside the block functions solve by generated
+    # elimination; the model's own linear systems are equations (J x = b),
+    # which the tool solves itself: rumoca 0.10.2 inlines a called function
+    # into the model before simulating, and a pivoting elimination per
+    # system cost it more setup than the equations do
+    solve_text = [solve_function(k) for k in sorted(sizes)]
 
     lines = [f"package {pkg} {_string(f'{mech.name}: embedded equations of motion, exported by fmigen')}", ""]
     lines += solve_text + functions
