@@ -428,7 +428,9 @@ def _newton_loop(emb, tb, names, iterations) -> list[str]:
     body += [f"    r[{k + 1}] := {at_qq(dae.Phi[j])};" for k, j in enumerate(tb.block.equations)]
     body += [f"    J[{a + 1}, {b + 1}] := {at_qq(emb.Phi_q[j, i])};"
              for a, j in enumerate(tb.block.equations) for b, i in enumerate(unk)]
-    body.append(f"    dx := fmigen_solve{nb}(J, r);")
+    # a 1×1 system is the division the elimination would do, written out:
+    # rumoca inlines every call of a function into its simulate setup
+    body.append(f"    dx := fmigen_solve{nb}(J, r);" if nb > 1 else "    dx := {r[1] / J[1, 1]};")
     body += ["    dmax := 0.0;", "    qmax := 0.0;"]
     for k, i in enumerate(unk):
         body += [f"    qq[{i + 1}] := qq[{i + 1}] - dx[{k + 1}];",
@@ -475,7 +477,7 @@ def block_function(fname: str, emb, tb, label: str) -> tuple[str, set]:
             "  algorithm",
             *[f"    {line}" for line in body],
             f"  end {fname};", ""]
-    return "\n".join(text), {nb}
+    return "\n".join(text), {nb} - {1}
 
 
 # --------------------------------------------------------------------------
