@@ -509,7 +509,8 @@ def _export_fmu_wrapper(args):
     Modelica wrapper that loads its binary from there."""
     import zipfile
     from fmigen.build.pipeline import load_mechanism
-    from fmigen.tools.modelica import fmu_wrapper, identifier
+    from fmigen.tools.modelica import identifier
+    from fmigen.tools.modelica_fmu import fmu_wrapper
     fmu = Path(args.fmu)
     if not fmu.is_file():
         raise ModelError(f"--fmu {fmu}: no such file")

@@ -192,7 +192,7 @@ def test_fmu_wrapper_c_drives_the_fmu_as_fmpy_does(fourbar_fmu, tmp_path):
     import subprocess
     import zipfile
     from fmpy import simulate_fmu
-    from fmigen.tools.modelica import FMI2_IMPORT_C
+    from fmigen.tools.modelica_fmu import FMI2_IMPORT_C
     if shutil.which("cc") is None:
         pytest.skip("no C compiler")
     fmu, _ = fourbar_fmu
@@ -247,7 +247,7 @@ def _guid(fmu):
 
 def test_fmu_wrapper_refuses_an_fmu_it_cannot_drive(fourbar_fmu, tmp_path):
     from fmigen.model import ModelError
-    from fmigen.tools.modelica import fmu_wrapper
+    from fmigen.tools.modelica_fmu import fmu_wrapper
     _, tmp = fourbar_fmu
     me, _ = build_fmu("fourbar", tmp / "fourbar_me.fmu", kind="me", windows=False)
     with pytest.raises(ModelError, match="no Co-Simulation interface"):

@@ -32,8 +32,10 @@ Modelica instead of C:
   block by block (Φ_d is block-triangular: a block's diagonal Φ_bb against
   what earlier blocks solved, as the C runtime does), the mass matrix M and
   forces F in the coordinates, and the embedded ODE (Bᵀ M B) q̈_i = Bᵀ (F −
-  M a_c); the small linear systems are solved by Gaussian elimination with
-  partial pivoting (generated functions of fixed size);
+  M a_c); these linear systems are equations (Φ_bb v_b = ..., (Bᵀ M B) q̈_i
+  = ...) that the Modelica tool solves; the Newton steps inside the block
+  functions solve theirs by Gaussian elimination with partial pivoting (a
+  generated function per size);
 * tunable parameters as ``parameter Real``; structural ones (geometry, baked
   into the Gröbner bases) as ``final parameter Real`` for the reader; inputs
   as ``input Real`` with their start; outputs as ``output Real``; units as
@@ -44,7 +46,7 @@ Only Modelica's built-in functions are used (``sin``, ``atan2``, ``sqrt``,
 a compiler without the MSL (rumoca, which the tests simulate it with).
 
 ``fmigen export-modelica MECH --fmu X.fmu`` writes instead a wrapper of the
-FMU (``fmu_wrapper``): external "C" functions, their C in the wrapper's
+FMU (``fmigen.tools.modelica_fmu``): external "C" functions, their C in the wrapper's
 ``Include`` annotation, that load the FMU's binary and co-simulate it.
 
 Expressions come from the derivation as sympy expressions and are printed by
@@ -228,17 +230,14 @@ def _mods(*items) -> str:
 # requires literal range bounds)
 # --------------------------------------------------------------------------
 
-def solve_function(n: int, k: int | None) -> str:
-    """``fmigen_solve<n>`` (k None: A x = b, b a vector) or
-    ``fmigen_solve<n>x<k>`` (A X = B, B n×k): Gaussian elimination with
-    partial pivoting, every loop bound a literal."""
-    name = f"fmigen_solve{n}" if k is None else f"fmigen_solve{n}x{k}"
-    rhs = "b[{n}]".format(n=n) if k is None else f"b[{n}, {k}]"
-    out = "x[{n}]".format(n=n) if k is None else f"x[{n}, {k}]"
-    cols = 1 if k is None else k
-    y = (lambda r, c: f"y[{r}]") if k is None else (lambda r, c: f"y[{r}, {c}]")
-    xx = (lambda r, c: f"x[{r}]") if k is None else (lambda r, c: f"x[{r}, {c}]")
-    ytype = f"Real y[{n}]" if k is None else f"Real y[{n}, {k}]"
+def solve_function(n: int) -> str:
+    """``fmigen_solve<n>``: A x = b (A n×n, b a vector) by Gaussian
+    elimination with partial pivoting, every loop bound a literal (the
+    Newton steps of the block functions call it)."""
+    name = f"fmigen_solve{n}"
+    rhs, out, cols, ytype = f"b[{n}]", f"x[{n}]", 1, f"Real y[{n}]"
+    y = lambda r, c: f"y[{r}]"  # noqa: E731
+    xx = lambda r, c: f"x[{r}]"  # noqa: E731
     return f"""  function {name} "solves A x = b ({n}x{n}) by Gaussian elimination with partial pivoting"
     input Real A[{n}, {n}];
     input Real {rhs};
@@ -317,139 +316,155 @@ def _local(sym) -> sp.Symbol:
     return sp.Symbol("x_" + re.sub(r"[^A-Za-z0-9_]", "_", str(sym)))
 
 
-def block_function(fname: str, emb, tb, label: str) -> tuple[str, set]:
-    """The Modelica function of one block and the sizes of the linear
-    solves it calls.  Signature: (t, q[n], p[np]) -> x[nb]; q holds the
-    known coordinates and, at this block's unknowns, their predictions."""
-    from fmigen.kinematics.triangular import block_layout
-    from fmigen.derive.workspace import unit_scales
-    dae = emb.dae
-    n, nb = dae.n, len(tb.block.unknowns)
-    unk = tb.block.unknowns
-    names = _Names.function(dae)
-    scales = unit_scales(dae)
-    np_ = max(1, len(dae.tunable))
-    nu = max(1, len(dae.inputs))
-    decl, body = [], []
-    # the block's own constraints and their Jacobian in its unknowns: the
-    # Newton polish, fallback or iteration (Φ_q is the embedding's own)
-    phi = [dae.Phi[j] for j in tb.block.equations]
-    jac = [[emb.Phi_q[j, i] for i in unk] for j in tb.block.equations]
-    pred = [f"q[{i + 1}]" for i in unk]
-    decl += [f"Real P[{nb}] \"the prediction of the unknowns\"", f"Real r[{nb}]", f"Real J[{nb}, {nb}]",
-             f"Real dx[{nb}]", "Real dmax", "Real qmax", "Boolean converged", "Boolean ok",
-             f"Real qq[{n}]"]
-    body.append("P := {" + ", ".join(pred) + "};")
-    body.append("qq := q;")
-    body.append("ok := true;")
-    # every local has a value on every path (rumoca inlines a function's
-    # algorithm symbolically and rejects a variable a branch leaves unset)
-    body += [f"r := fill(0.0, {nb});", f"J := fill(0.0, {nb}, {nb});", f"dx := fill(0.0, {nb});",
-             "dmax := 0.0;", "qmax := 0.0;"]
-    iterations = NEWTON_ITERATIONS
-    if tb.method == "groebner":
-        layout = block_layout(tb, scales)
-        local = {}
-        for K, expr in tb.abstractions.items():
-            local[K] = _local(K)
-            decl.append(f"Real {local[K]}")
-            body.append(f"{local[K]} := {names(expr)};")
-        for v, expr in tb.known_ring.items():
+def _sequence_knowns(tb, dae, names, layout):
+    """The Gröbner sequence's locals before its steps: the abstracted knowns
+    K, the known-ring values, and each polynomial variable set to its
+    prediction ((sin, cos) of the predicted angle or angle sum, a length's
+    predicted value).  Returns (declarations, body, the locals by symbol)."""
+    decl, body, local = [], [], {}
+    for K, expr in tb.abstractions.items():
+        local[K] = _local(K)
+        decl.append(f"Real {local[K]}")
+        body.append(f"{local[K]} := {names(expr)};")
+    for v, expr in tb.known_ring.items():
+        local[v] = _local(v)
+        decl.append(f"Real {local[v]}")
+        body.append(f"{local[v]} := {names(expr)};")
+    for i, kind, vs, _ in layout:
+        for v in vs:
             local[v] = _local(v)
-            decl.append(f"Real {local[v]}")
-            body.append(f"{local[v]} := {names(expr)};")
-        # the polynomial variables' predictions: (sin, cos) of the predicted
-        # angle (or angle sum), a length's predicted value
-        for i, kind, vs, _ in layout:
-            for v in vs:
-                local[v] = _local(v)
-                decl += [f"Real {local[v]}", f"Real P_{local[v]}"]
-            if i in tb.angle_sums:
-                combo = tb.angle_sums[i][2]
-                psi = sp.Add(*[k * dae.q_sym[j] for j, k in combo.items()])
-                body += [f"P_{local[vs[0]]} := sin({names(psi)});", f"P_{local[vs[1]]} := cos({names(psi)});"]
-            elif kind == "angle":
-                body += [f"P_{local[vs[0]]} := sin(q[{i + 1}]);", f"P_{local[vs[1]]} := cos(q[{i + 1}]);"]
-            else:
-                body.append(f"P_{local[vs[0]]} := q[{i + 1}];")
-            body += [f"{local[v]} := P_{local[v]};" for v in vs]
-        dmax_degree = max(st.degree for st in tb.steps)
-        decl += [f"Real a[{dmax_degree + 1}]", "Real disc", "Real root", "Real f", "Real df"]
-        body += [f"a := fill(0.0, {dmax_degree + 1});", "disc := 0.0;", "root := 0.0;", "f := 0.0;", "df := 0.0;"]
-        for st in tb.steps:
-            x = local[st.variable]
-            body.append(f"// {st.variable}: degree {st.degree}")
-            for k, cexpr in enumerate(st.coeffs):   # a[1] the leading coefficient
-                body.append(f"a[{k + 1}] := {mo(sp.sympify(cexpr).xreplace(local))};")
-            lead = " + ".join(f"abs(a[{k + 1}])" for k in range(st.degree + 1))
-            # a leading coefficient at round-off of its terms is a
-            # representation singularity of this lex order: Newton instead
-            body.append(f"if ok and abs(a[1]) <= 1e-13 * ({lead}) then")
-            body.append("  ok := false;")
-            body.append("end if;")
-            body.append("if ok then")
-            if st.degree == 1:
-                body.append(f"  {x} := -a[2] / a[1];")
-            elif st.degree == 2:
-                # the root on the prediction's side of the vertex, without
-                # cancellation (the C's fmigen_quadratic_root)
-                body += ["  disc := a[2] * a[2] - 4.0 * a[1] * a[3];",
-                         "  root := sqrt(max(disc, 0.0));",
-                         f"  if 2.0 * a[1] * P_{x} + a[2] < 0.0 then",
-                         "    root := -root;",
-                         "  end if;",
-                         "  if -a[2] * root > 0.0 or a[2] == 0.0 then",
-                         f"    {x} := (-a[2] + root) / (2.0 * a[1]);",
-                         "  elseif -a[2] - root <> 0.0 then",
-                         f"    {x} := 2.0 * a[3] / (-a[2] - root);",
-                         "  else",
-                         "    ok := false;",
-                         "  end if;"]
-            else:
-                # Newton on the univariate polynomial from the prediction
-                body += [f"  {x} := P_{x};",
-                         f"  for it in 1:{POLY_ITERATIONS} loop",
-                         "    f := a[1];", "    df := 0.0;"]
-                for k in range(2, st.degree + 2):
-                    body += [f"    df := df * {x} + f;", f"    f := f * {x} + a[{k}];"]
-                body += [f"    if df <> 0.0 then", f"      {x} := {x} - f / df;", "    end if;",
-                         "  end for;"]
-            body.append("end if;")
-        # the coordinates from the variables: an angle turned to its prediction's revolution
-        body.append("if ok then")
-        for k, (i, kind, vs, _) in enumerate(layout):
-            expr = tb.recover[i]
-            value = mo(sp.sympify(expr).xreplace(local).xreplace(names.subs))
-            if kind == "angle":
-                body.append(f"  qq[{i + 1}] := {value};")
-                body.append(f"  qq[{i + 1}] := qq[{i + 1}] + 2.0 * {math.pi!r} * "
-                            f"floor((P[{k + 1}] - qq[{i + 1}]) / (2.0 * {math.pi!r}) + 0.5);")
-            else:
-                body.append(f"  qq[{i + 1}] := {value};")
-        body.append("end if;")
-        iterations = POLISH_ITERATIONS
-        # a sequence result is polished by a few Newton steps; a failed
-        # sequence leaves the prediction in qq, and Newton takes it from there
-        body.append(f"// Newton: {POLISH_ITERATIONS} steps polish a sequence's result, "
-                    f"{NEWTON_ITERATIONS} start from the prediction where the sequence failed")
-    body.append("converged := false;")
-    loop_bound = NEWTON_ITERATIONS
+            decl += [f"Real {local[v]}", f"Real P_{local[v]}"]
+        if i in tb.angle_sums:
+            combo = tb.angle_sums[i][2]
+            psi = sp.Add(*[k * dae.q_sym[j] for j, k in combo.items()])
+            body += [f"P_{local[vs[0]]} := sin({names(psi)});", f"P_{local[vs[1]]} := cos({names(psi)});"]
+        elif kind == "angle":
+            body += [f"P_{local[vs[0]]} := sin(q[{i + 1}]);", f"P_{local[vs[1]]} := cos(q[{i + 1}]);"]
+        else:
+            body.append(f"P_{local[vs[0]]} := q[{i + 1}];")
+        body += [f"{local[v]} := P_{local[v]};" for v in vs]
+    return decl, body, local
+
+
+def _sequence_step(st, local) -> list[str]:
+    """One step of the sequence: its coefficients a (a[1] the leading one)
+    and its variable as the root of the step's univariate polynomial nearest
+    the prediction; ``ok`` false where the step cannot be taken."""
+    x = local[st.variable]
+    body = [f"// {st.variable}: degree {st.degree}"]
+    body += [f"a[{k + 1}] := {mo(sp.sympify(c).xreplace(local))};" for k, c in enumerate(st.coeffs)]
+    lead = " + ".join(f"abs(a[{k + 1}])" for k in range(st.degree + 1))
+    # a leading coefficient at round-off of its terms is a representation
+    # singularity of this lex order: Newton instead
+    body += [f"if ok and abs(a[1]) <= 1e-13 * ({lead}) then", "  ok := false;", "end if;", "if ok then"]
+    if st.degree == 1:
+        body.append(f"  {x} := -a[2] / a[1];")
+    elif st.degree == 2:
+        # the root on the prediction's side of the vertex, without
+        # cancellation (the C's fmigen_quadratic_root)
+        body += ["  disc := a[2] * a[2] - 4.0 * a[1] * a[3];",
+                 "  root := sqrt(max(disc, 0.0));",
+                 f"  if 2.0 * a[1] * P_{x} + a[2] < 0.0 then",
+                 "    root := -root;",
+                 "  end if;",
+                 "  if -a[2] * root > 0.0 or a[2] == 0.0 then",
+                 f"    {x} := (-a[2] + root) / (2.0 * a[1]);",
+                 "  elseif -a[2] - root <> 0.0 then",
+                 f"    {x} := 2.0 * a[3] / (-a[2] - root);",
+                 "  else",
+                 "    ok := false;",
+                 "  end if;"]
+    else:
+        # Newton on the univariate polynomial from the prediction
+        body += [f"  {x} := P_{x};", f"  for it in 1:{POLY_ITERATIONS} loop", "    f := a[1];", "    df := 0.0;"]
+        for k in range(2, st.degree + 2):
+            body += [f"    df := df * {x} + f;", f"    f := f * {x} + a[{k}];"]
+        body += ["    if df <> 0.0 then", f"      {x} := {x} - f / df;", "    end if;", "  end for;"]
+    body.append("end if;")
+    return body
+
+
+def _groebner_sequence(tb, dae, names, scales):
+    """(declarations, body) of a Gröbner block's primary lex sequence: the
+    knowns, the steps, and the coordinates recovered from the variables into
+    ``qq`` (an angle turned to its prediction's revolution), all under ``ok``
+    (a failed sequence leaves the prediction in qq for Newton)."""
+    from fmigen.kinematics.triangular import block_layout
+    layout = block_layout(tb, scales)
+    decl, body, local = _sequence_knowns(tb, dae, names, layout)
+    dmax_degree = max(st.degree for st in tb.steps)
+    decl += [f"Real a[{dmax_degree + 1}]", "Real disc", "Real root", "Real f", "Real df"]
+    body += [f"a := fill(0.0, {dmax_degree + 1});", "disc := 0.0;", "root := 0.0;", "f := 0.0;", "df := 0.0;"]
+    for st in tb.steps:
+        body += _sequence_step(st, local)
+    body.append("if ok then")
+    for k, (i, kind, vs, _) in enumerate(layout):
+        value = mo(sp.sympify(tb.recover[i]).xreplace(local).xreplace(names.subs))
+        body.append(f"  qq[{i + 1}] := {value};")
+        if kind == "angle":
+            body.append(f"  qq[{i + 1}] := qq[{i + 1}] + 2.0 * {math.pi!r} * "
+                        f"floor((P[{k + 1}] - qq[{i + 1}]) / (2.0 * {math.pi!r}) + 0.5);")
+    body.append("end if;")
+    # a sequence result is polished by a few Newton steps; a failed
+    # sequence leaves the prediction in qq, and Newton takes it from there
+    body.append(f"// Newton: {POLISH_ITERATIONS} steps polish a sequence's result, "
+                f"{NEWTON_ITERATIONS} start from the prediction where the sequence failed")
+    return decl, body
+
+
+def _newton_loop(emb, tb, names, iterations) -> list[str]:
+    """Newton on the block's own constraints in its unknowns (Φ_q is the
+    embedding's own), from ``qq``: a polish of ``iterations`` steps after a
+    Gröbner sequence that succeeded, else up to NEWTON_ITERATIONS."""
+    dae, unk = emb.dae, tb.block.unknowns
+    nb = len(unk)
+    q_of = {sp.Symbol(f"q[{i + 1}]"): sp.Symbol(f"qq[{i + 1}]") for i in range(dae.n)}
+
+    def at_qq(e):
+        return mo(sp.sympify(e).xreplace(names.subs).xreplace(q_of))
+
     limit = "true" if tb.method != "groebner" else f"(ok and it <= {iterations}) or not ok"
-    body.append(f"for it in 1:{loop_bound} loop")
-    body.append(f"  if not converged and ({limit}) then")
-    q_of = {sp.Symbol(f"q[{i + 1}]"): sp.Symbol(f"qq[{i + 1}]") for i in range(n)}
-    for k, e in enumerate(phi):
-        body.append(f"    r[{k + 1}] := {mo(sp.sympify(e).xreplace(names.subs).xreplace(q_of))};")
-    for a in range(nb):
-        for b in range(nb):
-            body.append(f"    J[{a + 1}, {b + 1}] := {mo(sp.sympify(jac[a][b]).xreplace(names.subs).xreplace(q_of))};")
-    body.append(f"    dx := fmigen_solve{nb}(J, r);")
+    body = ["converged := false;", f"for it in 1:{NEWTON_ITERATIONS} loop", f"  if not converged and ({limit}) then"]
+    body += [f"    r[{k + 1}] := {at_qq(dae.Phi[j])};" for k, j in enumerate(tb.block.equations)]
+    body += [f"    J[{a + 1}, {b + 1}] := {at_qq(emb.Phi_q[j, i])};"
+             for a, j in enumerate(tb.block.equations) for b, i in enumerate(unk)]
+    # a 1×1 system is the division the elimination would do, written out:
+    # rumoca inlines every call of a function into its simulate setup
+    body.append(f"    dx := fmigen_solve{nb}(J, r);" if nb > 1 else "    dx := {r[1] / J[1, 1]};")
     body += ["    dmax := 0.0;", "    qmax := 0.0;"]
     for k, i in enumerate(unk):
         body += [f"    qq[{i + 1}] := qq[{i + 1}] - dx[{k + 1}];",
                  f"    dmax := max(dmax, abs(dx[{k + 1}]));",
                  f"    qmax := max(qmax, abs(qq[{i + 1}]));"]
     body += ["    converged := dmax <= 1e-14 * (1.0 + qmax);", "  end if;", "end for;"]
+    return body
+
+
+def block_function(fname: str, emb, tb, label: str) -> tuple[str, set]:
+    """The Modelica function of one block and the sizes of the linear
+    solves it calls.  Signature: (t, q[n], p[np]) -> x[nb]; q holds the
+    known coordinates and, at this block's unknowns, their predictions."""
+    from fmigen.derive.workspace import unit_scales
+    dae = emb.dae
+    n, nb = dae.n, len(tb.block.unknowns)
+    unk = tb.block.unknowns
+    names = _Names.function(dae)
+    np_ = max(1, len(dae.tunable))
+    nu = max(1, len(dae.inputs))
+    decl = [f"Real P[{nb}] \"the prediction of the unknowns\"", f"Real r[{nb}]", f"Real J[{nb}, {nb}]",
+            f"Real dx[{nb}]", "Real dmax", "Real qmax", "Boolean converged", "Boolean ok", f"Real qq[{n}]"]
+    body = ["P := {" + ", ".join(f"q[{i + 1}]" for i in unk) + "};", "qq := q;", "ok := true;"]
+    # every local has a value on every path (rumoca inlines a function's
+    # algorithm symbolically and rejects a variable a branch leaves unset)
+    body += [f"r := fill(0.0, {nb});", f"J := fill(0.0, {nb}, {nb});", f"dx := fill(0.0, {nb});",
+             "dmax := 0.0;", "qmax := 0.0;"]
+    iterations = NEWTON_ITERATIONS
+    if tb.method == "groebner":
+        d, b = _groebner_sequence(tb, dae, names, unit_scales(dae))
+        decl += d
+        body += b
+        iterations = POLISH_ITERATIONS
+    body += _newton_loop(emb, tb, names, iterations)
     body.append("x := {" + ", ".join(f"qq[{i + 1}]" for i in unk) + "};")
     text = [f"  function {fname} {_string(label)}",
             "    input Real t;",
@@ -462,19 +477,16 @@ def block_function(fname: str, emb, tb, label: str) -> tuple[str, set]:
             "  algorithm",
             *[f"    {line}" for line in body],
             f"  end {fname};", ""]
-    return "\n".join(text), {nb}
+    return "\n".join(text), {nb} - {1}
 
 
 # --------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------
 
-def export(compiled, package: str | None = None, predictor_period: float = 1e-3) -> str:
-    """Modelica source of a ``pipeline.Compiled`` derivation: a package named
-    ``package`` (default: the mechanism's name) holding the functions and a
-    model named after the mechanism."""
-    from fmigen.kinematics.triangular import block_name
-    emb, tri, dae = compiled.embedding, compiled.triangular, compiled.dae
+def _refuse_unexportable(compiled):
+    """A clear error for a derivation the export does not write."""
+    emb, dae = compiled.embedding, compiled.dae
     mech = dae.mechanism
     if compiled.dynamics not in ("embedded", "recursive"):
         raise ModelError(f"dynamics {compiled.dynamics}: the Modelica export writes the embedded ODE")
@@ -486,46 +498,55 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
         # ODE) never solves for
         raise ModelError(f"'{mech.name}' has joint reactions ({', '.join(mech.reactions)}); the Modelica export "
                          "does not write them (it has no multipliers): build an FMU, or drop s.reaction")
-    n, f = dae.n, emb.f
-    I, D = list(emb.independent), list(emb.dependent)
-    if len(dae.constraint_names) != len(D):
-        raise ModelError(f"'{mech.name}': {len(dae.constraint_names)} constraints for {len(D)} dependent "
-                         "coordinates; the export needs a square Φ_d")
-    model = identifier(mech.name, "the mechanism")
-    pkg = identifier(package, "--package") if package else model
-    # the names in the model: coordinates, velocities, accelerations,
-    # parameters, inputs, outputs
-    used = {}
+    if len(dae.constraint_names) != len(emb.dependent):
+        raise ModelError(f"'{mech.name}': {len(dae.constraint_names)} constraints for {len(emb.dependent)} "
+                         "dependent coordinates; the export needs a square Φ_d")
 
-    def claim(name, what):
-        if name in used:
-            raise ModelError(f"{what} and {used[name]} are both '{name}' in Modelica; rename one")
-        used[name] = what
+
+class _ModelNames:
+    """The model's Modelica names: coordinates ``qn``, velocities ``vn``,
+    the independent accelerations ``an``, tunable parameters ``pn``, inputs
+    ``un``, outputs ``on``; two things spelled alike are an error naming
+    both."""
+
+    def __init__(self, mech, dae, I):
+        self.used = {}
+        claim = self.claim
+        self.qn = [claim(identifier(c.name, "coordinate"), f"coordinate {c.name}") for c in mech.coordinates]
+        self.vn = [claim("v_" + q, f"the velocity of {c.name}") for q, c in zip(self.qn, mech.coordinates)]
+        self.an = {i: claim("a_" + self.qn[i], f"the acceleration of {mech.coordinates[i].name}") for i in I}
+        self.tunable = [p for p in mech.parameters if p.tunable]
+        self.pn = [claim(identifier(p.name, "parameter"), f"parameter {p.name}") for p in self.tunable]
+        self.un = [claim(identifier(u.name, "input"), f"input {u.name}") for u in mech.inputs]
+        self.on = {name: claim(identifier(name, "output"), f"output {name}") for name in dae.outputs}
+        self.structural = [p for p in mech.parameters if not p.tunable and identifier(p.name, "") not in self.used]
+        subs = {qs: sp.Symbol(self.qn[i]) for i, qs in enumerate(dae.q_sym)}
+        subs.update({vs: sp.Symbol(self.vn[i]) for i, vs in enumerate(dae.v_sym)})
+        subs.update({s: sp.Symbol(self.pn[k]) for k, s in enumerate(dae.tunable)})
+        subs.update({s: sp.Symbol(self.un[k]) for k, s in enumerate(dae.inputs)})
+        subs[t] = sp.Symbol("time")
+        self.subs = subs
+
+    def claim(self, name, what):
+        if name in self.used:
+            raise ModelError(f"{what} and {self.used[name]} are both '{name}' in Modelica; rename one")
+        self.used[name] = what
         return name
 
-    qn = [claim(identifier(c.name, "coordinate"), f"coordinate {c.name}") for c in mech.coordinates]
-    vn = [claim("v_" + q, f"the velocity of {c.name}") for q, c in zip(qn, mech.coordinates)]
-    an = {i: claim("a_" + qn[i], f"the acceleration of {mech.coordinates[i].name}") for i in I}
-    tunable = [p for p in mech.parameters if p.tunable]
-    pn = [claim(identifier(p.name, "parameter"), f"parameter {p.name}") for p in tunable]
-    un = [claim(identifier(u.name, "input"), f"input {u.name}") for u in mech.inputs]
-    on = {name: claim(identifier(name, "output"), f"output {name}") for name in dae.outputs}
-    structural = [p for p in mech.parameters if not p.tunable and identifier(p.name, "") not in used]
+    def __call__(self, expr) -> str:
+        """An expression of the model's symbols as Modelica text."""
+        return mo(sp.sympify(expr).xreplace(self.subs))
 
-    subs = {qs: sp.Symbol(qn[i]) for i, qs in enumerate(dae.q_sym)}
-    subs.update({vs: sp.Symbol(vn[i]) for i, vs in enumerate(dae.v_sym)})
-    subs.update({s: sp.Symbol(pn[k]) for k, s in enumerate(dae.tunable)})
-    subs.update({s: sp.Symbol(un[k]) for k, s in enumerate(dae.inputs)})
-    subs[t] = sp.Symbol("time")
 
-    def m(expr):
-        return mo(sp.sympify(expr).xreplace(subs))
-
-    start = tri.start
-    functions, sizes = [], {f}
-    calls = []
-    pvec = "{" + (", ".join(pn) if pn else "0.0") + "}"
-    uvec = "{" + (", ".join(un) if un else "0.0") + "}"
+def _kinematics(model, emb, tri, names):
+    """The block functions, the linear-solve sizes they call and the
+    equations that call them, one per block."""
+    from fmigen.kinematics.triangular import block_name
+    dae, D = emb.dae, list(emb.dependent)
+    functions, sizes, calls = [], set(), []
+    pvec = "{" + (", ".join(names.pn) if names.pn else "0.0") + "}"
+    uvec = "{" + (", ".join(names.un) if names.un else "0.0") + "}"
+    qn = names.qn
     slot = {i: k for k, i in enumerate(D)}   # a dependent coordinate's predictor slot
     for bi, tb in enumerate(tri.blocks):
         fname = f"{model}_block{bi + 1}"
@@ -540,34 +561,33 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
         # the blocks one algebraic loop)
         known = set(tb.block.knowns)
         args = ", ".join(f"fmigen_pred[{slot[i] + 1}]" if i in tb.block.unknowns else qn[i] if i in known
-                         else "0.0" for i in range(n))
+                         else "0.0" for i in range(dae.n))
         calls.append(f"  {{{', '.join(qn[i] for i in tb.block.unknowns)}}} = "
                      f"{fname}(time, {{{args}}}, {pvec}, {uvec});")
-    nd = len(D)
-    block_sizes = sorted({len(tb.block.unknowns) for tb in tri.blocks})
-    sizes_mat = {(k, f) for k in block_sizes}
-    solve_text = [solve_function(k, None) for k in sorted(sizes | set(block_sizes))]
-    solve_text += [solve_function(a, b) for a, b in sorted(sizes_mat)]
+    return functions, sizes, calls
 
-    lines = [f"package {pkg} {_string(f'{mech.name}: embedded equations of motion, exported by fmigen')}", ""]
-    lines += solve_text + functions
-    desc = mech.description or f"{mech.name}, exported by fmigen"
-    lines.append(f"  model {model} {_string(desc)}")
-    for p, name in zip(tunable, pn):
+
+def _variables(mech, dae, I, names, start, predictor_period) -> list[str]:
+    """The model's declarations up to its embedded-ODE arrays: parameters,
+    inputs, coordinates and velocities (the independent ones states),
+    outputs."""
+    lines = []
+    for p, name in zip(names.tunable, names.pn):
         lines.append(f"    parameter Real {name}{_mods(_unit(p.unit))} = {float(p.value)!r} "
                      f"{_string(p.description or 'tunable parameter')};")
-    for p in structural:
+    for p in names.structural:
         name = identifier(p.name, "parameter")
-        claim(name, f"structural parameter {p.name}")
+        names.claim(name, f"structural parameter {p.name}")
         lines.append(f"    final parameter Real {name}{_mods(_unit(p.unit))} = {float(p.value)!r} "
                      f"{_string('structural: built into the kinematic solution; informative only')};")
     lines.append(f"    parameter Real predictorPeriod(unit=\"s\") = {predictor_period!r} "
                  "\"period of the branch predictor's samples of the dependent coordinates\";")
-    for u, name in zip(mech.inputs, un):
+    for u, name in zip(mech.inputs, names.un):
         # its start as a binding: the model simulates standalone, and a model
         # that uses it replaces the binding by a modification (plant(tau = u))
         lines.append(f"    input Real {name}{_mods(_unit(u.unit))} = {float(u.start)!r} "
                      f"{_string(u.description or 'input')};")
+    qn, vn = names.qn, names.vn
     for i, c in enumerate(mech.coordinates):
         vunit = c.unit + "/s" if c.unit else ""
         if i in I:
@@ -576,18 +596,104 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
             lines.append(f"    Real {vn[i]}{_mods(_unit(vunit), f'start = {float(c.velocity_start)!r}', 'fixed = true')}"
                          f" {_string(f'velocity of {c.name} (state)')};")
             aunit = c.unit + "/s2" if c.unit else ""
-            lines.append(f"    Real {an[i]}{_mods(_unit(aunit))} {_string(f'acceleration of {c.name}')};")
+            lines.append(f"    Real {names.an[i]}{_mods(_unit(aunit))} {_string(f'acceleration of {c.name}')};")
         else:
             lines.append(f"    Real {qn[i]}{_mods(_unit(c.unit))} "
                          f"{_string((c.description + ' ' if c.description else '') + '(dependent)')};")
             lines.append(f"    Real {vn[i]}{_mods(_unit(vunit))} {_string(f'velocity of {c.name}')};")
     info = mech.output_info
-    for name, mname in on.items():
+    for name, mname in names.on.items():
         unit, d = info.get(name, ("", ""))
         lines.append(f"    output Real {mname}{_mods(_unit(unit))} {_string(d or 'output')};")
+    return lines
+
+
+def _block_velocity_equations(emb, tri, names):
+    """(declarations, equations) of the per-block solves.  Φ_d is
+    block-triangular (the blocks in solving order): the velocities, the
+    columns of B and the dependent accelerations block by block, each from
+    its diagonal block Φ_bb and what earlier blocks solved."""
+    dae, I, f = emb.dae, list(emb.independent), emb.f
+    lines = ["    // per block b: Φ_bb v_b = −(Φ_t,b + Σ_known Φ_bj v_j), Φ_bb B_b = −Σ_known Φ_bj B_j, "
+             "Φ_bb a_c,b = γ_b − Σ_known Φ_bj a_c,j"]
+    decls = []
+    m, vn = names, names.vn
+    for bi, tb in enumerate(tri.blocks):
+        U, E, K = tb.block.unknowns, tb.block.equations, tb.block.knowns
+        nb = len(U)
+        jb = f"fmigen_J{bi + 1}"
+        decls += [f"    Real {jb}[{nb}, {nb}] \"Φ_q of block {bi + 1}, its unknowns' columns\";",
+                  f"    Real fmigen_B{bi + 1}[{nb}, {f}] \"rows of B of block {bi + 1}\";",
+                  f"    Real fmigen_a{bi + 1}[{nb}] \"a_c of block {bi + 1}\";"]
+        lines.append(f"    {jb} = {_matrix([[m(emb.Phi_q[e, i]) for i in U] for e in E])};")
+        vel = [emb.Phi_t[e] + sum((emb.Phi_q[e, j] * dae.v_sym[j] for j in K), sp.S.Zero) for e in E]
+        lines.append(f"    {jb} * {{{', '.join(vn[i] for i in U)}}} = -{{{', '.join(m(x) for x in vel)}}};")
+        Bsym = lambda j, k: (sp.S.One if I.index(j) == k else sp.S.Zero) if j in I else \
+            sp.Symbol(f"fmigen_B[{j + 1}, {k + 1}]")  # noqa: E731
+        rhs = [[m(sum((emb.Phi_q[e, j] * Bsym(j, k) for j in K), sp.S.Zero)) for k in range(f)] for e in E]
+        lines.append(f"    {jb} * fmigen_B{bi + 1} = -{_matrix(rhs)};")
+        acc = [emb.gamma[e] - sum((emb.Phi_q[e, j] * sp.Symbol(f"fmigen_ac[{j + 1}]") for j in K if j not in I),
+                                  sp.S.Zero) for e in E]
+        lines.append(f"    {jb} * fmigen_a{bi + 1} = {{{', '.join(m(x) for x in acc)}}};")
+    return decls, lines
+
+
+def _ode_equations(emb, tri, names) -> list[str]:
+    """B and a_c assembled from the blocks' rows, M, F and the embedded ODE
+    (Bᵀ M B) q̈_i = Bᵀ (F − M a_c), and the outputs."""
+    dae, I, f, n = emb.dae, list(emb.independent), emb.f, emb.dae.n
+    m = names
+    where = {i: (bi, k) for bi, tb in enumerate(tri.blocks) for k, i in enumerate(tb.block.unknowns)}
+    rows_B, rows_ac = [], []
+    for i in range(n):
+        if i in I:
+            rows_B.append(["1.0" if I.index(i) == k else "0.0" for k in range(f)])
+            rows_ac.append("0.0")
+        else:
+            bi, r = where[i]
+            rows_B.append([f"fmigen_B{bi + 1}[{r + 1}, {k + 1}]" for k in range(f)])
+            rows_ac.append(f"fmigen_a{bi + 1}[{r + 1}]")
+    lines = ["    // the embedded ODE: (Bᵀ M B) q̈_i = Bᵀ (F − M a_c)",
+             f"    fmigen_B = {_matrix(rows_B)};",
+             f"    fmigen_ac = {{{', '.join(rows_ac)}}};",
+             f"    fmigen_M = {_matrix([[m(emb.M[r, c]) for c in range(n)] for r in range(n)])};",
+             f"    fmigen_F = {{{', '.join(m(emb.F[r]) for r in range(n))}}};",
+             "    fmigen_Mr = transpose(fmigen_B) * fmigen_M * fmigen_B;",
+             "    fmigen_h = transpose(fmigen_B) * (fmigen_F - fmigen_M * fmigen_ac);",
+             f"    fmigen_Mr * {{{', '.join(names.an[i] for i in I)}}} = fmigen_h;"]
+    lines += [f"    {names.on[name]} = {m(expr)};" for name, expr in dae.outputs.items()]
+    return lines
+
+
+def export(compiled, package: str | None = None, predictor_period: float = 1e-3) -> str:
+    """Modelica source of a ``pipeline.Compiled`` derivation: a package named
+    ``package`` (default: the mechanism's name) holding the functions and a
+    model named after the mechanism."""
+    _refuse_unexportable(compiled)
+    emb, tri, dae = compiled.embedding, compiled.triangular, compiled.dae
+    mech = dae.mechanism
+    n, f = dae.n, emb.f
+    I, D = list(emb.independent), list(emb.dependent)
+    model = identifier(mech.name, "the mechanism")
+    pkg = identifier(package, "--package") if package else model
+    names = _ModelNames(mech, dae, I)
+    functions, sizes, calls = _kinematics(model, emb, tri, names)
+    nd = len(D)
+    # the Newton steps inside the block functions solve by generated
+    # elimination; the model's own linear systems are equations (J x = b),
+    # which the tool solves itself: rumoca 0.10.2 inlines a called function
+    # into the model before simulating, and a pivoting elimination per
+    # system cost it more setup than the equations do
+    solve_text = [solve_function(k) for k in sorted(sizes)]
+
+    lines = [f"package {pkg} {_string(f'{mech.name}: embedded equations of motion, exported by fmigen')}", ""]
+    lines += solve_text + functions
+    desc = mech.description or f"{mech.name}, exported by fmigen"
+    lines.append(f"  model {model} {_string(desc)}")
+    lines += _variables(mech, dae, I, names, tri.start, predictor_period)
     if nd:
         lines += [
-            f"    discrete Real fmigen_qs[{nd}](start = {{{', '.join(repr(float(start[dae.names[i]])) for i in D)}}}, "
+            f"    discrete Real fmigen_qs[{nd}](start = {{{', '.join(repr(float(tri.start[dae.names[i]])) for i in D)}}}, "
             "each fixed = true) \"the dependent coordinates at the last sample\";",
             f"    discrete Real fmigen_vs[{nd}](start = fill(0.0, {nd}), each fixed = true) "
             "\"their velocities at the last sample\";",
@@ -600,65 +706,24 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
               f"    Real fmigen_F[{n}] \"forces\";",
               f"    Real fmigen_Mr[{f}, {f}] \"Bᵀ M B\";",
               f"    Real fmigen_h[{f}] \"Bᵀ (F − M a_c)\";"]
+    if nd:
+        decls, block_lines = _block_velocity_equations(emb, tri, names)
+        lines += decls
     lines.append("  equation")
     for i in I:
-        lines += [f"    der({qn[i]}) = {vn[i]};", f"    der({vn[i]}) = {an[i]};"]
+        lines += [f"    der({names.qn[i]}) = {names.vn[i]};", f"    der({names.vn[i]}) = {names.an[i]};"]
     if nd:
-        lines.append("    // the branch predictor: the last sample, moved on by its velocity")
-        lines.append(f"    fmigen_pred = pre(fmigen_qs) + pre(fmigen_vs) * (time - pre(fmigen_ts));")
-        lines.append("    when sample(0, predictorPeriod) then")
-        lines.append(f"      fmigen_qs = {{{', '.join(qn[i] for i in D)}}};")
-        lines.append(f"      fmigen_vs = {{{', '.join(vn[i] for i in D)}}};")
-        lines.append("      fmigen_ts = time;")
-        lines.append("    end when;")
-        lines.append("    // the kinematics, block by block")
+        lines += ["    // the branch predictor: the last sample, moved on by its velocity",
+                  "    fmigen_pred = pre(fmigen_qs) + pre(fmigen_vs) * (time - pre(fmigen_ts));",
+                  "    when sample(0, predictorPeriod) then",
+                  f"      fmigen_qs = {{{', '.join(names.qn[i] for i in D)}}};",
+                  f"      fmigen_vs = {{{', '.join(names.vn[i] for i in D)}}};",
+                  "      fmigen_ts = time;",
+                  "    end when;",
+                  "    // the kinematics, block by block"]
         lines += ["  " + c for c in calls]
-        # Φ_d is block-triangular (the blocks in solving order): velocities,
-        # the columns of B and the dependent accelerations block by block,
-        # each from its diagonal block Φ_bb and what earlier blocks solved
-        lines.append("    // per block b: Φ_bb v_b = −(Φ_t,b + Σ_known Φ_bj v_j), Φ_bb B_b = −Σ_known Φ_bj B_j, "
-                     "Φ_bb a_c,b = γ_b − Σ_known Φ_bj a_c,j")
-        decls = []
-        for bi, tb in enumerate(tri.blocks):
-            U, E, K = tb.block.unknowns, tb.block.equations, tb.block.knowns
-            nb = len(U)
-            jb = f"fmigen_J{bi + 1}"
-            decls += [f"    Real {jb}[{nb}, {nb}] \"Φ_q of block {bi + 1}, its unknowns' columns\";",
-                      f"    Real fmigen_B{bi + 1}[{nb}, {f}] \"rows of B of block {bi + 1}\";",
-                      f"    Real fmigen_a{bi + 1}[{nb}] \"a_c of block {bi + 1}\";"]
-            lines.append(f"    {jb} = {_matrix([[m(emb.Phi_q[e, i]) for i in U] for e in E])};")
-            vel = [emb.Phi_t[e] + sum((emb.Phi_q[e, j] * dae.v_sym[j] for j in K), sp.S.Zero) for e in E]
-            lines.append(f"    {{{', '.join(vn[i] for i in U)}}} = -fmigen_solve{nb}({jb}, "
-                         f"{{{', '.join(m(x) for x in vel)}}});")
-            Bsym = lambda j, k: (sp.S.One if I.index(j) == k else sp.S.Zero) if j in I else \
-                sp.Symbol(f"fmigen_B[{j + 1}, {k + 1}]")  # noqa: E731
-            rhs = [[m(sum((emb.Phi_q[e, j] * Bsym(j, k) for j in K), sp.S.Zero)) for k in range(f)] for e in E]
-            lines.append(f"    fmigen_B{bi + 1} = -fmigen_solve{nb}x{f}({jb}, {_matrix(rhs)});")
-            acc = [emb.gamma[e] - sum((emb.Phi_q[e, j] * sp.Symbol(f"fmigen_ac[{j + 1}]") for j in K if j not in I),
-                                      sp.S.Zero) for e in E]
-            lines.append(f"    fmigen_a{bi + 1} = fmigen_solve{nb}({jb}, {{{', '.join(m(x) for x in acc)}}});")
-        at = lines.index("  equation")
-        lines[at:at] = decls
-    where = {i: (bi, k) for bi, tb in enumerate(tri.blocks) for k, i in enumerate(tb.block.unknowns)}
-    rows_B, rows_ac = [], []
-    for i in range(n):
-        if i in I:
-            rows_B.append(["1.0" if I.index(i) == k else "0.0" for k in range(f)])
-            rows_ac.append("0.0")
-        else:
-            bi, r = where[i]
-            rows_B.append([f"fmigen_B{bi + 1}[{r + 1}, {k + 1}]" for k in range(f)])
-            rows_ac.append(f"fmigen_a{bi + 1}[{r + 1}]")
-    lines.append("    // the embedded ODE: (Bᵀ M B) q̈_i = Bᵀ (F − M a_c)")
-    lines.append(f"    fmigen_B = {_matrix(rows_B)};")
-    lines.append(f"    fmigen_ac = {{{', '.join(rows_ac)}}};")
-    lines.append(f"    fmigen_M = {_matrix([[m(emb.M[r, c]) for c in range(n)] for r in range(n)])};")
-    lines.append(f"    fmigen_F = {{{', '.join(m(emb.F[r]) for r in range(n))}}};")
-    lines.append("    fmigen_Mr = transpose(fmigen_B) * fmigen_M * fmigen_B;")
-    lines.append("    fmigen_h = transpose(fmigen_B) * (fmigen_F - fmigen_M * fmigen_ac);")
-    lines.append(f"    {{{', '.join(an[i] for i in I)}}} = fmigen_solve{f}(fmigen_Mr, fmigen_h);")
-    for name, expr in dae.outputs.items():
-        lines.append(f"    {on[name]} = {m(expr)};")
+        lines += block_lines
+    lines += _ode_equations(emb, tri, names)
     doc = CITATION.format(name=mech.name, independent=", ".join(dae.names[i] for i in I),
                           blocks=len(tri.blocks))
     lines.append(f"    annotation(Documentation(info={_string('<html>' + doc + '</html>')}));")
@@ -685,269 +750,3 @@ def export_mechanism(spec, package=None, log=None, use_cache=True, predictor_per
     model = identifier(mech.name, "")
     return text, f"{identifier(package, '') if package else model}.{model}", compiled
 
-
-# --------------------------------------------------------------------------
-# The FMU wrapper (fmigen export-modelica MECH --fmu X.fmu)
-# --------------------------------------------------------------------------
-
-#: The C the wrapper's external functions call, carried in the wrapper's
-#: ``Include`` annotation so the .mo file is all a tool needs besides the
-#: unzipped FMU: it opens the FMU's binary for the platform
-#: (binaries/<platform>/<modelIdentifier>.so|.dll|.dylib), looks up its
-#: FMI 2.0 functions by their standard names and drives one Co-Simulation
-#: instance per handle.  A handle is an Integer index into a static table, not
-#: an ExternalObject, so the functions are plain Modelica external functions
-#: (an instance lives until the process ends).  Errors go to ModelicaError,
-#: which every Modelica tool's runtime provides (ModelicaUtilities.h).
-FMI2_IMPORT_C = r"""
-#ifndef FMIGEN_FMI2_IMPORT_C
-#define FMIGEN_FMI2_IMPORT_C
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "ModelicaUtilities.h"
-#ifdef _WIN32
-#include <windows.h>
-#define FMIGEN_PLATFORM "win64"
-#define FMIGEN_SUFFIX ".dll"
-typedef HMODULE fmigen_lib;
-#define fmigen_open(p) LoadLibraryA(p)
-#define fmigen_sym(l, n) ((void *)GetProcAddress((l), (n)))
-#else
-#include <dlfcn.h>
-#ifdef __APPLE__
-#define FMIGEN_PLATFORM "darwin64"
-#define FMIGEN_SUFFIX ".dylib"
-#else
-#define FMIGEN_PLATFORM "linux64"
-#define FMIGEN_SUFFIX ".so"
-#endif
-typedef void *fmigen_lib;
-#define fmigen_open(p) dlopen((p), RTLD_NOW | RTLD_LOCAL)
-#define fmigen_sym(l, n) dlsym((l), (n))
-#endif
-
-/* the FMI 2.0 types and signatures this file calls (fmi2FunctionTypes.h) */
-typedef void *fmi2Component;
-typedef void *fmi2ComponentEnvironment;
-typedef unsigned int fmi2ValueReference;
-typedef double fmi2Real;
-typedef int fmi2Boolean;
-typedef enum { fmi2OK, fmi2Warning, fmi2Discard, fmi2Error, fmi2Fatal, fmi2Pending } fmi2Status;
-typedef enum { fmi2ModelExchange, fmi2CoSimulation } fmi2Type;
-typedef struct {
-  void (*logger)(fmi2ComponentEnvironment, const char *, fmi2Status, const char *, const char *, ...);
-  void *(*allocateMemory)(size_t, size_t);
-  void (*freeMemory)(void *);
-  void (*stepFinished)(fmi2ComponentEnvironment, fmi2Status);
-  fmi2ComponentEnvironment componentEnvironment;
-} fmi2CallbackFunctions;
-typedef fmi2Component (*fmigen_instantiate_t)(const char *, fmi2Type, const char *, const char *,
-                                              const fmi2CallbackFunctions *, fmi2Boolean, fmi2Boolean);
-typedef fmi2Status (*fmigen_setup_t)(fmi2Component, fmi2Boolean, fmi2Real, fmi2Real, fmi2Boolean, fmi2Real);
-typedef fmi2Status (*fmigen_mode_t)(fmi2Component);
-typedef fmi2Status (*fmigen_real_t)(fmi2Component, const fmi2ValueReference *, size_t, fmi2Real *);
-typedef fmi2Status (*fmigen_step_t)(fmi2Component, fmi2Real, fmi2Real, fmi2Boolean);
-
-typedef struct {
-  fmi2Component c;
-  fmigen_mode_t enter_init, exit_init;
-  fmigen_real_t set_real, get_real;
-  fmigen_step_t do_step;
-} fmigen_fmu;
-
-#define FMIGEN_MAX_INSTANCES 64
-static fmigen_fmu fmigen_instances[FMIGEN_MAX_INSTANCES];
-static int fmigen_count = 0;
-
-static void fmigen_logger(fmi2ComponentEnvironment env, const char *name, fmi2Status status,
-                          const char *category, const char *message, ...) {
-  char text[1024];
-  va_list args;
-  va_start(args, message);
-  vsnprintf(text, sizeof text, message, args);
-  va_end(args);
-  ModelicaFormatMessage("%s [%s]: %s\n", name, category, text);
-}
-
-static fmi2CallbackFunctions fmigen_callbacks = {fmigen_logger, calloc, free, NULL, NULL};
-
-static void *fmigen_need(fmigen_lib lib, const char *name, const char *path) {
-  void *f = fmigen_sym(lib, name);
-  if (!f) ModelicaFormatError("%s does not export %s", path, name);
-  return f;
-}
-
-static void fmigen_check(fmi2Status status, const char *call) {
-  if (status > fmi2Warning) ModelicaFormatError("the FMU's %s returned status %d", call, (int)status);
-}
-
-static fmigen_fmu *fmigen_get(int handle) {
-  if (handle < 1 || handle > fmigen_count) ModelicaFormatError("no FMU instance %d", handle);
-  return &fmigen_instances[handle - 1];
-}
-
-/* loads binaries/<platform>/<modelIdentifier> from the unzipped FMU, instantiates it for
-   Co-Simulation, sets the parameters and the inputs' start values, initializes it at
-   startTime; returns the instance's handle (1, 2, ...) */
-int fmigen_fmi2_instantiate(const char *dir, const char *identifier, const char *guid, const char *name,
-                            double startTime, const int *vr, size_t nvr, const double *values, size_t nvalues) {
-  char path[4096], uri[4200];
-  fmigen_fmu *f;
-  fmigen_lib lib;
-  fmigen_instantiate_t instantiate;
-  if (fmigen_count == FMIGEN_MAX_INSTANCES) ModelicaError("too many FMU instances");
-  snprintf(path, sizeof path, "%s/binaries/" FMIGEN_PLATFORM "/%s" FMIGEN_SUFFIX, dir, identifier);
-  lib = fmigen_open(path);
-  if (!lib) ModelicaFormatError("cannot load %s (is fmuDirectory the unzipped FMU?)", path);
-  f = &fmigen_instances[fmigen_count];
-  instantiate = (fmigen_instantiate_t)fmigen_need(lib, "fmi2Instantiate", path);
-  f->enter_init = (fmigen_mode_t)fmigen_need(lib, "fmi2EnterInitializationMode", path);
-  f->exit_init = (fmigen_mode_t)fmigen_need(lib, "fmi2ExitInitializationMode", path);
-  f->set_real = (fmigen_real_t)fmigen_need(lib, "fmi2SetReal", path);
-  f->get_real = (fmigen_real_t)fmigen_need(lib, "fmi2GetReal", path);
-  f->do_step = (fmigen_step_t)fmigen_need(lib, "fmi2DoStep", path);
-  snprintf(uri, sizeof uri, "file://%s/resources", dir);
-  f->c = instantiate(name, fmi2CoSimulation, guid, uri, &fmigen_callbacks, 0, 0);
-  if (!f->c) ModelicaFormatError("fmi2Instantiate of %s failed", path);
-  fmigen_check(((fmigen_setup_t)fmigen_need(lib, "fmi2SetupExperiment", path))(f->c, 0, 0.0, startTime, 0, 0.0),
-               "fmi2SetupExperiment");
-  if (nvr != nvalues) ModelicaError("fmigen_fmi2_instantiate: as many values as value references");
-  fmigen_check(f->enter_init(f->c), "fmi2EnterInitializationMode");
-  fmigen_check(f->set_real(f->c, (const fmi2ValueReference *)vr, nvr, (fmi2Real *)values), "fmi2SetReal");
-  fmigen_check(f->exit_init(f->c), "fmi2ExitInitializationMode");
-  return ++fmigen_count;
-}
-
-/* one communication step: the inputs at t set, the outputs at t read, then fmi2DoStep from t to t + h */
-void fmigen_fmi2_step(int handle, double t, double h, const int *uvr, size_t nu, const double *u, size_t nuv,
-                      const int *yvr, size_t ny, double *y, size_t nyv) {
-  fmigen_fmu *f = fmigen_get(handle);
-  if (nu != nuv || ny != nyv) ModelicaError("fmigen_fmi2_step: as many values as value references");
-  if (nu) fmigen_check(f->set_real(f->c, (const fmi2ValueReference *)uvr, nu, (fmi2Real *)u), "fmi2SetReal");
-  if (ny) fmigen_check(f->get_real(f->c, (const fmi2ValueReference *)yvr, ny, y), "fmi2GetReal");
-  fmigen_check(f->do_step(f->c, t, h, 1), "fmi2DoStep");
-}
-#endif
-"""
-
-
-def fmu_wrapper(fmu_path, unzipdir, package: str | None = None) -> tuple[str, str]:
-    """(Modelica text, the model's qualified name) of a wrapper for an FMI 2.0
-    Co-Simulation FMU, the layout Modelica tools use to import an FMU
-    (OpenModelica's importFMU, Dymola, FMPy's Modelica export): external "C"
-    functions that load the FMU's binary from ``unzipdir`` (the FMU
-    unzipped), instantiate and initialize it as a parameter binding, and in a
-    ``when sample(...)`` equation each communication step set the inputs, read
-    the outputs and call fmi2DoStep.  The outputs are held between
-    communication points, as a co-simulation master holds them.  The tunable
-    parameters are Modelica parameters passed to the FMU at initialization;
-    inputs are ``input Real``, outputs ``output Real``, with the FMU's units."""
-    from fmpy import read_model_description
-    try:
-        md = read_model_description(str(fmu_path))
-    except Exception as e:   # not a zip, no modelDescription.xml, bad XML
-        raise ModelError(f"{fmu_path} is not a readable FMU: {e}") from None
-    if md.fmiVersion != "2.0":
-        raise ModelError(f"{fmu_path} is an FMI {md.fmiVersion} FMU; the Modelica wrapper drives FMI 2.0 "
-                         "(build it with --fmi 2)")
-    if md.coSimulation is None:
-        raise ModelError(f"{fmu_path} has no Co-Simulation interface; the Modelica wrapper drives "
-                         "Co-Simulation (build it with --kind cs)")
-    ident = md.coSimulation.modelIdentifier
-    model = identifier(md.modelName, "")
-    pkg = identifier(package, "--package") if package else model + "_fmu"
-    used = {}
-
-    def claim(name, what):
-        mname = identifier(name, what)
-        if mname in used:
-            raise ModelError(f"{what} and {used[mname]} are both '{mname}' in Modelica; rename one")
-        used[mname] = what
-        return mname
-
-    for reserved in ("fmuDirectory", "communicationStepSize", "fmigen_fmu", "fmigen_y"):
-        used[reserved] = "the wrapper's own variable"
-    real = [v for v in md.modelVariables if v.type == "Real"]
-    params = [v for v in real if v.causality == "parameter" and v.variability == "tunable"]
-    inputs = [v for v in real if v.causality == "input"]
-    outputs = [v for v in real if v.causality == "output"]
-    pn = [claim(v.name, f"parameter {v.name}") for v in params]
-    un = [claim(v.name, f"input {v.name}") for v in inputs]
-    on = [claim(v.name, f"output {v.name}") for v in outputs]
-    h = float(md.defaultExperiment.stepSize) if md.defaultExperiment and md.defaultExperiment.stepSize else 1e-3
-
-    def ints(vs):
-        return "{" + ", ".join(str(v.valueReference) for v in vs) + "}" if vs else "fill(0, 0)"
-
-    def reals(names):
-        return "{" + ", ".join(names) + "}" if names else "fill(0.0, 0)"
-
-    include = _string(FMI2_IMPORT_C)
-    ext = f'annotation(Include={include}, Library="dl")'
-    ny = len(outputs)
-    lines = [f"package {pkg} {_string(f'{md.modelName}: Modelica wrapper of its FMI 2.0 Co-Simulation FMU, by fmigen')}",
-             "",
-             "  impure function fmigen_fmi2_instantiate \"loads and initializes the FMU; returns its handle\"",
-             "    input String dir \"the unzipped FMU\";",
-             "    input String identifier;",
-             "    input String guid;",
-             "    input String name;",
-             "    input Real startTime;",
-             "    input Integer vr[:] \"value references set at initialization\";",
-             "    input Real values[:];",
-             "    output Integer handle;",
-             "  external \"C\" handle = fmigen_fmi2_instantiate(dir, identifier, guid, name, startTime, vr, size(vr, 1), "
-             f"values, size(values, 1))\n      {ext};",
-             "  end fmigen_fmi2_instantiate;",
-             "",
-             "  impure function fmigen_fmi2_step \"sets the inputs, returns the outputs at t, steps to t + h\"",
-             "    input Integer handle;",
-             "    input Real t;",
-             "    input Real h;",
-             "    input Integer uvr[:];",
-             "    input Real u[:];",
-             "    input Integer yvr[:];",
-             "    output Real y[size(yvr, 1)];",
-             "  external \"C\" fmigen_fmi2_step(handle, t, h, uvr, size(uvr, 1), u, size(u, 1), yvr, size(yvr, 1), y, "
-             f"size(y, 1))\n      {ext};",
-             "  end fmigen_fmi2_step;",
-             "",
-             f"  model {model} {_string((md.description or md.modelName) + ' (the FMU, imported)')}",
-             f"    parameter String fmuDirectory = {_string(str(unzipdir))} \"the FMU unzipped\";",
-             f"    parameter Real communicationStepSize(unit=\"s\") = {float(h)!r} \"the FMU's communication step\";"]
-    for v, name in zip(params, pn):
-        lines.append(f"    parameter Real {name}{_mods(_unit(v.unit or ''))} = {float(v.start)!r} "
-                     f"{_string(v.description or 'tunable parameter')};")
-    for v, name in zip(inputs, un):
-        lines.append(f"    input Real {name}{_mods(_unit(v.unit or ''))} = {float(v.start)!r} "
-                     f"{_string(v.description or 'input')};")
-    for v, name in zip(outputs, on):
-        lines.append(f"    output Real {name}{_mods(_unit(v.unit or ''))} {_string(v.description or 'output')};")
-    start = "0.0"
-    if md.defaultExperiment and md.defaultExperiment.startTime:
-        start = repr(float(md.defaultExperiment.startTime))
-    lines += [
-        "  protected",
-        f"    parameter Integer fmigen_fmu = fmigen_fmi2_instantiate(fmuDirectory, {_string(ident)}, "
-        f"{_string(md.guid)}, {_string(model)}, {start}, {ints(params + inputs)}, {reals(pn + un)}) "
-        "\"the FMU instance's handle\";",
-    ]
-    if ny:
-        lines.append(f"    discrete Real fmigen_y[{ny}] \"the outputs at the last communication point\";")
-    lines.append("  equation")
-    call = f"fmigen_fmi2_step(fmigen_fmu, time, communicationStepSize, {ints(inputs)}, {reals(un)}, {ints(outputs)})"
-    lines.append(f"    when sample({start}, communicationStepSize) then")
-    lines.append(f"      {'fmigen_y = ' if ny else ''}{call};")
-    lines.append("    end when;")
-    for k, name in enumerate(on):
-        lines.append(f"    {name} = fmigen_y[{k + 1}];")
-    doc = (f"<p>The FMU <b>{md.modelName}</b> (FMI 2.0 Co-Simulation, GUID {md.guid}) behind external C "
-           "functions: the C in the <code>Include</code> annotation loads "
-           f"<code>binaries/&lt;platform&gt;/{ident}</code> from <code>fmuDirectory</code> (the FMU unzipped) and "
-           "calls fmi2DoStep every <code>communicationStepSize</code>; the outputs hold their values "
-           "between communication points.</p>")
-    lines.append(f"    annotation(Documentation(info={_string('<html>' + doc + '</html>')}));")
-    lines += [f"  end {model};", f"end {pkg};"]
-    return "\n".join(lines) + "\n", f"{pkg}.{model}"
