@@ -204,17 +204,60 @@ QUICK = {
 }
 
 
-#: The order in which pytest-xdist hands out the test files (scripts/test.sh:
-#: ``--dist loadfile --no-loadscope-reorder``; a file's tests stay on one
-#: worker, so its module-scoped builds are made once): the longest files,
-#: as measured, first, the others after them in collection order.  A long
-#: file started last is the run's tail, one worker busy while the other
-#: idles; xdist's own order (by the number of tests in a file) put the
-#: longest ones anywhere.  (``--dist loadgroup`` could split a file, but
-#: with pytest 9 its groups do not reach the scheduler.)
-LONG_FIRST = ["test_joint_model.py", "test_masters.py", "test_pip_install.py", "test_avx_variant.py", "test_bench.py",
+#: The order in which pytest-xdist hands out the work units (scripts/test.sh:
+#: ``--dist loadfile --no-loadscope-reorder``; a unit is a test file, whose
+#: tests stay on one worker so its module-scoped builds are made once, or
+#: what ``work_unit`` makes of it): the longest units, as measured, first,
+#: the others after them in collection order.  A long unit started last is
+#: the run's tail, one worker busy while the other idles; xdist's own order
+#: (by the number of tests in a unit) put the longest ones anywhere.  An
+#: entry is a file or one test in it.  (``--dist loadgroup`` could split a
+#: file, but with pytest 9 its groups do not reach the scheduler.)
+LONG_FIRST = ["test_masters.py::test_libcosim_runs_the_full_vehicle_like_fmpy", "test_joint_model.py",
+              "test_masters.py", "test_pip_install.py", "test_avx_variant.py", "test_bench.py",
               "test_embedding_code.py", "test_start_pose.py", "test_exact_kinematics.py", "test_five_link.py",
               "test_check.py", "test_time_events.py", "test_sink_definitions.py", "test_slp.py"]
+
+#: Files whose tests are work units of their own: test_joint_model.py is
+#: the longest file by far (a quarter of the suite's test time in a
+#: --durations profile), longer than half the run: as one unit its worker
+#: was the run's tail whatever the order.  Its tests share no module-scoped build;
+#: the two that build the same mechanism stay one unit (TOGETHER), so the
+#: workers never derive it at once.
+SPLIT = {"test_joint_model.py"}
+#: tests that are a unit of their own in a file that is otherwise one: the
+#: full vehicle's build and run (the longest test) shares nothing with the
+#: other masters' tests, which share their module's FMUs
+ALONE = {"test_masters.py::test_libcosim_runs_the_full_vehicle_like_fmpy"}
+#: tests of a SPLIT file that stay together, by the name of their unit
+TOGETHER = {"test_joint_model.py::test_five_link_joints_matches_five_link": "five_link_joints",
+            "test_joint_model.py::test_five_link_joints_validates_against_both_references": "five_link_joints"}
+
+
+def work_unit(nodeid: str) -> str:
+    """The xdist work unit of a test: its file (``--dist loadfile``), but a
+    test of a SPLIT file or in ALONE is one of its own, and TOGETHER's
+    tests share one."""
+    path, _, test = nodeid.partition("::")
+    key = f"{Path(path).name}::{test.split('[')[0]}"
+    if key in TOGETHER:
+        return f"{path}::{TOGETHER[key]}"
+    if Path(path).name in SPLIT or key in ALONE:
+        return nodeid
+    return path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with ``work_unit``'s units."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class WorkUnits(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            return work_unit(nodeid)
+    return WorkUnits(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -225,4 +268,5 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.quick)
     rank = {name: i for i, name in enumerate(LONG_FIRST)}
     # stable: collection order within a file and among the rest
-    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FIRST)))
+    items.sort(key=lambda item: rank.get(f"{item.path.name}::{item.originalname}",
+                                         rank.get(item.path.name, len(LONG_FIRST))))

@@ -203,3 +203,52 @@ def test_compile_model_takes_its_c_from_the_entry(cache, monkeypatch):
     monkeypatch.setattr(codegen, "generate", generate)
     assert _c(compile_model(prepare_mechanism("fourbar"))) == _c(fresh)
     assert json.loads(entry.read_text())["start"] == fresh.triangular.start
+
+
+# --- the DAE from the entry (derived.dae_of) ----------------------------------
+
+def _dae_text(dae):
+    import sympy as sp
+    return sp.srepr([dae.names, dae.q_sym, dae.v_sym, dae.tunable, dae.tunable_values, dae.inputs, dae.input_values,
+                     dae.M, dae.F, dae.Phi, dae.constraint_names, dae.outputs, dae.Phi_redundant,
+                     dae.redundant_names, dae.Phi_q, dae.Phi_t, dae.gamma])
+
+
+def test_the_dae_is_read_back_as_derived(cache, monkeypatch):
+    """compile_model's DAE (and validate's after a derived-model hit) comes
+    from the entry the first derivation wrote: build_dae does not run, and
+    the DAE is the fresh one to every field and derivative, with the
+    caller's mechanism and its tunable values (no part of the key); a
+    structural value is a new entry; a damaged entry is derived again and
+    rewritten; use_cache=False neither reads nor writes."""
+    from fmigen.build import derived
+    from fmigen.build.pipeline import compile_model, prepare_mechanism
+    from fmigen.derive import dae as dae_mod
+    fresh = dae_mod.build_dae(prepare_mechanism("fourbar"))
+    first = compile_model(prepare_mechanism("fourbar")).dae
+    [entry] = (cache / "dae").glob("*.pickle")
+    build_dae = dae_mod.build_dae
+
+    def refuse(mech):
+        raise AssertionError("derived again although the entry exists")
+    monkeypatch.setattr(dae_mod, "build_dae", refuse)
+    heavier = prepare_mechanism("fourbar")
+    m2 = next(p for p in heavier.parameters if p.name == "m2")
+    default, m2.value = m2.value, 2.5
+    second = derived.dae_of(heavier)
+    assert second.mechanism is heavier and "numeric" not in second.__dict__
+    assert second.tunable_values[second.tunable.index(m2.symbol)] == 2.5
+    m2.value = default
+    assert _dae_text(derived.dae_of(heavier)) == _dae_text(fresh) == _dae_text(first)
+    with pytest.raises(AssertionError, match="derived again"):
+        derived.dae_of(prepare_mechanism("fourbar"), use_cache=False)
+    monkeypatch.setattr(dae_mod, "build_dae", build_dae)
+    entry.write_bytes(b"not a pickle")
+    assert _dae_text(derived.dae_of(prepare_mechanism("fourbar"))) == _dae_text(fresh)
+    assert entry.read_bytes() != b"not a pickle"
+    derived.dae_of(prepare_mechanism("fourbar"), use_cache=False)
+    assert len(list((cache / "dae").glob("*.pickle"))) == 1
+    longer = prepare_mechanism("fourbar")
+    next(p for p in longer.parameters if not p.tunable).value *= 1.1
+    derived.dae_of(longer)
+    assert len(list((cache / "dae").glob("*.pickle"))) == 2

@@ -119,6 +119,70 @@ def mechanism_of(system, use_cache=True):
     return mech
 
 
+#: the DAE entries' format (``dae_of``): a new format changes every key
+DAE_FORMAT = "dae-1"
+#: what a DAE entry holds besides the mechanism (the caller's) and the
+#: tunable and input defaults (set from the caller's mechanism): its fields
+#: and the derivatives every derivation and reference reads
+_DAE_DERIVED = ("Phi_q", "Phi_t", "gamma")
+
+
+def dae_of(mech, use_cache=True):
+    """``dae.build_dae(mech)`` with its Φ_q, Φ_t and γ differentiated, read
+    from the cache when the same mechanism was derived by the same code
+    before.  Why: every process that needs the symbolic model, the test
+    suite's workers, the CLI processes they start and ``validate``'s
+    reference after a derived-model hit, differentiated the same mechanisms
+    again (the quarter car: ~6 s of sympy; its entry reads in ~0.3 s).
+
+    The key is ``key_text(mech, ...)`` (build/derived.py's docstring: the
+    equations' sources, structural values and the start, the fmigen source
+    digest, the sympy and numpy versions) with this format and the Python
+    version.  Not in the key, so taken from ``mech`` on a hit: the mechanism
+    itself and the tunable parameters' and inputs' values, which the DAE
+    holds as defaults only, and the mass properties at those values are
+    checked again (``check_mass_properties``, as build_dae does).  The DOF
+    check reads only what the key holds (Φ and the start): an entry is
+    written only after it passed.  An entry is a pickle of the fields,
+    written atomically; one that cannot be read is derived and rewritten.
+    (Like any local cache, its directory must be the user's own: a pickle
+    runs code when read.)"""
+    from fmigen.derive.dae import DAE, build_dae, check_mass_properties
+    if not use_cache:
+        return build_dae(mech)
+    try:
+        key = key_text(mech, {"dae": DAE_FORMAT, "python": platform.python_version()})
+    except (TypeError, ValueError):   # something the key cannot describe: no entry
+        return build_dae(mech)
+    path = groebner.cache_path(key, "dae", suffix=".pickle")
+    if path.exists():
+        try:
+            fields = pickle.loads(path.read_bytes())
+            dae = DAE(mechanism=mech, tunable_values=[float(p.value) for p in mech.parameters if p.tunable],
+                      input_values=[i.start for i in mech.inputs],
+                      **{f.name: fields[f.name] for f in dataclasses.fields(DAE)
+                         if f.name not in ("mechanism", "tunable_values", "input_values")})
+            for name in _DAE_DERIVED:
+                dae.__dict__[name] = fields[name]
+        except Exception:   # a damaged or foreign entry: derive and rewrite it
+            pass
+        else:
+            check_mass_properties(mech)
+            return dae
+    dae = build_dae(mech)
+    fields = {f.name: getattr(dae, f.name) for f in dataclasses.fields(DAE)
+              if f.name not in ("mechanism", "tunable_values", "input_values")}
+    fields.update({name: getattr(dae, name) for name in _DAE_DERIVED})
+    # the cache is optional: an expression that does not pickle, or a
+    # directory that cannot be written, costs a later process the
+    # derivation, never this one its result
+    try:
+        groebner.write_atomically(path, pickle.dumps(fields, protocol=4))
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError, OSError):
+        pass
+    return dae
+
+
 def _canonical(x):
     """A joint system as JSON-able data that is the same for equal systems:
     sympy objects by ``srepr``, dataclasses by their fields, a marker by its

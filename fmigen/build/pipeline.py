@@ -18,7 +18,7 @@ from pathlib import Path
 from fmigen.generate import codegen
 from fmigen.build import derived, progress
 from fmigen.fmi import fmu
-from fmigen.derive.dae import DAE, build_dae
+from fmigen.derive.dae import DAE
 from fmigen.derive.embed import Embedding, embed
 from fmigen.model import Mechanism, ModelError
 from fmigen.derive.partition import Partition, choose_partition, partition_with
@@ -155,7 +155,7 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     t0 = time.perf_counter()
     progress.stage(log, f"[1/5] deriving equations of motion of '{mech.name}' (sympy.physics.mechanics)",
                    history.last(mech.name, "dae"))
-    dae = build_dae(mech)
+    dae = derived.dae_of(mech, use_cache)
     times["dae"] = time.perf_counter() - t0
     part = choose_partition(dae)
     log(f"[2/5] partition: independent {[dae.names[i] for i in part.independent]}, "

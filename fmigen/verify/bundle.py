@@ -152,7 +152,7 @@ def bundle(spec, out_dir, stop_time=2.0, output_interval=None, reference_rtol=1e
     import fmpy
 
     from fmigen import __version__
-    from fmigen.derive.dae import build_dae
+    from fmigen.build.derived import dae_of
     from fmigen.build.pipeline import Compiled, build_fmus, load_mechanism
     from fmigen.verify.reference import assemble_newton, solve_reference
     log = log or (lambda msg: None)
@@ -181,7 +181,7 @@ def bundle(spec, out_dir, stop_time=2.0, output_interval=None, reference_rtol=1e
 
     # the reference, from validate's start
     t0 = time.perf_counter()
-    dae = compiled.dae if isinstance(compiled, Compiled) else build_dae(mech)
+    dae = compiled.dae if isinstance(compiled, Compiled) else dae_of(mech, use_cache)
     q0 = assemble_newton(dae, dae.start_guess(), compiled.independent_names)
     v0 = dae.start_velocity_guess()
     log(f"integrating the DAE reference (IDA, rtol={reference_rtol:g}) on {len(times)} points to t={stop_time:g}")

@@ -379,11 +379,11 @@ def _run_fmu(mech, existing_fmu, fmu_path, solver, step, stop_time, sample_inter
     independent coordinates' names, the build's seconds and fmpy's result."""
     if existing_fmu is not None:
         # no build: the DAE and partition (for the reference's start) only
-        from fmigen.derive.dae import build_dae
+        from fmigen.build.derived import dae_of
         from fmigen.derive.partition import choose_partition
         from fmigen.build.pipeline import prepare_mechanism
         mech = prepare_mechanism(mech, log)   # a copy with the assembled start
-        dae = build_dae(mech)
+        dae = dae_of(mech, use_cache)
         independent = [dae.names[i] for i in choose_partition(dae).independent]
         path = Path(existing_fmu)
         declared = {v.name for v in fmpy.read_model_description(str(path)).modelVariables}
@@ -403,9 +403,9 @@ def _run_fmu(mech, existing_fmu, fmu_path, solver, step, stop_time, sample_inter
                               signals=signal_fns)
         # the prepared copy (assembled start) the FMU was built from; a
         # derived-model cache hit has no DAE, and the reference needs one
-        from fmigen.derive.dae import build_dae
+        from fmigen.build.derived import dae_of
         mech = compiled.mechanism
-        dae = compiled.dae if isinstance(compiled, Compiled) else build_dae(mech)
+        dae = compiled.dae if isinstance(compiled, Compiled) else dae_of(mech, use_cache)
         independent = compiled.independent_names
         build_seconds = sum(compiled.seconds.values())
     return mech, dae, independent, build_seconds, result
