@@ -188,7 +188,7 @@ def cmd_triangularize(args):
                        "sequence": [{"variable": str(s.variable), "degree": s.degree, "terms": s.terms,
                                      "max_coeff_digits": s.max_coeff_digits} for s in tb.steps]})
         if tb.method == "groebner":
-            # error amplification (triangular.amplification): max double-
+            # error amplification (sweep_measures.amplification): max double-
             # precision error on the workspace sweep in machine epsilons
             blocks[-1]["order"] = tb.sequences[0].label
             blocks[-1]["amplification"] = [{"order": s.label, "eps": _finite(s.amplification)}

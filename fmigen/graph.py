@@ -1,6 +1,6 @@
 """Graph utilities the stages share: union-find and connected components.
 
-The front end's spanning tree (joint_model.spanning_tree: which joints are
+The front end's spanning tree (joint_tree.spanning_tree: which joints are
 cut), the FMU's ModelStructure (structure.py: which loop a dependent
 coordinate is solved in) and the augmented formulations' dependencies
 (formulation.py) all ask which nodes one set of edges connects.

@@ -48,7 +48,7 @@ velocities, and the rack displacement, are coordinates with their ``der()``.
 """
 import sympy as sp
 
-from fmigen.frontends.joint_model import rot, rz
+from fmigen.frontends.joint_poses import rot, rz
 from fmigen.joints import JointSystem, X, Y
 from fmigen.model import t
 

@@ -2,7 +2,7 @@
 """Kinematic sweep of the five-link suspension (paper 000, Fig. 4).
 
 The carrier height z runs over [z_min, z_max]; every other coordinate comes
-from the pipeline's numeric assembly (``fmigen.kinematics.triangular.assemble``: Newton
+from the pipeline's numeric assembly (``fmigen.kinematics.branches.assemble``: Newton
 on the five distance equations for the carrier pose, then each link's
 triangular U-joint sequence), warm-started from the previous point.  Plots the
 longitudinal and lateral carrier displacement x, y [mm] and toe, camber and
@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 from fmigen.derive.dae import build_dae  # noqa: E402
 from fmigen.derive.partition import choose_partition  # noqa: E402
 from fmigen.build.pipeline import load_mechanism  # noqa: E402
-from fmigen.kinematics.triangular import assemble, triangularize  # noqa: E402
+from fmigen.kinematics.triangular import triangularize
+from fmigen.kinematics.branches import assemble
 
 
 def log(msg):

@@ -154,7 +154,7 @@ def pushed_stewart() -> Mechanism:
     starts: the generated code's Bᵀ F_u (the forces that read inputs, added
     in fmigen_embedded_finish) then counts in q̈_i.  Its Φ_d is six 3×3
     blocks and M has no entry between two legs or a leg and the platform, so
-    Bᵀ M B is summed leg by leg (codegen_embedding._blockwise_reduced)."""
+    Bᵀ M B is summed leg by leg (embedding_blockwise._blockwise_reduced)."""
     import dataclasses
     m = load_mechanism("stewart")
     m.name = "pushed_stewart"

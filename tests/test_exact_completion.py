@@ -1,4 +1,4 @@
-"""The exact completion of a lex sequence (``triangular.Completion``): where
+"""The exact completion of a lex sequence (``sequences.Completion``): where
 a linear step's leading coefficient vanishes at a regular configuration,
 the generated kinematics solves the block from the first step's root, its
 angle's circle and the block's own (linear) constraints: no other lex
@@ -232,8 +232,8 @@ def test_sextic_completion_covers_every_degenerate_configuration(stephenson1):
     Before, the completion applied to a quadratic first step only: three
     other orders covered 418 of the 650 and 232 were left to Newton."""
     from fmigen.derive.workspace import unit_scales
-    from fmigen.kinematics.triangular import (completion_error, degenerate, representation_singular,
-                                              sequence_quality)
+    from fmigen.kinematics.completion import completion_error
+    from fmigen.kinematics.sweep_measures import degenerate, representation_singular, sequence_quality
     tri = stephenson1.triangular
     [tb] = tri.blocks
     assert tb.steps[0].degree == 6 and [st.degree for st in tb.steps[1:]] == [1] * 7
@@ -306,7 +306,7 @@ def test_sextic_completion_in_python_matches_newton_on_the_constraints(stephenso
     # the solution vector at θ* − 1e-3: (sin, cos) of the block's angles and
     # angle sums, in its layout's order
     from fmigen.derive.workspace import unit_scales
-    from fmigen.kinematics.triangular import _true_values, block_layout
+    from fmigen.kinematics.sweep_measures import _true_values, block_layout
     truth = _true_values(dae, tb, before[None, :])
     sol = [float(truth[x][0]) for _, _, vs, _ in block_layout(tb, unit_scales(dae)) for x in vs]
     J = dae.numeric.Phi_q(0.0, before)

@@ -775,7 +775,8 @@ def test_coupled_loops_close_in_one_frame():
     crank angle θ enters the block's polynomials only in terms free of the
     unknowns, through two abstracted knowns; in mixed frames cos θ
     multiplied the unknowns' sines and cosines."""
-    from fmigen.frontends.joint_model import _Tree, spanning_tree
+    from fmigen.frontends.joint_poses import _Tree
+    from fmigen.frontends.joint_tree import spanning_tree
     from fmigen.kinematics.polynomialize import abstract
     from corpus import stephenson1_sixbar
     m, dae, part = _stephenson1()

@@ -410,7 +410,7 @@ def test_every_tree_joint_places_its_body_as_the_joint_convention_says(kind, rev
     convention of joints.py (R_C = R_P R_J(q), r_C = r_P + R_P p_J(q)),
     composed here by hand.  Before, a planar or free joint reached from its
     child was refused."""
-    from fmigen.frontends.joint_model import joint_transform
+    from fmigen.frontends.joint_poses import joint_transform
     s = JointSystem(f"one_{kind}")
     body = s.body("b", 2.0, (0.3, 0.2, 0.25), com=(0.1, -0.05, 0.02))
     on_ground = s.ground.marker("m", (0.3, -0.2, 0.5), _pythagorean("x"))

@@ -142,7 +142,7 @@ def test_branch_hints_choose_the_start(name, sign):
         assert _angle_gap(start[n], v) <= 1e-9
     # the hint holds at the start: (marker − relative_to)·direction has its sign
     from fmigen.frontends.start_pose import _poses, _markers
-    from fmigen.frontends.joint_model import spanning_tree
+    from fmigen.frontends.joint_tree import spanning_tree
     import sympy as sp
     params = {p.symbol: sp.Float(float(p.value), 30) for p in m.parameters}
     tree, _ = spanning_tree(system)

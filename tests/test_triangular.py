@@ -8,7 +8,8 @@ import sympy as sp
 from fmigen.derive.dae import build_dae
 from fmigen.derive.partition import choose_partition
 from fmigen.build.pipeline import load_mechanism
-from fmigen.kinematics.triangular import assemble, triangularize
+from fmigen.kinematics.triangular import triangularize
+from fmigen.kinematics.branches import assemble
 
 
 def fourbar_analytic(theta, l1=1.0, l2=4.0, l3=2.5, d=3.0, upper=True):
@@ -137,7 +138,8 @@ def _big_poly():
 
 def test_poly_value_is_the_exact_value_rounded_once():
     import sympy as sp
-    from fmigen.kinematics.triangular import PREC, poly_value
+    from fmigen.kinematics.branches import PREC
+    from fmigen.kinematics.sequences import poly_value
     P, (x, y, K, z) = _big_poly()
     env = {x: sp.Float(0.3, PREC), y: sp.Float(-1.7, PREC), K: sp.Float(2.5e-3, PREC), z: sp.Float(9.0, PREC)}
     assert poly_value(P, env) == float(P.as_expr().xreplace(env).evalf(PREC))
@@ -146,7 +148,8 @@ def test_poly_value_is_the_exact_value_rounded_once():
 
 def test_poly_evaluator_matches_the_expression_and_its_term_magnitudes():
     import sympy as sp
-    from fmigen.kinematics.triangular import abs_sum, poly_evaluator
+    from fmigen.kinematics.sweep_measures import abs_sum
+    from fmigen.kinematics.sequences import poly_evaluator
     P, (x, y, K, z) = _big_poly()
     args = [K, y, x]          # z does not occur, so it need not be given
     rng = np.random.default_rng(1)

@@ -23,7 +23,8 @@ from fmigen.derive.embed import Embedding, embed
 from fmigen.model import Mechanism, ModelError
 from fmigen.derive.partition import Partition, choose_partition, partition_with
 from fmigen.kinematics import groebner
-from fmigen.kinematics.triangular import Triangularization, triangularize
+from fmigen.kinematics.triangular import triangularize
+from fmigen.kinematics.sequences import Triangularization
 
 #: the shipped mechanisms: ``mechanisms/`` beside the package in a checkout
 #: (or an editable install), ``fmigen/mechanisms`` inside an installed wheel

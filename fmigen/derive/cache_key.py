@@ -26,9 +26,9 @@ FORMAT = "derived-1"
 #: interface, and no entry holds a value reference.
 CONSUMERS = {"__init__.py", "__main__.py", "cli.py", "fmi/fmu.py", "fmi/fmi3.py", "fmi/description.py",
              "fmi/variables.py", "verify/validate.py", "verify/check.py", "tools/bench.py", "bench_build.py",
-             "verify/reference.py", "pyfmu/pyruntime.py", "pyfmu/slave.py", "pyfmu/numeric.py", "generate/formulation.py", "build/progress.py",
-             "tools/sweep.py", "tools/sweep_worker.py", "verify/bundle.py", "tools/modelica.py",
-             "tools/modelica_fmu.py"}
+             "verify/reference.py", "pyfmu/pyruntime.py", "pyfmu/slave.py", "pyfmu/numeric.py",
+             "generate/formulation.py", "build/progress.py", "tools/sweep.py", "tools/sweep_worker.py",
+             "verify/bundle.py", "tools/modelica.py", "tools/modelica_fmu.py"}
 
 
 def source_digest() -> str:

@@ -73,7 +73,7 @@ def choose_partition(dae: DAE) -> Partition:
 def partition_with(dae: DAE, names: list[str]) -> Partition:
     """The partition with the given independent coordinates (an alternative
     set for coordinate switching): no rank test at the start, where the set
-    need not be regular; its start assembly (``triangular.choose_branches``)
+    need not be regular; its start assembly (``branches.choose_branches``)
     is."""
     mech = dae.mechanism
     for name in names:

@@ -108,10 +108,10 @@ class TreeEdge:
 
 
 def spanning_tree(system: JointSystem):
-    """The FMU's own tree and cuts (``joint_model.spanning_tree``), so the
+    """The FMU's own tree and cuts (``joint_tree.spanning_tree``), so the
     MuJoCo joints are exactly the FMU's coordinates.  Returns (edges in BFS
     order, cut joints)."""
-    from fmigen.frontends.joint_model import spanning_tree as model_tree
+    from fmigen.frontends.joint_tree import spanning_tree as model_tree
     order, cut = model_tree(system)
     edges = []
     for j, reverse in order:

@@ -50,7 +50,7 @@ def _poses(system, tree, q: dict, params: dict) -> dict:
     """{body name: (R, r)} in the world frame at coordinate values ``q``,
     composed from the joint transforms along the tree (``joint_model``'s
     conventions: R_C = R_P R_J, r_C = r_P + R_P p_J)."""
-    from fmigen.frontends.joint_model import joint_transform
+    from fmigen.frontends.joint_poses import joint_transform
 
     def num(M):
         return np.array(sp.Matrix(M).xreplace(params).evalf(), dtype=float)
@@ -108,7 +108,7 @@ def check_start_pose(mech, dae, independent: list[str], start: dict, log=None):
     coordinate name) places every marker of ``mech.joint_system`` where the
     described start does (module docstring).  Returns the largest position
     and orientation differences found (relative, absolute)."""
-    from fmigen.frontends.joint_model import spanning_tree
+    from fmigen.frontends.joint_tree import spanning_tree
     from fmigen.frontends.closure_rows import _project
     system, described = mech.joint_system, mech.described_start
     if system is None or described is None or not mech.constraints:

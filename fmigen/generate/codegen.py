@@ -30,7 +30,8 @@ from fmigen.generate.codegen_lanes import lane_classes, residual_function
 from fmigen.generate.mass_checks import mass_check_code, mass_check_defaults
 from fmigen.generate.printer import SymbolMap
 from fmigen.generate.statements import _function, assignments
-from fmigen.kinematics.triangular import Triangularization, block_layout
+from fmigen.kinematics.sweep_measures import block_layout
+from fmigen.kinematics.sequences import Triangularization
 from fmigen.model import t
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from fmigen.generate.codegen_embedding import _Code, _ldlt_apply, _ldlt_factor, is_large
+from fmigen.generate.codegen_embedding import is_large
+from fmigen.generate.unrolled_algebra import _Code, _ldlt_apply, _ldlt_factor
 from fmigen.generate.printer import SymbolMap, c
 from fmigen.derive.embed import Embedding
 

@@ -16,8 +16,9 @@ from fmigen.generate.codegen_newton import (POLISH_ITERATIONS, _newton_call, _ne
                                            newton_start)
 from fmigen.generate.printer import SymbolMap, c
 from fmigen.generate.statements import _function, assignments, poly_plan
-from fmigen.kinematics.triangular import (ROOT_REFINEMENTS, Triangularization, abs_sum, block_layout,
-                                          block_name)
+from fmigen.kinematics.completion import ROOT_REFINEMENTS
+from fmigen.kinematics.sweep_measures import abs_sum, block_layout
+from fmigen.kinematics.sequences import Triangularization, block_name
 
 
 #: statements above which a sequence step's coefficient function is noinline
@@ -660,7 +661,7 @@ class CKinematics:
 
 
 def completion_cases(tb, plan, bi, nseq, layout, sm, ts, lang):
-    """The attempts of a block's exact completion (``triangular.Completion``),
+    """The attempts of a block's exact completion (``sequences.Completion``),
     after its sequences.  A quadratic first step: the root nearest the
     prediction, then the other root; a higher degree: its root nearest the
     prediction (the univariate root finder, as a sequence's step).  From
@@ -714,7 +715,7 @@ def completion_cases(tb, plan, bi, nseq, layout, sm, ts, lang):
 
 
 def root_refinement_code(plan, A, b, sm, ts, lang):
-    """The steps of ``triangular.root_refinement`` (``ROOT_REFINEMENTS``,
+    """The steps of ``completion.root_refinement`` (``ROOT_REFINEMENTS``,
     unrolled: a failure ``break``s out of the attempt): per step, the
     derivative of the rest along the root's angle (dy_ = −A⁻¹(A' y + b')),
     the Newton step du on the left-over circle f = s² + c² − 1 (f' = 2(s ds +

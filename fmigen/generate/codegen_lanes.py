@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from fmigen.kinematics.triangular import block_layout
+from fmigen.kinematics.sweep_measures import block_layout
 
 LANES = 4
 
@@ -163,7 +163,7 @@ class _Plan:
 
     def abs_sum(self, target, lanes):
         """Σ |c|·|monomial|: the scale a verified polynomial cancels from
-        (``triangular.abs_sum``)."""
+        (``sweep_measures.abs_sum``)."""
         terms = list(zip(*lanes))
         acc = []
         for term in terms:

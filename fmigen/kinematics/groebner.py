@@ -233,7 +233,7 @@ def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, cpu_
     sympy's parser took minutes to read it (again on every cache hit), and
     Poly conversions of the parsed expressions more.  Singular's output is
     read by a term-wise parser straight into exponent dictionaries, the cache
-    keeps those, and ``triangular.extract`` works on them.
+    keeps those, and ``sequences.extract`` works on them.
 
     ``cpu_limit``: Singular's CPU-time safety limit (``run_singular``)."""
     log = log or (lambda msg: None)

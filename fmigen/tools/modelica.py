@@ -389,7 +389,7 @@ def _groebner_sequence(tb, dae, names, scales):
     knowns, the steps, and the coordinates recovered from the variables into
     ``qq`` (an angle turned to its prediction's revolution), all under ``ok``
     (a failed sequence leaves the prediction in qq for Newton)."""
-    from fmigen.kinematics.triangular import block_layout
+    from fmigen.kinematics.sweep_measures import block_layout
     layout = block_layout(tb, scales)
     decl, body, local = _sequence_knowns(tb, dae, names, layout)
     dmax_degree = max(st.degree for st in tb.steps)
@@ -541,7 +541,7 @@ class _ModelNames:
 def _kinematics(model, emb, tri, names):
     """The block functions, the linear-solve sizes they call and the
     equations that call them, one per block."""
-    from fmigen.kinematics.triangular import block_name
+    from fmigen.kinematics.sequences import block_name
     dae, D = emb.dae, list(emb.dependent)
     functions, sizes, calls = [], set(), []
     pvec = "{" + (", ".join(names.pn) if names.pn else "0.0") + "}"

@@ -194,7 +194,7 @@ def regular_partition(dae, q) -> list[str]:
 
 def check(spec, use_cache=True, log=None) -> dict:
     from fmigen.build.pipeline import compile_model, prepare_mechanism
-    from fmigen.kinematics.triangular import block_name
+    from fmigen.kinematics.sequences import block_name
     log = log or (lambda msg: None)
     mech = prepare_mechanism(spec, log, use_cache)
     if mech.kinematic and not mech.coordinates:

@@ -27,7 +27,7 @@ joint model closes a coupled block's loops in one frame
 constant coefficients and θ only moves O6, a basis of about 13 s of
 Singular CPU.  Its primary sequence is ill-conditioned on much of the turn
 (docs/corpus.md): the exact completion from its sextic's root solves the
-block there (``triangular.Completion``), without another lex order or
+block there (``sequences.Completion``), without another lex order or
 Newton.
 """
 from corpus._planar import linkage
