@@ -341,7 +341,7 @@ def gamma_by_jets(dae) -> list | None:
     return [g.xreplace(full) for g in out]
 
 
-def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_subs: dict,
+def embedding_code(emb: Embedding, tri: Triangularization, symbols: SymbolMap, trig_subs: dict,
                    dynamics: str = "embedded") -> tuple[str, int]:
     """The three functions' C and the size of ``work``; ``trig_subs`` (codegen.trig_plan) maps sin/cos of
     each angle to the ``trig`` array the kinematics filled.
@@ -353,11 +353,26 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
     factored diagonal blocks of Φ_d and the three functions are shared."""
     if dynamics not in ("embedded", "recursive"):
         raise ValueError(f"unknown dynamics '{dynamics}'")
-    dae = emb.dae
-    n, m, f = dae.n, dae.m, emb.f
-    ind, dep = emb.independent, emb.dependent
+    # three stages, each its own function: the model quantities and their one
+    # joint CSE (_model_quantities, _joint_cse_with_gamma), the bodies of the
+    # functions (_RightHandSide.body, a variant per layout), and the choice
+    # among the variants with their vector and chunked forms (_functions)
+    groups, quantities = _model_quantities(emb, symbols, trig_subs)
+    large = is_large([e for g, _ in groups for e in quantities[g]])
+    reps, reduced = _joint_cse_with_gamma(emb.dae, groups, quantities, symbols, trig_subs, large)
+    blocks = _blocks(emb, tri)
+    rhs = _RightHandSide(emb, dynamics, groups, reps, reduced, blocks)
+    return _functions(rhs, dynamics == "embedded" and _blockwise_structure(emb, blocks))
 
-    # ---- the model quantities, their structural non-zeros and one joint CSE
+
+def _model_quantities(emb: Embedding, symbols: SymbolMap, trig_subs: dict):
+    """The model quantities by their structural non-zeros: ``groups``, (name,
+    {key: expression}) for Φ_q ("J"), Φ_t ("Pt"), γ ("G"), M's upper
+    triangle where symmetric ("M") and F ("F"), and ``quantities``, per name
+    the expressions in the generated C's names with sin/cos of the solved
+    angles read from ``trig`` (on the unit circle where that is cheaper)."""
+    dae = emb.dae
+    n, m = dae.n, dae.m
     J = {(j, i): emb.Phi_q[j, i] for j in range(m) for i in range(n) if emb.Phi_q[j, i] != 0}
     Pt = {j: emb.Phi_t[j] for j in range(m) if emb.Phi_t[j] != 0}
     G = {j: emb.gamma[j] for j in range(m) if emb.gamma[j] != 0}
@@ -368,74 +383,94 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
                 Mm[(i, k)] = emb.M[i, k]
     Fv = {i: emb.F[i] for i in range(n) if emb.F[i] != 0}
     groups = [("J", J), ("Pt", Pt), ("G", G), ("M", Mm), ("F", Fv)]
-    quantities = {g: circle_where_cheaper([sm(sp.sympify(e).xreplace(trig_subs)) for e in d.values()])
+    quantities = {g: circle_where_cheaper([symbols(sp.sympify(e).xreplace(trig_subs)) for e in d.values()])
                   for g, d in groups}
+    return groups, quantities
 
-    large = is_large([e for g, _ in groups for e in quantities[g]])
 
-    prepared = {}   # each expression after the 'basic' pre-pass, for joint_cse
+def _joint_cse(groups, quantities, gamma, large: bool, prepared: dict):
+    """One CSE over every model quantity, with ``gamma`` for γ's; ``prepared``
+    keeps each expression's 'basic' pre-pass across calls."""
+    every = [e for g, _ in groups for e in (gamma if g == "G" else quantities[g])]
+    if large:
+        return sp.cse(every, symbols=sp.numbered_symbols("w"), order="none", optimizations=None)
+    # sp.cse(every, optimizations="basic") in its three steps: the pre-pass
+    # per expression (sympy's factor_terms: most of a joint CSE's time),
+    # the CSE proper, the post-pass.  Why by hand: the two joint CSEs
+    # of _joint_cse_with_gamma share every quantity but γ, and each
+    # expression's pre-pass is done once.  The same replacements and rows,
+    # bit for bit, as the one call.
+    for e in every:
+        if e not in prepared:
+            prepared[e] = preprocess_for_cse(e, basic_optimizations)
+    reps, rows = sp.cse([prepared[e] for e in every], symbols=sp.numbered_symbols("w"), order="none",
+                        optimizations=None)
+    return ([(s, postprocess_for_cse(e, basic_optimizations)) for s, e in reps],
+            [postprocess_for_cse(e, basic_optimizations) for e in rows])
 
-    def joint_cse(gamma):
-        every = [e for g, _ in groups for e in (gamma if g == "G" else quantities[g])]
-        if large:
-            return sp.cse(every, symbols=sp.numbered_symbols("w"), order="none", optimizations=None)
-        # sp.cse(every, optimizations="basic") in its three steps: the pre-pass
-        # per expression (sympy's factor_terms: most of a joint CSE's time),
-        # the CSE proper, the post-pass.  Why by hand: the two joint CSEs
-        # below share every quantity but γ, and each expression's pre-pass
-        # is done once (the double wishbone: 74 pre-passes instead of 136).
-        # The same replacements and rows, bit for bit, as the one call.
-        for e in every:
-            if e not in prepared:
-                prepared[e] = preprocess_for_cse(e, basic_optimizations)
-        reps, rows = sp.cse([prepared[e] for e in every], symbols=sp.numbered_symbols("w"), order="none",
-                            optimizations=None)
-        return ([(s, postprocess_for_cse(e, basic_optimizations)) for s, e in reps],
-                [postprocess_for_cse(e, basic_optimizations) for e in rows])
 
-    # γ by forward differentiation (gamma_by_jets) where the joint CSE of all
-    # the quantities comes out cheaper with it: the five-link's, 2,471 →
-    # 2,158 operations (fourbar_chain's 289 → 277, a 4-cell ladder's 901 →
-    # 859); not the Stewart platform's, 1,265 → 1,416, although its γ alone
-    # is cheaper that way (639 against 786: the unit-circle form shares its
-    # products with Φ_q, M and F).  Compared through the joint CSE as it
-    # runs, with the 'basic' pre-pass: the quick one ranks the Stewart jets
-    # first (1,341 against 1,447), and its step got 207 instructions slower.
-    # That second joint CSE is the slow part of generating the code (a 4-cell
-    # ladder's: 1.6 s), so it runs only where the jets make γ alone at least
-    # 10 % cheaper by the quick count (five-link 1,174 against 2,109, Stewart
-    # 639 against 786) and the quantities are not too large for the 'basic'
-    # pre-pass.
-    joint = joint_cse(quantities["G"])
+def _joint_cse_with_gamma(dae, groups, quantities, symbols: SymbolMap, trig_subs: dict, large: bool):
+    """The joint CSE (replacements, reduced expressions in ``groups``' order),
+    with γ by forward differentiation (``gamma_by_jets``) where that makes
+    the whole cheaper; ``quantities["G"]`` is then the jets' γ.
+
+    Why the comparison is made through the joint CSE and not on γ alone: γ's
+    unit-circle form shares its products with Φ_q, M and F, so a γ that is
+    cheaper alone can make the whole dearer (the Stewart platform's).  The
+    second joint CSE is the slow part of generating the code, so it runs only
+    where the jets make γ alone at least 10 % cheaper by the quick count, and
+    the quantities are not too large for the 'basic' pre-pass.  Measured
+    figures: docs/performance.md, "γ by jets"."""
+    prepared = {}
+    joint = _joint_cse(groups, quantities, quantities["G"], large, prepared)
+    G = dict(groups)["G"]
     jet_rows = gamma_by_jets(dae) if G and not large else None
     if jet_rows is not None:
-        jets = [sm(sp.sympify(jet_rows[j]).xreplace(trig_subs)) for j in G]
+        jets = [symbols(sp.sympify(jet_rows[j]).xreplace(trig_subs)) for j in G]
         if _cse_ops(jets) < 0.9 * _cse_ops(quantities["G"]):
-            with_jets = joint_cse(jets)
+            with_jets = _joint_cse(groups, quantities, jets, large, prepared)
             if _operations(with_jets) < _operations(joint):
                 joint, quantities["G"] = with_jets, jets
-    reps, reduced = joint
-    vd_syms = {sp.Symbol(f"v[{i}]") for i in dep}
-    late = _late(reps, vd_syms)
-    u_syms = {sp.Symbol(f"u[{k}]") for k in range(len(dae.inputs))}
-    u_dep = u_syms | _late(reps, u_syms)
-    values, pos = {}, 0
-    for g, d in groups:
-        for key in d:
-            values[(g, key)] = reduced[pos]
-            pos += 1
-    early_exprs = [values[("J", k)] for k in J] + [values[("Pt", k)] for k in Pt]
-    velocity_temps = _needed(reps, early_exprs)
+    return joint
 
-    def stage(code: _Code, keep, group_names):
+
+class _RightHandSide:
+    """The bodies of the embedding's functions from the joint CSE: ``body``
+    emits one variant (the velocities only, or everything to q̈_i; X formed,
+    or the blockwise reduction, or the recursive elimination).  What the
+    variants share (the CSE's values by quantity, which temporaries each
+    stage needs, the lane roles) is worked out once here."""
+
+    def __init__(self, emb: Embedding, dynamics: str, groups, reps, reduced, blocks):
+        dae = emb.dae
+        self.emb, self.dynamics, self.groups, self.reps, self.blocks = emb, dynamics, groups, reps, blocks
+        self.ind, self.dep = emb.independent, emb.dependent
+        # the temporaries that read v_d (solved first) and the inputs u
+        self.late = _late(reps, {sp.Symbol(f"v[{i}]") for i in self.dep})
+        u_syms = {sp.Symbol(f"u[{k}]") for k in range(len(dae.inputs))}
+        self.u_dep = u_syms | _late(reps, u_syms)
+        self.values, pos = {}, 0
+        for g, d in groups:
+            for key in d:
+                self.values[(g, key)] = reduced[pos]
+                pos += 1
+        quantity = dict(groups)
+        # the temporaries the velocities function needs: Φ_q's and Φ_t's
+        self.velocity_temps = _needed(reps, [self.values[("J", k)] for k in quantity["J"]]
+                                      + [self.values[("Pt", k)] for k in quantity["Pt"]])
+        self.lane_role = _lane_roles(blocks, groups, self.ind)
+        self.block_of = {i: bi for bi, (_, unk) in enumerate(blocks) for i in unk}
+        self.tags_of = {}   # each body's _Code.tags, by body(...)'s arguments
+
+    def stage(self, code: _Code, keep, group_names):
         """Emit the CSE temporaries in ``keep`` and name the group values."""
-        for s, e in reps:
+        for s, e in self.reps:
             if s in keep:
                 code.emit(f"const double {s} = {c(e)};")
         names = {}
         for g in group_names:
-            for key in dict(groups)[g]:
-                value = values[(g, key)]
+            for key in dict(self.groups)[g]:
+                value = self.values[(g, key)]
                 # an entry that is zero only after the trig substitution and
                 # the circle reduction (the Stewart legs' M coupling β and s,
                 # zero once cos² + sin² = 1 is used) is a structural zero
@@ -443,105 +478,118 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
                 # not drop 0·x, which is NaN for an infinite x).  Not Φ_q's,
                 # whose named entries the block factorizations read
                 names[(g, key)] = None if g != "J" and value == 0 else code.let(g + "_", c(value))
-                if names[(g, key)] and (g, key) in lane_role:
-                    code.tags[names[(g, key)]] = lane_role[(g, key)]
+                if names[(g, key)] and (g, key) in self.lane_role:
+                    code.tags[names[(g, key)]] = self.lane_role[(g, key)]
         return names
 
-    blocks = _blocks(emb, tri)
-    blockwise_possible = dynamics == "embedded" and _blockwise_structure(emb, blocks)
-    lane_role = _lane_roles(blocks, groups, ind)
-    block_of = {i: bi for bi, (_, unk) in enumerate(blocks) for i in unk}
-
-    tags_of = {}   # each body's _Code.tags, by body(...)'s arguments
-
-    def body(with_rhs: bool, blockwise: bool = False) -> str:
+    def body(self, with_rhs: bool, blockwise: bool = False) -> str:
+        """One function body: v_d from v_i, then (``with_rhs``) q̈_i."""
         code = _Code()
-        tags_of[(with_rhs, blockwise)] = code.tags
+        self.tags_of[(with_rhs, blockwise)] = code.tags
         code.emit("(void)t; (void)q; (void)p; (void)u;")
-        early = {s for s, _ in reps if s not in late}
-        names = stage(code, early if with_rhs else velocity_temps, ["J", "Pt"])
-        Jn = {k: names[("J", k)] for k in J}
-        Ptn = {j: names[("Pt", j)] for j in Pt}
-
+        early = {s for s, _ in self.reps if s not in self.late}
+        names = self.stage(code, early if with_rhs else self.velocity_temps, ["J", "Pt"])
+        quantity = dict(self.groups)
+        Jn = {k: names[("J", k)] for k in quantity["J"]}
+        Ptn = {j: names[("Pt", j)] for j in quantity["Pt"]}
         inv, adj = [], []
-        for bi, b in enumerate(blocks):
+        for bi, b in enumerate(self.blocks):
             with code.lane(bi, "factor"):
                 solve_b, inverse_b = _factor_block(code, b, bi, Jn)
             inv.append(solve_b)
             adj.append(inverse_b)
-
-        def solve(rhs: dict, tag: str) -> dict:
-            """Φ_d⁻¹ rhs (rhs by constraint, result by dependent coordinate),
-            block forward substitution."""
-            x = {}
-            solved = []
-            for bi, (eqs, unk) in enumerate(blocks):
-                with code.lane(bi, tag):
-                    r = [code.dot(tag, rhs.get(j), [(Jn.get((j, i)), x.get(i)) for i in solved]) for j in eqs]
-                    for i, val in zip(unk, inv[bi](r, tag)):
-                        x[i] = val
-                solved += unk
-            return x
-
-        if dynamics == "recursive" or blockwise:
-            # v_d = −Φ_d⁻¹(Φ_i v_i + Φ_t), one right-hand side, without X
-            recursive.velocities(code, blocks, inv, Jn, Ptn, ind)
-        else:
-            X = [solve({j: Jn.get((j, ind[k])) for j in range(m)}, f"X{k}_") for k in range(f)]
-            Y = solve(Ptn, "Y_")
-            for i in dep:
-                terms = [(X[k].get(i), f"v[{ind[k]}]") for k in range(f)]
-                val = code.dot("vd", Y.get(i), terms, sign="+")
-                code.emit(f"v[{i}] = {'-' + val if val else '0.0'};")
+        X = self.velocities(code, Jn, Ptn, inv, blockwise)
         if not with_rhs:
             code.emit("return 0;")
             return "\n".join(code.lines)
+        self.accelerations(code, Jn, inv, adj, X, blockwise)
+        code.emit("return 0;")
+        return "\n".join(code.lines)
 
-        names2 = stage(code, late, ["G", "M"])
-        Gn = {j: names2[("G", j)] for j in G}
-        Mn = {}
-        for (i, k) in Mm:
-            Mn[(i, k)] = names2[("M", (i, k))]
-            if (k, i) not in Mm:
-                Mn[(k, i)] = Mn[(i, k)]
-        # F = F_free + F_u, F_u the terms that read the inputs: everything up
-        # to Bᵀ(F_free − M a_c) and the factored BᵀMB then does not depend on
-        # u, and the inputs enter only at the end (the split into prepare and
-        # finish, _split_inputs, is then small)
+    def solve(self, code: _Code, Jn, inv, rhs: dict, tag: str) -> dict:
+        """Φ_d⁻¹ rhs (rhs by constraint, result by dependent coordinate),
+        block forward substitution."""
+        x = {}
+        solved = []
+        for bi, (eqs, unk) in enumerate(self.blocks):
+            with code.lane(bi, tag):
+                r = [code.dot(tag, rhs.get(j), [(Jn.get((j, i)), x.get(i)) for i in solved]) for j in eqs]
+                for i, val in zip(unk, inv[bi](r, tag)):
+                    x[i] = val
+            solved += unk
+        return x
+
+    def velocities(self, code: _Code, Jn, Ptn, inv, blockwise: bool):
+        """v_d = −Φ_d⁻¹(Φ_i v_i + Φ_t) into v; returns X = Φ_d⁻¹ Φ_i (its
+        columns) where it is formed, else None."""
+        ind, f, m = self.ind, self.emb.f, self.emb.dae.m
+        if self.dynamics == "recursive" or blockwise:
+            # one right-hand side, without X
+            recursive.velocities(code, self.blocks, inv, Jn, Ptn, ind)
+            return None
+        X = [self.solve(code, Jn, inv, {j: Jn.get((j, ind[k])) for j in range(m)}, f"X{k}_") for k in range(f)]
+        Y = self.solve(code, Jn, inv, Ptn, "Y_")
+        for i in self.dep:
+            terms = [(X[k].get(i), f"v[{ind[k]}]") for k in range(f)]
+            val = code.dot("vd", Y.get(i), terms, sign="+")
+            code.emit(f"v[{i}] = {'-' + val if val else '0.0'};")
+        return X
+
+    def forces(self, code: _Code):
+        """F = F_free + F_u by coordinate, F_u the terms that read the inputs:
+        everything up to Bᵀ(F_free − M a_c) and the factored BᵀMB then does
+        not depend on u, and the inputs enter only at the end (the split into
+        prepare and finish, _split_inputs, is then small)."""
         Fn, Fu = {}, {}
-        for i in Fv:
-            terms = [a for a in sp.Add.make_args(values[("F", i)]) if a != 0]
-            free = [a for a in terms if not (a.free_symbols & u_dep)]
-            with_u = [a for a in terms if a.free_symbols & u_dep]
-            with code.lane(block_of[i], "F") if i in block_of else nullcontext():
+        for i in dict(self.groups)["F"]:
+            terms = [a for a in sp.Add.make_args(self.values[("F", i)]) if a != 0]
+            free = [a for a in terms if not (a.free_symbols & self.u_dep)]
+            with_u = [a for a in terms if a.free_symbols & self.u_dep]
+            with self.lane(code, i, "F"):
                 Fn[i] = code.let("F_", c(sp.Add(*free))) if free else None
-            with code.lane(block_of[i], "Fu") if i in block_of else nullcontext():
+            with self.lane(code, i, "Fu"):
                 if with_u:
                     Fu[i] = code.let("Fu_", c(sp.Add(*with_u)))
-        if dynamics == "recursive":
-            recursive.accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, ind, n)
-            code.emit("return 0;")
-            return "\n".join(code.lines)
-        ac = solve(Gn, "ac_")
+        return Fn, Fu
+
+    def lane(self, code: _Code, i: int, kind: str):
+        """Coordinate ``i``'s block's lane of ``kind``; none for an independent coordinate."""
+        return code.lane(self.block_of[i], kind) if i in self.block_of else nullcontext()
+
+    def accelerations(self, code: _Code, Jn, inv, adj, X, blockwise: bool):
+        """q̈_i into qdd, after the velocities."""
+        dae, f, ind, dep = self.emb.dae, self.emb.f, self.ind, self.dep
+        names = self.stage(code, self.late, ["G", "M"])
+        quantity = dict(self.groups)
+        Gn = {j: names[("G", j)] for j in quantity["G"]}
+        Mn = {}
+        for (i, k) in quantity["M"]:
+            Mn[(i, k)] = names[("M", (i, k))]
+            if (k, i) not in quantity["M"]:
+                Mn[(k, i)] = Mn[(i, k)]
+        Fn, Fu = self.forces(code)
+        if self.dynamics == "recursive":
+            recursive.accelerations(code, self.blocks, inv, Jn, Gn, Mn, Fn, Fu, ind, dae.n)
+            return
+        ac = self.solve(code, Jn, inv, Gn, "ac_")
         # res = F − M a_c (every coordinate: r̄ = Bᵀ res reads them all)
         res = {}
-        for i in range(n):
-            with code.lane(block_of[i], "res") if i in block_of else nullcontext():
+        for i in range(dae.n):
+            with self.lane(code, i, "res"):
                 res[i] = code.dot("res", Fn.get(i), [(Mn.get((i, d)), ac.get(d)) for d in dep])
         if blockwise:
-            Mb = _blockwise_reduced(code, blocks, adj, Jn, Mn, ind, f)
-            rb = _blockwise_transposed(code, blocks, adj, Jn, res, {a: res.get(ind[a]) for a in range(f)},
+            Mb = _blockwise_reduced(code, self.blocks, adj, Jn, Mn, ind, f)
+            rb = _blockwise_transposed(code, self.blocks, adj, Jn, res, {a: res.get(ind[a]) for a in range(f)},
                                        ind, f, "zt", "rb")
             if Fu:   # r̄ += Bᵀ F_u
                 first = {a: " + ".join(x for x in (rb[a], Fu.get(ind[a])) if x) or None for a in range(f)}
-                rb = _blockwise_transposed(code, blocks, adj, Jn, Fu, first, ind, f, "zu", "rbu")
+                rb = _blockwise_transposed(code, self.blocks, adj, Jn, Fu, first, ind, f, "zu", "rbu")
             _ldlt_solve(code, f, Mb, rb)
-            code.emit("return 0;")
-            return "\n".join(code.lines)
+            return
         # MB[:, k] = M[:, ind k] − Σ_d M[:, d] X_d,k  (B = [−X ; I])
         MB = {}
         for k in range(f):
-            for i in range(n):
+            for i in range(dae.n):
                 MB[(i, k)] = code.dot("mb", Mn.get((i, ind[k])), [(Mn.get((i, d)), X[k].get(d)) for d in dep])
         # M̄ = Bᵀ M B (upper triangle), r̄ = Bᵀ res
         Mb, rb = {}, {}
@@ -554,22 +602,26 @@ def embedding_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig_s
                 first = " + ".join(x for x in (rb[a], Fu.get(ind[a])) if x) or None
                 rb[a] = code.dot("rbu", first, [(X[a].get(d), Fu.get(d)) for d in dep])
         _ldlt_solve(code, f, Mb, rb)
-        code.emit("return 0;")
-        return "\n".join(code.lines)
 
+
+def _functions(rhs: _RightHandSide, blockwise_possible: bool) -> tuple[str, int]:
+    """The three C functions and the size of ``work``: the blockwise reduced
+    mass matrix where the structure allows it and its code is the cheaper
+    (_blockwise_structure; the velocities function then computes v_d the
+    same way, so both give the same bits), the right-hand side cut at the
+    inputs (_split_inputs), each in vector lanes where they group
+    (codegen_slp), else chunked."""
     sig = "double t, const double *q, double *v, const double *p, const double *u, const double *trig"
-    # the blockwise reduced mass matrix where the structure allows it and its
-    # code is the cheaper (_blockwise_structure); the velocities function
-    # then computes v_d the same way, so both give the same bits
-    rhs = {False: body(True, False)}
+    bodies = {False: rhs.body(True, False)}
     if blockwise_possible:
-        rhs[True] = body(True, True)
-    blockwise = blockwise_possible and _count_ops(rhs[True]) < _count_ops(rhs[False])
-    prepare, finish, nwork = _split_inputs(rhs[blockwise].split("\n"))
-    velocities = body(False, blockwise)
+        bodies[True] = rhs.body(True, True)
+    blockwise = blockwise_possible and _count_ops(bodies[True]) < _count_ops(bodies[False])
+    prepare, finish, nwork = _split_inputs(bodies[blockwise].split("\n"))
+    velocities = rhs.body(False, blockwise)
 
-    lanes = {with_rhs: _lane_blocks(blocks, tags_of[(with_rhs, True)]) if blockwise else None
+    lanes = {with_rhs: _lane_blocks(rhs.blocks, rhs.tags_of[(with_rhs, True)]) if blockwise else None
              for with_rhs in (False, True)}
+
     def fits(text, with_rhs=True):
         """Blockwise, and small enough not to be chunked: the pass may read it."""
         return lanes[with_rhs] is not None and text.count("\n") <= CHUNK_ABOVE
