@@ -69,7 +69,9 @@ def test_sympy_fallback_without_singular_says_so_and_agrees(tmp_path):
     cmd = [sys.executable, "-m", "fmigen.cli", "triangularize", "fourbar", "--json", "--no-cache"]
     fallback = subprocess.run(cmd, env=env, capture_output=True, text=True)
     assert fallback.returncode == 0, fallback.stderr
-    assert "Singular not found; using the sympy groebner fallback" in fallback.stderr
+    assert "no Gröbner engine found; using the sympy groebner fallback (slow)" in fallback.stderr
+    assert "pip install --no-deps passagemath-singular==10.8.13" in fallback.stderr
+    assert "Gröbner engine: none: the sympy fallback" in fallback.stderr
     singular = subprocess.run(cmd, capture_output=True, text=True)
     seq = lambda p: [(s["variable"], s["degree"]) for b in json.loads(p.stdout)["blocks"] for s in b["sequence"]]
     assert seq(fallback) == seq(singular) == [("s_phi", 2), ("c_phi", 1), ("s_alpha", 1), ("c_alpha", 1)]
