@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from fmigen.build.pipeline import build_fmu, compile_model, load_mechanism
+from fmigen.build.pipeline import build_fmu, compile_model, load_mechanism, prepare_mechanism
 from fmigen.verify.validate import validate
 
 # No win64 DLL in the suite's builds (fmu.windows_by_default), also in the
@@ -82,12 +82,15 @@ _compiled = {}
 
 
 def compiled_model(spec):
-    """``compile_model(load_mechanism(spec))`` (``"fourbar_toggle"``:
+    """``compile_model(prepare_mechanism(spec))`` (``"fourbar_toggle"``:
     ``toggle_fourbar()``), derived once per session (per pytest-xdist worker)
     for the tests that read or package the same model with its default
-    options; they must not modify it."""
+    options; they must not modify it.  Prepared (the assembled start), as
+    ``build_fmu`` and ``fmigen check`` derive: the same derived-model cache
+    entry, so a mechanism another worker or CLI process already built
+    brings its C from the cache instead of generating it again."""
     if spec not in _compiled:
-        _compiled[spec] = compile_model(toggle_fourbar() if spec == "fourbar_toggle" else load_mechanism(spec))
+        _compiled[spec] = compile_model(prepare_mechanism(toggle_fourbar() if spec == "fourbar_toggle" else spec))
     return _compiled[spec]
 
 

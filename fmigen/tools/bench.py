@@ -82,7 +82,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fmigen.generate import codegen, codegen_newton, formulation
-from fmigen.derive.dae import build_dae
 from fmigen.derive.embed import embed
 from fmigen.model import ModelError
 from fmigen.derive.partition import choose_partition
@@ -133,9 +132,12 @@ def generate_sources(mech, kinematics, log=None, augmented=(), dynamics="auto"):
     ``augmented`` formulations (formulation.Augmented) are checked against the
     model and added on the Gröbner build, keyed by their name.  ``dynamics``:
     the embedded ODE's solver as ``fmigen build --dynamics`` chooses it."""
+    from fmigen.build.derived import dae_of
     from fmigen.generate.codegen_recursive import choose as choose_dynamics
     log = log or (lambda m: None)
-    dae = build_dae(mech)
+    # from the derived-model cache when this mechanism was derived before
+    # (as the rest of the bench's derivation reads the Gröbner cache)
+    dae = dae_of(mech)
     part = choose_partition(dae)
     emb = embed(dae, part)
     dynamics, why = choose_dynamics(dynamics, emb, part)
