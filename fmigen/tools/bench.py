@@ -82,6 +82,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fmigen.generate import codegen, codegen_newton, formulation
+from fmigen.derive.dae import build_dae
 from fmigen.derive.embed import embed
 from fmigen.model import ModelError
 from fmigen.derive.partition import choose_partition
