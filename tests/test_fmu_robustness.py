@@ -7,6 +7,7 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import zipfile
 from ctypes import POINTER, byref, c_double
@@ -801,7 +802,8 @@ def test_corrupt_or_foreign_state_bytes_give_error_never_a_crash(fmus):
     cases = [b"", good[:10], good[:-1], good + b"\0", bytes(len(good)),
              rng.integers(0, 256, len(good), dtype=np.uint8).tobytes(),
              b"XXXX" + good[4:],                                     # magic
-             good[:4] + b"\x07\0\0\0" + good[8:],                    # format version
+             good[:4] + (int.from_bytes(good[4:8], sys.byteorder) + 1).to_bytes(4, sys.byteorder)
+             + good[8:],                                             # a format version after this one
              good[:20] + bytes([good[20] ^ 1]) + good[21:],          # GUID
              good[:header + 1] + b"\xff" * (len(good) - header - 1)]  # every field out of range
     for bad in cases:
