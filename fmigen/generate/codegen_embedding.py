@@ -420,7 +420,7 @@ def _joint_cse_with_gamma(dae, groups, quantities, symbols: SymbolMap, trig_subs
     second joint CSE is the slow part of generating the code, so it runs only
     where the jets make γ alone at least 10 % cheaper by the quick count, and
     the quantities are not too large for the 'basic' pre-pass.  Measured
-    figures: docs/performance.md, "γ by jets"."""
+    figures: docs/benchmarks.md, "γ by jets"."""
     prepared = {}
     joint = _joint_cse(groups, quantities, quantities["G"], large, prepared)
     G = dict(groups)["G"]
