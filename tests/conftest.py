@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from fmigen.build.pipeline import build_fmu, compile_model, load_mechanism, prepare_mechanism
+from fmigen.build.pipeline import build_fmu, build_fmus, compile_model, load_mechanism, prepare_mechanism
 from fmigen.verify.validate import validate
 
 # No win64 DLL in the suite's builds (fmu.windows_by_default), also in the
@@ -164,6 +164,18 @@ def _memoized_references(request):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(validate_mod, "solve_reference", memoized)
         yield
+
+
+#: the four FMI variants a runtime test checks: FMI 2 and 3, CS and ME
+FMI_VARIANTS = [("2", "cs"), ("2", "me"), ("3", "cs"), ("3", "me")]
+
+
+def build_fmi_variants(system, out: Path, prefix: str) -> dict:
+    """{(fmi, kind): FMU path} of ``system`` in every FMI_VARIANTS, from one
+    derivation (rk4, 1 ms, no win64 DLL)."""
+    targets = [(out / f"{prefix}_{f}_{k}.fmu", f, k) for f, k in FMI_VARIANTS]
+    paths, _ = build_fmus(system, targets, solver="rk4", step=1e-3, windows=False)
+    return dict(zip(FMI_VARIANTS, paths))
 
 
 _reports = {}

@@ -21,7 +21,8 @@ import pytest
 from fmpy import simulate_fmu
 from fmpy.validation import validate_fmu
 
-from fmigen.build.pipeline import build_fmu, build_fmus
+from conftest import build_fmi_variants
+from fmigen.build.pipeline import build_fmu
 from fmigen.joints import JointSystem
 from fmigen.model import ModelError
 from fmigen.verify.cartesian import CartesianModel
@@ -45,9 +46,7 @@ def rod_pendulum() -> JointSystem:
 @pytest.fixture(scope="module")
 def pendulum_fmus(tmp_path_factory):
     out = tmp_path_factory.mktemp("reaction_pendulum")
-    targets = [(out / f"pendulum_{f}_{k}.fmu", f, k) for f in ("2", "3") for k in ("cs", "me")]
-    paths, _ = build_fmus(rod_pendulum(), targets, solver="rk4", step=1e-3, windows=False)
-    return dict(zip([(f, k) for _, f, k in targets], paths))
+    return build_fmi_variants(rod_pendulum(), out, "pendulum")
 
 
 def reaction(res, joint):

@@ -13,7 +13,7 @@ import pytest
 from fmpy import simulate_fmu
 from fmpy.validation import validate_fmu
 
-from fmigen.build.pipeline import build_fmus
+from conftest import build_fmi_variants
 from fmigen.joints import JointSystem, Z
 from fmigen.model import ModelError
 
@@ -40,9 +40,7 @@ def sprung_mass(trim=True) -> JointSystem:
 @pytest.fixture(scope="module")
 def trim_fmus(tmp_path_factory):
     out = tmp_path_factory.mktemp("trim_mass")
-    targets = [(out / f"trim_{f}_{k}.fmu", f, k) for f in ("2", "3") for k in ("cs", "me")]
-    paths, _ = build_fmus(sprung_mass(), targets, solver="rk4", step=1e-3, windows=False)
-    return dict(zip([(f, k) for _, f, k in targets], paths))
+    return build_fmi_variants(sprung_mass(), out, "trim")
 
 
 @pytest.mark.parametrize("variant", [("2", "cs"), ("2", "me"), ("3", "cs"), ("3", "me")])
