@@ -499,11 +499,11 @@ class _RightHandSide:
             inv.append(solve_b)
             adj.append(inverse_b)
         X = self.velocities(code, Jn, Ptn, inv, blockwise)
-        if not with_rhs:
-            code.emit("return 0;")
-            return "\n".join(code.lines)
-        self.accelerations(code, Jn, inv, adj, X, blockwise)
+        if with_rhs:
+            self.accelerations(code, Jn, inv, adj, X, blockwise)
         code.emit("return 0;")
+        # the adjugate entries this function's right-hand sides never read
+        code.drop_unread(r"ai\d+_\d+")
         return "\n".join(code.lines)
 
     def solve(self, code: _Code, Jn, inv, rhs: dict, tag: str) -> dict:

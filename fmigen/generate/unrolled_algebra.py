@@ -101,6 +101,29 @@ class _Code:
         expr += "".join(f" {'+' if positive else '-'} {x}" for positive, x in prods)
         return self.let(prefix, expr)
 
+    def drop_unread(self, pattern: str):
+        """Remove the definitions ``const double NAME = ...;`` of the names
+        matching ``pattern`` that no other line reads.  An adjugate inverse's
+        entries are emitted whole when the block is factored, before it is
+        known which right-hand sides the function solves: an entry that
+        multiplies only structurally zero right-hand sides is never read, and
+        an unused variable fails ``-Wall -Werror`` (slider_crank_from_slider's
+        velocities function).  The entries read nothing that is dropped, so
+        one pass suffices; what is kept keeps its order and its bits."""
+        define = re.compile(rf"^\s*const double ({pattern}) = ")
+        counts: dict[str, int] = {}
+        for line in self.lines:
+            for word in re.findall(r"\b\w+\b", line):
+                counts[word] = counts.get(word, 0) + 1
+        kept = []
+        for line in self.lines:
+            m = define.match(line)
+            if m and counts[m.group(1)] == 1:
+                self.tags.pop(m.group(1), None)
+                continue
+            kept.append(line)
+        self.lines = kept
+
 
 def _factor_block(code: _Code, block, bi, Jn):
     """Emit the factorization of one diagonal block; returns solve(r, tag)
