@@ -183,7 +183,9 @@ def _split_inputs(lines: list[str]) -> tuple[str, str, int]:
 
     def local(n):
         return re.sub(r"\[(\d+)\]", r"_\1", n)
-    finish = ["    (void)t; (void)q; (void)v; (void)p; (void)u; (void)trig; (void)work;"]
+    # qdd too: a kinematic mechanism has no accelerations, and its finish
+    # (the right-hand side after the inputs) is empty
+    finish = ["    (void)t; (void)q; (void)v; (void)p; (void)u; (void)trig; (void)work; (void)qdd;"]
     finish += [f"    const double {local(n)} = work[{k}];" for n, k in slot.items()]
     for ln, fin in zip(body, in_finish):
         if fin:

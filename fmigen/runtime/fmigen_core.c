@@ -380,6 +380,7 @@ int fmigen_core_limit(FmigenCore *c)
 }
 #endif
 
+#if !FMIGEN_KINEMATIC   /* a kinematic FMU integrates nothing (fmigen_core_step) */
 /* x has FMIGEN_NX entries: [q_i, v_i], or [q, v] for an augmented formulation */
 static int one_step(FmigenCore *c, double *x, double t, double h)
 {
@@ -422,6 +423,7 @@ static int one_step(FmigenCore *c, double *x, double t, double h)
     for (int i = 0; i < FMIGEN_NX; i++) x[i] += h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
     return 0;
 }
+#endif
 
 /* Make the state at time t from the (already set) independent or integrated
  * coordinates consistent; on failure restore the last good state (q, v, t),
