@@ -282,3 +282,26 @@ def test_worst_case_counts_every_dostep_and_they_add_up_to_one_count_of_the_loop
     motion_mean = w["motion_mean"]
     assert abs(motion_mean - per_step) <= 20, (motion_mean, per_step)
     assert np.isfinite(w["median"]) and w["median"] > 1000
+
+
+def test_the_iteration_caps_hold_over_the_swept_workspace():
+    """The caps a HIL target budgets for (codegen_newton.iteration_caps),
+    against what the eight-link -- a mechanism whose kinematics runs Newton
+    blocks -- needs: at every point of its workspace sweep (random velocities)
+    and along its motion up to the singular configuration it runs into, every
+    loop stays below its cap; only the step that fails there runs its Newton
+    block to the cap, and not past it.  The sweep does exercise Newton (at
+    least one iteration), so the bound is not vacuous.  Before: the harness
+    reported one maximum over everything (28: that failed step), which could
+    not tell a genuine need from a non-converging attempt."""
+    from fmigen.tools import bench
+    w = bench.worst_case("eight_link", instructions=False)
+    cap = w["caps"]
+    assert cap == {"newton": 28, "polish": 12, "poly_newton": 8, "aberth": 500}, cap
+    ws, motion, failed = w["iterations_workspace"], w["iterations_motion"], w["iterations_failed"]
+    assert w["steps"] - w["motion_steps"] > 1 and ws["newton"] >= 1, w
+    for loop in bench.LOOPS:
+        assert ws[loop] < cap[loop] and motion[loop] < cap[loop], (loop, w)
+        assert failed[loop] <= cap[loop] and w["iterations"][loop] <= cap[loop], (loop, w)
+    # the one failed step, at the motion's singular configuration, ran to the cap
+    assert w["failed"] == 1 and failed["newton"] == cap["newton"], w

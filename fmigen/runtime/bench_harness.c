@@ -157,19 +157,47 @@ __attribute__((noinline, noclone)) int worst_case_step(FmigenCore *c, double h)
  * fmigen_runtime.h, defined on the worst-case build's command line to call
  * these): a Newton block's with the fallback's limit and with the polish's,
  * the polynomial root's Newton, the Aberth iteration, and how many times
- * that was entered. */
-static int most_newton, most_polish, most_poly_newton, most_aberth;
-static long aberth_runs;
+ * that was entered.  `now` gathers them since the last fold; each doStep's
+ * are folded into the motion's steps that succeeded, the workspace
+ * samples' that succeeded, or the steps that failed, and what came before
+ * a step (the assembly of the start or of a workspace sample) apart: a cap
+ * must hold over the swept workspace, a motion that runs into a singular
+ * configuration needs ever more Newton steps as it nears it (the Jacobian
+ * loses rank), and a failed step runs its loops to the cap by design. */
+typedef struct { int newton, polish, poly_newton, aberth; long aberth_runs; } Most;
+static Most now, motion_ok, workspace_ok, failed_steps, assembly;
 void fmigen_count_newton(int limit, int it)
 {
-    int *most = limit == FMIGEN_NEWTON_MAX_ITER ? &most_newton : &most_polish;
+    int *most = limit == FMIGEN_NEWTON_MAX_ITER ? &now.newton : &now.polish;
     if (it + 1 > *most) *most = it + 1;
 }
-void fmigen_count_poly_newton(int it) { if (it + 1 > most_poly_newton) most_poly_newton = it + 1; }
+void fmigen_count_poly_newton(int it) { if (it + 1 > now.poly_newton) now.poly_newton = it + 1; }
 void fmigen_count_aberth(int it)
 {
-    if (it == 0) aberth_runs++;
-    if (it + 1 > most_aberth) most_aberth = it + 1;
+    if (it == 0) now.aberth_runs++;
+    if (it + 1 > now.aberth) now.aberth = it + 1;
+}
+static void fold(Most *into)
+{
+    if (now.newton > into->newton) into->newton = now.newton;
+    if (now.polish > into->polish) into->polish = now.polish;
+    if (now.poly_newton > into->poly_newton) into->poly_newton = now.poly_newton;
+    if (now.aberth > into->aberth) into->aberth = now.aberth;
+    into->aberth_runs += now.aberth_runs;
+    now = (Most){0, 0, 0, 0, 0};
+}
+static void print_most(const char *name, const Most *m, const char *sep)
+{
+    printf("\"%s\": {\"newton\": %d, \"polish\": %d, \"poly_newton\": %d, \"aberth\": %d, \"aberth_runs\": %ld}%s",
+           name, m->newton, m->polish, m->poly_newton, m->aberth, m->aberth_runs, sep);
+}
+/* one counted doStep, its iterations folded by its outcome into `ok` or the failed steps' */
+static int counted_step(FmigenCore *c, double h, Most *ok)
+{
+    fold(&assembly);
+    const int e = worst_case_step(c, h);
+    fold(e ? &failed_steps : ok);
+    return e;
 }
 
 static int worst_case_main(double T, double h, long nsteps, int solver)
@@ -185,7 +213,7 @@ static int worst_case_main(double T, double h, long nsteps, int solver)
     while (motion < nsteps) {
         motion++;
         counted++;
-        if (worst_case_step(&c, h)) { printf("failed %ld\n", counted - 1); failed++; break; }
+        if (counted_step(&c, h, &motion_ok)) { printf("failed %ld\n", counted - 1); failed++; break; }
     }
     char tag[8];
     long sample = -1;
@@ -207,11 +235,19 @@ static int worst_case_main(double T, double h, long nsteps, int solver)
         if (fmigen_core_refresh(&c)) { unset++; broken = 1; continue; }
         counted++;
         printf("sample %ld\n", sample);
-        if (worst_case_step(&c, h)) { printf("failed %ld\n", counted - 1); failed++; broken = 1; }
+        if (counted_step(&c, h, &workspace_ok)) { printf("failed %ld\n", counted - 1); failed++; broken = 1; }
     }
-    printf("{\"motion\": %ld, \"steps\": %ld, \"failed\": %ld, \"unset\": %ld, \"iterations\": {\"newton\": %d, "
-           "\"polish\": %d, \"poly_newton\": %d, \"aberth\": %d, \"aberth_runs\": %ld}}\n", motion, counted, failed,
-           unset, most_newton, most_polish, most_poly_newton, most_aberth, aberth_runs);
+    fold(&assembly);
+    Most all = assembly;
+    now = motion_ok; fold(&all);
+    now = workspace_ok; fold(&all);
+    now = failed_steps; fold(&all);
+    printf("{\"motion\": %ld, \"steps\": %ld, \"failed\": %ld, \"unset\": %ld, ", motion, counted, failed, unset);
+    print_most("iterations", &all, ", ");
+    print_most("iterations_motion", &motion_ok, ", ");
+    print_most("iterations_workspace", &workspace_ok, ", ");
+    print_most("iterations_failed", &failed_steps, ", ");
+    print_most("iterations_assembly", &assembly, "}\n");
     return 0;
 }
 

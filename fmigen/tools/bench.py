@@ -679,7 +679,8 @@ VELOCITY_SPAN = 2 * math.pi
 INPUT_SPAN = 2.0
 
 
-def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, keep=None) -> dict:
+def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, keep=None,
+               instructions=True) -> dict:
     """``fmigen bench MECH --worst-case``: callgrind instructions of every
     doStep (at a communication interval of ``step``, outputs read after it:
     the harness's ``worst_case_step``) over the motion from the start with
@@ -691,13 +692,17 @@ def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, k
     so the same numbers every run).  Returns the median, p99 and maximum
     instructions per step, max / median, where the maximum was and how many
     samples failed (a step into a singular configuration) or did not
-    assemble."""
+    assemble; and the most iterations each bounded loop took, over the
+    motion's steps and the workspace samples' that succeeded, the steps that
+    failed and the assembly apart.
+    ``instructions=False``: the same run without valgrind, only the counts
+    of steps and iterations (``iterations_of``)."""
     import numpy as np
     from fmigen.build.pipeline import prepare_mechanism
     from fmigen.derive.workspace import unit_scales
     from fmigen.generate.codegen_recursive import choose as choose_dynamics
     from fmigen.fmi.fmu import SOLVERS
-    if not shutil.which("valgrind"):
+    if instructions and not shutil.which("valgrind"):
         raise ModelError("fmigen bench --worst-case counts instructions with valgrind, which is not installed")
     log = log or (lambda m: None)
     mech = prepare_mechanism(spec, log)
@@ -734,15 +739,16 @@ def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, k
         out.mkdir(exist_ok=True)
         for old in out.iterdir():
             old.unlink()
-        r = subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
-                            "--toggle-collect=worst_case_step", "--dump-after=worst_case_step",
-                            f"--callgrind-out-file={out}/step", str(exe), repr(stop_time), repr(step), "1",
-                            "worst-case", str(SOLVERS[solver])],
-                           input="\n".join(lines) + "\n", capture_output=True, text=True)
+        valgrind = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=worst_case_step",
+                    "--dump-after=worst_case_step", f"--callgrind-out-file={out}/step"] if instructions else []
+        r = subprocess.run([*valgrind, str(exe), repr(stop_time), repr(step), "1", "worst-case",
+                            str(SOLVERS[solver])], input="\n".join(lines) + "\n", capture_output=True, text=True)
         if r.returncode:
             raise ModelError(f"the worst-case harness failed: {r.stderr.strip()[-2000:]}")
         printed = r.stdout.strip().splitlines()
         res = json.loads(printed[-1])
+        if not instructions:
+            return iterations_of(mech.name, res)
         stepped = [int(line.split()[1]) for line in printed[:-1] if line.startswith("sample ")]
         failed_at = {int(line.split()[1]) for line in printed[:-1] if line.startswith("failed ")}
         counts = []
@@ -776,9 +782,24 @@ def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, k
             "max_ok": int(arr[k_ok]), "max_ok_over_median": float(arr[k_ok] / med), "max_ok_at": labels[k_ok],
             "failed_max": int(arr[~ok].max()) if (~ok).any() else None,
             "motion_mean": float(arr[:nsteps].mean()),
-            "iterations": res["iterations"], "caps": codegen_newton.iteration_caps(),
+            **iterations_of(mech.name, res),
             "motion_max": int(arr[:nsteps].max()), "workspace_max": int(arr[nsteps:].max()) if len(arr) > nsteps
             else None}
+
+
+def iterations_of(name: str, res: dict) -> dict:
+    """The worst-case harness's iteration counts: the most over everything
+    (``iterations``), over the motion's and the workspace samples' doSteps
+    that succeeded, those that failed and the assembly, with the caps they
+    are held to."""
+    return {"mechanism": name, "steps": res["steps"], "motion_steps": res["motion"], "failed": res["failed"],
+            "unset": res["unset"], "caps": codegen_newton.iteration_caps(),
+            **{k: res[k] for k in ("iterations", "iterations_motion", "iterations_workspace", "iterations_failed",
+                                 "iterations_assembly")}}
+
+
+#: the bounded loops, in the order the reports list them
+LOOPS = ("newton", "polish", "poly_newton", "aberth")
 
 
 def format_worst_case(w: dict) -> str:
@@ -792,4 +813,8 @@ def format_worst_case(w: dict) -> str:
             f"{w['max_ok']:,} = {w['max_ok_over_median']:.2f}x ({w['max_ok_at']})\n"
             f"  most iterations: Newton block {it['newton']} (cap {cap['newton']}), polish {it['polish']} "
             f"(cap {cap['polish']}), polynomial root's Newton {it['poly_newton']} (cap {cap['poly_newton']}), "
-            f"Aberth {it['aberth']} (cap {cap['aberth']}; entered {it['aberth_runs']} times)")
+            f"Aberth {it['aberth']} (cap {cap['aberth']}; entered {it['aberth_runs']} times)\n"
+            + "\n".join(f"    {label}: " + " / ".join(str(w[key][k]) for k in LOOPS) for label, key in (
+                ("steps of the motion that succeeded", "iterations_motion"),
+                ("workspace samples' steps that succeeded", "iterations_workspace"),
+                ("steps that failed", "iterations_failed"), ("assembly", "iterations_assembly"))))
