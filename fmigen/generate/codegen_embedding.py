@@ -502,8 +502,8 @@ class _RightHandSide:
         if with_rhs:
             self.accelerations(code, Jn, inv, adj, X, blockwise)
         code.emit("return 0;")
-        # the adjugate entries this function's right-hand sides never read
-        code.drop_unread(r"ai\d+_\d+")
+        # the adjugate entries and M·B's entries this function never reads
+        code.drop_unread(r"ai\d+_\d+|mb\d+")
         return "\n".join(code.lines)
 
     def solve(self, code: _Code, Jn, inv, rhs: dict, tag: str) -> dict:

@@ -103,26 +103,32 @@ class _Code:
 
     def drop_unread(self, pattern: str):
         """Remove the definitions ``const double NAME = ...;`` of the names
-        matching ``pattern`` that no other line reads.  An adjugate inverse's
-        entries are emitted whole when the block is factored, before it is
-        known which right-hand sides the function solves: an entry that
-        multiplies only structurally zero right-hand sides is never read, and
-        an unused variable fails ``-Wall -Werror`` (slider_crank_from_slider's
-        velocities function).  The entries read nothing that is dropped, so
-        one pass suffices; what is kept keeps its order and its bits."""
+        matching ``pattern`` that no other line reads, until none is left
+        (a dropped one may have been the only reader of another).  Values
+        are emitted before it is known what reads them: an adjugate
+        inverse's entries when the block is factored, before the function's
+        right-hand sides (an entry that multiplies only structurally zero
+        ones is never read: slider_crank_from_slider's velocities function),
+        and M·B's rows for every coordinate, where Bᵀ(M B) skips the rows
+        that B's structural zeros multiply (the quarter car's).  An unused
+        variable fails ``-Wall -Werror``; what is kept keeps its order and
+        its bits."""
         define = re.compile(rf"^\s*const double ({pattern}) = ")
-        counts: dict[str, int] = {}
-        for line in self.lines:
-            for word in re.findall(r"\b\w+\b", line):
-                counts[word] = counts.get(word, 0) + 1
-        kept = []
-        for line in self.lines:
-            m = define.match(line)
-            if m and counts[m.group(1)] == 1:
-                self.tags.pop(m.group(1), None)
-                continue
-            kept.append(line)
-        self.lines = kept
+        while True:
+            counts: dict[str, int] = {}
+            for line in self.lines:
+                for word in re.findall(r"\b\w+\b", line):
+                    counts[word] = counts.get(word, 0) + 1
+            kept = []
+            for line in self.lines:
+                m = define.match(line)
+                if m and counts[m.group(1)] == 1:
+                    self.tags.pop(m.group(1), None)
+                    continue
+                kept.append(line)
+            if len(kept) == len(self.lines):
+                return
+            self.lines = kept
 
 
 def _factor_block(code: _Code, block, bi, Jn):
