@@ -17,7 +17,10 @@ the shipped linux64 binary's, bit for bit:
                       static), under qemu-user
   qemu-powerpc        the same for 32-bit big-endian powerpc
 
-A platform whose tools are missing is reported as skipped, with the tool.
+A motion that runs into a singular configuration before STEPS (the
+eight-link's at 0.939 s) is compared up to the doStep that fails, and must
+fail at that step on every platform.  A platform whose tools are missing is
+reported as skipped, with the tool.
 Prints one row per FMU and platform: identical, or how many values differ,
 the first step that does and the largest difference.  Exit status 1 when
 any platform that ran differs or failed.
@@ -122,18 +125,23 @@ def build(u: Unpacked, platform: str, work: Path) -> tuple[list[str] | None, str
 
 
 def run(cmd: list[str], u: Unpacked, steps: int, h: float, timeout: float = 900,
-        state: tuple = ()) -> tuple[list[list[int]] | None, str]:
+        state: tuple = (), stop_ok: bool = False) -> tuple[list[list[int]] | None, str]:
     """The master's rows, one per step (None and why when it failed);
-    ``state``: ("--save" or "--load", K, file), fmi2_master's option."""
+    ``state``: ("--save" or "--load", K, file), fmi2_master's option.
+    ``stop_ok``: a doStep that fails (the motion running into a singular
+    configuration: the eight-link's at 0.939 s) ends the rows, and the
+    second value says which step it was ("doStep K failed")."""
     env = dict(os.environ, WINEDEBUG="-all")
     if cmd[0].endswith("wine64"):
         env.setdefault("WINEPREFIX", str(Path(tempfile.gettempdir()) / f"fmigen-wine-{os.getuid()}"))
     r = subprocess.run([*cmd, *map(str, state), u.guid, str(steps), repr(h), *(str(v) for v, _ in u.reals)],
                        capture_output=True, text=True, env=env, timeout=timeout)
-    if r.returncode:
-        return None, f"exit status {r.returncode}: {r.stderr.strip()[-2000:]}"
     rows = [[int(x, 16) for x in line.split()] for line in r.stdout.splitlines()]
     first = int(state[1]) if state and state[0] == "--load" else 0
+    if r.returncode == 3 and stop_ok:   # fmi2_master: a doStep returned an error
+        return rows, f"doStep {first + len(rows) + 1} failed"
+    if r.returncode:
+        return None, f"exit status {r.returncode}: {r.stderr.strip()[-2000:]}"
     if len(rows) != steps - first:
         return None, f"{len(rows)} of {steps - first} steps printed"
     return rows, ""
@@ -199,9 +207,9 @@ def check(fmu_path: Path, platforms, steps: int = 2000, h: float = 1e-3) -> list
         cmd, msg = build(u, "linux64", tmp)
         if cmd is None:
             raise SystemExit(f"{fmu_path}: the reference master: {msg}")
-        ref, msg = run(cmd, u, steps, h)
+        ref, ref_stop = run(cmd, u, steps, h, stop_ok=True)
         if ref is None:
-            raise SystemExit(f"{fmu_path}: the shipped linux64 binary: {msg}")
+            raise SystemExit(f"{fmu_path}: the shipped linux64 binary: {ref_stop}")
         names = [n for _, n in u.reals]
         for p in platforms:
             row = {"fmu": fmu_path.stem, "platform": p}
@@ -213,12 +221,15 @@ def check(fmu_path: Path, platforms, steps: int = 2000, h: float = 1e-3) -> list
             if cmd is None:
                 rows.append({**row, "status": "failed", "reason": msg})
                 continue
-            got, why = run(cmd, u, steps, h)
+            got, stop = run(cmd, u, steps, h, stop_ok=True)
             if got is None:
-                rows.append({**row, "status": "failed", "reason": why})
+                rows.append({**row, "status": "failed", "reason": stop})
                 continue
             c = compare(ref, got, names)
-            rows.append({**row, "status": "identical" if c["differ"] == 0 else "differs", "warnings": msg, **c})
+            # a motion that ends in a failed doStep must end there everywhere
+            same = c["differ"] == 0 and len(got) == len(ref) and stop == ref_stop
+            rows.append({**row, "status": "identical" if same else "differs", "warnings": msg, "stopped": stop,
+                         "reference_stopped": ref_stop, **c})
     return rows
 
 
@@ -248,6 +259,9 @@ def main(argv=None) -> int:
                               f"max |diff| {r['max_abs']:.3g} ({r['where']})" if r["status"] == "differs"
                               else r.get("reason", "").splitlines()[0] if r["status"] != "identical" else
                               f"{r['values']} values")
+                    if r.get("stopped") or r.get("reference_stopped"):
+                        detail += f" (stopped: {r.get('stopped') or 'no'}; the shipped binary: " \
+                                  f"{r.get('reference_stopped') or 'no'})"
                     print(f"{r['fmu']:<12} {r['platform']:<15} {r['status']:<10} {detail}", flush=True)
     if args.json:
         print(json.dumps(rows, indent=1))

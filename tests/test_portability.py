@@ -62,14 +62,19 @@ def test_sources_build_pedantic_with_clang_and_give_the_shipped_bits(fmus, mech)
     assert row["status"] == "identical", row
 
 
-@pytest.mark.parametrize("mech", ["fourbar", "stewart"])
+@pytest.mark.parametrize("mech", ["fourbar", "stewart", "eight_link"])
 def test_sources_build_with_tcc_and_give_the_shipped_bits(fmus, mech):
     """tcc has no vector types: the Stewart platform's leg blocks run their
     scalar code.  Their solution has the lanes' bits; the residual rows do
     not (the lanes sum each row's terms in another order), so
-    constraint_residual -- and nothing else -- differs, by round-off."""
+    constraint_residual -- and nothing else -- differs, by round-off.  The
+    eight-link's motion runs into a singular configuration: identical up to
+    the doStep that fails, and that one fails with tcc too (before: the
+    check stopped at the shipped binary's failure and compared nothing)."""
     row = _one(fmus, mech, "tcc")
-    if mech == "fourbar":
+    if mech == "eight_link":
+        assert row["reference_stopped"] == "doStep 939 failed" and row["values"] == 938 * 18, row
+    if mech != "stewart":
         assert row["status"] == "identical", row
     else:
         assert set(row["max_abs_by_name"]) <= {"constraint_residual"}, row["max_abs_by_name"]
