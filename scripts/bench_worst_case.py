@@ -2,6 +2,11 @@
 --worst-case` (fmigen/tools/bench.py, ``worst_case``) for each mechanism.
 
     python scripts/bench_worst_case.py [MECH ...]      # default: every shipped dynamic mechanism
+    python scripts/bench_worst_case.py --iterations [MECH ...]
+
+``--iterations``: only the iterations each bounded loop took (the same
+harness without valgrind, ``worst_case(instructions=False)``: seconds, not
+minutes), merged into the mechanism's entry; its instruction counts stay.
 
 Writes docs/benchmarks_worst_case.json (merged with the mechanisms already
 there) and the section "Worst case per doStep" at the end of
@@ -46,6 +51,8 @@ def section(results: dict) -> str:
             "Newton / Aberth (caps) |",
             "|---|---|---|---|---|---|---|---|---|"]
     for name, w in sorted(results.items()):
+        if "median" not in w and "error" not in w:
+            continue   # iterations only: the table below
         if "error" in w:
             rows.append(f"| {name} | – | – | – | – | – | {w['error']} | – |")
             continue
@@ -58,7 +65,34 @@ def section(results: dict) -> str:
             f"**{w['max_ok_over_median']:.2f}×** | {w['max_ok_at']} | {failed} | {it['newton']} / {it['polish']} / "
             f"{it['poly_newton']} / {it['aberth']} ({cap['newton']} / {cap['polish']} / {cap['poly_newton']} / "
             f"{cap['aberth']}) |")
-    return "\n".join(rows) + "\n"
+    return "\n".join(rows + iteration_rows(results)) + "\n"
+
+
+def iteration_rows(results: dict) -> list[str]:
+    """The iterations table: the most any one call of each bounded loop took,
+    by where the doStep was and how it ended."""
+    measured = {n: w for n, w in sorted(results.items()) if "iterations_workspace" in w}
+    if not measured:
+        return []
+    caps = {json.dumps(w["caps"], sort_keys=True) for w in measured.values()}
+    cap = next(iter(measured.values()))["caps"]
+
+    def most(m):
+        return " / ".join(str(m[k]) for k in ("newton", "polish", "poly_newton", "aberth"))
+    rows = ["", "### Iterations each bounded loop needs", "",
+            "The most iterations any one call of each bounded loop took (Newton block / polish / root's Newton / "
+            "Aberth), by where the doStep was and how it ended, over the same motion and workspace sweep "
+            "(`python scripts/bench_worst_case.py --iterations`, the harness without valgrind). The caps: "
+            f"{most(cap)}" + ("" if len(caps) == 1 else " (not the same for every row)") + ". A step that fails "
+            "is reported, with its cause, after it returns.", "",
+            "| mechanism | doSteps (motion + workspace; failed) | workspace samples' steps | the motion's steps "
+            "that succeeded | failed steps | assembly of the start and the samples |",
+            "|---|---|---|---|---|---|"]
+    for name, w in measured.items():
+        rows.append(f"| {name} | {w['steps']:,} ({w['motion_steps']:,} + {w['steps'] - w['motion_steps']:,}; "
+                    f"{w['failed']}) | {most(w['iterations_workspace'])} | {most(w['iterations_motion'])} | "
+                    f"{most(w['iterations_failed']) if w['failed'] else '–'} | {most(w['iterations_assembly'])} |")
+    return rows
 
 
 def splice(md: str, results: dict) -> str:
@@ -75,15 +109,21 @@ def splice(md: str, results: dict) -> str:
 def main(argv=None) -> int:
     from fmigen.model import ModelError
     from fmigen.tools.bench import worst_case
-    names = (argv if argv is not None else sys.argv[1:]) or sorted(
-        p.stem for p in (ROOT / "mechanisms").glob("*.py") if p.stem != "corner_geometry")
+    args = list(argv if argv is not None else sys.argv[1:])
+    only_iterations = "--iterations" in args
+    args = [a for a in args if a != "--iterations"]
+    names = args or sorted(p.stem for p in (ROOT / "mechanisms").glob("*.py") if p.stem != "corner_geometry")
     results = json.loads(DATA.read_text()) if DATA.exists() else {}
     for name in names:
         try:
-            results[name] = worst_case(name)
+            w = worst_case(name, instructions=not only_iterations)
         except (ModelError, SystemExit) as e:
-            results[name] = {"error": str(e).splitlines()[0][:200]}
-        print(name, results[name].get("max_over_median", results[name].get("error")), flush=True)
+            w = {"error": str(e).splitlines()[0][:200]}
+        if only_iterations and "error" in w:
+            print(name, w["error"], flush=True)
+            continue   # an entry's instruction counts are not replaced by an error of this run
+        results[name] = {**results.get(name, {}), **w} if only_iterations else w
+        print(name, w.get("max_over_median", w.get("iterations_workspace", w.get("error"))), flush=True)
         DATA.write_text(json.dumps(results, indent=1) + "\n")
     md = DOCS / "benchmarks.md"
     md.write_text(splice(md.read_text(), results))

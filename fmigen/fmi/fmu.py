@@ -417,9 +417,15 @@ def bounded_work_html() -> str:
             f"most {cap['newton']} iterations per attempt, the polish of a closed-form result at most "
             f"{cap['polish']}; a univariate polynomial's root at most {cap['poly_newton']} Newton steps from "
             f"the prediction and, where those fail, at most {cap['aberth']} Aberth iterations and 5 polishing "
-            "steps; each block tries a fixed number of attempts. A communication step of H takes at most "
-            "ceil(H / internal_step) internal steps. Errors are recorded inside the step as numbers and "
-            "formatted into the log message only after it returns. <code>fmigen bench MECH --worst-case</code> measures "
+            "steps; each block tries a fixed number of attempts. The caps are what a step may take, not what "
+            "it needs: over the swept workspace of every dynamic mechanism shipped with fmigen a step took at "
+            "most 6 Newton iterations, 3 Newton steps of a root and no polish or Aberth iteration (the "
+            "iterations table of fmigen's docs/benchmarks.md). A cap was reached only near a singular "
+            "configuration, where Newton converges ever slower as the Jacobian loses rank, and by an attempt "
+            "that did not converge and that the next attempt replaced; a step whose attempts all reach their "
+            "caps fails. A communication step of H takes at most ceil(H / internal_step) internal steps. "
+            "Errors are recorded inside the step as numbers and formatted into the log message only after it "
+            "returns. <code>fmigen bench MECH --worst-case</code> measures "
             "the instructions of every doStep over the motion and the swept workspace "
             "(fmigen's docs/benchmarks.md).</p>")
 
