@@ -94,8 +94,12 @@ def chunked(name: str, params: str, body: str, size: int | None = None, above: i
     shared_re = re.compile(r"(?<![\w>])(" + "|".join(map(re.escape, shared_arrays)) + r")\b") \
         if shared_arrays else None
     chunk_params = f"{params}, {struct} *S"
+    param_names = re.findall(r"(\w+)\s*(?:,|$)", params)
     for ci, ch in enumerate(chunks):
-        code = [*head, "    (void)S;"]
+        # every parameter cast to void: a chunk reads only some of them
+        # (the vehicle's velocity chunks neither v nor trig), and an unused
+        # parameter fails -Wextra -Werror
+        code = [*head, "    " + " ".join(f"(void){n};" for n in [*param_names, "S"])]
         mine = [n for n in scalars if n in reads[ci]]
         read_re = re.compile(r"(?<![\w>])(" + "|".join(map(re.escape, mine)) + r")\b") if mine else None
         for ln in ch:
@@ -116,7 +120,7 @@ def chunked(name: str, params: str, body: str, size: int | None = None, above: i
         code.append("    return 0;")
         out.append(f"FMIGEN_CHUNK int {name}_chunk{ci}({chunk_params})\n{{\n"
                    + "\n".join(code) + "\n}\n")
-    args = ", ".join(re.findall(r"(\w+)\s*(?:,|$)", params))
+    args = ", ".join(param_names)
     calls = [f"    if ((r = {name}_chunk{ci}({args}, &S))) return r;" for ci in range(len(chunks))]
     out.append(f"int {name}({params})\n{{\n    {struct} S;\n    int r;\n" + "\n".join(calls)
                + "\n    return 0;\n}\n")
