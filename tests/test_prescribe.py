@@ -169,3 +169,14 @@ def test_undeclared_input_is_refused():
     s = cart_pendulum(prescribe=False)
     with pytest.raises(ModelError, match="not a declared input"):
         s.prescribe("x", "nope")
+
+
+def test_references_and_exports_refuse_a_prescribed_mechanism():
+    """The references and the exports do not drive prescribed coordinates:
+    each says so instead of comparing or writing another motion."""
+    from fmigen.frontends.mjcf import export_mjcf
+    from fmigen.verify.validate import validate
+    with pytest.raises(ModelError, match="references do not drive prescribed"):
+        validate(cart_pendulum(), stop_time=0.1)
+    with pytest.raises(ModelError, match="no MuJoCo form"):
+        export_mjcf(cart_pendulum())
