@@ -65,7 +65,7 @@ import sympy as sp
 from sympy.physics import mechanics as me
 
 from .floats import rational
-from .model import Input, ModelError, Parameter, declare_input, declare_parameter, output_info, t
+from .model import Input, ModelError, Parameter, Prescription, declare_input, declare_parameter, output_info, t
 
 #: joint kind -> number of coordinates and their default name suffixes
 JOINT_KINDS = {
@@ -293,6 +293,8 @@ class JointSystem:
     distance_links: bool = True
     #: joints whose reactions are FMU outputs (``reaction``), in request order
     reactions: list[str] = field(default_factory=list)
+    #: coordinates that follow an input (``prescribe``), in request order
+    prescribed: list[Prescription] = field(default_factory=list)
     #: static trims (``trim``): (spring name, coordinate name), in request order
     trims: list[tuple[str, str]] = field(default_factory=list)
     #: how float literals become exact rationals (``Mechanism.float_rule``,
@@ -582,6 +584,36 @@ class JointSystem:
                 or marker.body.markers.get(marker.name) is not marker:
             raise ModelError(f"{marker!r} is not a marker of a body of '{self.name}'")
         return marker
+
+    def prescribe(self, joint, input, time_constant=0.01, coordinate=None):
+        """The joint coordinate q follows the input ``input`` (its symbol or
+        name, declared with ``input``) instead of its dynamics: its
+        acceleration is the critically damped filter
+        q̈ = ω²(u − q) − 2ω q̇, ω = 1/``time_constant`` [s], so q and q̇ are
+        the filter's states (a ramp in u lags by 2·time_constant, a step
+        settles in about 6·time_constant; an integrator step h needs
+        time_constant ≳ h for RK4).  The runtime applies the generalized
+        force that produces exactly that acceleration; it is the output
+        ``drive_<coordinate>`` [N or N.m], and the joint's reaction
+        (``reaction``) includes it.  The coordinate must be one of
+        ``s.independent``; give the input the coordinate's start so that
+        nothing moves at t = 0 by itself.  Not for a kinematic FMU."""
+        j, c = self._coordinate(joint, coordinate)
+        name = input if isinstance(input, str) else str(input)
+        if not any(i.name == name for i in self.inputs):
+            raise ModelError(f"prescribe: '{name}' is not a declared input (declare it with s.input)")
+        if any(p.coordinate == c.name for p in self.prescribed):
+            raise ModelError(f"prescribe: coordinate '{c.name}' prescribed twice")
+        tc = self._stop_value(f"prescribe '{c.name}'", "time_constant", sp.sympify(time_constant))
+        if not (0 < tc < math.inf):
+            raise ModelError(f"prescribe '{c.name}': time_constant must be positive and finite (got {tc})")
+        drive = f"drive_{c.name}"
+        unit = "N.m" if c.angle else "N"
+        sym = declare_input(self.inputs, drive, 0.0, unit, f"generalized force that makes {c.name} follow {name}")
+        self.inputs[-1].hidden = True
+        self.joint_force(joint, sym, coordinate)
+        self.output(drive, sym, unit, f"generalized force driving {c.name} along {name} (prescribed)")
+        self.prescribed.append(Prescription(c.name, name, drive, tc))
 
     def reaction(self, joint):
         """Outputs ``reaction_<joint>_fx``, ``_fy``, ``_fz`` [N] and ``_mx``,

@@ -82,6 +82,29 @@ class Input:
     start: float
     unit: str
     description: str = ""
+    #: an input of the generated code only, not of the FMU: a prescribed
+    #: coordinate's driving force (``Prescription.drive``), which the runtime
+    #: sets itself; absent from the modelDescription
+    hidden: bool = False
+
+
+@dataclass
+class Prescription:
+    """A coordinate that follows an input (``JointSystem.prescribe``).
+
+    The coordinate stays an independent coordinate of the kinematics, but
+    its acceleration is not the dynamics': it is the critically damped
+    second-order filter q̈ = ω²(u − q) − 2ω q̇ of the input u (ω = 1 /
+    ``time_constant``), so q and q̇ are the filter's states and follow u
+    smoothly (a ramp lags by 2·time_constant; a step settles in about
+    6·time_constant).  The runtime applies the generalized force ``drive``
+    (an input hidden from the FMU) that gives exactly this acceleration:
+    q̈ is affine in it, so two evaluations of the acceleration, at drive 0
+    and 1, determine it (``fmigen_core.c``, ``prescribe``)."""
+    coordinate: str
+    input: str
+    drive: str
+    time_constant: float
 
 
 @dataclass
@@ -191,6 +214,8 @@ class Mechanism:
     #: generated code solves for at each output from M q̈ + Φ_qᵀλ = F and
     #: Φ_q q̈ = γ.
     reactions: list[str] = field(default_factory=list)
+    #: Coordinates that follow an input (``Prescription``), in request order.
+    prescribed: list[Prescription] = field(default_factory=list)
     #: Names of the independent coordinates; None lets ``partition`` pick them.
     independent: list[str] | None = None
     #: Why a ``JointSystem``'s preferred independent coordinates were not

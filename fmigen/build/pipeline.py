@@ -179,6 +179,10 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
                      log=lambda m: log("      " + m))
     alternatives = []
     for names in (mech.switch_independent or []):
+        missing = [p.coordinate for p in mech.prescribed if p.coordinate not in names]
+        if missing:
+            raise ModelError(f"switch_independent set {list(names)} leaves out the prescribed coordinate(s) "
+                             f"{missing}: every set must keep them independent")
         # coordinate switching (paper 004): each further set of independent
         # coordinates gets its own kinematics and embedding in the FMU
         part_k = partition_with(dae, list(names))
@@ -277,6 +281,12 @@ def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_c
         raise ModelError(f"formulation parameters {sorted(formulation_params)} apply to --kinematics "
                          f"{'|'.join(formulation.AUGMENTED)} only")
     mech = prepare_mechanism(spec_or_mech, log, use_cache)
+    if form is not None and mech.prescribed:
+        # the augmented formulations integrate every coordinate with its own
+        # dynamics; the prescribed drive acts on the embedded ODE only
+        raise ModelError(f"prescribed motion ({', '.join(p.coordinate for p in mech.prescribed)}) needs the "
+                         f"embedded ODE; the {form.name} formulation does not embed (drop --kinematics "
+                         f"{'|'.join(formulation.AUGMENTED)})")
     t0 = time.perf_counter()
     options = derivation_options(order, kinematics, newton_tol, dynamics)
     compiled, hit = derived.derive(

@@ -81,6 +81,9 @@ def key_text(mech, options: dict) -> str:
         {k: repr(float(v)) for k, v in mech.described_start.items()},
         "unit_scales": [repr(float(x)) for x in mechanism_unit_scales(mech)],
     }
+    if mech.prescribed:
+        # only when there are any: the keys of every other mechanism stay as they were
+        model["prescribed"] = [[p.coordinate, p.input, p.drive, repr(float(p.time_constant))] for p in mech.prescribed]
     import numpy
     # sympy prints the generated C and numpy computes the workspace cover
     # that picks its sequences: another version may make other bytes

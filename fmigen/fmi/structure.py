@@ -59,7 +59,12 @@ def dependencies(emb: Embedding) -> Dependencies:
     indep = list(emb.independent)
     loop = _components(emb)
     param_name = {s: p.name for s, p in zip(dae.tunable, [p for p in dae.mechanism.parameters if p.tunable])}
-    input_name = {s: i.name for s, i in zip(dae.inputs, dae.mechanism.inputs)}
+    input_name = {s: i.name for s, i in zip(dae.inputs, dae.mechanism.inputs) if not i.hidden}
+    # a prescribed coordinate's driving force is no FMU variable: it is
+    # solved from the state and the input the coordinate follows
+    drive_of = {p.drive: p.input for p in dae.mechanism.prescribed}
+    hidden = {s: drive_of[i.name] for s, i in zip(dae.inputs, dae.mechanism.inputs) if i.hidden}
+    indep_states = {qname[i] for i in emb.independent} | {vname[i] for i in emb.independent}
 
     def of_q(i):
         return {qname[i]} if i in indep else {qname[k] for k in loop[i]}
@@ -80,6 +85,8 @@ def dependencies(emb: Embedding) -> Dependencies:
                 rt |= of_v(dae.v_sym.index(s))
             elif s in input_name:
                 rt.add(input_name[s])
+            elif s in hidden:
+                rt |= indep_states | {hidden[s]}
             elif s in param_name:
                 params.add(param_name[s])
             elif s == t:
@@ -113,7 +120,7 @@ def dependencies(emb: Embedding) -> Dependencies:
     reactions = set(dae.mechanism.reactions)
     for name, expr in dae.outputs.items():
         rt, params = of_expr(expr)
-        if name in reactions:
+        if name in reactions or sp.sympify(expr).free_symbols & set(hidden):
             # it reads q̈ and λ, which depend on what the accelerations do
             rt, params = rt | acc_rt, params | m_params | f_params
         put(name, rt, params)

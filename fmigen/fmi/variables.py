@@ -147,7 +147,10 @@ def table(iface, step: float, kind: str = "cs", form=None) -> VariableTable:
             "max |Phi_j(q)| after the last internal step")
     lay.group("VR_U")
     for inp in mech.inputs:
-        lay.add(inp.name, "input", "continuous", None, inp.start, inp.unit, inp.description)
+        # a prescribed coordinate's driving force: set by the runtime, not
+        # by the importer (its value is the output of the same name)
+        lay.add(inp.name, "input", "continuous", None, inp.start, inp.unit, inp.description,
+                declared=not inp.hidden)
     # masses, inertias, gravity, force amplitudes: settable between
     # communication steps (CS) and in Event Mode (ME); geometry is structural
     # (baked into the Gröbner basis) and is no variable of the FMU

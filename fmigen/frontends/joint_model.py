@@ -370,6 +370,16 @@ def _outputs_and_independent(system, m, cut, marker_pose):
                 raise ModelError(f"independent coordinate '{name}' belongs to a cut joint")
             system.coordinate_by_name(name)
         m.independent = list(system.independent)
+    for pr in system.prescribed:
+        # the kinematics take a prescribed coordinate as known, like any
+        # independent one; only its acceleration is not the dynamics'
+        if m.independent is None or pr.coordinate not in m.independent:
+            raise ModelError(f"prescribe: coordinate '{pr.coordinate}' must be one of s.independent "
+                             f"(declared: {', '.join(m.independent or []) or 'none'})")
+        if system.kinematic:
+            raise ModelError(f"prescribe '{pr.coordinate}': a kinematic FMU has no dynamics to drive; "
+                             "its independent coordinates are inputs already")
+    m.prescribed = list(system.prescribed)
     return cut_coords
 
 

@@ -316,6 +316,11 @@ def export_mjcf(system: JointSystem, start: dict | None = None, timestep=1e-3, i
                 solref=None, solimp=None, independent=None) -> str:
     """The MJCF text of ``system``; ``start``: coordinate values for the
     keyframe ``start`` (default the description's starts, 0 where unset)."""
+    if system.prescribed:
+        # its drive is a runtime's solve, which a motor at ctrl 0 is not
+        raise ModelError(f"export-mjcf: '{system.name}' prescribes "
+                         f"{', '.join(p.coordinate for p in system.prescribed)} (s.prescribe), which has no "
+                         "MuJoCo form yet")
     values = parameter_values(system)
     edges, cut = spanning_tree(system)
     children: dict[str, list[TreeEdge]] = {}

@@ -652,6 +652,22 @@ class _TrigFunctions:
                           f"    return {name}_rows({args}, NULL);"))
 
 
+def _prescribed_tables(mech) -> list[str]:
+    """The prescribed coordinates (``Prescription``) for the runtime's
+    ``prescribe`` (fmigen_core.c): per prescription the coordinate's index
+    in q, the input it follows and its driving force (indices in u), and
+    the filter's ω = 1/time constant."""
+    if not mech.prescribed:
+        return []
+    coords = [c.name for c in mech.coordinates]
+    inputs = [i.name for i in mech.inputs]
+    pr = mech.prescribed
+    return [_arr("int", "fmigen_prescribed_coordinate", [coords.index(p.coordinate) for p in pr]),
+            _arr("int", "fmigen_prescribed_input", [inputs.index(p.input) for p in pr]),
+            _arr("int", "fmigen_prescribed_drive", [inputs.index(p.drive) for p in pr]),
+            _arr("double", "fmigen_prescribed_omega", [1.0 / p.time_constant for p in pr])]
+
+
 def finish(model_identifier: str, body: str, macros: dict, start: dict, mech, independent) -> GeneratedModel:
     """The generated model from its derived ``body`` (all code) and sizes
     (``macros``): the start and default values appended from ``mech``, a
@@ -667,12 +683,13 @@ def finish(model_identifier: str, body: str, macros: dict, start: dict, mech, in
     mass_check_defaults(mech)
     arr = _arr
     checks, nchecks = mass_check_code(mech)
-    macros = {**macros, "FMIGEN_NMASS_CHECKS": nchecks}
+    macros = {**macros, "FMIGEN_NMASS_CHECKS": nchecks, "FMIGEN_NPRESCRIBED": len(mech.prescribed)}
     tail = [checks, arr("double", "fmigen_q_start", [start[c_.name] for c_ in mech.coordinates]),
             arr("double", "fmigen_v_start", [c_.velocity_start for c_ in mech.coordinates]),
             arr("double", "fmigen_p_default", [float(p.value) for p in mech.parameters if p.tunable]),
             arr("double", "fmigen_u_default", [i.start for i in mech.inputs]),
             arr("double", "fmigen_unit_scale", [float(x) for x in mechanism_unit_scales(mech)]),
+            *_prescribed_tables(mech),
             "const char *const fmigen_coordinate_names[] = {"
             + ", ".join(f'"{c_.name}"' for c_ in mech.coordinates) + "};", ""]
     model_c = body + "\n" + "\n".join(tail)

@@ -616,6 +616,10 @@ def build_python_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use
         mech = prepare_mechanism(spec_or_mech, log, use_cache)
         compiled = compile_model(mech, order=order, use_cache=use_cache, log=log, kinematics=kinematics,
                                  newton_tol=newton_tol)
+    if compiled.mechanism.prescribed:
+        from fmigen.model import ModelError
+        raise ModelError("--runtime python does not drive prescribed coordinates (s.prescribe: "
+                         f"{', '.join(p.coordinate for p in compiled.mechanism.prescribed)}); use the C runtime")
     if compiled.mechanism.switch_independent:
         # the Python twin mirrors one partition's kinematics and embedding
         log("warning: the Python runtime does not switch coordinates (switch_independent); near a "

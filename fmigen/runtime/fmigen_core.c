@@ -122,10 +122,76 @@ const double *fmigen_core_inputs(const FmigenCore *c, double t, double *buf)
     return buf;
 }
 
-static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
+#if FMIGEN_NPRESCRIBED > 0 && !FMIGEN_FORMULATION
+/* q̈_i with the prescribed coordinates following their inputs
+ * (model.Prescription).  q̈_i is affine in the driving forces (they are
+ * generalized forces, inputs of finish): finish at all drives 0 gives a0,
+ * and at drive r = 1 gives a0 + s_r, exactly.  The drives λ solve
+ * Σ_r λ_r s_r[j] = ω_j²(u_j − q_j) − 2ω_j q̇_j − a0[j] on the prescribed
+ * rows j (the filter's acceleration), and q̈_i = a0 + Σ_r λ_r s_r.  Only
+ * finish runs again (it reads the inputs; the kinematics and prepare are
+ * shared).  A non-finite input or drive leaves non-finite q̈_i, which the
+ * caller reports.  ``u`` gets the drives in their slots (for the outputs). */
+static int prescribe(const FmigenCore *c, const FmigenPartition *P, double t, const double *x,
+                     const double *q, const double *v, const double *trig, const double *work,
+                     double *u, double *qdd)
+{
+    enum { NR = FMIGEN_NPRESCRIBED };
+    double s[NR][NI], a[NR][NR + 1];
+    int slot[NR];
+    for (int r = 0; r < NR; r++) {
+        u[fmigen_prescribed_drive[r]] = 0.0;
+        slot[r] = -1;
+        for (int i = 0; i < NI; i++)
+            if (P->independent[i] == fmigen_prescribed_coordinate[r]) slot[r] = i;
+        if (slot[r] < 0) return 1;   /* not independent in this partition (refused at build) */
+    }
+    int k = P->finish(t, q, v, c->p, u, trig, work, qdd);
+    for (int r = 0; r < NR && !k; r++) {
+        u[fmigen_prescribed_drive[r]] = 1.0;
+        k = P->finish(t, q, v, c->p, u, trig, work, s[r]);
+        u[fmigen_prescribed_drive[r]] = 0.0;
+        for (int i = 0; i < NI; i++) s[r][i] -= qdd[i];
+    }
+    if (k) return k;
+    for (int j = 0; j < NR; j++) {
+        const double w = fmigen_prescribed_omega[j], qj = x[slot[j]], vj = x[NI + slot[j]];
+        for (int r = 0; r < NR; r++) a[j][r] = s[r][slot[j]];
+        a[j][NR] = w * w * (u[fmigen_prescribed_input[j]] - qj) - 2.0 * w * vj - qdd[slot[j]];
+    }
+    /* Gaussian elimination with partial pivoting on the NR x NR system (one
+     * row per prescribed coordinate: a division for the usual single one) */
+    for (int col = 0; col < NR; col++) {
+        int piv = col;
+        for (int j = col + 1; j < NR; j++)
+            if (fabs(a[j][col]) > fabs(a[piv][col])) piv = j;
+        for (int m = 0; m <= NR; m++) { double tmp = a[col][m]; a[col][m] = a[piv][m]; a[piv][m] = tmp; }
+        for (int j = col + 1; j < NR; j++) {
+            const double f = a[j][col] / a[col][col];
+            for (int m = col; m <= NR; m++) a[j][m] -= f * a[col][m];
+        }
+    }
+    double lambda[NR];
+    for (int j = NR - 1; j >= 0; j--) {
+        double b = a[j][NR];
+        for (int m = j + 1; m < NR; m++) b -= a[j][m] * lambda[m];
+        lambda[j] = b / a[j][j];
+    }
+    for (int r = 0; r < NR; r++) {
+        u[fmigen_prescribed_drive[r]] = lambda[r];
+        for (int i = 0; i < NI; i++) qdd[i] += lambda[r] * s[r][i];
+    }
+    return 0;
+}
+#endif
+
+/* ``uout`` (NULL: not wanted) receives the inputs the accelerations used,
+ * the prescribed coordinates' drives included. */
+static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept, double *uout)
 {
 #if FMIGEN_FORMULATION
     (void)accept;
+    (void)uout;
     return fmigen_augmented_rhs(c, t, x, dx);   /* fmigen_augmented.c, x = [q, v] */
 #else
     const FmigenPartition *P = FMIGEN_PART(c);
@@ -152,7 +218,15 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
         k = P->prepare(t, qs, v, c->p, ts, work);
     }
     double ubuf[FMIGEN_DIM(NU)];
+#if FMIGEN_NPRESCRIBED > 0
+    double u[NU];
+    memcpy(u, fmigen_core_inputs(c, t, ubuf), sizeof u);
+    if (!k) k = prescribe(c, P, t, x, qs, vs, ts, ws, u, dx + NI);
+    if (uout) memcpy(uout, u, sizeof u);
+#else
+    if (uout && NU) memcpy(uout, fmigen_core_inputs(c, t, ubuf), NU * sizeof(double));
     if (!k) k = P->finish(t, qs, vs, c->p, fmigen_core_inputs(c, t, ubuf), ts, ws, dx + NI);
+#endif
     if (k) return fmigen_core_fail(c, FMIGEN_ERR_EMBEDDING, k, t);
     memcpy(dx, x + NI, NI * sizeof(double));
     if (!fmigen_all_finite(dx, FMIGEN_NX)) return fmigen_core_fail(c, FMIGEN_ERR_DERIVATIVE, 0, t);
@@ -168,12 +242,12 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept)
 
 int fmigen_core_rhs(FmigenCore *c, double t, const double *x, double *dx)
 {
-    return rhs(c, t, x, dx, 0);
+    return rhs(c, t, x, dx, 0, NULL);
 }
 
 int fmigen_core_rhs_accept(FmigenCore *c, double t, const double *x, double *dx)
 {
-    return rhs(c, t, x, dx, 1);
+    return rhs(c, t, x, dx, 1, NULL);
 }
 
 int fmigen_core_assemble(FmigenCore *c)
@@ -247,6 +321,21 @@ void fmigen_core_observe_some(FmigenCore *c, int what)
     double ubuf[FMIGEN_DIM(NU)];
     const double *u = fmigen_core_inputs(c, c->t, ubuf);
     (void)u;
+#if FMIGEN_NPRESCRIBED > 0 && !FMIGEN_FORMULATION
+    /* the outputs (drive_<coordinate>, reactions) read the drives at this
+     * state: the right-hand side solves them (its kinematics from the memo) */
+    double uo[NU], x[FMIGEN_NX], dx[FMIGEN_NX];
+    if (todo & FMIGEN_OBSERVE_OUTPUTS) {
+        const FmigenPartition *P = FMIGEN_PART(c);
+        for (int i = 0; i < NI; i++) { x[i] = c->q[P->independent[i]]; x[NI + i] = c->v[P->independent[i]]; }
+        if (rhs(c, c->t, x, dx, 0, uo) == 0) u = uo;
+        else {   /* no drive at this state (a non-finite input): the outputs say so */
+            memcpy(uo, u, sizeof uo);
+            for (int r = 0; r < FMIGEN_NPRESCRIBED; r++) uo[fmigen_prescribed_drive[r]] = NAN;
+            u = uo;
+        }
+    }
+#endif
 #if !FMIGEN_FORMULATION
     if (todo & FMIGEN_OBSERVE_ANGLES)
         FMIGEN_MODEL_FN(fmigen_partitions)[c->solved.part].angles(c->q, FMIGEN_MEMO_TRIG(&c->solved), &c->base);
@@ -388,12 +477,12 @@ static int one_step(FmigenCore *c, double *x, double t, double h)
     /* the step's start is a state of the trajectory: its solve becomes the
      * base the later stages and the next step continue (a memo hit, after
      * a commit, is that base already) */
-    if (rhs(c, t, x, k1, 1)) return 1;
+    if (rhs(c, t, x, k1, 1, NULL)) return 1;
 #if FMIGEN_SWITCHING
     if (switch_partition(c, x)) {
         /* the amplification history was the old partition's */
         c->lim_n = 0;
-        if (rhs(c, t, x, k1, 1)) return 1;
+        if (rhs(c, t, x, k1, 1, NULL)) return 1;
     }
 #endif
 #if FMIGEN_LIMIT_TEST

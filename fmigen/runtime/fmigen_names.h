@@ -112,6 +112,10 @@
 #define fmigen_sol_start FMIGEN_MODEL_NAME(fmigen_sol_start)
 #define fmigen_u_default FMIGEN_MODEL_NAME(fmigen_u_default)
 #define fmigen_unit_scale FMIGEN_MODEL_NAME(fmigen_unit_scale)
+#define fmigen_prescribed_coordinate FMIGEN_MODEL_NAME(fmigen_prescribed_coordinate)
+#define fmigen_prescribed_input FMIGEN_MODEL_NAME(fmigen_prescribed_input)
+#define fmigen_prescribed_drive FMIGEN_MODEL_NAME(fmigen_prescribed_drive)
+#define fmigen_prescribed_omega FMIGEN_MODEL_NAME(fmigen_prescribed_omega)
 #define fmigen_v_start FMIGEN_MODEL_NAME(fmigen_v_start)
 
 #endif /* MODEL_IDENTIFIER */

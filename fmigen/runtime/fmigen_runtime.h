@@ -192,6 +192,18 @@ extern const double fmigen_u_default[];
 extern const double fmigen_sol_start[];
 extern const char *const fmigen_coordinate_names[];
 extern const double fmigen_unit_scale[];
+/* Prescribed coordinates (model.Prescription, codegen._prescribed_tables):
+ * per prescription the coordinate's index in q, the input it follows and its
+ * driving force (indices in u), and the filter's omega = 1/time constant. */
+#ifndef FMIGEN_NPRESCRIBED
+#define FMIGEN_NPRESCRIBED 0
+#endif
+#if FMIGEN_NPRESCRIBED > 0
+extern const int fmigen_prescribed_coordinate[];
+extern const int fmigen_prescribed_input[];
+extern const int fmigen_prescribed_drive[];
+extern const double fmigen_prescribed_omega[];
+#endif
 /* A body's mass >= 0 and its central inertia positive semidefinite at the
  * tunable parameters p (generated from dae.mass_checks, the conditions that
  * read tunable parameters; a mass must also be finite): 0, or 1 + the first

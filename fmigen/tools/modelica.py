@@ -669,6 +669,9 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
     """Modelica source of a ``pipeline.Compiled`` derivation: a package named
     ``package`` (default: the mechanism's name) holding the functions and a
     model named after the mechanism."""
+    if compiled.mechanism.prescribed:
+        raise ModelError("export-modelica: prescribed coordinates (s.prescribe) are driven by the FMU runtime "
+                         "and have no Modelica form yet")
     _refuse_unexportable(compiled)
     emb, tri, dae = compiled.embedding, compiled.triangular, compiled.dae
     mech = dae.mechanism

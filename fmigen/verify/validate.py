@@ -474,6 +474,12 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     if mech.kinematic:
         raise ModelError(f"'{mech.name}' is kinematic (no dynamics): there is no DAE trajectory to "
                          "validate against; sweep its inputs instead")
+    if mech.prescribed:
+        # the references integrate the model's own loads: the drive that
+        # makes a coordinate follow its input is the runtime's, not theirs
+        raise ModelError(f"'{mech.name}' prescribes {', '.join(p.coordinate for p in mech.prescribed)} "
+                         "(s.prescribe): the IDA, Cartesian and MuJoCo references do not drive prescribed "
+                         "coordinates yet, so validate would compare different motions")
     if existing_fmu is not None:
         # its own integrator, also for sampling it and in the report: sampled
         # every --step, a 2 ms Euler FMU took 1 ms steps (the shorter last
