@@ -122,31 +122,22 @@ def fuzz_cases(n, seed, families=FAMILIES):
     return cases
 
 
-def assembles(case):
-    """Whether a fuzz case's geometry has an assembly at its start angles,
-    by the families' closed forms (two circles meet; the rod reaches the
-    guide; the coupler's sphere meets the rocker pin's circle): True,
-    False, or None within 1e-6 of the boundary (where rounding decides).
-    This is the oracle for refusals: 'no assembly' is right exactly when
-    this is False."""
-    if "family" not in case:
-        return None
-    p, fam = case["params"], case["family"]
-
-    def between(lo, x, hi):
-        if lo + 1e-6 < x < hi - 1e-6:
-            return True
-        return None if lo - 1e-6 <= x <= hi + 1e-6 else False
-    if fam == "fourbar":
+def _assembly_interval(family, p):
+    """(lo, x, hi): the families' closed form for an assembly at the
+    parameters' angles, which exists exactly when lo <= x <= hi (two
+    circles meet; the rod reaches the guide; the coupler's sphere meets the
+    rocker pin's circle).  At x = lo or x = hi the configuration is singular:
+    the loop closes only in one stretched or folded assembly."""
+    if family == "fourbar":
         d = math.dist((p["crank"] * math.cos(p["theta"]), p["crank"] * math.sin(p["theta"])), (p["ground"], 0))
-        return between(abs(p["coupler"] - p["rocker"]), d, p["coupler"] + p["rocker"])
-    if fam == "five_bar":
+        return abs(p["coupler"] - p["rocker"]), d, p["coupler"] + p["rocker"]
+    if family == "five_bar":
         A = (p["crank1"] * math.cos(p["theta1"]), p["crank1"] * math.sin(p["theta1"]))
         B = (p["ground"] + p["crank2"] * math.cos(p["theta2"]), p["crank2"] * math.sin(p["theta2"]))
-        return between(abs(p["coupler1"] - p["coupler2"]), math.dist(A, B), p["coupler1"] + p["coupler2"])
-    if fam == "slider_crank":
-        return between(-p["l"], p["e"] - p["r"] * math.sin(p["theta"]), p["l"])
-    if fam == "rssr":
+        return abs(p["coupler1"] - p["coupler2"]), math.dist(A, B), p["coupler1"] + p["coupler2"]
+    if family == "slider_crank":
+        return -p["l"], p["e"] - p["r"] * math.sin(p["theta"]), p["l"]
+    if family == "rssr":
         # |A − B(φ)|² − L² = R − P cos φ − Q sin φ: a root iff |R| ≤ √(P² + Q²)
         import numpy as np
         A = np.array([p["crank"] * math.cos(p["theta"]), p["crank"] * math.sin(p["theta"]), 0.0])
@@ -155,8 +146,44 @@ def assembles(case):
         P, Q = 2 * (d[1] * cy + d[2] * cz), 2 * (d[2] * cy - d[1] * cz)
         R = d @ d + ex * ex + cy * cy + cz * cz - 2 * d[0] * ex - p["L"] ** 2
         rho = math.hypot(P, Q)
-        return between(-rho, R, rho)
+        return -rho, float(R), rho
     return None
+
+
+def assembles(case):
+    """Whether a fuzz case's geometry has an assembly at its start angles,
+    by the families' closed forms (``_assembly_interval``): True, False, or
+    None within 1e-6 of the boundary (where rounding decides).  This is the
+    oracle for refusals: 'no assembly' is right exactly when this is
+    False."""
+    if "family" not in case:
+        return None
+    lo, x, hi = _assembly_interval(case["family"], case["params"])
+    if lo + 1e-6 < x < hi - 1e-6:
+        return True
+    return None if lo - 1e-6 <= x <= hi + 1e-6 else False
+
+
+def stop_margin(r):
+    """For a fuzz result whose FMU stopped at a limit position or a singular
+    configuration: the distance of the configuration it stopped at (the
+    independent coordinates its message names) to the boundary of the
+    assembly region, min(x − lo, hi − x) / (hi − lo) by the closed form;
+    negative past the boundary, where no assembly exists.  About 0 proves
+    the stop a physical singularity (a limit of the driven cranks), not a
+    defect of the kinematics.  None when there is no such stop."""
+    if "family" not in r:
+        return None
+    m = re.search(r"(limit position|singular configuration) at t=[^ ]+ \(([^)]*)\)", r.get("message", ""))
+    if not m:
+        return None
+    p = dict(r["params"])
+    for name, value in re.findall(r"(\w+)=([-+0-9.eE]+)", m.group(2)):
+        if name not in p:
+            return None
+        p[name] = float(value)
+    lo, x, hi = _assembly_interval(r["family"], p)
+    return min(x - lo, hi - x) / (hi - lo)
 
 
 def _case_module(case):
@@ -414,12 +441,15 @@ def message_class(r):
     joint or value falls in the same class)."""
     msg = r.get("message", "")
     if r["outcome"] == "failed":
-        parts = [m.strip() for m in msg.split(";")]
+        # the FMU's own stop message (after "the FMU stopped") has ';' of its own
+        head, stop, tail = msg.partition("; the FMU stopped")
+        parts = [m.strip() for m in head.split(";")]
         what = sorted({m.split(":")[0].split(" ")[0] if m.startswith("energy drift") else m.split(":")[0]
                        for m in parts if not m.startswith("the FMU stopped")})
         cls = f"{r.get('check', '')}: " + ", ".join(what)
-        if any(m.startswith("the FMU stopped") for m in parts):
-            cls += ", then the FMU stopped" + (" at a singular configuration" if "singular" in msg else "")
+        if stop:
+            cls += ", then the FMU stopped" + (" at a limit position" if "limit position" in tail else
+                                               " at a singular configuration" if "singular" in tail else "")
         return cls
     for words, cls in CAUSES:
         if re.search(words, msg):
@@ -484,6 +514,13 @@ def markdown(results, meta=None):
                   f"{refused_ok} refusals are cases without an assembly; "
                   f"{len(wrong)} outcomes contradict the closed form" + (f" ({', '.join(wrong)})" if wrong else "")
                   + "."]
+    singular = [(r["name"], stop_margin(r)) for r in fuzzed if stop_margin(r) is not None]
+    if singular:
+        worst = max(singular, key=lambda nm: abs(nm[1]))
+        lines += ["", f"{len(singular)} fuzz cases stopped at a limit position or a singular configuration; "
+                  f"by the closed form, each stop configuration lies within {abs(worst[1]):.2g} (relative, "
+                  f"{worst[0]}) of the boundary of the assembly region, negative in "
+                  f"{sum(1 for _, m in singular if m < 0)} (a step past it)."]
     classes = {}
     for r in results:
         if r["outcome"] != "passed":

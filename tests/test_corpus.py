@@ -118,6 +118,37 @@ def test_message_classes_name_the_cause(corpus_script):
         == "validation: energy, ida, then the FMU stopped at a singular configuration"
 
 
+def test_a_limit_stop_is_classed_so_and_placed_on_the_assembly_boundary(corpus_script):
+    """A run-time stop at a limit position: its message has ';' of its own,
+    which must not become classes, and the stop configuration it names is
+    measured against the families' closed form.  fuzz1_016_fourbar (ground
+    0.836... below) stopped at theta = -1.7130774; its crank's limit, where
+    coupler and rocker stretch out (|A − O4| = coupler + rocker), is by the
+    law of cosines at cos θ* = (crank² + ground² − (coupler + rocker)²) /
+    (2 crank ground), and the closed form's margin there is 0."""
+    case = corpus_script.fuzz_cases(17, 1)[16]
+    assert case["name"] == "fuzz1_016_fourbar"
+    p = case["params"]
+    msg = ("ida: max |Δq| 9.128e-06 (A), max |Δv| 1.079e-02 (A); energy drift 2.441e-03; the FMU stopped at "
+           "t = 0.83: [DISCARD] limit position at t=0.83 (theta=-1.7130774): the Jacobian of the constraints with "
+           "respect to the dependent coordinates is turning singular (in two steps max|v_i| fell 2.9-fold while "
+           "max|v_d|/max|v_i| rose 2.9-fold, to 143); the mechanism passes onto another assembly branch, which "
+           "these independent coordinates do not parametrize: declare switch_independent to carry the motion "
+           "through")
+    r = {"outcome": "failed", "check": "validation", "family": "fourbar", "params": p, "message": msg}
+    assert corpus_script.message_class(r) == "validation: energy, ida, then the FMU stopped at a limit position"
+    cos_star = (p["crank"] ** 2 + p["ground"] ** 2 - (p["coupler"] + p["rocker"]) ** 2) / (2 * p["crank"] * p["ground"])
+    star = -math.acos(cos_star)
+    at_star = dict(r, message=msg.replace("theta=-1.7130774", f"theta={star!r}"))
+    assert abs(corpus_script.stop_margin(at_star)) < 1e-12
+    # the recorded stop is short of the limit (positive margin), by less than a crank step
+    assert 0 < corpus_script.stop_margin(r) < 1e-3 and abs(star - (-1.7130774)) < 1e-3
+    # a message naming no singular stop gives none
+    assert corpus_script.stop_margin(dict(r, message=f"{msg[:40]}")) is None
+    lo, x, hi = corpus_script._assembly_interval("fourbar", p)
+    assert 0.1 < min(x - lo, hi - x) / (hi - lo) < 0.2    # 0.124: the start is well inside
+
+
 def test_mcpherson_tie_rod_stays_on_its_branch_from_rest(tmp_path):
     """The McPherson corpus case's tie rod (a universal joint at the rack, a
     ball at the steering arm) starts at rest at tie_a = 0.  The first solve
