@@ -285,3 +285,98 @@ def pytest_collection_modifyitems(config, items):
     # stable: collection order within a file and among the rest
     items.sort(key=lambda item: rank.get(f"{item.path.name}::{item.originalname}",
                                          rank.get(item.path.name, len(LONG_FIRST))))
+
+
+# --- suiteB: memoized Cartesian references ---------------------------------
+
+
+def _canonical(value) -> bytes:
+    """An argument of ``CartesianModel.simulate`` as bytes that depend on its
+    values only: {name: number} in key order, arrays of numbers as their
+    float64 bytes (fmpy's result columns are views whose pickles differ)."""
+    import numpy as np
+    if isinstance(value, dict):
+        return repr([(k, _canonical(v)) for k, v in sorted(value.items())]).encode()
+    if isinstance(value, (str, type(None))):
+        return repr(value).encode()
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return repr(list(value)).encode()
+    return repr(np.asarray(value, dtype=float).shape).encode() + np.asarray(value, dtype=float).tobytes()
+
+
+def _cartesian_key(model, args, kwargs):
+    """Everything a Cartesian reference (``CartesianModel.simulate``)
+    depends on, or None when it cannot be written down: the joint system
+    (its repr with every sympy expression as ``srepr``, exact floats), the
+    model's parameter and input values, the call's arguments, the source of
+    the code that integrates it and the library versions.  An input given as
+    a function of t (a signal) is not a value: no key, no memo."""
+    import hashlib
+
+    import numpy as np
+    import sksundae
+    import sympy as sp
+    from sympy.matrices import MatrixBase
+
+    from fmigen import joints
+    from fmigen.verify import cartesian, rigid_motion
+    inputs = []
+    for fn in model.input_fns:
+        # CartesianModel.__init__ wraps an input given as a value in a lambda
+        # whose default holds it; any other callable is the caller's signal
+        name = getattr(fn, "__qualname__", "")
+        if not (name.startswith("CartesianModel.__init__.<locals>.") and name.endswith("<lambda>")):
+            return None
+        inputs.append(float(fn.__defaults__[0]))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sp.Basic, "__repr__", lambda e: sp.srepr(e))
+        mp.setattr(MatrixBase, "__repr__", lambda e: sp.srepr(e))
+        system = repr(model.system)
+    try:
+        call = [*map(_canonical, args), _canonical(kwargs)]
+    except (TypeError, ValueError):      # an argument that is not numbers
+        return None
+    h = hashlib.sha256()
+    for part in [Path(cartesian.__file__).read_bytes(), Path(rigid_motion.__file__).read_bytes(),
+                 Path(joints.__file__).read_bytes(), sksundae.__version__, np.__version__, sp.__version__,
+                 system, repr(model.baumgarte), repr(list(map(float, model.param_values))), repr(inputs),
+                 *call]:
+        h.update(b"\0" + (part if isinstance(part, bytes) else str(part).encode()))
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _memoized_cartesian_references(request):
+    """The Cartesian references (``CartesianModel.simulate``, CVODE in
+    absolute coordinates) kept on disk under pytest's cache
+    (.pytest_cache/d/fmigen-cartesian), keyed by content (_cartesian_key),
+    like the DAE references above: validate() runs one joint-described
+    mechanism at several steps and solvers from the same start over the
+    same output times, which is the same Cartesian integration each time;
+    shared by the pytest-xdist workers.  A failed integration raises as
+    before and is not kept."""
+    import pickle
+
+    from fmigen.kinematics.groebner import write_atomically
+    from fmigen.verify.cartesian import CartesianModel
+    cache = getattr(request.config, "cache", None)
+    if cache is None:
+        yield
+        return
+    where = cache.mkdir("fmigen-cartesian")
+    simulate = CartesianModel.simulate
+
+    def memoized(self, *args, **kwargs):
+        key = _cartesian_key(self, args, kwargs)
+        if key is None:
+            return simulate(self, *args, **kwargs)
+        path = where / f"{key}.pickle"
+        if path.exists():
+            return pickle.loads(path.read_bytes())
+        sol = simulate(self, *args, **kwargs)
+        write_atomically(path, pickle.dumps(sol, protocol=4))
+        return sol
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(CartesianModel, "simulate", memoized)
+        yield

@@ -430,8 +430,11 @@ class CartesianModel:
         """G (6 x 6N): the child marker's twist relative to the parent body,
         in the parent marker's frame, as G V."""
         n6 = 6 * self.N
-        rP, AP = self._frame(X, R, j.parent)
-        rC, _ = self._frame(X, R, j.child)
+        # _frame's parent axes and child origin, without the two it would
+        # also compute and this map does not use
+        P, C = j.parent, j.child
+        AP = P.R if P.body < 0 else R[P.body] @ P.R
+        rC = C.p if C.body < 0 else X[C.body] + R[C.body] @ (C.p - self.com[C.body])
         G = np.zeros((6, n6))
         for b, sign in ((j.child.body, 1.0), (j.parent.body, -1.0)):
             if b < 0:
@@ -451,19 +454,25 @@ class CartesianModel:
             rC, AC = self._frame(X, R, j.child)
             q[j.first:j.first + len(j.names)] = inverse_joint(j.kind, j.a, j.b, j.u1, j.u2,
                                                               AP.T @ AC, AP.T @ (rC - rP))
-        if wind is not None:
-            qa = q[self.angle_index]
-            q[self.angle_index] = qa + TWO_PI * np.round((wind - qa) / TWO_PI)
+        return q if wind is None else self._on_branch(q, wind)
+
+    def _on_branch(self, q, wind):
+        """``q`` with its angles moved by 2π to the branch nearest ``wind``."""
+        q = q.copy()
+        qa = q[self.angle_index]
+        q[self.angle_index] = qa + TWO_PI * np.round((wind - qa) / TWO_PI)
         return q
 
-    def joint_velocity_maps(self, X, R, q):
-        """D (k x 6N) with q̇ = D V: S(q)⁺ G per joint."""
+    def joint_velocity_maps(self, X, R, q, maps=None):
+        """D (k x 6N) with q̇ = D V: S(q)⁺ G per joint (``maps``: G of some
+        joints at these poses, by name, already computed)."""
         D = np.zeros((len(self.coord_names), 6 * self.N))
         for j in self.joints:
             k = len(j.names)
             if not k:
                 continue
-            D[j.first:j.first + k] = self._subspace_pinv(j, q[j.first:j.first + k]) @ self.relative_twist_map(X, R, j)
+            G = maps[j.name] if maps and j.name in maps else self.relative_twist_map(X, R, j)
+            D[j.first:j.first + k] = self._subspace_pinv(j, q[j.first:j.first + k]) @ G
         return D
 
     def _subspace_pinv(self, j: _Joint, q):
@@ -670,17 +679,21 @@ class CartesianModel:
             raise CartesianError(f"bodies {lost} are not connected to ground by joints")
         return X, R, tree
 
-    def tree_velocities(self, X, R, tree, qdvals: dict):
+    def tree_velocities(self, X, R, tree, qdvals: dict, q_all=None, maps=None):
         """Body velocities V from the tree joints' velocities (the tree from
-        ``forward_kinematics``)."""
+        ``forward_kinematics``); ``q_all``: ``joint_coordinates(X, R)`` when
+        the caller has it; ``maps``: a dict that receives the tree joints'
+        G (``relative_twist_map``), for a ``joint_velocity_maps`` at the same poses."""
         V = np.zeros(6 * self.N)
-        q_all = self.joint_coordinates(X, R)
+        q_all = self.joint_coordinates(X, R) if q_all is None else q_all
         for j in tree:
             pb, cb = j.parent.body, j.child.body
             q = q_all[j.first:j.first + len(j.names)]
             twist = motion_subspace(j.kind, j.a, j.b, q) @ np.array([qdvals[n] for n in j.names])
             # G V = twist for this joint, with the known body's velocities set:
             G = self.relative_twist_map(X, R, j)
+            if maps is not None:
+                maps[j.name] = G
             b = cb if self._placed_before(tree, j, pb) else pb
             cols = slice(6 * b, 6 * b + 6)
             known = twist - G @ V + G[:, cols] @ V[cols]
@@ -854,14 +867,15 @@ class CartesianModel:
         for i, tt in enumerate(times):
             qi = {n: float(v[i]) for n, v in q.items()}
             X, R, tree = self.forward_kinematics(qi)
-            V = self.tree_velocities(X, R, tree, {n: float(v[i]) for n, v in qd.items()})
+            q_plain, maps = self.joint_coordinates(X, R), {}
+            V = self.tree_velocities(X, R, tree, {n: float(v[i]) for n, v in qd.items()}, q_plain, maps)
             # the given angles as they are; the others (cut joints) on the
             # branch nearest their previous sample, so they stay continuous
-            last = self.joint_coordinates(X, R)[self.angle_index] if last is None else last
+            last = q_plain[self.angle_index] if last is None else last
             wind = np.array([qi.get(self.coord_names[k], last[a]) for a, k in enumerate(self.angle_index)])
-            qq = self.joint_coordinates(X, R, wind)
+            qq = self._on_branch(q_plain, wind)
             last = qq[self.angle_index]
-            D = self.joint_velocity_maps(X, R, qq)
+            D = self.joint_velocity_maps(X, R, qq, maps)
             _, Pin[i] = self.loads(tt, X, R, V, qq, D @ V, D)
             E[i] = self.energy(X, V)
         return E[:, 0], E[:, 1], work_integral(Pin, times)
