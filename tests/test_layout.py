@@ -126,3 +126,34 @@ def test_the_scan_sees_a_cycle_and_a_backward_import():
     found = imports("fmigen.generate.codegen", text, False, mods)
     assert found == {"fmigen.pyfmu.pyruntime"}
     assert STAGES.index(stage("fmigen.pyfmu.pyruntime")) > STAGES.index(stage("fmigen.generate.codegen"))
+
+
+#: the package's size limits (README, Architecture): a module a newcomer can
+#: read in one sitting, a function that fits on a screen or two
+MAX_MODULE_LINES = 900
+MAX_FUNCTION_LINES = 120
+
+
+def oversized(text: str) -> tuple[int, list[tuple[str, int]]]:
+    """(the module's line count, [(function, lines)] of every function or
+    method, nested ones included, longer than MAX_FUNCTION_LINES)."""
+    long = [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(ast.parse(text))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    return len(text.splitlines()), long
+
+
+def test_no_module_or_function_too_long():
+    found = []
+    for name, path in modules().items():
+        lines, long = oversized(path.read_text())
+        if lines > MAX_MODULE_LINES:
+            found.append(f"{name}: {lines} lines (> {MAX_MODULE_LINES})")
+        found += [f"{name}.{fn}: {n} lines (> {MAX_FUNCTION_LINES})" for fn, n in long]
+    assert not found, "too long:\n" + "\n".join(found)
+
+
+def test_the_size_check_sees_a_long_function():
+    body = "".join(f"    x{k} = {k}\n" for k in range(MAX_FUNCTION_LINES))
+    assert oversized("def f():\n" + body) == (MAX_FUNCTION_LINES + 1, [("f", MAX_FUNCTION_LINES + 1)])
+    assert oversized("def f():\n" + body[body.index("\n") + 1:]) == (MAX_FUNCTION_LINES, [])

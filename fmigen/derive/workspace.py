@@ -105,24 +105,44 @@ class Sweep:
     conditions: np.ndarray = None
 
 
-def continuation_newton(num, tt, q, dep, max_iter=12):
+#: Newton steps a continuation point may take from its predicted start:
+#: the prediction is close, so more steps would only walk to another branch
+CONTINUATION_NEWTON_ITERATIONS = 12
+
+
+def newton_steps(residual, jacobian, x, free, max_iter):
+    """Full Newton steps on residual(x) = 0 over the unknowns x[free], x
+    updated in place; ``jacobian(x)`` has a column per entry of x, of which
+    the columns ``free`` are square and regular.  Yields (the residual
+    before the step, the Jacobian, the step) after each step, at most
+    ``max_iter`` times, for the caller's own convergence test; a singular
+    Jacobian raises numpy.linalg.LinAlgError.  The one numeric Newton
+    iteration of the assembly: the workspace sweep's continuation
+    (``continuation_newton``) and the numeric start of a Newton block
+    (``kinematics.branches.newton_numeric``)."""
+    for _ in range(max_iter):
+        r = residual(x)
+        J = jacobian(x)
+        dx = np.linalg.solve(J[:, free], r)
+        x[free] -= dx
+        yield r, J, dx
+
+
+def continuation_newton(num, tt, q, dep, max_iter=CONTINUATION_NEWTON_ITERATIONS):
     """Newton on Φ(q) = 0 over q_d.  Converged when the step is at round-off
     of q_d (relative 1e-13); the residual must then be at round-off of the
-    constraint's scale, |Φ_q|·|q| (the landing gear's are in cm, 1e4)."""
-    for _ in range(max_iter):
-        r = num.Phi(tt, q)
-        Jf = num.Phi_q(tt, q)
-        try:
-            dx = np.linalg.solve(Jf[:, dep], r)
-        except np.linalg.LinAlgError:
-            return None
-        q[dep] -= dx
-        if not np.all(np.isfinite(q)):
-            return None
-        if np.abs(dx).max() <= 1e-13 * (1 + np.abs(q[dep]).max()):
-            scale = 1.0 + np.abs(Jf).max() * (1.0 + np.abs(q).max())
-            if np.abs(num.Phi(tt, q)).max() <= 1e-12 * scale:
-                return q
+    constraint's scale, |Φ_q|·|q| (the landing gear's are in cm, 1e4).
+    None when it does not converge (or Φ_d is singular)."""
+    try:
+        for _, Jf, dx in newton_steps(lambda at: num.Phi(tt, at), lambda at: num.Phi_q(tt, at), q, dep, max_iter):
+            if not np.all(np.isfinite(q)):
+                return None
+            if np.abs(dx).max() <= 1e-13 * (1 + np.abs(q[dep]).max()):
+                scale = 1.0 + np.abs(Jf).max() * (1.0 + np.abs(q).max())
+                if np.abs(num.Phi(tt, q)).max() <= 1e-12 * scale:
+                    return q
+    except np.linalg.LinAlgError:
+        return None
     return None
 
 

@@ -516,18 +516,7 @@ def _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, fram
             RC, rC = loop_pose(j.child, fb)
             rows = closure_equations(j, RP, rP, (sp.eye(3) + _skew(dth)) * RC, rC + dp)
         else:
-            u, mine, other = link
-            a = sp.Matrix(u.axis)
-            q1, q2 = (c.symbol for c in u.coordinates)
-            ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
-            e = rot(u.axis, q1) * rot(u.axis2, q2) * ell
-            RPu, rPu = loop_pose(u.parent, fb)
-            r_other, r_mine = loop_pose(other, fb)[1], loop_pose(mine, fb)[1]
-            w = RPu.T * (r_other - rPu)
-            moved = (r_other + dp, r_mine) if other is j.child else (r_other, r_mine + dp)
-            gap = RPu.T * (moved[0] - moved[1])            # w − e, perturbed
-            rows = [(f"{j.name}_dist", (w + e).dot(gap)), (f"{j.name}_dir_a", -a.dot(gap)),
-                    (f"{j.name}_dir_b", a.cross(e).dot(gap))]
+            rows = _distance_link_rows(j, link, lambda mk: loop_pose(mk, fb), dp)
         W = sp.zeros(6, 1)
         for rname, expr in rows:
             if rname not in kept:
@@ -567,29 +556,7 @@ def _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, fram
             force += b.mass * acc
             moment += (com - rC).cross(b.mass * acc) + Iw * alpha + omega.cross(Iw * omega)
             external(b.mass * g, com)
-        for sd in system.springs:
-            ends = [mk for mk in (sd.a, sd.b) if mk.body.name in subtree]
-            if len(ends) == 1:
-                ra, rb = marker_pose(sd.a)[1], marker_pose(sd.b)[1]
-                d = rb - ra
-                L = sp.sqrt(d.dot(d))
-                tension = sd.preload + sd.stiffness * (L - sd.free_length) + sd.damping * d.dot(d.diff(t)) / L
-                f = tension * d / L                          # on a; −f on b
-                external(f if ends[0] is sd.a else -f, marker_pose(ends[0])[1])
-        for fc in system.forces:
-            r = marker_pose(fc.at)[1]
-            on_at = fc.at.body.name in subtree
-            on_reaction = fc.reaction is not None and fc.reaction.body.name in subtree
-            if on_at != on_reaction:
-                sign = 1 if on_at else -1
-                external(sign * sp.Matrix(fc.force), r, sign * sp.Matrix(fc.torque))
-        for k in cut:
-            sides = (k.parent.body.name in subtree, k.child.body.name in subtree)
-            if sides[0] != sides[1]:
-                f, mom = cut_wrench(k)
-                sign = 1 if sides[1] else -1                 # on k's child, or its opposite on k's parent
-                at = marker_pose(k.child)[1]
-                external(sign * f, at, sign * mom)
+        _subtree_loads(system, subtree, marker_pose, cut, cut_wrench, external)
         # the subtree's balance gives the wrench on the subtree through j
         return (force, moment) if not reverse else (-force, -moment)
 
@@ -597,16 +564,70 @@ def _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, fram
     for name in system.reactions:
         j = system.joints[name]
         f, mom = cut_wrench(j) if name in cut_names else tree_wrench(j, reversed_in_tree[name])
-        outs = []
-        for (comp, unit), expr in zip(_REACTION_COMPONENTS, [*f, *mom]):
-            out = f"reaction_{name}_{comp}"
-            if out in system.outputs:
-                raise ModelError(f"'{system.name}': output '{out}' is declared by s.output and by s.reaction('{name}')")
-            what = "force" if comp[0] == "f" else "moment about the child marker's origin"
-            m.output(out, expr, unit, f"{what}, world {comp[1]}, that {j.parent.label} exerts on {j.child.label} "
-                                      f"through joint '{name}'")
-            outs.append(out)
-        m.reactions += outs
+        m.reactions += _declare_reaction(system, m, j, f, mom)
+
+
+def _distance_link_rows(j, link, loop_pose, dp):
+    """The closure rows of cut joint ``j`` closed by a distance link
+    (``_distance_link``), with the link's end on j's child body moved by
+    ``dp`` (loop frame); ``loop_pose(marker)``: its pose in the loop's frame."""
+    u, mine, other = link
+    a = sp.Matrix(u.axis)
+    q1, q2 = (c.symbol for c in u.coordinates)
+    ell = u.child.rotation.T * (sp.Matrix(mine.position) - sp.Matrix(u.child.position))
+    e = rot(u.axis, q1) * rot(u.axis2, q2) * ell
+    RPu, rPu = loop_pose(u.parent)
+    r_other, r_mine = loop_pose(other)[1], loop_pose(mine)[1]
+    w = RPu.T * (r_other - rPu)
+    moved = (r_other + dp, r_mine) if other is j.child else (r_other, r_mine + dp)
+    gap = RPu.T * (moved[0] - moved[1])            # w − e, perturbed
+    return [(f"{j.name}_dist", (w + e).dot(gap)), (f"{j.name}_dir_a", -a.dot(gap)),
+            (f"{j.name}_dir_b", a.cross(e).dot(gap))]
+
+
+def _subtree_loads(system, subtree, marker_pose, cut, cut_wrench, external):
+    """Pass every load from outside ``subtree`` on it to ``external(force,
+    point, torque)``: springs with one end in it, marker forces acting on it
+    and not reacted in it, and the cut joints joining it to the rest."""
+    for sd in system.springs:
+        ends = [mk for mk in (sd.a, sd.b) if mk.body.name in subtree]
+        if len(ends) == 1:
+            ra, rb = marker_pose(sd.a)[1], marker_pose(sd.b)[1]
+            d = rb - ra
+            L = sp.sqrt(d.dot(d))
+            tension = sd.preload + sd.stiffness * (L - sd.free_length) + sd.damping * d.dot(d.diff(t)) / L
+            f = tension * d / L                          # on a; −f on b
+            external(f if ends[0] is sd.a else -f, marker_pose(ends[0])[1])
+    for fc in system.forces:
+        r = marker_pose(fc.at)[1]
+        on_at = fc.at.body.name in subtree
+        on_reaction = fc.reaction is not None and fc.reaction.body.name in subtree
+        if on_at != on_reaction:
+            sign = 1 if on_at else -1
+            external(sign * sp.Matrix(fc.force), r, sign * sp.Matrix(fc.torque))
+    for k in cut:
+        sides = (k.parent.body.name in subtree, k.child.body.name in subtree)
+        if sides[0] != sides[1]:
+            f, mom = cut_wrench(k)
+            sign = 1 if sides[1] else -1                 # on k's child, or its opposite on k's parent
+            at = marker_pose(k.child)[1]
+            external(sign * f, at, sign * mom)
+
+
+def _declare_reaction(system, m, j, f, mom) -> list[str]:
+    """Declare joint ``j``'s reaction wrench (force ``f``, moment ``mom``) as
+    six outputs of model ``m``; their names."""
+    name = j.name
+    outs = []
+    for (comp, unit), expr in zip(_REACTION_COMPONENTS, [*f, *mom]):
+        out = f"reaction_{name}_{comp}"
+        if out in system.outputs:
+            raise ModelError(f"'{system.name}': output '{out}' is declared by s.output and by s.reaction('{name}')")
+        what = "force" if comp[0] == "f" else "moment about the child marker's origin"
+        m.output(out, expr, unit, f"{what}, world {comp[1]}, that {j.parent.label} exerts on {j.child.label} "
+                                  f"through joint '{name}'")
+        outs.append(out)
+    return outs
 
 
 def _pass_through_options(system, m, cut_coords):

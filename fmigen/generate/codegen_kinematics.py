@@ -269,27 +269,7 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
     scales = unit_scales(dae)
     trig_angles, trig_subs = trig
     ts = lambda e: sp.sympify(e).xreplace(trig_subs)  # noqa: E731
-    # coordinates read bare by the embedding or by a later block (its
-    # abstractions, or its Newton fallback's equations): always computed
-    bare = _bare([*emb.Phi_q, *emb.Phi_t, *emb.gamma, *emb.M, *emb.F], dae, trig_subs)
-    # A sequence block's own equations read earlier blocks' angles bare only
-    # in its Newton (the fallback, the polish, a Newton-first block's
-    # iteration); its sequences read them through the abstractions.  Such an
-    # angle is deferred like any other and completed from its pair where
-    # that Newton runs (``newton_reads``): the five-link's five β_k, read by
-    # their α_k blocks' fallbacks, would cost an atan2 each in every solve.
-    # A Newton block's equations are
-    # its normal path: what they read stays in q.
-    newton_reads = {}
-    for bi, tb in enumerate(tri.blocks):
-        reads = _bare([dae.Phi[j] for j in tb.block.equations], dae) - set(tb.block.unknowns)
-        if tb.method == "newton":
-            bare |= reads
-        else:
-            newton_reads[bi] = reads
-        bare |= _bare([*tb.abstractions.values(), *tb.known_ring.values()], dae, trig_subs)
-        # known angles an angle sum's recovery subtracts
-        bare |= _bare([tb.recover[i] for i in tb.angle_sums], dae, trig_subs) - set(tb.block.unknowns)
+    bare, newton_reads = _bare_reads(emb, tri, trig_subs)
     failures, sol_start = [], []
     # how far the independent coordinates moved from the base, in unit
     # scales: a kinematic FMU's inputs may jump, and continuity is relative
@@ -297,34 +277,9 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
                     for k in emb.independent) or "0.0"
     out = lang.prelude(dae.n, dq)
     out += lang.trigs_from_q(sorted(trig_angles & set(emb.independent)))
-    # The blocks' abstracted knowns that read no dependent coordinate, with
-    # one CSE over all of them, before the first block.  Why: the Stewart
-    # platform's six legs each abstract the platform point R(φ, θ, ψ)·b_k
-    # (K_1..K_18); per block, every leg multiplied out R's entries again
-    # (288 operations; gcc cannot share them across the blocks' stores to
-    # trig[]), jointly 135 (codegen_embedding.statement_operations).
     hoisted = hoisted_knowns(emb, tri)
-    if hoisted:
-        reps, reduced = sp.cse([sm(ts(e)) for e in hoisted.values()], symbols=sp.numbered_symbols("ka"))
-        for name, e in reps:
-            out += lang.let("top", str(name), lang.expr(e))
-        for K, e in zip(hoisted, reduced):
-            out += lang.let("top", str(K), lang.expr(e))
-
-    # Blocks that are one sequence up to their numbers (the Stewart
-    # platform's legs), four at a time in vector lanes (codegen_lanes.py)
-    # where the language has them: each class is solved before its first
-    # block, and a block's own code runs only where its lane failed.
-    lane_of = {}
-    if getattr(lang, "lanes", False):
-        plans, slots, woff = {}, {}, 0
-        for bi, tb in enumerate(tri.blocks):
-            layout, slot, _, start = block_plan(dae, tb, scales, tri.start, woff)
-            plans[bi], slots[bi], woff = layout, slot, woff + len(start)
-        for cls in lane_classes(tri, hoisted, scales):
-            for k, bi in enumerate(cls.members):
-                lane_of[bi] = (cls, k)
-            lang.helpers.append(lane_function(tri, cls, plans, slots, trig_angles, bare))
+    out += _hoisted_code(hoisted, sm, ts, lang)
+    lane_of = _lane_plan(dae, tri, hoisted, scales, trig_angles, bare, lang)
 
     for bi, tb in enumerate(tri.blocks):
         layout, slot, defs, start = block_plan(dae, tb, scales, tri.start, len(sol_start),
@@ -348,21 +303,7 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
             out += lang.let("block", name, expr)
         pairs = newton_pairs(emb, tb)
         if tb.method == "newton":
-            for i, e in q_from_vars(layout, "P_"):
-                out += lang.set("block", f"q[{i}]", e)
-            lang.newton_function(tb, bi)
-            out += lang.newton_start("block", newton_start(pairs, layout, "P_"), bi, 2 * len(pairs))
-            out += lang.newton("block", tb, bi, bi, "FMIGEN_NEWTON_MAX_ITER")
-            out += lang.return_unless_newton_continues(
-                bi, [f"fabs(q[{i}] - P_q{i}) <= T{i}" for i, *_ in layout], code)
-            for i, *_ in layout:
-                out += lang.set("block", f"sol[{slot[f'q{i}']}]", f"q[{i}]")
-            for i in tb.block.unknowns:
-                if i in trig_angles:
-                    # the pair the iteration carried: sin, cos of that q
-                    out += (lang.trig_from_pair("block", i, bi, pairs[i]) if i in pairs
-                            else lang.trig_from_q("block", i))
-            out += lang.block_close()
+            out += _newton_block_code(tb, bi, layout, slot, pairs, code, trig_angles, lang)
             continue
         for K, expr in tb.abstractions.items():
             if K not in hoisted:
@@ -375,80 +316,195 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
         plan = tb.completion
         ncases = nseq + (plan.attempts if plan is not None else 0)
         out += lang.attempts_open(allvars, ncases, tb.newton_first)
-        for si, seq in enumerate(tb.sequences):
-            out += lang.case_open(si, f"sequence {seq.label}")
-            for step in seq.steps:
-                tmp = f"k{bi}_{si}_{step.variable}_"
-                out += lang.step_open(f"{step.variable}: degree {step.degree}")
-                lead_scale = switch_scale(tb, step)
-                out += step_code(step, lead_scale, lang.indent["step"], tmp, lang.assignments, lang.helpers)
-                if lead_scale is not None:
-                    out += lang.break_unless("step", f"fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale")
-                out += lang.solve_step(step.variable, step.degree)
-                out += lang.step_close()
-            # continuity of every value this sequence chose (root_continuity)
-            rc = root_continuity(seq, layout)
-            if rc:
-                out += lang.break_unless_continuous("case", rc)
-            out += lang.case_close(1)
+        out += _sequence_cases(tb, bi, layout, lang)
         if plan is not None:
             out += completion_cases(tb, plan, bi, nseq, layout, sm, ts, lang)
-        out += lang.case_open(None, "Newton from the prediction")
         # the deferred angles this block's Newton reads (none where every
         # angle is in q at once: the Python port)
         complete = sorted(newton_reads[bi] & set(lang.deferred)) if lang.defers_angles else []
-        if complete:
-            out += lang.complete_angles("case", complete)
-        for i, e in q_from_vars(layout, "P_", sums, lang.expr):
-            out += lang.set("case", f"q[{i}]", e)
-        lang.newton_function(tb, bi)
-        start_n = newton_start(pairs, layout, "P_", sums, lang.expr)
-        # a sequence block's carried angles are its (s, c) pairs or angle sums
-        assert start_n is not None, "a carried angle of a sequence block without its pair"
-        out += lang.newton_start("case", start_n, f"{bi}_n")
-        out += lang.newton("case", tb, bi, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER")
-        out += lang.break_unless("case", f"converged_{bi}_n", bare=True)
-        out += lang.vars_from_q("case", layout, sums, pairs, f"{bi}_n")
-        out += lang.case_close(2)
+        out += _newton_case(tb, bi, layout, sums, pairs, complete, lang)
         out += lang.cases_close()
-        # --- verification: the block's own polynomials, relative, |P_k| ≤
-        # tol·scale_k for every k (no division; NaN fails) ---
-        polys, pscales = verification(tb)
-        # a primary result short of round-off goes to the exact completion
-        # (the next attempt), not to the polish
-        out += lang.verify_open(polys, pscales, f"v{bi}_", polish_from=1 if plan is not None else 0)
-        for i, e in q_from_vars(layout, "", sums, lang.expr):
-            out += lang.set("polish", f"q[{i}]", e)
-        if complete:
-            out += lang.complete_angles("polish", complete)
-        out += lang.newton_start("polish", newton_start(pairs, layout, "", sums, lang.expr), f"{bi}_p",
-                                 2 * len(pairs))
-        out += lang.newton("polish", tb, bi, f"{bi}_p", str(POLISH_ITERATIONS))
-        out += lang.polished_open(f"converged_{bi}_p")
-        out += lang.vars_from_q("polished", layout, sums, pairs, f"{bi}_p")
-        out += lang.verify_close()
+        out += _verification_code(tb, bi, layout, sums, pairs, complete, plan is not None, lang)
         # a Newton or polished result: every variable (ok == 1, a sequence's,
         # had its roots checked above)
         out += lang.attempts_close([f"fabs({v} - P_{v}) <= T{i}" for i, _, vs, _ in layout for v in vs], code)
         for v in allvars:
             out += lang.set("block", f"sol[{slot[v]}]", v)
-        for i, kind, vs, _ in layout:
-            defer = lang.defers_angles and i not in bare
-            if i in sums:
-                # sin, cos of q_i by angle addition from the block's angle
-                # sums (and known angles): no atan2 where only those are read
-                _, sin_q, cos_q = sums[i]
-                out += lang.angle_from_sums(i, lang.expr(sin_q), lang.expr(cos_q), i in trig_angles or defer, defer)
-            elif kind == "angle":
-                out += lang.angle_from_pair(i, vs, i in trig_angles or defer, defer)
-            else:
-                out += lang.set("block", f"q[{i}]", vs[0])
-                # an angle its block solves as a plain variable (it enters
-                # the block's constraints linearly, e.g. a gear φ − 2θ = 0)
-                if i in trig_angles:
-                    out += lang.trig_from_q("block", i)
+        out += _coordinates_from_vars(layout, sums, bare, trig_angles, lang)
         out += lang.block_close()
     return lang.finish(out), failures, sol_start
+
+
+def _bare_reads(emb: Embedding, tri: Triangularization, trig_subs) -> tuple[set, dict]:
+    """(the coordinates read bare by the embedding or by a later block (its
+    abstractions, or its Newton block's equations), which are always
+    computed; per sequence block, the earlier coordinates its Newton reads)."""
+    dae = emb.dae
+    bare = _bare([*emb.Phi_q, *emb.Phi_t, *emb.gamma, *emb.M, *emb.F], dae, trig_subs)
+    # A sequence block's own equations read earlier blocks' angles bare only
+    # in its Newton (the fallback, the polish, a Newton-first block's
+    # iteration); its sequences read them through the abstractions.  Such an
+    # angle is deferred like any other and completed from its pair where
+    # that Newton runs (``newton_reads``): the five-link's five β_k, read by
+    # their α_k blocks' fallbacks, would cost an atan2 each in every solve.
+    # A Newton block's equations are
+    # its normal path: what they read stays in q.
+    newton_reads = {}
+    for bi, tb in enumerate(tri.blocks):
+        reads = _bare([dae.Phi[j] for j in tb.block.equations], dae) - set(tb.block.unknowns)
+        if tb.method == "newton":
+            bare |= reads
+        else:
+            newton_reads[bi] = reads
+        bare |= _bare([*tb.abstractions.values(), *tb.known_ring.values()], dae, trig_subs)
+        # known angles an angle sum's recovery subtracts
+        bare |= _bare([tb.recover[i] for i in tb.angle_sums], dae, trig_subs) - set(tb.block.unknowns)
+    return bare, newton_reads
+
+
+def _hoisted_code(hoisted, sm, ts, lang) -> list[str]:
+    """The blocks' abstracted knowns that read no dependent coordinate, with
+    one CSE over all of them, before the first block.  Why: the Stewart
+    platform's six legs each abstract the platform point R(φ, θ, ψ)·b_k
+    (K_1..K_18); per block, every leg multiplied out R's entries again, and
+    gcc cannot share them across the blocks' stores to trig[]
+    (docs/benchmarks.md has the operation counts)."""
+    out = []
+    if hoisted:
+        reps, reduced = sp.cse([sm(ts(e)) for e in hoisted.values()], symbols=sp.numbered_symbols("ka"))
+        for name, e in reps:
+            out += lang.let("top", str(name), lang.expr(e))
+        for K, e in zip(hoisted, reduced):
+            out += lang.let("top", str(K), lang.expr(e))
+    return out
+
+
+def _lane_plan(dae, tri: Triangularization, hoisted, scales, trig_angles, bare, lang) -> dict:
+    """Blocks that are one sequence up to their numbers (the Stewart
+    platform's legs), four at a time in vector lanes (codegen_lanes.py)
+    where the language has them: each class is solved before its first
+    block, and a block's own code runs only where its lane failed.  Adds the
+    lane functions to ``lang.helpers``; returns {block index: (class, lane)}."""
+    lane_of = {}
+    if getattr(lang, "lanes", False):
+        plans, slots, woff = {}, {}, 0
+        for bi, tb in enumerate(tri.blocks):
+            layout, slot, _, start = block_plan(dae, tb, scales, tri.start, woff)
+            plans[bi], slots[bi], woff = layout, slot, woff + len(start)
+        for cls in lane_classes(tri, hoisted, scales):
+            for k, bi in enumerate(cls.members):
+                lane_of[bi] = (cls, k)
+            lang.helpers.append(lane_function(tri, cls, plans, slots, trig_angles, bare))
+    return lane_of
+
+
+def _newton_block_code(tb, bi, layout, slot, pairs, code, trig_angles, lang) -> list[str]:
+    """A Newton block: iterate from the prediction, check continuity, store
+    the solution and the sines and cosines of its angles."""
+    out = []
+    for i, e in q_from_vars(layout, "P_"):
+        out += lang.set("block", f"q[{i}]", e)
+    lang.newton_function(tb, bi)
+    out += lang.newton_start("block", newton_start(pairs, layout, "P_"), bi, 2 * len(pairs))
+    out += lang.newton("block", tb, bi, bi, "FMIGEN_NEWTON_MAX_ITER")
+    out += lang.return_unless_newton_continues(
+        bi, [f"fabs(q[{i}] - P_q{i}) <= T{i}" for i, *_ in layout], code)
+    for i, *_ in layout:
+        out += lang.set("block", f"sol[{slot[f'q{i}']}]", f"q[{i}]")
+    for i in tb.block.unknowns:
+        if i in trig_angles:
+            # the pair the iteration carried: sin, cos of that q
+            out += (lang.trig_from_pair("block", i, bi, pairs[i]) if i in pairs
+                    else lang.trig_from_q("block", i))
+    out += lang.block_close()
+    return out
+
+
+def _sequence_cases(tb, bi, layout, lang) -> list[str]:
+    """A Gröbner block's sequences, one attempt each: every step solved, its
+    leading coefficient checked, the chosen roots checked for continuity."""
+    out = []
+    for si, seq in enumerate(tb.sequences):
+        out += lang.case_open(si, f"sequence {seq.label}")
+        for step in seq.steps:
+            tmp = f"k{bi}_{si}_{step.variable}_"
+            out += lang.step_open(f"{step.variable}: degree {step.degree}")
+            lead_scale = switch_scale(tb, step)
+            out += step_code(step, lead_scale, lang.indent["step"], tmp, lang.assignments, lang.helpers)
+            if lead_scale is not None:
+                out += lang.break_unless("step", f"fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale")
+            out += lang.solve_step(step.variable, step.degree)
+            out += lang.step_close()
+        # continuity of every value this sequence chose (root_continuity)
+        rc = root_continuity(seq, layout)
+        if rc:
+            out += lang.break_unless_continuous("case", rc)
+        out += lang.case_close(1)
+    return out
+
+
+def _newton_case(tb, bi, layout, sums, pairs, complete, lang) -> list[str]:
+    """A Gröbner block's last attempt: Newton from the prediction."""
+    out = []
+    out += lang.case_open(None, "Newton from the prediction")
+    if complete:
+        out += lang.complete_angles("case", complete)
+    for i, e in q_from_vars(layout, "P_", sums, lang.expr):
+        out += lang.set("case", f"q[{i}]", e)
+    lang.newton_function(tb, bi)
+    start_n = newton_start(pairs, layout, "P_", sums, lang.expr)
+    # a sequence block's carried angles are its (s, c) pairs or angle sums
+    assert start_n is not None, "a carried angle of a sequence block without its pair"
+    out += lang.newton_start("case", start_n, f"{bi}_n")
+    out += lang.newton("case", tb, bi, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER")
+    out += lang.break_unless("case", f"converged_{bi}_n", bare=True)
+    out += lang.vars_from_q("case", layout, sums, pairs, f"{bi}_n")
+    out += lang.case_close(2)
+    return out
+
+
+def _verification_code(tb, bi, layout, sums, pairs, complete, has_completion, lang) -> list[str]:
+    """The verification of an attempt's result: the block's own polynomials,
+    relative, |P_k| ≤ tol·scale_k for every k (no division; NaN fails), and
+    the Newton polish of a result close to it."""
+    polys, pscales = verification(tb)
+    # a primary result short of round-off goes to the exact completion
+    # (the next attempt), not to the polish
+    out = []
+    out += lang.verify_open(polys, pscales, f"v{bi}_", polish_from=1 if has_completion else 0)
+    for i, e in q_from_vars(layout, "", sums, lang.expr):
+        out += lang.set("polish", f"q[{i}]", e)
+    if complete:
+        out += lang.complete_angles("polish", complete)
+    out += lang.newton_start("polish", newton_start(pairs, layout, "", sums, lang.expr), f"{bi}_p",
+                             2 * len(pairs))
+    out += lang.newton("polish", tb, bi, f"{bi}_p", str(POLISH_ITERATIONS))
+    out += lang.polished_open(f"converged_{bi}_p")
+    out += lang.vars_from_q("polished", layout, sums, pairs, f"{bi}_p")
+    out += lang.verify_close()
+    return out
+
+
+def _coordinates_from_vars(layout, sums, bare, trig_angles, lang) -> list[str]:
+    """A verified Gröbner block's coordinates (and the sines and cosines the
+    model reads) from its polynomial variables."""
+    out = []
+    for i, kind, vs, _ in layout:
+        defer = lang.defers_angles and i not in bare
+        if i in sums:
+            # sin, cos of q_i by angle addition from the block's angle
+            # sums (and known angles): no atan2 where only those are read
+            _, sin_q, cos_q = sums[i]
+            out += lang.angle_from_sums(i, lang.expr(sin_q), lang.expr(cos_q), i in trig_angles or defer, defer)
+        elif kind == "angle":
+            out += lang.angle_from_pair(i, vs, i in trig_angles or defer, defer)
+        else:
+            out += lang.set("block", f"q[{i}]", vs[0])
+            # an angle its block solves as a plain variable (it enters
+            # the block's constraints linearly, e.g. a gear φ − 2θ = 0)
+            if i in trig_angles:
+                out += lang.trig_from_q("block", i)
+    return out
 
 
 class CKinematics:

@@ -388,6 +388,14 @@ def accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, independent, n):
             steps.append(("coordinate", i, dinv, S, Mis, lo))
 
     # ---- pass 2: the right-hand side F, γ through the same eliminations
+    record = _reduce_right_hand_side(code, steps, blocks, inv, Gn, Fn, Fu)
+    # ---- pass 3: back substitution, the root first
+    _back_substitute(code, steps, record, independent)
+
+
+def _reduce_right_hand_side(code, steps, blocks, inv, Gn, Fn, Fu) -> list:
+    """Pass 2 of ``accelerations``: the right-hand side F, γ through the
+    eliminations ``steps`` of pass 1; per step, what back substitution reads."""
     F = {}
     for i in set(Fn) | set(Fu):
         parts = [x for x in (Fn.get(i), Fu.get(i)) if x]
@@ -421,8 +429,12 @@ def accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, independent, n):
                 F[s] = code.dot("eF", F.get(s), [(Mis[s], z)])
             F.pop(i, None)
             record.append(z)
+    return record
 
-    # ---- pass 3: back substitution, the root first
+
+def _back_substitute(code, steps, record, independent):
+    """Pass 3 of ``accelerations``: back substitution, the root first; emits
+    q̈ of the independent coordinates into qdd[]."""
     acc = {}
     for step, rhs in zip(reversed(steps), reversed(record)):
         if step[0] == "block":

@@ -591,7 +591,11 @@ def _nullvector(S: Sylvester, h0):
 
 
 class _Newton:
-    """Newton polish of a solution on the polynomial system (mpmath)."""
+    """Newton polish of a solution on the polynomial system (mpmath).
+
+    Not derive.workspace.newton_steps: it polishes complex solutions in
+    DPS-digit arithmetic, on rows chosen by a pivoted QR where the system
+    has more polynomials than variables."""
 
     def __init__(self, system: PolySystem):
         vs = system.variables

@@ -12,6 +12,7 @@ import numpy as np
 import sympy as sp
 
 from fmigen.derive.dae import DAE
+from fmigen.derive.workspace import newton_steps
 from fmigen.kinematics.sequences import TriangularBlock, Triangularization, poly_values_scaled
 from fmigen.model import ModelError, t
 
@@ -46,7 +47,12 @@ def _target_values(dae, tb, guesses):
     return out
 
 
-def newton_numeric(dae, tb: TriangularBlock, q: dict, tt: float, start: dict, tol=1e-14, max_iter=50):
+#: Newton steps a Newton block's numeric start may take from the guesses
+BLOCK_NEWTON_ITERATIONS = 50
+
+
+def newton_numeric(dae, tb: TriangularBlock, q: dict, tt: float, start: dict, tol=1e-14,
+                   max_iter=BLOCK_NEWTON_ITERATIONS):
     """Newton on the block's own equations, from ``start`` (coordinate guesses)."""
     num = dae.numeric
     eqs, unk = tb.block.equations, tb.block.unknowns
@@ -55,11 +61,8 @@ def newton_numeric(dae, tb: TriangularBlock, q: dict, tt: float, start: dict, to
         x[dae.names.index(n_)] = v
     for i in unk:
         x[i] = start[dae.names[i]]
-    for _ in range(max_iter):
-        r = num.Phi(tt, x)[eqs]
-        J = num.Phi_q(tt, x)[np.ix_(eqs, unk)]
-        dx = np.linalg.solve(J, r)
-        x[unk] -= dx
+    for r, _, dx in newton_steps(lambda at: num.Phi(tt, at)[eqs], lambda at: num.Phi_q(tt, at)[eqs], x, unk,
+                                 max_iter):
         if np.abs(dx).max() <= 1e-15 * (1 + np.abs(x[unk]).max()) or np.abs(r).max() <= tol:
             if np.abs(num.Phi(tt, x)[eqs]).max() <= 1e-12:
                 return {dae.names[i]: float(x[i]) for i in unk}

@@ -443,21 +443,7 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
     n, m = dae.n, dae.m
     kin_src, failures, sol_start = kinematics_source(emb, tri, sm)
     _check_against_c(gen.model_c, failures, sol_start)
-
-    def matrix_fn(name, M):
-        flat = [sm(e) for e in M]
-        body = assignments([f"out[{k}]" for k in range(len(flat))], flat)
-        return f"def {name}(t, q, v, p, u, out):\n" + ("\n".join(body) if body else "    pass") + "\n"
-
-    fns = [matrix_fn("fmigen_phi", dae.Phi), matrix_fn("fmigen_phi_q", emb.Phi_q),
-           matrix_fn("fmigen_phi_t", emb.Phi_t), matrix_fn("fmigen_gamma", emb.gamma),
-           matrix_fn("fmigen_mass", emb.M), matrix_fn("fmigen_forcing", emb.F),
-           matrix_fn("fmigen_outputs", sp.Matrix([0 if k in mech.reactions else e for k, e in dae.outputs.items()])
-                     if dae.outputs else sp.Matrix([]))]
-    if mech.reactions:
-        fns.append(reaction_source(dae, sm))
-    checks, labels = mass_check_source(mech)
-    fns.append(checks)
+    fns, labels = _model_functions(emb, sm)
     tols = {tb.tol for tb in tri.blocks if tb.method == "newton" and tb.tol is not None}
 
     # variables and modelDescription: the C FMU's (one variable table), adapted to pythonfmu
@@ -546,6 +532,30 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
     except SyntaxError as e:
         raise PythonRuntimeError(f"generated Python does not compile: {e}") from e
     return src, identifier, guid
+
+
+def _model_functions(emb, sm) -> tuple[list[str], list]:
+    """The model's Python functions beside its kinematics (constraints and
+    their derivatives, mass matrix, forcing, outputs, reactions, mass checks)
+    and the mass checks' labels."""
+    dae = emb.dae
+    mech = dae.mechanism
+
+    def matrix_fn(name, M):
+        flat = [sm(e) for e in M]
+        body = assignments([f"out[{k}]" for k in range(len(flat))], flat)
+        return f"def {name}(t, q, v, p, u, out):\n" + ("\n".join(body) if body else "    pass") + "\n"
+
+    fns = [matrix_fn("fmigen_phi", dae.Phi), matrix_fn("fmigen_phi_q", emb.Phi_q),
+           matrix_fn("fmigen_phi_t", emb.Phi_t), matrix_fn("fmigen_gamma", emb.gamma),
+           matrix_fn("fmigen_mass", emb.M), matrix_fn("fmigen_forcing", emb.F),
+           matrix_fn("fmigen_outputs", sp.Matrix([0 if k in mech.reactions else e for k, e in dae.outputs.items()])
+                     if dae.outputs else sp.Matrix([]))]
+    if mech.reactions:
+        fns.append(reaction_source(dae, sm))
+    checks, labels = mass_check_source(mech)
+    fns.append(checks)
+    return fns, labels
 
 
 def _adapt_model_description(xml: bytes, guid: str) -> bytes:

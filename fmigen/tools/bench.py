@@ -75,7 +75,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -510,20 +509,8 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
                 "final_q": dict(zip(names, first["final_q"])),
             }
             if kin_runs[i]:
-                # paper 000 Table 3's "kinematic" row: the driven run
-                cpu = [x for run in kin_runs[i] for x in run["cpu_ms_per_run"]]
-                kir = callgrind_instructions(exes[i], stop_time, step, drive)[0] if callgrind else None
-                row["kinematic_run"] = {
-                    # labels in the drive's own order: the period, then every
-                    # independent coordinate in partition order
-                    "drive": dict(zip(["period", *(names[j] for j in sources[f.kinematics][0].independent)],
-                                      drive)),
-                    "ms_per_simulated_s": statistics.median(cpu) / stop_time,
-                    "ms_per_simulated_s_min": min(cpu) / stop_time,
-                    "instructions_per_step": kir,
-                    "peak_constraint_violation": kin_runs[i][0]["peak_violation"],
-                    "final_q": dict(zip(names, kin_runs[i][0]["final_q"])),
-                    "final_v": dict(zip(names, kin_runs[i][0]["final_v"]))}
+                row["kinematic_run"] = _kinematic_row(kin_runs[i], exes[i], stop_time, step, drive, names,
+                                                      sources[f.kinematics][0].independent, callgrind)
             if f.kinematics in STABILIZED:
                 row["parameters"] = dict(augmented[f.kinematics].values)
             log(f"      {f.label}: {row['ms_per_simulated_s']:.3f} ms/s, max step {row['max_step_us']:.2f} us, "
@@ -540,6 +527,22 @@ def bench(spec, kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES, stop_tim
             "repeats": repeats, "cpu": _cpu_name(),
             "compiler": "gcc " + " ".join(f for f in harness_cflags(opt) if not f.startswith("-W")),
             "seconds": round(time.perf_counter() - t0, 2), "rows": rows}
+
+
+def _kinematic_row(kin_runs, exe, stop_time, step, drive, names, independent, callgrind) -> dict:
+    """Paper 000 Table 3's "kinematic" row: the driven runs of one formulation's harness."""
+    cpu = [x for run in kin_runs for x in run["cpu_ms_per_run"]]
+    kir = callgrind_instructions(exe, stop_time, step, drive)[0] if callgrind else None
+    return {
+        # labels in the drive's own order: the period, then every
+        # independent coordinate in partition order
+        "drive": dict(zip(["period", *(names[j] for j in independent)], drive)),
+        "ms_per_simulated_s": statistics.median(cpu) / stop_time,
+        "ms_per_simulated_s_min": min(cpu) / stop_time,
+        "instructions_per_step": kir,
+        "peak_constraint_violation": kin_runs[0]["peak_violation"],
+        "final_q": dict(zip(names, kin_runs[0]["final_q"])),
+        "final_v": dict(zip(names, kin_runs[0]["final_v"]))}
 
 
 def kinematic_drive(mech, sources) -> list | None:

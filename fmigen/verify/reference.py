@@ -59,7 +59,12 @@ class ReferenceSolution:
 
 def assemble_newton(dae: DAE, q_guess, hold: list[str], tt=0.0, tol=1e-14, max_iter=50):
     """Newton on Φ(q) = 0 (every closure row, redundant ones included) for
-    the coordinates not in ``hold``, from a guess."""
+    the coordinates not in ``hold``, from a guess.
+
+    Not derive.workspace.newton_steps, which the code under test assembles
+    with: the reference stays independent of it, and it solves every row
+    (redundant ones too) in least squares where newton_steps solves a
+    square, regular block."""
     dae = dae.closure
     num = dae.numeric
     q = np.asarray(q_guess, dtype=float).copy()
