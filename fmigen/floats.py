@@ -68,10 +68,19 @@ def _decimal(x: float) -> Fraction:
         return Fraction(0)
     exact = Fraction(x)
     tol = TOLERANCE_ULPS * Fraction(math.ulp(x))
+    # A decimal within tol of x reads back as a double within tol + ulp(x)
+    # of x (its double is within half an ulp of it, and that ulp is at most
+    # twice x's); the double difference is rounded monotonically, so one
+    # above that bound rules the decimal out without exact arithmetic
+    # (most of the time: the Fractions below are what made this slow)
+    near = (TOLERANCE_ULPS + 1) * math.ulp(x)
     for n in range(1, MAX_DIGITS + 1):
         # x's exact value correctly rounded to n significant digits: the
         # nearest n-digit decimal, so if it is not close enough none is
-        d = Fraction(format(x, f".{n - 1}e"))
+        text = format(x, f".{n - 1}e")
+        if not abs(float(text) - x) <= near:
+            continue
+        d = Fraction(text)
         if abs(d - exact) <= tol:
             return d
     return Fraction(repr(x))

@@ -380,3 +380,23 @@ def _memoized_cartesian_references(request):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(CartesianModel, "simulate", memoized)
         yield
+
+# --- suiteA: one derivation for several generations ------------------------------
+
+
+def derivation_for_generate(mech):
+    """What ``bench.generate_sources(mech, ["groebner"])`` derives before it
+    generates, kept for the caller: (dae, partition, embedding, Gröbner
+    triangularization, dynamics).  ``codegen.generate(emb, tri, mech.name,
+    dynamics=dynamics)`` is then that function's model; a test that looks
+    at the DAE or the triangularization too, or generates twice (with a
+    pass on and off), derives once."""
+    from fmigen.build.derived import dae_of
+    from fmigen.derive.embed import embed
+    from fmigen.derive.partition import choose_partition
+    from fmigen.generate.codegen_recursive import choose
+    from fmigen.kinematics.triangular import triangularize
+    dae = dae_of(mech)
+    part = choose_partition(dae)
+    emb = embed(dae, part)
+    return dae, part, emb, triangularize(dae, part, kinematics="groebner"), choose("auto", emb, part)[0]

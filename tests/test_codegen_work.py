@@ -14,11 +14,9 @@ import sympy as sp
 
 from fmigen.generate import codegen, codegen_embedding as ce
 from fmigen.build.pipeline import load_mechanism
-from fmigen.derive.dae import build_dae
-from fmigen.derive.embed import embed
-from fmigen.derive.partition import choose_partition
-from fmigen.kinematics.triangular import triangularize
 from fmigen.tools.bench import RUNTIME_DIR
+
+from conftest import compiled_model, derivation_for_generate
 
 
 def test_expansion_products_counts_the_products_of_the_expansion():
@@ -84,10 +82,9 @@ def test_the_joint_cses_pre_pass_each_expression_once(monkeypatch):
     monkeypatch.setattr(ce, "preprocess_for_cse", counted)
     monkeypatch.setattr(ce.sp, "cse", recorded)
     mech = load_mechanism("stewart")
-    dae = build_dae(mech)
-    part = choose_partition(dae)
-    emb = embed(dae, part)
-    codegen.generate(emb, triangularize(dae, part), mech.name)
+    # the DAE from the derived-model cache where another test derived it
+    _, _, emb, tri, _ = derivation_for_generate(mech)
+    codegen.generate(emb, tri, mech.name)
     assert len(joint) == 2
     assert len(seen) == len(set(seen))
     assert len(seen) < sum(joint) - 100
@@ -112,11 +109,9 @@ def test_large_coefficient_functions_are_O1_with_the_bits_of_O2(tmp_path):
     optimize("O1"); compiled so and with the macro defined as plain noinline
     (the model's -O2), every coefficient of every function is the same
     double at 50 random arguments."""
-    mech = load_mechanism("stephenson3_joints")
-    dae = build_dae(mech)
-    part = choose_partition(dae)
-    emb = embed(dae, part)
-    gen = codegen.generate(emb, triangularize(dae, part), mech.name)
+    # the model as built (tests/test_exact_kinematics.py builds it too):
+    # from the derived-model cache where that build came first
+    gen = compiled_model("stephenson3_joints").generated
     defs = re.findall(r'void FMIGEN_NOINLINE_COLD FMIGEN_NAME\((\w+)\)\(([^)]*)\)',
                       gen.model_c)
     assert len(defs) >= 6

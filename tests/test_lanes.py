@@ -7,31 +7,30 @@ import subprocess
 import pytest
 import sympy as sp
 
-from fmigen.tools.bench import compile_harness, generate_sources
+from fmigen.tools.bench import compile_harness
 from fmigen.generate.codegen_kinematics import hoisted_knowns
 from fmigen.generate.codegen_lanes import lane_classes
-from fmigen.derive.dae import build_dae
 from fmigen.derive.embed import embed
 from fmigen.fmi.fmu import RUNTIME_DIR
 from fmigen.derive.partition import choose_partition
 from fmigen.build.pipeline import load_mechanism
-from fmigen.kinematics.triangular import triangularize
 from fmigen.derive.workspace import unit_scales
+from fmigen.generate import codegen
+
+from conftest import derivation_for_generate
 
 
 @pytest.fixture(scope="module")
 def stewart():
     mech = load_mechanism("stewart")
-    gen = generate_sources(mech, ["groebner"])["groebner"][0]
-    dae = build_dae(mech)
-    tri = triangularize(dae, choose_partition(dae))
-    return gen, dae, tri
+    # generate_sources' model, from the DAE and triangularization returned
+    dae, _, emb, tri, dynamics = derivation_for_generate(mech)
+    return codegen.generate(emb, tri, mech.name, dynamics=dynamics), dae, tri
 
 
-def _classes(mech):
-    dae = build_dae(mech)
+def _classes(dae, tri):
+    """The lane classes' members of a DAE triangularized as ``tri``."""
     part = choose_partition(dae)
-    tri = triangularize(dae, part)
     return [c.members for c in lane_classes(tri, hoisted_knowns(embed(dae, part), tri), unit_scales(dae))]
 
 
@@ -40,7 +39,7 @@ def test_the_legs_form_two_classes_by_their_coefficients(stewart):
     points on x = 0) lack the terms of the base's x and form a class of their
     own (two lanes of four)."""
     gen, dae, tri = stewart
-    assert _classes(load_mechanism("stewart")) == [[0, 1, 2, 3], [4, 5]]
+    assert _classes(dae=dae, tri=tri) == [[0, 1, 2, 3], [4, 5]]
     for k in range(4):
         assert f"if (!(lanes0 & {1 << k}u))" in gen.model_c
     for k in range(2):
@@ -85,8 +84,15 @@ int main(int argc, char **argv)
 """
 
 
+@pytest.fixture(scope="module")
+def lane_driver(tmp_path_factory, stewart):
+    """LANE_DRIVER on the Stewart's model.c, compiled once for the jumps
+    below (the jump is its argument, not part of its build)."""
+    return _driver(tmp_path_factory.mktemp("lanes"), stewart[0], LANE_DRIVER)
+
+
 @pytest.mark.parametrize("jump", [-1, 1, 4])
-def test_a_lane_solves_its_leg_or_leaves_it_to_the_scalar_code(tmp_path, stewart, jump):
+def test_a_lane_solves_its_leg_or_leaves_it_to_the_scalar_code(lane_driver, stewart, jump):
     """At the start pose every lane solves its leg (masks 15 and 3) to the
     start assembly; a leg whose last solution is 1 m away fails its lane's
     continuity check, only that lane, and its slots in sol are not written
@@ -95,8 +101,7 @@ def test_a_lane_solves_its_leg_or_leaves_it_to_the_scalar_code(tmp_path, stewart
     start = {s: tri.start[str(s)] for s in dae.q_sym}
     K = [float(sp.sympify(e).subs(start)) for tb in tri.blocks for e in tb.abstractions.values()]
     assert len(K) == 18
-    exe = _driver(tmp_path, gen, LANE_DRIVER)
-    out = json.loads(subprocess.run([str(exe), *map(repr, K), str(jump)], capture_output=True, text=True,
+    out = json.loads(subprocess.run([str(lane_driver), *map(repr, K), str(jump)], capture_output=True, text=True,
                                     check=True).stdout)
     masks = [15, 3]
     if jump >= 0:
@@ -261,7 +266,8 @@ def test_a_later_block_reading_a_lane_class_angles(tmp_path):
     path = tmp_path / "twin.py"
     path.write_text(TWIN)
     mech = load_mechanism(str(path))
-    assert _classes(mech) == [[0, 1]]
-    gen = generate_sources(load_mechanism(str(path)), ["groebner"])["groebner"][0]
+    dae, _, emb, tri, dynamics = derivation_for_generate(mech)
+    assert _classes(dae=dae, tri=tri) == [[0, 1]]
+    gen = codegen.generate(emb, tri, mech.name, dynamics=dynamics)
     assert "fmigen_residual_lanes0(q, trig, out, &peak)" in gen.model_c
     _same_residual_rows(tmp_path, gen, 6)

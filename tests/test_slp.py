@@ -9,9 +9,11 @@ import subprocess
 import pytest
 
 import fmigen.generate.codegen_slp as slp
-from fmigen.tools.bench import generate_sources
 from fmigen.fmi.fmu import RUNTIME_DIR
 from fmigen.build.pipeline import load_mechanism
+from fmigen.generate import codegen
+
+from conftest import derivation_for_generate
 
 #: the embedding at random states (argv[1] of them; argv[2]: a model index
 #: whose angle gets cos = 0, argv[3]: a coordinate set to NaN, -1 for
@@ -53,11 +55,13 @@ def models():
     """Stewart's model.c with the pass and without it (the generator's
     scalar statements as they were)."""
     mech = load_mechanism("stewart")
-    packed = generate_sources(mech, ["groebner"])["groebner"][0]
+    # generate_sources' model, twice from one derivation
+    _, _, emb, tri, dynamics = derivation_for_generate(mech)
+    packed = codegen.generate(emb, tri, mech.name, dynamics=dynamics)
     original = slp.vectorize
     slp.vectorize = lambda body, blocks, slots=frozenset(): None
     try:
-        plain = generate_sources(mech, ["groebner"])["groebner"][0]
+        plain = codegen.generate(emb, tri, mech.name, dynamics=dynamics)
     finally:
         slp.vectorize = original
     return packed, plain
