@@ -60,7 +60,7 @@ def test_interface_type_and_platform_layout(variant_fmus, fmi, kind):
     plat = "linux64" if fmi == "2" else "x86_64-linux"
     assert f"binaries/{plat}/fourbar.so" in names
     assert ("sources/buildDescription.xml" in names) == (fmi == "3")
-    assert "sources/fmu_config.h" in names
+    assert "sources/fmu_config.h" in names and "sources/fmu_config.c" in names
 
 
 def test_fmi3_cs_declares_fixed_internal_step(variant_fmus):
@@ -302,14 +302,16 @@ def test_binary_rebuilt_from_sources_gives_identical_results(variant_fmus, fmi, 
 
 
 def test_source_build_keeps_the_build_options(fourbar_compiled, tmp_path):
-    """The solver and step live in sources/fmu_config.h, so a rebuild from
-    sources of an Euler FMU is still Euler."""
+    """The solver and step live in sources/fmu_config.c, a source file of
+    the FMU (buildDescription.xml), so a rebuild from sources of an Euler FMU
+    is still Euler."""
     c = fourbar_compiled
     p = fmu_mod.package(c.embedding, c.generated, tmp_path / "e.fmu", solver="euler", step=0.002, fmi="3",
                         use_cache=True)
     import zipfile
-    cfg = zipfile.ZipFile(p).read("sources/fmu_config.h").decode()
-    assert "#define FMIGEN_DEFAULT_SOLVER 0" in cfg and "#define FMIGEN_DEFAULT_STEP 0.002" in cfg
+    cfg = zipfile.ZipFile(p).read("sources/fmu_config.c").decode()
+    assert "const int fmigen_default_solver = 0;" in cfg and "const double fmigen_default_step = 0.002;" in cfg
+    assert "fmu_config.c" in fmu_mod.source_files("3")
     bd = zipfile.ZipFile(p).read("sources/buildDescription.xml").decode()
     for f in fmu_mod.source_files("3"):
         assert f'<SourceFile name="{f}"/>' in bd

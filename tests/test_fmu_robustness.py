@@ -425,8 +425,8 @@ int main(void)
     fmi2CallbackFunctions cb = {logger, NULL, NULL, NULL, NULL};
     double theta0 = 0.0;
     for (int k = 0; k < 40; k++) {
-        fmi2Component c = fmi2Instantiate("h", fmi2CoSimulation, MODEL_GUID, "", &cb, fmi2False, fmi2True);
-        fmi2Component other = fmi2Instantiate("h2", fmi2CoSimulation, MODEL_GUID, "", &cb, fmi2False, fmi2False);
+        fmi2Component c = fmi2Instantiate("h", fmi2CoSimulation, fmigen_model_guid, "", &cb, fmi2False, fmi2True);
+        fmi2Component other = fmi2Instantiate("h2", fmi2CoSimulation, fmigen_model_guid, "", &cb, fmi2False, fmi2False);
         if (!c || !other) return 2;
         if (fmi2Instantiate("bad", fmi2CoSimulation, "{wrong}", "", &cb, fmi2False, fmi2False)) return 2;
         fmi2SetupExperiment(c, fmi2False, 0.0, 0.0, fmi2False, 0.0);
@@ -471,9 +471,9 @@ static void logger(fmi3InstanceEnvironment e, fmi3Status s, fmi3String c, fmi3St
 int main(void)
 {
     for (int k = 0; k < 40; k++) {
-        fmi3Instance c = fmi3InstantiateModelExchange("h", MODEL_GUID, "", fmi3False, fmi3True, NULL, logger);
+        fmi3Instance c = fmi3InstantiateModelExchange("h", fmigen_model_guid, "", fmi3False, fmi3True, NULL, logger);
         if (!c) return 2;
-        if (fmi3InstantiateCoSimulation("cs", MODEL_GUID, "", fmi3False, fmi3False, fmi3False, fmi3False,
+        if (fmi3InstantiateCoSimulation("cs", fmigen_model_guid, "", fmi3False, fmi3False, fmi3False, fmi3False,
                                          NULL, 0, NULL, logger, NULL)) return 2;  /* ME-only FMU */
         fmi3EnterInitializationMode(c, fmi3False, 0.0, 0.0, fmi3False, 0.0);
         fmi3ExitInitializationMode(c);
@@ -531,7 +531,7 @@ static int fails = 0;
     fprintf(stderr, "line %d: %s returned %d, expected %d\n", __LINE__, #call, r_, (st)); fails++; } } while (0)
 static fmi2Component start(const fmi2CallbackFunctions *cb, const char *name, double h)
 {
-    fmi2Component c = fmi2Instantiate(name, fmi2CoSimulation, MODEL_GUID, "", cb, fmi2False, fmi2True);
+    fmi2Component c = fmi2Instantiate(name, fmi2CoSimulation, fmigen_model_guid, "", cb, fmi2False, fmi2True);
     if (!c) exit(2);
     fmi2ValueReference vh = VR_H;
     if (h > 0) fmi2SetReal(c, &vh, 1, &h);

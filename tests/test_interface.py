@@ -108,22 +108,32 @@ def test_the_fmu_refuses_the_guid_of_its_sibling_built_with_another_solver(solve
         other.instantiate()
 
 
-def test_variants_share_the_compiled_model(tmp_path, monkeypatch):
-    """Each variant has its own GUID, but model.c is the same: its object
-    files (the SSE2 and the AVX copy) and the runtime's that include only
-    model_config.h come from the object cache for the second variant.  Only
-    the sources that include fmu_config.h (the solver, step and GUID:
-    fmigen_instance.c and the FMI glue) are compiled again.  With the GUID in
-    model_config.h every source was compiled again for every variant."""
+def test_a_solver_or_step_change_compiles_only_the_config_unit(tmp_path, monkeypatch):
+    """Each variant has its own GUID, but model.c, the runtime and the FMI
+    glue are the same: their object files (model.c's SSE2 and AVX copies
+    too) come from the object cache for the next variant, and only
+    fmu_config.c (the solver, step and GUID) is compiled again.  With these
+    values in fmu_config.h, which fmigen_instance.c and the glue include,
+    those two were compiled again for every solver and step."""
     from fmigen.fmi import fmu
     from fmigen.kinematics import groebner
     from conftest import compiled_model
     compiled = compiled_model("fourbar")
     monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
-    counts = []
-    for solver in ("rk4", "euler"):
-        fmu.package(compiled.embedding, compiled.generated, tmp_path / f"{solver}.fmu", solver=solver,
+    compiled_sources = []
+    compile_object = fmu._compile_object
+
+    def recording(cc, flags, source, obj):
+        compiled_sources.append(source.name)
+        return compile_object(cc, flags, source, obj)
+
+    monkeypatch.setattr(fmu, "_compile_object", recording)
+    per_variant = []
+    for name, solver, step in [("rk4", "rk4", 1e-3), ("euler", "euler", 1e-3), ("euler2", "euler", 2e-3)]:
+        compiled_sources.clear()
+        fmu.package(compiled.embedding, compiled.generated, tmp_path / f"{name}.fmu", solver=solver, step=step,
                     windows=False, use_cache=True)
-        counts.append(len(list((tmp_path / "cache" / "objects").glob("*.o"))))
-    assert _token(tmp_path / "rk4.fmu") != _token(tmp_path / "euler.fmu")
-    assert counts[1] - counts[0] == 2
+        per_variant.append(sorted(compiled_sources))
+    assert len({_token(tmp_path / f"{n}.fmu") for n in ("rk4", "euler", "euler2")}) == 3
+    assert "model.c" in per_variant[0] and "fmigen_instance.c" in per_variant[0]
+    assert per_variant[1:] == [["fmu_config.c"], ["fmu_config.c"]]

@@ -323,9 +323,11 @@ def _singular_runs(dae, tri, tb, seq, bad, cond, worst, quality_at):
                     what, k_step, at = zero
                     step = seq.steps[k_step]
                 lead = step.coeffs[0].xreplace({K: e for K, e in tb.abstractions.items()})
+                # printed once: a large coefficient's text takes sympy ~0.1 s
+                text = str(lead)
                 out.append({"block": block_name(dae, tb.block), "variable": str(step.variable),
                             "condition": what,
-                            "leading_coefficient": str(sp.factor(lead)) if len(str(lead)) < 400 else str(lead)[:400],
+                            "leading_coefficient": str(sp.factor(lead)) if len(text) < 400 else text[:400],
                             "at": {dae.names[i]: float(at[i]) for i in indep},
                             "located": "bisection" if zero is not None else "sweep point",
                             "points": len(run), "index": int(j),

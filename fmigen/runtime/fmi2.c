@@ -5,6 +5,7 @@
  * matching what modelDescription.xml declares.  All logic lives in
  * fmigen_instance.c; this file maps FMI 2 types and signatures onto it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fmi2Functions.h"
@@ -53,9 +54,12 @@ fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String guid, f
                                                             : "this FMU cannot be instantiated as Model Exchange");
         return NULL;
     }
-    if (!guid || strcmp(guid, MODEL_GUID) != 0) {
-        if (cb->logger) cb->logger(cb->componentEnvironment, name, fmi2Error, "logStatusError",
-                                   "GUID mismatch: expected " MODEL_GUID);
+    if (!guid || strcmp(guid, fmigen_model_guid) != 0) {
+        /* formatted here: an importer's logger may print the message as it
+         * comes (fmpy's does); a GUID holds no '%' */
+        char message[64 + FMIGEN_GUID_SIZE];
+        snprintf(message, sizeof message, "GUID mismatch: expected %s", fmigen_model_guid);
+        if (cb->logger) cb->logger(cb->componentEnvironment, name, fmi2Error, "logStatusError", message);
         return NULL;
     }
     /* The callbacks struct is copied into the instance allocation. */

@@ -7,6 +7,7 @@
  * derivatives are not provided; their functions return fmi3Error with a
  * message.  All logic lives in fmigen_instance.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fmi3Functions.h"
@@ -45,8 +46,11 @@ static fmi3Instance instantiate(fmi3String name, fmi3String token, int kind, int
                      : "this FMU cannot be instantiated for Co-Simulation");
         return NULL;
     }
-    if (!token || strcmp(token, MODEL_GUID) != 0) {
-        if (log) log(env, fmi3Error, "logStatusError", "instantiationToken mismatch: expected " MODEL_GUID);
+    if (!token || strcmp(token, fmigen_model_guid) != 0) {
+        /* fmi3's logger takes a finished message, not a format */
+        char message[64 + FMIGEN_GUID_SIZE];
+        snprintf(message, sizeof message, "instantiationToken mismatch: expected %s", fmigen_model_guid);
+        if (log) log(env, fmi3Error, "logStatusError", message);
         return NULL;
     }
     Callbacks3 *cb = malloc(sizeof *cb);

@@ -61,8 +61,8 @@ static double next_time_event(double t)
 static void defaults(FgInstance *in)
 {
     memset(&in->s, 0, sizeof in->s);
-    fmigen_core_init(&in->s.core, FMIGEN_DEFAULT_SOLVER);
-    in->s.core.h = FMIGEN_DEFAULT_STEP;
+    fmigen_core_init(&in->s.core, fmigen_default_solver);
+    in->s.core.h = fmigen_default_step;
     in->s.state = S_INSTANTIATED;
     in->s.next_event = INFINITY;
 }
@@ -698,7 +698,7 @@ int fg_free_state(FgInstance *in, void **state)
 typedef struct {
     unsigned magic, version;
     unsigned long long size;
-    char guid[sizeof(MODEL_GUID)];
+    char guid[FMIGEN_GUID_SIZE];
 } FgStateHeader;
 
 size_t fg_serialized_size(void) { return sizeof(FgStateHeader) + sizeof(FgSnapshot); }
@@ -731,7 +731,7 @@ int fg_serialize(FgInstance *in, const void *state, unsigned char bytes[], size_
     h.magic = FG_STATE_MAGIC;
     h.version = FG_STATE_VERSION;
     h.size = fg_serialized_size();
-    memcpy(h.guid, MODEL_GUID, sizeof(MODEL_GUID));
+    memcpy(h.guid, fmigen_model_guid, FMIGEN_GUID_SIZE);
     memcpy(bytes, &h, sizeof h);
     memcpy(bytes + sizeof h, state, sizeof(FgSnapshot));
     return FG_OK;
@@ -764,7 +764,7 @@ int fg_deserialize(FgInstance *in, const unsigned char bytes[], size_t size, voi
     if (h.magic != FG_STATE_MAGIC) return fg_fail(in, "DeserializeFMUState: the bytes are not an fmigen FMU state");
     if (h.version != FG_STATE_VERSION)
         return fg_fail(in, "DeserializeFMUState: state format version %u, this FMU reads %u", h.version, FG_STATE_VERSION);
-    if (memcmp(h.guid, MODEL_GUID, sizeof(MODEL_GUID)) != 0)
+    if (memcmp(h.guid, fmigen_model_guid, FMIGEN_GUID_SIZE) != 0)
         return fg_fail(in, "DeserializeFMUState: the state belongs to another model or build (GUID differs)");
     if (h.size != fg_serialized_size())
         return fg_fail(in, "DeserializeFMUState: the state was serialized by a build of this FMU with another data "

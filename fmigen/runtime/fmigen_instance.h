@@ -28,12 +28,6 @@
 #error "fmu_variables.h (the variable table) does not fit the sizes in model_config.h"
 #endif
 
-#ifndef FMIGEN_DEFAULT_SOLVER
-#define FMIGEN_DEFAULT_SOLVER FMIGEN_RK4
-#endif
-#ifndef FMIGEN_DEFAULT_STEP
-#define FMIGEN_DEFAULT_STEP 1e-3
-#endif
 
 enum { FG_OK = 0, FG_WARNING = 1, FG_DISCARD = 2, FG_ERROR = 3, FG_FATAL = 4 };
 enum { FG_CS = 0, FG_ME = 1 };

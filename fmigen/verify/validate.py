@@ -171,7 +171,8 @@ def smoothstep(tt, t0, t1):
 
 def fmu_integrator(path) -> tuple[str, float]:
     """(solver, internal step) an fmigen FMU was built with: its
-    ``sources/fmu_config.h`` (every fmigen FMU carries its sources)."""
+    ``sources/fmu_config.c`` (every fmigen FMU carries its sources; one
+    built before that file existed: ``sources/fmu_config.h``)."""
     import re
     import zipfile
     path = Path(path)
@@ -179,13 +180,17 @@ def fmu_integrator(path) -> tuple[str, float]:
         raise ModelError(f"no FMU at {path}")
     try:
         with zipfile.ZipFile(path) as z:
-            config = z.read("sources/fmu_config.h").decode()
-    except (zipfile.BadZipFile, KeyError):
-        raise ModelError(f"{path} is not an FMU built by fmigen (no sources/fmu_config.h in a zip file)") from None
-    solver = re.search(r"FMIGEN_DEFAULT_SOLVER \d+ /\* (\w+) \*/", config)
-    step = re.search(r"FMIGEN_DEFAULT_STEP (\S+)", config)
+            names = set(z.namelist())
+            name = next((f for f in ("sources/fmu_config.c", "sources/fmu_config.h") if f in names), None)
+            config = z.read(name).decode() if name else None
+    except zipfile.BadZipFile:
+        config = None
+    if config is None:
+        raise ModelError(f"{path} is not an FMU built by fmigen (no sources/fmu_config.c in a zip file)")
+    solver = re.search(r"(?:fmigen_default_solver =|FMIGEN_DEFAULT_SOLVER) \d+;? /\* (\w+) \*/", config)
+    step = re.search(r"(?:fmigen_default_step =|FMIGEN_DEFAULT_STEP) ([^\s;]+)", config)
     if not (solver and step):
-        raise ModelError(f"{path}: its sources/fmu_config.h names no solver or internal step")
+        raise ModelError(f"{path}: its {name} names no solver or internal step")
     return solver.group(1), float(step.group(1))
 
 
