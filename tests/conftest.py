@@ -391,12 +391,7 @@ def derivation_for_generate(mech):
     dynamics=dynamics)`` is then that function's model; a test that looks
     at the DAE or the triangularization too, or generates twice (with a
     pass on and off), derives once."""
-    from fmigen.build.derived import dae_of
-    from fmigen.derive.embed import embed
-    from fmigen.derive.partition import choose_partition
-    from fmigen.generate.codegen_recursive import choose
     from fmigen.kinematics.triangular import triangularize
-    dae = dae_of(mech)
-    part = choose_partition(dae)
-    emb = embed(dae, part)
-    return dae, part, emb, triangularize(dae, part, kinematics="groebner"), choose("auto", emb, part)[0]
+    from fmigen.tools.bench import derivation
+    dae, part, emb, dynamics, _ = derivation(mech)
+    return dae, part, emb, triangularize(dae, part, kinematics="groebner"), dynamics

@@ -195,7 +195,6 @@ def source_files(fmi: str = "2") -> list[str]:
     return ["model.c", *RUNTIME_SOURCES, GLUE[fmi], CONFIG_SOURCE]
 
 
-
 def fmu_config(kind: str) -> str:
     """sources/fmu_config.h: the interface type (compile-time: it decides
     which of the glue's functions instantiate) and the declarations of the

@@ -126,21 +126,29 @@ def formulations(kinematics=FORMULATIONS, tolerances=DEFAULT_TOLERANCES):
     return out
 
 
-def generate_sources(mech, kinematics, log=None, augmented=(), dynamics="auto"):
-    """{kinematics: (GeneratedModel, coordinate names)}: the DAE, partition and
-    embedding once, then triangularize + codegen per formulation; the
-    ``augmented`` formulations (formulation.Augmented) are checked against the
-    model and added on the Gröbner build, keyed by their name.  ``dynamics``:
-    the embedded ODE's solver as ``fmigen build --dynamics`` chooses it."""
+def derivation(mech, dynamics="auto"):
+    """(dae, partition, embedding, dynamics, why): what every formulation
+    of ``generate_sources`` shares, with the embedded ODE's solver as
+    ``fmigen build --dynamics`` chooses it and the reason for the choice."""
     from fmigen.build.derived import dae_of
     from fmigen.generate.codegen_recursive import choose as choose_dynamics
-    log = log or (lambda m: None)
     # from the derived-model cache when this mechanism was derived before
     # (as the rest of the bench's derivation reads the Gröbner cache)
     dae = dae_of(mech)
     part = choose_partition(dae)
     emb = embed(dae, part)
-    dynamics, why = choose_dynamics(dynamics, emb, part)
+    return (dae, part, emb, *choose_dynamics(dynamics, emb, part))
+
+
+def generate_sources(mech, kinematics, log=None, augmented=(), dynamics="auto"):
+    """{kinematics: (GeneratedModel, coordinate names)}: the DAE, partition and
+    embedding once (``derivation``), then triangularize + codegen per
+    formulation; the ``augmented`` formulations (formulation.Augmented) are
+    checked against the model and added on the Gröbner build, keyed by their
+    name.  ``dynamics``: the embedded ODE's solver as ``fmigen build
+    --dynamics`` chooses it."""
+    log = log or (lambda m: None)
+    dae, part, emb, dynamics, why = derivation(mech, dynamics)
     log(f"dynamics: {dynamics} ({why})")
     for form in augmented:
         formulation.check_model(emb, form)
