@@ -7,10 +7,8 @@ import sys as _sys
 # numpy (the CLI always is): fmigen's dense algebra is on small matrices
 # (the workspace sweep's Φ_d, the references' per-step solves: up to a few
 # hundred rows), where OpenBLAS's threads only spin against the compiler
-# and whatever else shares the cores.  Measured on the 2-core machine under
-# load: a 128 × 128 solve 0.12 ms of CPU with one thread and 0.66 ms with
-# two; with one busy process beside it, a 32-cell ladder's triangularization
-# 9.3 s of CPU with one thread and 30.3 s with two.
+# and whatever else shares the cores (docs/benchmarks.md, "Measurements
+# behind the code's choices").
 if "numpy" not in _sys.modules:
     for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         _os.environ.setdefault(_var, "1")

@@ -46,8 +46,8 @@ def key_text(mech, options: dict) -> str:
     """What the derived model is a function of (build/derived.py's docstring), as text."""
     from fmigen.derive.workspace import mechanism_unit_scales
     # the arguments in sympy's own canonical order (order="none"): the
-    # printer's term ordering was 1.4 of the vehicle's 2.0 s here, and adds
-    # nothing to a key (equal expressions have their arguments in the same
+    # printer's term ordering was most of this function's time on a large
+    # model, and adds nothing to a key (equal expressions have their arguments in the same
     # order, whatever process built them)
     def s(expr):
         return sp.srepr(expr, order="none")

@@ -125,8 +125,7 @@ class NumericDAE:
     @cached_property
     def _Phi_q(self):
         # only the structural non-zeros, scattered into a zero matrix: Φ_q
-        # of a chain of loops is sparse (a 32-cell ladder: 2 % of 128 × 160),
-        # and building the dense nested list and converting it took most of
+        # of a chain of loops is sparse (a few entries per row), and building the dense nested list and converting it took most of
         # the workspace sweep's time
         nonzero = self.dae.Phi_q.todok()
         rows, cols = (np.array([key[a] for key in nonzero], dtype=int) for a in (0, 1))

@@ -78,10 +78,8 @@ MINGW_CC = "x86_64-w64-mingw32-gcc"
 KINDS = ("cs", "me")
 SOLVERS = {"euler": 0, "rk4": 1, "symplectic": 2}   # runtime/fmigen_runtime.h
 #: -fno-math-errno: nothing reads errno, and sqrt's errno branch (a compare,
-#: a jump to libm's sqrt and the spills around that cold call) cost the
-#: Stewart platform's residual, which normalizes 15 sin/cos pairs, 433
-#: instead of 395 instructions; the same bits (vsqrtsd either way).  Stewart doStep
-#: 9,221 -> 9,176 instructions, harness step 8,028 -> 8,009.
+#: a jump to libm's sqrt and the spills around that cold call) costs every
+#: normalization of a sin/cos pair for the same bits (vsqrtsd either way).
 OPT_FLAGS = ["-O2", "-fno-math-errno"]
 CFLAGS = [*OPT_FLAGS, "-std=c99", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unused-variable"]
 
@@ -324,8 +322,7 @@ def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=(), use
     compile each source to an object file, reusing one
     compiled earlier from the same source, local headers (``cc -MM``),
     compiler and flags (under the Gröbner cache's root, ``objects/``): gcc
-    -O2 on a large model.c is most of a rebuild's time (~4 s of CPU for
-    Stephenson's, per compiler), and model.c does not change with the FMI version, kind,
+    -O2 on a large model.c is most of a rebuild's time, and model.c does not change with the FMI version, kind,
     solver or step.  ``extra_sources``: further C files linked in, compiled
     with the same flags (``fmigen check``'s exports)."""
     windows = "mingw32" in Path(cc).name
@@ -502,8 +499,7 @@ def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi=
             lib.parent.mkdir(parents=True)
         # the Linux and the Windows compile at once (each a gcc process; the
         # threads only wait for them): on a large model.c each takes seconds
-        # to tens of seconds (Stephenson: ~9 and ~11 s of CPU), and with two
-        # cores the second no longer waits for the first
+        # to tens of seconds, and with two cores neither waits for the other
         with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
             for done in [pool.submit(compile_shared, root / "sources", lib, fmi, cc=cc, use_cache=use_cache)
                          for lib, cc in jobs]:

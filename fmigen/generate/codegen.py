@@ -198,9 +198,8 @@ def sink_definitions(source: str) -> str:
     before it.  Why: the CSE lists all its temporaries first and gcc (-O2,
     no scheduling before register allocation on x86-64) keeps that order, so
     hundreds of values live across the whole function and spill to the
-    stack; in demand order they are short-lived.  Measured per harness step:
-    Stewart 10,553 → 10,364 instructions (its embedding 6,795 → 6,603),
-    five-link 11,439 → 11,167.
+    stack; in demand order they are short-lived (docs/benchmarks.md,
+    "Measurements behind the code's choices").
 
     Only definitions move, only later, within their block and never across
     an ``else`` or a ``case`` label, and never past a statement that

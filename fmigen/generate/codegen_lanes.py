@@ -2,9 +2,8 @@
 numbers, solved four at a time in the lanes of vector types.
 
 Why: the Stewart platform's six legs are six Gröbner blocks whose
-sequences differ only in the constants of their base points; one at a time
-they were 1,794 of the 7,805 instructions of a harness step (callgrind,
-8664181).  With GCC's and clang's vector types (``fmigen_v4d``,
+sequences differ only in the constants of their base points, and one at
+a time they were a quarter of a step.  With GCC's and clang's vector types (``fmigen_v4d``,
 runtime/fmigen_runtime.h) four blocks take the instructions of one.
 
 What a class is (``lane_classes``): Gröbner blocks with one sequence,
@@ -144,8 +143,8 @@ class _Plan:
             if mono in self.scalar:
                 # a double times the lanes' coefficients, also where they
                 # are ±1: a sum's first term must be a vector, and "+ x" of
-                # a double x cost the Stewart residual 24 instructions more
-                # than "+ {1, 1, 1, 1} * x"
+                # a double x costs more instructions than "+ {1, 1, 1, 1} * x"
+                # (docs/benchmarks.md, "Measurements behind the code's choices")
                 acc.append(f"{_vec(c for _, c in term)} * {mono}")
             # a coefficient ±1 in every lane: the monomial itself, as in the
             # scalar code (``a0 += m0``)
@@ -365,7 +364,8 @@ def residual_function(cls, rows, unknowns, exprs):
                 k += 1
         assert k == nown
         # (a double's monomials again in every group: computed once for all
-        # groups, before them, they cost this step 25 instructions more)
+        # groups, before them, they cost the step more instructions;
+        # docs/benchmarks.md, "Measurements behind the code's choices")
         plan = _Plan(names + [str(s) for s in shared], "m", scalar=range(nown, nown + len(shared)))
         for r in range(nrow):
             plan.sum(f"row{r}", [list(polys[b][r].terms()) for b in lanes])

@@ -78,21 +78,18 @@ import heapq
 from fmigen.model import ModelError
 
 #: ``--dynamics auto`` picks the recursive elimination from this many
-#: independent coordinates on (see ``choose``).  Measured (callgrind,
-#: instructions per Euler step, docs/benchmarks.md, recursive against
-#: embedded): below it the elimination costs a few per cent more —
-#: ladder_planar L = 1, 2, 4: +5 %, +8 %, +2 %; the Stewart platform
-#: (f = 6): +1 % — and from it on it wins by a margin that grows with f:
-#: ladder_planar L = 8 −13 %, L = 16 −40 %.  So the shipped mechanisms up
-#: to f = 7 keep the embedding they were validated with.
+#: independent coordinates on (see ``choose``): below it the elimination
+#: costs a few per cent more per step than the embedding, from it on it wins
+#: by a margin that grows with f (docs/benchmarks.md, "Measurements behind
+#: the code's choices").  So the shipped mechanisms up to f = 7 keep the
+#: embedding they were validated with.
 RECURSIVE_FROM_F = 8
 #: ... and only where B is dense: the share of its dependent-by-independent
 #: entries that are structurally non-zero (``coupling``).  The embedding's
-#: cost follows B's non-zeros, the elimination's does not.  Measured: the
-#: planar ladders 0.63 / 0.56 / 0.53 at L = 4 / 8 / 16 (each cell's loop
-#: depends on every cell's coordinate above it); the full vehicle 0.10 (each
-#: corner on its own travel and the rack), where the elimination costs 1.3 %
-#: more per step (99,550 against 98,292 instructions, f = 15).
+#: cost follows B's non-zeros, the elimination's does not: the planar
+#: ladders, each cell's loop depending on every cell's coordinate above it,
+#: are well above it; the full vehicle, each corner on its own travel and
+#: the rack, well below, and there the elimination costs more per step.
 RECURSIVE_FROM_COUPLING = 0.3
 DYNAMICS = ("auto", "embedded", "recursive")
 

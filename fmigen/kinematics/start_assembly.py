@@ -100,8 +100,7 @@ def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12,
     warnings) is kept under the Gröbner cache's root by the mechanism as
     it stands (``cache_key.key_text``, with every parameter's and input's
     value and the assembly hints): a warm build otherwise spent more time
-    here (sympy's Jacobian, the Sylvester matrix; ~2.3 s of CPU for the
-    Stephenson six-bar, its Singular runs cached) than packaging takes."""
+    here (sympy's Jacobian, the Sylvester matrix) than packaging takes."""
     log = log or (lambda msg: None)
     if use_cache:
         key = key_text(mech, {

@@ -65,11 +65,10 @@ from fmigen.derive.workspace import continuation_newton, sweep, unit_scales
 
 
 #: a block with more polynomial variables than this is solved by Newton
-#: without trying a lex basis: a bound on the input, decided before any work.
-#: The largest shipped blocks whose bases finish have 9 (the landing gear's,
-#: the Stephenson six-bar's 8); the eight-link's 6×6 block (12 variables)
-#: had not finished after 4 minutes of CPU time, the five-link's 15×15
-#: pose-and-links block (28) not in 60 s.  Below it, Singular's CPU-time
+#: without trying a lex basis: a bound on the input, decided before any work,
+#: between the largest shipped blocks whose bases finish and the smallest
+#: that do not (docs/benchmarks.md, "Measurements behind the code's
+#: choices").  Below it, Singular's CPU-time
 #: safety limit is an error (``groebner.SINGULAR_CPU_LIMIT``).
 MAX_GROEBNER_VARIABLES = 10
 
