@@ -11,8 +11,9 @@ q̇_d = −Φ_d⁻¹ Φ_i q̇_i.  Nothing here uses the Gröbner sequences, so t
 sweep is an independent reference for them: the branch it follows is the
 one continuity gives.
 
-A path stops where Φ_d becomes singular or Newton stops converging (after
-halving the step): a physical singularity of the partition (a dead centre, a
+A path stops where Φ_d becomes singular or Newton stops converging, or
+converges off the curve, to another assembly (``_resolved``), even after
+halving the step: a physical singularity of the partition (a dead centre, a
 limit of the workspace), recorded with its configuration and condition
 number.
 """
@@ -195,9 +196,11 @@ def sweep(dae: DAE, part: Partition, start: dict, points_per_path=None, seed=0, 
                 trial[indep] += h * step
                 # tangent predictor: Φ_d Δq_d = −Φ_i Δq_i
                 trial[dep] -= np.linalg.solve(Jd[:, dep], Jd[:, indep] @ (h * step))
+                predicted = trial.copy()
                 nxt = continuation_newton(num, 0.0, trial, dep)
-                if nxt is not None:
+                if nxt is not None and _resolved(q, predicted, nxt, scales):
                     break
+                nxt = None
                 h /= 2
             if nxt is None:
                 physical.append(_stop(dae, indep, q, cond, "no assembly beyond", len(paths)))
@@ -214,6 +217,25 @@ def sweep(dae: DAE, part: Partition, start: dict, points_per_path=None, seed=0, 
     log(f"workspace sweep: {len(points)} configurations on {len(paths)} paths, "
         f"{len(physical)} path end(s) at a physical singularity or workspace limit")
     return Sweep(np.array(points), paths, physical, np.array(conds))
+
+
+def _resolved(q, predicted, corrected, scales) -> bool:
+    """Whether a continuation step resolved the solution curve: Newton
+    moved the tangent prediction by no more than the prediction moved from
+    q (unit-scaled, largest coordinate).  The predictor's error grows as
+    κ·h² (κ the curve's curvature, h the step) and its move as h, so the
+    ratio, κ·h, stays well below 1 where the step is small against the
+    curve's radius of curvature, and halving the step halves it.  Where it
+    exceeds 1 the step has left the curve: it stepped over a fold
+    (the independent coordinates' limit on this branch, Φ_d singular
+    there) and Newton, converging all the same, found another assembly at
+    those independent values.  Why: a McPherson strut's sweep did that at
+    a fold of its lower arm's angle (the predictor's error on the steps
+    before it up to 0.68 of the move, at the jump 145) and ran on along
+    another assembly, its strut 0.67 m further out."""
+    corrector = np.max(np.abs(corrected - predicted) / scales)
+    move = np.max(np.abs(predicted - q) / scales)
+    return bool(corrector <= move)
 
 
 def _stop(dae, indep, q, cond, why, path):
