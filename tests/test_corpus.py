@@ -11,7 +11,10 @@ check, asserting the outcomes and numbers it reports:
 - the start check itself, the corpus's guard against a silent wrong start:
   the four-bar's assembled start passes it, the mirror assembly (which
   closes every loop just as well) fails it on the branch hint and the pose;
-- the fuzzer's cases are a function of the seed alone.
+- the fuzzer's cases are a function of the seed alone;
+- McPherson's workspace sweep stops at the folds of its lower arm's angle
+  (against pseudo-arclength continuation) instead of stepping over one
+  onto another assembly, and ``fmigen check`` passes on it.
 """
 import importlib.util
 import math

@@ -220,19 +220,23 @@ def sweep(dae: DAE, part: Partition, start: dict, points_per_path=None, seed=0, 
 
 
 def _resolved(q, predicted, corrected, scales) -> bool:
-    """Whether a continuation step resolved the solution curve: Newton
+    """Whether a continuation step stayed on the solution curve: Newton
     moved the tangent prediction by no more than the prediction moved from
-    q (unit-scaled, largest coordinate).  The predictor's error grows as
-    κ·h² (κ the curve's curvature, h the step) and its move as h, so the
-    ratio, κ·h, stays well below 1 where the step is small against the
-    curve's radius of curvature, and halving the step halves it.  Where it
-    exceeds 1 the step has left the curve: it stepped over a fold
-    (the independent coordinates' limit on this branch, Φ_d singular
-    there) and Newton, converging all the same, found another assembly at
-    those independent values.  Why: a McPherson strut's sweep did that at
-    a fold of its lower arm's angle (the predictor's error on the steps
-    before it up to 0.68 of the move, at the jump 145) and ran on along
-    another assembly, its strut 0.67 m further out."""
+    q (unit-scaled, largest coordinate).  On a smooth stretch the
+    predictor's error is about κ·h² against a move of h (κ the curve's
+    curvature, h the step), a ratio far below 1.  Approaching a fold, where
+    q_d ≈ a·√δ in the independent coordinates' distance δ from it, a step
+    of x·δ that lands on the curve short of the fold has the ratio
+    (1 − x/2 − √(1 − x)) / (x/2): below 1, and 1 only landing on the fold
+    itself.  A larger correction is not this branch: the step went over a
+    fold and Newton, converging all the same, found another assembly at
+    those independent values; the step is then halved, as when Newton
+    fails.  Why: a McPherson strut's sweep did that at a fold of its lower
+    arm's angle (the ratio up to 0.68 on the steps before it, 145 at the
+    jump) and ran on along another assembly, its strut 0.67 m further out.
+    At a singularity that is no simple fold (the full Φ_q singular too)
+    steps on the curve can exceed 1 close to it, and the path stops a
+    fraction of a step earlier than it could."""
     corrector = np.max(np.abs(corrected - predicted) / scales)
     move = np.max(np.abs(predicted - q) / scales)
     return bool(corrector <= move)
