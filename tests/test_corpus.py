@@ -11,13 +11,17 @@ check, asserting the outcomes and numbers it reports:
 - the start check itself, the corpus's guard against a silent wrong start:
   the four-bar's assembled start passes it, the mirror assembly (which
   closes every loop just as well) fails it on the branch hint and the pose;
-- the fuzzer's cases are a function of the seed alone.
+- the fuzzer's cases are a function of the seed alone;
+- McPherson's workspace sweep stops at the folds of its lower arm's angle
+  (against pseudo-arclength continuation) instead of stepping over one
+  onto another assembly, and ``fmigen check`` passes on it.
 """
 import importlib.util
 import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,3 +180,76 @@ def test_mcpherson_tie_rod_stays_on_its_branch_from_rest(tmp_path):
     assert abs(coarse["tie_a"]).max() < 0.01 and abs(coarse["tie_a"][1] - fine["tie_a"][1]) < 1e-8
     assert abs(coarse["lower"] - fine["lower"]).max() < 1e-8
     assert abs(coarse["der(lower)"] - fine["der(lower)"]).max() < 1e-6
+
+
+def _fold_of_lower(num, q, direction, ds=0.01):
+    """Where the lower arm's angle turns on the solution curve Φ(q) = 0
+    through q, followed by pseudo-arclength continuation (no partition,
+    nothing of workspace.sweep) in the ``direction`` lower first moves:
+    each step ds along the null vector of Φ_q, corrected by Newton on Φ
+    and the arclength condition; where d(lower)/ds changes sign, again
+    from the step before with ds / 10, down to 1e-6.  The configuration
+    there, with the smallest singular value of the full Φ_q."""
+    def tangent(x, prev):
+        t = np.linalg.svd(num.Phi_q(0.0, x))[2][-1]
+        return -t if t @ prev < 0 else t
+    t = tangent(q, np.eye(len(q))[0] * direction)
+    while ds >= 1e-6:
+        for _ in range(2000):
+            x = q + ds * t
+            for _ in range(20):
+                dx = np.linalg.solve(np.vstack([num.Phi_q(0.0, x), t]),
+                                     np.append(num.Phi(0.0, x), t @ (x - q) - ds))
+                x -= dx
+                if np.abs(dx).max() < 1e-14:
+                    break
+            t_next = tangent(x, t)
+            if t_next[0] * t[0] < 0:
+                break
+            q, t = x, t_next
+        ds /= 10
+    return q, np.linalg.svd(num.Phi_q(0.0, q), compute_uv=False)[-1]
+
+
+def test_mcpherson_sweep_stops_at_the_folds_of_its_lower_arm():
+    """The McPherson corner's lower arm angle has a largest and a smallest
+    value on the start's assembly (a fold: Φ_d, the constraint Jacobian of
+    the other coordinates, turns singular while the full Φ_q keeps its
+    rank).  The workspace sweep (Newton continuation in lower) must stop
+    there as at a physical singularity.  Before it checked that each step
+    resolved the curve (``workspace._resolved``), its step from 0.66 mrad
+    short of the smallest overshot the fold and Newton converged to another
+    assembly (the strut 0.67 m further out), on which the sweep ran on to
+    lower = −2.51; ``fmigen check`` then failed the generated kinematics,
+    which rightly found nothing continuing the previous solve there.
+    Against the folds from pseudo-arclength continuation, which needs no
+    partition: each path ends within one sweep step short of its fold, and
+    ``check`` passes with the two folds as its physical singularities."""
+    from corpus.mcpherson import build
+    from fmigen.build.derived import dae_of
+    from fmigen.build.pipeline import prepare_mechanism
+    from fmigen.derive.partition import choose_partition
+    from fmigen.derive.workspace import sweep
+    from fmigen.verify.check import check
+    mech = prepare_mechanism(build())
+    dae = dae_of(mech)
+    part = choose_partition(dae)
+    assert [dae.names[i] for i in part.independent] == ["lower"]
+    start = {c.name: c.start for c in mech.coordinates}
+    sw = sweep(dae, part, start)
+    q0 = np.array([start[n] for n in dae.names])
+    step = 2 * np.pi / 720
+    ends = {p["path"]: p for p in sw.physical}
+    for path, direction in ((0, 1.0), (1, -1.0)):
+        fold, smin = _fold_of_lower(dae.numeric, q0.copy(), direction)
+        assert smin > 0.02              # a fold of the partition, not a singular Φ_q
+        end = sw.points[sw.paths[path][-1]][0]
+        assert ends[path]["kind"] == "no assembly beyond"
+        assert 0 < direction * (fold[0] - end) < step, (path, fold[0], end)
+    # the folds: lower = 1.20628 and −1.10894
+    assert sw.points[sw.paths[0][-1]][0] == pytest.approx(1.2063, abs=step)
+    assert sw.points[sw.paths[1][-1]][0] == pytest.approx(-1.1089, abs=step)
+    r = check(build())
+    assert r["passed"], r["branch_failures"]
+    assert sorted(p["at"]["lower"] for p in r["physical_singularities"]) == \
+        [sw.points[sw.paths[1][-1]][0], sw.points[sw.paths[0][-1]][0]]

@@ -11,8 +11,9 @@ q̇_d = −Φ_d⁻¹ Φ_i q̇_i.  Nothing here uses the Gröbner sequences, so t
 sweep is an independent reference for them: the branch it follows is the
 one continuity gives.
 
-A path stops where Φ_d becomes singular or Newton stops converging (after
-halving the step): a physical singularity of the partition (a dead centre, a
+A path stops where Φ_d becomes singular or Newton stops converging, or
+converges off the curve, to another assembly (``_resolved``), even after
+halving the step: a physical singularity of the partition (a dead centre, a
 limit of the workspace), recorded with its configuration and condition
 number.
 """
@@ -195,9 +196,11 @@ def sweep(dae: DAE, part: Partition, start: dict, points_per_path=None, seed=0, 
                 trial[indep] += h * step
                 # tangent predictor: Φ_d Δq_d = −Φ_i Δq_i
                 trial[dep] -= np.linalg.solve(Jd[:, dep], Jd[:, indep] @ (h * step))
+                predicted = trial.copy()
                 nxt = continuation_newton(num, 0.0, trial, dep)
-                if nxt is not None:
+                if nxt is not None and _resolved(q, predicted, nxt, scales):
                     break
+                nxt = None
                 h /= 2
             if nxt is None:
                 physical.append(_stop(dae, indep, q, cond, "no assembly beyond", len(paths)))
@@ -214,6 +217,29 @@ def sweep(dae: DAE, part: Partition, start: dict, points_per_path=None, seed=0, 
     log(f"workspace sweep: {len(points)} configurations on {len(paths)} paths, "
         f"{len(physical)} path end(s) at a physical singularity or workspace limit")
     return Sweep(np.array(points), paths, physical, np.array(conds))
+
+
+def _resolved(q, predicted, corrected, scales) -> bool:
+    """Whether a continuation step stayed on the solution curve: Newton
+    moved the tangent prediction by no more than the prediction moved from
+    q (unit-scaled, largest coordinate).  On a smooth stretch the
+    predictor's error is about κ·h² against a move of h (κ the curve's
+    curvature, h the step), a ratio far below 1.  Approaching a fold, where
+    q_d ≈ a·√δ in the independent coordinates' distance δ from it, a step
+    of x·δ that lands on the curve short of the fold has the ratio
+    (1 − x/2 − √(1 − x)) / (x/2): below 1, and 1 only landing on the fold
+    itself.  A larger correction is not this branch: the step went over a
+    fold and Newton, converging all the same, found another assembly at
+    those independent values; the step is then halved, as when Newton
+    fails.  Why: a McPherson strut's sweep did that at a fold of its lower
+    arm's angle (the ratio up to 0.68 on the steps before it, 145 at the
+    jump) and ran on along another assembly, its strut 0.67 m further out.
+    At a singularity that is no simple fold (the full Φ_q singular too)
+    steps on the curve can exceed 1 close to it, and the path stops a
+    fraction of a step earlier than it could."""
+    corrector = np.max(np.abs(corrected - predicted) / scales)
+    move = np.max(np.abs(predicted - q) / scales)
+    return bool(corrector <= move)
 
 
 def _stop(dae, indep, q, cond, why, path):
