@@ -260,13 +260,13 @@ class Core:
         """fmigen_core_limit: is the accepted state in self.base at most
         about two steps short of a limit position of the partition
         (FMIGEN_LIMIT_GAIN, fmigen_runtime.h)?  Keeps its max|v_i| and
-        max|v_d| (unit scales; with several independent coordinates
+        max|v_d| (unit scales; with two independent coordinates
         |v_d| / ‖B‖ and |v_d|, Euclidean, ``velocity_gain``); 1 with the
         message when, against the state two accepted steps earlier, the
         first fell by the gain and their ratio (the amplification ‖B‖)
         rose by it."""
         m, v, b = self.m, self.base["v"], self.base
-        if m.NQ == m.NI:                  # FMIGEN_LIMIT_TEST: a loop
+        if m.NI > 2 or m.NQ == m.NI:      # FMIGEN_LIMIT_TEST: one or two, and a loop
             return 0
         vi, vd = 0.0, 0.0
         if m.NI == 1:
@@ -306,22 +306,16 @@ class Core:
         return 1
 
     def velocity_gain(self, nvi, nvd):
-        """fmigen_core.c's velocity_gain: the Frobenius ‖B‖ (unit scales)
-        on the plane of the base's direction of motion u and the unit
-        vector across it from the axis u has least of (exact for two
-        independent coordinates); None when the solve fails."""
+        """fmigen_core.c's velocity_gain (two independent coordinates): the
+        Frobenius ‖B‖ (unit scales) on the base's direction of motion u and
+        the one across it; None when the solve fails."""
         m, b = self.m, self.base
         v = b["v"]
-        d = [v[i] / m.unit_scale[i] / nvi for i in m.independent]
-        k = 0
-        for j in range(m.NI):
-            if fabs(d[j]) < fabs(d[k]):
-                k = j
-        um = d[k]
-        norm = math.sqrt(1.0 - um * um)
+        i0, i1 = m.independent
+        u0, u1 = v[i0] / m.unit_scale[i0] / nvi, v[i1] / m.unit_scale[i1] / nvi
         w = list(v)
-        for j, i in enumerate(m.independent):
-            w[i] += nvi * m.unit_scale[i] * (((1.0 if j == k else 0.0) - um * d[j]) / norm)
+        w[i0] -= nvi * m.unit_scale[i0] * u1
+        w[i1] += nvi * m.unit_scale[i1] * u0
         message = self.message           # a failed solve here is no failure of the step
         if self.velocities(b["t"], b["q"], w)[0]:
             self.message = message

@@ -445,34 +445,25 @@ static void limit_record(FmigenCore *c, double vi0, double vd0, double vi, doubl
     for (int i = 0; i < NI; i++) c->err_q[i] = c->base.q[P->independent[i]];
 }
 
-#if NI > 1
+#if NI == 2
 /* ‖B‖ at the base's state, in unit scales (B̃ = S_d⁻¹ B S_i), Frobenius:
- * Σ ‖B̃e‖² over an orthonormal basis.  Its first vector is the state's own
- * direction of motion u = ṽ_i / |ṽ_i| (B̃u = ṽ_d / |ṽ_i|, known); the second
- * is the unit vector across it from the axis u has least of, e_m − u_m u,
+ * Σ ‖B̃e‖² over an orthonormal basis of the two independent velocities.
+ * Its first vector is the state's own direction of motion u = ṽ_i / |ṽ_i|
+ * (B̃u = ṽ_d / |ṽ_i|, known); the second the one across it, (−u_1, u_0):
  * one solve with Φ_d (the generated velocities at v_i + |ṽ_i| S_i p, less
- * the state's v_d: Φ_t cancels).  With two independent coordinates that is
- * the whole basis and ‖B‖ exact; with more, a lower bound on that plane,
- * which a fold whose direction lies across both misses (the kinematics then
- * stops at it).  At a fold the motion's own direction runs along it: the
- * second vector is the one B amplifies.  NaN when the solve fails. */
+ * the state's v_d: Φ_t cancels).  At a fold the motion's own direction
+ * runs along it, so the second is the one B amplifies.  NaN when the solve
+ * fails. */
 static double velocity_gain(FmigenCore *c, double nvi, double nvd)
 {
     const FmigenPartition *P = FMIGEN_PART(c);
     const double *v = c->base.v;
-    double dir[NI], w[NQ];
-    int m = 0;
-    for (int j = 0; j < NI; j++) {
-        const int i = P->independent[j];
-        dir[j] = v[i] / fmigen_unit_scale[i] / nvi;
-        if (fabs(dir[j]) < fabs(dir[m])) m = j;
-    }
-    const double um = dir[m], norm = sqrt(1.0 - um * um);
+    const int i0 = P->independent[0], i1 = P->independent[1];
+    const double u0 = v[i0] / fmigen_unit_scale[i0] / nvi, u1 = v[i1] / fmigen_unit_scale[i1] / nvi;
+    double w[NQ];
     memcpy(w, v, sizeof w);
-    for (int j = 0; j < NI; j++) {
-        const int i = P->independent[j];
-        w[i] += nvi * fmigen_unit_scale[i] * (((j == m) - um * dir[j]) / norm);
-    }
+    w[i0] -= nvi * fmigen_unit_scale[i0] * u1;
+    w[i1] += nvi * fmigen_unit_scale[i1] * u0;
     if (P->velocities(c->base.t, c->base.q, w, c->p, c->u, FMIGEN_MEMO_TRIG(&c->solved))) return NAN;
     double bp = 0.0;
     for (int k = 0; k < NQ - NI; k++) {
@@ -496,8 +487,8 @@ FMIGEN_ALWAYS_INLINE int core_limit(FmigenCore *c)
     FMIGEN_UNROLL for (int k = 0; k < NQ - NI; k++)
         vd = fmigen_max(vd, fabs(v[P->dependent[k]]) / fmigen_unit_scale[P->dependent[k]]);
 #else
-    /* Euclidean, like the Frobenius ‖B‖; vi = |ṽ_d| / ‖B‖, 0 at rest (no
-     * direction of motion, nothing that could pass a limit) */
+    /* two: Euclidean, like the Frobenius ‖B‖; vi = |ṽ_d| / ‖B‖, 0 at rest
+     * (no direction of motion, nothing that could pass a limit) */
     double vi2 = 0.0, vd2 = 0.0;
     for (int k = 0; k < NI; k++) {
         const double x = v[P->independent[k]] / fmigen_unit_scale[P->independent[k]];

@@ -836,14 +836,16 @@ void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b);
  * smooth, max|v_i| falling means the configuration barely moves, and B
  * (the amplification, for one degree of freedom) with it.  A step that
  * sees both change by this factor or more is refused (fmigen_core.c,
- * fmigen_core_limit).  With several independent coordinates (a five-bar's
- * two cranks at its dyad's fold) only the component of v_i across the
- * fold vanishes; the motion along it goes on, and max|v_d| / max|v_i|
- * stays bounded.  There the test measures ‖B‖ itself (NI solves with Φ_d,
- * the unit-scaled row-sum norm, which for one coordinate is that
- * amplification), and max|v_d| / ‖B‖ takes the place of max|v_i|: it falls
- * like |t − t*| at a fold, and stays put where B rises from zero (v_d rises
- * with it). */
+ * fmigen_core_limit).  With two independent coordinates (a five-bar's two
+ * cranks at its dyad's fold) only the component of v_i across the fold
+ * vanishes; the motion along it goes on, and max|v_d| / max|v_i| stays
+ * bounded.  There the test measures ‖B‖ itself (its Frobenius norm in unit
+ * scales, one more solve with Φ_d), and |v_d| / ‖B‖ takes the place of
+ * max|v_i|: it falls like |t − t*| at a fold, and stays put where B rises
+ * from zero (v_d rises with it).  With more, the exact norm needs NI − 1
+ * solves per step, and an estimate on a plane of them changes with the
+ * direction of motion, which a test two steps apart cannot tell from a
+ * limit: no test (the kinematics stops at a limit). */
 #ifndef FMIGEN_LIMIT_GAIN
 #define FMIGEN_LIMIT_GAIN 2.0
 #endif
@@ -891,9 +893,10 @@ void fmigen_event_indicators(double t, const double *q, const double *v, const d
 #endif
 #define FMIGEN_NX (FMIGEN_FORMULATION ? 2 * NQ : 2 * NI)
 #define FMIGEN_SWITCHING (NPART > 1 && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
-/* the test for a limit position ahead (FMIGEN_LIMIT_GAIN): dependent
- * coordinates (an open chain has no such limit) */
-#define FMIGEN_LIMIT_TEST (NQ > NI && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
+/* the test for a limit position ahead (FMIGEN_LIMIT_GAIN): one or two
+ * independent coordinates, and dependent ones (an open chain has no such
+ * limit) */
+#define FMIGEN_LIMIT_TEST (NI <= 2 && NQ > NI && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
 #define FMIGEN_PART(c) (&FMIGEN_MODEL_FN(fmigen_partitions)[(c)->part])
 
 #ifndef FMIGEN_RESIDUAL_ANGLES
