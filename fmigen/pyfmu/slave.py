@@ -296,7 +296,7 @@ class Core:
         if not (full and FMIGEN_LIMIT_GAIN * vi < vi0 and vd > 0.0 and vd * vi0 >= FMIGEN_LIMIT_GAIN * vd0 * vi):
             return 0
         at = ", ".join(f"{m.names[i]}={b['q'][i]:.9g}" for i in m.independent)
-        fell, rose = ("max|v_i|", "max|v_d|/max|v_i|") if m.NI == 1 else ("max|v_d|/|B|", "|B| = |dq_d/dq_i|")
+        fell, rose = ("max|v_i|", "max|v_d|/max|v_i|") if m.NI == 1 else ("|v_d|/|B|", "|B| = |dq_d/dq_i|")
         msg = (f"limit position at t={b['t']:.9g} ({at}): the Jacobian of the constraints with respect to the "
                f"dependent coordinates is turning singular (in two steps {fell} fell {vi0 / vi:.3g}-fold while "
                f"{rose} rose {vd * vi0 / (vd0 * vi):.3g}-fold, to {vd / vi:.3g}); the mechanism "

@@ -429,9 +429,10 @@ static int switch_partition(FmigenCore *c, double *x)
  * like 1/|t − t*| there while v_d stays finite.  The test keeps the state's
  * max|v_d| and w = max|v_d| / ‖B‖ (the independent velocity along what B
  * amplifies; for one independent coordinate ‖B‖ = max|v_d| / |v_i|, so w =
- * |v_i|) and compares them with the ones two accepted states earlier: w fell
- * by the gain or more, and ‖B‖ = max|v_d| / w rose by it (products, so
- * that a state at rest, w = 0, compares without a division).  A
+ * |v_i|; for two, Euclidean |v_d| and Frobenius ‖B‖, velocity_gain) and
+ * compares them with the ones two accepted states earlier: w fell by the
+ * gain or more, and ‖B‖ = max|v_d| / w rose by it (products, so that a
+ * state at rest, w = 0, compares without a division).  A
  * Co-Simulation step from there would turn the independent coordinates
  * back on the same branch of the solution and carry on with a motion the
  * mechanism does not make; so the step fails (Discard) with a message
@@ -450,8 +451,8 @@ static void limit_record(FmigenCore *c, double vi0, double vd0, double vi, doubl
  * Σ ‖B̃e‖² over an orthonormal basis of the two independent velocities.
  * Its first vector is the state's own direction of motion u = ṽ_i / |ṽ_i|
  * (B̃u = ṽ_d / |ṽ_i|, known); the second the one across it, (−u_1, u_0):
- * one solve with Φ_d (the generated velocities at v_i + |ṽ_i| S_i p, less
- * the state's v_d: Φ_t cancels).  At a fold the motion's own direction
+ * one solve with Φ_d (the generated velocities at v_i + |ṽ_i| S_i (−u_1,
+ * u_0), less the state's v_d: Φ_t cancels).  At a fold the motion's own direction
  * runs along it, so the second is the one B amplifies.  NaN when the solve
  * fails. */
 static double velocity_gain(FmigenCore *c, double nvi, double nvd)
@@ -671,7 +672,7 @@ const char *fmigen_core_message(FmigenCore *c)
                      "singular (in two steps %s fell %.3g-fold while %s rose %.3g-fold, "
                      "to %.3g); the mechanism passes onto another assembly branch, which these independent "
                      "coordinates do not parametrize: declare switch_independent to carry the motion through",
-                     NI == 1 ? "max|v_i|" : "max|v_d|/|B|", vi0 / vi,
+                     NI == 1 ? "max|v_i|" : "|v_d|/|B|", vi0 / vi,
                      NI == 1 ? "max|v_d|/max|v_i|" : "|B| = |dq_d/dq_i|", vd * vi0 / (vd0 * vi), vd / vi);
         }
         break;
