@@ -20,6 +20,7 @@ import sys
 from ctypes import byref, c_double
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fmpy import extract, read_model_description, simulate_fmu
 from fmpy.fmi1 import FMICallException
@@ -195,3 +196,110 @@ def test_with_a_switch_set_the_fmu_carries_the_motion_through_the_limit(tmp_path
     res = simulate_fmu(str(tmp_path / "switching.fmu"), stop_time=1.0, output_interval=1e-3, output=["theta"])
     assert res["time"][-1] == pytest.approx(1.0)
     assert res["theta"].min() == pytest.approx(THETA_LIMIT, abs=1e-3) and res["theta"][-1] > THETA_LIMIT + 0.05
+
+
+# -- two independent coordinates: a five-bar's dyad at its fold ------------
+
+#: fuzz seed 1 case 175 (``scripts/corpus.py --fuzz 200 --seed 1``)
+FOLD_PARAMS = {"ground": 1.493, "crank1": 1.21, "coupler1": 2.465, "coupler2": 0.709, "crank2": 2.272,
+               "theta1": 5.682, "theta2": 5.984, "up": True, "tau1": -4.4112, "tau2": 3.9875}
+#: where the references pass the dyad's fold (C = 0, between the samples
+#: C = +0.0107 at 0.726 s and C = -0.031 at 0.73 s); the old FMU turned C
+#: back there and ran on with OK until its kinematics failed at 0.9445 s
+T_FOLD = 0.73
+
+
+def fuzz_five_bar():
+    from corpus._families import five_bar
+    return five_bar("fold_five_bar", "fuzz seed 1 case 175: a five-bar whose dyad passes its fold", **FOLD_PARAMS)
+
+
+def _assert_fold_message(text, t_lo=0.72):
+    assert "limit position at t=" in text and "theta1=" in text and "theta2=" in text
+    assert "switch_independent" in text
+    t = float(text.split("limit position at t=")[1].split(" ")[0])
+    assert t_lo < t < T_FOLD
+
+
+def test_five_bar_discards_at_its_fold_before_leaving_the_references(tmp_path, capsys):
+    """Two independent coordinates (the cranks θ1, θ2): at the dyad's fold
+    only the cranks' velocity across it vanishes, so max|v_d|/max|v_i|
+    stays bounded and the one-coordinate test saw nothing; ‖Φ_d⁻¹Φ_i‖
+    grows like 1/|t − t*|.  The FMU now stops with Discard a step before
+    the fold, and up to there it is within validate's tolerance of the IDA
+    and Cartesian references (before, it ran on with OK 5.76 rad off)."""
+    from fmigen.verify.compare import coordinate_error
+    from fmigen.verify.validate import DEFAULT_COORD_TOL, validate
+    r = validate(fuzz_five_bar(), stop_time=1.0, output_interval=1e-3, fmu_path=tmp_path / "fold.fmu")
+    text = capsys.readouterr().err                     # fmpy prints the FMU's message there
+    _assert_fold_message(text)
+    t = r.times
+    assert 0.725 < t[-1] < T_FOLD
+    ida = r.reference
+    err = {n: coordinate_error(r.fmu_result[n], ida.q[:, i]) for i, n in enumerate(ida.names)}
+    # validate's own grid (0.01 s) up to the stop: every coordinate within its tolerance
+    grid = np.isclose(t * 100, np.round(t * 100), atol=1e-6)
+    assert all(e[grid].max() <= DEFAULT_COORD_TOL for e in err.values()), {n: e[grid].max() for n, e in err.items()}
+    # every 1 ms sample to the stop: the cranks within it; the couplers
+    # within what B = dq_d/dq_i makes of the cranks' error there (δq_d ≈ B δq_i,
+    # ‖B‖ the message's, at the stop, the largest on the way)
+    cranks = np.hypot(err["theta1"], err["theta2"])
+    assert cranks.max() <= DEFAULT_COORD_TOL
+    gain = float(text.split("|B| = |dq_d/dq_i| rose ")[1].split(", to ")[1].split(")")[0])
+    assert 100 < gain < 1000
+    assert max(err["A"].max(), err["C"].max()) <= gain * cranks.max()
+    # the stop is ahead of the fold: there the references' C is still > 0, as the FMU's
+    c = ida.names.index("C")
+    assert ida.q[-1, c] > 0 and r.fmu_result["C"][-1] > 0
+
+
+@pytest.fixture(scope="module")
+def fold_compiled():
+    return compile_model(prepare_mechanism(fuzz_five_bar()))
+
+
+def test_five_bar_fold_in_every_runtime(fold_compiled, tmp_path):
+    """FMI 3 Co-Simulation, FMI 2 Model Exchange (fmpy's CVode: the
+    accepted state ahead of the fold makes CompletedIntegratorStep return
+    Discard) and the Python runtime, which stops where the C FMU does."""
+    c = fold_compiled
+    paths = {(fmi, kind): fmu_mod.package(c.embedding, c.generated, tmp_path / f"fold{fmi}{kind}.fmu", fmi=fmi,
+                                          kind=kind, windows=False, use_cache=True)
+             for fmi, kind in (("2", "cs"), ("3", "cs"), ("2", "me"))}
+    rc = simulate_fmu(str(paths[("2", "cs")]), stop_time=1.0, output_interval=1e-3, output=["theta1", "C"])
+    assert 0.72 < rc["time"][-1] < T_FOLD
+    messages = []
+    with pytest.raises(FMICallException) as e:
+        simulate_fmu(str(paths[("3", "cs")]), stop_time=1.0, output_interval=1e-3, output=["C"],
+                     logger=_logger(messages), debug_logging=True)
+    assert e.value.status == 2 and "fmi3DoStep" in str(e.value)
+    _assert_fold_message(next(m for m in messages if "limit position" in m))
+    messages = []
+    with pytest.raises(FMICallException) as e:
+        simulate_fmu(str(paths[("2", "me")]), stop_time=1.0, output_interval=1e-2, output=["C"],
+                     logger=_logger(messages), debug_logging=True)
+    assert e.value.status == 2 and "CompletedIntegratorStep" in str(e.value)
+    _assert_fold_message(next(m for m in messages if "limit position" in m), t_lo=0.7)   # CVode's own steps
+    messages = []
+    rp = simulate_fmu(str(pyruntime.package(c, tmp_path / "fold_py.fmu")), stop_time=1.0, output_interval=1e-3,
+                      output=["theta1", "C"], logger=_logger(messages), debug_logging=True)
+    assert rp["time"][-1] == rc["time"][-1]
+    assert abs(rp["C"] - rc["C"]).max() <= 1e-9
+    _assert_fold_message(next(m for m in messages if "limit position" in m))
+
+
+def test_with_a_switch_set_the_five_bar_passes_its_fold(tmp_path):
+    """The switch comes first for two coordinates too: with (θ1, C) as a
+    second set of independent coordinates the FMU switches before the
+    dyad's fold (C is regular there) and follows the mechanism onto the
+    other assembly, within 1e-6 of the IDA reference over 1 s, where the FMU
+    without the set stops at 0.726 s."""
+    from fmigen.build.pipeline import as_mechanism
+    from fmigen.verify.validate import DEFAULT_COORD_TOL, validate
+    m = as_mechanism(fuzz_five_bar())
+    m.switch_independent = [["theta1", "C"]]
+    r = validate(m, stop_time=1.0, fmu_path=tmp_path / "fold_switching.fmu")
+    assert r.fmu_result["time"][-1] == pytest.approx(1.0)
+    ida = r.references["ida"]["max_abs_error"]
+    assert max(ida.values()) < DEFAULT_COORD_TOL, ida
+    assert r.fmu_result["C"][-1] < 0                      # on the dyad's other assembly

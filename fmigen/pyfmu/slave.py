@@ -260,17 +260,35 @@ class Core:
         """fmigen_core_limit: is the accepted state in self.base at most
         about two steps short of a limit position of the partition
         (FMIGEN_LIMIT_GAIN, fmigen_runtime.h)?  Keeps its max|v_i| and
-        max|v_d| (unit scales); 1 with the message when, against the state
-        two accepted steps earlier, max|v_i| fell by the gain and
-        max|v_d|/max|v_i| rose by it."""
+        max|v_d| (unit scales; with two independent coordinates
+        |v_d| / ‖B‖ and |v_d|, Euclidean, ``velocity_gain``); 1 with the
+        message when, against the state two accepted steps earlier, the
+        first fell by the gain and their ratio (the amplification ‖B‖)
+        rose by it."""
         m, v, b = self.m, self.base["v"], self.base
-        if m.NI != 1 or m.NQ == m.NI:     # FMIGEN_LIMIT_TEST: one degree of freedom, and a loop
+        if m.NI > 2 or m.NQ == m.NI:      # FMIGEN_LIMIT_TEST: one or two, and a loop
             return 0
         vi, vd = 0.0, 0.0
-        for i in m.independent:
-            vi = fmax(vi, fabs(v[i]) / m.unit_scale[i])
-        for i in m.dependent:
-            vd = fmax(vd, fabs(v[i]) / m.unit_scale[i])
+        if m.NI == 1:
+            for i in m.independent:
+                vi = fmax(vi, fabs(v[i]) / m.unit_scale[i])
+            for i in m.dependent:
+                vd = fmax(vd, fabs(v[i]) / m.unit_scale[i])
+        else:
+            vi2, vd2 = 0.0, 0.0
+            for i in m.independent:
+                x = v[i] / m.unit_scale[i]
+                vi2 += x * x
+            for i in m.dependent:
+                x = v[i] / m.unit_scale[i]
+                vd2 += x * x
+            vd = math.sqrt(vd2)
+            if vi2 > 0.0:
+                g = self.velocity_gain(math.sqrt(vi2), vd)
+                if g is not None and g > 0.0:
+                    vi = vd / g
+                else:
+                    vd = 0.0
         vi0, vd0, full = self.lim_vi[0], self.lim_vd[0], self.lim_n >= 2
         self.lim_vi = [self.lim_vi[1], vi]
         self.lim_vd = [self.lim_vd[1], vd]
@@ -278,13 +296,36 @@ class Core:
         if not (full and FMIGEN_LIMIT_GAIN * vi < vi0 and vd > 0.0 and vd * vi0 >= FMIGEN_LIMIT_GAIN * vd0 * vi):
             return 0
         at = ", ".join(f"{m.names[i]}={b['q'][i]:.9g}" for i in m.independent)
+        fell, rose = ("max|v_i|", "max|v_d|/max|v_i|") if m.NI == 1 else ("|v_d|/|B|", "|B| = |dq_d/dq_i|")
         msg = (f"limit position at t={b['t']:.9g} ({at}): the Jacobian of the constraints with respect to the "
-               f"dependent coordinates is turning singular (in two steps max|v_i| fell {vi0 / vi:.3g}-fold while "
-               f"max|v_d|/max|v_i| rose {vd * vi0 / (vd0 * vi):.3g}-fold, to {vd / vi:.3g}); the mechanism "
+               f"dependent coordinates is turning singular (in two steps {fell} fell {vi0 / vi:.3g}-fold while "
+               f"{rose} rose {vd * vi0 / (vd0 * vi):.3g}-fold, to {vd / vi:.3g}); the mechanism "
                "passes onto another assembly branch, which these independent coordinates do not parametrize: "
                "declare switch_independent to carry the motion through")
         self.message = msg.encode()[:FMIGEN_MESSAGE_SIZE - 1].decode(errors="ignore")
         return 1
+
+    def velocity_gain(self, nvi, nvd):
+        """fmigen_core.c's velocity_gain (two independent coordinates): the
+        Frobenius ‖B‖ (unit scales) on the base's direction of motion u and
+        the one across it; None when the solve fails."""
+        m, b = self.m, self.base
+        v = b["v"]
+        i0, i1 = m.independent
+        u0, u1 = v[i0] / m.unit_scale[i0] / nvi, v[i1] / m.unit_scale[i1] / nvi
+        w = list(v)
+        w[i0] -= nvi * m.unit_scale[i0] * u1
+        w[i1] += nvi * m.unit_scale[i1] * u0
+        message = self.message           # a failed solve here is no failure of the step
+        if self.velocities(b["t"], b["q"], w)[0]:
+            self.message = message
+            return None
+        bp = 0.0
+        for i in m.dependent:
+            e = (w[i] - v[i]) / m.unit_scale[i] / nvi
+            bp += e * e
+        bu = nvd / nvi
+        return math.sqrt(bu * bu + bp)
 
     def one_step(self, x, t, h):
         n = len(x)

@@ -425,14 +425,18 @@ static int switch_partition(FmigenCore *c, double *x)
 #if FMIGEN_LIMIT_TEST
 /* Is the state the base holds (just accepted: complete q and v) at most
  * about two steps short of a limit position of the active partition
- * (FMIGEN_LIMIT_GAIN)?  It keeps the state's max|v_i| and max|v_d| and
- * compares them with the ones two accepted states earlier: max|v_i| fell
- * by the gain or more, and the amplification max|v_d| / max|v_i| rose by
- * it (products, so that a state at rest, max|v_i| = 0, compares without a
- * division).  A Co-Simulation step from there would turn the independent
- * coordinates back on the same branch of the solution and carry on with a
- * motion the mechanism does not make; so the step fails (Discard) with a
- * message naming the coordinates.  Returns 1 then. */
+ * (FMIGEN_LIMIT_GAIN)?  The velocity map v_d = B v_i, B = −Φ_d⁻¹Φ_i, grows
+ * like 1/|t − t*| there while v_d stays finite.  The test keeps the state's
+ * max|v_d| and w = max|v_d| / ‖B‖ (the independent velocity along what B
+ * amplifies; for one independent coordinate ‖B‖ = max|v_d| / |v_i|, so w =
+ * |v_i|; for two, Euclidean |v_d| and Frobenius ‖B‖, velocity_gain) and
+ * compares them with the ones two accepted states earlier: w fell by the
+ * gain or more, and ‖B‖ = max|v_d| / w rose by it (products, so that a
+ * state at rest, w = 0, compares without a division).  A
+ * Co-Simulation step from there would turn the independent coordinates
+ * back on the same branch of the solution and carry on with a motion the
+ * mechanism does not make; so the step fails (Discard) with a message
+ * naming the coordinates.  Returns 1 then. */
 /* the numbers the message quotes (fmigen_core_message formats them) */
 static void limit_record(FmigenCore *c, double vi0, double vd0, double vi, double vd)
 {
@@ -442,15 +446,66 @@ static void limit_record(FmigenCore *c, double vi0, double vd0, double vi, doubl
     for (int i = 0; i < NI; i++) c->err_q[i] = c->base.q[P->independent[i]];
 }
 
+#if NI == 2
+/* ‖B‖ at the base's state, in unit scales (B̃ = S_d⁻¹ B S_i), Frobenius:
+ * Σ ‖B̃e‖² over an orthonormal basis of the two independent velocities.
+ * Its first vector is the state's own direction of motion u = ṽ_i / |ṽ_i|
+ * (B̃u = ṽ_d / |ṽ_i|, known); the second the one across it, (−u_1, u_0):
+ * one solve with Φ_d (the generated velocities at v_i + |ṽ_i| S_i (−u_1,
+ * u_0), less the state's v_d: Φ_t cancels).  At a fold the motion's own direction
+ * runs along it, so the second is the one B amplifies.  NaN when the solve
+ * fails. */
+static double velocity_gain(FmigenCore *c, double nvi, double nvd)
+{
+    const FmigenPartition *P = FMIGEN_PART(c);
+    const double *v = c->base.v;
+    const int i0 = P->independent[0], i1 = P->independent[1];
+    const double u0 = v[i0] / fmigen_unit_scale[i0] / nvi, u1 = v[i1] / fmigen_unit_scale[i1] / nvi;
+    double w[NQ];
+    memcpy(w, v, sizeof w);
+    w[i0] -= nvi * fmigen_unit_scale[i0] * u1;
+    w[i1] += nvi * fmigen_unit_scale[i1] * u0;
+    if (P->velocities(c->base.t, c->base.q, w, c->p, c->u, FMIGEN_MEMO_TRIG(&c->solved))) return NAN;
+    double bp = 0.0;
+    for (int k = 0; k < NQ - NI; k++) {
+        const int i = P->dependent[k];
+        const double d = (w[i] - v[i]) / fmigen_unit_scale[i] / nvi;
+        bp += d * d;
+    }
+    const double bu = nvd / nvi;
+    return sqrt(bu * bu + bp);
+}
+#endif
+
 FMIGEN_ALWAYS_INLINE int core_limit(FmigenCore *c)
 {
     const FmigenPartition *P = FMIGEN_PART(c);
     const double *v = c->base.v;
     double vi = 0.0, vd = 0.0;
+#if NI == 1
     FMIGEN_UNROLL for (int k = 0; k < NI; k++)
         vi = fmigen_max(vi, fabs(v[P->independent[k]]) / fmigen_unit_scale[P->independent[k]]);
     FMIGEN_UNROLL for (int k = 0; k < NQ - NI; k++)
         vd = fmigen_max(vd, fabs(v[P->dependent[k]]) / fmigen_unit_scale[P->dependent[k]]);
+#else
+    /* two: Euclidean, like the Frobenius ‖B‖; vi = |ṽ_d| / ‖B‖, 0 at rest
+     * (no direction of motion, nothing that could pass a limit) */
+    double vi2 = 0.0, vd2 = 0.0;
+    for (int k = 0; k < NI; k++) {
+        const double x = v[P->independent[k]] / fmigen_unit_scale[P->independent[k]];
+        vi2 += x * x;
+    }
+    for (int k = 0; k < NQ - NI; k++) {
+        const double x = v[P->dependent[k]] / fmigen_unit_scale[P->dependent[k]];
+        vd2 += x * x;
+    }
+    vd = sqrt(vd2);
+    if (vi2 > 0.0) {
+        const double g = velocity_gain(c, sqrt(vi2), vd);
+        if (g > 0.0) vi = vd / g;
+        else vd = 0.0;   /* B = 0 (nothing depends on v_i) or no solve: no limit */
+    }
+#endif
     const double vi0 = c->lim_vi[0], vd0 = c->lim_vd[0];
     const int full = c->lim_n >= 2;
     c->lim_vi[0] = c->lim_vi[1]; c->lim_vd[0] = c->lim_vd[1];
@@ -614,10 +669,11 @@ const char *fmigen_core_message(FmigenCore *c)
             const double vi0 = c->err_x[0], vd0 = c->err_x[1], vi = c->err_x[2], vd = c->err_x[3];
             snprintf(m + n, size - (size_t)n,
                      "): the Jacobian of the constraints with respect to the dependent coordinates is turning "
-                     "singular (in two steps max|v_i| fell %.3g-fold while max|v_d|/max|v_i| rose %.3g-fold, "
+                     "singular (in two steps %s fell %.3g-fold while %s rose %.3g-fold, "
                      "to %.3g); the mechanism passes onto another assembly branch, which these independent "
                      "coordinates do not parametrize: declare switch_independent to carry the motion through",
-                     vi0 / vi, vd * vi0 / (vd0 * vi), vd / vi);
+                     NI == 1 ? "max|v_i|" : "|v_d|/|B|", vi0 / vi,
+                     NI == 1 ? "max|v_d|/max|v_i|" : "|B| = |dq_d/dq_i|", vd * vi0 / (vd0 * vi), vd / vi);
         }
         break;
 #endif

@@ -836,12 +836,16 @@ void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b);
  * smooth, max|v_i| falling means the configuration barely moves, and B
  * (the amplification, for one degree of freedom) with it.  A step that
  * sees both change by this factor or more is refused (fmigen_core.c,
- * fmigen_core_limit).  One degree of freedom only: there the amplification
- * is ‖B(q)‖ alone, whatever v_i.  With several, max|v_i| and max|v_d| can
- * belong to unrelated coordinates (a pendulum-like part turning back while
- * a loop driven by another coordinate moves on), which this test cannot
- * tell from a limit; such a limit is caught only where the kinematics
- * fails. */
+ * fmigen_core_limit).  With two independent coordinates (a five-bar's two
+ * cranks at its dyad's fold) only the component of v_i across the fold
+ * vanishes; the motion along it goes on, and max|v_d| / max|v_i| stays
+ * bounded.  There the test measures ‖B‖ itself (its Frobenius norm in unit
+ * scales, one more solve with Φ_d), and |v_d| / ‖B‖ takes the place of
+ * max|v_i|: it falls like |t − t*| at a fold, and stays put where B rises
+ * from zero (v_d rises with it).  With more, the exact norm needs NI − 1
+ * solves per step, and an estimate on a plane of them changes with the
+ * direction of motion, which a test two steps apart cannot tell from a
+ * limit: no test (the kinematics stops at a limit). */
 #ifndef FMIGEN_LIMIT_GAIN
 #define FMIGEN_LIMIT_GAIN 2.0
 #endif
@@ -889,9 +893,10 @@ void fmigen_event_indicators(double t, const double *q, const double *v, const d
 #endif
 #define FMIGEN_NX (FMIGEN_FORMULATION ? 2 * NQ : 2 * NI)
 #define FMIGEN_SWITCHING (NPART > 1 && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
-/* the test for a limit position ahead (FMIGEN_LIMIT_GAIN): one independent
- * coordinate, and dependent ones (an open chain has no such limit) */
-#define FMIGEN_LIMIT_TEST (NI == 1 && NQ > NI && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
+/* the test for a limit position ahead (FMIGEN_LIMIT_GAIN): one or two
+ * independent coordinates, and dependent ones (an open chain has no such
+ * limit) */
+#define FMIGEN_LIMIT_TEST (NI <= 2 && NQ > NI && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
 #define FMIGEN_PART(c) (&FMIGEN_MODEL_FN(fmigen_partitions)[(c)->part])
 
 #ifndef FMIGEN_RESIDUAL_ANGLES
@@ -983,7 +988,7 @@ enum {
     FMIGEN_ERR_EMBEDDING,         /* Φ_d singular (1) or BᵀMB not positive definite (2) */
     FMIGEN_ERR_DERIVATIVE,        /* non-finite state derivative */
     FMIGEN_ERR_STATE,             /* non-finite independent coordinate or velocity */
-    FMIGEN_ERR_LIMIT,             /* limit position: err_x = max|v_i|, max|v_d| two steps apart */
+    FMIGEN_ERR_LIMIT,             /* limit position: err_x = max|v_i| (or max|v_d|/‖B‖), max|v_d|, 2 steps apart */
     FMIGEN_ERR_STEPS,             /* a step of err_x[0] s over FMIGEN_MAX_STEPS_PER_CALL internal steps */
     FMIGEN_ERR_AUGMENTED_STATE,   /* augmented formulation: non-finite coordinate or velocity */
     FMIGEN_ERR_AUGMENTED_SINGULAR /* augmented formulation: matrix err_code singular */
