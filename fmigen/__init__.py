@@ -13,4 +13,16 @@ if "numpy" not in _sys.modules:
     for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         _os.environ.setdefault(_var, "1")
 
+# sympy's expression cache (an LRU per cached function, 1,000 entries unless
+# SYMPY_CACHE_SIZE says otherwise; read when sympy is first imported) is far
+# smaller than one derivation's working set: the equations of motion
+# differentiate the same rotation products again and again, and the joint
+# CSE's pre-pass and its trials rebuild the same subexpressions.  The cache
+# only memoizes, so the expressions, and model.c, are the same bytes.
+# Measured, the corpus double wishbone's C generation alone: 16.5 s of CPU
+# with 1,000 entries, 12.1 s with 100,000; its whole cold build's peak
+# memory 146 -> 192 MB.
+if "sympy" not in _sys.modules:
+    _os.environ.setdefault("SYMPY_CACHE_SIZE", "100000")
+
 __version__ = "0.1.0"

@@ -3,7 +3,9 @@
 
 - the unit-circle trial is skipped by a count of work, the products its
   expansion would form (``expansion_products``), never by time;
-- the two joint CSEs pre-pass each expression once;
+- the two joint CSEs pre-pass each expression once, without sympifying
+  the pre-pass's dicts of factors, to sympy's result;
+- fmigen enlarges sympy's cache when imported first;
 - the Gröbner sequences' large coefficient functions are compiled at -O1
   and give the bits the model's -O2 gives."""
 import re
@@ -88,6 +90,55 @@ def test_the_joint_cses_pre_pass_each_expression_once(monkeypatch):
     assert len(joint) == 2
     assert len(seen) == len(set(seen))
     assert len(seen) < sum(joint) - 100
+
+
+def test_the_joint_cse_is_sympys_without_sympifying_dicts_of_factors(monkeypatch):
+    """The joint CSE's pre-pass builds no sympy Dict (sympy's ``Factors`` of
+    a dict of factors sympifies it to compare it with 1: ``_plain_factor_dicts``
+    spares that) and gives, with it, sympy's ``cse(..., optimizations="basic")``
+    to the srepr; afterwards ``Factors`` is sympy's own again."""
+    from sympy.core.containers import Dict
+    from sympy.core.exprtools import Factors
+    trig = sp.symbols("trig[0:4]")
+    v, p = sp.symbols("v[0:3]"), sp.symbols("p[0:3]")
+    J = [p[0] * trig[0] * trig[1] - 2 * p[1] * trig[0] * trig[2], 3 * p[2] * trig[1] * trig[3] + p[0] * trig[0]]
+    G = [(p[0] * trig[0] * v[0] + p[1] * trig[1] * v[1]) ** 2 * trig[2] - 4 * p[2] * trig[3] * v[2] * v[0],
+         6 * p[0] * trig[0] * trig[1] * v[0] * v[1] - 3 * p[1] * trig[1] * trig[2] * v[1] ** 2 / 5]
+    F = [p[0] * p[1] * trig[0] * v[0] + p[0] * p[1] * trig[1] * v[1] - p[0] * p[2] * trig[3]]
+    groups = [("J", dict(enumerate(J))), ("G", dict(enumerate(G))), ("F", dict(enumerate(F)))]
+    quantities = {"J": J, "G": G, "F": F}
+    made = []
+    new = Dict.__new__
+
+    def counted(cls, *args):
+        made.append(args)
+        return new(cls, *args)
+
+    monkeypatch.setattr(Dict, "__new__", staticmethod(counted))
+    init = Factors.__init__
+    reps, rows = ce._joint_cse(groups, quantities, G, False, {})
+    assert made == []
+    assert Factors.__init__ is init
+    monkeypatch.undo()
+    ref_reps, ref_rows = sp.cse(J + G + F, symbols=sp.numbered_symbols("w"), order="none", optimizations="basic")
+    assert len(reps) > 0
+    assert sp.srepr(reps) == sp.srepr(ref_reps)
+    assert sp.srepr(rows) == sp.srepr(ref_rows)
+
+
+def test_fmigen_imported_first_enlarges_sympys_cache():
+    """Imported before sympy, fmigen sets SYMPY_CACHE_SIZE (a derivation's
+    working set is far above sympy's default 1,000 entries), unless the user
+    set it."""
+    import os
+    import sys
+    probe = "import fmigen, sympy.core.cache as c; print(c.SYMPY_CACHE_SIZE)"
+    env = {k: val for k, val in os.environ.items() if k != "SYMPY_CACHE_SIZE"}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["100000"]
+    out = subprocess.run([sys.executable, "-c", probe], env={**env, "SYMPY_CACHE_SIZE": "500"},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["500"]
 
 
 DRIVER = r"""

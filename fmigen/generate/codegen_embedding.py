@@ -59,9 +59,12 @@ from __future__ import annotations
 
 import math
 import re
-from contextlib import nullcontext
+from collections import defaultdict
+from contextlib import contextmanager, nullcontext
 
 import sympy as sp
+from sympy.core.exprtools import Factors
+from sympy.core.sympify import CantSympify
 from sympy.simplify.cse_main import basic_optimizations, postprocess_for_cse, preprocess_for_cse
 
 from fmigen.generate import codegen_recursive as recursive
@@ -388,6 +391,43 @@ def _model_quantities(emb: Embedding, symbols: SymbolMap, trig_subs: dict):
     return groups, quantities
 
 
+class _FactorDict(dict, CantSympify):
+    """A dict of factors that sympify refuses at once (``_plain_factor_dicts``)."""
+
+
+class _FactorDefaultDict(defaultdict, CantSympify):
+    """The same for a defaultdict (``Term`` collects its factors in those)."""
+
+
+@contextmanager
+def _plain_factor_dicts():
+    """sympy's ``Factors(d)`` for a dict or defaultdict ``d``, as the same
+    object, without sympifying ``d``.  Why: ``Factors.__init__`` first asks
+    ``d in (None, S.One)``, and ``S.One == d`` sympifies the dict into a
+    sorted sympy ``Dict`` of every factor only to find it is not 1;
+    ``factor_terms`` (the joint CSE's 'basic' pre-pass) builds such a dict
+    for every term of every sum.  A dict that cannot be sympified compares
+    unequal to 1 and 0 at once and takes the same branch, which copies it
+    (a defaultdict's copy is made a plain defaultdict again), so the
+    factors, and everything the pre-pass returns, are the same."""
+    init = Factors.__init__
+
+    def plain(self, factors=None):
+        if type(factors) is dict:
+            init(self, _FactorDict(factors))          # its copy is a plain dict
+        elif type(factors) is defaultdict:
+            init(self, _FactorDefaultDict(factors.default_factory, factors))
+            self.factors = defaultdict(self.factors.default_factory, self.factors)
+        else:
+            init(self, factors)
+
+    Factors.__init__ = plain
+    try:
+        yield
+    finally:
+        Factors.__init__ = init
+
+
 def _joint_cse(groups, quantities, gamma, large: bool, prepared: dict):
     """One CSE over every model quantity, with ``gamma`` for γ's; ``prepared``
     keeps each expression's 'basic' pre-pass across calls."""
@@ -400,9 +440,10 @@ def _joint_cse(groups, quantities, gamma, large: bool, prepared: dict):
     # of _joint_cse_with_gamma share every quantity but γ, and each
     # expression's pre-pass is done once.  The same replacements and rows,
     # bit for bit, as the one call.
-    for e in every:
-        if e not in prepared:
-            prepared[e] = preprocess_for_cse(e, basic_optimizations)
+    with _plain_factor_dicts():
+        for e in every:
+            if e not in prepared:
+                prepared[e] = preprocess_for_cse(e, basic_optimizations)
     reps, rows = sp.cse([prepared[e] for e in every], symbols=sp.numbered_symbols("w"), order="none",
                         optimizations=None)
     return ([(s, postprocess_for_cse(e, basic_optimizations)) for s, e in reps],
