@@ -18,10 +18,8 @@ if "numpy" not in _sys.modules:
 # smaller than one derivation's working set: the equations of motion
 # differentiate the same rotation products again and again, and the joint
 # CSE's pre-pass and its trials rebuild the same subexpressions.  The cache
-# only memoizes, so the expressions, and model.c, are the same bytes.
-# Measured, the corpus double wishbone's C generation alone: 16.5 s of CPU
-# with 1,000 entries, 12.1 s with 100,000; its whole cold build's peak
-# memory 146 -> 192 MB.
+# only memoizes, so the expressions, and model.c, are the same bytes
+# (docs/benchmarks.md, "Measurements behind the code's choices").
 if "sympy" not in _sys.modules:
     _os.environ.setdefault("SYMPY_CACHE_SIZE", "100000")
 
