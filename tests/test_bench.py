@@ -125,11 +125,11 @@ def test_every_formulation_ends_in_the_same_state(stewart_bench):
 
 
 def test_newton_formulations_share_the_pipeline():
-    from fmigen.derive.dae import build_dae
+    from fmigen.build.derived import dae_of
     from fmigen.derive.partition import choose_partition
     from fmigen.build.pipeline import load_mechanism
     from fmigen.kinematics.triangular import triangularize
-    dae = build_dae(load_mechanism("stewart"))
+    dae = dae_of(load_mechanism("stewart"))      # the DAE a build derives, from the DAE cache
     part = choose_partition(dae)
     groebner = triangularize(dae, part)
     single = triangularize(dae, part, kinematics="newton", newton_tol=1e-8)
@@ -178,7 +178,7 @@ def test_five_link_kinematic_run_matches_an_independent_solve():
     from scipy.optimize import least_squares
 
     from fmigen.tools.bench import bench
-    from fmigen.derive.dae import build_dae
+    from fmigen.build.derived import dae_of
     from fmigen.derive.partition import choose_partition
     from fmigen.build.pipeline import load_mechanism
 
@@ -187,7 +187,7 @@ def test_five_link_kinematic_run_matches_an_independent_solve():
     assert k["drive"] == {"period": 3.0, "z": 0.08}
     assert 0 < k["ms_per_simulated_s"] and k["peak_constraint_violation"] <= 1e-14   # measured 2.2e-16
     mech = load_mechanism("five_link")
-    dae = build_dae(mech)
+    dae = dae_of(mech)      # the DAE the bench derived (derived.dae_of), read from the DAE cache
     part = choose_partition(dae)
     names = dae.names
     t_last = 0.999                                   # the last of the 1000 driven steps

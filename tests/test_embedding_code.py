@@ -22,7 +22,9 @@ from fmigen.derive.dae import build_dae
 from fmigen.derive.embed import embed, embedded_rhs
 from fmigen.model import Mechanism
 from fmigen.derive.partition import choose_partition
-from fmigen.build.pipeline import load_mechanism
+from fmigen.build.derived import dae_of
+from fmigen.build.pipeline import compile_model, load_mechanism, prepare_mechanism
+from fmigen.generate.codegen_recursive import choose as choose_dynamics
 from fmigen.kinematics.triangular import triangularize
 
 DRIVER = r"""
@@ -167,8 +169,10 @@ def pushed_stewart() -> Mechanism:
 def shipped_dae(name):
     """``build_dae(load_mechanism(name))``, derived once per worker process
     (a file's tests stay on one): the five-link's and the Stewart
-    platform's are each read by two tests.  The tests only read it."""
-    return build_dae(load_mechanism(name))
+    platform's are each read by two tests.  The tests only read it.  Through
+    the DAE cache (``derived.dae_of``: the same DAE), which the suite's
+    builds of these mechanisms fill."""
+    return dae_of(load_mechanism(name))
 
 
 def derivation(mech, kinematics="groebner", dynamics="embedded"):
@@ -184,8 +188,22 @@ def derivation(mech, kinematics="groebner", dynamics="embedded"):
 def _shipped_derivation(name, kinematics, dynamics):
     """The five-link's C, the longest to generate here, is read by
     test_generated_embedding_matches_numpy and
-    test_chunked_embedding_is_bit_identical.  The tests only read it."""
-    return _derived(shipped_dae(name), kinematics, dynamics)
+    test_chunked_embedding_is_bit_identical.  The tests only read it.
+
+    Derived as ``fmigen build`` derives (``compile_model`` of the prepared
+    mechanism), so that its C comes from the derived-model cache when a
+    build in the suite recorded it: with ``dynamics="auto"`` (a build's
+    option) when auto chooses the ``dynamics`` asked for, else with
+    ``dynamics`` itself."""
+    mech = prepare_mechanism(name)
+    if mech.switch_independent:      # compile_model would add the other sets' kinematics
+        return _derived(shipped_dae(name), kinematics, dynamics)
+    dae = shipped_dae(name)
+    part = choose_partition(dae)
+    auto = choose_dynamics("auto", embed(dae, part), part)[0]
+    c = compile_model(mech, kinematics=kinematics, dynamics="auto" if auto == dynamics else dynamics)
+    assert c.dynamics == dynamics, (name, c.dynamics)
+    return c.dae, c.embedding, c.triangular, c.generated
 
 
 def _derived(dae, kinematics, dynamics):

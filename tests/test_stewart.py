@@ -43,11 +43,11 @@ def test_accelerations_depend_on_the_force_amplitude_and_time():
     the coordinates they cancel, so a dependency analysis of ΣF once left A
     and time out of every acceleration's ModelStructure dependencies."""
     from fmigen.fmi import structure
-    from fmigen.derive.dae import build_dae
+    from fmigen.build.derived import dae_of
     from fmigen.derive.embed import embed
     from fmigen.derive.partition import choose_partition
     from fmigen.build.pipeline import load_mechanism
-    dae = build_dae(load_mechanism("stewart"))
+    dae = dae_of(load_mechanism("stewart"))      # the DAE a build derives, from the DAE cache
     deps = structure.dependencies(embed(dae, choose_partition(dae)))
     for q in ("x", "y", "z", "phi", "theta", "psi"):
         assert "time" in deps.runtime[f"der({q},2)"] and "F1" in deps.runtime[f"der({q},2)"]

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from fmigen.build.derived import dae_of
 from fmigen.derive.dae import build_dae
 from fmigen.model import t
 from fmigen.derive.partition import choose_partition
@@ -15,7 +16,7 @@ def test_sparse_phi_q_is_the_dense_jacobian():
     """NumericDAE.Phi_q evaluates only Φ_q's structural non-zeros and
     scatters them; the dense Jacobian lambdified as a whole must agree at
     any configuration (the Stewart platform: spatial, 24 coordinates)."""
-    dae = build_dae(prepare_mechanism("stewart"))
+    dae = dae_of(prepare_mechanism("stewart"))      # the DAE a build derives, from the DAE cache
     dense = sp.lambdify([t, *dae.q_sym], dae.Phi_q, "numpy")
     rng = np.random.default_rng(5)
     for _ in range(5):
