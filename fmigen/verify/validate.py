@@ -548,13 +548,6 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     if mech.kinematic:
         raise ModelError(f"'{mech.name}' is kinematic (no dynamics): there is no DAE trajectory to "
                          "validate against; sweep its inputs instead")
-    if mech.prescribed and peer == "mujoco":
-        # IDA and the Cartesian reference solve for the drives (prescribed.py);
-        # the MuJoCo peer would run the prescribed joint undriven
-        raise ModelError(f"'{mech.name}' prescribes {', '.join(p.coordinate for p in mech.prescribed)} "
-                         "(s.prescribe): the MuJoCo peer does not drive prescribed coordinates yet, so it would "
-                         "compare a different motion (validate without --peer checks them against IDA and the "
-                         "Cartesian reference)")
     if existing_fmu is not None:
         # its own integrator, also for sampling it and in the report: sampled
         # every --step, a 2 ms Euler FMU took 1 ms steps (the shorter last
