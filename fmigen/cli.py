@@ -128,7 +128,8 @@ def cmd_validate(args):
                       residual_tol=args.residual_tol, energy_tol=args.energy_tol,
                       reference_rtol=args.reference_rtol, cartesian_rtol=args.cartesian_rtol,
                       check_reference=args.check_reference, existing_fmu=args.fmu, log=_log(args),
-                      use_cache=not args.no_cache, peer=args.peer, input_signals=args.input)
+                      use_cache=not args.no_cache, peer=args.peer, input_signals=args.input,
+                      drive_tol=args.drive_tol)
     if args.plot:
         plot(report, args.plot)
     if args.report:
@@ -160,6 +161,10 @@ def cmd_validate(args):
             for name, err in ref["max_abs_velocity_error"].items():
                 print(f"    max |error| {'der(' + name + ')':>12s} = {err:.3e}   "
                       f"(tolerance {report.tolerances['velocity']:g})")
+            for name, err in ref.get("max_rel_drive_error", {}).items():
+                print(f"    drive_{name}: max |FMU − reference at the FMU's state| / max |drive| = {err:.3e}   "
+                      f"(tolerance {report.tolerances['drive']:g}; along the reference's own trajectory "
+                      f"{ref['max_rel_drive_difference'].get(name, float('nan')):.3e})")
         print(f"  max constraint_residual  = {report.max_constraint_residual:.3e}   "
               f"(tolerance {report.tolerances['constraint_residual']:g})")
         print(f"  energy drift             = {report.energy_drift:.3e}   "
@@ -414,6 +419,9 @@ def _add_validate(sub):
     p.add_argument("--energy-tol", type=positive, default=1e-6,
                    help="max relative energy-balance drift max|E(t) - E(0) - W(t)| / scale of the FMU's "
                         "trajectory (default 1e-6, see README)")
+    p.add_argument("--drive-tol", type=positive, default=1e-6,
+                   help="max |drive_<q> - the reference's drive at the FMU's state| / max |drive| of a prescribed "
+                        "coordinate (s.prescribe; default 1e-6)")
     p.add_argument("--reference-rtol", type=positive, default=1e-12, help="IDA relative tolerance (default 1e-12)")
     p.add_argument("--cartesian-rtol", type=positive, default=1e-11,
                    help="CVODE relative tolerance of the Cartesian reference, run for mechanisms with a joint "

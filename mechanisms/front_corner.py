@@ -75,21 +75,27 @@ SERVO_STIFFNESS = 1.0e6       # N/m
 SERVO_DAMPING = 2.0e4         # N s/m
 
 
-def add_rack(s: JointSystem, chassis, at=(0.0, 0.0, 0.0), prefix=""):
+def add_rack(s: JointSystem, chassis, at=(0.0, 0.0, 0.0), prefix="", time_constant=None):
     """The steering rack: a body on a prismatic joint ``{prefix}rack`` along
     ``chassis``' y from the chassis marker at ``at`` (its frame the
     chassis' at zero displacement), driven towards the input
-    ``{prefix}rack_demand`` by a stiff servo.  Returns the rack body."""
+    ``{prefix}rack_demand`` by a stiff servo — or, with ``time_constant``
+    [s], prescribed (``s.prescribe``): the rack follows the demand through
+    the critically damped filter, and the force that moves it is the
+    output ``drive_{prefix}rack``.  Returns the rack body."""
     m = s.parameter(f"{prefix}m_rack", RACK_MASS, "kg", tunable=True, description="steering rack mass")
     # a bar about 0.35 m long along y (m L²/12 ≈ 0.01 m across it)
     rack = s.body(f"{prefix}rack", m, (m * 0.01, m * 0.001, m * 0.01), com=tuple(at))
     r = s.prismatic(f"{prefix}rack", chassis.origin, rack.origin, axis=Y, start=0.0)
+    demand = s.input(f"{prefix}rack_demand", 0.0, "m",
+                     description="steering rack displacement demand, positive to the left (steers right)")
+    if time_constant is not None:
+        s.prescribe(f"{prefix}rack", demand, time_constant=time_constant)
+        return rack
     k = s.parameter(f"{prefix}k_rack_servo", SERVO_STIFFNESS, "N/m", tunable=True,
                     description="stiffness of the rack's position servo")
     d = s.parameter(f"{prefix}d_rack_servo", SERVO_DAMPING, "N.s/m", tunable=True,
                     description="damping of the rack's position servo")
-    demand = s.input(f"{prefix}rack_demand", 0.0, "m",
-                     description="steering rack displacement demand, positive to the left (steers right)")
     s.joint_force(f"{prefix}rack", k * (demand - r) - d * r.diff(t))
     return rack
 

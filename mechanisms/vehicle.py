@@ -12,9 +12,11 @@ prefixed ``fl_ fr_ rl_ rr_``:
 * rear: ``five_link``'s five-link geometry;
 * front: ``front_corner``'s double wishbone (two A-arms, each two rods to its
   ball joint, and a tie rod), both tie rods on one steering rack (``rack``,
-  a body sliding along the chassis y on the front axle line) that a stiff
-  position servo drives towards the input ``rack_demand`` (positive: to the
-  left, steering right; 30 mm give about 12° at the wheels).  The hard
+  a body sliding along the chassis y on the front axle line) prescribed to
+  follow the input ``rack_demand`` (``s.prescribe``: the critically damped
+  filter with ``RACK_TIME_CONSTANT``; positive: to the left, steering right;
+  30 mm give about 12° at the wheels); the force on it is the output
+  ``drive_rack``.  The hard
   points and their rationale are in ``mechanisms/front_corner.py``.
 
 The tire loads are inputs only: a simulator's tire model closes the loop
@@ -67,6 +69,10 @@ CORNERS = {"fl_": (0.45 * WHEELBASE, +1), "fr_": (0.45 * WHEELBASE, -1),
            "rl_": (-0.55 * WHEELBASE, +1), "rr_": (-0.55 * WHEELBASE, -1)}
 CHASSIS_POSE = ["xc", "yc", "zc", "rollc", "pitchc", "yawc"]
 FRONT = ("fl_", "fr_")
+#: the steering rack follows ``rack_demand`` through a critically damped
+#: filter of this time constant [s] (``JointSystem.prescribe``): a ramp
+#: lags 20 ms, a step settles in about 60 ms; RK4 at 1 ms follows it
+RACK_TIME_CONSTANT = 0.01
 
 
 def geometry_of(prefix):
@@ -138,7 +144,7 @@ def build(bump: bool = True) -> JointSystem:
     r_chassis = sp.Matrix([q["xc"], q["yc"], q["zc"]])
     R_chassis = rz(q["yawc"]) * rot(Y, q["pitchc"]) * rot(X, q["rollc"])
     # the steering rack on the front axle line, level with the wheel centres
-    rack = add_rack(s, chassis, at=(CORNERS["fl_"][0], 0.0, -CG_HEIGHT))
+    rack = add_rack(s, chassis, at=(CORNERS["fl_"][0], 0.0, -CG_HEIGHT), time_constant=RACK_TIME_CONSTANT)
     independent.append("rack")
     loads = axle_loads()
     for prefix, (ax, side) in CORNERS.items():

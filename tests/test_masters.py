@@ -194,7 +194,11 @@ def test_libcosim_runs_the_full_vehicle_like_fmpy(tmp_path_factory):
     rack; a cold build of about 100 s) in libcosim against fmpy's FMU2Slave
     on the same 10 ms grid for 1 s from its bump start: every output (191)
     within TOL, the constraints held, and the bump reaching the chassis.
-    Measured: 2.8e-14 (in rl_spin, an angle of 30 rad), residual 1.7e-16."""
+    Measured: 2.8e-14 (in rl_spin, an angle of 30 rad), residual 1.7e-16.
+    The steering rack is prescribed (``s.prescribe``) to its demand, 0: it
+    stays there to rounding (the filter's acceleration is 0 at rest on its
+    demand; measured 2.5e-21 m) while the bump shakes the car, held by its
+    drive (up to 60 N: the former 1e6 N/m servo would give way to it by 6e-5 m)."""
     pytest.importorskip("libcosimpy", reason="libcosimpy is not installed (pip install -e '.[test]')")
     from libcosimpy.CosimExecution import CosimExecution
     from libcosimpy.CosimObserver import CosimObserver
@@ -231,3 +235,6 @@ def test_libcosim_runs_the_full_vehicle_like_fmpy(tmp_path_factory):
     assert np.abs(got[:, names.index("constraint_residual")]).max() < 1e-13
     zc = got[:, names.index("zc")]
     assert np.abs(zc - zc[0]).max() > 1e-3          # the front-left bump moved the chassis
+    rack, drive = got[:, names.index("rack")], got[:, names.index("drive_rack")]
+    print(f"vehicle: max |rack| {np.abs(rack).max():.1e} m, max |drive_rack| {np.abs(drive).max():.3g} N")
+    assert np.abs(rack).max() < 1e-15 and np.all(np.isfinite(drive)) and np.abs(drive).max() > 1.0

@@ -466,6 +466,10 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
         mass_labels=labels, psd3_minors=list(PSD3_MINORS),
         vr_names=[v.name for v in sorted(table.rows, key=lambda v: v.vr)],
         kinematic=bool(mech.kinematic), default_solver=fmu.SOLVERS[solver], default_step=float(step),
+        # (coordinate, input, drive, ω) per prescribed coordinate (Core.prescribe)
+        prescribed=[(dae.names.index(p.coordinate), [str(u) for u in dae.inputs].index(p.input),
+                     [str(u) for u in dae.inputs].index(p.drive), 1.0 / float(p.time_constant))
+                    for p in mech.prescribed],
         **structure_tables(emb, tri), **vr)
     runtime = "\n\n".join(inspect.getsource(o) for o in RUNTIME_OBJECTS)
     methods = "\n".join(f"    {name} = SlaveMethods.{name}" for name in SLAVE_METHODS)
@@ -626,10 +630,6 @@ def build_python_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use
         mech = prepare_mechanism(spec_or_mech, log, use_cache)
         compiled = compile_model(mech, order=order, use_cache=use_cache, log=log, kinematics=kinematics,
                                  newton_tol=newton_tol)
-    if compiled.mechanism.prescribed:
-        from fmigen.model import ModelError
-        raise ModelError("--runtime python does not drive prescribed coordinates (s.prescribe: "
-                         f"{', '.join(p.coordinate for p in compiled.mechanism.prescribed)}); use the C runtime")
     if compiled.mechanism.switch_independent:
         # the Python twin mirrors one partition's kinematics and embedding
         log("warning: the Python runtime does not switch coordinates (switch_independent); near a "

@@ -7,7 +7,7 @@ methods), copied verbatim into every generated Python FMU
 from __future__ import annotations
 
 import math
-from math import fabs, isfinite
+from math import fabs, isfinite, nan as NAN
 
 from fmigen.pyfmu.numeric import (EULER, FMIGEN_LIMIT_GAIN, FMIGEN_MESSAGE_SIZE, SYMPLECTIC, fmax,
                                   ldlt_factor, ldlt_solve, lu_factor, lu_solve)
@@ -177,15 +177,21 @@ class Core:
         if st:
             return None
         ac = [0.0] * NQ
+        u = self.u
+        if m.prescribed:
+            # the drives are solved below, from drive 0 (``prescribe``)
+            u = list(self.u)
+            for _, _, drive, _ in m.prescribed:
+                u[drive] = 0.0
         if NC > 0:
             g = [0.0] * NC
-            m.gamma(t, q, v, self.p, self.u, g)
+            m.gamma(t, q, v, self.p, u, g)
             g = self.phid_solve_cols(J, lus, g, 1)
             for r in range(ND):
                 ac[m.dependent[r]] = g[r]
         M, F = [0.0] * (NQ * NQ), [0.0] * NQ
-        m.mass(t, q, v, self.p, self.u, M)
-        m.forcing(t, q, v, self.p, self.u, F)
+        m.mass(t, q, v, self.p, u, M)
+        m.forcing(t, q, v, self.p, u, F)
         B = [0.0] * (NQ * NI)
         for k in range(NI):
             B[m.independent[k] * NI + k] = 1.0
@@ -219,6 +225,8 @@ class Core:
                             "positive definite" % t)
             return None
         ldlt_solve(NI, *factor, rh)
+        if m.prescribed:
+            self.prescribe(t, x, q, v, u, F, B, factor, rh)
         dx = [0.0] * (2 * NI)
         for k in range(NI):
             dx[k] = x[NI + k]
@@ -230,6 +238,48 @@ class Core:
         if accept:
             self.base_accept(t, q, v, sol)
         return dx
+
+    def prescribe(self, t, x, q, v, u, F, B, factor, rh):
+        """fmigen_core.c's prescribe: the reduced accelerations ``rh`` (at
+        drive 0, forcing ``F``) with the prescribed coordinates following
+        their inputs.  They are affine in the drives (generalized forces,
+        inputs of the forcing): a unit drive r changes them by s_r, the
+        reduced solve of Bᵀ(F(drive r = 1) − F).  The drives λ solve
+        Σ_r λ_r s_r[j] = ω_j²(u_j − q_j) − 2ω_j q̇_j − rh[j] on the
+        prescribed rows j; ``rh`` += Σ_r λ_r s_r and ``u`` gets the drives
+        (for the outputs: ``self.u_drives``).  A singular system or a
+        non-finite input leaves non-finite accelerations, which the caller
+        reports."""
+        m = self.m
+        NQ, NI = m.NQ, m.NI
+        NR = len(m.prescribed)
+        slot = [m.independent.index(coord) for coord, _, _, _ in m.prescribed]
+        S = []
+        for _, _, drive, _ in m.prescribed:
+            Fr = [0.0] * NQ
+            u[drive] = 1.0
+            m.forcing(t, q, v, self.p, u, Fr)
+            u[drive] = 0.0
+            s = [0.0] * NI
+            for a in range(NI):
+                for i in range(NQ):
+                    s[a] += B[i * NI + a] * (Fr[i] - F[i])
+            ldlt_solve(NI, *factor, s)
+            S.append(s)
+        A, lam, piv = [0.0] * (NR * NR), [0.0] * NR, [0] * NR
+        for j, (_, inp, _, w) in enumerate(m.prescribed):
+            for r in range(NR):
+                A[j * NR + r] = S[r][slot[j]]
+            lam[j] = w * w * (u[inp] - x[slot[j]]) - 2.0 * w * x[NI + slot[j]] - rh[slot[j]]
+        if lu_factor(NR, A, piv):
+            lam = [NAN] * NR
+        else:
+            lu_solve(NR, A, piv, lam)
+        for r, (_, _, drive, _) in enumerate(m.prescribed):
+            u[drive] = lam[r]
+            for i in range(NI):
+                rh[i] += lam[r] * S[r][i]
+        self.u_drives = u
 
     def assemble(self):
         """fmigen_core_assemble: complete q, v from q_i, v_i; residual, outputs."""
@@ -253,7 +303,18 @@ class Core:
                 if fabs(phi[j]) > self.residual:
                     self.residual = fabs(phi[j])
         if m.NY > 0:
-            m.outputs(self.t, self.q, self.v, self.p, self.u, self.y)
+            u = self.u
+            if m.prescribed:
+                # the outputs (drive_<coordinate>, reactions) read the drives
+                # at this state: the right-hand side solves them
+                x = [self.q[i] for i in m.independent] + [self.v[i] for i in m.independent]
+                if self.rhs(self.t, x) is not None:
+                    u = self.u_drives
+                else:   # no drive at this state: the outputs say so
+                    u = list(self.u)
+                    for _, _, drive, _ in m.prescribed:
+                        u[drive] = NAN
+            m.outputs(self.t, self.q, self.v, self.p, u, self.y)
         return 0
 
     def limit(self):

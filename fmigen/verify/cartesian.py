@@ -71,6 +71,7 @@ from sksundae.cvode import CVODE
 
 from fmigen.joints import JointSystem
 from fmigen.model import ModelError, t as T_SYM
+from fmigen.verify.prescribed import CartesianDrives
 from fmigen.verify.rigid_motion import (EX, EY, EZ, _perpendicular_pair, cross, inverse_joint,
                                         motion_subspace, quat_times_rotvec, quat_to_rot, rot, rot_to_quat,
                                         skew)
@@ -303,6 +304,8 @@ class CartesianModel:
         self._build_loads()
         self._pinv_cache = {}
         self.evaluations = 0
+        # prescribed coordinates: their drives are unknowns of ``accelerations``
+        self.drives = CartesianDrives(self) if system.prescribed else None
 
     def _num(self, expr, what):
         val = sp.sympify(expr).subs(self.param_subs)
@@ -562,9 +565,9 @@ class CartesianModel:
         """(V̇, q, q̇, P_in): Newton–Euler with the minimum-norm multipliers."""
         self.evaluations += 1
         N = self.N
-        Q, q, qd, _, P = self.body_forces(tt, X, R, V, wind)
+        Q, q, qd, D, P = self.body_forces(tt, X, R, V, wind)
         Phi, J, gamma = self.constraints(X, R, V)
-        if not len(Phi):
+        if not len(Phi) and self.drives is None:
             return self.Minv @ Q, q, qd, P
         a = self.baumgarte
         # the redundant rows out first, by the SVD of J alone (its entries
@@ -584,7 +587,11 @@ class CartesianModel:
         Jr = vt[:r]
         rhs_c = (u[:, :r].T @ (gamma - 2 * a * (J @ V) - a * a * Phi)) / sv[:r]
         K = np.block([[self.M, Jr.T], [Jr, np.zeros((r, r))]])
-        sol = np.linalg.solve(K, np.r_[Q, rhs_c])
+        if self.drives is None:
+            sol = np.linalg.solve(K, np.r_[Q, rhs_c])
+        else:   # the filters' accelerations, the drives unknowns (prescribed.py); their power is an input's
+            sol, d = self.drives.solve(tt, X, R, V, q, qd, D, K, np.r_[Q, rhs_c])
+            P += float(d @ qd[self.drives.index])
         return sol[:6 * N], q, qd, P
 
     #: closure rows per joint kind, in ``constraints``' order
@@ -608,13 +615,16 @@ class CartesianModel:
         u, sv, vt = np.linalg.svd(J, full_matrices=False)
         r = int((sv > 1e-8 * sv[0]).sum()) if len(sv) and sv[0] > 0 else 0
         K = np.block([[self.M, vt[:r].T], [vt[:r], np.zeros((r, r))]])
-        sol = np.linalg.solve(K, np.r_[Q, (u[:, :r].T @ gamma) / sv[:r]])
-        lam = u[:, :r] @ (sol[6 * N:] / sv[:r])
+        rhs = np.r_[Q, (u[:, :r].T @ gamma) / sv[:r]]
+        sol = np.linalg.solve(K, rhs) if self.drives is None else self.drives.solve(tt, X, R, V, q, qd, D, K, rhs)[0]
+        lam = u[:, :r] @ (sol[6 * N:6 * N + r] / sv[:r])
         # the generalized joint loads, as ``loads`` applies them
         vals = self._load_fn(tt, *q, *qd, *[f(tt) for f in self.input_fns], *self.param_values)
         gen = np.zeros(len(self.coord_names))
         for k, ci in enumerate(self._joint_loads + self._rot_springs):
             gen[ci] += vals[k]
+        if self.drives is not None:   # a prescribed coordinate's joint carries its drive
+            gen[self.drives.index] += self.drives.last
         out, row = {}, 0
         for j in self.joints:
             n = self.ROWS[j.kind]

@@ -8,11 +8,21 @@
   are soft, so the violation is the floor of what the comparison can show.
 * ``compare_with_mujoco`` runs it from an FMU run's start and compares.
 
+A prescribed coordinate (``JointSystem.prescribe``) is driven by MuJoCo's
+own equations: at every RK4 stage the drive is the generalized force on its
+degree of freedom that gives the filter's acceleration ω²(u − q) − 2ω q̇.
+MuJoCo's acceleration is affine in an applied generalized force (with
+equality constraints only, its constraint solve minimizes a quadratic), so
+``mj_forward`` on a scratch copy of the state at force 0 and at a unit force
+on each prescribed degree of freedom determines it, as the FMU's runtime
+solves its own (``_Drives``).
+
 ``mujoco`` is an optional dependency (``pip install fmigen[mujoco]``).
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,10 +65,19 @@ def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=N
     velocities ``v0`` (by name; coordinates of cut joints are ignored) and
     sample at ``times``; ``inputs``: {input name: value or expression in
     t}, the others at their start.  Loads are evaluated from the description in
-    MuJoCo's passive-force callback, which runs at every RK4 stage."""
+    MuJoCo's passive-force callback, which runs at every RK4 stage, and so
+    are the drives of prescribed coordinates (module docstring)."""
     mujoco = _mujoco()
     times = np.asarray(times, dtype=float)
-    xml = export_mjcf(system, start=q0, timestep=dt, integrator="RK4", solref=solref, solimp=solimp)
+    # the MJCF of the joints and loads: export_mjcf refuses a prescription,
+    # whose drive no MJCF element holds; here the drive is the callback's.
+    # (A shallow copy: dataclasses.replace would run __post_init__, which
+    # puts a new ground body into the shared bodies.)
+    described = system
+    if system.prescribed:
+        described = copy.copy(system)
+        described.prescribed = []
+    xml = export_mjcf(described, start=q0, timestep=dt, integrator="RK4", solref=solref, solimp=solimp)
     xml = xml.replace('<flag contact="disable"/>', '<flag contact="disable" refsafe="disable"/>')
     model = mujoco.MjModel.from_xml_string(xml)
     model.opt.tolerance = 1e-14
@@ -83,11 +102,12 @@ def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=N
                None if f.reaction is None or f.reaction.body.name == "ground"
                else mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f.reaction.body.name)) for f in system.forces]
 
-    def state():
-        return float(data.time), [data.qpos[a] for a in qadr], [data.qvel[a] for a in vadr]
+    drives = _Drives(model, system, vadr, index, fn) if system.prescribed else None
 
     def passive(m, d):
-        tt, q, v = state()
+        tt, q, v = float(d.time), [d.qpos[a] for a in qadr], [d.qvel[a] for a in vadr]
+        if drives is not None and not drives.busy:
+            d.qfrc_passive[drives.dofs] += drives.solve(m, d, tt, q, v)
         for dof, f in joint_loads:
             d.qfrc_passive[dof] += f(tt, q, v)
         for sa, sb, pre in springs:
@@ -133,6 +153,52 @@ def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=N
     return PeerResult(times, {nm: qs[:, i] for i, nm in enumerate(names)},
                       {nm: vs[:, i] for i, nm in enumerate(names)}, worst,
                       {"timestep": dt, "integrator": "RK4", "solref": list(solref), "solimp": list(solimp)})
+
+
+class _Drives:
+    """The prescribed coordinates' drives in MuJoCo (module docstring):
+    their degrees of freedom, ω, the demands u(t) and a scratch MjData on
+    which ``solve`` runs the trial forward passes (the passive callback
+    adds the loads there too, but no drive)."""
+
+    def __init__(self, model, system, vadr, index, fn):
+        mujoco = _mujoco()
+        pr = system.prescribed
+        self.dofs = [vadr[index[p.coordinate]] for p in pr]
+        for p, k in zip(pr, self.dofs):
+            if int(model.jnt_type[model.dof_jntid[k]]) not in (int(mujoco.mjtJoint.mjJNT_HINGE),
+                                                                int(mujoco.mjtJoint.mjJNT_SLIDE)):
+                raise MJCFError(f"the MuJoCo peer drives prescribed coordinates of hinge and slide joints; "
+                                f"'{p.coordinate}' is a coordinate of a MuJoCo ball or free joint")
+        self.omega = np.array([1.0 / float(p.time_constant) for p in pr])
+        by_name = {i.name: i.symbol for i in system.inputs}
+        self.demand = [fn(by_name[p.input]) for p in pr]
+        self.scratch = mujoco.MjData(model)
+        #: True while ``solve`` runs its trial passes (their callbacks add loads, no drive)
+        self.busy = False
+
+    def solve(self, m, d, tt, q, v):
+        """The drives at the state of ``d``: S x = ā − a₀ with a₀ the
+        prescribed accelerations at drive 0 and S's columns their change
+        per unit drive."""
+        mujoco, s = _mujoco(), self.scratch
+        s.time, s.qpos[:], s.qvel[:], s.act[:], s.ctrl[:] = d.time, d.qpos, d.qvel, d.act, d.ctrl
+        acc = []
+        self.busy = True
+        try:
+            for r in range(-1, len(self.dofs)):
+                s.qfrc_applied[:] = 0.0
+                if r >= 0:
+                    s.qfrc_applied[self.dofs[r]] = 1.0
+                mujoco.mj_forward(m, s)
+                acc.append(s.qacc[self.dofs].copy())
+        finally:
+            self.busy = False
+        a0 = acc[0]
+        S = np.column_stack([a - a0 for a in acc[1:]])
+        qk, vk = np.array([d.qpos[m.jnt_qposadr[m.dof_jntid[k]]] for k in self.dofs]), d.qvel[self.dofs]
+        u = np.array([f(tt, q, v) for f in self.demand])
+        return np.linalg.solve(S, self.omega**2 * (u - qk) - 2 * self.omega * vk - a0)
 
 
 # --- import --------------------------------------------------------------------

@@ -29,6 +29,16 @@ velocities (Φ_d of full column rank), which is where the model is regular;
 the constraint forces Φ_qᵀ Wᵀ λ span the same space as Φ_qᵀ λ of any m
 independent rows.  Without redundant rows the plain form above is used.
 
+A prescribed coordinate (``JointSystem.prescribe``) adds its drive d, the
+generalized force on it, as one more algebraic unknown, and the filter's
+acceleration as one more row (``prescribed.py``):
+
+    M v' + Φ_qᵀ λ − F − Bᵀ d = 0,     v'_k − ω²(u(t) − q_k) + 2ω v_k = 0
+
+(B = ∂F/∂d; F at d = 0).  The drive at each output point is solved from
+the output state (the consistent accelerations, exact there), not read
+from IDA's interpolant of an algebraic unknown.
+
 It uses only the DAE stage (M, F, Φ and its derivatives, lambdified with
 numpy) — no partition, embedding, triangularization or generated C.  Its own
 accuracy is checked by tolerance refinement (``validate --check-reference``).
@@ -42,6 +52,7 @@ import numpy as np
 from sksundae.ida import IDA
 
 from fmigen.derive.dae import DAE
+from fmigen.verify.prescribed import DAEDrives, solve_bordered
 
 
 class ReferenceSolverError(RuntimeError):
@@ -55,6 +66,8 @@ class ReferenceSolution:
     v: np.ndarray
     rtol: float
     names: list[str]
+    #: {prescribed coordinate: its drive at every output time}
+    drive: dict | None = None
 
 
 def assemble_newton(dae: DAE, q_guess, hold: list[str], tt=0.0, tol=1e-14, max_iter=50):
@@ -86,17 +99,25 @@ def _weights(full: DAE, J, dep):
     return None if full.m == len(dep) else J[:, dep].T
 
 
-def consistent_accelerations(dae: DAE, tt, q, v, dependent=None):
+def consistent_accelerations(dae: DAE, tt, q, v, dependent=None, drives: DAEDrives | None = None):
     """Solve [[M, Φ_qᵀ], [Φ_q, 0]] [a; λ] = [F; γ]; with redundant rows
     (``dependent``: the dependent coordinates' indices) the rows are those
-    of W Φ_q and W γ and the forces Φ_qᵀ Wᵀ λ (module docstring)."""
+    of W Φ_q and W γ and the forces Φ_qᵀ Wᵀ λ (module docstring).  With
+    ``drives`` the system is bordered by the prescribed coordinates'
+    drives and filter rows, and the second result is λ followed by the
+    drives."""
     full = dae.closure
     num = full.numeric
     n, m = dae.n, dae.m
     M = num.M(tt, q)
     F = num.F(tt, q, v)
+    if drives is not None:
+        q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+        bordered = (drives.B(tt, q, v), drives.A, drives.target(tt, q, v))
     if m == 0:
-        return np.linalg.solve(M, F), np.zeros(0)
+        if drives is None:
+            return np.linalg.solve(M, F), np.zeros(0)
+        return solve_bordered(M, F, n, *bordered)
     J = num.Phi_q(tt, q)
     gamma = num.gamma(tt, q, v)
     if full is not dae and dependent is None:
@@ -106,8 +127,11 @@ def consistent_accelerations(dae: DAE, tt, q, v, dependent=None):
     if W is not None:
         J, gamma = W @ J, W @ gamma
     K = np.block([[M, J.T], [J, np.zeros((m, m))]])
-    sol = np.linalg.solve(K, np.concatenate([F, gamma]))
-    return sol[:n], sol[n:]
+    if drives is None:
+        sol = np.linalg.solve(K, np.concatenate([F, gamma]))
+        return sol[:n], sol[n:]
+    sol, d = solve_bordered(K, np.concatenate([F, gamma]), n, *bordered)
+    return sol[:n], np.r_[sol[n:], d]
 
 
 def consistent_velocities(dae: DAE, tt, q, v_guess, independent: list[str]):
@@ -141,13 +165,16 @@ def consistent_velocities(dae: DAE, tt, q, v_guess, independent: list[str]):
 
 
 def solve_reference(dae: DAE, q0, v0, output_times, independent: list[str], rtol=1e-12, atol=None,
-                    baumgarte=10.0, max_num_steps=500000) -> ReferenceSolution:
+                    baumgarte=10.0, max_num_steps=500000, demands=None) -> ReferenceSolution:
     """Integrate from an assembled ``q0`` and values at ``output_times``.
 
     The velocities of the ``independent`` coordinates are taken from ``v0``
     exactly; the dependent ones are solved from the velocity constraint
-    (``consistent_velocities``)."""
+    (``consistent_velocities``).  Prescribed coordinates follow their
+    inputs: ``demands`` {input name: f(t)}, the others at their start."""
     n, m = dae.n, dae.m
+    drives = DAEDrives(dae, demands) if dae.mechanism.prescribed else None
+    p = 0 if drives is None else drives.p
     full = dae.closure
     num = full.numeric
     a = baumgarte
@@ -157,9 +184,14 @@ def solve_reference(dae: DAE, q0, v0, output_times, independent: list[str], rtol
     dep = [i for i, nm in enumerate(dae.names) if nm not in independent]
 
     def resfn(tt, y, yp, res):
-        q, v, lam = y[:n], y[n:2 * n], y[2 * n:]
+        q, v, lam = y[:n], y[n:2 * n], y[2 * n:2 * n + m]
         qp, vp = yp[:n], yp[n:2 * n]
         res[:n] = qp - v
+        F = num.F(tt, q, v)
+        if p:
+            # the drives, algebraic like λ, and the filters' accelerations
+            F = F + drives.B(tt, q, v).T @ y[2 * n + m:]
+            res[2 * n + m:] = vp[drives.index] - drives.target(tt, q, v)
         if m:
             J = num.Phi_q(tt, q)
             alg = (J @ vp - num.gamma(tt, q, v)
@@ -168,20 +200,35 @@ def solve_reference(dae: DAE, q0, v0, output_times, independent: list[str], rtol
                 # redundant rows: m combinations of all of them (docstring)
                 W = _weights(full, J, dep)
                 J, alg = W @ J, W @ alg
-            res[n:2 * n] = num.M(tt, q) @ vp + J.T @ lam - num.F(tt, q, v)
-            res[2 * n:] = alg
+            res[n:2 * n] = num.M(tt, q) @ vp + J.T @ lam - F
+            res[2 * n:2 * n + m] = alg
         else:
-            res[n:] = num.M(tt, q) @ vp - num.F(tt, q, v)
+            res[n:2 * n] = num.M(tt, q) @ vp - F
 
     atol = rtol / 10 if atol is None else atol
-    atol_vec = np.r_[np.full(2 * n, atol), np.full(m, 1e3)]
-    solver = IDA(resfn, rtol=rtol, atol=atol_vec, algebraic_idx=list(range(2 * n, 2 * n + m)),
+    atol_vec = np.r_[np.full(2 * n, atol), np.full(m + p, 1e3)]
+    solver = IDA(resfn, rtol=rtol, atol=atol_vec, algebraic_idx=list(range(2 * n, 2 * n + m + p)),
                  max_num_steps=max_num_steps, calc_initcond=None)
-    acc, lam = consistent_accelerations(dae, times[0], q0, v0, dep)
-    res = solver.solve(times, np.concatenate([q0, v0, lam]), np.concatenate([v0, acc, np.zeros(m)]))
+    acc, lam = consistent_accelerations(dae, times[0], q0, v0, dep, drives)
+    res = solver.solve(times, np.concatenate([q0, v0, lam]), np.concatenate([v0, acc, np.zeros(m + p)]))
     if not res.success:
         raise ReferenceSolverError(f"IDA failed: {res.message}")
     y = np.asarray(res.y)
-    return ReferenceSolution(times, y[:, :n], y[:, n:2 * n], rtol, dae.names)
+    sol = ReferenceSolution(times, y[:, :n], y[:, n:2 * n], rtol, dae.names)
+    if p:
+        sol.drive = drives_at(dae, times, sol.q, sol.v, independent, drives=drives)
+    return sol
+
+
+def drives_at(dae: DAE, times, q, v, independent: list[str], demands=None, drives=None) -> dict:
+    """{prescribed coordinate: its drive at each (t, q, v)} (rows of q, v
+    in model order), from the bordered consistent accelerations: the
+    generalized force the DAE's equations need for the filter's
+    acceleration at that state (``demands`` as in ``solve_reference``)."""
+    drives = drives or DAEDrives(dae, demands)
+    dep = [i for i, nm in enumerate(dae.names) if nm not in independent]
+    d = np.array([consistent_accelerations(dae, tt, qi, vi, dep, drives)[1][dae.m:]
+                  for tt, qi, vi in zip(times, q, v)]).reshape(len(times), drives.p)
+    return {nm: d[:, k] for k, nm in enumerate(drives.names)}
 
 

@@ -51,13 +51,20 @@ from fmigen.model import ModelError
 from fmigen.verify.cartesian import energy_drift, work_integral
 from fmigen.verify.compare import coordinate_error
 from fmigen.build.pipeline import Compiled, as_mechanism, build_fmu, load_mechanism
-from fmigen.verify.reference import assemble_newton, solve_reference
+from fmigen.verify.prescribed import cartesian_drives_along
+from fmigen.verify.reference import assemble_newton, drives_at, solve_reference
 
 DEFAULT_COORD_TOL = 1e-6
 DEFAULT_VELOCITY_TOL = 1e-5
 DEFAULT_RESIDUAL_TOL = 1e-12
 #: Measured on the shipped mechanisms with RK4 at 1 ms over 2 s: see README.
 DEFAULT_ENERGY_TOL = 1e-6
+#: max |FMU's drive − the reference's at the FMU's state| / max |drive| of a
+#: prescribed coordinate (``_drive_entry``).  Exact inputs give rounding
+#: (1e-16); a demand signal gives the FMU its samples a hair early
+#: (``simulate``), 1e-9 of a step's change of the demand, which the drive
+#: sees times ω²·m: 2.1e-9 on the cart of tests/test_prescribe.py (ω = 100/s)
+DEFAULT_DRIVE_TOL = 1e-6
 
 
 @dataclass
@@ -101,9 +108,10 @@ class Report:
                 "passed": self.passed}
 
 
-def simulate(fmu_path, names, stop_time, output_interval, start_values=None, signals=None):
+def simulate(fmu_path, names, stop_time, output_interval, start_values=None, signals=None, extra=()):
     """The FMU in fmpy; ``signals``: {input name: f(t) (numpy)}, sampled at
-    every output point (``validate``'s module docstring)."""
+    every output point (``validate``'s module docstring); ``extra``: more
+    outputs to record (the drives of prescribed coordinates)."""
     kw = {}
     if signals:
         # samples at the communication points k·H (fmpy's own arithmetic),
@@ -129,7 +137,7 @@ def simulate(fmu_path, names, stop_time, output_interval, start_values=None, sig
     # a pointer to it after the run, see bundle.check_variant.)
     with _fmpy_input_derivatives_sized(), contextlib.redirect_stdout(sys.stderr):
         return fmpy.simulate_fmu(str(fmu_path), stop_time=stop_time, output_interval=output_interval,
-                                 output=[*names, *[f"der({n})" for n in names], "constraint_residual"],
+                                 output=[*names, *[f"der({n})" for n in names], "constraint_residual", *extra],
                                  start_values=start_values or {}, **kw)
 
 
@@ -241,7 +249,8 @@ def parse_input_signals(mech, signals) -> dict:
                                  "rack_demand=0.01*smoothstep(t, 0.1, 0.2)")
             pairs[name.strip()] = expr.strip()
         signals = pairs
-    known = {i.name for i in mech.inputs}
+    # not a prescribed coordinate's drive: the FMU sets it, it is no input
+    known = {i.name for i in mech.inputs if not i.hidden}
     out = {}
     for name, expr in signals.items():
         if name not in known:
@@ -347,6 +356,64 @@ def _reference_entry(errors, verrors, coord_tol, velocity_tol, **extra):
                            and all(e <= velocity_tol for e in verrors.values())), **extra}
 
 
+def _drive_entry(mech, result, at_fmu, along, drive_tol):
+    """The drive comparison of a reference entry ({} without prescribed
+    coordinates), per prescribed coordinate, relative to the reference's
+    largest |drive| (the drive's scale; N or N.m):
+
+    * ``max_rel_drive_error``, the check: the FMU's ``drive_<q>`` against
+      the reference's drive at the FMU's own state and input (``at_fmu``:
+      {coordinate: drive at every output row}), the reference's equations
+      solved for it there.  Its trajectory is checked by the coordinates;
+      this checks the drive the FMU reports for it.
+    * ``max_rel_drive_difference``, for information: against the drive
+      along the reference's own trajectory (``along``).  The drive is
+      about ω²·m times a coordinate's difference (ω = 1/time_constant), so
+      the trajectories' difference shows here amplified — 1e-7 m becomes
+      2.5e-3 N on a 2.5 kg cart at ω = 100/s.
+
+    None for ``at_fmu`` or ``along``: the reference has none (it failed)."""
+    if not mech.prescribed:
+        return {}
+    scale = {c: max(float(np.abs(d).max()), np.finfo(float).tiny) for c, d in (along or at_fmu or {}).items()}
+
+    def rel(drives):
+        return {p.coordinate: float(np.abs(np.asarray(result[p.drive], dtype=float) - drives[p.coordinate]).max()
+                                    / scale[p.coordinate]) for p in mech.prescribed} if drives else {}
+
+    err = rel(at_fmu)
+    return {"max_rel_drive_error": err, "max_rel_drive_difference": rel(along),
+            "drive_passed": bool(err) and all(e <= drive_tol for e in err.values())}
+
+
+def _check_drives(mech, dae, references, result, fine, per, independent, signal_fns, ref, model, cart, drive_tol):
+    """With prescribed coordinates: their drive comparisons in the IDA and
+    Cartesian entries of ``references`` (``_drive_entry``; ``result``: the
+    FMU's output rows, every ``per``-th of ``fine``, its rows at every
+    step), and the FMU's drives as the Cartesian ``model``'s drive inputs,
+    so that the energy balance of the FMU's trajectory counts their work."""
+    if not mech.prescribed:
+        return
+    names = dae.names
+    q_rows = np.column_stack([fine[n] for n in names])[::per]
+    v_rows = np.column_stack([fine[f"der({n})"] for n in names])[::per]
+    at_fmu = drives_at(dae, result["time"], q_rows, v_rows, independent, demands=signal_fns)
+    references["ida"].update(_drive_entry(mech, result, at_fmu, ref.drive, drive_tol))
+    if model is None:
+        return
+    if cart is not None:
+        along = cartesian_drives_along(model, cart.t, dict(zip(cart.names, cart.q.T)), dict(zip(cart.names, cart.v.T)))
+        at_fmu = cartesian_drives_along(model, result["time"], {n: result[n] for n in names},
+                                        {n: result[f"der({n})"] for n in names})
+        references["cartesian"].update(_drive_entry(mech, result, at_fmu, along, drive_tol))
+    inputs = [i.name for i in model.system.inputs]
+    for p in mech.prescribed:
+        # the FMU's own drive at every step (exact there; the work integral
+        # only reads the samples)
+        model.input_fns[inputs.index(p.drive)] = lambda tt, d=np.asarray(fine[p.drive], dtype=float): \
+            float(np.interp(tt, fine["time"], d))
+
+
 def cartesian_reference(mech, dae, q0, independent, result, rtol, log, signals=None):
     """The Cartesian reference of a joint-described mechanism from the same
     start as the FMU: the assembled coordinates (the Mechanism's coordinates
@@ -397,7 +464,8 @@ def _run_fmu(mech, existing_fmu, fmu_path, solver, step, stop_time, sample_inter
             raise ModelError(f"{path} is not an FMU of '{mech.name}': it lacks {', '.join(missing)}")
         build_seconds = 0.0
         log(f"simulating {path.name} in fmpy to t={stop_time}")
-        result = simulate(path, dae.names, stop_time, sample_interval, signals=signal_fns)
+        result = simulate(path, dae.names, stop_time, sample_interval, signals=signal_fns,
+                          extra=[p.drive for p in mech.prescribed])
     else:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(fmu_path) if fmu_path else Path(tmp) / f"{mech.name}.fmu"
@@ -405,7 +473,7 @@ def _run_fmu(mech, existing_fmu, fmu_path, solver, step, stop_time, sample_inter
                                        reuse=use_cache)
             log(f"simulating {path.name} in fmpy to t={stop_time}")
             result = simulate(path, [c.name for c in mech.coordinates], stop_time, sample_interval,
-                              signals=signal_fns)
+                              signals=signal_fns, extra=[p.drive for p in mech.prescribed])
         # the prepared copy (assembled start) the FMU was built from; a
         # derived-model cache hit has no DAE, and the reference needs one
         from fmigen.build.derived import dae_of
@@ -458,7 +526,7 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
              coord_tol=DEFAULT_COORD_TOL, residual_tol=DEFAULT_RESIDUAL_TOL, velocity_tol=DEFAULT_VELOCITY_TOL,
              energy_tol=DEFAULT_ENERGY_TOL, reference_rtol=1e-12, cartesian_rtol=1e-11, check_reference=False,
              fmu_path=None, existing_fmu=None, log=None, use_cache=True, peer=None,
-             input_signals=None) -> Report:
+             input_signals=None, drive_tol=DEFAULT_DRIVE_TOL) -> Report:
     """``fmu_path``: where to write the FMU built for the run (default a
     temporary file); ``existing_fmu``: validate that FMU instead of building
     one (it must have this mechanism's coordinates; its own internal step
@@ -470,7 +538,8 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     run the joint description in MuJoCo (``mujoco_peer.compare_with_mujoco``) from
     the FMU's start and compare; it counts in ``passed`` like the references.
     ``input_signals``: inputs as expressions in t ({name: text} or
-    ["name=text", ...]; module docstring), the others at their start."""
+    ["name=text", ...]; module docstring), the others at their start.
+    ``drive_tol``: the drives of prescribed coordinates (``_drive_entry``)."""
     log = log or (lambda msg: None)
     if peer not in (None, "mujoco"):
         raise ModelError(f"unknown peer '{peer}' (the one peer is mujoco)")
@@ -479,12 +548,6 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     if mech.kinematic:
         raise ModelError(f"'{mech.name}' is kinematic (no dynamics): there is no DAE trajectory to "
                          "validate against; sweep its inputs instead")
-    if mech.prescribed:
-        # the references integrate the model's own loads: the drive that
-        # makes a coordinate follow its input is the runtime's, not theirs
-        raise ModelError(f"'{mech.name}' prescribes {', '.join(p.coordinate for p in mech.prescribed)} "
-                         "(s.prescribe): the IDA, Cartesian and MuJoCo references do not drive prescribed "
-                         "coordinates yet, so validate would compare different motions")
     if existing_fmu is not None:
         # its own integrator, also for sampling it and in the report: sampled
         # every --step, a 2 ms Euler FMU took 1 ms steps (the shorter last
@@ -514,11 +577,12 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     log(f"integrating the DAE reference (IDA, rtol={reference_rtol:g})")
     q0 = assemble_newton(dae, dae.start_guess(), independent)
     v0 = dae.start_velocity_guess()
-    ref = solve_reference(dae, q0, v0, result["time"], independent, rtol=reference_rtol)
+    ref = solve_reference(dae, q0, v0, result["time"], independent, rtol=reference_rtol, demands=signal_fns)
     estimate = None
     if check_reference:
         log("re-solving the reference at 100x the tolerance to estimate its own error")
-        coarse = solve_reference(dae, q0, v0, result["time"], independent, rtol=reference_rtol * 100)
+        coarse = solve_reference(dae, q0, v0, result["time"], independent, rtol=reference_rtol * 100,
+                                 demands=signal_fns)
         estimate = float(np.abs(coarse.q - ref.q).max())
     errors = coordinate_errors(dae, result, ref)
     verrors = {c.name: float(np.abs(result[f"der({c.name})"] - ref.v[:, i]).max())
@@ -539,10 +603,12 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
                      for n in dae.names}
             references["cartesian"] = _reference_entry(cerr, cverr, coord_tol, velocity_tol, rtol=cartesian_rtol,
                                                        energy_drift=cart.energy_drift)
+        _check_drives(mech, dae, references, result, fine, per, independent, signal_fns, ref, model, cart, drive_tol)
         log("energy balance of the FMU's trajectory from the joint description")
         T, V, W = model.energy_balance(fine["time"], dict(zip(dae.names, q_fmu.T)), dict(zip(dae.names, v_fmu.T)))
         source = "the joint description (independent of the model stage)"
     else:
+        _check_drives(mech, dae, references, result, fine, per, independent, signal_fns, ref, None, None, drive_tol)
         T, V, W = model_energy_balance(dae, fine["time"], q_fmu, v_fmu, signals)
         source = "the DAE's M (shared with the model stage: checks the integration only)"
     if peer == "mujoco":
@@ -551,11 +617,12 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     energy = {"t": np.asarray(fine["time"], dtype=float), "T": np.asarray(T), "V": np.asarray(V),
               "W": np.asarray(W)}
     residual = float(np.abs(fine["constraint_residual"]).max())
-    passed = (all(r["passed"] for r in references.values()) and residual <= residual_tol
+    passed = (all(r["passed"] and r.get("drive_passed", True) for r in references.values())
+              and residual <= residual_tol
               and drift <= energy_tol and not stopped_early)
     return Report(mech.name, errors, residual, passed,
                   {"coordinate": coord_tol, "velocity": velocity_tol, "constraint_residual": residual_tol,
-                   "energy": energy_tol},
+                   "energy": energy_tol, "drive": drive_tol},
                   reference_rtol, estimate, build_seconds, result["time"], result, ref,
                   max_abs_velocity_error=verrors, references=references, energy_drift=drift,
                   energy_source=source, cartesian=cart, energy=energy,
