@@ -120,7 +120,7 @@ def mechanism_of(system, use_cache=True):
 
 
 #: the DAE entries' format (``dae_of``): a new format changes every key
-DAE_FORMAT = "dae-1"
+DAE_FORMAT = "dae-2"
 #: what a DAE entry holds besides the mechanism (the caller's) and the
 #: tunable and input defaults (set from the caller's mechanism): its fields
 #: and the derivatives every derivation and reference reads
@@ -135,23 +135,26 @@ def dae_of(mech, use_cache=True):
     reference after a derived-model hit, differentiated the same mechanisms
     again (the quarter car: ~6 s of sympy; its entry reads in ~0.3 s).
 
-    The key is ``key_text(mech, ...)`` (build/derived.py's docstring: the
-    equations' sources, structural values and the start, the fmigen source
-    digest, the sympy and numpy versions) with this format and the Python
-    version.  Not in the key, so taken from ``mech`` on a hit: the mechanism
-    itself and the tunable parameters' and inputs' values, which the DAE
-    holds as defaults only, and the mass properties at those values are
-    checked again (``check_mass_properties``, as build_dae does).  The DOF
-    check reads only what the key holds (Φ and the start): an entry is
-    written only after it passed.  An entry is a pickle of the fields,
+    The key is ``key_text(mech, ..., start=False)`` (build/derived.py's
+    docstring: the equations' sources and structural values, the fmigen
+    source digest, the sympy and numpy versions; not the start, which no
+    field of a DAE depends on) with this format and the Python version.
+    Not in the key, so taken from ``mech`` on a hit: the mechanism itself,
+    its start, and the tunable parameters' and inputs' values, which the
+    DAE holds as defaults only; the checks that read them run again as
+    build_dae runs them (``check_dof`` at the start guesses,
+    ``check_mass_properties`` at the defaults), so a hit raises what a
+    derivation would.  Why without the start: a build after a start-value
+    change derived the equations of motion again (the Stewart platform:
+    ~10 s of CPU), though they are the same.  An entry is a pickle of the fields,
     written atomically; one that cannot be read is derived and rewritten.
     (Like any local cache, its directory must be the user's own: a pickle
     runs code when read.)"""
-    from fmigen.derive.dae import DAE, build_dae, check_mass_properties
+    from fmigen.derive.dae import DAE, build_dae, check_dof, check_mass_properties
     if not use_cache:
         return build_dae(mech)
     try:
-        key = key_text(mech, {"dae": DAE_FORMAT, "python": platform.python_version()})
+        key = key_text(mech, {"dae": DAE_FORMAT, "python": platform.python_version()}, start=False)
     except (TypeError, ValueError):   # something the key cannot describe: no entry
         return build_dae(mech)
     path = groebner.cache_path(key, "dae", suffix=".pickle")
@@ -167,6 +170,7 @@ def dae_of(mech, use_cache=True):
         except Exception:   # a damaged or foreign entry: derive and rewrite it
             pass
         else:
+            check_dof(dae)
             check_mass_properties(mech)
             return dae
     dae = build_dae(mech)

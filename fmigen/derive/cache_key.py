@@ -42,8 +42,14 @@ def source_digest() -> str:
     return h.hexdigest()
 
 
-def key_text(mech, options: dict) -> str:
-    """What the derived model is a function of (build/derived.py's docstring), as text."""
+def key_text(mech, options: dict, start: bool = True) -> str:
+    """What the derived model is a function of (build/derived.py's docstring), as text.
+
+    ``start=False``: without what follows from the start (the coordinates'
+    start values, the described start, the unit scales the starts size):
+    the key of a stage whose result is the same from every start, the
+    equations of motion (``derived.dae_of``), so that a build after a
+    start-value change does not derive them again."""
     from fmigen.derive.workspace import mechanism_unit_scales
     # the arguments in sympy's own canonical order (order="none"): the
     # printer's term ordering was most of this function's time on a large
@@ -54,7 +60,8 @@ def key_text(mech, options: dict) -> str:
     w = mech.world
     model = {
         "name": mech.name,
-        "coordinates": [[c.name, s(c.symbol), c.unit, repr(float(c.start))] for c in mech.coordinates],
+        "coordinates": [[c.name, s(c.symbol), c.unit, *([repr(float(c.start))] if start else [])]
+                        for c in mech.coordinates],
         "parameters": [[p.name, s(p.symbol), p.unit, p.tunable, None if p.tunable else repr(p.value)]
                        for p in mech.parameters],
         "inputs": [[i.name, s(i.symbol), i.unit] for i in mech.inputs],
@@ -75,12 +82,13 @@ def key_text(mech, options: dict) -> str:
         "kinematic": mech.kinematic, "switch_independent": mech.switch_independent,
         "newton_blocks": mech.newton_blocks, "angle_sums": mech.angle_sums,
         "float_rule": mech.float_rule,
+    }
+    if start:
         # the build checks its start against the described one: an entry
         # holds only for the description it was checked against
-        "described_start": None if mech.described_start is None else
-        {k: repr(float(v)) for k, v in mech.described_start.items()},
-        "unit_scales": [repr(float(x)) for x in mechanism_unit_scales(mech)],
-    }
+        model["described_start"] = None if mech.described_start is None else \
+            {k: repr(float(v)) for k, v in mech.described_start.items()}
+        model["unit_scales"] = [repr(float(x)) for x in mechanism_unit_scales(mech)]
     if mech.prescribed:
         # only when there are any: the keys of every other mechanism stay as they were
         model["prescribed"] = [[p.coordinate, p.input, p.drive, repr(float(p.time_constant))] for p in mech.prescribed]
