@@ -137,3 +137,28 @@ def test_a_block_too_large_for_a_lex_basis_is_newton_without_trying(monkeypatch)
     [tb] = triangular.triangularize(dae, choose_partition(dae), use_cache=False, cover=False).blocks
     assert tb.method == "newton"
     assert tb.reason == "4 polynomial variables > 3, too many for a lex Gröbner basis"
+
+
+def test_two_builds_give_the_same_fmu_bytes(tmp_path, monkeypatch):
+    """The whole FMU, not only model.c: two builds of the four-bar, into
+    different directories and seconds apart, are the same archive byte for
+    byte (no clock in modelDescription.xml or in the zip entries' dates);
+    with SOURCE_DATE_EPOCH set, modelDescription.xml carries that date and
+    every entry of the archive is dated by it."""
+    import time
+    import zipfile
+    from fmigen.build.pipeline import build_fmu
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    first, _ = build_fmu("fourbar", tmp_path / "a" / "fourbar.fmu", windows=False, use_cache=True)
+    time.sleep(2.1)                     # a zip entry's date has a 2 s resolution
+    second, _ = build_fmu("fourbar", tmp_path / "b" / "fourbar.fmu", windows=False, use_cache=True)
+    assert first.read_bytes() == second.read_bytes()
+    with zipfile.ZipFile(first) as z:
+        assert b"generationDateAndTime" not in z.read("modelDescription.xml")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")          # 2023-11-14T22:13:20Z
+    dated, _ = build_fmu("fourbar", tmp_path / "c" / "fourbar.fmu", windows=False, use_cache=True)
+    with zipfile.ZipFile(dated) as z:
+        assert b'generationDateAndTime="2023-11-14T22:13:20Z"' in z.read("modelDescription.xml")
+        assert {i.date_time for i in z.infolist()} == {(2023, 11, 14, 22, 13, 20)}
+        binaries = [i for i in z.infolist() if i.filename.startswith("binaries/")]
+        assert binaries and all(i.external_attr >> 16 == 0o755 for i in binaries)

@@ -6,6 +6,7 @@ unknowns with their dependencies.
 from __future__ import annotations
 
 import datetime
+import os
 
 from lxml import etree
 
@@ -19,11 +20,29 @@ def description_root(fmi_version: str, mech, guid: str, **more) -> etree._Elemen
     carry, in their order; the GUID is FMI 2.0's ``guid`` and FMI 3.0's
     ``instantiationToken``; ``more``: the version's own attributes, last."""
     token = {"2.0": "guid", "3.0": "instantiationToken"}[fmi_version]
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = build_time()
+    dated = {} if stamp is None else \
+        {"generationDateAndTime": datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc)
+         .strftime("%Y-%m-%dT%H:%M:%SZ")}
     return etree.Element("fmiModelDescription", {
         "fmiVersion": fmi_version, "modelName": mech.name, token: "{" + guid + "}",
         "description": mech.description or mech.name, "generationTool": f"fmigen {__version__}",
-        "generationDateAndTime": now, "variableNamingConvention": "structured", **more})
+        **dated, "variableNamingConvention": "structured", **more})
+
+
+def build_time() -> int | None:
+    """The build's date, as the reproducible-builds convention gives it: the
+    environment's ``SOURCE_DATE_EPOCH`` (seconds since 1970, UTC), else none.
+    Why not the clock: the same input must give the same FMU bytes, and a
+    clock in modelDescription.xml (``generationDateAndTime``, optional in
+    FMI 2.0 and 3.0) or in the archive's entries made every build differ."""
+    value = os.environ.get("SOURCE_DATE_EPOCH")
+    if value is None or value.strip() == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"SOURCE_DATE_EPOCH={value!r} is not an integer number of seconds") from None
 
 
 def units_categories_experiment(root, units: set, step: float):

@@ -38,6 +38,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 import uuid
 import zipfile
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ from lxml import etree
 
 from fmigen.generate.codegen import GeneratedModel, define_lines
 from fmigen.derive.embed import Embedding
-from fmigen.fmi import structure, variables
+from fmigen.fmi import description, structure, variables
 from fmigen.fmi.description import description_root, structure_lists, units_categories_experiment
 from fmigen.fmi.fmi3 import model_description_3
 from fmigen.fmi.variables import VariableTable
@@ -520,8 +521,18 @@ def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi=
             "force amplitudes are tunable parameters.</p>" + bounded_work_html() + "</body></html>")
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
+        # every entry with the same date and mode (SOURCE_DATE_EPOCH's date,
+        # else the earliest a zip can hold), so the archive's bytes follow
+        # from its files' and not from when they were written
+        stamp = description.build_time()
+        when = (1980, 1, 1, 0, 0, 0) if stamp is None else \
+            max((1980, 1, 1, 0, 0, 0), time.gmtime(stamp)[:6])
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
             for f in sorted(root.rglob("*")):
                 if f.is_file():
-                    z.write(f, f.relative_to(root).as_posix())
+                    entry = zipfile.ZipInfo(f.relative_to(root).as_posix(), date_time=when)
+                    entry.compress_type = zipfile.ZIP_DEFLATED
+                    binary = f.relative_to(root).parts[0] == "binaries"
+                    entry.external_attr = (0o755 if binary else 0o644) << 16
+                    z.writestr(entry, f.read_bytes())
     return out
