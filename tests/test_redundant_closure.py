@@ -112,3 +112,19 @@ def test_the_corpus_case_passes_every_reference():
         assert r["refs"][ref]["max_abs_error"] < 1e-7, (ref, r["refs"][ref])
         assert r["refs"][ref]["max_abs_velocity_error"] < 1e-6, (ref, r["refs"][ref])
     assert r["t_end"] == pytest.approx(1.0)
+
+
+def test_the_derived_model_key_holds_the_redundant_rows(ida):
+    # the DAE's Phi_redundant is built from them, so a cached derivation
+    # must not be read back for a mechanism whose redundant rows differ
+    import copy
+    import dataclasses
+    import sympy as sp
+    from fmigen.derive.cache_key import key_text
+    mech = ida[0]
+    first = mech.redundant_constraints[0]
+    changed = copy.copy(mech)           # the same world frame and bodies (dataclasses.replace makes a new world)
+    changed.redundant_constraints = [dataclasses.replace(first, expr=sp.sympify(first.expr) + sp.Rational(1, 1000)),
+                                     *mech.redundant_constraints[1:]]
+    assert key_text(mech, {}) != key_text(changed, {})
+    assert key_text(mech, {}, start=False) != key_text(changed, {}, start=False)

@@ -89,6 +89,9 @@ def key_text(mech, options: dict, start: bool = True) -> str:
         model["described_start"] = None if mech.described_start is None else \
             {k: repr(float(v)) for k, v in mech.described_start.items()}
         model["unit_scales"] = [repr(float(x)) for x in mechanism_unit_scales(mech)]
+    if mech.redundant_constraints:
+        # only when there are any, as below; the DAE's Phi_redundant is built from them
+        model["redundant_constraints"] = [[c.name, s(c.expr)] for c in mech.redundant_constraints]
     if mech.prescribed:
         # only when there are any: the keys of every other mechanism stay as they were
         model["prescribed"] = [[p.coordinate, p.input, p.drive, repr(float(p.time_constant))] for p in mech.prescribed]
