@@ -180,7 +180,7 @@ def test_large_coefficient_functions_are_O1_with_the_bits_of_O2(tmp_path):
     for variant, flags in (("O1", []), ("O2", ["-DFMIGEN_NOINLINE_COLD=__attribute__((noinline))"])):
         d = tmp_path / variant
         d.mkdir()
-        (d / "model.c").write_text(gen.model_c)
+        (d / "model.c").write_text(gen.whole_c)
         (d / "model_config.h").write_text(gen.config_h)
         (d / "driver.c").write_text(driver.replace("double a[64];", "double a[64] = {0};"))
         r = subprocess.run(["gcc", "-O2", "-fno-math-errno", "-std=c99", "-Wall", "-Wno-unused-variable", *flags,

@@ -235,7 +235,7 @@ def max_relative_differences(mech, kinematics, tmp_path, trials=12, dynamics="em
     rhs = gen.model_c.split("int fmigen_embedded_prepare", 1)[1]
     assert not re.findall(r"const double (?:M|G|F|Fu|Pt)_\d+ = 0;", rhs)
     assert not re.search(r"\bNone\b", gen.model_c)
-    (tmp_path / "model.c").write_text(gen.model_c)
+    (tmp_path / "model.c").write_text(gen.whole_c)
     (tmp_path / "model_config.h").write_text(gen.config_h)
     (tmp_path / "driver.c").write_text(DRIVER)
     exe = tmp_path / "driver"
@@ -353,7 +353,7 @@ def test_chunked_embedding_is_bit_identical(tmp_path):
     for variant, code in (("whole", gen.model_c), ("chunked", chunked_c)):
         d = tmp_path / variant
         d.mkdir()
-        (d / "model.c").write_text(code)
+        (d / "model.c").write_text(code + "\n" + gen.start_c)
         (d / "model_config.h").write_text(gen.config_h)
         (d / "driver.c").write_text(DRIVER)
         r = subprocess.run(["gcc", *harness_cflags(), f"-I{d}", f"-I{RUNTIME_DIR}", str(d / "model.c"),

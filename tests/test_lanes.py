@@ -128,7 +128,7 @@ def test_a_lane_solves_its_leg_or_leaves_it_to_the_scalar_code(lane_driver, stew
 def _driver(tmp_path, gen, source, defines=()):
     """A C driver that includes the generated model.c, compiled as the FMU
     binary is (-O2, no errno) with ``defines``."""
-    (tmp_path / "model.c").write_text(gen.model_c)
+    (tmp_path / "model.c").write_text(gen.whole_c)
     (tmp_path / "model_config.h").write_text(gen.config_h)
     (tmp_path / "driver.c").write_text(source)
     exe = tmp_path / f"driver{len(defines)}"
@@ -140,7 +140,7 @@ def _driver(tmp_path, gen, source, defines=()):
 
 
 def gen_sol_start(gen):
-    text = gen.model_c.split("const double fmigen_sol_start[] = {", 1)[1].split("}", 1)[0]
+    text = gen.start_c.split("const double fmigen_sol_start[] = {", 1)[1].split("}", 1)[0]
     return [float(x) for x in text.split(",")]
 
 

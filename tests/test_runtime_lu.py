@@ -689,7 +689,7 @@ def test_an_augmented_step_refuses_a_non_finite_state_under_fast_math(tmp_path):
     from fmigen.build.pipeline import load_mechanism
     mech = load_mechanism("slider_crank_from_slider")
     gen = generate_sources(mech, ["groebner"], augmented=[formulation.make("baumgarte")])["baumgarte"][0]
-    (tmp_path / "model.c").write_text(gen.model_c)
+    (tmp_path / "model.c").write_text(gen.whole_c)
     (tmp_path / "model_config.h").write_text(gen.config_h)
     (tmp_path / "drv.c").write_text(OVERFLOW_DRIVER)
     exe = tmp_path / "drv"

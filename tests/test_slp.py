@@ -82,7 +82,7 @@ def run(tmp_path_factory):
         key = (id(gen), tuple(defines), tuple(flags), strict)
         if key not in built:
             workdir = tmp_path_factory.mktemp("driver")
-            (workdir / "model.c").write_text(gen.model_c)
+            (workdir / "model.c").write_text(gen.whole_c)
             (workdir / "model_config.h").write_text(gen.config_h)
             (workdir / "driver.c").write_text(DRIVER)
             exe = workdir / "driver"

@@ -7,7 +7,7 @@ Layout of the FMU:
     binaries/win64/<id>.dll         (FMI 3: binaries/x86_64-windows/; only when
                                      x86_64-w64-mingw32-gcc is installed and
                                      FMIGEN_WINDOWS is not 0)
-    sources/  model.c model_config.h fmu_config.h fmu_variables.h
+    sources/  model.c model_start.c model_config.h fmu_config.h fmu_variables.h
               fmigen_runtime.h fmigen_names.h fmigen_instance.h fmigen_numeric.h
               fmigen_core.c fmigen_augmented.c fmigen_instance.c fmi2.c | fmi3.c
               fmu_config.c
@@ -68,6 +68,8 @@ AVX_SOURCE = "fmigen_model_avx.c"
 #: with -mavx alone, 8,040 with these; five-link 11,168, 9,184, 8,830.
 AVX_FLAGS = ["-mavx", "-mno-fma", "-ffp-contract=off", "-fno-tree-vectorize", "-funroll-loops"]
 GLUE = {"2": "fmi2.c", "3": "fmi3.c"}
+#: the start values' translation unit (``GeneratedModel.start_c``, codegen.finish)
+START_SOURCE = "model_start.c"
 #: the translation unit of this build's values (``fmu_config_source``)
 CONFIG_SOURCE = "fmu_config.c"
 FMI_HEADERS = {"2": ["fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h"],
@@ -191,7 +193,7 @@ def fmi_header_dir(fmi: str) -> Path:
 
 def source_files(fmi: str = "2") -> list[str]:
     """The C files an importer compiles, in <SourceFiles> / buildDescription.xml order."""
-    return ["model.c", *RUNTIME_SOURCES, GLUE[fmi], CONFIG_SOURCE]
+    return ["model.c", START_SOURCE, *RUNTIME_SOURCES, GLUE[fmi], CONFIG_SOURCE]
 
 
 def fmu_config(kind: str) -> str:
@@ -260,6 +262,7 @@ def behaviour_guid(gen: GeneratedModel, table: VariableTable, fmi: str, kind: st
     h = hashlib.sha256()
     runtime = [RUNTIME_DIR / f for f in [*RUNTIME_SOURCES, *RUNTIME_HEADERS, GLUE[fmi]]]
     parts = [("fmi", fmi), ("kind", kind), ("identifier", gen.identifier), ("model.c", gen.model_c),
+             (START_SOURCE, gen.start_c),
              ("macros", "\n".join(define_lines(gen.macros))), ("fmu_config.h", fmu_config(kind)),
              ("fmu_config.c", fmu_config_source(solver, step)),
              ("fmu_variables.h", table.c_header()), ("variables", variable_list(table, fmi)),
@@ -273,6 +276,7 @@ def write_sources(dest: Path, gen: GeneratedModel, table: VariableTable, fmi: st
                   solver: str = "rk4", step: float = 1e-3):
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "model.c").write_text(gen.model_c)
+    (dest / START_SOURCE).write_text(gen.start_c)
     (dest / "model_config.h").write_text(gen.config_h)
     (dest / "fmu_config.h").write_text(fmu_config(kind))
     (dest / CONFIG_SOURCE).write_text(fmu_config_source(solver, step, gen.guid))

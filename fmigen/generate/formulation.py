@@ -127,7 +127,7 @@ def apply(gen, form: Augmented, emb):
     from fmigen.generate.codegen_augmented import augmented_code
     model_c = gen.model_c + "\n" + augmented_code(emb, form.code, SymbolMap(emb))
     macros = config_macros(form)
-    guid = str(uuid.UUID(hashlib.md5((model_c + "\n".join(define_lines(macros))).encode()).hexdigest()))
+    guid = str(uuid.UUID(hashlib.md5((model_c + gen.start_c + "\n".join(define_lines(macros))).encode()).hexdigest()))
     return dataclasses.replace(gen, model_c=model_c, guid=guid, macros={**gen.macros, **macros}, formulation=form)
 
 

@@ -442,7 +442,7 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
     sm = SymbolMap(emb)
     n, m = dae.n, dae.m
     kin_src, failures, sol_start = kinematics_source(emb, tri, sm)
-    _check_against_c(gen.model_c, failures, sol_start)
+    _check_against_c(gen.whole_c, failures, sol_start)
     fns, labels = _model_functions(emb, sm)
     tols = {tb.tol for tb in tri.blocks if tb.method == "newton" and tb.tol is not None}
 

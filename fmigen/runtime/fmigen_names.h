@@ -28,6 +28,9 @@
 #ifdef MODEL_IDENTIFIER
 
 #define fg_allowed FMIGEN_NAME(fg_allowed)
+/* model_start.c's arrays: defined once (not per model.c copy), read by both */
+#define fmigen_q_start FMIGEN_NAME(fmigen_q_start)
+#define fmigen_sol_start FMIGEN_NAME(fmigen_sol_start)
 #define fg_category_names FMIGEN_NAME(fg_category_names)
 #define fg_completed_integrator_step FMIGEN_NAME(fg_completed_integrator_step)
 #define fg_deserialize FMIGEN_NAME(fg_deserialize)
@@ -105,14 +108,12 @@
 #define fmigen_phi_trig FMIGEN_MODEL_NAME(fmigen_phi_trig)
 #define fmigen_poly_root FMIGEN_MODEL_NAME(fmigen_poly_root)
 #define fmigen_psd3_minors FMIGEN_MODEL_NAME(fmigen_psd3_minors)
-#define fmigen_q_start FMIGEN_MODEL_NAME(fmigen_q_start)
 #define fmigen_residual_trig FMIGEN_MODEL_NAME(fmigen_residual_trig)
 #define fmigen_sincos FMIGEN_MODEL_NAME(fmigen_sincos)
 #define fmigen_sincos_call FMIGEN_MODEL_NAME(fmigen_sincos_call)
 #define fmigen_sin FMIGEN_MODEL_NAME(fmigen_sin)
 #define fmigen_cos FMIGEN_MODEL_NAME(fmigen_cos)
 #define fmigen_sol_layout FMIGEN_MODEL_NAME(fmigen_sol_layout)
-#define fmigen_sol_start FMIGEN_MODEL_NAME(fmigen_sol_start)
 #define fmigen_u_default FMIGEN_MODEL_NAME(fmigen_u_default)
 #define fmigen_unit_scale FMIGEN_MODEL_NAME(fmigen_unit_scale)
 #define fmigen_prescribed_coordinate FMIGEN_MODEL_NAME(fmigen_prescribed_coordinate)

@@ -170,9 +170,11 @@ def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, 
     every solve takes a path it otherwise rarely takes; ``avx``: link the
     model's AVX copy, as a binary FMU does (default: where the FMU would,
     unless ``opt`` is given: a rebuild with its own flags has one copy)."""
-    from fmigen.fmi.fmu import AVX_FLAGS, AVX_SOURCE, avx_variant
+    from fmigen.fmi.fmu import AVX_FLAGS, AVX_SOURCE, START_SOURCE, avx_variant
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "model.c").write_text(gen.model_c)
+    # the start values apart, as in the FMU: both model copies read them
+    (workdir / START_SOURCE).write_text(gen.start_c)
     (workdir / "model_config.h").write_text(gen.config_h)
     exe = workdir / "bench_harness"
     defs = ([f"-DFMIGEN_NEWTON_TOL={tolerance!r}"] if tolerance is not None else []) + list(defines)
@@ -186,7 +188,7 @@ def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, 
         defs.append("-DFMIGEN_AVX_DISPATCH=1")
         extra = [str(workdir / "model_avx.o")]
         _run_cc([cc, *flags, *defs, *includes, *AVX_FLAGS, "-c", str(RUNTIME_DIR / AVX_SOURCE), "-o", extra[0]])
-    _run_cc([cc, *flags, *defs, *includes, str(workdir / "model.c"), *extra,
+    _run_cc([cc, *flags, *defs, *includes, str(workdir / "model.c"), str(workdir / START_SOURCE), *extra,
              str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "fmigen_augmented.c"),
              str(RUNTIME_DIR / "bench_harness.c"), "-lm", "-o", str(exe)])
     return exe
