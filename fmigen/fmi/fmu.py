@@ -63,9 +63,8 @@ AVX_SOURCE = "fmigen_model_avx.c"
 #: and no contraction whatever the compiler's default: the same bits as the
 #: SSE2 copy (fmigen_runtime.h, FMIGEN_MODEL_FN).  Without gcc's vectorizer, whose
 #: packing of scalar code cost more than it saved, and with unrolled loops
-#: (the Newton blocks' and the LU's).  Callgrind, instructions per harness
-#: step of explicit Euler (fmigen bench): Stewart 10,377 with SSE2, 8,324
-#: with -mavx alone, 8,040 with these; five-link 11,168, 9,184, 8,830.
+#: (the Newton blocks' and the LU's); docs/benchmarks.md, "Measurements
+#: behind the code's choices".
 AVX_FLAGS = ["-mavx", "-mno-fma", "-ffp-contract=off", "-fno-tree-vectorize", "-funroll-loops"]
 GLUE = {"2": "fmi2.c", "3": "fmi3.c"}
 #: the start values' translation unit (``GeneratedModel.start_c``, codegen.finish)

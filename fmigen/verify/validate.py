@@ -118,7 +118,6 @@ def simulate(fmu_path, names, stop_time, output_interval, start_values=None, sig
         # listed a hair (1e-9 H) early: at a communication point fmpy takes
         # the slope of the table segment its time falls in, and on a sample
         # itself that is the segment *before* it, a slope one step late
-        # (measured: 3.5e-6 instead of 1e-6 in a servoed rack's position)
         times = np.arange(int(round(stop_time / output_interval)) + 2) * output_interval
         md = fmpy.read_model_description(str(fmu_path))
         # every input in the table (fmpy warns about each missing one): the
