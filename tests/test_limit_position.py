@@ -303,3 +303,62 @@ def test_with_a_switch_set_the_five_bar_passes_its_fold(tmp_path):
     ida = r.references["ida"]["max_abs_error"]
     assert max(ida.values()) < DEFAULT_COORD_TOL, ida
     assert r.fmu_result["C"][-1] < 0                      # on the dyad's other assembly
+
+
+# -- three independent coordinates: the five-bar carrying a pendulum -------
+
+def five_bar_with_load():
+    """The fold five-bar above with a short light pendulum (0.3 m, 3 g)
+    hinged on crank 1 at 0.6 m: a third independent coordinate ψ, coupled
+    to the cranks through the dynamics, the same fold of the dyad ahead."""
+    from corpus._families import _bar, five_bar
+    s = five_bar("fold_five_bar_load", "the fold five-bar with a pendulum on crank 1", **FOLD_PARAMS)
+    load = _bar(s, "load", 0.3, density=0.01)
+    s.revolute("psi", s.bodies["crank1"].marker("L", (0.6, 0)), load.origin, start=-1.0)
+    s.independent = ["theta1", "theta2", "psi"]
+    s.dof = 3
+    return s
+
+
+def test_three_coordinates_discard_at_the_fold_before_leaving_the_references(tmp_path, capsys):
+    """More than two independent coordinates: ‖Φ_d⁻¹Φ_i‖ in unit scales
+    comes from the embedding, which forms Φ_d⁻¹Φ_i (prepare leaves its
+    square in work).  The FMU stops with Discard a step ahead of the dyad's
+    fold, within validate's tolerance of the IDA and Cartesian references up
+    to there; before, with no test for three coordinates, it ran on with OK
+    to 1 s, C 3.6 rad off IDA."""
+    from fmigen.verify.compare import coordinate_error
+    from fmigen.verify.validate import DEFAULT_COORD_TOL, validate
+    r = validate(five_bar_with_load(), stop_time=1.0, output_interval=1e-3, fmu_path=tmp_path / "fold3.fmu")
+    text = capsys.readouterr().err
+    _assert_fold_message(text)
+    assert "psi=" in text
+    t = r.times
+    assert 0.72 < t[-1] < T_FOLD
+    ida = r.reference
+    err = {n: coordinate_error(r.fmu_result[n], ida.q[:, i]) for i, n in enumerate(ida.names)}
+    grid = np.isclose(t * 100, np.round(t * 100), atol=1e-6)
+    assert all(e[grid].max() <= DEFAULT_COORD_TOL for e in err.values()), {n: e[grid].max() for n, e in err.items()}
+    independent = np.sqrt(err["theta1"] ** 2 + err["theta2"] ** 2 + err["psi"] ** 2)
+    assert independent.max() <= DEFAULT_COORD_TOL
+    gain = float(text.split("|B| = |dq_d/dq_i| rose ")[1].split(", to ")[1].split(")")[0])
+    assert 100 < gain < 1000
+    assert max(err["A"].max(), err["C"].max()) <= gain * independent.max()
+    c = ida.names.index("C")
+    assert ida.q[-1, c] > 0 and r.fmu_result["C"][-1] > 0
+
+
+def test_three_coordinates_python_runtime_stops_where_the_c_fmu_does(tmp_path):
+    """The Python runtime measures the same ‖Φ_d⁻¹Φ_i‖ with a velocities
+    solve per independent coordinate and stops at the same step."""
+    c = compile_model(prepare_mechanism(five_bar_with_load()))
+    path = fmu_mod.package(c.embedding, c.generated, tmp_path / "fold3.fmu", fmi="2", kind="cs", windows=False,
+                           use_cache=True)
+    rc = simulate_fmu(str(path), stop_time=1.0, output_interval=1e-3, output=["theta1", "C", "psi"])
+    assert 0.72 < rc["time"][-1] < T_FOLD
+    messages = []
+    rp = simulate_fmu(str(pyruntime.package(c, tmp_path / "fold3_py.fmu")), stop_time=1.0, output_interval=1e-3,
+                      output=["theta1", "C", "psi"], logger=_logger(messages), debug_logging=True)
+    assert rp["time"][-1] == rc["time"][-1]
+    assert abs(rp["C"] - rc["C"]).max() <= 1e-9
+    _assert_fold_message(next(m for m in messages if "limit position" in m))

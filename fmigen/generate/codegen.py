@@ -314,11 +314,11 @@ def _partition_code(emb, tri, sm, trig, suffix, shared=None, dynamics="embedded"
     import re
     kin, sol_start = kinematics_code(emb, tri, sm, trig)
     if shared is not None and "embedding" in shared:
-        embedding, nwork = shared["embedding"]
+        embedding, nwork, limit_slot = shared["embedding"]
     else:
-        embedding, nwork = embedding_code(emb, tri, sm, trig[1], dynamics=dynamics)
+        embedding, nwork, limit_slot = embedding_code(emb, tri, sm, trig[1], dynamics=dynamics)
         if shared is not None:
-            shared["embedding"] = embedding, nwork
+            shared["embedding"] = embedding, nwork, limit_slot
     slots, terms = sol_layout(emb.dae, tri)
     layout = [x for pair in slots for x in pair] + terms
     code = "\n".join([kin, embedding,
@@ -335,7 +335,7 @@ def _partition_code(emb, tri, sm, trig, suffix, shared=None, dynamics="embedded"
         # another model's, or with the model's own AVX copy)
         code = re.sub(r"^(?=(?:int|void|const)\b[^=(]*\bfmigen_\w+" + suffix + r"\b)", "static ", code,
                       flags=re.M)
-    return code, len(sol_start), nwork
+    return code, len(sol_start), nwork, limit_slot
 
 
 def reaction_system(dae):
@@ -425,10 +425,10 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     if tols:
         parts += ["#ifndef FMIGEN_NEWTON_TOL", f"#define FMIGEN_NEWTON_TOL {min(tols)!r}", "#endif", ""]
     trig = trig_plan(emb)
-    code0, nwarm, nwork = _partition_code(emb, tri, symbols, trig, "", shared, dynamics)
+    code0, nwarm, nwork, limit_slot = _partition_code(emb, tri, symbols, trig, "", shared, dynamics)
     parts.append(code0)
     for k, (emb_k, tri_k) in enumerate(alternatives, start=1):
-        code_k, nsol_k, nwork_k = _partition_code(emb_k, tri_k, SymbolMap(emb_k), trig_plan(emb_k), f"_p{k}",
+        code_k, nsol_k, nwork_k, _ = _partition_code(emb_k, tri_k, SymbolMap(emb_k), trig_plan(emb_k), f"_p{k}",
                                                   dynamics=dynamics)
         parts.append(code_k)
         nwarm, nwork = max(nwarm, nsol_k), max(nwork, nwork_k)
@@ -455,6 +455,11 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
               "FMIGEN_NZ": len(indicators),
               # the embedding's hand-over from prepare to finish (chunking._split_inputs)
               "FMIGEN_NWORK": nwork,
+              # where prepare leaves ‖Φ_d⁻¹Φ_i‖² (unit scales) for the limit test
+              # with more than two independent coordinates; -1: not formed
+              # (recursive dynamics), and not read with switching partitions
+              # (each has its own place)
+              "FMIGEN_LIMIT_SLOT": limit_slot if not alternatives else -1,
               # fmigen_phi_trig / fmigen_outputs_trig read a (possibly deferred) angle
               "FMIGEN_RESIDUAL_ANGLES": residual_angles, "FMIGEN_OUTPUTS_ANGLES": outputs_angles,
               # the embedding depends on t (rheonomic constraints or loads in t): its

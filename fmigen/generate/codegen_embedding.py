@@ -345,8 +345,9 @@ def gamma_by_jets(dae) -> list | None:
 
 
 def embedding_code(emb: Embedding, tri: Triangularization, symbols: SymbolMap, trig_subs: dict,
-                   dynamics: str = "embedded") -> tuple[str, int]:
-    """The three functions' C and the size of ``work``; ``trig_subs`` (codegen.trig_plan) maps sin/cos of
+                   dynamics: str = "embedded") -> tuple[str, int, int]:
+    """The three functions' C, the size of ``work`` and where in it prepare
+    leaves ‖X̃‖_F² for the limit test (-1: nowhere; _RightHandSide.norm); ``trig_subs`` (codegen.trig_plan) maps sin/cos of
     each angle to the ``trig`` array the kinematics filled.
 
     ``dynamics``: ``embedded`` forms X = Φ_d⁻¹Φ_i and Bᵀ M B as above;
@@ -502,6 +503,9 @@ class _RightHandSide:
         self.lane_role = _lane_roles(blocks, groups, self.ind)
         self.block_of = {i: bi for bi, (_, unk) in enumerate(blocks) for i in unk}
         self.tags_of = {}   # each body's _Code.tags, by body(...)'s arguments
+        self.limit_norm = {}   # the name of ‖X̃‖_F² in each right-hand side (norm), by blockwise
+        from fmigen.derive.workspace import unit_scales
+        self.scales = unit_scales(dae)
 
     def stage(self, code: _Code, keep, group_names):
         """Emit the CSE temporaries in ``keep`` and name the group values."""
@@ -541,11 +545,35 @@ class _RightHandSide:
             adj.append(inverse_b)
         X = self.velocities(code, Jn, Ptn, inv, blockwise)
         if with_rhs:
+            self.limit_norm[blockwise] = self.norm(code, Jn, adj, X, blockwise)
             self.accelerations(code, Jn, inv, adj, X, blockwise)
         code.emit("return 0;")
         # the adjugate entries and M·B's entries this function never reads
         code.drop_unread(r"ai\d+_\d+|mb\d+")
         return "\n".join(code.lines)
+
+    def norm(self, code: _Code, Jn, adj, X, blockwise: bool):
+        """‖X̃‖_F², X̃ = S_d⁻¹ Φ_d⁻¹Φ_i S_i in unit scales, for the run-time
+        limit test (fmigen_core.c, core_limit) with more than two
+        independent coordinates, where the runtime could get it only by
+        solving with Φ_d once per independent coordinate: here X is formed
+        anyway (or, blockwise, each block's inverse A_b, X_b = A_b Φ_i,b).
+        None (no test) for one or two independent coordinates (the runtime
+        measures those itself) and for the recursive elimination, which
+        never forms X."""
+        f, ind, s = self.emb.f, self.ind, self.scales
+        if f <= 2 or self.dynamics == "recursive":
+            return None
+        if blockwise:
+            X = [{} for _ in range(f)]
+            for bi, (eqs, unk) in enumerate(self.blocks):
+                for r, i in enumerate(unk):
+                    for a in range(f):
+                        X[a][i] = code.dot("xb", None, [(adj[bi][r][l], Jn.get((j, ind[a])))
+                                                        for l, j in enumerate(eqs)], sign="+")
+        terms = [f"{float(s[ind[k]] / s[i]) ** 2!r}*{X[k][i]}*{X[k][i]}"
+                 for k in range(f) for i in self.dep if X[k].get(i) is not None]
+        return code.let("limn", " + ".join(terms) or "0.0")
 
     def solve(self, code: _Code, Jn, inv, rhs: dict, tag: str) -> dict:
         """Φ_d⁻¹ rhs (rhs by constraint, result by dependent coordinate),
@@ -645,8 +673,14 @@ class _RightHandSide:
         _ldlt_solve(code, f, Mb, rb)
 
 
-def _functions(rhs: _RightHandSide, blockwise_possible: bool) -> tuple[str, int]:
-    """The three C functions and the size of ``work``: the blockwise reduced
+def _without_norm(body: str) -> str:
+    """The body less the statements of _RightHandSide.norm."""
+    return "\n".join(ln for ln in body.split("\n") if not re.match(r"\s*const double (xb|limn)\d+ =", ln))
+
+
+def _functions(rhs: _RightHandSide, blockwise_possible: bool) -> tuple[str, int, int]:
+    """The three C functions, the size of ``work`` and the place in it of
+    ‖X̃‖_F² (-1: none; _RightHandSide.norm): the blockwise reduced
     mass matrix where the structure allows it and its code is the cheaper
     (_blockwise_structure; the velocities function then computes v_d the
     same way, so both give the same bits), the right-hand side cut at the
@@ -656,7 +690,9 @@ def _functions(rhs: _RightHandSide, blockwise_possible: bool) -> tuple[str, int]
     bodies = {False: rhs.body(True, False)}
     if blockwise_possible:
         bodies[True] = rhs.body(True, True)
-    blockwise = blockwise_possible and _count_ops(bodies[True]) < _count_ops(bodies[False])
+    # chosen on the right-hand side alone: the limit test's norm (norm) is
+    # cheaper where X is formed, and must not change which variant a model gets
+    blockwise = blockwise_possible and _count_ops(_without_norm(bodies[True])) < _count_ops(_without_norm(bodies[False]))
     prepare, finish, nwork = _split_inputs(bodies[blockwise].split("\n"))
     velocities = rhs.body(False, blockwise)
 
@@ -675,6 +711,15 @@ def _functions(rhs: _RightHandSide, blockwise_possible: bool) -> tuple[str, int]
     def function(name, params, text, body=None):
         return f"int {name}({params})\n{{\n{body}\n}}\n" if body else chunked(name, params, text)
 
+    # ‖X̃‖_F² (_RightHandSide.norm) into the place after the hand-over, for
+    # the runtime's limit test (FMIGEN_LIMIT_SLOT)
+    norm = rhs.limit_norm.get(blockwise)
+
+    def with_norm(text, slot):
+        if norm is None:
+            return text
+        head, tail = text.rsplit("\n    return 0;", 1)
+        return f"{head}\n    work[{slot}] = {norm};\n    return 0;{tail}"
     prepare_packed, slots = None, frozenset()
     # work laid out so that prepare's groups are stored whole; kept only when
     # prepare is packed (a scalar prepare would leave the places of a short
@@ -683,16 +728,19 @@ def _functions(rhs: _RightHandSide, blockwise_possible: bool) -> tuple[str, int]
     # nothing.
     if fits(prepare):
         moved = slp.relayout_work(prepare, finish, lanes[True], nwork)
-        prepare_packed = packed(moved[0], slots=moved[3])
+        prepare_packed = packed(with_norm(moved[0], moved[2]), slots=moved[3])
         if prepare_packed is not None:
             prepare, finish, nwork, slots = moved
+    prepare = with_norm(prepare, nwork)
+    limit_slot = nwork if norm is not None else -1
+    nwork += norm is not None
     finish_packed = packed(finish, slots=slots)
     sig_prepare = "double t, const double *q, double *v, const double *p, const double *trig, double *work"
     sig_finish = ("double t, const double *q, const double *v, const double *p, const double *u, "
                   "const double *trig, const double *work, double *qdd")
     return (function("fmigen_embedded_velocities", sig, velocities, packed(velocities, with_rhs=False)) + "\n" +
             function("fmigen_embedded_prepare", sig_prepare, prepare, prepare_packed) + "\n" +
-            function("fmigen_embedded_finish", sig_finish, finish, finish_packed)), nwork
+            function("fmigen_embedded_finish", sig_finish, finish, finish_packed)), nwork, limit_slot
 
 
 def _blocks(emb: Embedding, tri: Triangularization):

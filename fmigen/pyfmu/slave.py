@@ -322,12 +322,13 @@ class Core:
         about two steps short of a limit position of the partition
         (FMIGEN_LIMIT_GAIN, fmigen_runtime.h)?  Keeps its max|v_i| and
         max|v_d| (unit scales; with two independent coordinates
-        |v_d| / ‖B‖ and |v_d|, Euclidean, ``velocity_gain``); 1 with the
+        |v_d| / ‖B‖ and |v_d|, Euclidean, ``velocity_gain``, with more
+        ``velocity_norm``); 1 with the
         message when, against the state two accepted steps earlier, the
         first fell by the gain and their ratio (the amplification ‖B‖)
         rose by it."""
         m, v, b = self.m, self.base["v"], self.base
-        if m.NI > 2 or m.NQ == m.NI:      # FMIGEN_LIMIT_TEST: one or two, and a loop
+        if m.NQ == m.NI:      # FMIGEN_LIMIT_TEST: a loop
             return 0
         vi, vd = 0.0, 0.0
         if m.NI == 1:
@@ -345,7 +346,7 @@ class Core:
                 vd2 += x * x
             vd = math.sqrt(vd2)
             if vi2 > 0.0:
-                g = self.velocity_gain(math.sqrt(vi2), vd)
+                g = self.velocity_gain(math.sqrt(vi2), vd) if m.NI == 2 else self.velocity_norm()
                 if g is not None and g > 0.0:
                     vi = vd / g
                 else:
@@ -387,6 +388,27 @@ class Core:
             bp += e * e
         bu = nvd / nvi
         return math.sqrt(bu * bu + bp)
+
+    def velocity_norm(self):
+        """The Frobenius ‖B‖ (unit scales) with more than two independent
+        coordinates, column by column: a velocities solve per independent
+        coordinate (the C FMU reads it from its embedding, which forms
+        Φ_d⁻¹Φ_i anyway; this runtime is not for real time).  None when a
+        solve fails."""
+        m, b = self.m, self.base
+        v = b["v"]
+        message = self.message           # a failed solve here is no failure of the step
+        total = 0.0
+        for k in m.independent:
+            w = list(v)
+            w[k] += m.unit_scale[k]
+            if self.velocities(b["t"], b["q"], w)[0]:
+                self.message = message
+                return None
+            for i in m.dependent:
+                e = (w[i] - v[i]) / m.unit_scale[i]
+                total += e * e
+        return math.sqrt(total)
 
     def one_step(self, x, t, h):
         n = len(x)

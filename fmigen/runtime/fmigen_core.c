@@ -232,6 +232,9 @@ static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept,
     if (!fmigen_all_finite(dx, FMIGEN_NX)) return fmigen_core_fail(c, FMIGEN_ERR_DERIVATIVE, 0, t);
     /* (a memo hit's solution is the base already) */
     if (accept && !hit) fmigen_base_accept(&c->base, P, t, q, v, sol, trig);
+#if FMIGEN_LIMIT_SLOT >= 0
+    if (accept) c->lim_b2 = ws[FMIGEN_LIMIT_SLOT];
+#endif
 #if FMIGEN_SWITCHING
     /* the state's angles complete (deferred ones from trig), for a switch */
     if (accept) P->angles(c->base.q, ts, &c->base);
@@ -279,6 +282,10 @@ int fmigen_core_assemble(FmigenCore *c)
      * v_d alone; the stage that integrates from it reports it. */
     const int kw = P->prepare(c->t, c->q, c->v, c->p, trig, m->work);
     if (kw == 1) return fmigen_core_fail(c, FMIGEN_ERR_EMBEDDING, 1, c->t);
+#if FMIGEN_LIMIT_SLOT >= 0
+    /* prepare stops at 2 after v_d, before the norm's place is written */
+    c->lim_b2 = kw == 0 ? m->work[FMIGEN_LIMIT_SLOT] : NAN;
+#endif
 #endif
     /* the accepted solution: the next solve predicts from it */
     fmigen_base_accept(&c->base, P, c->t, c->q, c->v, sol, trig);
@@ -488,8 +495,11 @@ FMIGEN_ALWAYS_INLINE int core_limit(FmigenCore *c)
     FMIGEN_UNROLL for (int k = 0; k < NQ - NI; k++)
         vd = fmigen_max(vd, fabs(v[P->dependent[k]]) / fmigen_unit_scale[P->dependent[k]]);
 #else
-    /* two: Euclidean, like the Frobenius ‖B‖; vi = |ṽ_d| / ‖B‖, 0 at rest
-     * (no direction of motion, nothing that could pass a limit) */
+    /* two or more: Euclidean, like the Frobenius ‖B‖; vi = |ṽ_d| / ‖B‖, 0
+     * at rest (no direction of motion, nothing that could pass a limit).
+     * ‖B‖ from velocity_gain for two, from the embedding for more (it
+     * forms Φ_d⁻¹Φ_i anyway; the runtime would need a solve per
+     * independent coordinate) */
     double vi2 = 0.0, vd2 = 0.0;
     for (int k = 0; k < NI; k++) {
         const double x = v[P->independent[k]] / fmigen_unit_scale[P->independent[k]];
@@ -501,7 +511,11 @@ FMIGEN_ALWAYS_INLINE int core_limit(FmigenCore *c)
     }
     vd = sqrt(vd2);
     if (vi2 > 0.0) {
+#if NI == 2
         const double g = velocity_gain(c, sqrt(vi2), vd);
+#else
+        const double g = sqrt(c->lim_b2);
+#endif
         if (g > 0.0) vi = vd / g;
         else vd = 0.0;   /* B = 0 (nothing depends on v_i) or no solve: no limit */
     }

@@ -893,10 +893,16 @@ void fmigen_event_indicators(double t, const double *q, const double *v, const d
 #endif
 #define FMIGEN_NX (FMIGEN_FORMULATION ? 2 * NQ : 2 * NI)
 #define FMIGEN_SWITCHING (NPART > 1 && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
+/* where the embedding's prepare leaves ‖Φ_d⁻¹Φ_i‖² in unit scales for the
+ * limit test with more than two independent coordinates
+ * (codegen_embedding.py, _RightHandSide.norm); -1: it does not */
+#ifndef FMIGEN_LIMIT_SLOT
+#define FMIGEN_LIMIT_SLOT (-1)
+#endif
 /* the test for a limit position ahead (FMIGEN_LIMIT_GAIN): one or two
- * independent coordinates, and dependent ones (an open chain has no such
- * limit) */
-#define FMIGEN_LIMIT_TEST (NI <= 2 && NQ > NI && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
+ * independent coordinates, or more with the norm from the embedding, and
+ * dependent ones (an open chain has no such limit) */
+#define FMIGEN_LIMIT_TEST ((NI <= 2 || FMIGEN_LIMIT_SLOT >= 0) && NQ > NI && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
 #define FMIGEN_PART(c) (&FMIGEN_MODEL_FN(fmigen_partitions)[(c)->part])
 
 #ifndef FMIGEN_RESIDUAL_ANGLES
@@ -961,6 +967,9 @@ typedef struct {
      * (limit_position) */
     double lim_vi[2], lim_vd[2];
     int lim_n;
+    /* ‖Φ_d⁻¹Φ_i‖² (unit scales) at the last accepted state, from the
+     * embedding's prepare (FMIGEN_LIMIT_SLOT); NaN when it failed */
+    double lim_b2;
     double h;                    /* internal step */
     double residual;             /* max |Φ_j(q)| of the state last observed */
     double fp[FMIGEN_DIM(FMIGEN_NFP)]; /* parameters of an augmented formulation */
