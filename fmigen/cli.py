@@ -187,17 +187,17 @@ def cmd_triangularize(args):
                              use_cache=not args.no_cache, log=_log(args))
     seconds = time.perf_counter() - t0
     blocks = []
-    for tb in compiled.triangular.blocks:
-        blocks.append({"unknowns": [compiled.dae.names[i] for i in tb.block.unknowns],
-                       "method": tb.method,
+    for solved_block in compiled.triangular.blocks:
+        blocks.append({"unknowns": [compiled.dae.names[i] for i in solved_block.block.unknowns],
+                       "method": solved_block.method,
                        "sequence": [{"variable": str(s.variable), "degree": s.degree, "terms": s.terms,
-                                     "max_coeff_digits": s.max_coeff_digits} for s in tb.steps]})
-        if tb.method == "groebner":
+                                     "max_coeff_digits": s.max_coeff_digits} for s in solved_block.steps]})
+        if solved_block.method == "groebner":
             # error amplification (sweep_measures.amplification): max double-
             # precision error on the workspace sweep in machine epsilons
-            blocks[-1]["order"] = tb.sequences[0].label
+            blocks[-1]["order"] = solved_block.sequences[0].label
             blocks[-1]["amplification"] = [{"order": s.label, "eps": _finite(s.amplification)}
-                                           for s in tb.sequences]
+                                           for s in solved_block.sequences]
     if args.json:
         print(json.dumps({"blocks": blocks, "seconds": round(seconds, 3)}))
     else:

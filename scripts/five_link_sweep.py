@@ -51,8 +51,8 @@ def compile_kinematics(log=log):
     log(f"  {time.perf_counter() - t0:.1f} s; triangularizing {len(part.blocks)} blocks ...")
     tri = triangularize(dae, part)
     log(f"  done after {time.perf_counter() - t0:.1f} s: "
-        + ", ".join(f"{{{','.join(dae.names[i] for i in tb.block.unknowns)}}}:{tb.method}"
-                    for tb in tri.blocks))
+        + ", ".join(f"{{{','.join(dae.names[i] for i in solved_block.block.unknowns)}}}:{solved_block.method}"
+                    for solved_block in tri.blocks))
     return dae, tri
 
 

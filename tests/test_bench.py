@@ -134,12 +134,12 @@ def test_newton_formulations_share_the_pipeline():
     groebner = triangularize(dae, part)
     single = triangularize(dae, part, kinematics="newton", newton_tol=1e-8)
     loop = triangularize(dae, part, kinematics="newton-loop")
-    assert [tb.method for tb in groebner.blocks] == ["groebner"] * 6
+    assert [solved_block.method for solved_block in groebner.blocks] == ["groebner"] * 6
     assert len(single.blocks) == 1 and single.blocks[0].method == "newton"
     assert sorted(single.blocks[0].block.unknowns) == sorted(part.dependent)
     assert sorted(single.blocks[0].block.equations) == list(range(18))
     assert single.blocks[0].tol == 1e-8
-    assert [tb.method for tb in loop.blocks] == ["newton"] * 6 and loop.blocks[0].tol == 1e-10
+    assert [solved_block.method for solved_block in loop.blocks] == ["newton"] * 6 and loop.blocks[0].tol == 1e-10
     # the same assembled start by every route
     for tri in (single, loop):
         assert max(abs(tri.start[k] - groebner.start[k]) for k in tri.start) <= 1e-12

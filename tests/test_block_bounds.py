@@ -44,12 +44,12 @@ def test_an_oversized_block_is_newton_with_one_warning_and_no_engine_run(double_
     monkeypatch.setattr(triangular, "groebner_lex", only_small_blocks)
     lines = []
     tri = triangular.triangularize(dae, part, log=lines.append, cover=False)
-    by_unknowns = {frozenset(dae.names[i] for i in tb.block.unknowns): tb for tb in tri.blocks}
+    by_unknowns = {frozenset(dae.names[i] for i in solved_block.block.unknowns): solved_block for solved_block in tri.blocks}
     upright = by_unknowns[frozenset(UPRIGHT)]
     assert upright.method == "newton"
     assert "Bézout number 2592 (degrees 3, 3, 3, 6, 2, 2, 2, 2) > 1024" in upright.reason
     # the other blocks (the tie rod's two angles) still get their sequences
-    assert [tb.method for tb in tri.blocks if tb is not upright] == ["groebner", "groebner"]
+    assert [solved_block.method for solved_block in tri.blocks if solved_block is not upright] == ["groebner", "groebner"]
     assert len(asked) == 2
     warnings = [line for line in lines if line.startswith("warning:")]
     assert len(warnings) == 1 and "\n" not in warnings[0]
@@ -63,4 +63,4 @@ def test_the_bound_leaves_the_shipped_blocks_to_groebner(monkeypatch):
     Bézout number 256) is still triangularized."""
     dae = dae_of(prepare_mechanism("landing_gear"))
     tri = triangular.triangularize(dae, choose_partition(dae), cover=False)
-    assert [tb.method for tb in tri.blocks] == ["groebner"]
+    assert [solved_block.method for solved_block in tri.blocks] == ["groebner"]

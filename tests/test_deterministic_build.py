@@ -41,8 +41,8 @@ def test_a_slow_clock_changes_nothing(monkeypatch):
     stopped at its first clock reading past 60 s, and this model.c lost its
     alternative sequence.)"""
     plain, tri = _model_c(MECH)
-    [tb] = tri.blocks
-    assert tb.completion is not None                            # the cover took the exact completion
+    [solved_block] = tri.blocks
+    assert solved_block.completion is not None                            # the cover took the exact completion
     clock = [time.perf_counter()]
 
     def slow():
@@ -52,7 +52,7 @@ def test_a_slow_clock_changes_nothing(monkeypatch):
     monkeypatch.setattr(time, "monotonic", slow)
     monkeypatch.setattr(time, "time", slow)
     loaded, tri_slow = _model_c(MECH)
-    assert [s.label for s in tri_slow.blocks[0].sequences] == [s.label for s in tb.sequences]
+    assert [s.label for s in tri_slow.blocks[0].sequences] == [s.label for s in solved_block.sequences]
     assert loaded == plain
 
 
@@ -134,9 +134,9 @@ def test_a_block_too_large_for_a_lex_basis_is_newton_without_trying(monkeypatch)
     monkeypatch.setattr(triangular, "groebner_lex", never)
     monkeypatch.setattr(triangular, "MAX_GROEBNER_VARIABLES", 3)      # the four-bar's block has 4
     dae = build_dae(prepare_mechanism("fourbar"))
-    [tb] = triangular.triangularize(dae, choose_partition(dae), use_cache=False, cover=False).blocks
-    assert tb.method == "newton"
-    assert tb.reason == "4 polynomial variables > 3, too many for a lex Gröbner basis"
+    [solved_block] = triangular.triangularize(dae, choose_partition(dae), use_cache=False, cover=False).blocks
+    assert solved_block.method == "newton"
+    assert solved_block.reason == "4 polynomial variables > 3, too many for a lex Gröbner basis"
 
 
 def test_two_builds_give_the_same_fmu_bytes(tmp_path, monkeypatch):

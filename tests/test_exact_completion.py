@@ -118,8 +118,8 @@ def test_the_vanishing_coefficient_takes_the_exact_completion_and_no_newton(comp
     assert r["max_deviation"] <= 1e-13
     assert counts["Newton from the prediction"] == 0 and counts["polish"] == 0, counts
     assert counts.get("exact completion from the nearer root of s_phi", 0) >= 1, counts
-    [tb] = tri.blocks
-    assert tb.completion is not None
+    [solved_block] = tri.blocks
+    assert solved_block.completion is not None
 
 
 def _python_kinematics(compiled, calls):
@@ -189,11 +189,11 @@ def test_five_link_papers_order_needs_no_other_order():
                            for sc, v in (("s", "alpha"), ("c", "alpha"), ("s", "beta"), ("c", "beta"))]
     dae = build_dae(prepare_mechanism(mech))
     tri = triangularize(dae, choose_partition(dae))
-    degenerate = [tb for tb in tri.blocks if tb.singular_points]
+    degenerate = [solved_block for solved_block in tri.blocks if solved_block.singular_points]
     assert len(degenerate) == 5
-    for tb in degenerate:
-        assert tb.completion is not None
-        assert all(s["covered_by"] == "exact completion" for s in tb.singular_points)
+    for solved_block in degenerate:
+        assert solved_block.completion is not None
+        assert all(s["covered_by"] == "exact completion" for s in solved_block.singular_points)
 
 
 # --- a first step of higher degree: the Stephenson I six-bar's sextic -----------
@@ -235,17 +235,17 @@ def test_sextic_completion_covers_every_degenerate_configuration(stephenson1):
     from fmigen.kinematics.completion import completion_error
     from fmigen.kinematics.sweep_measures import degenerate, representation_singular, sequence_quality
     tri = stephenson1.triangular
-    [tb] = tri.blocks
-    assert tb.steps[0].degree == 6 and [st.degree for st in tb.steps[1:]] == [1] * 7
-    plan = tb.completion
+    [solved_block] = tri.blocks
+    assert solved_block.steps[0].degree == 6 and [st.degree for st in solved_block.steps[1:]] == [1] * 7
+    plan = solved_block.completion
     assert plan is not None and plan.degree == 6 and plan.refine is not None
-    assert len(tb.singular_points) >= 2
-    assert all(s["covered_by"] == "exact completion" for s in tb.singular_points)
+    assert len(solved_block.singular_points) >= 2
+    assert all(s["covered_by"] == "exact completion" for s in solved_block.singular_points)
     sw, scales = tri.sweep, unit_scales(stephenson1.dae)
-    quality = sequence_quality(stephenson1.dae, tb, tb.sequences[0], sw.points, scales)
+    quality = sequence_quality(stephenson1.dae, solved_block, solved_block.sequences[0], sw.points, scales)
     bad = degenerate(quality, sw.paths, representation_singular(quality, sw.paths))
     assert bad.sum() >= 600, int(bad.sum())          # measured 650 of 1441
-    err = completion_error(stephenson1.dae, tb, plan, sw.points[bad], scales)
+    err = completion_error(stephenson1.dae, solved_block, plan, sw.points[bad], scales)
     # measured 8.6e-15 (without the refinement 3.6e-8: the sextic's
     # coefficients cancel in double precision)
     assert err.max() <= 1e-13, err.max()
@@ -275,8 +275,8 @@ def test_sextic_completion_in_python_matches_newton_on_the_constraints(stephenso
     the polish did not)."""
     dae, part = stephenson1.dae, stephenson1.partition
     tri = stephenson1.triangular
-    [tb] = tri.blocks
-    star = next(s for s in tb.singular_points if abs(s["at"]["theta"] - 5.2726) < 1e-3)
+    [solved_block] = tri.blocks
+    star = next(s for s in solved_block.singular_points if abs(s["at"]["theta"] - 5.2726) < 1e-3)
     theta_star = star["at"]["theta"]
     i_theta = dae.names.index("theta")
     near = tri.sweep.points[np.argmin(np.abs(np.remainder(tri.sweep.points[:, i_theta] - theta_star + math.pi,
@@ -307,8 +307,8 @@ def test_sextic_completion_in_python_matches_newton_on_the_constraints(stephenso
     # angle sums, in its layout's order
     from fmigen.derive.workspace import unit_scales
     from fmigen.kinematics.sweep_measures import _true_values, block_layout
-    truth = _true_values(dae, tb, before[None, :])
-    sol = [float(truth[x][0]) for _, _, vs, _ in block_layout(tb, unit_scales(dae)) for x in vs]
+    truth = _true_values(dae, solved_block, before[None, :])
+    sol = [float(truth[x][0]) for _, _, vs, _ in block_layout(solved_block, unit_scales(dae)) for x in vs]
     J = dae.numeric.Phi_q(0.0, before)
     v = np.zeros(dae.n)
     v[part.independent] = target[part.independent] - before[part.independent]

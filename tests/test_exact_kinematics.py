@@ -128,9 +128,9 @@ def test_stephenson3_recorded_order_is_better_conditioned():
         if not recorded:
             mech.groebner_order = None
         dae = build_dae(mech)
-        [tb] = triangularize(dae, choose_partition(dae)).blocks
-        assert [s.label for s in tb.sequences] == [" > ".join(map(str, tb.variables))]
-        amp[tb.sequences[0].label] = tb.amplification
+        [solved_block] = triangularize(dae, choose_partition(dae)).blocks
+        assert [s.label for s in solved_block.sequences] == [" > ".join(map(str, solved_block.variables))]
+        amp[solved_block.sequences[0].label] = solved_block.amplification
     recorded_order = "c_alpha > s_alpha > c_beta > s_beta > c_phi > s_phi > s_psi > c_psi"
     default = "c_alpha > s_alpha > c_beta > s_beta > c_psi > s_psi > c_phi > s_phi"
     assert set(amp) == {recorded_order, default}, amp
@@ -187,13 +187,13 @@ def test_stephenson3_joints_gets_a_groebner_sequence(stephenson3_joints):
     low-level one's (13 measured, against 634 there; 721 for the default
     order).  The build computes that order alone."""
     compiled, _ = stephenson3_joints
-    [tb] = compiled.triangular.blocks
-    assert tb.method == "groebner", tb.reason
-    assert len(tb.sequences) == 1
-    assert [str(v) for v in tb.variables] == ["c_phi", "s_phi", "c_psi_A", "s_psi_A", "c_theta_C", "s_theta_C",
+    [solved_block] = compiled.triangular.blocks
+    assert solved_block.method == "groebner", solved_block.reason
+    assert len(solved_block.sequences) == 1
+    assert [str(v) for v in solved_block.variables] == ["c_phi", "s_phi", "c_psi_A", "s_psi_A", "c_theta_C", "s_theta_C",
                                               "s_psi", "c_psi"]
-    assert sorted(tuple(sorted(c)) for *_, c in tb.angle_sums.values()) == [(0, 4), (1, 3)]  # θ + C, psi + A
-    assert math.isfinite(tb.amplification) and tb.amplification <= 1000, tb.amplification
+    assert sorted(tuple(sorted(c)) for *_, c in solved_block.angle_sums.values()) == [(0, 4), (1, 3)]  # θ + C, psi + A
+    assert math.isfinite(solved_block.amplification) and solved_block.amplification <= 1000, solved_block.amplification
     assert "/* block {psi, phi, A, C}: groebner, " in compiled.generated.model_c
 
 

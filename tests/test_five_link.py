@@ -100,13 +100,13 @@ def test_structure(built):
     dae, tri = compiled.dae, compiled.triangular
     assert (dae.n, dae.m) == (16, 15)
     assert [dae.names[i] for i in compiled.partition.independent] == ["z"]
-    newton = [tb for tb in tri.blocks if tb.method == "newton"]
+    newton = [solved_block for solved_block in tri.blocks if solved_block.method == "newton"]
     assert len(newton) == 1
     assert {dae.names[i] for i in newton[0].block.unknowns} == {"x", "y", "phi", "theta", "psi"}
     assert sorted(dae.constraint_names[j] for j in newton[0].block.equations) == [f"dist{k}" for k in range(1, 6)]
     # every U-joint angle comes from its own triangular (Gröbner) sequence
-    groebner = [tb for tb in tri.blocks if tb.method == "groebner"]
-    assert sorted(dae.names[i] for tb in groebner for i in tb.block.unknowns) == \
+    groebner = [solved_block for solved_block in tri.blocks if solved_block.method == "groebner"]
+    assert sorted(dae.names[i] for solved_block in groebner for i in solved_block.block.unknowns) == \
         sorted([f"alpha{k}" for k in range(1, 6)] + [f"beta{k}" for k in range(1, 6)])
     # the 15 constraints are independent at the start
     q0 = np.array([tri.start[n] for n in dae.names])

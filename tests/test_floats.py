@@ -90,9 +90,9 @@ def test_a_computed_hard_point_is_its_decimal_in_the_ideal_and_the_c():
     # the loop constraint's constant: 2/5, not 39999999999999997/10^17
     consts = {abs(e.as_coeff_Add()[0]) for e in compiled.dae.Phi}
     assert sp.Rational(2, 5) in consts
-    [tb] = compiled.triangular.blocks
-    assert tb.method == "groebner"
-    dens = [c.q for p in tb.polys for c in sp.Poly(p, *tb.variables, *tb.abstractions).coeffs()]
+    [solved_block] = compiled.triangular.blocks
+    assert solved_block.method == "groebner"
+    dens = [c.q for p in solved_block.polys for c in sp.Poly(p, *solved_block.variables, *solved_block.abstractions).coeffs()]
     assert max(dens) <= 100
     # no 17-digit coefficient reaches the C
     body = compiled.generated.model_c

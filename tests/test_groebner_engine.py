@@ -79,8 +79,8 @@ def test_a_mechanism_with_such_a_term_builds_its_groebner_sequence():
     loop_x = next(c for c in m.constraints if c.name == "loop_x")
     loop_x.expr = loop_x.expr + 0.0169 * cos(alpha)**2 * sin(phi)**2
     compiled = compile_model(m, use_cache=False)
-    [tb] = compiled.triangular.blocks
-    assert tb.method == "groebner" and not tb.engine_failed
+    [solved_block] = compiled.triangular.blocks
+    assert solved_block.method == "groebner" and not solved_block.engine_failed
     st = compiled.triangular.start
     import math
     ca, sp_ = math.cos(st["alpha"]), math.sin(st["phi"])
@@ -141,7 +141,7 @@ def test_failing_engine_falls_back_to_newton_per_block(broken_singular):
     lines = []
     compiled = compile_model(load_mechanism("fourbar", use_cache=False), use_cache=False, log=lines.append)
     blocks = compiled.triangular.blocks
-    assert [tb.method for tb in blocks] == ["newton"] and blocks[0].engine_failed
+    assert [solved_block.method for solved_block in blocks] == ["newton"] and blocks[0].engine_failed
     warnings = [ln for ln in lines if "warning" in ln]
     assert warnings == ["      warning: block {alpha, phi}: the Gröbner engine failed: Singular exited with "
                         "status 3: error: no more memory; solving it by Newton iteration instead"]

@@ -820,9 +820,9 @@ def test_stephenson1_block_gets_a_lex_basis(monkeypatch):
     monkeypatch.setattr(groebner, "SINGULAR_CPU_LIMIT", 120)
     m, dae, part = _stephenson1()
     tri = triangularize(dae, part, use_cache=False, cover=False)
-    [tb] = tri.blocks
-    assert tb.method == "groebner"
-    assert tb.steps[0].degree == 6
+    [solved_block] = tri.blocks
+    assert solved_block.method == "groebner"
+    assert solved_block.steps[0].degree == 6
     for c in m.coordinates:
         assert abs(tri.start[c.name] - c.start) < 1e-9, (c.name, tri.start[c.name], c.start)
 

@@ -100,7 +100,7 @@ def test_a_lane_solves_its_leg_or_leaves_it_to_the_scalar_code(lane_driver, stew
     (the block's scalar code then runs, as before the lanes)."""
     gen, dae, tri = stewart
     start = {s: tri.start[str(s)] for s in dae.q_sym}
-    K = [float(sp.sympify(e).subs(start)) for tb in tri.blocks for e in tb.abstractions.values()]
+    K = [float(sp.sympify(e).subs(start)) for solved_block in tri.blocks for e in solved_block.abstractions.values()]
     assert len(K) == 18
     out = json.loads(subprocess.run([str(lane_driver), *map(repr, K), str(jump)], capture_output=True, text=True,
                                     check=True).stdout)

@@ -327,7 +327,7 @@ def test_python_newton_block_agrees_with_the_c(tmp_path):
     Python port (``pyruntime._newton_lines``).  The mechanisms above only
     reach Newton in a polish or a fallback."""
     c_path, compiled = build_fmu("landing_gear_dynamic", tmp_path / "gear_c.fmu", windows=False)
-    assert [tb.newton_first for tb in compiled.triangular.blocks] == [True]
+    assert [solved_block.newton_first for solved_block in compiled.triangular.blocks] == [True]
     py_path, _ = pyruntime.build_python_fmu("landing_gear_dynamic", tmp_path / "gear_py.fmu", compiled=compiled)
     coords, outs = _outputs(compiled)
     rc = simulate_fmu(str(c_path), stop_time=0.3, output_interval=0.01, output=outs)

@@ -208,7 +208,7 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
         history.remember(mech.name, times)
     log(f"      stages: equations of motion {times['dae']:.2f} s, triangularization and workspace cover "
         f"{times['triangular']:.2f} s, C generation {times['codegen']:.2f} s")
-    failed = any(tb.engine_failed for t in [tri, *(t for _, t in alternatives)] for tb in t.blocks)
+    failed = any(solved_block.engine_failed for t in [tri, *(t for _, t in alternatives)] for solved_block in t.blocks)
     compiled = Compiled(mech, dae, part, emb, tri, gen, times, dynamics, failed)
     if generated_now and use_cache:
         derived.remember(compiled, options)
@@ -218,7 +218,7 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
 def _warn_singularities(dae, tri, log):
     """The cheap part of ``fmigen check``, on every build: what the workspace
     sweep found that the FMU cannot do by straight-line code."""
-    uncovered = [p for tb in tri.blocks for p in tb.singular_points if p["covered_by"] is None]
+    uncovered = [p for solved_block in tri.blocks for p in solved_block.singular_points if p["covered_by"] is None]
     for p in uncovered:
         at = ", ".join(f"{k}={v:.6g}" for k, v in p["at"].items())
         log(f"warning: block {p['block']} has a representation singularity at {at} ({p['condition']}) that "

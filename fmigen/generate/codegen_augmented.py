@@ -13,7 +13,7 @@ from fmigen.generate.printer import SymbolMap, c
 from fmigen.derive.embed import Embedding
 
 
-def augmented_code(emb: Embedding, form_code: int, sm: SymbolMap) -> str:
+def augmented_code(emb: Embedding, form_code: int, symbol_map: SymbolMap) -> str:
     """``int fmigen_augmented_accel(t, q, v, p, u, fp, a)``: q̈ of all n
     coordinates for an augmented formulation (runtime/fmigen_augmented.c; the
     same equations as its comments), straight-line over the structural
@@ -30,7 +30,7 @@ def augmented_code(emb: Embedding, form_code: int, sm: SymbolMap) -> str:
     Mu = {(i, k): emb.M[i, k] for i in range(n) for k in range(i, n) if emb.M[i, k] != 0}
     Fv = {i: emb.F[i] for i in range(n) if emb.F[i] != 0}
     groups = [J, Ph, Pt, G, Mu, Fv]
-    exprs = [sm(e) for d in groups for e in d.values()]
+    exprs = [symbol_map(e) for d in groups for e in d.values()]
     reps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none",
                            optimizations=None if is_large(exprs) else "basic")
     code = _Code()

@@ -99,21 +99,21 @@ def _bare(exprs, dae, subs=None):
     return out
 
 
-def block_plan(dae, tb, scales, start, woff, sol="base->sol", vel="base->v"):
+def block_plan(dae, solved_block, scales, start, woff, sol="base->sol", vel="base->v"):
     """What the C and the Python kinematics share for one block, as
     (name, expression) pairs in either language: the prediction P_<var> of
     every variable from the last accepted solution (``sol``) and velocities
     (``vel``) over dt, and the continuity tolerance T<i> of every
     coordinate.  Also the block's slots in the solution vector and their
     start values (``start``: the start assembly)."""
-    layout = block_layout(tb, scales)
+    layout = block_layout(solved_block, scales)
     slot, defs, sol_start = {}, [], []
     for i, kind, vs, scale in layout:
         w = f"w{i}"
-        if i in tb.angle_sums:
+        if i in solved_block.angle_sums:
             # the variables are (sin, cos) of the angle sum ψ = Σ k·q_j
             # (polynomialize.angle_plan): it turns at Σ k·v_j
-            combo = tb.angle_sums[i][2]
+            combo = solved_block.angle_sums[i][2]
             rate = " + ".join(f"{vel}[{j}]" if k == 1 else f"{float(k)!r} * {vel}[{j}]" for j, k in combo.items())
             defs.append((w, f"({rate}) * dt"))
             angle = sum(k * start[dae.names[j]] for j, k in combo.items())
@@ -137,8 +137,8 @@ def block_plan(dae, tb, scales, start, woff, sol="base->sol", vel="base->v"):
     return layout, slot, defs, sol_start
 
 
-def block_failure(dae, tb) -> str:
-    return (f"block {block_name(dae, tb.block)}: no solution continuing the previous one (every sequence, "
+def block_failure(dae, solved_block) -> str:
+    return (f"block {block_name(dae, solved_block.block)}: no solution continuing the previous one (every sequence, "
             "and Newton from the prediction, failed its residual or continuity check)")
 
 
@@ -164,17 +164,17 @@ def q_from_vars(layout, prefix="", sums=None, printer=None):
     return out
 
 
-def angle_sums(tb, sm, ts):
-    """Per unknown angle of ``tb`` whose polynomial variables are the sine
+def angle_sums(solved_block, symbol_map, ts):
+    """Per unknown angle of ``solved_block`` whose polynomial variables are the sine
     and cosine of an angle sum ψ (``polynomialize.angle_plan``): (ψ, sin q_i,
     cos q_i) as expressions in the arrays (q[], trig[]) and the block's
-    variables, from ``tb.recover`` (known angles through ``trig`` where the
+    variables, from ``solved_block.recover`` (known angles through ``trig`` where the
     kinematics has them, as the abstractions)."""
     out = {}
-    for i, (_, _, combo) in tb.angle_sums.items():
+    for i, (_, _, combo) in solved_block.angle_sums.items():
         psi = sp.Add(*[k * sp.Symbol(f"q[{j}]") for j, k in combo.items()])
-        sin_q, cos_q = tb.recover[i].args
-        out[i] = (psi, sm(ts(sin_q)), sm(ts(cos_q)))
+        sin_q, cos_q = solved_block.recover[i].args
+        out[i] = (psi, symbol_map(ts(sin_q)), symbol_map(ts(cos_q)))
     return out
 
 
@@ -183,16 +183,16 @@ def hoisted_knowns(emb: Embedding, tri: Triangularization) -> dict:
     coordinate (K -> expression): the kinematics computes them once, before
     the first block (``kinematics_walk``)."""
     dep_syms = {emb.dae.q_sym[i] for i in emb.dependent}
-    return {K: expr for tb in tri.blocks if tb.method == "groebner"
-            for K, expr in tb.abstractions.items() if not (sp.sympify(expr).free_symbols & dep_syms)}
+    return {K: expr for solved_block in tri.blocks if solved_block.method == "groebner"
+            for K, expr in solved_block.abstractions.items() if not (sp.sympify(expr).free_symbols & dep_syms)}
 
 
-def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=None):
+def kinematics_code(emb: Embedding, tri: Triangularization, symbol_map: SymbolMap, trig=None):
     """The kinematics in C (``kinematics_walk`` with ``CKinematics``).
     Returns (C code, start values of the solution vector ``sol``: per block
     its polynomial variables, or a Newton block's coordinates)."""
-    lang = CKinematics(emb, sm)
-    body, failures, sol_start = kinematics_walk(emb, tri, sm, trig or (set(), {}), lang)
+    lang = CKinematics(emb, symbol_map)
+    body, failures, sol_start = kinematics_walk(emb, tri, symbol_map, trig or (set(), {}), lang)
     fail_table = ",\n    ".join(f'"{f}"' for f in failures) or '""'
     code = "\n".join(lang.helpers) + _function(
         "int fmigen_kinematics(double t, double *q, const double *p, const FmigenBase *base, "
@@ -222,7 +222,7 @@ def kinematics_code(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig=
     return code, sol_start
 
 
-def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig, lang):
+def kinematics_walk(emb: Embedding, tri: Triangularization, symbol_map: SymbolMap, trig, lang):
     """The kinematics: every dependent coordinate from q_i, block by block,
     each result verified and continued from the last accepted solution.
     The one walker of it: ``lang`` spells each statement, in C
@@ -278,53 +278,53 @@ def kinematics_walk(emb: Embedding, tri: Triangularization, sm: SymbolMap, trig,
     out = lang.prelude(dae.n, dq)
     out += lang.trigs_from_q(sorted(trig_angles & set(emb.independent)))
     hoisted = hoisted_knowns(emb, tri)
-    out += _hoisted_code(hoisted, sm, ts, lang)
+    out += _hoisted_code(hoisted, symbol_map, ts, lang)
     lane_of = _lane_plan(dae, tri, hoisted, scales, trig_angles, bare, lang)
 
-    for bi, tb in enumerate(tri.blocks):
-        layout, slot, defs, start = block_plan(dae, tb, scales, tri.start, len(sol_start),
+    for bi, solved_block in enumerate(tri.blocks):
+        layout, slot, defs, start = block_plan(dae, solved_block, scales, tri.start, len(sol_start),
                                                sol=lang.base_sol, vel=lang.base_v)
-        sums = angle_sums(tb, sm, ts)
+        sums = angle_sums(solved_block, symbol_map, ts)
         sol_start += start
-        failures.append(block_failure(dae, tb))
+        failures.append(block_failure(dae, solved_block))
         code = len(failures)
-        nseq = len(tb.sequences) if tb.method == "groebner" else 0
-        what = (f"groebner, {nseq} sequence(s)" if nseq else f"newton {tb.reason}")
+        nseq = len(solved_block.sequences) if solved_block.method == "groebner" else 0
+        what = (f"groebner, {nseq} sequence(s)" if nseq else f"newton {solved_block.reason}")
         if bi in lane_of:
             cls, k = lane_of[bi]
             if k == 0:
                 out += lang.lanes_call(cls.index, [str(K) for b in cls.members for K in tri.blocks[b].abstractions])
-            out += lang.block_open(f"block {block_name(dae, tb.block)}: {what}, unless lane {k} of "
+            out += lang.block_open(f"block {block_name(dae, solved_block.block)}: {what}, unless lane {k} of "
                                    f"fmigen_lanes{cls.index} solved it", f"!(lanes{cls.index} & {1 << k}u)")
         else:
-            out += lang.block_open(f"block {block_name(dae, tb.block)}: {what}")
+            out += lang.block_open(f"block {block_name(dae, solved_block.block)}: {what}")
         # prediction and continuity tolerances
         for name, expr in defs:
             out += lang.let("block", name, expr)
-        pairs = newton_pairs(emb, tb)
-        if tb.method == "newton":
-            out += _newton_block_code(tb, bi, layout, slot, pairs, code, trig_angles, lang)
+        pairs = newton_pairs(emb, solved_block)
+        if solved_block.method == "newton":
+            out += _newton_block_code(solved_block, bi, layout, slot, pairs, code, trig_angles, lang)
             continue
-        for K, expr in tb.abstractions.items():
+        for K, expr in solved_block.abstractions.items():
             if K not in hoisted:
-                out += lang.let("block", K, lang.expr(sm(ts(expr))))
-        for v, expr in tb.known_ring.items():
-            out += lang.let("block", v, lang.expr(sm(ts(expr))))
+                out += lang.let("block", K, lang.expr(symbol_map(ts(expr))))
+        for v, expr in solved_block.known_ring.items():
+            out += lang.let("block", v, lang.expr(symbol_map(ts(expr))))
         allvars = [v for _, _, vs, _ in layout for v in vs]
         # the attempts: sequence 0, 1, ... then Newton; a failed check leaves
         # an attempt with ok = 0 and the next one runs
-        plan = tb.completion
+        plan = solved_block.completion
         ncases = nseq + (plan.attempts if plan is not None else 0)
-        out += lang.attempts_open(allvars, ncases, tb.newton_first)
-        out += _sequence_cases(tb, bi, layout, lang)
+        out += lang.attempts_open(allvars, ncases, solved_block.newton_first)
+        out += _sequence_cases(solved_block, bi, layout, lang)
         if plan is not None:
-            out += completion_cases(tb, plan, bi, nseq, layout, sm, ts, lang)
+            out += completion_cases(solved_block, plan, bi, nseq, layout, symbol_map, ts, lang)
         # the deferred angles this block's Newton reads (none where every
         # angle is in q at once: the Python port)
         complete = sorted(newton_reads[bi] & set(lang.deferred)) if lang.defers_angles else []
-        out += _newton_case(tb, bi, layout, sums, pairs, complete, lang)
+        out += _newton_case(solved_block, bi, layout, sums, pairs, complete, lang)
         out += lang.cases_close()
-        out += _verification_code(tb, bi, layout, sums, pairs, complete, plan is not None, lang)
+        out += _verification_code(solved_block, bi, layout, sums, pairs, complete, plan is not None, lang)
         # a Newton or polished result: every variable (ok == 1, a sequence's,
         # had its roots checked above)
         out += lang.attempts_close([f"fabs({v} - P_{v}) <= T{i}" for i, _, vs, _ in layout for v in vs], code)
@@ -350,19 +350,19 @@ def _bare_reads(emb: Embedding, tri: Triangularization, trig_subs) -> tuple[set,
     # A Newton block's equations are
     # its normal path: what they read stays in q.
     newton_reads = {}
-    for bi, tb in enumerate(tri.blocks):
-        reads = _bare([dae.Phi[j] for j in tb.block.equations], dae) - set(tb.block.unknowns)
-        if tb.method == "newton":
+    for bi, solved_block in enumerate(tri.blocks):
+        reads = _bare([dae.Phi[j] for j in solved_block.block.equations], dae) - set(solved_block.block.unknowns)
+        if solved_block.method == "newton":
             bare |= reads
         else:
             newton_reads[bi] = reads
-        bare |= _bare([*tb.abstractions.values(), *tb.known_ring.values()], dae, trig_subs)
+        bare |= _bare([*solved_block.abstractions.values(), *solved_block.known_ring.values()], dae, trig_subs)
         # known angles an angle sum's recovery subtracts
-        bare |= _bare([tb.recover[i] for i in tb.angle_sums], dae, trig_subs) - set(tb.block.unknowns)
+        bare |= _bare([solved_block.recover[i] for i in solved_block.angle_sums], dae, trig_subs) - set(solved_block.block.unknowns)
     return bare, newton_reads
 
 
-def _hoisted_code(hoisted, sm, ts, lang) -> list[str]:
+def _hoisted_code(hoisted, symbol_map, ts, lang) -> list[str]:
     """The blocks' abstracted knowns that read no dependent coordinate, with
     one CSE over all of them, before the first block.  Why: the Stewart
     platform's six legs each abstract the platform point R(φ, θ, ψ)·b_k
@@ -371,7 +371,7 @@ def _hoisted_code(hoisted, sm, ts, lang) -> list[str]:
     (docs/benchmarks.md has the operation counts)."""
     out = []
     if hoisted:
-        reps, reduced = sp.cse([sm(ts(e)) for e in hoisted.values()], symbols=sp.numbered_symbols("ka"))
+        reps, reduced = sp.cse([symbol_map(ts(e)) for e in hoisted.values()], symbols=sp.numbered_symbols("ka"))
         for name, e in reps:
             out += lang.let("top", str(name), lang.expr(e))
         for K, e in zip(hoisted, reduced):
@@ -388,8 +388,8 @@ def _lane_plan(dae, tri: Triangularization, hoisted, scales, trig_angles, bare, 
     lane_of = {}
     if getattr(lang, "lanes", False):
         plans, slots, woff = {}, {}, 0
-        for bi, tb in enumerate(tri.blocks):
-            layout, slot, _, start = block_plan(dae, tb, scales, tri.start, woff)
+        for bi, solved_block in enumerate(tri.blocks):
+            layout, slot, _, start = block_plan(dae, solved_block, scales, tri.start, woff)
             plans[bi], slots[bi], woff = layout, slot, woff + len(start)
         for cls in lane_classes(tri, hoisted, scales):
             for k, bi in enumerate(cls.members):
@@ -398,20 +398,20 @@ def _lane_plan(dae, tri: Triangularization, hoisted, scales, trig_angles, bare, 
     return lane_of
 
 
-def _newton_block_code(tb, bi, layout, slot, pairs, code, trig_angles, lang) -> list[str]:
+def _newton_block_code(solved_block, bi, layout, slot, pairs, code, trig_angles, lang) -> list[str]:
     """A Newton block: iterate from the prediction, check continuity, store
     the solution and the sines and cosines of its angles."""
     out = []
     for i, e in q_from_vars(layout, "P_"):
         out += lang.set("block", f"q[{i}]", e)
-    lang.newton_function(tb, bi)
+    lang.newton_function(solved_block, bi)
     out += lang.newton_start("block", newton_start(pairs, layout, "P_"), bi, 2 * len(pairs))
-    out += lang.newton("block", tb, bi, bi, "FMIGEN_NEWTON_MAX_ITER")
+    out += lang.newton("block", solved_block, bi, bi, "FMIGEN_NEWTON_MAX_ITER")
     out += lang.return_unless_newton_continues(
         bi, [f"fabs(q[{i}] - P_q{i}) <= T{i}" for i, *_ in layout], code)
     for i, *_ in layout:
         out += lang.set("block", f"sol[{slot[f'q{i}']}]", f"q[{i}]")
-    for i in tb.block.unknowns:
+    for i in solved_block.block.unknowns:
         if i in trig_angles:
             # the pair the iteration carried: sin, cos of that q
             out += (lang.trig_from_pair("block", i, bi, pairs[i]) if i in pairs
@@ -420,16 +420,16 @@ def _newton_block_code(tb, bi, layout, slot, pairs, code, trig_angles, lang) -> 
     return out
 
 
-def _sequence_cases(tb, bi, layout, lang) -> list[str]:
+def _sequence_cases(solved_block, bi, layout, lang) -> list[str]:
     """A Gröbner block's sequences, one attempt each: every step solved, its
     leading coefficient checked, the chosen roots checked for continuity."""
     out = []
-    for si, seq in enumerate(tb.sequences):
+    for si, seq in enumerate(solved_block.sequences):
         out += lang.case_open(si, f"sequence {seq.label}")
         for step in seq.steps:
             tmp = f"k{bi}_{si}_{step.variable}_"
             out += lang.step_open(f"{step.variable}: degree {step.degree}")
-            lead_scale = switch_scale(tb, step)
+            lead_scale = switch_scale(solved_block, step)
             out += step_code(step, lead_scale, lang.indent["step"], tmp, lang.assignments, lang.helpers)
             if lead_scale is not None:
                 out += lang.break_unless("step", f"fabs(a{step.degree}) > FMIGEN_SWITCH_COND * lead_scale")
@@ -443,7 +443,7 @@ def _sequence_cases(tb, bi, layout, lang) -> list[str]:
     return out
 
 
-def _newton_case(tb, bi, layout, sums, pairs, complete, lang) -> list[str]:
+def _newton_case(solved_block, bi, layout, sums, pairs, complete, lang) -> list[str]:
     """A Gröbner block's last attempt: Newton from the prediction."""
     out = []
     out += lang.case_open(None, "Newton from the prediction")
@@ -451,23 +451,23 @@ def _newton_case(tb, bi, layout, sums, pairs, complete, lang) -> list[str]:
         out += lang.complete_angles("case", complete)
     for i, e in q_from_vars(layout, "P_", sums, lang.expr):
         out += lang.set("case", f"q[{i}]", e)
-    lang.newton_function(tb, bi)
+    lang.newton_function(solved_block, bi)
     start_n = newton_start(pairs, layout, "P_", sums, lang.expr)
     # a sequence block's carried angles are its (s, c) pairs or angle sums
     assert start_n is not None, "a carried angle of a sequence block without its pair"
     out += lang.newton_start("case", start_n, f"{bi}_n")
-    out += lang.newton("case", tb, bi, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER")
+    out += lang.newton("case", solved_block, bi, f"{bi}_n", "FMIGEN_NEWTON_MAX_ITER")
     out += lang.break_unless("case", f"converged_{bi}_n", bare=True)
     out += lang.vars_from_q("case", layout, sums, pairs, f"{bi}_n")
     out += lang.case_close(2)
     return out
 
 
-def _verification_code(tb, bi, layout, sums, pairs, complete, has_completion, lang) -> list[str]:
+def _verification_code(solved_block, bi, layout, sums, pairs, complete, has_completion, lang) -> list[str]:
     """The verification of an attempt's result: the block's own polynomials,
     relative, |P_k| ≤ tol·scale_k for every k (no division; NaN fails), and
     the Newton polish of a result close to it."""
-    polys, pscales = verification(tb)
+    polys, pscales = verification(solved_block)
     # a primary result short of round-off goes to the exact completion
     # (the next attempt), not to the polish
     out = []
@@ -478,7 +478,7 @@ def _verification_code(tb, bi, layout, sums, pairs, complete, has_completion, la
         out += lang.complete_angles("polish", complete)
     out += lang.newton_start("polish", newton_start(pairs, layout, "", sums, lang.expr), f"{bi}_p",
                              2 * len(pairs))
-    out += lang.newton("polish", tb, bi, f"{bi}_p", str(POLISH_ITERATIONS))
+    out += lang.newton("polish", solved_block, bi, f"{bi}_p", str(POLISH_ITERATIONS))
     out += lang.polished_open(f"converged_{bi}_p")
     out += lang.vars_from_q("polished", layout, sums, pairs, f"{bi}_p")
     out += lang.verify_close()
@@ -519,8 +519,8 @@ class CKinematics:
     indent = {"top": "    ", "block": " " * 8, "case": " " * 16, "step": " " * 20, "polish": " " * 24,
               "polished": " " * 28}
 
-    def __init__(self, emb, sm):
-        self.emb, self.sm = emb, sm
+    def __init__(self, emb, symbol_map):
+        self.emb, self.symbol_map = emb, symbol_map
         self.helpers, self.deferred = [], []
         self.expr = c
         self.assignments = assignments
@@ -563,10 +563,10 @@ class CKinematics:
     def set(self, depth, target, expr):
         return [f"{self.indent[depth]}{target} = {expr};"]
 
-    def newton_function(self, tb, bi):
-        self.helpers.append(_newton_function(self.emb, tb, self.sm, bi))
+    def newton_function(self, solved_block, bi):
+        self.helpers.append(_newton_function(self.emb, solved_block, self.symbol_map, bi))
 
-    def newton(self, depth, tb, bi, tag, iterations):
+    def newton(self, depth, solved_block, bi, tag, iterations):
         return [_newton_call(bi, tag, iterations, self.indent[depth])]
 
     def return_unless_newton_continues(self, bi, continuity, code):
@@ -716,7 +716,7 @@ class CKinematics:
                                 "    return 0;"])
 
 
-def completion_cases(tb, plan, bi, nseq, layout, sm, ts, lang):
+def completion_cases(solved_block, plan, bi, nseq, layout, symbol_map, ts, lang):
     """The attempts of a block's exact completion (``sequences.Completion``),
     after its sequences.  A quadratic first step: the root nearest the
     prediction, then the other root; a higher degree: its root nearest the
@@ -728,7 +728,7 @@ def completion_cases(tb, plan, bi, nseq, layout, sm, ts, lang):
     its roots continue the prediction, so a wrong root leaves for the next
     attempt.  Fixed operation count apart from the univariate root: no
     iteration on the block's constraints."""
-    step = tb.steps[0]
+    step = solved_block.steps[0]
     coord = {v: i for i, _, vs, _ in layout for v in vs}
     out = []
     for other in (False, True)[:plan.attempts]:
@@ -744,7 +744,7 @@ def completion_cases(tb, plan, bi, nseq, layout, sm, ts, lang):
         out += step_code(step, None, lang.indent["step"], f"k{bi}_0_{plan.variable}_", lang.assignments,
                          None if lang.helpers is None else [])
         if plan.degree == 2:
-            root = (lang.expr(sm(ts(plan.disc_root))) if plan.disc_root is not None
+            root = (lang.expr(symbol_map(ts(plan.disc_root))) if plan.disc_root is not None
                     else "sqrt(fmax(a1 * a1 - 4.0 * a2 * a0, 0.0))")
             out += lang.let("step", "dr", root)
             out += lang.quadratic_root("step", plan.variable, "dr", other)
@@ -759,18 +759,18 @@ def completion_cases(tb, plan, bi, nseq, layout, sm, ts, lang):
             tests.append(f"fabs({plan.partner} - P_{plan.partner}) <= T{coord[plan.partner]}")
         if plan.rest:
             n = len(plan.rest)
-            A = [lang.expr(sm(ts(c_))) for r in plan.rows for c_ in r[0]]
-            b = [lang.expr(sm(ts(-r[1]))) for r in plan.rows]
+            A = [lang.expr(symbol_map(ts(c_))) for r in plan.rows for c_ in r[0]]
+            b = [lang.expr(symbol_map(ts(-r[1]))) for r in plan.rows]
             out += lang.linear_solve("case", n, A, b, [str(v) for v in plan.rest])
-            out += root_refinement_code(plan, A, b, sm, ts, lang)
-        polys, pscales = verification(tb)
+            out += root_refinement_code(plan, A, b, symbol_map, ts, lang)
+        polys, pscales = verification(solved_block)
         out += lang.break_unless_within("case", polys, pscales, f"c{bi}_{int(other)}_")
         out += lang.break_unless_continuous("case", tests)
         out += lang.case_close(1)
     return out
 
 
-def root_refinement_code(plan, A, b, sm, ts, lang):
+def root_refinement_code(plan, A, b, symbol_map, ts, lang):
     """The steps of ``completion.root_refinement`` (``ROOT_REFINEMENTS``,
     unrolled: a failure ``break``s out of the attempt): per step, the
     derivative of the rest along the root's angle (dy_ = −A⁻¹(A' y + b')),
@@ -782,7 +782,7 @@ def root_refinement_code(plan, A, b, sm, ts, lang):
         return []
     (ps, pc), (fs, fc), drows = plan.refine
     n, ifs, ifc = len(plan.rest), plan.rest.index(fs), plan.rest.index(fc)
-    rhs = [lang.expr(sm(ts(-(sp.Add(*[a * v for a, v in zip(r[0], plan.rest)]) + r[1])))) for r in drows]
+    rhs = [lang.expr(symbol_map(ts(-(sp.Add(*[a * v for a, v in zip(r[0], plan.rest)]) + r[1])))) for r in drows]
     out = []
     for k in range(ROOT_REFINEMENTS):
         out += lang.step_open(f"refine {plan.variable}: Newton step {k + 1} on the circle of {fs}, {fc} "
@@ -817,14 +817,14 @@ def root_continuity(seq, layout) -> list[str]:
     return [f"fabs({st.variable} - P_{st.variable}) <= T{coord[st.variable]}" for st in seq.steps]
 
 
-def switch_scale(tb, step):
+def switch_scale(solved_block, step):
     """What a step's leading coefficient is compared with at run time
     (|a| > FMIGEN_SWITCH_COND · scale, else the next sequence takes over):
     the sum of its terms' magnitudes.  None, and no check, where switching
     cannot help or cannot happen: a block with one sequence (its vanishing
     coefficient is caught by the residual check and solved by Newton), a
     constant coefficient, or one of more than 40 terms."""
-    if len(tb.sequences) < 2 and getattr(tb, "completion", None) is None:
+    if len(solved_block.sequences) < 2 and getattr(solved_block, "completion", None) is None:
         return None
     lead = step.coeff_polys[0].as_expr()
     if not lead.free_symbols:
@@ -833,11 +833,11 @@ def switch_scale(tb, step):
     return scale if len(sp.Add.make_args(scale)) <= 40 else None
 
 
-def verification(tb):
+def verification(solved_block):
     """The polynomials a block's result must satisfy and the scale each is
     relative to: the sum of its terms' magnitudes; 2 for s² + c² − 1
     (s² + c² + 1 at any result that could pass)."""
-    return [*tb.polys, *tb.circles], [abs_sum(p) for p in tb.polys] + [sp.Integer(2)] * len(tb.circles)
+    return [*solved_block.polys, *solved_block.circles], [abs_sum(p) for p in solved_block.polys] + [sp.Integer(2)] * len(solved_block.circles)
 
 
 def _vars_from_q(layout, ind, sums=None, pairs=None, tag=None):

@@ -58,33 +58,33 @@ class LaneClass:
     members: list[int]       # block indices, in block order
 
 
-def _candidate(tb, hoisted, scales):
+def _candidate(solved_block, hoisted, scales):
     """The block's structure as a hashable signature, or None where the
     lanes do not apply."""
-    if (tb.method != "groebner" or getattr(tb, "completion", None) is not None
-            or tb.angle_sums or tb.known_ring or tb.newton_first):
+    if (solved_block.method != "groebner" or getattr(solved_block, "completion", None) is not None
+            or solved_block.angle_sums or solved_block.known_ring or solved_block.newton_first):
         return None
-    if any(K not in hoisted for K in tb.abstractions) or any(st.degree not in (1, 2) for st in tb.steps):
+    if any(K not in hoisted for K in solved_block.abstractions) or any(st.degree not in (1, 2) for st in solved_block.steps):
         return None
-    gens = (*tb.variables, *tb.abstractions)
-    if any(P.gens != gens for st in tb.steps for P in st.coeff_polys):
+    gens = (*solved_block.variables, *solved_block.abstractions)
+    if any(P.gens != gens for st in solved_block.steps for P in st.coeff_polys):
         return None
-    pos = {v: k for k, v in enumerate(tb.variables)}
-    layout = tuple((kind, tuple(pos[v] for v in vs)) for _, kind, vs, _ in block_layout(tb, scales))
+    pos = {v: k for k, v in enumerate(solved_block.variables)}
+    layout = tuple((kind, tuple(pos[v] for v in vs)) for _, kind, vs, _ in block_layout(solved_block, scales))
     steps = tuple((pos[st.variable], st.degree, tuple(tuple(m for m, _ in P.terms()) for P in st.coeff_polys))
-                  for st in tb.steps)
-    checks = tuple(tuple(m for m, _ in sp.Poly(p, *gens).terms()) for p in (*tb.polys, *tb.circles))
+                  for st in solved_block.steps)
+    checks = tuple(tuple(m for m, _ in sp.Poly(p, *gens).terms()) for p in (*solved_block.polys, *solved_block.circles))
     # (the verification's scale is a sum of magnitudes for a block
     # polynomial and 2 for a circle: the same split in every lane)
-    return len(tb.variables), len(tb.abstractions), len(tb.polys), len(tb.circles), layout, steps, checks
+    return len(solved_block.variables), len(solved_block.abstractions), len(solved_block.polys), len(solved_block.circles), layout, steps, checks
 
 
 def lane_classes(tri, hoisted, scales) -> list[LaneClass]:
     """The classes of two or more blocks that run in lanes (``hoisted``:
     the knowns computed before the first block)."""
     groups: dict = {}
-    for bi, tb in enumerate(tri.blocks):
-        sig = _candidate(tb, hoisted, scales)
+    for bi, solved_block in enumerate(tri.blocks):
+        sig = _candidate(solved_block, hoisted, scales)
         if sig is not None:
             groups.setdefault(sig, []).append(bi)
     members = sorted((m for m in groups.values() if len(m) >= 2), key=lambda m: m[0])
@@ -212,8 +212,8 @@ def _group_code(tri, members, plans, slots, trig_angles, bare, ind):
         out.append(f"const fmigen_v4d {w} = (fmigen_v4d){{{vel}}} * dt;")
         if kind == "angle":
             s_, c_ = own
-            S = ", ".join(f"base->sol[{sl[tb.variables[s_]]}]" for sl, tb in zip(lslots, lanes))
-            C = ", ".join(f"base->sol[{sl[tb.variables[c_]]}]" for sl, tb in zip(lslots, lanes))
+            S = ", ".join(f"base->sol[{sl[solved_block.variables[s_]]}]" for sl, solved_block in zip(lslots, lanes))
+            C = ", ".join(f"base->sol[{sl[solved_block.variables[c_]]}]" for sl, solved_block in zip(lslots, lanes))
             out.append(f"const fmigen_v4d S{e} = {{{S}}}, C{e} = {{{C}}};")
             if s_ in rooted:
                 out.append(f"const fmigen_v4d P{s_} = S{e} * (1.0 - 0.5 * {w} * {w}) + C{e} * {w};")
@@ -222,7 +222,7 @@ def _group_code(tri, members, plans, slots, trig_angles, bare, ind):
             out.append(f"const fmigen_v4d T{e} = FMIGEN_BRANCH_TOL + FMIGEN_ABS_4({w}) + dqi;")
         else:
             x_ = own[0]
-            X = ", ".join(f"base->sol[{sl[tb.variables[x_]]}]" for sl, tb in zip(lslots, lanes))
+            X = ", ".join(f"base->sol[{sl[solved_block.variables[x_]]}]" for sl, solved_block in zip(lslots, lanes))
             out += [f"const fmigen_v4d P{x_} = (fmigen_v4d){{{X}}} + {w};",
                     f"const fmigen_v4d T{e} = (FMIGEN_BRANCH_TOL + dqi) * {_vec(lay[e][3] for lay in layouts)}"
                     f" + FMIGEN_ABS_4({w});"]
@@ -263,8 +263,8 @@ def _group_code(tri, members, plans, slots, trig_angles, bare, ind):
     out.append(f"const unsigned pass = fmigen_lane_bits(&ok) & {(1 << len(members)) - 1}u;")
     # the outputs of the lanes that passed, as the scalar block writes them
     for lane, b in enumerate(members):
-        tb = tri.blocks[b]
-        at = {v: f"X{k}[{lane}]" for k, v in enumerate(tb.variables)}
+        solved_block = tri.blocks[b]
+        at = {v: f"X{k}[{lane}]" for k, v in enumerate(solved_block.variables)}
         stores = [f"sol[{sl}] = {at[v]};" for v, sl in slots[b].items()]
         for i, kind, vs, _ in plans[b]:
             if kind == "angle":

@@ -14,11 +14,11 @@ from fmigen.generate.printer import c
 from fmigen.generate.statements import assignments
 
 
-def _newton_function(emb, tb, sm, bi):
+def _newton_function(emb, solved_block, symbol_map, bi):
     """A block's Newton iteration as its own function, out of the solve's hot
     path (the fallback and the polish both call it; inlined, its code cost
     the sequence registers): 1 when converged within ``max_iter`` steps."""
-    body = _newton_code(emb, tb, sm, bi, "max_iter", indent="    ")
+    body = _newton_code(emb, solved_block, symbol_map, bi, "max_iter", indent="    ")
     return (f"static int FMIGEN_NOINLINE fmigen_newton_block{bi}(double t, double *q, const double *p, "
             f"int max_iter, double *pair)\n{{\n{body}\n    (void)t; (void)p; (void)pair;\n"
             f"    return converged_{bi};\n}}\n")
@@ -28,23 +28,23 @@ def _newton_call(bi, tag, iterations, indent):
     return f"{indent}const int converged_{tag} = fmigen_newton_block{bi}(t, q, p, {iterations}, pr{tag});"
 
 
-def _carried(dae, tb) -> list[int]:
+def _carried(dae, solved_block) -> list[int]:
     """Positions (in the block's unknowns) of the angles a block's Newton
     iteration carries as (sin, cos) pairs: those whose sin or cos its
     equations contain (their Jacobian then has the pair too).  Read off
     Φ_b alone, so ``newton_pairs`` needs no Jacobian."""
-    Phi_b = [sp.sympify(dae.Phi[j]) for j in tb.block.equations]
+    Phi_b = [sp.sympify(dae.Phi[j]) for j in solved_block.block.equations]
     found = set().union(*(e.atoms(sp.sin, sp.cos) for e in Phi_b))
-    return [k for k, i in enumerate(tb.block.unknowns)
+    return [k for k, i in enumerate(solved_block.block.unknowns)
             if sp.sin(dae.q_sym[i]) in found or sp.cos(dae.q_sym[i]) in found]
 
 
-def newton_pairs(emb, tb):
+def newton_pairs(emb, solved_block):
     """{coordinate: slot} of the angles a block's Newton iteration carries as
     (sin, cos) pairs (``_carried``): slot j is pair[2j], pair[2j + 1] of the
     Newton function's hand-over, in and out."""
-    unk = tb.block.unknowns
-    return {unk[k]: j for j, k in enumerate(_carried(emb.dae, tb))}
+    unk = solved_block.block.unknowns
+    return {unk[k]: j for j, k in enumerate(_carried(emb.dae, solved_block))}
 
 
 def newton_start(pairs, layout, prefix, sums=None, printer=None):
@@ -104,27 +104,27 @@ CHORD_EXTRA = 8
 POLISH_ITERATIONS = 4
 
 
-def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
+def _newton_code(emb, solved_block, symbol_map, tag, iterations, indent="            "):
     """Newton iteration on one block's own equations, from the values already
     in q[idx] of its unknowns: at most ``iterations`` steps (a C expression);
     leaves ``int converged_<tag>`` = 1 when the step fell below the
     convergence test, 0 when it did not or the Jacobian was singular or the
-    step not finite.  An alternative formulation's block (``tb.tol`` set,
+    step not finite.  An alternative formulation's block (``solved_block.tol`` set,
     kinematics "newton"/"newton-loop") takes a fresh Jacobian every step and
     stops at the absolute step tolerance FMIGEN_NEWTON_TOL: the textbook
     Newton those formulations stand for.  Every other takes chord steps with
     the last LU factors once near the solution and stops at round-off
     (``CHORD_STOP``'s comment); ``iterations`` then limits its fresh steps.
     A step that is not finite (NaN or ±inf) ends it unconverged."""
-    unk = tb.block.unknowns
+    unk = solved_block.block.unknowns
     nb = len(unk)
-    Phi_b, J_b, pairs = newton_system(emb, tb, "ns", "nc")
+    Phi_b, J_b, pairs = newton_system(emb, solved_block, "ns", "nc")
     ind = indent
-    exact = tb.tol is None
+    exact = solved_block.tol is None
     inner = ind + ("            " if exact else "        ")
-    phi = [sm(e) for e in Phi_b]
+    phi = [symbol_map(e) for e in Phi_b]
     body = assignments([f"r[{k}]" for k in range(nb)] + [f"J[{k}]" for k in range(nb * nb)],
-                       phi + [sm(e) for e in J_b], indent=inner, tmp=f"n{tag}_")
+                       phi + [symbol_map(e) for e in J_b], indent=inner, tmp=f"n{tag}_")
     factor = f"{inner}if (fmigen_lu_factor({nb}, J, piv)) break;"
     if exact:
         residual = assignments([f"r[{k}]" for k in range(nb)], phi, indent=inner, tmp=f"nr{tag}_")
@@ -148,7 +148,7 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
     # and cos of the q handed back.  A Newton block has no pair to start
     # from: fmigen_sincos's, on the circle; a sequence block's start pair (a
     # prediction, a rejected result) is normalized.
-    if tb.method == "newton":
+    if solved_block.method == "newton":
         start = "".join(f"\n{ind}    double ns{k}, nc{k}; fmigen_sincos(q[{unk[k]}], &ns{k}, &nc{k});" for k in pairs)
     else:
         start = "".join(f"\n{ind}    double ns{k} = pair[{2 * j}], nc{k} = pair[{2 * j + 1}];"
@@ -179,7 +179,7 @@ def _newton_code(emb, tb, sm, tag, iterations, indent="            "):
 {ind}}}"""
 
 
-def newton_system(emb, tb, sin_prefix, cos_prefix):
+def newton_system(emb, solved_block, sin_prefix, cos_prefix):
     """A block's Newton system: its equations Φ_b, their Jacobian in its
     unknowns, with sin q_i and cos q_i of each unknown angle replaced by the
     symbols <sin_prefix>k, <cos_prefix>k (k its position in the block), and
@@ -187,10 +187,10 @@ def newton_system(emb, tb, sin_prefix, cos_prefix):
     step (fmigen_rotate) instead of calling sin and cos every iteration;
     sines of other arguments of an unknown (2 q_i, q_i + q_j) stay."""
     dae = emb.dae
-    unk = tb.block.unknowns
-    Phi_b = sp.Matrix([dae.Phi[j] for j in tb.block.equations])
+    unk = solved_block.block.unknowns
+    Phi_b = sp.Matrix([dae.Phi[j] for j in solved_block.block.equations])
     J_b = Phi_b.jacobian([dae.q_sym[i] for i in unk])
-    pairs = _carried(dae, tb)
+    pairs = _carried(dae, solved_block)
     subs = {}
     for k in pairs:
         qs = dae.q_sym[unk[k]]

@@ -30,13 +30,13 @@ def _roots_in_branch_order(coeffs):
     return {+1: (-b + r) / (2 * a), -1: (-b - r) / (2 * a)}
 
 
-def _target_values(dae, tb, guesses):
+def _target_values(dae, solved_block, guesses):
     """Polynomial-variable values implied by coordinate guesses."""
     out = {}
-    for i, expr in tb.recover.items():
+    for i, expr in solved_block.recover.items():
         g = guesses[dae.names[i]]
-        if i in tb.angle_sums:
-            s, c, combo = tb.angle_sums[i]
+        if i in solved_block.angle_sums:
+            s, c, combo = solved_block.angle_sums[i]
             a = sum(k * guesses[dae.names[j]] for j, k in combo.items())
             out[s], out[c] = math.sin(a), math.cos(a)
         elif isinstance(expr, sp.atan2):
@@ -51,11 +51,11 @@ def _target_values(dae, tb, guesses):
 BLOCK_NEWTON_ITERATIONS = 50
 
 
-def newton_numeric(dae, tb: TriangularBlock, q: dict, tt: float, start: dict, tol=1e-14,
+def newton_numeric(dae, solved_block: TriangularBlock, q: dict, tt: float, start: dict, tol=1e-14,
                    max_iter=BLOCK_NEWTON_ITERATIONS):
     """Newton on the block's own equations, from ``start`` (coordinate guesses)."""
     num = dae.numeric
-    eqs, unk = tb.block.equations, tb.block.unknowns
+    eqs, unk = solved_block.block.equations, solved_block.block.unknowns
     x = np.array([start[n] for n in dae.names], dtype=float)
     for n_, v in q.items():
         x[dae.names.index(n_)] = v
@@ -71,7 +71,7 @@ def newton_numeric(dae, tb: TriangularBlock, q: dict, tt: float, start: dict, to
                      f"(residual {np.abs(num.Phi(tt, x)[eqs]).max():.3g})")
 
 
-def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_from=None, warm=None):
+def solve_block_numeric(dae, solved_block: TriangularBlock, q: dict, tt: float, choose_from=None, warm=None):
     """Evaluate one block's sequence at known values ``q`` (name -> value).
 
     With ``choose_from`` (user guesses by coordinate name) the square-root
@@ -79,15 +79,15 @@ def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_fro
     ``warm`` (coordinate values, default the guesses) starts Newton blocks and
     picks the real root of a degree > 2 step nearest to it."""
     warm = warm or choose_from or {c.name: c.start for c in dae.mechanism.coordinates}
-    if tb.method == "newton":
-        return newton_numeric(dae, tb, q, tt, warm)
+    if solved_block.method == "newton":
+        return newton_numeric(dae, solved_block, q, tt, warm)
     known = {s: sp.Float(q[s.name], PREC) for s in dae.q_sym if s.name in q}
     known[t] = sp.Float(tt, PREC)
-    env = {K: sp.Float(expr.xreplace(known).evalf(PREC), PREC) for K, expr in tb.abstractions.items()}
-    env.update({v: sp.Float(expr.xreplace(known).evalf(PREC), PREC) for v, expr in tb.known_ring.items()})
-    guess_vars = _target_values(dae, tb, choose_from) if choose_from is not None else {}
-    warm_vars = _target_values(dae, tb, warm)
-    for si, step in enumerate(tb.steps):
+    env = {K: sp.Float(expr.xreplace(known).evalf(PREC), PREC) for K, expr in solved_block.abstractions.items()}
+    env.update({v: sp.Float(expr.xreplace(known).evalf(PREC), PREC) for v, expr in solved_block.known_ring.items()})
+    guess_vars = _target_values(dae, solved_block, choose_from) if choose_from is not None else {}
+    warm_vars = _target_values(dae, solved_block, warm)
+    for si, step in enumerate(solved_block.steps):
         coeffs = [complex(c) for c in poly_values_scaled(step.coeff_polys, env)]
         if abs(coeffs[0]) < 1e-12 * max(1.0, max(abs(c) for c in coeffs)):
             raise ModelError(f"singular configuration: leading coefficient of {step.variable} vanishes")
@@ -102,20 +102,20 @@ def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_fro
             roots = [r for r in np.roots(coeffs) if abs(r.imag) <= 1e-9 * max(1.0, abs(r))] or list(np.roots(coeffs))
             value = complex(min(roots, key=lambda r: abs(r - warm_vars[step.variable])))
         if abs(value.imag) > 1e-9 * max(1.0, abs(value)):
-            names = [dae.names[i] for i in tb.block.unknowns]
-            equations = [dae.constraint_names[j] for j in tb.block.equations]
-            knowns = [dae.names[i] for i in tb.block.knowns]
+            names = [dae.names[i] for i in solved_block.block.unknowns]
+            equations = [dae.constraint_names[j] for j in solved_block.block.equations]
+            knowns = [dae.names[i] for i in solved_block.block.knowns]
             at = ", ".join(f"{k}={v:.6g}" for k, v in q.items() if k in knowns)
             # a block that reads no known coordinate (nor t) has the same
             # equations at every configuration, and its first step's
             # polynomial is in the elimination ideal: no real root there
             # means its constraints never hold together.  A later step's
             # roots depend on the branches the guesses chose before it.
-            never = si == 0 and not knowns and not any(dae.Phi[j].has(t) for j in tb.block.equations)
+            never = si == 0 and not knowns and not any(dae.Phi[j].has(t) for j in solved_block.block.equations)
             if never:
                 where = "for any configuration: these constraints are inconsistent (they never hold together)"
             elif si > 0:
-                where = (f"on the branches the start guesses choose for {[str(st.variable) for st in tb.steps[:si]]}"
+                where = (f"on the branches the start guesses choose for {[str(st.variable) for st in solved_block.steps[:si]]}"
                          + (f", at the given independent coordinates ({at})" if knowns else ""))
             else:
                 where = f"at the given independent coordinates ({at})"
@@ -123,7 +123,7 @@ def solve_block_numeric(dae, tb: TriangularBlock, q: dict, tt: float, choose_fro
                              f"solution for {step.variable} {where}")
         env[step.variable] = sp.Float(value.real, PREC)
     env.update(known)     # a recovered angle sum subtracts known angles
-    return {dae.names[i]: float(expr.xreplace(env).evalf(PREC)) for i, expr in tb.recover.items()}
+    return {dae.names[i]: float(expr.xreplace(env).evalf(PREC)) for i, expr in solved_block.recover.items()}
 
 
 def assemble(dae: DAE, tri: Triangularization, qi: dict, tt=0.0, choose_from=None, warm=None) -> dict:
@@ -133,8 +133,8 @@ def assemble(dae: DAE, tri: Triangularization, qi: dict, tt=0.0, choose_from=Non
     from (default: the assembled start), e.g. the previous point of a sweep."""
     q = dict(qi)
     warm = warm or getattr(tri, "start", None)
-    for tb in tri.blocks:
-        q.update(solve_block_numeric(dae, tb, q, tt, choose_from, warm))
+    for solved_block in tri.blocks:
+        q.update(solve_block_numeric(dae, solved_block, q, tt, choose_from, warm))
     return q
 
 
@@ -149,7 +149,7 @@ def _guess_distance(dae, values: dict, guesses: dict) -> float:
     return out
 
 
-def _nearer_the_guesses(dae, tb: TriangularBlock, q: dict, got: dict, guesses: dict) -> dict:
+def _nearer_the_guesses(dae, solved_block: TriangularBlock, q: dict, got: dict, guesses: dict) -> dict:
     """The sequence's start assembly of one block, or Newton's from the
     guesses when that is nearer them.
 
@@ -168,7 +168,7 @@ def _nearer_the_guesses(dae, tb: TriangularBlock, q: dict, got: dict, guesses: d
     strictly nearer the guesses, so a sequence that chose well is kept.
     """
     try:
-        local = newton_numeric(dae, tb, q, 0.0, guesses)
+        local = newton_numeric(dae, solved_block, q, 0.0, guesses)
     except (ModelError, np.linalg.LinAlgError):
         return got
     if _guess_distance(dae, local, guesses) < _guess_distance(dae, got, guesses) - 1e-9:
@@ -182,10 +182,10 @@ def choose_branches(dae: DAE, tri: Triangularization, guesses=None):
     guesses = guesses or {c.name: c.start for c in dae.mechanism.coordinates}
     qi = {dae.names[i]: guesses[dae.names[i]] for i in tri.partition.independent}
     q = dict(qi)
-    for tb in tri.blocks:
-        got = solve_block_numeric(dae, tb, q, 0.0, choose_from=guesses, warm=guesses)
-        if tb.method != "newton":
-            got = _nearer_the_guesses(dae, tb, q, got, guesses)
+    for solved_block in tri.blocks:
+        got = solve_block_numeric(dae, solved_block, q, 0.0, choose_from=guesses, warm=guesses)
+        if solved_block.method != "newton":
+            got = _nearer_the_guesses(dae, solved_block, q, got, guesses)
         q.update(got)
     qv = np.array([q[n] for n in dae.names])
     res = np.abs(dae.numeric.Phi(0.0, qv)).max() if dae.m else 0.0

@@ -25,8 +25,8 @@ from fmigen.model import t
 ROOT_REFINEMENTS = 2
 
 
-def completion_plan(tb: TriangularBlock) -> Completion | None:
-    """The exact completion of ``tb``'s primary sequence (``Completion``), or
+def completion_plan(solved_block: TriangularBlock) -> Completion | None:
+    """The exact completion of ``solved_block``'s primary sequence (``Completion``), or
     None where it does not apply: constraints that are not, after the first
     step's root and its angle's other variable, a square regular linear
     system in the remaining unknowns.  The rows are the block's own
@@ -36,16 +36,16 @@ def completion_plan(tb: TriangularBlock) -> Completion | None:
     choice in their order.  The first step may have any degree: a quadratic
     keeps its two roots in closed form (``disc_root``), a higher degree's
     root is the run time's univariate root nearest the prediction."""
-    if tb.method != "groebner" or not tb.steps or tb.steps[0].degree < 2:
+    if solved_block.method != "groebner" or not solved_block.steps or solved_block.steps[0].degree < 2:
         return None
-    step = tb.steps[0]
+    step = solved_block.steps[0]
     x0 = step.variable
-    layout = block_layout(tb, dict.fromkeys(tb.block.unknowns, 1.0))
+    layout = block_layout(solved_block, dict.fromkeys(solved_block.block.unknowns, 1.0))
     pair = next((vs for _, kind, vs, _ in layout if kind == "angle" and x0 in vs), ())
     partner = next((v for v in pair if v != x0), None)
-    rest = [v for v in tb.variables if v not in (x0, partner)]
+    rest = [v for v in solved_block.variables if v not in (x0, partner)]
     rows = []
-    for p in tb.polys if rest else []:
+    for p in solved_block.polys if rest else []:
         P = sp.Poly(p, *rest)
         if P.total_degree() != 1:
             continue
@@ -153,14 +153,14 @@ def _eliminated_circle_rows(rows, rest, pairs, needed):
     return [], []
 
 
-def completion_error(dae, tb: TriangularBlock, plan: Completion, points, scales):
+def completion_error(dae, solved_block: TriangularBlock, plan: Completion, points, scales):
     """The completion's error at swept configurations (rows of ``points``),
     relative to the unit scales, in double precision, with the root of
     the first step nearest the true value (as ``sequence_evaluator`` picks
     roots); inf where its linear system is singular."""
-    knowns = [*tb.abstractions, *tb.known_ring]
-    known_fn = sp.lambdify([t, *dae.q_sym], [*tb.abstractions.values(), *tb.known_ring.values()], "numpy")
-    step = tb.steps[0]
+    knowns = [*solved_block.abstractions, *solved_block.known_ring]
+    known_fn = sp.lambdify([t, *dae.q_sym], [*solved_block.abstractions.values(), *solved_block.known_ring.values()], "numpy")
+    step = solved_block.steps[0]
     if plan.degree == 2:
         a2, a1, a0 = step.coeffs
         quad = sp.lambdify(knowns, [a2, a1, a0, plan.disc_root if plan.disc_root is not None
@@ -175,8 +175,8 @@ def completion_error(dae, tb: TriangularBlock, plan: Completion, points, scales)
         (ps, pc), (fs, fc), drows = plan.refine
         drow_fn = sp.lambdify([*knowns, *solved], [[*r[0], r[1]] for r in drows], "numpy")
         i_fs, i_fc = plan.rest.index(fs), plan.rest.index(fc)
-    vscale = {v: scale for _, _, vs, scale in block_layout(tb, scales) for v in vs}
-    truth = _true_values(dae, tb, points)
+    vscale = {v: scale for _, _, vs, scale in block_layout(solved_block, scales) for v in vs}
+    truth = _true_values(dae, solved_block, points)
     err = np.zeros(len(points))
     for j, q in enumerate(points):
         kv = [float(x) for x in np.broadcast_to(known_fn(0.0, *q), (len(knowns),))] if knowns else []

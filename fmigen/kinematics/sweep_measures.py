@@ -36,17 +36,17 @@ def abs_sum(expr) -> sp.Expr:
     return sp.Add(*[sp.Abs(a) for a in sp.Add.make_args(sp.expand(expr))])
 
 
-def block_layout(tb: TriangularBlock, scales):
+def block_layout(solved_block: TriangularBlock, scales):
     """Per unknown coordinate of a block: (model index, kind, variables,
     unit scale); kind "angle" has variables (s, c) and scale 1, "length"
     (x,), and a Newton block's "q" the name q<i>: the coordinate itself."""
-    if tb.method == "newton":
-        return [(i, "q", (f"q{i}",), float(scales[i])) for i in tb.block.unknowns]
+    if solved_block.method == "newton":
+        return [(i, "q", (f"q{i}",), float(scales[i])) for i in solved_block.block.unknowns]
     out = []
-    for i in tb.block.unknowns:
-        expr = tb.recover[i]
-        if i in tb.angle_sums:       # the sine and cosine of an angle sum standing in for q_i
-            out.append((i, "angle", tb.angle_sums[i][:2], 1.0))
+    for i in solved_block.block.unknowns:
+        expr = solved_block.recover[i]
+        if i in solved_block.angle_sums:       # the sine and cosine of an angle sum standing in for q_i
+            out.append((i, "angle", solved_block.angle_sums[i][:2], 1.0))
         elif isinstance(expr, sp.atan2):
             out.append((i, "angle", (expr.args[0], expr.args[1]), 1.0))
         else:
@@ -54,12 +54,12 @@ def block_layout(tb: TriangularBlock, scales):
     return out
 
 
-def _true_values(dae, tb, points):
+def _true_values(dae, solved_block, points):
     """Polynomial-variable values at the swept configurations (columns)."""
     out = {}
-    for i, expr in tb.recover.items():
-        if i in tb.angle_sums:
-            s, c, combo = tb.angle_sums[i]
+    for i, expr in solved_block.recover.items():
+        if i in solved_block.angle_sums:
+            s, c, combo = solved_block.angle_sums[i]
             a = sum(k * points[:, j] for j, k in combo.items())
             out[s], out[c] = np.sin(a), np.cos(a)
         elif isinstance(expr, sp.atan2):
@@ -70,12 +70,12 @@ def _true_values(dae, tb, points):
     return out
 
 
-def sequence_quality(dae, tb: TriangularBlock, seq: Sequence, points, scales):
+def sequence_quality(dae, solved_block: TriangularBlock, seq: Sequence, points, scales):
     """``sequence_evaluator(...)(points)``: one evaluation."""
-    return sequence_evaluator(dae, tb, seq, scales)(points)
+    return sequence_evaluator(dae, solved_block, seq, scales)(points)
 
 
-def sequence_evaluator(dae, tb: TriangularBlock, seq: Sequence, scales):
+def sequence_evaluator(dae, solved_block: TriangularBlock, seq: Sequence, scales):
     """A function of swept configurations (rows) that evaluates ``seq`` in
     double precision at each, taking every time the root nearest the true
     value (the run-time choice with an exact prediction).  It returns
@@ -86,9 +86,9 @@ def sequence_evaluator(dae, tb: TriangularBlock, seq: Sequence, scales):
     for every leading coefficient and discriminant, whose sign changes locate
     zeros between samples.  The expressions are lambdified once here (the
     bisection calls the function again and again)."""
-    knowns = [*tb.abstractions, *tb.known_ring]
-    known_fn = sp.lambdify([t, *dae.q_sym], [*tb.abstractions.values(), *tb.known_ring.values()], "numpy")
-    vscale = {v: scale for _, _, vs, scale in block_layout(tb, scales) for v in vs}
+    knowns = [*solved_block.abstractions, *solved_block.known_ring]
+    known_fn = sp.lambdify([t, *dae.q_sym], [*solved_block.abstractions.values(), *solved_block.known_ring.values()], "numpy")
+    vscale = {v: scale for _, _, vs, scale in block_layout(solved_block, scales) for v in vs}
     compiled, args = [], list(knowns)
     for step in seq.steps:
         fns = [poly_evaluator(c, args) for c in step.coeff_polys]
@@ -98,7 +98,7 @@ def sequence_evaluator(dae, tb: TriangularBlock, seq: Sequence, scales):
     def evaluate(points):
         npts = len(points)
         col = lambda x, kind=float: np.broadcast_to(np.asarray(x, dtype=kind), (npts,))  # noqa: E731
-        truth = _true_values(dae, tb, points)
+        truth = _true_values(dae, solved_block, points)
         vals = [col(x) for x in known_fn(np.zeros(npts), *points.T)]
         signed = []
         cond = np.full(npts, np.inf)

@@ -162,9 +162,9 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
             # (the reason is one line; it also labels the block in model.c)
             reason = f"the Gröbner engine failed: {e}".replace("*/", "* /")
             log(f"warning: block {name}: {reason}; solving it by Newton iteration instead")
-            tb = newton_block(b, reason)
-            tb.engine_failed = True
-            tblocks.append(tb)
+            solved_block = newton_block(b, reason)
+            solved_block.engine_failed = True
+            tblocks.append(solved_block)
             continue
         if any(g.is_ground and not g.is_zero for g in basis):
             raise ModelError(f"inconsistent constraints in block {name}: "
@@ -212,9 +212,9 @@ def newton_formulation(dae: DAE, part: Partition, kinematics: str, tol=None, log
     log(f"kinematics '{kinematics}': {len(blocks)} Newton block(s), step tolerance {tol:g}")
     tblocks = []
     for b in blocks:
-        tb = newton_block(b, f"{reason} (tol {tol:g})")
-        tb.tol = tol
-        tblocks.append(tb)
+        solved_block = newton_block(b, f"{reason} (tol {tol:g})")
+        solved_block.tol = tol
+        tblocks.append(solved_block)
     tri = Triangularization(tblocks, part)
     choose_branches(dae, tri, guesses)
     return tri
@@ -237,7 +237,7 @@ def cover_workspace(dae: DAE, tri: Triangularization, log=None):
     whose primary sequence degenerates somewhere on it, take its exact
     completion (``completion_plan``) where that covers every such point.
     Points it does not cover are left to the run-time Newton fallback; all
-    are recorded in ``tb.singular_points`` (``fmigen check`` reports them).
+    are recorded in ``solved_block.singular_points`` (``fmigen check`` reports them).
 
     No other lex order is computed, neither to cover degenerate points nor
     to condition the primary better.  Why: each would be another Gröbner
@@ -247,34 +247,34 @@ def cover_workspace(dae: DAE, tri: Triangularization, log=None):
     every shipped mechanism whose primary degenerates, and the run time
     verifies every result to FMIGEN_SEQ_TOL and polishes (or completes) one
     that a poorly conditioned sequence leaves short.  The primary's error
-    amplification is still measured (``tb.amplification``, reported by
+    amplification is still measured (``solved_block.amplification``, reported by
     ``fmigen check``): a mechanism may record a better conditioned order
     (``groebner_order``)."""
     log = log or (lambda msg: None)
     tri.sweep = sw = sweep(dae, tri.partition, tri.start, log=log)
     scales = unit_scales(dae)
-    for tb in tri.blocks:
-        if tb.method != "groebner":
+    for solved_block in tri.blocks:
+        if solved_block.method != "groebner":
             continue
-        name = block_name(dae, tb.block)
-        evaluate = sequence_evaluator(dae, tb, tb.sequences[0], scales)
+        name = block_name(dae, solved_block.block)
+        evaluate = sequence_evaluator(dae, solved_block, solved_block.sequences[0], scales)
         quality = evaluate(sw.points)
         singular = representation_singular(quality, sw.paths)
         bad = degenerate(quality, sw.paths, singular)
-        tb.amplification = amplification(quality, singular)
+        solved_block.amplification = amplification(quality, singular)
         _, cond, worst, _ = quality
-        tb.singular_points = _singular_runs(dae, tri, tb, tb.sequences[0], singular, cond, worst, evaluate)
+        solved_block.singular_points = _singular_runs(dae, tri, solved_block, solved_block.sequences[0], singular, cond, worst, evaluate)
         loss = bad & ~singular
-        tb.precision_loss = {"configurations": int(loss.sum()), "of": int(len(loss)),
+        solved_block.precision_loss = {"configurations": int(loss.sum()), "of": int(len(loss)),
                              "max_error": float(np.max(np.where(loss, quality[0], 0.0)))}
         if not bad.any():
             continue
-        plan = completion_plan(tb)
+        plan = completion_plan(solved_block)
         if plan is not None:
-            missed = int((completion_error(dae, tb, plan, sw.points[bad], scales) > COVER_ERROR).sum())
+            missed = int((completion_error(dae, solved_block, plan, sw.points[bad], scales) > COVER_ERROR).sum())
             if not missed:
-                tb.completion = plan
-                for sp_ in tb.singular_points:
+                solved_block.completion = plan
+                for sp_ in solved_block.singular_points:
                     sp_["covered_by"] = plan.label
                 log(f"block {name}: the primary sequence degenerates at {int(bad.sum())} of {len(bad)} swept "
                     f"configurations; the exact completion from its root {plan.variable} covers them")
@@ -291,12 +291,12 @@ def cover_workspace(dae: DAE, tri: Triangularization, log=None):
             # everywhere).  Newton from the prediction first skips that work;
             # the sequence still finds the branch where there is no
             # prediction (the first assembly) or Newton fails.
-            tb.newton_first = True
+            solved_block.newton_first = True
             log(f"block {name}: its sequence covers no swept configuration; a step that continues from the "
                 "last one tries Newton from the prediction first")
 
 
-def _singular_runs(dae, tri, tb, seq, bad, cond, worst, quality_at):
+def _singular_runs(dae, tri, solved_block, seq, bad, cond, worst, quality_at):
     """One entry per contiguous run of degenerate points along each sweep
     path: which step and coefficient, the symbolic condition (the leading
     coefficient in the coordinates), and where: the zero of the coefficient
@@ -321,10 +321,10 @@ def _singular_runs(dae, tri, tb, seq, bad, cond, worst, quality_at):
                 if zero is not None:
                     what, k_step, at = zero
                     step = seq.steps[k_step]
-                lead = step.coeffs[0].xreplace({K: e for K, e in tb.abstractions.items()})
+                lead = step.coeffs[0].xreplace({K: e for K, e in solved_block.abstractions.items()})
                 # printed once: a large coefficient's text takes sympy ~0.1 s
                 text = str(lead)
-                out.append({"block": block_name(dae, tb.block), "variable": str(step.variable),
+                out.append({"block": block_name(dae, solved_block.block), "variable": str(step.variable),
                             "condition": what,
                             "leading_coefficient": str(sp.factor(lead)) if len(text) < 400 else text[:400],
                             "at": {dae.names[i]: float(at[i]) for i in indep},

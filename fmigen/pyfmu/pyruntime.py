@@ -120,20 +120,20 @@ def assignments(targets, exprs, indent="    ", tmp="x"):
     return lines
 
 
-def _newton_lines(emb, tb, sm, tag, iterations, ind):
+def _newton_lines(emb, solved_block, symbol_map, tag, iterations, ind):
     """codegen_newton._newton_code in Python: Newton on the block's own equations
     from the values in q, at most ``iterations`` steps, chord steps with the
     last LU factors near the solution in an exact block; leaves
     ``converged_<tag>`` true when the step passed the convergence test, false
     when it did not or the Jacobian was singular or the step not finite."""
-    unk = tb.block.unknowns
+    unk = solved_block.block.unknowns
     nb = len(unk)
-    Phi_b, J_b, pairs = newton_system(emb, tb, "_ns", "_nc")
-    exact = tb.tol is None
+    Phi_b, J_b, pairs = newton_system(emb, solved_block, "_ns", "_nc")
+    exact = solved_block.tol is None
     inner = ind + ("        " if exact else "    ")
-    phi = [sm(e) for e in Phi_b]
+    phi = [symbol_map(e) for e in Phi_b]
     body = assignments([f"_r[{k}]" for k in range(nb)] + [f"_J[{k}]" for k in range(nb * nb)],
-                       phi + [sm(e) for e in J_b], indent=inner, tmp=f"n{tag}_")
+                       phi + [symbol_map(e) for e in J_b], indent=inner, tmp=f"n{tag}_")
     factor = [f"{inner}if lu_factor({nb}, _J, _piv): break"]
 
     def py(cond):
@@ -159,7 +159,7 @@ def _newton_lines(emb, tb, sm, tag, iterations, ind):
             f"{ind}_r = [0.0] * {nb}",
             f"{ind}_piv = [0] * {nb}",
             *([f"{ind}_ns{k}, _nc{k} = fmigen_sincos(q[{unk[k]}])" for k in pairs]
-              if tb.method == "newton" else
+              if solved_block.method == "newton" else
               [line for j, k in enumerate(pairs) for line in (
                   f"{ind}_ns{k}, _nc{k} = _pr{tag}[{2 * j}], _pr{tag}[{2 * j + 1}]",
                   f"{ind}_rn = 1.0 / math.sqrt(_ns{k} * _ns{k} + _nc{k} * _nc{k})",
@@ -221,8 +221,8 @@ class PyKinematics:
     indent = {"top": "    ", "block": "    ", "case": " " * 16, "step": " " * 16, "polish": " " * 16,
               "polished": " " * 20, "verify": " " * 8, "failed": " " * 12}
 
-    def __init__(self, emb, sm):
-        self.emb, self.sm = emb, sm
+    def __init__(self, emb, symbol_map):
+        self.emb, self.symbol_map = emb, symbol_map
         self.expr = pyexpr
         self.assignments = assignments
 
@@ -248,11 +248,11 @@ class PyKinematics:
 
     set = let
 
-    def newton_function(self, tb, bi):
+    def newton_function(self, solved_block, bi):
         pass   # inline (newton)
 
-    def newton(self, depth, tb, bi, tag, iterations):
-        return _newton_lines(self.emb, tb, self.sm, tag, iterations, self.indent[depth])
+    def newton(self, depth, solved_block, bi, tag, iterations):
+        return _newton_lines(self.emb, solved_block, self.symbol_map, tag, iterations, self.indent[depth])
 
     def return_unless_newton_continues(self, bi, continuity, code):
         return [f"    if not converged_{bi} or (check and not ({' and '.join(continuity)})): return {code}"]
@@ -374,11 +374,11 @@ class PyKinematics:
         return "def fmigen_kinematics(t, q, p, base, sol):\n" + "\n".join(out + ["    return 0"]) + "\n"
 
 
-def kinematics_source(emb, tri, sm):
+def kinematics_source(emb, tri, symbol_map):
     """The kinematics in Python: ``codegen_kinematics.kinematics_walk`` (model.c's
     walker) with ``PyKinematics``.  Returns (source, failure table, start of
     the solution vector ``sol``)."""
-    src, failures, sol_start = codegen_kinematics.kinematics_walk(emb, tri, sm, codegen.trig_plan(emb), PyKinematics(emb, sm))
+    src, failures, sol_start = codegen_kinematics.kinematics_walk(emb, tri, symbol_map, codegen.trig_plan(emb), PyKinematics(emb, symbol_map))
     return src, [""] + failures, sol_start
 
 
@@ -399,7 +399,7 @@ def _check_against_c(model_c, failures, sol_start):
                                  "(pyruntime.kinematics_source out of step with codegen)")
 
 
-def reaction_source(dae, sm) -> str:
+def reaction_source(dae, symbol_map) -> str:
     """model.c's joint reactions (``codegen.reaction_c``) in Python: K [q̈; λ]
     = [F; γ] (``codegen.reaction_system``) by the runtime's LU, then the
     reaction outputs; ``fmigen_outputs_with_reactions`` is the outputs
@@ -407,8 +407,8 @@ def reaction_source(dae, sm) -> str:
     entries, rhs, outs = codegen.reaction_system(dae)
     nk = dae.n + dae.m
     fill = assignments([f"K[{r * nk + c_}]" for r, c_, _ in entries] + [f"b[{k}]" for k in range(nk)],
-                       [sm(e) for _, _, e in entries] + [sm(e) for e in rhs])
-    body = assignments([f"out[{k}]" for k, _ in outs], [sm(e) for _, e in outs])
+                       [symbol_map(e) for _, _, e in entries] + [symbol_map(e) for e in rhs])
+    body = assignments([f"out[{k}]" for k, _ in outs], [symbol_map(e) for _, e in outs])
     return "\n".join([
         "def fmigen_reactions(t, q, v, p, u, out):",
         f"    K, b, piv = [0.0] * {nk * nk}, [0.0] * {nk}, [0] * {nk}",
@@ -439,12 +439,12 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
     identifier = mech.name
     if not identifier.isidentifier():
         raise PythonRuntimeError(f"mechanism name '{identifier}' is not a Python identifier")
-    sm = SymbolMap(emb)
+    symbol_map = SymbolMap(emb)
     n, m = dae.n, dae.m
-    kin_src, failures, sol_start = kinematics_source(emb, tri, sm)
+    kin_src, failures, sol_start = kinematics_source(emb, tri, symbol_map)
     _check_against_c(gen.whole_c, failures, sol_start)
-    fns, labels = _model_functions(emb, sm)
-    tols = {tb.tol for tb in tri.blocks if tb.method == "newton" and tb.tol is not None}
+    fns, labels = _model_functions(emb, symbol_map)
+    tols = {solved_block.tol for solved_block in tri.blocks if solved_block.method == "newton" and solved_block.tol is not None}
 
     # variables and modelDescription: the C FMU's (one variable table), adapted to pythonfmu
     iface = fmu.Interface.of(emb)
@@ -538,7 +538,7 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
     return src, identifier, guid
 
 
-def _model_functions(emb, sm) -> tuple[list[str], list]:
+def _model_functions(emb, symbol_map) -> tuple[list[str], list]:
     """The model's Python functions beside its kinematics (constraints and
     their derivatives, mass matrix, forcing, outputs, reactions, mass checks)
     and the mass checks' labels."""
@@ -546,7 +546,7 @@ def _model_functions(emb, sm) -> tuple[list[str], list]:
     mech = dae.mechanism
 
     def matrix_fn(name, M):
-        flat = [sm(e) for e in M]
+        flat = [symbol_map(e) for e in M]
         body = assignments([f"out[{k}]" for k in range(len(flat))], flat)
         return f"def {name}(t, q, v, p, u, out):\n" + ("\n".join(body) if body else "    pass") + "\n"
 
@@ -556,7 +556,7 @@ def _model_functions(emb, sm) -> tuple[list[str], list]:
            matrix_fn("fmigen_outputs", sp.Matrix([0 if k in mech.reactions else e for k, e in dae.outputs.items()])
                      if dae.outputs else sp.Matrix([]))]
     if mech.reactions:
-        fns.append(reaction_source(dae, sm))
+        fns.append(reaction_source(dae, symbol_map))
     checks, labels = mass_check_source(mech)
     fns.append(checks)
     return fns, labels

@@ -316,17 +316,17 @@ def _local(sym) -> sp.Symbol:
     return sp.Symbol("x_" + re.sub(r"[^A-Za-z0-9_]", "_", str(sym)))
 
 
-def _sequence_knowns(tb, dae, names, layout):
+def _sequence_knowns(solved_block, dae, names, layout):
     """The Gröbner sequence's locals before its steps: the abstracted knowns
     K, the known-ring values, and each polynomial variable set to its
     prediction ((sin, cos) of the predicted angle or angle sum, a length's
     predicted value).  Returns (declarations, body, the locals by symbol)."""
     decl, body, local = [], [], {}
-    for K, expr in tb.abstractions.items():
+    for K, expr in solved_block.abstractions.items():
         local[K] = _local(K)
         decl.append(f"Real {local[K]}")
         body.append(f"{local[K]} := {names(expr)};")
-    for v, expr in tb.known_ring.items():
+    for v, expr in solved_block.known_ring.items():
         local[v] = _local(v)
         decl.append(f"Real {local[v]}")
         body.append(f"{local[v]} := {names(expr)};")
@@ -334,8 +334,8 @@ def _sequence_knowns(tb, dae, names, layout):
         for v in vs:
             local[v] = _local(v)
             decl += [f"Real {local[v]}", f"Real P_{local[v]}"]
-        if i in tb.angle_sums:
-            combo = tb.angle_sums[i][2]
+        if i in solved_block.angle_sums:
+            combo = solved_block.angle_sums[i][2]
             psi = sp.Add(*[k * dae.q_sym[j] for j, k in combo.items()])
             body += [f"P_{local[vs[0]]} := sin({names(psi)});", f"P_{local[vs[1]]} := cos({names(psi)});"]
         elif kind == "angle":
@@ -384,22 +384,22 @@ def _sequence_step(st, local) -> list[str]:
     return body
 
 
-def _groebner_sequence(tb, dae, names, scales):
+def _groebner_sequence(solved_block, dae, names, scales):
     """(declarations, body) of a Gröbner block's primary lex sequence: the
     knowns, the steps, and the coordinates recovered from the variables into
     ``qq`` (an angle turned to its prediction's revolution), all under ``ok``
     (a failed sequence leaves the prediction in qq for Newton)."""
     from fmigen.kinematics.sweep_measures import block_layout
-    layout = block_layout(tb, scales)
-    decl, body, local = _sequence_knowns(tb, dae, names, layout)
-    dmax_degree = max(st.degree for st in tb.steps)
+    layout = block_layout(solved_block, scales)
+    decl, body, local = _sequence_knowns(solved_block, dae, names, layout)
+    dmax_degree = max(st.degree for st in solved_block.steps)
     decl += [f"Real a[{dmax_degree + 1}]", "Real disc", "Real root", "Real f", "Real df"]
     body += [f"a := fill(0.0, {dmax_degree + 1});", "disc := 0.0;", "root := 0.0;", "f := 0.0;", "df := 0.0;"]
-    for st in tb.steps:
+    for st in solved_block.steps:
         body += _sequence_step(st, local)
     body.append("if ok then")
     for k, (i, kind, vs, _) in enumerate(layout):
-        value = mo(sp.sympify(tb.recover[i]).xreplace(local).xreplace(names.subs))
+        value = mo(sp.sympify(solved_block.recover[i]).xreplace(local).xreplace(names.subs))
         body.append(f"  qq[{i + 1}] := {value};")
         if kind == "angle":
             body.append(f"  qq[{i + 1}] := qq[{i + 1}] + 2.0 * {math.pi!r} * "
@@ -412,22 +412,22 @@ def _groebner_sequence(tb, dae, names, scales):
     return decl, body
 
 
-def _newton_loop(emb, tb, names, iterations) -> list[str]:
+def _newton_loop(emb, solved_block, names, iterations) -> list[str]:
     """Newton on the block's own constraints in its unknowns (Φ_q is the
     embedding's own), from ``qq``: a polish of ``iterations`` steps after a
     Gröbner sequence that succeeded, else up to NEWTON_ITERATIONS."""
-    dae, unk = emb.dae, tb.block.unknowns
+    dae, unk = emb.dae, solved_block.block.unknowns
     nb = len(unk)
     q_of = {sp.Symbol(f"q[{i + 1}]"): sp.Symbol(f"qq[{i + 1}]") for i in range(dae.n)}
 
     def at_qq(e):
         return mo(sp.sympify(e).xreplace(names.subs).xreplace(q_of))
 
-    limit = "true" if tb.method != "groebner" else f"(ok and it <= {iterations}) or not ok"
+    limit = "true" if solved_block.method != "groebner" else f"(ok and it <= {iterations}) or not ok"
     body = ["converged := false;", f"for it in 1:{NEWTON_ITERATIONS} loop", f"  if not converged and ({limit}) then"]
-    body += [f"    r[{k + 1}] := {at_qq(dae.Phi[j])};" for k, j in enumerate(tb.block.equations)]
+    body += [f"    r[{k + 1}] := {at_qq(dae.Phi[j])};" for k, j in enumerate(solved_block.block.equations)]
     body += [f"    J[{a + 1}, {b + 1}] := {at_qq(emb.Phi_q[j, i])};"
-             for a, j in enumerate(tb.block.equations) for b, i in enumerate(unk)]
+             for a, j in enumerate(solved_block.block.equations) for b, i in enumerate(unk)]
     # a 1×1 system is the division the elimination would do, written out:
     # rumoca inlines every call of a function into its simulate setup
     body.append(f"    dx := fmigen_solve{nb}(J, r);" if nb > 1 else "    dx := {r[1] / J[1, 1]};")
@@ -440,14 +440,14 @@ def _newton_loop(emb, tb, names, iterations) -> list[str]:
     return body
 
 
-def block_function(fname: str, emb, tb, label: str) -> tuple[str, set]:
+def block_function(fname: str, emb, solved_block, label: str) -> tuple[str, set]:
     """The Modelica function of one block and the sizes of the linear
     solves it calls.  Signature: (t, q[n], p[np]) -> x[nb]; q holds the
     known coordinates and, at this block's unknowns, their predictions."""
     from fmigen.derive.workspace import unit_scales
     dae = emb.dae
-    n, nb = dae.n, len(tb.block.unknowns)
-    unk = tb.block.unknowns
+    n, nb = dae.n, len(solved_block.block.unknowns)
+    unk = solved_block.block.unknowns
     names = _Names.function(dae)
     np_ = max(1, len(dae.tunable))
     nu = max(1, len(dae.inputs))
@@ -459,12 +459,12 @@ def block_function(fname: str, emb, tb, label: str) -> tuple[str, set]:
     body += [f"r := fill(0.0, {nb});", f"J := fill(0.0, {nb}, {nb});", f"dx := fill(0.0, {nb});",
              "dmax := 0.0;", "qmax := 0.0;"]
     iterations = NEWTON_ITERATIONS
-    if tb.method == "groebner":
-        d, b = _groebner_sequence(tb, dae, names, unit_scales(dae))
+    if solved_block.method == "groebner":
+        d, b = _groebner_sequence(solved_block, dae, names, unit_scales(dae))
         decl += d
         body += b
         iterations = POLISH_ITERATIONS
-    body += _newton_loop(emb, tb, names, iterations)
+    body += _newton_loop(emb, solved_block, names, iterations)
     body.append("x := {" + ", ".join(f"qq[{i + 1}]" for i in unk) + "};")
     text = [f"  function {fname} {_string(label)}",
             "    input Real t;",
@@ -548,21 +548,21 @@ def _kinematics(model, emb, tri, names):
     uvec = "{" + (", ".join(names.un) if names.un else "0.0") + "}"
     qn = names.qn
     slot = {i: k for k, i in enumerate(D)}   # a dependent coordinate's predictor slot
-    for bi, tb in enumerate(tri.blocks):
+    for bi, solved_block in enumerate(tri.blocks):
         fname = f"{model}_block{bi + 1}"
-        names_b = ", ".join(dae.names[i] for i in tb.block.unknowns)
-        what = (f"Gröbner: the primary lex sequence {' > '.join(map(str, tb.variables))}, then Newton"
-                if tb.method == "groebner" else f"Newton ({tb.reason or 'no Gröbner sequence'})")
-        text, s = block_function(fname, emb, tb, f"block {block_name(dae, tb.block)}: {names_b} by {what}")
+        names_b = ", ".join(dae.names[i] for i in solved_block.block.unknowns)
+        what = (f"Gröbner: the primary lex sequence {' > '.join(map(str, solved_block.variables))}, then Newton"
+                if solved_block.method == "groebner" else f"Newton ({solved_block.reason or 'no Gröbner sequence'})")
+        text, s = block_function(fname, emb, solved_block, f"block {block_name(dae, solved_block.block)}: {names_b} by {what}")
         functions.append(text)
         sizes |= s
         # the knowns the block reads, the predictions of its unknowns, and 0
         # for every other coordinate (a later block's: passing it would make
         # the blocks one algebraic loop)
-        known = set(tb.block.knowns)
-        args = ", ".join(f"fmigen_pred[{slot[i] + 1}]" if i in tb.block.unknowns else qn[i] if i in known
+        known = set(solved_block.block.knowns)
+        args = ", ".join(f"fmigen_pred[{slot[i] + 1}]" if i in solved_block.block.unknowns else qn[i] if i in known
                          else "0.0" for i in range(dae.n))
-        calls.append(f"  {{{', '.join(qn[i] for i in tb.block.unknowns)}}} = "
+        calls.append(f"  {{{', '.join(qn[i] for i in solved_block.block.unknowns)}}} = "
                      f"{fname}(time, {{{args}}}, {pvec}, {uvec});")
     return functions, sizes, calls
 
@@ -618,8 +618,8 @@ def _block_velocity_equations(emb, tri, names):
              "Φ_bb a_c,b = γ_b − Σ_known Φ_bj a_c,j"]
     decls = []
     m, vn = names, names.vn
-    for bi, tb in enumerate(tri.blocks):
-        U, E, K = tb.block.unknowns, tb.block.equations, tb.block.knowns
+    for bi, solved_block in enumerate(tri.blocks):
+        U, E, K = solved_block.block.unknowns, solved_block.block.equations, solved_block.block.knowns
         nb = len(U)
         jb = f"fmigen_J{bi + 1}"
         decls += [f"    Real {jb}[{nb}, {nb}] \"Φ_q of block {bi + 1}, its unknowns' columns\";",
@@ -643,7 +643,7 @@ def _ode_equations(emb, tri, names) -> list[str]:
     (Bᵀ M B) q̈_i = Bᵀ (F − M a_c), and the outputs."""
     dae, I, f, n = emb.dae, list(emb.independent), emb.f, emb.dae.n
     m = names
-    where = {i: (bi, k) for bi, tb in enumerate(tri.blocks) for k, i in enumerate(tb.block.unknowns)}
+    where = {i: (bi, k) for bi, solved_block in enumerate(tri.blocks) for k, i in enumerate(solved_block.block.unknowns)}
     rows_B, rows_ac = [], []
     for i in range(n):
         if i in I:

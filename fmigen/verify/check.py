@@ -207,8 +207,8 @@ def check(spec, use_cache=True, log=None) -> dict:
     dae, tri = compiled.dae, compiled.triangular
     sweep = tri.sweep
     representation = []
-    for tb in tri.blocks:
-        for sp_ in tb.singular_points:
+    for solved_block in tri.blocks:
+        for sp_ in solved_block.singular_points:
             representation.append({k: v for k, v in sp_.items() if k != "index"})
     physical = []
     for p in sweep.physical:
@@ -228,11 +228,11 @@ def check(spec, use_cache=True, log=None) -> dict:
     return {"mechanism": mech.name,
             "independent": [dae.names[i] for i in compiled.partition.independent],
             "swept_configurations": int(len(sweep.points)),
-            "sequences": {"{" + ", ".join(dae.names[i] for i in tb.block.unknowns) + "}":
-                          [s.label for s in tb.sequences] or [f"newton ({tb.reason})"] for tb in tri.blocks},
+            "sequences": {"{" + ", ".join(dae.names[i] for i in solved_block.block.unknowns) + "}":
+                          [s.label for s in solved_block.sequences] or [f"newton ({solved_block.reason})"] for solved_block in tri.blocks},
             "representation_singularities": representation,
-            "precision_loss": {block_name(dae, tb.block): tb.precision_loss for tb in tri.blocks
-                               if tb.precision_loss.get("configurations")},
+            "precision_loss": {block_name(dae, solved_block.block): solved_block.precision_loss for solved_block in tri.blocks
+                               if solved_block.precision_loss.get("configurations")},
             "physical_singularities": physical,
             "branch_consistent": branch["consistent"],
             "branch_max_deviation": branch["max_deviation"],
