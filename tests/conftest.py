@@ -405,3 +405,18 @@ def derivation_for_generate(mech):
     from fmigen.tools.bench import derivation
     dae, part, emb, dynamics, _ = derivation(mech)
     return dae, part, emb, triangularize(dae, part, kinematics="groebner"), dynamics
+
+
+@pytest.fixture
+def compiled_sources(monkeypatch):
+    """The names of the C sources compiled while the test runs (not those
+    the object cache supplied), in order: what a rebuild had to compile."""
+    from fmigen.fmi import fmu
+    names = []
+    compile_object = fmu._compile_object
+
+    def recording(cc, flags, source, obj):
+        names.append(source.name)
+        return compile_object(cc, flags, source, obj)
+    monkeypatch.setattr(fmu, "_compile_object", recording)
+    return names

@@ -108,7 +108,7 @@ def test_the_fmu_refuses_the_guid_of_its_sibling_built_with_another_solver(solve
         other.instantiate()
 
 
-def test_a_solver_or_step_change_compiles_only_the_config_unit(tmp_path, monkeypatch):
+def test_a_solver_or_step_change_compiles_only_the_config_unit(tmp_path, monkeypatch, compiled_sources):
     """Each variant has its own GUID, but model.c, the runtime and the FMI
     glue are the same: their object files (model.c's SSE2 and AVX copies
     too) come from the object cache for the next variant, and only
@@ -120,14 +120,6 @@ def test_a_solver_or_step_change_compiles_only_the_config_unit(tmp_path, monkeyp
     from conftest import compiled_model
     compiled = compiled_model("fourbar")
     monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
-    compiled_sources = []
-    compile_object = fmu._compile_object
-
-    def recording(cc, flags, source, obj):
-        compiled_sources.append(source.name)
-        return compile_object(cc, flags, source, obj)
-
-    monkeypatch.setattr(fmu, "_compile_object", recording)
     per_variant = []
     for name, solver, step in [("rk4", "rk4", 1e-3), ("euler", "euler", 1e-3), ("euler2", "euler", 2e-3)]:
         compiled_sources.clear()
