@@ -154,30 +154,20 @@ def on_the_circle(exprs: list) -> list:
 #: (``circle_where_cheaper``, per quantity) and, together, do not get the
 #: joint CSE's 'basic' pre-pass (sympy's factor_terms on every sum): both
 #: take time superlinear in the size for a few per cent of the operations.
-#: The vehicle (Φ_q, γ, M, F: 17k, 82k, 91k, 310k operations): its C
-#: generation stopped after more than 4 minutes with both, took 56 s with the
-#: expansion trial of Φ_q alone and 27 s with neither (unloaded machine).
-#: One five-link corner on a free chassis, derived in world-frame speeds:
-#: 20.6 -> 7.0 s without the pre-pass, for 1.3 % more instructions per step.  The
-#: shipped mechanisms' code is unchanged: only five_link's γ (20k) is over
-#: CIRCLE_MAX_OPS, and its expansion was never the cheaper one, and every
-#: other set of quantities is under LARGE_MODEL_OPS (five_link's ~26k, the
-#: Stewart platform's ~9k).  Counts are sympy's, before any substitution.
+#: The bounds lie between the largest shipped quantities, whose code they
+#: leave as it was, and the vehicle's, whose generation did not finish with
+#: both (docs/benchmarks.md, "Measurements behind the code's choices").
+#: Counts are sympy's, before any substitution.
 CIRCLE_MAX_OPS = 20_000
 LARGE_MODEL_OPS = 60_000
 #: ... nor a quantity whose expansion would form more than this many products
 #: (``expansion_products``).  Why a second bound: sympy's expansion costs
 #: about the same per product formed whatever the size in operations, and a
 #: few thousand operations of nested products (the Euler angles' rotations
-#: of a spatial suspension) multiply out into thousands of products: the
-#: double wishbone's γ and F (8,770 and 9,870 operations) took 3.1 and 7.5 s
-#: to expand, 4,605 and 8,939 products, the five-link's γ 6.9 s (5,165), and
-#: the expansion was not the cheaper code for any of them, nor for the
-#: ladder's F (11,969 products, 16 s).  Every expansion kept by the shipped
-#: mechanisms measured and the double wishbone forms at most 2,228 (the
-#: ladder's M; the double wishbone's M 2,217, the Stewart platform's F 693).
-#: A count of work, not of time: the same quantities give the same code on
-#: any machine.
+#: of a spatial suspension) multiply out into thousands of products, where
+#: the expansion was never the cheaper code; every expansion the shipped
+#: mechanisms keep forms far fewer.  A count of work, not of time: the same
+#: quantities give the same code on any machine.
 CIRCLE_MAX_PRODUCTS = 4_000
 
 
