@@ -221,6 +221,33 @@ def _assert_fold_message(text, t_lo=0.72):
     assert t_lo < t < T_FOLD
 
 
+def _stops_ahead_of_the_fold_within_the_references(r, text, independent, t_lo):
+    """What both fold tests check of a ``validate`` run at 1 ms samples
+    whose FMU stopped (``text``: fmpy's stderr, which carries the FMU's
+    message): the limit-position message, the stop between ``t_lo`` and the
+    fold, every coordinate within validate's tolerance of IDA on validate's
+    own grid (0.01 s); at every 1 ms sample the independent coordinates
+    within it, the couplers within what B = dq_d/dq_i makes of their error
+    there (δq_d ≈ B δq_i, ‖B‖ the message's, at the stop the largest on the
+    way); and the references' C still > 0 at the stop, as the FMU's."""
+    from fmigen.verify.compare import coordinate_error
+    from fmigen.verify.validate import DEFAULT_COORD_TOL
+    _assert_fold_message(text)
+    t = r.times
+    assert t_lo < t[-1] < T_FOLD
+    ida = r.reference
+    err = {n: coordinate_error(r.fmu_result[n], ida.q[:, i]) for i, n in enumerate(ida.names)}
+    grid = np.isclose(t * 100, np.round(t * 100), atol=1e-6)
+    assert all(e[grid].max() <= DEFAULT_COORD_TOL for e in err.values()), {n: e[grid].max() for n, e in err.items()}
+    independent_error = np.sqrt(sum(err[n] ** 2 for n in independent))
+    assert independent_error.max() <= DEFAULT_COORD_TOL
+    gain = float(text.split("|B| = |dq_d/dq_i| rose ")[1].split(", to ")[1].split(")")[0])
+    assert 100 < gain < 1000
+    assert max(err["A"].max(), err["C"].max()) <= gain * independent_error.max()
+    c = ida.names.index("C")
+    assert ida.q[-1, c] > 0 and r.fmu_result["C"][-1] > 0
+
+
 def test_five_bar_discards_at_its_fold_before_leaving_the_references(tmp_path, capsys):
     """Two independent coordinates (the cranks θ1, θ2): at the dyad's fold
     only the cranks' velocity across it vanishes, so max|v_d|/max|v_i|
@@ -228,29 +255,10 @@ def test_five_bar_discards_at_its_fold_before_leaving_the_references(tmp_path, c
     grows like 1/|t − t*|.  The FMU now stops with Discard a step before
     the fold, and up to there it is within validate's tolerance of the IDA
     and Cartesian references (before, it ran on with OK 5.76 rad off)."""
-    from fmigen.verify.compare import coordinate_error
-    from fmigen.verify.validate import DEFAULT_COORD_TOL, validate
+    from fmigen.verify.validate import validate
     r = validate(fuzz_five_bar(), stop_time=1.0, output_interval=1e-3, fmu_path=tmp_path / "fold.fmu")
-    text = capsys.readouterr().err                     # fmpy prints the FMU's message there
-    _assert_fold_message(text)
-    t = r.times
-    assert 0.725 < t[-1] < T_FOLD
-    ida = r.reference
-    err = {n: coordinate_error(r.fmu_result[n], ida.q[:, i]) for i, n in enumerate(ida.names)}
-    # validate's own grid (0.01 s) up to the stop: every coordinate within its tolerance
-    grid = np.isclose(t * 100, np.round(t * 100), atol=1e-6)
-    assert all(e[grid].max() <= DEFAULT_COORD_TOL for e in err.values()), {n: e[grid].max() for n, e in err.items()}
-    # every 1 ms sample to the stop: the cranks within it; the couplers
-    # within what B = dq_d/dq_i makes of the cranks' error there (δq_d ≈ B δq_i,
-    # ‖B‖ the message's, at the stop, the largest on the way)
-    cranks = np.hypot(err["theta1"], err["theta2"])
-    assert cranks.max() <= DEFAULT_COORD_TOL
-    gain = float(text.split("|B| = |dq_d/dq_i| rose ")[1].split(", to ")[1].split(")")[0])
-    assert 100 < gain < 1000
-    assert max(err["A"].max(), err["C"].max()) <= gain * cranks.max()
-    # the stop is ahead of the fold: there the references' C is still > 0, as the FMU's
-    c = ida.names.index("C")
-    assert ida.q[-1, c] > 0 and r.fmu_result["C"][-1] > 0
+    _stops_ahead_of_the_fold_within_the_references(r, capsys.readouterr().err, ["theta1", "theta2"],
+                                                  t_lo=0.725)
 
 
 @pytest.fixture(scope="module")
@@ -327,25 +335,11 @@ def test_three_coordinates_discard_at_the_fold_before_leaving_the_references(tmp
     fold, within validate's tolerance of the IDA and Cartesian references up
     to there; before, with no test for three coordinates, it ran on with OK
     to 1 s, C 3.6 rad off IDA."""
-    from fmigen.verify.compare import coordinate_error
-    from fmigen.verify.validate import DEFAULT_COORD_TOL, validate
+    from fmigen.verify.validate import validate
     r = validate(five_bar_with_load(), stop_time=1.0, output_interval=1e-3, fmu_path=tmp_path / "fold3.fmu")
     text = capsys.readouterr().err
-    _assert_fold_message(text)
     assert "psi=" in text
-    t = r.times
-    assert 0.72 < t[-1] < T_FOLD
-    ida = r.reference
-    err = {n: coordinate_error(r.fmu_result[n], ida.q[:, i]) for i, n in enumerate(ida.names)}
-    grid = np.isclose(t * 100, np.round(t * 100), atol=1e-6)
-    assert all(e[grid].max() <= DEFAULT_COORD_TOL for e in err.values()), {n: e[grid].max() for n, e in err.items()}
-    independent = np.sqrt(err["theta1"] ** 2 + err["theta2"] ** 2 + err["psi"] ** 2)
-    assert independent.max() <= DEFAULT_COORD_TOL
-    gain = float(text.split("|B| = |dq_d/dq_i| rose ")[1].split(", to ")[1].split(")")[0])
-    assert 100 < gain < 1000
-    assert max(err["A"].max(), err["C"].max()) <= gain * independent.max()
-    c = ida.names.index("C")
-    assert ida.q[-1, c] > 0 and r.fmu_result["C"][-1] > 0
+    _stops_ahead_of_the_fold_within_the_references(r, text, ["theta1", "theta2", "psi"], t_lo=0.72)
 
 
 def test_three_coordinates_python_runtime_stops_where_the_c_fmu_does(tmp_path):
