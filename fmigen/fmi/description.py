@@ -11,6 +11,7 @@ import os
 from lxml import etree
 
 from fmigen import __version__
+from fmigen.model import ModelError
 
 from fmigen.fmi.variables import Variable
 
@@ -42,7 +43,8 @@ def build_time() -> int | None:
     try:
         return int(value)
     except ValueError:
-        raise ValueError(f"SOURCE_DATE_EPOCH={value!r} is not an integer number of seconds") from None
+        raise ModelError(f"SOURCE_DATE_EPOCH={value!r} is not an integer number of seconds since 1970 "
+                         "(the reproducible-builds convention for a build's date)") from None
 
 
 def units_categories_experiment(root, units: set, step: float):
