@@ -231,10 +231,8 @@ def _resolved(q, predicted, corrected, scales) -> bool:
     itself.  A larger correction is not this branch: the step went over a
     fold and Newton, converging all the same, found another assembly at
     those independent values; the step is then halved, as when Newton
-    fails.  Why: a McPherson strut's sweep did that at a fold of its lower
-    arm's angle (the ratio up to 0.68 on the steps before it, 145 at the
-    jump) and ran on along another assembly, its strut 0.67 m further out.
-    At a singularity that is no simple fold (the full Φ_q singular too)
+    fails (docs/corpus.md, the McPherson strut, has the case that showed
+    it and its ratios).  At a singularity that is no simple fold (the full Φ_q singular too)
     steps on the curve can exceed 1 close to it, and the path stops a
     fraction of a step earlier than it could."""
     corrector = np.max(np.abs(corrected - predicted) / scales)
