@@ -163,7 +163,8 @@ def test_compile_model_takes_its_c_from_the_entry(cache, monkeypatch):
     the same mechanism (another process: a pytest-xdist worker, a CLI
     build) takes it from the entry, byte for byte the C generated without
     the cache, a tunable parameter's new default included; use_cache=False
-    generates; an entry whose start is not the derivation's is not taken."""
+    generates; an entry whose start is not the derivation's is not taken,
+    the body recorded apart is; a damaged entry is none."""
     import json
 
     from fmigen.build.pipeline import compile_model, prepare_mechanism
@@ -191,11 +192,16 @@ def test_compile_model_takes_its_c_from_the_entry(cache, monkeypatch):
     heavier = prepare_mechanism("fourbar", use_cache=False)
     next(p for p in heavier.parameters if p.name == "m2").value = 2.5
     assert _c(from_entry) == _c(compile_model(heavier, use_cache=False))
-    # the body holds the start: an entry recorded for another one is not this C
+    # the entry holds the start: one recorded for another is not this C;
+    # its body, recorded apart without the start (derived.body_of), is,
+    # with this start's solution start written in
     d = json.loads(entry.read_text())
     d["start"]["phi"] += 1e-9
     entry.write_text(json.dumps(d))
     monkeypatch.setattr(codegen, "generate", refuse)
+    assert _c(compile_model(prepare_mechanism("fourbar"))) == _c(fresh)
+    [body] = (cache / "bodies").glob("*.json")
+    body.write_text("{not json")
     with pytest.raises(AssertionError, match="generated again"):
         compile_model(prepare_mechanism("fourbar"))
     entry.write_text("{not json")
@@ -312,3 +318,106 @@ def test_a_start_change_reuses_the_equations_and_gives_the_cold_bytes(cache, tmp
     assert [n for n in c if w[n] != c[n]] == []
     assert w["sources/model_start.c"] != a["sources/model_start.c"]   # the new start is in the FMU
     assert w["sources/model.c"] == a["sources/model.c"]
+
+
+# --- the body recorded at another start (derived.body_of) ---------------------
+
+def _double_crank(theta, open_=True):
+    """tests/corpus's Grashof double-crank four-bar with its crank at
+    ``theta``, the coupler-follower joint left (``open_``) or right of the
+    line from the crank pin to the follower's pivot: the two assembly
+    circuits.  Its primary sequence degenerates at two swept configurations
+    that the exact completion covers, so its model.c holds the cover's
+    decision."""
+    from corpus._planar import four_bar
+    return four_bar("fourbar_double_crank", "double crank", ground=2.0, crank=5.0, coupler=6.0, rocker=5.5,
+                    theta=theta, open_=open_, tau=10.0)
+
+
+def _cold(tmp_path, monkeypatch, mech, tag):
+    """The FMU of a build with an empty cache of its own."""
+    monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / f"cold-{tag}")
+    path, model, _ = _build(mech, tmp_path / f"cold-{tag}.fmu")
+    monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
+    return _members(path), model
+
+
+def _refusing_generate(monkeypatch):
+    """codegen.generate replaced by one that fails; returns the original."""
+    from fmigen.generate import codegen
+    generate = codegen.generate
+
+    def refuse(*args, **kw):
+        raise AssertionError("C generated again")
+    monkeypatch.setattr(codegen, "generate", refuse)
+    return generate
+
+
+def test_a_start_change_takes_the_body_recorded_at_another_start(cache, tmp_path, monkeypatch, compiled_sources):
+    """A build after a start change derives again (the start assembly,
+    the branches, the workspace sweep and the cover's decisions follow the
+    start) but takes the generated body recorded at the first start when
+    what it holds of the start is unchanged: the partition, the cover's
+    decisions, the unit scales (``derived.body_key``).  Its solution start
+    is written for the new start.  The FMU is, file for file, the one a
+    build with an empty cache makes of the new start: along the same
+    circuit (the crank + 0.3 rad) and on the other circuit (the other
+    assembly at the first crank angle: every dependent angle, and so the
+    solution start's sines and cosines, differs).  Before the body was
+    keyed without the start, these builds generated the C again."""
+    from fmigen.generate import codegen
+    first, first_model, _ = _build(_double_crank(np.pi / 2), tmp_path / "a.fmu")
+    a = _members(first)
+    for tag, theta, open_ in [("along", np.pi / 2 + 0.3, True), ("other-circuit", np.pi / 2, False)]:
+        generate = _refusing_generate(monkeypatch)
+        compiled_sources.clear()
+        warm, model, log = _build(_double_crank(theta, open_), tmp_path / f"warm-{tag}.fmu")
+        assert "[4/5] generated C from the derived-model cache" in log
+        assert sorted(compiled_sources) == ["fmu_config.c", "model_start.c"]
+        [solved_block] = model.triangular.blocks
+        assert solved_block.completion is not None      # the cover's decision, taken at this start
+        w = _members(warm)
+        assert w["sources/model.c"] == a["sources/model.c"]
+        assert w["sources/model_start.c"] != a["sources/model_start.c"]
+        monkeypatch.setattr(codegen, "generate", generate)
+        c, cold_model = _cold(tmp_path, monkeypatch, _double_crank(theta, open_), tag)
+        assert cold_model.start == model.start
+        assert sorted(w) == sorted(c)
+        assert [n for n in c if w[n] != c[n]] == []
+    assert all(abs(model.start[n] - v) > 0.5 for n, v in first_model.start.items() if n != "theta")
+
+
+def test_a_body_is_not_taken_where_the_start_changes_it(cache, tmp_path, monkeypatch):
+    """What the body holds of the start keys it: a start that moves a unit
+    scale (the slider-crank's slider, whose scale is its start beyond the
+    rod's 0.6 m: 0.687 m at θ = π/3, 0.6 m at π/2; the continuity
+    tolerances hold it) and a start whose workspace cover decides
+    otherwise (here: the double crank with no exact completion on offer,
+    so its degenerate points go to the run-time Newton fallback) each
+    generate their own body, the one a build with an empty cache makes;
+    taking the body recorded at the first start would give other model.c
+    bytes than that build (the scale's constants; the completion's code)."""
+    from fmigen.kinematics import triangular
+
+    def slider_at(theta, x_guess):
+        mech = load_mechanism("slider_crank")
+        for c in mech.coordinates:
+            c.start = {"theta": theta, "x": x_guess}.get(c.name, c.start)
+        return mech
+    _build(slider_at(np.pi / 3, 0.7), tmp_path / "slider-a.fmu")
+    _build(_double_crank(np.pi / 2), tmp_path / "crank-a.fmu")
+    a_slider, a_crank = _members(tmp_path / "slider-a.fmu"), _members(tmp_path / "crank-a.fmu")
+    warm, _, _ = _build(slider_at(np.pi / 2, 0.58), tmp_path / "slider-b.fmu")
+    w = _members(warm)
+    assert w["sources/model.c"] != a_slider["sources/model.c"]
+    c, _ = _cold(tmp_path, monkeypatch, slider_at(np.pi / 2, 0.58), "slider")
+    assert [n for n in c if w[n] != c[n]] == [] and sorted(w) == sorted(c)
+
+    monkeypatch.setattr(triangular, "completion_plan", lambda solved_block: None)
+    warm, model, _ = _build(_double_crank(np.pi / 2 + 0.3), tmp_path / "crank-b.fmu")
+    [solved_block] = model.triangular.blocks
+    assert solved_block.completion is None and solved_block.singular_points   # degenerate, not covered
+    w = _members(warm)
+    assert w["sources/model.c"] != a_crank["sources/model.c"]
+    c, _ = _cold(tmp_path, monkeypatch, _double_crank(np.pi / 2 + 0.3), "crank")
+    assert [n for n in c if w[n] != c[n]] == [] and sorted(w) == sorted(c)

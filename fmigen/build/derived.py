@@ -20,6 +20,13 @@ by
 A hit returns a ``Derived`` (no symbolic model); callers that need the DAE,
 partition or triangularization derive as before (with the Gröbner cache).
 
+Beside it (``bodies``), the generated body is kept a second time, keyed
+without the start (``body_key``): a build at another start derives again,
+since the start assembly, the workspace sweep and the cover's decisions
+follow the start, but takes that body when what the derivation decided at
+its start is what the body was generated from, and writes its solution
+start in (``body_of``).
+
 The same root (``joint_models``) keeps a second, earlier cache: the
 low-level ``Mechanism`` that ``joint_model.to_mechanism`` makes of a
 ``JointSystem`` (``mechanism_of``), keyed by the joint system itself with
@@ -233,28 +240,107 @@ def from_record(text: str, mech) -> Derived:
     return Derived(mech, gen, iface, d["start"], d["seconds"])
 
 
-def generated_of(mech, options: dict, start: dict, independent):
+def generated_of(mech, options: dict, emb, tri):
     """The C of a derivation of ``mech`` with ``options`` (``pipeline.compile_model``'s
-    stage 4), from the entry a build or an earlier ``compile_model`` recorded,
-    finished (``codegen.finish``) with ``mech``'s current default values; None
+    stage 4: ``emb`` its embedding, ``tri`` its triangularization), from the
+    entry a build or an earlier ``compile_model`` recorded, finished
+    (``codegen.finish``) with ``mech``'s current default values; None
     without an entry.  Why: generating the C is most of a large mechanism's
     derivation (the five-link's ~80 %), and the test suite's worker processes
     and the CLI processes it starts derive the same models again and again.
-    The caller derived the rest itself: an entry whose start or independent
-    coordinates differ from its ``start`` and ``independent`` does not
-    describe this derivation (its body holds the start), and one that cannot
-    be read is no entry; both are generated again (and rewritten)."""
+    The caller derived the rest itself.  First the entry of this very
+    mechanism (its start in the key), when its start and independent
+    coordinates are this derivation's; else the body recorded at another
+    start (``body_of``); an entry that cannot be read is no entry.  Either
+    way what is missing is generated again (and recorded)."""
     text = _entry_text(mech, options)
-    if text is None:
+    if text is not None:
+        try:
+            d = json.loads(text)
+            if d["start"] == tri.start and tuple(d["independent"]) == tuple(emb.independent):
+                return codegen.finish(mech.name, str(d["body"]), dict(d["macros"]), tri.start, mech,
+                                      tuple(emb.independent))
+        except (ValueError, KeyError, TypeError):
+            pass
+    return body_of(mech, options, emb, tri)
+
+
+#: the start-free body entries' format (``body_key``): a new format changes every key
+BODY_FORMAT = "body-1"
+
+
+def body_key(mech, options: dict, emb, tri) -> str:
+    """What the generated body is a function of, the start left out where
+    it is not read: ``key_text(mech, options, start=False)`` (the
+    equations, structural values, options and code; the key of the
+    equations of motion too), and what a derivation at a start decides
+    that the generator reads (``codegen.generate``):
+
+    * the partition: the independent coordinates (chosen at the start when
+      the mechanism names none) and each block's equations and unknowns;
+    * per block, its method and the workspace cover's decisions, the exact
+      completion taken or not and Newton first or not
+      (``triangular.cover_workspace``).  These come from the sweep of the
+      workspace from the start (``workspace.sweep``), whose points follow
+      the start, so they are taken from this derivation, never assumed;
+    * the unit scales (a length's is the largest start of its unit), which
+      the continuity tolerances hold as constants;
+    * with coordinate switching, the start itself: an alternative
+      partition's solution start is in the body, and its triangularization
+      and cover start from the primary's start assembly.
+
+    The rest of the triangularization (bases, sequences, completions) is a
+    function of the first part: the same Gröbner input gives the same
+    basis, the start only picks the branch (``choose_branches``:
+    ``tri.start``).  The one line of the body that follows the start
+    assembly itself, ``fmigen_sol_start``, is written again (``body_of``)."""
+    from fmigen.derive.workspace import unit_scales
+    depends = {
+        "format": BODY_FORMAT,
+        "independent": [int(i) for i in emb.independent],
+        "blocks": [[[int(j) for j in b.block.equations], [int(i) for i in b.block.unknowns], b.method,
+                    b.completion is not None, bool(b.newton_first)]
+                   for b in tri.blocks],
+        "unit_scales": [repr(float(x)) for x in unit_scales(emb.dae)],
+        "switching_start": ({k: repr(float(v)) for k, v in sorted(tri.start.items())}
+                            if mech.switch_independent else None),
+    }
+    return key_text(mech, {**options, "body": depends}, start=False)
+
+
+def body_of(mech, options: dict, emb, tri):
+    """The C of this derivation from a body recorded at another start
+    (``body_key``), its solution start written for ``tri.start``
+    (``codegen.solution_start_definition``) and finished; None without
+    one.  The same bytes as generating: what else of the body follows the
+    start is in the key."""
+    try:
+        key = body_key(mech, options, emb, tri)
+    except (TypeError, ValueError):   # something the key cannot describe: no entry
         return None
     try:
-        d = json.loads(text)
-        if d["start"] != start or tuple(d["independent"]) != tuple(independent):
-            return None
+        d = json.loads(groebner.cache_path(key, "bodies").read_text())
         body, macros = str(d["body"]), dict(d["macros"])
-    except (ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    return codegen.finish(mech.name, body, macros, start, mech, tuple(independent))
+    line = codegen.solution_start_definition(emb, tri) + "\n"
+    body, count = codegen.SOLUTION_START.subn(lambda _: line, body)
+    if count != 1:
+        return None
+    return codegen.finish(mech.name, body, macros, tri.start, mech, tuple(emb.independent))
+
+
+def _remember_body(compiled, options: dict):
+    """Record ``compiled``'s body under ``body_key``; not when its solution
+    start is not the line ``solution_start_definition`` writes (then a body
+    taken at another start could not be given its own)."""
+    gen = compiled.generated
+    if codegen.SOLUTION_START.findall(gen.body) != [
+            codegen.solution_start_definition(compiled.embedding, compiled.triangular) + "\n"]:
+        return
+    key = body_key(compiled.mechanism, options, compiled.embedding, compiled.triangular)
+    groebner.write_atomically(groebner.cache_path(key, "bodies"),
+                              json.dumps({"body": gen.body, "macros": gen.macros}).encode())
 
 
 def _entry_text(mech, options: dict) -> str | None:
@@ -288,6 +374,7 @@ def remember(compiled, options: dict):
     # later derivation its C, never this one its result
     try:
         groebner.disk_cache(key, lambda: record(compiled), use_cache=True, subdir="derived", force=True)
+        _remember_body(compiled, options)
     except OSError:
         pass
 

@@ -193,7 +193,7 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     times["triangular"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     generated_now = False
-    gen = derived.generated_of(mech, options, tri.start, emb.independent) if generate_c and use_cache else None
+    gen = derived.generated_of(mech, options, emb, tri) if generate_c and use_cache else None
     if gen is not None:
         log("[4/5] generated C from the derived-model cache")
     elif not generate_c:
