@@ -244,8 +244,10 @@ def generated_of(mech, options: dict, emb, tri):
     """The C of a derivation of ``mech`` with ``options`` (``pipeline.compile_model``'s
     stage 4: ``emb`` its embedding, ``tri`` its triangularization), from the
     entry a build or an earlier ``compile_model`` recorded, finished
-    (``codegen.finish``) with ``mech``'s current default values; None
-    without an entry.  Why: generating the C is most of a large mechanism's
+    (``codegen.finish``) with ``mech``'s current default values, and
+    whether it is this mechanism's own entry (False: a body recorded at
+    another start, which the caller records as this start's); None without
+    an entry.  Why: generating the C is most of a large mechanism's
     derivation (the five-link's ~80 %), and the test suite's worker processes
     and the CLI processes it starts derive the same models again and again.
     The caller derived the rest itself.  First the entry of this very
@@ -259,10 +261,11 @@ def generated_of(mech, options: dict, emb, tri):
             d = json.loads(text)
             if d["start"] == tri.start and tuple(d["independent"]) == tuple(emb.independent):
                 return codegen.finish(mech.name, str(d["body"]), dict(d["macros"]), tri.start, mech,
-                                      tuple(emb.independent))
+                                      tuple(emb.independent)), True
         except (ValueError, KeyError, TypeError):
             pass
-    return body_of(mech, options, emb, tri)
+    gen = body_of(mech, options, emb, tri)
+    return None if gen is None else (gen, False)
 
 
 #: the start-free body entries' format (``body_key``): a new format changes every key
@@ -359,7 +362,7 @@ def _entry_text(mech, options: dict) -> str | None:
 def remember(compiled, options: dict):
     """Record ``compiled`` (a ``pipeline.Compiled``) as the entry of its
     mechanism and ``options`` (``pipeline.compile_model`` when it generated
-    the C), written atomically (the suite's workers and parallel builds
+    the C or took a body recorded at another start), written atomically (the suite's workers and parallel builds
     write the same entries at once).  Not a derivation whose Gröbner engine
     failed (a block fell back to Newton because the engine could not run or
     ran out of memory): a later build with a working engine must derive

@@ -143,8 +143,9 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     it never reads.  With ``use_cache``, stage 4 is read from the
     derived-model cache when a build or an earlier call (``fmigen check``,
     another process of the test suite) recorded this mechanism with these
-    options (``derived.generated_of``: the same bytes), and recorded when it
-    ran (``derived.remember``)."""
+    options (``derived.generated_of``: the same bytes; or the body recorded
+    at another start, ``derived.body_of``), and recorded when it ran or came
+    from such a body (``derived.remember``)."""
     from fmigen.generate.codegen_recursive import choose as choose_dynamics
     from fmigen.frontends.start_pose import check_start_pose
     log = log or (lambda msg: None)
@@ -193,9 +194,11 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     times["triangular"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     generated_now = False
-    gen = derived.generated_of(mech, options, emb, tri) if generate_c and use_cache else None
+    found = derived.generated_of(mech, options, emb, tri) if generate_c and use_cache else None
+    gen, recorded = found if found is not None else (None, True)
     if gen is not None:
-        log("[4/5] generated C from the derived-model cache")
+        log("[4/5] generated C from the derived-model cache" +
+            ("" if recorded else " (the body recorded at another start)"))
     elif not generate_c:
         log("[4/5] C generation skipped: not needed here")
         gen = None
@@ -210,7 +213,7 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
         f"{times['triangular']:.2f} s, C generation {times['codegen']:.2f} s")
     failed = any(solved_block.engine_failed for t in [tri, *(t for _, t in alternatives)] for solved_block in t.blocks)
     compiled = Compiled(mech, dae, part, emb, tri, gen, times, dynamics, failed)
-    if generated_now and use_cache:
+    if (generated_now or not recorded) and use_cache:
         derived.remember(compiled, options)
     return compiled
 
