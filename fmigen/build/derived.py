@@ -362,8 +362,9 @@ def _entry_text(mech, options: dict) -> str | None:
 def remember(compiled, options: dict):
     """Record ``compiled`` (a ``pipeline.Compiled``) as the entry of its
     mechanism and ``options`` (``pipeline.compile_model`` when it generated
-    the C or took a body recorded at another start), written atomically (the suite's workers and parallel builds
-    write the same entries at once).  Not a derivation whose Gröbner engine
+    the C or took a body recorded at another start), written atomically
+    (the suite's workers and parallel builds write the same entries at
+    once).  Not a derivation whose Gröbner engine
     failed (a block fell back to Newton because the engine could not run or
     ran out of memory): a later build with a working engine must derive
     again, not reuse the fallback."""

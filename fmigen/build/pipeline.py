@@ -195,10 +195,11 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     t2 = time.perf_counter()
     generated_now = False
     found = derived.generated_of(mech, options, emb, tri) if generate_c and use_cache else None
-    gen, recorded = found if found is not None else (None, True)
+    gen, own_entry = found if found is not None else (None, False)
+    from_body = gen is not None and not own_entry
     if gen is not None:
         log("[4/5] generated C from the derived-model cache" +
-            ("" if recorded else " (the body recorded at another start)"))
+            (" (the body recorded at another start)" if from_body else ""))
     elif not generate_c:
         log("[4/5] C generation skipped: not needed here")
         gen = None
@@ -213,7 +214,7 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
         f"{times['triangular']:.2f} s, C generation {times['codegen']:.2f} s")
     failed = any(solved_block.engine_failed for t in [tri, *(t for _, t in alternatives)] for solved_block in t.blocks)
     compiled = Compiled(mech, dae, part, emb, tri, gen, times, dynamics, failed)
-    if (generated_now or not recorded) and use_cache:
+    if (generated_now or from_body) and use_cache:
         derived.remember(compiled, options)
     return compiled
 
