@@ -12,6 +12,8 @@ check, asserting the outcomes and numbers it reports:
   the four-bar's assembled start passes it, the mirror assembly (which
   closes every loop just as well) fails it on the branch hint and the pose;
 - the fuzzer's cases are a function of the seed alone;
+- IDA failing part way keeps its solution up to there, and the runner
+  records it as a failed reference (``ida failed``), not a traceback;
 - McPherson's workspace sweep stops at the folds of its lower arm's angle
   (against pseudo-arclength continuation) instead of stepping over one
   onto another assembly, and ``fmigen check`` passes on it.
