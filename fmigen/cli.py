@@ -155,7 +155,8 @@ def cmd_validate(args):
                 print(f"    MuJoCo's own constraint violation = {ref['mujoco_constraint_violation']:.3e} "
                       "(its constraints are soft: the floor of this comparison)")
             if "error" in ref:
-                print(f"    could not run: {ref['error']}")
+                # IDA failing part way was compared up to there (below)
+                print(f"    {'failed' if ref['max_abs_error'] else 'could not run'}: {ref['error']}")
             for name, err in ref["max_abs_error"].items():
                 print(f"    max |error| {name:>12s} = {err:.3e}   (tolerance {report.tolerances['coordinate']:g})")
             for name, err in ref["max_abs_velocity_error"].items():

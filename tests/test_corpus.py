@@ -12,6 +12,8 @@ check, asserting the outcomes and numbers it reports:
   the four-bar's assembled start passes it, the mirror assembly (which
   closes every loop just as well) fails it on the branch hint and the pose;
 - the fuzzer's cases are a function of the seed alone;
+- IDA failing part way keeps its solution up to there, and the runner
+  records it as a failed reference (``ida failed``), not a traceback;
 - McPherson's workspace sweep stops at the folds of its lower arm's angle
   (against pseudo-arclength continuation) instead of stepping over one
   onto another assembly, and ``fmigen check`` passes on it.
@@ -151,6 +153,60 @@ def test_a_limit_stop_is_classed_so_and_placed_on_the_assembly_boundary(corpus_s
     assert corpus_script.stop_margin(dict(r, message=f"{msg[:40]}")) is None
     lo, x, hi = corpus_script._assembly_interval("fourbar", p)
     assert 0.1 < min(x - lo, hi - x) / (hi - lo) < 0.2    # 0.124: the start is well inside
+
+
+def test_ida_failing_part_way_keeps_its_solution_up_to_there():
+    """IDA can fail part way, e.g. where the full constraint Jacobian turns
+    singular (three_upu, docs/corpus.md).  Its error then carries the
+    solution at the output times it reached, the same numbers a solve that
+    does not fail gives there, and names the time IDA got to.  The failure
+    is IDA's own, forced by a step budget (per output interval) that the
+    first three 10 ms intervals of the four-bar stay within and the last,
+    0.97 s long, does not."""
+    from corpus.fourbar_crank_rocker import build
+    from fmigen.build.derived import dae_of
+    from fmigen.build.pipeline import prepare_mechanism
+    from fmigen.derive.partition import choose_partition
+    from fmigen.verify.reference import ReferenceSolverError, assemble_newton, solve_reference
+    mech = prepare_mechanism(build())
+    dae = dae_of(mech)
+    independent = [dae.names[i] for i in choose_partition(dae).independent]
+    q0 = assemble_newton(dae, dae.start_guess(), independent)
+    v0 = dae.start_velocity_guess()
+    times = np.array([0.0, 0.01, 0.02, 0.03, 1.0])
+    whole = solve_reference(dae, q0, v0, times, independent)
+    with pytest.raises(ReferenceSolverError) as failed:
+        solve_reference(dae, q0, v0, times, independent, max_num_steps=200)
+    part = failed.value.partial
+    assert list(part.t) == [0.0, 0.01, 0.02, 0.03]
+    assert np.array_equal(part.q, whole.q[:4]) and np.array_equal(part.v, whole.v[:4])
+    at = float(re.match(r"IDA failed at t = ([0-9.e+-]+): ", str(failed.value)).group(1))
+    assert 0.03 < at < 1.0
+
+
+def test_a_reference_failing_part_way_is_a_failed_validation_not_a_traceback(corpus_script, monkeypatch):
+    """three_upu's IDA failed at its singular configuration, 38 ms before
+    the FMU's own stop there (docs/corpus.md), and the runner recorded a
+    traceback, the class for a defect of fmigen.  A reference that fails
+    part way is a failed reference that says where, compared up to there,
+    beside the other references.  The failure here is IDA's own on the
+    pendulum, forced by a budget of one step, so that IDA stops within its
+    first output interval: before, the case was a traceback."""
+    import functools
+
+    import fmigen.verify.validate as validate_module
+    monkeypatch.setattr(validate_module, "solve_reference",
+                        functools.partial(validate_module.solve_reference, max_num_steps=1))
+    r = corpus_script.run_case({"name": "pendulum"}, 1.0)
+    assert r["outcome"] == "failed" and r["check"] == "validation", r
+    assert re.match(r"ida failed: IDA failed at t = [0-9.e+-]+: .*\(the FMU ran to t = 1: compared up to t = 0\)",
+                    r["message"]), r["message"]
+    assert corpus_script.message_class(r) == "validation: ida failed"
+    assert r["refs"]["ida"]["passed"] is False and "error" in r["refs"]["ida"]
+    # its one sample, the start, is the FMU's own start
+    assert r["refs"]["ida"]["max_abs_error"] == 0.0
+    # the Cartesian reference still ran, all of the FMU's run, and passed
+    assert r["refs"]["cartesian"]["passed"] and r["t_end"] == pytest.approx(1.0)
 
 
 def test_mcpherson_tie_rod_stays_on_its_branch_from_rest(tmp_path):

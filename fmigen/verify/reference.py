@@ -56,7 +56,12 @@ from fmigen.verify.prescribed import DAEDrives, solve_bordered
 
 
 class ReferenceSolverError(RuntimeError):
-    pass
+    """``partial``: where IDA itself failed part way, the solution at the
+    output times it reached (a ``ReferenceSolution``), else None."""
+
+    def __init__(self, message, partial=None):
+        super().__init__(message)
+        self.partial = partial
 
 
 @dataclass
@@ -211,12 +216,15 @@ def solve_reference(dae: DAE, q0, v0, output_times, independent: list[str], rtol
                  max_num_steps=max_num_steps, calc_initcond=None)
     acc, lam = consistent_accelerations(dae, times[0], q0, v0, dep, drives)
     res = solver.solve(times, np.concatenate([q0, v0, lam]), np.concatenate([v0, acc, np.zeros(m + p)]))
-    if not res.success:
-        raise ReferenceSolverError(f"IDA failed: {res.message}")
-    y = np.asarray(res.y)
-    sol = ReferenceSolution(times, y[:, :n], y[:, n:2 * n], rtol, dae.names)
+    # on a failure IDA's last row is the time it got to, between two output
+    # times: the solution is the rows before it
+    k = len(res.t) - (not res.success)
+    y = np.asarray(res.y)[:k]
+    sol = ReferenceSolution(times[:k], y[:, :n], y[:, n:2 * n], rtol, dae.names)
     if p:
-        sol.drive = drives_at(dae, times, sol.q, sol.v, independent, drives=drives)
+        sol.drive = drives_at(dae, times[:k], sol.q, sol.v, independent, drives=drives)
+    if not res.success:
+        raise ReferenceSolverError(f"IDA failed at t = {res.t[-1]:.6g}: {res.message}", partial=sol)
     return sol
 
 

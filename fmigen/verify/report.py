@@ -161,7 +161,8 @@ def write_html(report: Report, path) -> Path:
     summary = [["every reference, residual and energy balance", _verdict(report.passed)]]
     for name, ref in report.references.items():
         summary.append([f"reference <b>{esc(name)}</b>", _verdict(ref["passed"])
-                        + (f" — could not run: {esc(str(ref['error']))}" if "error" in ref else "")])
+                        + (f" — {'failed' if ref['max_abs_error'] else 'could not run'}: {esc(str(ref['error']))}"
+                           if "error" in ref else "")])
     summary.append([f"max constraint_residual {report.max_constraint_residual:.3e} (≤ {tol['constraint_residual']:g})",
                     _verdict(report.max_constraint_residual <= tol["constraint_residual"])])
     summary.append([f"energy drift {report.energy_drift:.3e} (≤ {tol['energy']:g})",

@@ -52,7 +52,7 @@ from fmigen.verify.cartesian import energy_drift, work_integral
 from fmigen.verify.compare import coordinate_error
 from fmigen.build.pipeline import Compiled, as_mechanism, build_fmu, load_mechanism
 from fmigen.verify.prescribed import cartesian_drives_along
-from fmigen.verify.reference import assemble_newton, drives_at, solve_reference
+from fmigen.verify.reference import ReferenceSolverError, assemble_newton, drives_at, solve_reference
 
 DEFAULT_COORD_TOL = 1e-6
 DEFAULT_VELOCITY_TOL = 1e-5
@@ -397,7 +397,9 @@ def _check_drives(mech, dae, references, result, fine, per, independent, signal_
     q_rows = np.column_stack([fine[n] for n in names])[::per]
     v_rows = np.column_stack([fine[f"der({n})"] for n in names])[::per]
     at_fmu = drives_at(dae, result["time"], q_rows, v_rows, independent, demands=signal_fns)
-    references["ida"].update(_drive_entry(mech, result, at_fmu, ref.drive, drive_tol))
+    # a reference that failed part way has no drive along all of the run
+    along = ref.drive if len(ref.t) == len(result) else None
+    references["ida"].update(_drive_entry(mech, result, at_fmu, along, drive_tol))
     if model is None:
         return
     if cart is not None:
@@ -441,6 +443,21 @@ def cartesian_reference(mech, dae, q0, independent, result, rtol, log, signals=N
         log(f"the Cartesian reference failed: {e}")
         return model, None, str(e)
     return model, sol, None
+
+
+def _ida_reference(dae, q0, v0, times, independent, rtol, signal_fns, log):
+    """The IDA reference at ``times`` and None, or, where IDA itself fails
+    part way (at a singular configuration of the full constraints it
+    cannot pass, say), its solution up to the last time it reached and the
+    failure's message: a failed reference entry that says where, not an
+    exception that ends the validation."""
+    try:
+        return solve_reference(dae, q0, v0, times, independent, rtol=rtol, demands=signal_fns), None
+    except ReferenceSolverError as e:
+        if e.partial is None:
+            raise
+        log(f"the DAE reference failed: {e}")
+        return e.partial, f"{e} (the FMU ran to t = {times[-1]:g}: compared up to t = {e.partial.t[-1]:g})"
 
 
 def _run_fmu(mech, existing_fmu, fmu_path, solver, step, stop_time, sample_interval, signal_fns, use_cache, log):
@@ -576,17 +593,21 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     log(f"integrating the DAE reference (IDA, rtol={reference_rtol:g})")
     q0 = assemble_newton(dae, dae.start_guess(), independent)
     v0 = dae.start_velocity_guess()
-    ref = solve_reference(dae, q0, v0, result["time"], independent, rtol=reference_rtol, demands=signal_fns)
+    ref, ida_failure = _ida_reference(dae, q0, v0, result["time"], independent, reference_rtol, signal_fns, log)
     estimate = None
-    if check_reference:
+    if check_reference and ida_failure is None:
         log("re-solving the reference at 100x the tolerance to estimate its own error")
         coarse = solve_reference(dae, q0, v0, result["time"], independent, rtol=reference_rtol * 100,
                                  demands=signal_fns)
         estimate = float(np.abs(coarse.q - ref.q).max())
-    errors = coordinate_errors(dae, result, ref)
-    verrors = {c.name: float(np.abs(result[f"der({c.name})"] - ref.v[:, i]).max())
+    # compared where IDA reached (all of the FMU's run unless it failed)
+    reached = result[:len(ref.t)]
+    errors = coordinate_errors(dae, reached, ref)
+    verrors = {c.name: float(np.abs(reached[f"der({c.name})"] - ref.v[:, i]).max())
                for i, c in enumerate(dae.mechanism.coordinates)}
     references = {"ida": _reference_entry(errors, verrors, coord_tol, velocity_tol, rtol=reference_rtol)}
+    if ida_failure is not None:
+        references["ida"].update(passed=False, error=ida_failure)
     q_fmu = np.column_stack([fine[n] for n in dae.names])
     v_fmu = np.column_stack([fine[f"der({n})"] for n in dae.names])
     cart = None
@@ -637,12 +658,14 @@ def plot(report: Report, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     names = list(report.max_abs_error)
+    ref = report.reference
+    reached = len(ref.t)   # all of the run, unless IDA failed part way
     fig, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     for i, name in enumerate(names):
         axes[0].plot(report.times, report.fmu_result[name], label=f"{name} (FMU)")
-        axes[0].plot(report.times, report.reference.q[:, i], "k:", lw=1)
-        err = coordinate_error(report.fmu_result[name], report.reference.q[:, i])
-        axes[1].semilogy(report.times, np.maximum(err, 1e-17), label=name)
+        axes[0].plot(ref.t, ref.q[:, i], "k:", lw=1)
+        err = coordinate_error(report.fmu_result[name][:reached], ref.q[:, i])
+        axes[1].semilogy(ref.t, np.maximum(err, 1e-17), label=name)
     axes[1].semilogy(report.times, np.maximum(np.abs(report.fmu_result["constraint_residual"]), 1e-17),
                      "k--", label="constraint_residual")
     axes[0].set_ylabel("coordinate")
