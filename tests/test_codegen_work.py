@@ -6,8 +6,8 @@
 - the two joint CSEs pre-pass each expression once, without sympifying
   the pre-pass's dicts of factors, to sympy's result;
 - fmigen enlarges sympy's cache when imported first;
-- the Gröbner sequences' large coefficient functions are compiled at -O1
-  and give the bits the model's -O2 gives."""
+- the Gröbner sequences' large coefficient functions are compiled at -O1,
+  the largest are tables, and both give the bits the model's -O2 gives."""
 import re
 import subprocess
 
@@ -16,9 +16,11 @@ import sympy as sp
 
 from fmigen.generate import codegen, codegen_embedding as ce
 from fmigen.build.pipeline import load_mechanism
-from fmigen.tools.bench import RUNTIME_DIR
+from fmigen.generate.codegen_kinematics import TABLE_STATEMENTS
+from fmigen.generate.statements import poly_plan, table_function
 
 from conftest import compiled_model, derivation_for_generate
+from test_runtime_lu import runtime_harness
 
 
 def test_expansion_products_counts_the_products_of_the_expansion():
@@ -141,53 +143,86 @@ def test_fmigen_imported_first_enlarges_sympys_cache():
     assert out.stdout.split() == ["500"]
 
 
-DRIVER = r"""
+TABLE_DRIVER = r"""
 #include <stdio.h>
 #include "fmigen_runtime.h"
-%(prototypes)s
+void FMIGEN_NOINLINE_COLD code_O1(double x, double y, double K_1, double *a)
+{
+%(body)s
+}
+void FMIGEN_NOINLINE code_O2(double x, double y, double K_1, double *a)
+{
+%(body)s
+}
+%(tables)s
 int main(void)
 {
-    double a[64];
-%(calls)s
+    static const double args[][3] = {%(args)s};
+    for (unsigned n = 0; n < sizeof args / sizeof args[0]; n++) {
+        double a[3][%(npolys)d];
+        code_O1(args[n][0], args[n][1], args[n][2], a[0]);
+        code_O2(args[n][0], args[n][1], args[n][2], a[1]);
+        tables(args[n][0], args[n][1], args[n][2], a[2]);
+        for (int v = 0; v < 3; v++) {
+            for (int k = 0; k < %(npolys)d; k++) printf("%%a ", a[v][k]);
+            printf("\n");
+        }
+    }
     return 0;
 }
 """
 
 
-def test_large_coefficient_functions_are_O1_with_the_bits_of_O2(tmp_path):
-    """The Stephenson III six-bar's sextic: its sequence steps' coefficient
-    functions (most of model.c) are FMIGEN_NOINLINE_COLD, gcc's
-    optimize("O1"); compiled so and with the macro defined as plain noinline
-    (the model's -O2), every coefficient of every function is the same
-    double at 50 random arguments."""
-    # the model as built (tests/test_exact_kinematics.py builds it too):
-    # from the derived-model cache where that build came first
+def test_coefficient_tables_give_the_bits_of_the_straight_line_code(tmp_path):
+    """A large Gröbner step's coefficients as the runtime's tables
+    (statements.poly_table, fmigen_poly_table) and as the straight-line code
+    poly_plan prints, compiled at -O1 (FMIGEN_NOINLINE_COLD) and at the
+    model's -O2: every polynomial the same double at random arguments, at
+    zeros of either sign (the sign of a zero sum) and at overflowing ones.
+    The polynomials are like a sextic's: 50-digit integer coefficients of
+    both signs, shared monomials, ±1 and constant terms, one without terms."""
+    x, y, K = sp.symbols("x y K_1")
+    rng = np.random.default_rng(3)
+
+    def poly(n_terms):
+        terms = {}
+        for _ in range(n_terms):
+            e = tuple(int(k) for k in rng.integers(0, [13, 11, 7]))
+            terms[e] = int(rng.choice([-1, 1])) * int(rng.choice([1, int(rng.integers(2, 10**6)) * 10**int(
+                rng.integers(0, 45)) + int(rng.integers(0, 10**9))]))
+        return sp.Poly.from_dict(terms, x, y, K)
+
+    polys = [poly(700), poly(60), sp.Poly(-x * K + 1, x, y, K), sp.Poly(0, x, y, K), sp.Poly(-x * K, x, y, K), poly(250)]
+    plan = poly_plan(polys, "m")
+    assert len(plan) > TABLE_STATEMENTS
+    body = "\n".join(f"    {'const double ' if op == '=' else ''}{t} {op} {text};" if isinstance(t, str) else
+                     f"    {'double ' if op == '=' else ''}s{t} {op} {text};" for t, op, text in plan)
+    body += "\n" + "\n".join(f"    a[{k}] = s{k};" for k in range(len(polys)))
+    tables = table_function("fmigen_coeffs_test", "void tables(double x, double y, double K_1, double *a)",
+                            polys, [x, y, K])
+    assert "fmigen_poly_table(" in tables
+    points = [*rng.uniform(-1.5, 1.5, (40, 3)).tolist(), [0.0, 0.0, 0.0], [-0.0, 0.0, -0.0], [0.0, -0.0, 1.0],
+              [1e30, -1e30, 1e20], [-1e-200, 1e-200, 3.0]]
+    args = ", ".join("{" + ", ".join(float(v).hex() for v in p) + "}" for p in points)
+    exe = runtime_harness(tmp_path, TABLE_DRIVER % {"body": body, "tables": tables, "args": args,
+                                                    "npolys": len(polys)}, "driver", ["-Wall", "-Werror"])
+    lines = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(lines) == 3 * len(points)
+    for n in range(len(points)):
+        assert lines[3 * n] == lines[3 * n + 1] == lines[3 * n + 2], points[n]
+    signs = {line.split()[3] for line in lines}
+    assert signs == {"0x0p+0"}
+    assert any("inf" in line or "nan" in line for line in lines)
+    assert any(line.split()[4] == "-0x0p+0" for line in lines)
+
+
+def test_the_six_bars_large_steps_are_tables():
+    """The Stephenson III six-bar's sextic: its large sequence steps'
+    coefficients (most of what gcc compiled of model.c) are tables read by
+    fmigen_poly_table, and the AVX copy calls the SSE2 copy's functions."""
     gen = compiled_model("stephenson3_joints").generated
-    defs = re.findall(r'void FMIGEN_NOINLINE_COLD FMIGEN_NAME\((\w+)\)\(([^)]*)\)',
-                      gen.model_c)
-    assert len(defs) >= 6
-    rng = np.random.default_rng(11)
-    prototypes, calls = [], []
-    for name, params in defs:
-        nargs = params.count("double ") - 1
-        prototypes.append(f"void FMIGEN_NAME({name})({params});")
-        for _ in range(50):
-            args = ", ".join(repr(float(x)) for x in rng.uniform(-1.5, 1.5, nargs))
-            calls.append(f"    FMIGEN_NAME({name})({args}{', ' if nargs else ''}a);"
-                         f" for (int k = 0; k < 64; k++) printf(\"%a \", a[k]); printf(\"\\n\");")
-    driver = DRIVER % {"prototypes": "\n".join(prototypes), "calls": "\n".join(calls)}
-    outputs = []
-    for variant, flags in (("O1", []), ("O2", ["-DFMIGEN_NOINLINE_COLD=__attribute__((noinline))"])):
-        d = tmp_path / variant
-        d.mkdir()
-        (d / "model.c").write_text(gen.whole_c)
-        (d / "model_config.h").write_text(gen.config_h)
-        (d / "driver.c").write_text(driver.replace("double a[64];", "double a[64] = {0};"))
-        r = subprocess.run(["gcc", "-O2", "-fno-math-errno", "-std=c99", "-Wall", "-Wno-unused-variable", *flags,
-                            f"-I{d}", f"-I{RUNTIME_DIR}", str(d / "model.c"), str(RUNTIME_DIR / "fmigen_core.c"),
-                            str(RUNTIME_DIR / "fmigen_augmented.c"), str(d / "driver.c"), "-lm",
-                            "-o", str(d / "driver")], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-        outputs.append(subprocess.run([str(d / "driver")], capture_output=True, text=True, check=True).stdout)
-    assert outputs[0] == outputs[1]
-    assert outputs[0].count("\n") == 50 * len(defs)
+    tables = re.findall(r"void FMIGEN_NOINLINE FMIGEN_NAME\((fmigen_coeffs_\w+)\)", gen.model_c)
+    assert len(tables) >= 6
+    for name in tables:
+        assert f"{name}_terms, {name}_coefficients, a);" in gen.model_c
+        assert f"#ifdef FMIGEN_MODEL_VARIANT\nvoid FMIGEN_NAME({name})(" in gen.model_c

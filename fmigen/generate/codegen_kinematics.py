@@ -15,7 +15,7 @@ from fmigen.generate.codegen_lanes import lane_classes, lane_function
 from fmigen.generate.codegen_newton import (POLISH_ITERATIONS, _newton_call, _newton_function, newton_pairs,
                                            newton_start)
 from fmigen.generate.printer import SymbolMap, c
-from fmigen.generate.statements import _function, assignments, poly_plan
+from fmigen.generate.statements import _function, assignments, poly_plan, table_function
 from fmigen.kinematics.completion import ROOT_REFINEMENTS
 from fmigen.kinematics.sweep_measures import abs_sum, block_layout
 from fmigen.kinematics.sequences import Triangularization, block_name
@@ -23,6 +23,9 @@ from fmigen.kinematics.sequences import Triangularization, block_name
 
 #: statements above which a sequence step's coefficient function is noinline
 NOINLINE_STATEMENTS = 200
+#: statements above which its terms are tables (statements.poly_table)
+#: rather than code: where gcc's time on the code is seconds
+TABLE_STATEMENTS = 1000
 
 
 def step_code(step, lead_scale, indent, tmp, assign, helpers=None):
@@ -57,15 +60,20 @@ def step_code(step, lead_scale, indent, tmp, assign, helpers=None):
             # (scalar arithmetic without contraction, fmigen.fmi.fmu.AVX_FLAGS).
             # External (hidden in a binary FMU), so named per model
             # (FMIGEN_NAME, fmigen_names.h) for source FMUs linked together.
-            # -O1 for it under gcc (FMIGEN_NOINLINE_COLD, fmigen_runtime.h):
-            # gcc's time on such a function is nearly all register
-            # allocation, which straight-line sums of products do not need
-            # (measured in docs/benchmarks.md).
-            fn = f"FMIGEN_NAME({fn})"
+            # A very big one is tables the runtime's loop reads, not code
+            # (statements.poly_table says why), a smaller one code at -O1
+            # under gcc (FMIGEN_NOINLINE_COLD, fmigen_runtime.h): gcc's time
+            # on such a function is nearly all register allocation, which
+            # straight-line sums of products do not need.  The same bits
+            # all three ways (docs/benchmarks.md).
+            tables, fn = fn, f"FMIGEN_NAME({fn})"
             signature = f"void {fn}({params}double *a)"
-            helpers.append(f"#ifdef FMIGEN_MODEL_VARIANT\n{signature};\n#else\n"
-                           f"{signature.replace('void ', 'void FMIGEN_NOINLINE_COLD ', 1)}\n{{\n"
-                           + "\n".join(body) + "\n}\n#endif\n")
+            if len(plan) > TABLE_STATEMENTS:
+                definition = table_function(tables, signature, step.coeff_polys, used)
+            else:
+                definition = (f"{signature.replace('void ', 'void FMIGEN_NOINLINE_COLD ', 1)}\n{{\n"
+                              + "\n".join(body) + "\n}\n")
+            helpers.append(f"#ifdef FMIGEN_MODEL_VARIANT\n{signature};\n#else\n{definition}#endif\n")
         else:
             helpers.append(f"static void {fn}({params}double *a)\n{{\n" + "\n".join(body) + "\n}\n")
         lines = [f"{indent}double a_[{len(targets)}];",

@@ -107,6 +107,7 @@
 #define fmigen_phi FMIGEN_MODEL_NAME(fmigen_phi)
 #define fmigen_phi_trig FMIGEN_MODEL_NAME(fmigen_phi_trig)
 #define fmigen_poly_root FMIGEN_MODEL_NAME(fmigen_poly_root)
+#define fmigen_poly_table FMIGEN_MODEL_NAME(fmigen_poly_table)
 #define fmigen_psd3_minors FMIGEN_MODEL_NAME(fmigen_psd3_minors)
 #define fmigen_residual_trig FMIGEN_MODEL_NAME(fmigen_residual_trig)
 #define fmigen_sincos FMIGEN_MODEL_NAME(fmigen_sincos)

@@ -353,4 +353,26 @@ int fmigen_poly_root(int degree, const double *coeffs, double *x)
     return 0;
 }
 
+/* Compiled once, with the runtime (fmigen_core.c): the tables it reads are
+ * in the SSE2 copy of model.c only, whose functions the AVX copy calls. */
+#ifndef FMIGEN_MODEL_VARIANT
+void fmigen_poly_table(double *v, int first, int n_monomials, const int *monomials, int n_polys,
+                       const int *counts, const int *terms, const double *coefficients, double *a)
+{
+    for (int k = 0; k < n_monomials; k++)
+        v[first + k] = v[monomials[2 * k]] * v[monomials[2 * k + 1]];
+    for (int i = 0; i < n_polys; i++) {
+        double sum = 0.0;
+        if (counts[i] > 0) {
+            sum = coefficients[0] * v[terms[0]];
+            for (int t = 1; t < counts[i]; t++)
+                sum += coefficients[t] * v[terms[t]];
+        }
+        a[i] = sum;
+        terms += counts[i];
+        coefficients += counts[i];
+    }
+}
+#endif
+
 #endif
