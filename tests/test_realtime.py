@@ -58,6 +58,20 @@ def test_realtime_caps_are_the_sweeps_measured_need_plus_the_margin(fmus):
     assert _member(fmus[True], "sources/model.c") == _member(fmus[False], "sources/model.c")
 
 
+def test_no_loop_of_a_realtime_model_runs_past_its_cap():
+    """`fmigen bench --worst-case --realtime`'s harness, counting every
+    iteration of the realtime model over the motion and the sweep: no loop
+    runs past its realtime cap, and the step that fails (the motion nearing
+    its singular configuration) ran its Newton block exactly to the cap,
+    14 where the global cap is 28.  Before: no realtime caps (that step ran
+    28)."""
+    from fmigen.tools import bench
+    w = bench.worst_case(MECH, instructions=False, realtime=True)
+    caps = w["caps"]
+    assert all(w["iterations"][k] <= caps[k] for k in bench.LOOPS), w
+    assert w["failed"] == 1 and w["iterations_failed"]["newton"] == caps["newton"] < 28, w
+
+
 def _step_until_discard(path, tmp_path, name):
     """Steps of 1 ms from the start until one is not OK: (the time of the
     step that failed, its status, the coordinates after every step before

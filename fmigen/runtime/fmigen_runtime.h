@@ -771,7 +771,8 @@ int fmigen_lu_factor(int n, double *A, int *piv);
 void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b);
 
 #define FMIGEN_NEWTON_MAX_ITER 20
-/* Hooks run at every iteration of the bounded loops: a generated Newton
+/* Hooks run at the start of every iteration of the bounded loops (an
+ * iteration a realtime cap ends is not counted): a generated Newton
  * block's (its limit `limit` fresh steps: FMIGEN_NEWTON_MAX_ITER or the
  * polish's 4; CHORD_EXTRA chord steps more), the polynomial root's Newton
  * from the prediction and the Aberth iteration of its fallback
@@ -792,11 +793,11 @@ void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b);
 #define FMIGEN_COUNT_ABERTH(it)
 #endif
 #ifdef FMIGEN_REALTIME
-#define FMIGEN_NEWTON_STEP(limit, it) { FMIGEN_COUNT_NEWTON(limit, it); \
-    if ((it) >= ((limit) == FMIGEN_NEWTON_MAX_ITER ? FMIGEN_REALTIME_NEWTON : FMIGEN_REALTIME_POLISH)) break; }
-#define FMIGEN_POLY_NEWTON_STEP(it) { FMIGEN_COUNT_POLY_NEWTON(it); \
-    if ((it) >= FMIGEN_REALTIME_POLY_NEWTON) break; }
-#define FMIGEN_ABERTH_STEP(it) { FMIGEN_COUNT_ABERTH(it); if ((it) >= FMIGEN_REALTIME_ABERTH) break; }
+#define FMIGEN_NEWTON_STEP(limit, it) { \
+    if ((it) >= ((limit) == FMIGEN_NEWTON_MAX_ITER ? FMIGEN_REALTIME_NEWTON : FMIGEN_REALTIME_POLISH)) break; \
+    FMIGEN_COUNT_NEWTON(limit, it); }
+#define FMIGEN_POLY_NEWTON_STEP(it) { if ((it) >= FMIGEN_REALTIME_POLY_NEWTON) break; FMIGEN_COUNT_POLY_NEWTON(it); }
+#define FMIGEN_ABERTH_STEP(it) { if ((it) >= FMIGEN_REALTIME_ABERTH) break; FMIGEN_COUNT_ABERTH(it); }
 #else
 #define FMIGEN_NEWTON_STEP(limit, it) FMIGEN_COUNT_NEWTON(limit, it)
 #define FMIGEN_POLY_NEWTON_STEP(it) FMIGEN_COUNT_POLY_NEWTON(it)
