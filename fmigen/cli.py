@@ -33,6 +33,14 @@ def _choices(*allowed):
     return parse
 
 
+def _realtime(args):
+    """build_fmus's ``realtime``: the measurement of ``fmigen build --realtime``, or None."""
+    if not args.realtime:
+        return None
+    from fmigen.tools.bench import realtime_caps
+    return realtime_caps
+
+
 def cmd_build(args):
     from fmigen.build.pipeline import build_fmus
     from fmigen.kinematics import groebner
@@ -55,6 +63,8 @@ def cmd_build(args):
     if args.runtime == "python" and args.dynamics == "recursive":
         raise ModelError("--dynamics recursive is generated C; --runtime python solves the embedded ODE with its "
                          "own numpy code (use --runtime c)")
+    if args.runtime == "python" and args.realtime:
+        raise ModelError("--realtime caps the loops of the generated C (use --runtime c)")
     if args.runtime == "python":
         # the same reduced model as a pure-Python FMU through pythonfmu
         # (FMI 2.0 Co-Simulation only; fmigen/pyfmu/pyruntime.py)
@@ -75,12 +85,12 @@ def cmd_build(args):
                                      order=order, use_cache=not args.no_cache, log=_log(args),
                                      kinematics=args.kinematics, newton_tol=args.newton_tol,
                                      formulation_params=given.get(args.kinematics), reuse=not args.no_cache,
-                                     dynamics=args.dynamics)
+                                     dynamics=args.dynamics, realtime=_realtime(args))
         path = paths[0]
     seconds = time.perf_counter() - t0
     info = {"fmu": str(path), "mechanism": compiled.mechanism.name, "fmi": args.fmi, "kind": args.kind,
             "runtime": args.runtime, "solver": args.solver, "kinematics": args.kinematics,
-            "step": args.step, "seconds": round(seconds, 3),
+            "step": args.step, "seconds": round(seconds, 3), "realtime": args.realtime,
             # what --dynamics chose (the generated right-hand side's solver)
             "dynamics": "recursive" if compiled.generated.macros.get("FMIGEN_DYNAMICS_RECURSIVE") else "embedded",
             "independent": compiled.independent_names, "start": compiled.start,
@@ -388,6 +398,11 @@ def _add_build(sub):
                         f"crossover, where B is dense (at least {100 * RECURSIVE_FROM_COUPLING:.0f} percent of its entries "
                         "can be non-zero: loops nested in loops, not independent corners). Not with "
                         "--kinematics baumgarte|penalty|spring or --runtime python")
+    p.add_argument("--realtime", action="store_true",
+                   help="cap every iterative loop at what this mechanism's workspace sweep needs (the most "
+                        "iterations of each loop over the sweep's points, stepped with random velocities and "
+                        "inputs, and their assembly; x2 + 2), not the global caps; a step that would need more "
+                        "returns Discard. The caps are in the FMU's documentation (Gröbner kinematics, C runtime)")
     from fmigen.generate.formulation import add_options as add_formulation_options
     add_formulation_options(p)
     p.set_defaults(func=cmd_build)

@@ -239,18 +239,18 @@ def _warn_singularities(dae, tri, log):
 
 def build_fmu(spec_or_mech, out, solver="rk4", step=1e-3, order=None, use_cache=True, log=None,
               fmi="2", kind="cs", windows=None, kinematics="groebner", newton_tol=None, formulation_params=None,
-              reuse=False, dynamics="auto"):
+              reuse=False, dynamics="auto", realtime=None):
     """One FMU; see ``build_fmus``."""
     paths, compiled = build_fmus(spec_or_mech, [(out, fmi, kind)], solver=solver, step=step, order=order,
                                  use_cache=use_cache, log=log, windows=windows, kinematics=kinematics,
                                  newton_tol=newton_tol, formulation_params=formulation_params, reuse=reuse,
-                                 dynamics=dynamics)
+                                 dynamics=dynamics, realtime=realtime)
     return paths[0], compiled
 
 
 def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_cache=True, log=None,
                windows=None, kinematics="groebner", newton_tol=None, formulation_params=None, reuse=False,
-               dynamics="auto"):
+               dynamics="auto", realtime=None):
     """FMUs of one derivation: ``targets`` is a list of (path, fmi "2"|"3",
     kind "cs"|"me"); the model is derived and generated once, then compiled
     and packaged per variant.
@@ -271,10 +271,22 @@ def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_c
     by Bᵀ M B (``codegen_embedding``) or by the elimination whose cost is
     linear in the loops (``codegen_recursive``); auto picks by the number of
     independent coordinates (``codegen_recursive.choose``).  Not with an
-    augmented formulation, which does not embed."""
+    augmented formulation, which does not embed.
+
+    ``realtime``: ``fmigen build --realtime``'s measurement
+    (``bench.realtime_caps``, passed in: it runs a tool's harness), a
+    function of the Compiled, the solver, the step and the log returning
+    the model to package, each bounded loop capped at what its workspace
+    sweep needs plus a margin, and those caps for the documentation; the
+    embedded Gröbner formulation only, and always derived (the sweep it
+    measures on is not in the derived-model cache)."""
     from fmigen.generate import formulation
     log = log or (lambda msg: None)
     form = None
+    if realtime is not None and kinematics != "groebner":
+        raise ModelError(f"--realtime caps the loops of the Gröbner kinematics (--kinematics groebner); "
+                         f"got --kinematics {kinematics}")
+    reuse = reuse and realtime is None
     if kinematics in formulation.AUGMENTED:
         form = formulation.make(kinematics, **(formulation_params or {}))
         kinematics = "groebner"
@@ -305,6 +317,9 @@ def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_c
         formulation.check_model(compiled.embedding, form)
         log(f"      formulation: {form.name} ({', '.join(f'{n} = {v:g}' for n, v, _, _ in form.parameters())})")
         compiled.generated = formulation.apply(compiled.generated, form, compiled.embedding)
+    generated, caps = compiled.generated, None
+    if realtime is not None:
+        generated, caps = realtime(compiled, solver, step, log)
     paths = []
     history = progress.StageTimes()
     compiled.seconds["fmu"] = 0.0
@@ -316,9 +331,9 @@ def build_fmus(spec_or_mech, targets, solver="rk4", step=1e-3, order=None, use_c
         t0 = time.perf_counter()
         progress.stage(log, f"[5/5] compiling and packaging {out} (FMI {fmi}.0 {kind.upper()})",
                        history.last(mech.name, f"fmu_{fmi}_{kind}"))
-        paths.append(fmu.package(compiled.interface if hit else compiled.embedding, compiled.generated, Path(out),
+        paths.append(fmu.package(compiled.interface if hit else compiled.embedding, generated, Path(out),
                                  solver=solver, step=step, fmi=fmi, kind=kind, windows=windows,
-                                 use_cache=use_cache))
+                                 use_cache=use_cache, realtime=caps))
         seconds = time.perf_counter() - t0
         history.remember(mech.name, {f"fmu_{fmi}_{kind}": seconds})
         compiled.seconds["fmu"] += seconds

@@ -431,9 +431,11 @@ def _cached_object(cc: str, flags: list, source: Path, workdir: Path) -> Path:
     return cached
 
 
-def bounded_work_html() -> str:
+def bounded_work_html(realtime=None) -> str:
     """The FMU documentation's statement of its work per step: every loop's
-    cap (codegen_newton.iteration_caps), and no text made inside a step."""
+    cap (codegen_newton.iteration_caps), and no text made inside a step;
+    with ``realtime`` (``bench.realtime_caps``) the caps of a
+    realtime build and what they were measured from."""
     from fmigen.generate.codegen_newton import iteration_caps
     cap = iteration_caps()
     return ("<h2>Work per step</h2><p>Every iterative loop of a step has a fixed cap, whatever the input: "
@@ -451,15 +453,33 @@ def bounded_work_html() -> str:
             "Errors are recorded inside the step as numbers and formatted into the log message only after it "
             "returns. <code>fmigen bench MECH --worst-case</code> measures "
             "the instructions of every doStep over the motion and the swept workspace "
-            "(fmigen's docs/benchmarks.md).</p>")
+            "(fmigen's docs/benchmarks.md).</p>" + (realtime_html(realtime) if realtime else ""))
+
+
+def realtime_html(realtime: dict) -> str:
+    """The documentation's paragraph on a realtime build's caps."""
+    cap, need = realtime["caps"], realtime["need"]
+    factor, extra = realtime["margin"]
+    return ("<h2>Realtime build: iteration caps</h2><p>Built with <code>fmigen build --realtime</code>: each "
+            "loop stops at a cap of its own, measured for this mechanism, instead of the caps above. Per call: "
+            f"a kinematic block's Newton at most {cap['newton']} iterations, the polish of a closed-form result "
+            f"at most {cap['polish']}, a polynomial root's Newton at most {cap['poly_newton']} steps, the Aberth "
+            f"iteration at most {cap['aberth']}. Each cap is {factor} &times; the most iterations that "
+            f"loop took over this mechanism's workspace sweep ({realtime['samples']} points stepped with random "
+            f"velocities and inputs, and the assembly of each and of the start) + {extra}; the sweep "
+            f"needed {need['newton']} / {need['polish']} / {need['poly_newton']} / {need['aberth']}. A step "
+            "that would need more returns Discard, its reason recorded as numbers inside the step and formatted "
+            "into the log message after it returns.</p>")
 
 
 def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi="2",
-            kind="cs", windows=None, use_cache=False) -> Path:
+            kind="cs", windows=None, use_cache=False, realtime=None) -> Path:
     """Write the FMU of ``model``, an Embedding or an Interface (a
     derived-model cache hit).  ``windows``: cross-compile the win64 DLL
     (default: ``windows_by_default``); ``use_cache``: reuse the
-    object files of identical sources (``compile_shared``)."""
+    object files of identical sources (``compile_shared``); ``realtime``:
+    the caps of a realtime build (``bench.realtime_caps``), which ``gen``
+    carries, for the documentation."""
     fmi, kind = str(fmi), str(kind).lower()
     form = gen.formulation
     if isinstance(model, Interface):
@@ -521,7 +541,7 @@ def package(model, gen: GeneratedModel, out: Path, solver="rk4", step=1e-3, fmi=
                "the coordinates are integrated, not projected onto the constraints. " if form is not None
                else "") +
             "Geometry is structural (baked into the Gröbner basis); masses, inertias, gravity and "
-            "force amplitudes are tunable parameters.</p>" + bounded_work_html() + "</body></html>")
+            "force amplitudes are tunable parameters.</p>" + bounded_work_html(realtime) + "</body></html>")
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         # every entry with the same date and mode (SOURCE_DATE_EPOCH's date,

@@ -678,7 +678,15 @@ const char *fmigen_core_message(FmigenCore *c)
                           fmigen_coordinate_names[P->independent[i]], c->err_q[i]);
         if (n <= 0 || (size_t)n >= size) break;
         if (c->err_kind == FMIGEN_ERR_KINEMATICS)
+#ifdef FMIGEN_REALTIME
+            /* the loops' caps stop a solve as a singular configuration does */
+            snprintf(m + n, size - (size_t)n, "): %s, or a loop reached this realtime build's cap (Newton %d, "
+                     "polish %d, root's Newton %d, Aberth %d iterations: the FMU's documentation)",
+                     P->failure[c->err_code], FMIGEN_REALTIME_NEWTON, FMIGEN_REALTIME_POLISH,
+                     FMIGEN_REALTIME_POLY_NEWTON, FMIGEN_REALTIME_ABERTH);
+#else
             snprintf(m + n, size - (size_t)n, "): %s", P->failure[c->err_code]);
+#endif
         else {
             const double vi0 = c->err_x[0], vd0 = c->err_x[1], vi = c->err_x[2], vd = c->err_x[3];
             snprintf(m + n, size - (size_t)n,

@@ -782,21 +782,37 @@ int fmigen_lu_factor(int n, double *A, int *piv);
 void fmigen_lu_solve(int n, const double *LU, const int *piv, double *b);
 
 #define FMIGEN_NEWTON_MAX_ITER 20
-/* Hooks run at every iteration of the bounded loops (empty: no code), which
- * `fmigen bench --worst-case` defines to record the most iterations each
- * loop took over the motion and the workspace sweep: a generated Newton
+/* Hooks run at the start of every iteration of the bounded loops (an
+ * iteration a realtime cap ends is not counted): a generated Newton
  * block's (its limit `limit` fresh steps: FMIGEN_NEWTON_MAX_ITER or the
  * polish's 4; CHORD_EXTRA chord steps more), the polynomial root's Newton
  * from the prediction and the Aberth iteration of its fallback
- * (fmigen_numeric.h) */
-#ifndef FMIGEN_NEWTON_STEP
-#define FMIGEN_NEWTON_STEP(limit, it)
+ * (fmigen_numeric.h).  FMIGEN_COUNT_*: empty (no code), or what `fmigen
+ * bench --worst-case` defines to record the most iterations each loop took
+ * over the motion and the workspace sweep.  A realtime build (`fmigen build
+ * --realtime`; model_config.h sets FMIGEN_REALTIME and the caps) also ends
+ * each loop at its own cap, the most iterations the workspace sweep needed
+ * plus a margin, below the caps above: the loop stops unconverged, and the
+ * step fails as at the global caps. */
+#ifndef FMIGEN_COUNT_NEWTON
+#define FMIGEN_COUNT_NEWTON(limit, it)
 #endif
-#ifndef FMIGEN_POLY_NEWTON_STEP
-#define FMIGEN_POLY_NEWTON_STEP(it)
+#ifndef FMIGEN_COUNT_POLY_NEWTON
+#define FMIGEN_COUNT_POLY_NEWTON(it)
 #endif
-#ifndef FMIGEN_ABERTH_STEP
-#define FMIGEN_ABERTH_STEP(it)
+#ifndef FMIGEN_COUNT_ABERTH
+#define FMIGEN_COUNT_ABERTH(it)
+#endif
+#ifdef FMIGEN_REALTIME
+#define FMIGEN_NEWTON_STEP(limit, it) { \
+    if ((it) >= ((limit) == FMIGEN_NEWTON_MAX_ITER ? FMIGEN_REALTIME_NEWTON : FMIGEN_REALTIME_POLISH)) break; \
+    FMIGEN_COUNT_NEWTON(limit, it); }
+#define FMIGEN_POLY_NEWTON_STEP(it) { if ((it) >= FMIGEN_REALTIME_POLY_NEWTON) break; FMIGEN_COUNT_POLY_NEWTON(it); }
+#define FMIGEN_ABERTH_STEP(it) { if ((it) >= FMIGEN_REALTIME_ABERTH) break; FMIGEN_COUNT_ABERTH(it); }
+#else
+#define FMIGEN_NEWTON_STEP(limit, it) FMIGEN_COUNT_NEWTON(limit, it)
+#define FMIGEN_POLY_NEWTON_STEP(it) FMIGEN_COUNT_POLY_NEWTON(it)
+#define FMIGEN_ABERTH_STEP(it) FMIGEN_COUNT_ABERTH(it)
 #endif
 /* The run-time checks of every kinematics block (codegen.kinematics_code):
  * - a linear or leading coefficient below FMIGEN_SWITCH_COND of the sum of

@@ -662,14 +662,19 @@ def add_parser(sub):
                    help="instead: callgrind instructions of every FMU doStep (rk4, outputs read after it) "
                         "over the motion from the start and over the workspace sweep with random "
                         "velocities and inputs; reports the maximum against the median")
+    p.add_argument("--realtime", action="store_true",
+                   help="with --worst-case: the model as fmigen build --realtime builds it, each loop capped "
+                        "at what the workspace sweep needs plus the margin")
     formulation.add_options(p)
 
     def run(args):
         if args.repeats < 1 or not args.step > 0 or not args.stop_time >= args.step:
             raise ModelError("need --repeats >= 1, --step > 0 and --stop-time >= --step")
+        if args.realtime and not args.worst_case:
+            raise ModelError("--realtime goes with --worst-case")
         if args.worst_case:
             w = worst_case(args.mechanism, stop_time=args.stop_time, step=args.step, log=args.progress,
-                           keep=args.keep)
+                           keep=args.keep, realtime=args.realtime)
             print(json.dumps(w) if args.json else format_worst_case(w))
             return 0
         result = bench(args.mechanism, kinematics=[k.strip() for k in args.kinematics.split(",") if k.strip()],
@@ -693,7 +698,7 @@ INPUT_SPAN = 2.0
 
 
 def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, keep=None,
-               instructions=True) -> dict:
+               instructions=True, realtime=False) -> dict:
     """``fmigen bench MECH --worst-case``: callgrind instructions of every
     doStep (at a communication interval of ``step``, outputs read after it:
     the harness's ``worst_case_step``) over the motion from the start with
@@ -709,12 +714,11 @@ def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, k
     motion's steps and the workspace samples' that succeeded, the steps that
     failed and the assembly apart.
     ``instructions=False``: the same run without valgrind, only the counts
-    of steps and iterations (``iterations_of``)."""
-    import numpy as np
+    of steps and iterations (``iterations_of``).  ``realtime``: the model as
+    ``fmigen build --realtime`` builds it, with the caps that build derives
+    from this run (``realtime_caps``), which the result reports."""
     from fmigen.build.pipeline import prepare_mechanism
-    from fmigen.derive.workspace import unit_scales
     from fmigen.generate.codegen_recursive import choose as choose_dynamics
-    from fmigen.fmi.fmu import SOLVERS
     if instructions and not shutil.which("valgrind"):
         raise ModelError("fmigen bench --worst-case counts instructions with valgrind, which is not installed")
     log = log or (lambda m: None)
@@ -727,26 +731,43 @@ def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, k
     dynamics, _ = choose_dynamics("auto", emb, part)
     tri = triangularize(dae, part, kinematics="groebner", log=lambda m: log("  " + m))
     gen = codegen.generate(emb, tri, mech.name, dynamics=dynamics)
-    sw = tri.sweep
+    run = dict(stop_time=stop_time, step=step, seed=seed, solver=solver, keep=keep)
+    if not realtime:
+        return run_worst_case(mech, dae, gen, tri.sweep, instructions=instructions, **run)
+    from fmigen.generate import realtime as rt
+    caps = rt.caps_for(run_worst_case(mech, dae, gen, tri.sweep, instructions=False, **run))
+    return {**run_worst_case(mech, dae, rt.realtime_model(gen, caps), tri.sweep, instructions=instructions,
+                             **run), "caps": caps}
+
+
+def run_worst_case(mech, dae, gen, sweep, stop_time=3.0, step=1e-3, seed=0, solver="rk4", keep=None,
+                   instructions=True) -> dict:
+    """``worst_case``'s run of the generated model ``gen`` of ``mech`` (its
+    DAE ``dae``) over its motion and the workspace sweep ``sweep`` (None:
+    the motion alone).  Also ``fmigen build --realtime``'s measurement of
+    what each loop needs (``realtime_caps``)."""
+    import numpy as np
+    from fmigen.derive.workspace import unit_scales
+    from fmigen.fmi.fmu import SOLVERS
     indep = list(gen.independent)
     scales = unit_scales(dae)[indep]
     rng = np.random.default_rng(seed)
     u0 = np.array([i.start for i in mech.inputs], dtype=float)
     lines, where = [], []
-    for k, path in enumerate(sw.paths if sw is not None else []):
+    for k, path in enumerate(sweep.paths if sweep is not None else []):
         lines.append("P")
         for j, row in enumerate(path):
             v = rng.uniform(-VELOCITY_SPAN, VELOCITY_SPAN, len(indep)) * scales
             u = u0 + rng.uniform(-INPUT_SPAN, INPUT_SPAN, len(u0)) * np.maximum(np.abs(u0), 1.0)
-            lines.append("S " + " ".join(repr(float(x)) for x in (*sw.points[row][indep], *v, *u)))
+            lines.append("S " + " ".join(repr(float(x)) for x in (*sweep.points[row][indep], *v, *u)))
             where.append(f"workspace path {k + 1}, point {j + 1}")
     tmp = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="fmigen-worst-"))
     try:
         # the loops' hooks (fmigen_runtime.h) record the most iterations each took
-        hooks = ["-DFMIGEN_NEWTON_STEP(l,i)={ extern void fmigen_count_newton(int, int); fmigen_count_newton(l, i); }",
-                 "-DFMIGEN_POLY_NEWTON_STEP(i)={ extern void fmigen_count_poly_newton(int); "
+        hooks = ["-DFMIGEN_COUNT_NEWTON(l,i)={ extern void fmigen_count_newton(int, int); fmigen_count_newton(l, i); }",
+                 "-DFMIGEN_COUNT_POLY_NEWTON(i)={ extern void fmigen_count_poly_newton(int); "
                  "fmigen_count_poly_newton(i); }",
-                 "-DFMIGEN_ABERTH_STEP(i)={ extern void fmigen_count_aberth(int); fmigen_count_aberth(i); }"]
+                 "-DFMIGEN_COUNT_ABERTH(i)={ extern void fmigen_count_aberth(int); fmigen_count_aberth(i); }"]
         exe = compile_harness(gen, tmp / "groebner", defines=hooks)
         out = tmp / "callgrind"
         out.mkdir(exist_ok=True)
@@ -761,23 +782,15 @@ def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, k
         printed = r.stdout.strip().splitlines()
         res = json.loads(printed[-1])
         if not instructions:
-            return iterations_of(mech.name, res)
-        stepped = [int(line.split()[1]) for line in printed[:-1] if line.startswith("sample ")]
-        failed_at = {int(line.split()[1]) for line in printed[:-1] if line.startswith("failed ")}
-        counts = []
-        for f in sorted(out.iterdir(), key=lambda f: int(f.name.rsplit(".", 1)[-1])
-                        if f.name.rsplit(".", 1)[-1].isdigit() else -1):
-            if not f.name.rsplit(".", 1)[-1].isdigit():
-                continue   # the final dump at exit, outside any step
-            for line in f.read_text().splitlines():
-                if line.startswith(("summary:", "totals:")):
-                    counts.append(int(line.split()[1]))
-                    break
+            return {**iterations_of(mech.name, res), "workspace_samples": len(where)}
+        counts = _callgrind_dumps(out)
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
     if len(counts) != res["steps"]:
         raise ModelError(f"the worst-case harness: {len(counts)} callgrind dumps for {res['steps']} steps")
+    stepped = [int(line.split()[1]) for line in printed[:-1] if line.startswith("sample ")]
+    failed_at = {int(line.split()[1]) for line in printed[:-1] if line.startswith("failed ")}
     nsteps = res["motion"]   # up to a step that failed (counted)
     labels = [f"step {s + 1} from the start" for s in range(nsteps)]
     labels += [where[j] for j in stepped]   # a failed path's rest is skipped: what was stepped
@@ -798,6 +811,45 @@ def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, k
             **iterations_of(mech.name, res),
             "motion_max": int(arr[:nsteps].max()), "workspace_max": int(arr[nsteps:].max()) if len(arr) > nsteps
             else None}
+
+
+def realtime_caps(compiled, solver: str, step: float, log=None):
+    """``fmigen build --realtime``'s model (``pipeline.build_fmus``'s
+    ``realtime``): the build's generated model (a ``pipeline.Compiled`` of
+    the embedded Gröbner formulation) stepped with ``solver`` at ``step``
+    over its workspace sweep, each loop capped at what it needed there plus
+    the margin (``fmigen.generate.realtime``).  Returns that model and
+    {"caps", "need", "samples", "margin"} for the FMU's documentation."""
+    from fmigen.generate import realtime as rt
+    sweep = compiled.triangular.sweep
+    if sweep is None or not sweep.paths:
+        raise ModelError(f"'{compiled.mechanism.name}' has no workspace sweep to measure the realtime caps on")
+    measured = run_worst_case(compiled.mechanism, compiled.dae, compiled.generated, sweep, step=step,
+                              solver=solver, instructions=False)
+    caps, need = rt.caps_for(measured), rt.need(measured)
+    (log or (lambda m: None))(
+        f"      realtime caps (Newton block / polish / root's Newton / Aberth): "
+        f"{' / '.join(str(caps[k]) for k in rt.MACROS)}, from the workspace sweep's need "
+        f"{' / '.join(str(need[k]) for k in rt.MACROS)} ({measured['workspace_samples']} points stepped)")
+    return rt.realtime_model(compiled.generated, caps), {
+        "caps": caps, "need": need, "samples": measured["workspace_samples"],
+        "margin": (rt.MARGIN_FACTOR, rt.MARGIN_EXTRA)}
+
+
+def _callgrind_dumps(out: Path) -> list[int]:
+    """The instructions of each callgrind dump in ``out`` (one a doStep), in
+    the order they were written; the final dump at exit, outside any step,
+    left out."""
+    counts = []
+    for f in sorted(out.iterdir(), key=lambda f: int(f.name.rsplit(".", 1)[-1])
+                    if f.name.rsplit(".", 1)[-1].isdigit() else -1):
+        if not f.name.rsplit(".", 1)[-1].isdigit():
+            continue
+        for line in f.read_text().splitlines():
+            if line.startswith(("summary:", "totals:")):
+                counts.append(int(line.split()[1]))
+                break
+    return counts
 
 
 def iterations_of(name: str, res: dict) -> dict:
