@@ -783,7 +783,7 @@ def _trim(system, m, placeholders):
     changed in the FMU."""
     from fmigen.derive.dae import build_dae
     from fmigen.derive.partition import choose_partition
-    dae = build_dae(m)
+    dae = build_dae(m, at_rest=True)
     names = list(dae.names)
     start = {c.name: float(c.start) for c in m.coordinates}
     # the independent set the build will use (declared, or chosen as the build chooses it)
