@@ -141,3 +141,21 @@ def test_forces_at_rest_are_the_equations_of_motion_at_rest():
         rest = [float(sp.sympify(sp.sympify(e).xreplace(pose)).subs(t, 0.3)) for e in rest_F]
         assert np.allclose(rest, full, rtol=1e-12, atol=1e-12 * max(map(abs, full)))
         assert max(map(abs, full)) > 1.0
+
+
+def test_reaction_carries_the_trimmed_preload():
+    """A joint's reaction counts a trimmed spring with its trimmed preload:
+    the sprung mass at rest hangs on its spring alone, so its slider
+    transmits no force along z (it did: m g, the reaction's balance took the
+    spring's declared preload, 0).  At rest the accelerations are 0."""
+    import sympy as sp
+    from fmigen.frontends.joint_model import to_mechanism
+    from fmigen.model import t
+    s = sprung_mass()
+    s.reaction("z")
+    m = to_mechanism(s)
+    z = s.coordinate_by_name("z").symbol
+    at_rest = {z.diff(t, 2): 0, z.diff(t): 0}
+    values = {p.symbol: p.value for p in m.parameters}
+    fz = sp.sympify(m.outputs["reaction_z_fz"]).xreplace(at_rest).xreplace({z: Z0}).xreplace(values)
+    assert abs(float(fz)) < 1e-12 * M * G
