@@ -373,6 +373,31 @@ class Mechanism:
             return self._floating_base_equations()
         return self._body_equations()
 
+    def forces_at_rest(self):
+        """F of ``equations_of_motion`` at q̇ = 0, without M: every inertia
+        term of F carries a rate (the velocity products, and Ṫ q̇ of a
+        floating base), so at rest F is the applied loads alone, J_qᵀ f
+        over the bodies' weights and the point forces (J_q = ∂r/∂q of the
+        point, world), plus the generalized forces, their rates set to 0.
+        What a static trim reads (``joint_model._trim``): Kane's method,
+        which a floating base's M and F go through, is most of the cost of
+        the whole M and F."""
+        q = self.q
+        rest = {qi.diff(t): 0 for qi in q}
+        index = {qi: i for i, qi in enumerate(q)}
+        F = [sp.Integer(0)] * len(q)
+        g = sp.Matrix(self.gravity)
+        loads = [(b.com, b.mass * g) for b in self.bodies] + list(self.point_forces)
+        for point, force in loads:
+            point = [sp.sympify(e) for e in point]
+            force = [sp.sympify(f).xreplace(rest) for f in force]
+            for qi in {f for e in point for f in e.atoms(sp.Function) if f in index}:
+                F[index[qi]] += sum(e.diff(qi) * f for e, f in zip(point, force) if f != 0)
+        for i, c in enumerate(self.coordinates):
+            if c.name in self.generalized_forces:
+                F[i] += sp.sympify(self.generalized_forces[c.name]).xreplace(rest)
+        return sp.Matrix(F)
+
     def _body_equations(self):
         """M and F as the sum over bodies of their Newton-Euler terms
         projected on the coordinates (the unconstrained Lagrange equations,

@@ -114,3 +114,48 @@ def test_quarter_car_trim_matches_the_hand_made_virtual_work_balance():
     s.trim("coilover", dependent)
     with pytest.raises(ModelError, match="is a dependent coordinate"):
         to_mechanism(s)
+
+
+def test_forces_at_rest_are_the_equations_of_motion_at_rest():
+    """The trim reads F at q̇ = 0 from the loads alone
+    (``Mechanism.forces_at_rest``), not from the equations of motion, whose
+    floating-base form (Kane's method) was most of the full vehicle's
+    conversion: on a floating chassis with a trailing arm, a spring, a wheel,
+    point and marker forces and a closed loop below it, the two agree at
+    random poses (q̇ = 0), to round-off."""
+    import random
+    import sympy as sp
+    from fmigen.frontends.joint_model import to_mechanism
+    from fmigen.model import t
+    from test_joint_model import floating_system
+    m = to_mechanism(floating_system())
+    assert m.floating_base is not None
+    _, F = m.equations_of_motion()
+    rest_F = m.forces_at_rest()
+    rates = {c.symbol.diff(t): 0 for c in m.coordinates}
+    rng = random.Random(1)
+    values = {p.symbol: p.value for p in m.parameters} | {i.symbol: i.start + rng.uniform(-1, 1) for i in m.inputs}
+    for _ in range(3):
+        pose = {c.symbol: c.start + rng.uniform(-0.2, 0.2) for c in m.coordinates} | values
+        full = [float(sp.sympify(sp.sympify(e).xreplace(rates).xreplace(pose)).subs(t, 0.3)) for e in F]
+        rest = [float(sp.sympify(sp.sympify(e).xreplace(pose)).subs(t, 0.3)) for e in rest_F]
+        assert np.allclose(rest, full, rtol=1e-12, atol=1e-12 * max(map(abs, full)))
+        assert max(map(abs, full)) > 1.0
+
+
+def test_reaction_carries_the_trimmed_preload():
+    """A joint's reaction counts a trimmed spring with its trimmed preload:
+    the sprung mass at rest hangs on its spring alone, so its slider
+    transmits no force along z (it did: m g, the reaction's balance took the
+    spring's declared preload, 0).  At rest the accelerations are 0."""
+    import sympy as sp
+    from fmigen.frontends.joint_model import to_mechanism
+    from fmigen.model import t
+    s = sprung_mass()
+    s.reaction("z")
+    m = to_mechanism(s)
+    z = s.coordinate_by_name("z").symbol
+    at_rest = {z.diff(t, 2): 0, z.diff(t): 0}
+    values = {p.symbol: p.value for p in m.parameters}
+    fz = sp.sympify(m.outputs["reaction_z_fz"]).xreplace(at_rest).xreplace({z: Z0}).xreplace(values)
+    assert abs(float(fz)) < 1e-12 * M * G

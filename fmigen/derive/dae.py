@@ -162,8 +162,11 @@ class NumericDAE:
         return np.array(self._gamma(tt, *q, *v), dtype=float).ravel()
 
 
-def build_dae(mech: Mechanism) -> DAE:
-    """Turn a Mechanism into a DAE and check its degrees of freedom."""
+def build_dae(mech: Mechanism, at_rest: bool = False) -> DAE:
+    """Turn a Mechanism into a DAE and check its degrees of freedom.
+    ``at_rest``: F only at q̇ = 0 (``Mechanism.forces_at_rest``, the applied
+    loads) and M None, for a static question (the trim) that must not pay
+    for the equations of motion."""
     if not mech.coordinates:
         raise ModelError(f"mechanism '{mech.name}' has no coordinates")
     names = [c.name for c in mech.coordinates]
@@ -196,8 +199,11 @@ def build_dae(mech: Mechanism) -> DAE:
         # must be 21/100, not the double product 0.21 (or one ulp off)
         return plain(exact_floats(expr, mech.float_rule))
 
-    M, F = mech.equations_of_motion()
-    M, F = M.applyfunc(plain), F.applyfunc(plain)
+    if at_rest:
+        M, F = None, mech.forces_at_rest().applyfunc(plain)
+    else:
+        M, F = mech.equations_of_motion()
+        M, F = M.applyfunc(plain), F.applyfunc(plain)
     # a column even with no constraint (an open chain): sp.Matrix([]) is 0 x 0,
     # which has no Jacobian; 0 x 1 gives the 0 x n Φ_q every later stage expects
     Phi = sp.Matrix(len(mech.constraints), 1, [plain_exact(c.expr) for c in mech.constraints])

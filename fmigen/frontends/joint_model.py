@@ -285,7 +285,7 @@ def to_mechanism(system: JointSystem) -> Mechanism:
 
     cut_coords = _outputs_and_independent(system, m, cut, marker_pose)
     _pass_through_options(system, m, cut_coords)
-    _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, shared, relative_cache)
+    _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, shared, relative_cache, trim_preloads)
     _limits_as_documentation(m)
     _start_assembly(system, m, poses, marker_pose)
     if trim_preloads:
@@ -448,7 +448,7 @@ def _skew(w):
     return sp.Matrix([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
 
 
-def _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, frames, relative_cache):
+def _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, frames, relative_cache, preloads):
     """The outputs of ``system.reactions`` (``JointSystem.reaction``): the
     wrench (force, moment about the child marker's origin; world axes) that
     the parent body exerts on the child body through the joint, as
@@ -556,7 +556,7 @@ def _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, fram
             force += b.mass * acc
             moment += (com - rC).cross(b.mass * acc) + Iw * alpha + omega.cross(Iw * omega)
             external(b.mass * g, com)
-        _subtree_loads(system, subtree, marker_pose, cut, cut_wrench, external)
+        _subtree_loads(system, subtree, marker_pose, cut, cut_wrench, external, preloads)
         # the subtree's balance gives the wrench on the subtree through j
         return (force, moment) if not reverse else (-force, -moment)
 
@@ -585,17 +585,20 @@ def _distance_link_rows(j, link, loop_pose, dp):
             (f"{j.name}_dir_b", a.cross(e).dot(gap))]
 
 
-def _subtree_loads(system, subtree, marker_pose, cut, cut_wrench, external):
+def _subtree_loads(system, subtree, marker_pose, cut, cut_wrench, external, preloads):
     """Pass every load from outside ``subtree`` on it to ``external(force,
     point, torque)``: springs with one end in it, marker forces acting on it
-    and not reacted in it, and the cut joints joining it to the rest."""
+    and not reacted in it, and the cut joints joining it to the rest.
+    ``preloads``: a trimmed spring's preload (``_loads``'), in place of its
+    declared one."""
     for sd in system.springs:
         ends = [mk for mk in (sd.a, sd.b) if mk.body.name in subtree]
         if len(ends) == 1:
             ra, rb = marker_pose(sd.a)[1], marker_pose(sd.b)[1]
             d = rb - ra
             L = sp.sqrt(d.dot(d))
-            tension = sd.preload + sd.stiffness * (L - sd.free_length) + sd.damping * d.dot(d.diff(t)) / L
+            tension = preloads.get(sd.name, sd.preload) + sd.stiffness * (L - sd.free_length) \
+                + sd.damping * d.dot(d.diff(t)) / L
             f = tension * d / L                          # on a; −f on b
             external(f if ends[0] is sd.a else -f, marker_pose(ends[0])[1])
     for fc in system.forces:
@@ -783,7 +786,7 @@ def _trim(system, m, placeholders):
     changed in the FMU."""
     from fmigen.derive.dae import build_dae
     from fmigen.derive.partition import choose_partition
-    dae = build_dae(m)
+    dae = build_dae(m, at_rest=True)
     names = list(dae.names)
     start = {c.name: float(c.start) for c in m.coordinates}
     # the independent set the build will use (declared, or chosen as the build chooses it)
