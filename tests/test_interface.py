@@ -129,3 +129,30 @@ def test_a_solver_or_step_change_compiles_only_the_config_unit(tmp_path, monkeyp
     assert len({_token(tmp_path / f"{n}.fmu") for n in ("rk4", "euler", "euler2")}) == 3
     assert "model.c" in per_variant[0] and "fmigen_instance.c" in per_variant[0]
     assert per_variant[1:] == [["fmu_config.c"], ["fmu_config.c"]]
+
+
+def test_a_second_model_takes_the_numerical_kernels_from_the_object_cache(tmp_path, monkeypatch,
+                                                                           compiled_sources):
+    """The numerical kernels (LU, atan2, sin/cos, polynomial roots:
+    runtime/fmigen_numeric.h) are the same code for every model.  A binary
+    build compiles them in a unit that reads no model's header
+    (fmigen_kernels.c), once more for the model's AVX copy, so the next
+    model's build takes both from the object cache and compiles only its own
+    units.  They were compiled into every model's fmigen_core.c and AVX copy
+    of model.c.  The second FMU, whose kernels come from the first build,
+    loads and runs."""
+    from fmigen.fmi import fmu
+    from fmigen.kinematics import groebner
+    from conftest import compiled_model
+    models = {name: compiled_model(name) for name in ("fourbar", "fourbar_toggle")}
+    monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
+    compiled = []
+    for name, c in models.items():
+        compiled_sources.clear()
+        fmu.package(c.embedding, c.generated, tmp_path / f"{name}.fmu", windows=False, use_cache=True)
+        compiled.append(sorted(compiled_sources))
+    copies = 2 if fmu.avx_variant("gcc") else 1
+    assert [units.count(fmu.KERNELS_SOURCE) for units in compiled] == [copies, 0]
+    assert {"model.c", "fmigen_core.c", "fmigen_instance.c"} <= set(compiled[1])
+    result = fmpy.simulate_fmu(str(tmp_path / "fourbar_toggle.fmu"), stop_time=0.05, output_interval=0.01)
+    assert len(result) == 6 and all(math.isfinite(v) for row in result for v in row)

@@ -8,7 +8,8 @@ Layout of the FMU:
                                      x86_64-w64-mingw32-gcc is installed and
                                      FMIGEN_WINDOWS is not 0)
     sources/  model.c model_start.c model_config.h fmu_config.h fmu_variables.h
-              fmigen_runtime.h fmigen_names.h fmigen_instance.h fmigen_numeric.h
+              fmigen_runtime.h fmigen_kernels.h fmigen_names.h fmigen_instance.h
+              fmigen_numeric.h
               fmigen_core.c fmigen_augmented.c fmigen_instance.c fmi2.c | fmi3.c
               fmu_config.c
               + the FMI headers (FMI 2.0.5: the standard's own, in runtime/fmi2;
@@ -56,9 +57,24 @@ from fmigen.fmi.variables import VariableTable
 
 RUNTIME_DIR = Path(__file__).parent.parent / "runtime"
 RUNTIME_SOURCES = ["fmigen_core.c", "fmigen_augmented.c", "fmigen_instance.c"]
-RUNTIME_HEADERS = ["fmigen_runtime.h", "fmigen_names.h", "fmigen_instance.h", "fmigen_numeric.h"]
+RUNTIME_HEADERS = ["fmigen_runtime.h", "fmigen_kernels.h", "fmigen_names.h", "fmigen_instance.h",
+                   "fmigen_numeric.h"]
 #: model.c again for processors with AVX (compile_shared); not in source FMUs
 AVX_SOURCE = "fmigen_model_avx.c"
+#: the numerical kernels in a unit that reads nothing of the model
+#: (compile_shared, with SHARED_KERNELS for every unit): its object is the
+#: same for every model, so the object cache compiles it once per compiler and
+#: flags; not in source FMUs, whose fmigen_core.c includes the kernels
+KERNELS_SOURCE = "fmigen_kernels.c"
+SHARED_KERNELS = "-DFMIGEN_SHARED_KERNELS=1"
+#: the kernels' AVX copy (for the model's: its names end in _avx)
+AVX_KERNEL_FLAGS = ["-DFMIGEN_MODEL_VARIANT=1"]
+
+
+def realtime_config(config_h: Path) -> bool:
+    """Whether a model_config.h is a realtime build's (it defines the
+    caps the kernels' loops read, so the kernels cannot be shared)."""
+    return config_h.exists() and "#define FMIGEN_REALTIME " in config_h.read_text()
 #: its flags beside CFLAGS, last (after any caller's flags).  AVX, not FMA,
 #: and no contraction whatever the compiler's default: the same bits as the
 #: SSE2 copy (fmigen_runtime.h, FMIGEN_MODEL_FN).  Without gcc's vectorizer, whose
@@ -327,7 +343,10 @@ def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=(), use
     compiled earlier from the same source, local headers (``cc -MM``),
     compiler and flags (under the Gröbner cache's root, ``objects/``): gcc
     -O2 on a large model.c is most of a rebuild's time, and model.c does not change with the FMI version, kind,
-    solver or step.  ``extra_sources``: further C files linked in, compiled
+    solver or step.  The numerical kernels (KERNELS_SOURCE) are compiled from
+    the runtime's own directory, not ``src``, without the model's headers: with
+    ``use_cache`` every model after the first takes them from the cache.
+    ``extra_sources``: further C files linked in, compiled
     with the same flags (``fmigen check``'s exports)."""
     windows = "mingw32" in Path(cc).name
     base = [f for f in CFLAGS if not (windows and f == "-fPIC")]
@@ -339,25 +358,36 @@ def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=(), use
         # sources written by an older fmigen have no kernels header (and no
         # _avx names): they build with one copy
         avx = avx_variant(cc) and (src / "fmigen_numeric.h").exists()
-    flags = [*base, *(["-DFMIGEN_AVX_DISPATCH=1"] if avx else []), f"-I{src}", *extra]
+    # sources written before the kernels had a unit of their own compile
+    # them in fmigen_core.c; so does a realtime build, whose caps on the
+    # kernels' loops are the model's own (model_config.h)
+    shared_kernels = (src / "fmigen_kernels.h").exists() and not realtime_config(src / "model_config.h")
+    flags = [*base, *(["-DFMIGEN_AVX_DISPATCH=1"] if avx else []), *([SHARED_KERNELS] if shared_kernels else []),
+             f"-I{src}", *extra]
     with tempfile.TemporaryDirectory() as tmp:
-        sources = [src / f for f in source_files(fmi)] + [Path(f) for f in extra_sources]
+        # (source, its flags, its object's name without the cache)
+        units = [(src / f, flags, f) for f in source_files(fmi)] + [(Path(f), flags, f) for f in extra_sources]
         if avx:
             # next to nothing of its own: model.c and the kernels it includes
             # come from src through -I, as the SSE2 copy's do; second, so
             # that the two long compiles run at once
             wrapper = Path(tmp) / AVX_SOURCE
             shutil.copyfile(RUNTIME_DIR / AVX_SOURCE, wrapper)
-            sources.insert(1, wrapper)
+            units.insert(1, (wrapper, [*flags, *AVX_FLAGS], AVX_SOURCE))
+        if shared_kernels:
+            kernels = RUNTIME_DIR / KERNELS_SOURCE
+            units.append((kernels, flags, KERNELS_SOURCE))
+            if avx:
+                units.append((kernels, [*flags, *AVX_FLAGS, *AVX_KERNEL_FLAGS], "fmigen_kernels_avx.c"))
 
-        def compile_one(f):
-            fl = [*flags, *AVX_FLAGS] if f.name == AVX_SOURCE else flags
+        def compile_one(unit):
+            f, fl, name = unit
             if use_cache:
                 return _cached_object(cc, fl, f, out.parent), ""
-            return _compile_object(cc, fl, f, Path(tmp) / f"{f.stem}.o")
+            return _compile_object(cc, fl, f, Path(tmp) / f"{Path(name).stem}.o")
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            compiled = list(pool.map(compile_one, sources))
+            compiled = list(pool.map(compile_one, units))
         # a PE linker stamps the link time into the DLL and derives its
         # preferred base from a hash of the output path; both made two builds
         # of the same sources differ.  The fixed base is MSVC's default (the

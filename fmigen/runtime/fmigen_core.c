@@ -14,8 +14,11 @@
 #include <string.h>
 #include "fmigen_runtime.h"
 
-/* LU, atan2, polynomial roots (compiled into the AVX copy of model.c too) */
+/* LU, atan2, polynomial roots (compiled into the AVX copy of model.c too),
+ * unless the build compiles them in a unit of their own (fmigen_kernels.c) */
+#ifndef FMIGEN_SHARED_KERNELS
 #include "fmigen_numeric.h"
+#endif
 
 void fmigen_core_init(FmigenCore *c, int solver)
 {

@@ -8,5 +8,8 @@
 #endif
 #define FMIGEN_MODEL_VARIANT 1
 #include "model.c"
-/* and the numerical kernels it calls (LU, atan2, polynomial roots) */
+/* and the numerical kernels it calls (LU, atan2, polynomial roots), unless
+ * the build compiles them in a unit of their own (fmigen_kernels.c) */
+#ifndef FMIGEN_SHARED_KERNELS
 #include "fmigen_numeric.h"
+#endif

@@ -15,7 +15,7 @@
 #define FMIGEN_PASTE_(a, b) a##_##b
 #define FMIGEN_PASTE(a, b) FMIGEN_PASTE_(a, b)
 #define FMIGEN_NAME(name) FMIGEN_PASTE(MODEL_IDENTIFIER, name)
-/* What model.c and fmigen_numeric.h define.  A binary FMU for x86-64 Linux
+/* What model.c (and fmigen_numeric.h, below) define.  A binary FMU for x86-64 Linux
  * also holds both compiled a second time for processors with AVX
  * (fmigen_model_avx.c, which defines FMIGEN_MODEL_VARIANT): those copies end
  * in _avx, and the runtime calls them through FMIGEN_MODEL_FN where the
@@ -87,15 +87,10 @@
 #define fmigen_formulation_init FMIGEN_NAME(fmigen_formulation_init)
 #define fmigen_formulation_message FMIGEN_NAME(fmigen_formulation_message)
 #define fmigen_independent FMIGEN_MODEL_NAME(fmigen_independent)
-#define fmigen_atan2 FMIGEN_MODEL_NAME(fmigen_atan2)
-#define fmigen_atan_64ths FMIGEN_MODEL_NAME(fmigen_atan_64ths)
-#define fmigen_atan_64ths_lo FMIGEN_MODEL_NAME(fmigen_atan_64ths_lo)
 #define fmigen_kinematic_angles FMIGEN_MODEL_NAME(fmigen_kinematic_angles)
 #define fmigen_angle_turns FMIGEN_MODEL_NAME(fmigen_angle_turns)
 #define fmigen_kinematics FMIGEN_MODEL_NAME(fmigen_kinematics)
 #define fmigen_kinematics_failure FMIGEN_MODEL_NAME(fmigen_kinematics_failure)
-#define fmigen_lu_factor FMIGEN_MODEL_NAME(fmigen_lu_factor)
-#define fmigen_lu_solve FMIGEN_MODEL_NAME(fmigen_lu_solve)
 #define fmigen_mass_check FMIGEN_MODEL_NAME(fmigen_mass_check)
 #define fmigen_mass_check_labels FMIGEN_MODEL_NAME(fmigen_mass_check_labels)
 #define fmigen_model_guid FMIGEN_NAME(fmigen_model_guid)
@@ -106,14 +101,8 @@
 #define fmigen_partitions FMIGEN_MODEL_NAME(fmigen_partitions)
 #define fmigen_phi FMIGEN_MODEL_NAME(fmigen_phi)
 #define fmigen_phi_trig FMIGEN_MODEL_NAME(fmigen_phi_trig)
-#define fmigen_poly_root FMIGEN_MODEL_NAME(fmigen_poly_root)
-#define fmigen_poly_table FMIGEN_MODEL_NAME(fmigen_poly_table)
 #define fmigen_psd3_minors FMIGEN_MODEL_NAME(fmigen_psd3_minors)
 #define fmigen_residual_trig FMIGEN_MODEL_NAME(fmigen_residual_trig)
-#define fmigen_sincos FMIGEN_MODEL_NAME(fmigen_sincos)
-#define fmigen_sincos_call FMIGEN_MODEL_NAME(fmigen_sincos_call)
-#define fmigen_sin FMIGEN_MODEL_NAME(fmigen_sin)
-#define fmigen_cos FMIGEN_MODEL_NAME(fmigen_cos)
 #define fmigen_sol_layout FMIGEN_MODEL_NAME(fmigen_sol_layout)
 #define fmigen_u_default FMIGEN_MODEL_NAME(fmigen_u_default)
 #define fmigen_unit_scale FMIGEN_MODEL_NAME(fmigen_unit_scale)
@@ -124,4 +113,34 @@
 #define fmigen_v_start FMIGEN_MODEL_NAME(fmigen_v_start)
 
 #endif /* MODEL_IDENTIFIER */
+
+/* The numerical kernels (fmigen_numeric.h: LU, atan2, sin/cos, polynomial
+ * roots) are the same code for every model.  In a source FMU they carry the
+ * model's prefix like everything else (fmigen_core.c and the AVX copy of
+ * model.c include them).  A binary build, whose symbols are hidden
+ * (-fvisibility=hidden), compiles them instead in a unit of their own
+ * (fmigen_kernels.c) with FMIGEN_SHARED_KERNELS defined for every unit: then
+ * no name of theirs depends on the model, no model's header enters that
+ * unit, and the object cache keeps one compiled copy per compiler and flags
+ * for every model.  Their AVX copies end in _avx either way. */
+#if defined(FMIGEN_SHARED_KERNELS)
+#ifdef FMIGEN_MODEL_VARIANT
+#define FMIGEN_KERNEL_NAME(name) FMIGEN_PASTE(name, avx)
+#endif
+#elif defined(MODEL_IDENTIFIER)
+#define FMIGEN_KERNEL_NAME(name) FMIGEN_MODEL_NAME(name)
+#endif
+#ifdef FMIGEN_KERNEL_NAME
+#define fmigen_atan2 FMIGEN_KERNEL_NAME(fmigen_atan2)
+#define fmigen_atan_64ths FMIGEN_KERNEL_NAME(fmigen_atan_64ths)
+#define fmigen_atan_64ths_lo FMIGEN_KERNEL_NAME(fmigen_atan_64ths_lo)
+#define fmigen_lu_factor FMIGEN_KERNEL_NAME(fmigen_lu_factor)
+#define fmigen_lu_solve FMIGEN_KERNEL_NAME(fmigen_lu_solve)
+#define fmigen_poly_root FMIGEN_KERNEL_NAME(fmigen_poly_root)
+#define fmigen_poly_table FMIGEN_KERNEL_NAME(fmigen_poly_table)
+#define fmigen_sincos FMIGEN_KERNEL_NAME(fmigen_sincos)
+#define fmigen_sincos_call FMIGEN_KERNEL_NAME(fmigen_sincos_call)
+#define fmigen_sin FMIGEN_KERNEL_NAME(fmigen_sin)
+#define fmigen_cos FMIGEN_KERNEL_NAME(fmigen_cos)
+#endif /* FMIGEN_KERNEL_NAME */
 #endif

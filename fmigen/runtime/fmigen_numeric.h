@@ -1,16 +1,19 @@
 /* fmigen runtime: the numerical kernels the generated model calls -- LU
  * with partial pivoting, atan2, polynomial roots.
  *
- * Definitions, not declarations (those are in fmigen_runtime.h): a header
+ * Definitions, not declarations (those are in fmigen_kernels.h): a header
  * so that an importer compiling every .c of sources/ does not compile it on
- * its own.  fmigen_core.c includes it, and so does fmigen_model_avx.c,
- * which compiles it with model.c for processors with AVX (its copies end in
- * _avx, fmigen_names.h): the five-link spends a sixth of its step in the LU
- * below. */
+ * its own.  In a source FMU fmigen_core.c includes it, and so does
+ * fmigen_model_avx.c, which compiles it with model.c for processors with
+ * AVX (its copies end in _avx, fmigen_names.h): the five-link spends a
+ * sixth of its step in the LU below.  A binary build compiles it in
+ * fmigen_kernels.c instead, once for every model (FMIGEN_SHARED_KERNELS,
+ * fmigen_names.h): nothing here reads a model's sizes, so it includes
+ * fmigen_kernels.h, not fmigen_runtime.h. */
 #ifndef FMIGEN_NUMERIC_H
 #define FMIGEN_NUMERIC_H
 #include <float.h>
-#include "fmigen_runtime.h"
+#include "fmigen_kernels.h"
 
 /* LU with partial pivoting of the n×n row-major A in place (piv: the row
  * swaps); 1 when A is singular (a pivot not above 1e-13 of its largest

@@ -6,7 +6,8 @@ Every formulation goes through the same pipeline and codegen (only the
 formulations, the ``FMIGEN_FORMULATION`` macros in model_config.h), is
 compiled as the FMU's binary is (-O2, and on x86-64 Linux the model's AVX
 copy, which runs where the processor has AVX) together with the FMU's runtime
-(``runtime/fmigen_core.c``, ``runtime/fmigen_augmented.c``) and the native
+(``runtime/fmigen_core.c``, ``runtime/fmigen_augmented.c``, the numerical
+kernels' unit ``runtime/fmigen_kernels.c`` and its AVX copy) and the native
 harness ``runtime/bench_harness.c`` (no FMI layer, no ctypes, no fmpy), and
 runs the
 paper's experiment: explicit Euler, h = 1 ms, 3 s, the mechanism's default
@@ -170,7 +171,8 @@ def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, 
     every solve takes a path it otherwise rarely takes; ``avx``: link the
     model's AVX copy, as a binary FMU does (default: where the FMU would,
     unless ``opt`` is given: a rebuild with its own flags has one copy)."""
-    from fmigen.fmi.fmu import AVX_FLAGS, AVX_SOURCE, START_SOURCE, avx_variant
+    from fmigen.fmi.fmu import (AVX_FLAGS, AVX_KERNEL_FLAGS, AVX_SOURCE, KERNELS_SOURCE, SHARED_KERNELS,
+                                START_SOURCE, avx_variant, realtime_config)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "model.c").write_text(gen.model_c)
     # the start values apart, as in the FMU: both model copies read them
@@ -182,12 +184,21 @@ def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, 
     if avx is None:
         avx = not opt and avx_variant(cc)
     includes = [f"-I{workdir}", f"-I{RUNTIME_DIR}"]
-    extra = []
+    # the numerical kernels in their own unit, as compile_shared builds them
+    # (in fmigen_core.c for a realtime build, whose caps they read)
+    shared = not realtime_config(workdir / "model_config.h")
+    if shared:
+        defs.append(SHARED_KERNELS)
+    extra = [str(RUNTIME_DIR / KERNELS_SOURCE)] if shared else []
     if avx:
-        # the model's AVX copy, as compile_shared builds it
+        # the model's AVX copy and its kernels', as compile_shared builds them
         defs.append("-DFMIGEN_AVX_DISPATCH=1")
-        extra = [str(workdir / "model_avx.o")]
-        _run_cc([cc, *flags, *defs, *includes, *AVX_FLAGS, "-c", str(RUNTIME_DIR / AVX_SOURCE), "-o", extra[0]])
+        extra.append(str(workdir / "model_avx.o"))
+        _run_cc([cc, *flags, *defs, *includes, *AVX_FLAGS, "-c", str(RUNTIME_DIR / AVX_SOURCE), "-o", extra[-1]])
+        if shared:
+            extra.append(str(workdir / "kernels_avx.o"))
+            _run_cc([cc, *flags, *defs, *includes, *AVX_FLAGS, *AVX_KERNEL_FLAGS, "-c",
+                     str(RUNTIME_DIR / KERNELS_SOURCE), "-o", extra[-1]])
     _run_cc([cc, *flags, *defs, *includes, str(workdir / "model.c"), str(workdir / START_SOURCE), *extra,
              str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "fmigen_augmented.c"),
              str(RUNTIME_DIR / "bench_harness.c"), "-lm", "-o", str(exe)])
