@@ -33,7 +33,10 @@ Modelica instead of C:
   what earlier blocks solved, as the C runtime does), the mass matrix M and
   forces F in the coordinates, and the embedded ODE (Bᵀ M B) q̈_i = Bᵀ (F −
   M a_c); these linear systems are equations (Φ_bb v_b = ..., (Bᵀ M B) q̈_i
-  = ...) that the Modelica tool solves; the Newton steps inside the block
+  = ...) that the Modelica tool solves, every one written as scalar rows
+  (M only at its structurally nonzero entries, M B and M a_c through them):
+  a tool that lowers an array equation row by row re-evaluates its whole
+  right-hand side per row, as rumoca does; the Newton steps inside the block
   functions solve theirs by Gaussian elimination with partial pivoting (a
   generated function per size);
 * tunable parameters as ``parameter Real``; structural ones (geometry, baked
