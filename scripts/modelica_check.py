@@ -2,7 +2,8 @@
 """The Modelica export of a mechanism, simulated by rumoca, against its FMU.
 
 For the mechanisms whose rumoca simulation is too slow for the test suite
-(tests/test_modelica.py simulates the four-bar and the slider-crank): exports
+(tests/test_modelica.py simulates the four-bar, the slider-crank, the Stewart
+platform and the five-link; this checks the Stephenson III six-bar): exports
 MECH (``fmigen export-modelica``), loads it in rumoca (balance), simulates it
 to --stop-time with rumoca's explicit solver at rtol 1e-11, builds the FMU of
 the same derivation (rk4, 1e-4 internal step) and prints the largest

@@ -33,7 +33,10 @@ Modelica instead of C:
   what earlier blocks solved, as the C runtime does), the mass matrix M and
   forces F in the coordinates, and the embedded ODE (Bᵀ M B) q̈_i = Bᵀ (F −
   M a_c); these linear systems are equations (Φ_bb v_b = ..., (Bᵀ M B) q̈_i
-  = ...) that the Modelica tool solves; the Newton steps inside the block
+  = ...) that the Modelica tool solves, every one written as scalar rows
+  (M only at its structurally nonzero entries, M B and M a_c through them):
+  a tool that lowers an array equation row by row re-evaluates its whole
+  right-hand side per row, as rumoca does; the Newton steps inside the block
   functions solve theirs by Gaussian elimination with partial pivoting (a
   generated function per size);
 * tunable parameters as ``parameter Real``; structural ones (geometry, baked
@@ -608,16 +611,27 @@ def _variables(mech, dae, I, names, start, predictor_period) -> list[str]:
     return lines
 
 
+def _scalar_rows(lhs_rows, rhs) -> list[str]:
+    """One scalar equation per row, ``Σ_c J[r, c]·x_c = rhs_r`` (``lhs_rows``
+    the products' terms already printed).  Why not ``J * x = b``: rumoca
+    0.10.2 lowers an array equation once per scalar row and re-lowers the
+    whole right-hand side array each time, so array equations cost the
+    square of their size in its setup (docs/modelica.md)."""
+    return [f"    {' + '.join(terms) if terms else '0.0'} = {r};" for terms, r in zip(lhs_rows, rhs)]
+
+
 def _block_velocity_equations(emb, tri, names):
     """(declarations, equations) of the per-block solves.  Φ_d is
     block-triangular (the blocks in solving order): the velocities, the
     columns of B and the dependent accelerations block by block, each from
-    its diagonal block Φ_bb and what earlier blocks solved."""
+    its diagonal block Φ_bb and what earlier blocks solved; every equation
+    scalar (``_scalar_rows``)."""
     dae, I, f = emb.dae, list(emb.independent), emb.f
     lines = ["    // per block b: Φ_bb v_b = −(Φ_t,b + Σ_known Φ_bj v_j), Φ_bb B_b = −Σ_known Φ_bj B_j, "
              "Φ_bb a_c,b = γ_b − Σ_known Φ_bj a_c,j"]
     decls = []
     m, vn = names, names.vn
+    B, ac = _embedding_columns(emb, tri)
     for bi, solved_block in enumerate(tri.blocks):
         U, E, K = solved_block.block.unknowns, solved_block.block.equations, solved_block.block.knowns
         nb = len(U)
@@ -625,42 +639,75 @@ def _block_velocity_equations(emb, tri, names):
         decls += [f"    Real {jb}[{nb}, {nb}] \"Φ_q of block {bi + 1}, its unknowns' columns\";",
                   f"    Real fmigen_B{bi + 1}[{nb}, {f}] \"rows of B of block {bi + 1}\";",
                   f"    Real fmigen_a{bi + 1}[{nb}] \"a_c of block {bi + 1}\";"]
-        lines.append(f"    {jb} = {_matrix([[m(emb.Phi_q[e, i]) for i in U] for e in E])};")
+        lines += [f"    {jb}[{r + 1}, {c + 1}] = {m(emb.Phi_q[e, i])};" for r, e in enumerate(E) for c, i in enumerate(U)]
+
+        def rows(x):
+            return [[f"{jb}[{r + 1}, {c + 1}]*{x(i)}" for c, i in enumerate(U)] for r in range(nb)]
+
         vel = [emb.Phi_t[e] + sum((emb.Phi_q[e, j] * dae.v_sym[j] for j in K), sp.S.Zero) for e in E]
-        lines.append(f"    {jb} * {{{', '.join(vn[i] for i in U)}}} = -{{{', '.join(m(x) for x in vel)}}};")
-        Bsym = lambda j, k: (sp.S.One if I.index(j) == k else sp.S.Zero) if j in I else \
-            sp.Symbol(f"fmigen_B[{j + 1}, {k + 1}]")  # noqa: E731
-        rhs = [[m(sum((emb.Phi_q[e, j] * Bsym(j, k) for j in K), sp.S.Zero)) for k in range(f)] for e in E]
-        lines.append(f"    {jb} * fmigen_B{bi + 1} = -{_matrix(rhs)};")
-        acc = [emb.gamma[e] - sum((emb.Phi_q[e, j] * sp.Symbol(f"fmigen_ac[{j + 1}]") for j in K if j not in I),
-                                  sp.S.Zero) for e in E]
-        lines.append(f"    {jb} * fmigen_a{bi + 1} = {{{', '.join(m(x) for x in acc)}}};")
+        lines += _scalar_rows(rows(lambda i: vn[i]), [f"-({m(x)})" for x in vel])
+        for k in range(f):
+            rhs = [sum((emb.Phi_q[e, j] * B[j][k] for j in K), sp.S.Zero) for e in E]
+            lines += _scalar_rows(rows(lambda i: str(B[i][k])), [f"-({m(x)})" for x in rhs])
+        acc = [emb.gamma[e] - sum((emb.Phi_q[e, j] * ac[j] for j in K if j not in I), sp.S.Zero) for e in E]
+        lines += _scalar_rows(rows(lambda i: str(ac[i])), [m(x) for x in acc])
     return decls, lines
 
 
-def _ode_equations(emb, tri, names) -> list[str]:
-    """B and a_c assembled from the blocks' rows, M, F and the embedded ODE
-    (Bᵀ M B) q̈_i = Bᵀ (F − M a_c), and the outputs."""
-    dae, I, f, n = emb.dae, list(emb.independent), emb.f, emb.dae.n
-    m = names
+def _embedding_columns(emb, tri):
+    """B (n×f, rows of lists) and a_c (n) as sympy entries: 1 and 0 at the
+    independent coordinates, and each dependent coordinate's entries the
+    variables of its block (``fmigen_B<b>[r, k]``, ``fmigen_a<b>[r]``)."""
+    I, f, n = list(emb.independent), emb.f, emb.dae.n
     where = {i: (bi, k) for bi, solved_block in enumerate(tri.blocks) for k, i in enumerate(solved_block.block.unknowns)}
-    rows_B, rows_ac = [], []
+    B, ac = [], []
     for i in range(n):
         if i in I:
-            rows_B.append(["1.0" if I.index(i) == k else "0.0" for k in range(f)])
-            rows_ac.append("0.0")
+            B.append([sp.S.One if I.index(i) == k else sp.S.Zero for k in range(f)])
+            ac.append(sp.S.Zero)
         else:
             bi, r = where[i]
-            rows_B.append([f"fmigen_B{bi + 1}[{r + 1}, {k + 1}]" for k in range(f)])
-            rows_ac.append(f"fmigen_a{bi + 1}[{r + 1}]")
-    lines = ["    // the embedded ODE: (Bᵀ M B) q̈_i = Bᵀ (F − M a_c)",
-             f"    fmigen_B = {_matrix(rows_B)};",
-             f"    fmigen_ac = {{{', '.join(rows_ac)}}};",
-             f"    fmigen_M = {_matrix([[m(emb.M[r, c]) for c in range(n)] for r in range(n)])};",
-             f"    fmigen_F = {{{', '.join(m(emb.F[r]) for r in range(n))}}};",
-             "    fmigen_Mr = transpose(fmigen_B) * fmigen_M * fmigen_B;",
-             "    fmigen_h = transpose(fmigen_B) * (fmigen_F - fmigen_M * fmigen_ac);",
-             f"    fmigen_Mr * {{{', '.join(names.an[i] for i in I)}}} = fmigen_h;"]
+            B.append([sp.Symbol(f"fmigen_B{bi + 1}[{r + 1}, {k + 1}]") for k in range(f)])
+            ac.append(sp.Symbol(f"fmigen_a{bi + 1}[{r + 1}]"))
+    return B, ac
+
+
+def _mass_entry(r, c) -> str:
+    """The model's variable of the mass matrix entry M[r, c] (0-based),
+    declared only where M is structurally nonzero."""
+    return f"fmigen_M_{r + 1}_{c + 1}"
+
+
+def _ode_equations(emb, tri, names) -> list[str]:
+    """The embedded ODE (Bᵀ M B) q̈_i = Bᵀ (F − M a_c) in scalar equations:
+    the structurally nonzero entries of M, the forces F, M B and M a_c
+    through those entries only, Bᵀ M B and Bᵀ (F − M a_c), then the
+    independent accelerations row by row; and the outputs."""
+    dae, I, f, n = emb.dae, list(emb.independent), emb.f, emb.dae.n
+    m = names
+    B, ac = _embedding_columns(emb, tri)
+    nonzero = [[c for c in range(n) if emb.M[r, c] != 0] for r in range(n)]
+    lines = ["    // the embedded ODE: (Bᵀ M B) q̈_i = Bᵀ (F − M a_c)"]
+    lines += [f"    {_mass_entry(r, c)} = {m(emb.M[r, c])};" for r in range(n) for c in nonzero[r]]
+    lines += [f"    fmigen_F[{r + 1}] = {m(emb.F[r])};" for r in range(n)]
+
+    def dot(row, column):   # Σ_j M[r, j]·x_j over M's nonzero entries of row r
+        terms = [f"{_mass_entry(row, j)}*{mo(column[j])}" for j in nonzero[row] if column[j] != 0]
+        return " + ".join(terms) if terms else "0.0"
+
+    for r in range(n):
+        for k in range(f):
+            lines.append(f"    fmigen_MB[{r + 1}, {k + 1}] = {dot(r, [B[j][k] for j in range(n)])};")
+        lines.append(f"    fmigen_Mac[{r + 1}] = {dot(r, ac)};")
+    for a in range(f):
+        rows = [r for r in range(n) if B[r][a] != 0]
+        for b in range(f):
+            lines.append(f"    fmigen_Mr[{a + 1}, {b + 1}] = "
+                         f"{' + '.join(f'{mo(B[r][a])}*fmigen_MB[{r + 1}, {b + 1}]' for r in rows) or '0.0'};")
+        lines.append(f"    fmigen_h[{a + 1}] = "
+                     f"{' + '.join(f'{mo(B[r][a])}*(fmigen_F[{r + 1}] - fmigen_Mac[{r + 1}])' for r in rows) or '0.0'};")
+    lines += _scalar_rows([[f"fmigen_Mr[{a + 1}, {b + 1}]*{names.an[i]}" for b, i in enumerate(I)] for a in range(f)],
+                          [f"fmigen_h[{a + 1}]" for a in range(f)])
     lines += [f"    {names.on[name]} = {m(expr)};" for name, expr in dae.outputs.items()]
     return lines
 
@@ -703,10 +750,11 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
             "    discrete Real fmigen_ts(start = 0.0, fixed = true) \"the last sample's time\";",
             f"    Real fmigen_pred[{nd}] \"the dependent coordinates predicted from the last sample\";",
         ]
-    lines += [f"    Real fmigen_B[{n}, {f}] \"q̇ = B q̇_i + c\";",
-              f"    Real fmigen_ac[{n}] \"a_c = [Φ_d⁻¹ γ ; 0]\";",
-              f"    Real fmigen_M[{n}, {n}] \"mass matrix\";",
-              f"    Real fmigen_F[{n}] \"forces\";",
+    lines += [f"    Real {_mass_entry(r, c)} \"mass matrix entry\";"
+              for r in range(n) for c in range(n) if emb.M[r, c] != 0]
+    lines += [f"    Real fmigen_F[{n}] \"forces\";",
+              f"    Real fmigen_MB[{n}, {f}] \"M B (q̇ = B q̇_i + c)\";",
+              f"    Real fmigen_Mac[{n}] \"M a_c (a_c = [Φ_d⁻¹ γ ; 0])\";",
               f"    Real fmigen_Mr[{f}, {f}] \"Bᵀ M B\";",
               f"    Real fmigen_h[{f}] \"Bᵀ (F − M a_c)\";"]
     if nd:
@@ -717,8 +765,10 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
         lines += [f"    der({names.qn[i]}) = {names.vn[i]};", f"    der({names.vn[i]}) = {names.an[i]};"]
     if nd:
         lines += ["    // the branch predictor: the last sample, moved on by its velocity",
-                  "    fmigen_pred = pre(fmigen_qs) + pre(fmigen_vs) * (time - pre(fmigen_ts));",
+                  *[f"    fmigen_pred[{k}] = pre(fmigen_qs[{k}]) + pre(fmigen_vs[{k}]) * (time - pre(fmigen_ts));"
+                    for k in range(1, nd + 1)],
                   "    when sample(0, predictorPeriod) then",
+                  # arrays: rumoca takes no element of a discrete array as a when equation's target
                   f"      fmigen_qs = {{{', '.join(names.qn[i] for i in D)}}};",
                   f"      fmigen_vs = {{{', '.join(names.vn[i] for i in D)}}};",
                   "      fmigen_ts = time;",
