@@ -257,14 +257,24 @@ ALONE = {"test_masters.py::test_libcosim_runs_the_full_vehicle_like_fmpy"}
 #: tests of a SPLIT file that stay together, by the name of their unit
 TOGETHER = {"test_joint_model.py::test_five_link_joints_matches_five_link": "five_link_joints",
             "test_joint_model.py::test_five_link_joints_validates_against_both_references": "five_link_joints"}
+#: units across files, by name: a test or a whole file listed here runs on
+#: the worker of the others with the same name, in collection order, so the
+#: first derives their common FMU and the rest package it from the cache
+#: (the full vehicle: a cold derivation of minutes, which two workers would
+#: otherwise both make at once)
+SHARED = {"test_masters.py::test_libcosim_runs_the_full_vehicle_like_fmpy": "vehicle",
+          "test_examples.py": "vehicle"}
 
 
 def work_unit(nodeid: str) -> str:
     """The xdist work unit of a test: its file (``--dist loadfile``), but a
-    test of a SPLIT file or in ALONE is one of its own, and TOGETHER's
-    tests share one."""
+    test of a SPLIT file or in ALONE is one of its own, TOGETHER's
+    tests share one, and SHARED's one across files."""
     path, _, test = nodeid.partition("::")
     key = f"{Path(path).name}::{test.split('[')[0]}"
+    shared = SHARED.get(key, SHARED.get(Path(path).name))
+    if shared:
+        return f"shared::{shared}"
     if key in TOGETHER:
         return f"{path}::{TOGETHER[key]}"
     if Path(path).name in SPLIT or key in ALONE:
