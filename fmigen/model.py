@@ -566,17 +566,29 @@ class Mechanism:
         # vehicle).  Bodies off the base get theirs in u as in the world case,
         # all computed before any is set.
         off_base = [(b.frame, b.frame.ang_vel_in(N).xreplace(to_u)) for b in self.bodies if b.com_in_base is None]
-        B.set_ang_vel(N, omega)
-        for frame, w in off_base:
-            frame.set_ang_vel(N, w)
-        for k, ((point, force), rel) in enumerate(zip(self.point_forces, self.point_forces_in_base)):
-            if rel is None:
-                loads.append((place(point, None, f"F_{k}"), self._vec(force)))
-            else:
-                loads.append((place(point, rel[0], f"F_{k}"), in_base(rel[1])))
-        kane = me.KanesMethod(N, q_ind=q, u_ind=u, kd_eqs=kd, kd_eqs_solver=_identity_solver)
-        kane.kanes_equations(bodies, loads)
-        Mt, Ft = kane.mass_matrix, kane.forcing
+        # The speeds are set on the mechanism's own frames for Kane only, and
+        # put back after: the frames describe the mechanism (the derived-model
+        # cache's key reads their angular velocities), and a key that changed
+        # with the derivation filed each cold build's entry where no later
+        # lookup finds it.
+        frames = [N, B, *(frame for frame, _ in off_base)]
+        described = {frame: dict(frame._ang_vel_dict) for frame in frames}
+        try:
+            B.set_ang_vel(N, omega)
+            for frame, w in off_base:
+                frame.set_ang_vel(N, w)
+            for k, ((point, force), rel) in enumerate(zip(self.point_forces, self.point_forces_in_base)):
+                if rel is None:
+                    loads.append((place(point, None, f"F_{k}"), self._vec(force)))
+                else:
+                    loads.append((place(point, rel[0], f"F_{k}"), in_base(rel[1])))
+            kane = me.KanesMethod(N, q_ind=q, u_ind=u, kd_eqs=kd, kd_eqs_solver=_identity_solver)
+            kane.kanes_equations(bodies, loads)
+            Mt, Ft = kane.mass_matrix, kane.forcing
+        finally:
+            for frame, velocities in described.items():
+                frame._ang_vel_dict.clear()
+                frame._ang_vel_dict.update(velocities)
         # back to q̇.  T is the identity off the base's six coordinates, so
         # only their rows and columns change (a dense n×n product would cost
         # n³ symbolic operations: minutes for a vehicle's 74 coordinates)

@@ -423,3 +423,21 @@ def test_a_body_is_not_taken_where_the_start_changes_it(cache, tmp_path, monkeyp
     assert w["sources/model.c"] != a_crank["sources/model.c"]
     c, _ = _cold(tmp_path, monkeypatch, _double_crank(np.pi / 2 + 0.3), "crank")
     assert [n for n in c if w[n] != c[n]] == [] and sorted(w) == sorted(c)
+
+
+def test_deriving_a_floating_base_leaves_its_key_as_it_was():
+    """The floating base's equations set its frames' speeds for Kane's
+    method; the frames are part of the mechanism's description, and the
+    derived-model key reads them.  Before they were put back, a cold build
+    filed its entry under the key of the derived mechanism, which no later
+    lookup (made before deriving) computes: every new process derived
+    again (the vehicle's suite tests, 80 s of CPU)."""
+    from test_joint_model import floating_system
+    from fmigen.build.pipeline import derivation_options, prepare_mechanism
+    from fmigen.derive.cache_key import key_text
+    mech = prepare_mechanism(floating_system(), lambda m: None, True)
+    assert mech.floating_base is not None
+    options = derivation_options(None, "groebner", None, "auto")
+    described = key_text(mech, options)
+    mech.equations_of_motion()
+    assert key_text(mech, options) == described
