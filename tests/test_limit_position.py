@@ -356,3 +356,26 @@ def test_three_coordinates_python_runtime_stops_where_the_c_fmu_does(tmp_path):
     assert rp["time"][-1] == rc["time"][-1]
     assert abs(rp["C"] - rc["C"]).max() <= 1e-9
     _assert_fold_message(next(m for m in messages if "limit position" in m))
+
+
+def test_three_coordinates_recursive_dynamics_discard_where_the_embedded_build_does(tmp_path, capsys):
+    """The recursive elimination never forms Φ_d⁻¹Φ_i: its loop blocks'
+    Φ_ED⁻¹Φ_EN in unit scales (codegen_recursive.accelerations) feed the
+    limit test instead.  Built with ``dynamics="recursive"`` the loaded
+    five-bar stops at the same step as the embedded build, within
+    validate's tolerance of the IDA and Cartesian references up to there;
+    before, the recursive build had no test and ran on to 1 s with OK."""
+    from fmigen.verify.validate import validate
+    mech = prepare_mechanism(five_bar_with_load())
+    builds = {dyn: compile_model(mech, dynamics=dyn) for dyn in ("embedded", "recursive")}
+    assert builds["recursive"].generated.macros.get("FMIGEN_DYNAMICS_RECURSIVE")
+    paths = {dyn: fmu_mod.package(c.embedding, c.generated, tmp_path / f"fold3_{dyn}.fmu", fmi="2", kind="cs",
+                                  windows=False, use_cache=True) for dyn, c in builds.items()}
+    runs = {dyn: simulate_fmu(str(p), stop_time=1.0, output_interval=1e-3, output=["theta1", "C", "psi"])
+            for dyn, p in paths.items()}
+    assert runs["recursive"]["time"][-1] == runs["embedded"]["time"][-1]
+    capsys.readouterr()
+    r = validate(five_bar_with_load(), stop_time=1.0, output_interval=1e-3, existing_fmu=paths["recursive"])
+    text = capsys.readouterr().err
+    assert "psi=" in text
+    _stops_ahead_of_the_fold_within_the_references(r, text, ["theta1", "theta2", "psi"], t_lo=0.72)

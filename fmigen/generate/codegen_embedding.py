@@ -548,9 +548,10 @@ class _RightHandSide:
         independent coordinates, where the runtime could get it only by
         solving with Φ_d once per independent coordinate: here X is formed
         anyway (or, blockwise, each block's inverse A_b, X_b = A_b Φ_i,b).
-        None (no test) for one or two independent coordinates (the runtime
-        measures those itself) and for the recursive elimination, which
-        never forms X."""
+        None (no test here) for one or two independent coordinates (the
+        runtime measures those itself) and for the recursive elimination,
+        which never forms X (its loop blocks' norm stands in:
+        accelerations)."""
         f, ind, s = self.emb.f, self.ind, self.scales
         if f <= 2 or self.dynamics == "recursive":
             return None
@@ -628,7 +629,10 @@ class _RightHandSide:
                 Mn[(k, i)] = Mn[(i, k)]
         Fn, Fu = self.forces(code)
         if self.dynamics == "recursive":
-            recursive.accelerations(code, self.blocks, inv, Jn, Gn, Mn, Fn, Fu, ind, dae.n)
+            # more than two independent coordinates: the limit test's norm
+            # from the loop blocks (the runtime measures one or two itself)
+            self.limit_norm[blockwise] = recursive.accelerations(code, self.blocks, inv, Jn, Gn, Mn, Fn, Fu, ind, dae.n,
+                                                                 self.scales if f > 2 else None)
             return
         ac = self.solve(code, Jn, inv, Gn, "ac_")
         # res = F − M a_c (every coordinate: r̄ = Bᵀ res reads them all)

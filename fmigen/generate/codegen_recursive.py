@@ -65,6 +65,10 @@ Velocity stage: v_d from Φ_d v_d = −(Φ_i v_i + Φ_t) by block forward
 substitution over the same factored blocks — O(non-zeros of Φ_d), never
 X = Φ_d⁻¹Φ_i.
 
+Limit test: with more than two independent coordinates pass 1 also sums
+every loop block's ‖H‖_F² in unit scales, which the runtime's limit test
+reads in place of the embedding's ‖Φ_d⁻¹Φ_i‖_F² (``accelerations``).
+
 Not covered: a mechanism whose M' loses positive definiteness at run time
 (a massless independent chain) returns 2 like the embedding's LDLᵀ; one
 that is structurally singular (an independent coordinate with no mass left
@@ -268,18 +272,16 @@ def elimination_order(n, blocks, mass_pattern, rows_pattern, independent):
     return order
 
 
-def accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, independent, n):
+def accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, independent, n, scales=None):
     """Emit q̈_i into qdd[]: the elimination of the module docstring.
     ``Jn`` {(row, col): name} the C names of Φ_q, ``Gn`` of γ, ``Mn`` of M
     (both triangles), ``Fn``/``Fu`` the forces without and with the
-    inputs, ``inv[bi](rhs, tag)`` the factored diagonal block bi of Φ_d."""
+    inputs, ``inv[bi](rhs, tag)`` the factored diagonal block bi of Φ_d.
+    With ``scales`` returns the limit test's norm (``_limit_norm``)."""
     # M's structural non-zeros only: an entry the model's code found zero
     # (codegen_embedding's stage: zero once sin² + cos² = 1) is None there,
     # and would count as a coupling and be emitted as a factor
-    M = {}
-    for (r, s), name in Mn.items():
-        if name is not None:
-            M[_key(r, s)] = name
+    M = {_key(r, s): name for (r, s), name in Mn.items() if name is not None}
     rows = {}
     for (j, i), name in Jn.items():
         rows.setdefault(j, {})[i] = name
@@ -384,10 +386,26 @@ def accelerations(code, blocks, inv, Jn, Gn, Mn, Fn, Fu, independent, n):
             store(new)
             steps.append(("coordinate", i, dinv, S, Mis, lo))
 
+    norm = _limit_norm(code, steps, scales) if scales is not None else None
     # ---- pass 2: the right-hand side F, γ through the same eliminations
     record = _reduce_right_hand_side(code, steps, blocks, inv, Gn, Fn, Fu)
     # ---- pass 3: back substitution, the root first
     _back_substitute(code, steps, record, independent)
+    return norm
+
+
+def _limit_norm(code, steps, scales) -> str:
+    """The name of Σ_b ‖H̃_b‖_F², every loop block's H = Φ_ED⁻¹Φ_EN of
+    pass 1 in unit scales (``scales`` by coordinate), for the run-time
+    limit test (fmigen_core.c, core_limit): the stand-in for the
+    embedding's ‖X̃‖_F², which this elimination never forms.  At a fold of
+    the partition one block's Φ_ED turns singular and its H grows like
+    1/|t − t*|; elsewhere every H is a bounded product of regular blocks'
+    inverses and constraint rows."""
+    terms = [f"{float(scales[r] / scales[d]) ** 2!r}*{H[r][b]}*{H[r][b]}"
+             for _, _, unk, N, _, H, *_ in (s for s in steps if s[0] == "block")
+             for r in N for b, d in enumerate(unk) if H[r][b] is not None]
+    return code.let("limn", " + ".join(terms) or "0.0")
 
 
 def _reduce_right_hand_side(code, steps, blocks, inv, Gn, Fn, Fu) -> list:
