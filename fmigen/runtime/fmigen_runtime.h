@@ -247,10 +247,13 @@ extern const FmigenPartition fmigen_partitions[];
  * bounded.  There the test measures ‖B‖ itself (its Frobenius norm in unit
  * scales, one more solve with Φ_d), and |v_d| / ‖B‖ takes the place of
  * max|v_i|: it falls like |t − t*| at a fold, and stays put where B rises
- * from zero (v_d rises with it).  With more, the exact norm needs NI − 1
- * solves per step, and an estimate on a plane of them changes with the
- * direction of motion, which a test two steps apart cannot tell from a
- * limit: no test (the kinematics stops at a limit). */
+ * from zero (v_d rises with it).  With more, the exact norm would need
+ * NI − 1 solves per step, and an estimate on a plane of them changes with
+ * the direction of motion, which a test two steps apart cannot tell from a
+ * limit; instead the generated dynamics leaves the norm in the work slot
+ * FMIGEN_LIMIT_SLOT from what it forms anyway (embedded: ‖X̃‖_F²;
+ * recursive: the blocks' Σ‖H_b‖_F²).  Not covered: coordinate switching
+ * with more than two (the kinematics stops at a limit). */
 #ifndef FMIGEN_LIMIT_GAIN
 #define FMIGEN_LIMIT_GAIN 2.0
 #endif
@@ -298,9 +301,10 @@ void fmigen_event_indicators(double t, const double *q, const double *v, const d
 #endif
 #define FMIGEN_NX (FMIGEN_FORMULATION ? 2 * NQ : 2 * NI)
 #define FMIGEN_SWITCHING (NPART > 1 && !FMIGEN_KINEMATIC && !FMIGEN_FORMULATION)
-/* where the embedding's prepare leaves ‖Φ_d⁻¹Φ_i‖² in unit scales for the
+/* where the generated dynamics leaves ‖Φ_d⁻¹Φ_i‖² in unit scales for the
  * limit test with more than two independent coordinates
- * (codegen_embedding.py, _RightHandSide.norm); -1: it does not */
+ * (codegen_embedding.py, _RightHandSide.norm; codegen_recursive.py,
+ * _limit_norm); -1: it does not */
 #ifndef FMIGEN_LIMIT_SLOT
 #define FMIGEN_LIMIT_SLOT (-1)
 #endif
