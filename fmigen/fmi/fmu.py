@@ -70,11 +70,6 @@ SHARED_KERNELS = "-DFMIGEN_SHARED_KERNELS=1"
 #: the kernels' AVX copy (for the model's: its names end in _avx)
 AVX_KERNEL_FLAGS = ["-DFMIGEN_MODEL_VARIANT=1"]
 
-
-def realtime_config(config_h: Path) -> bool:
-    """Whether a model_config.h is a realtime build's (it defines the
-    caps the kernels' loops read, so the kernels cannot be shared)."""
-    return config_h.exists() and "#define FMIGEN_REALTIME " in config_h.read_text()
 #: its flags beside CFLAGS, last (after any caller's flags).  AVX, not FMA,
 #: and no contraction whatever the compiler's default: the same bits as the
 #: SSE2 copy (fmigen_runtime.h, FMIGEN_MODEL_FN).  Without gcc's vectorizer, whose
@@ -130,6 +125,12 @@ class Interface:
     @property
     def f(self) -> int:
         return len(self.independent)
+
+
+def realtime_config(config_h: Path) -> bool:
+    """Whether a model_config.h is a realtime build's (it defines the
+    caps the kernels' loops read, so the kernels cannot be shared)."""
+    return config_h.exists() and "#define FMIGEN_REALTIME " in config_h.read_text()
 
 
 def model_description(iface: Interface, gen: GeneratedModel, table: VariableTable, kind: str = "cs",
