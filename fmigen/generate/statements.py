@@ -165,14 +165,13 @@ def table_function(name, signature, polys, used):
     sets a[i] to polys[i] at the generators ``used`` through
     ``poly_table``'s tables, static arrays <name>_monomials, _counts, _terms
     and _coefficients."""
-    bare = name
     n_monomials, pairs, counts, terms, coefficients = poly_table(polys, used)
     arrays = {"monomials": ("int", [str(k) for k in pairs]), "counts": ("int", [str(k) for k in counts]),
               "terms": ("int", [str(k) for k in terms]),
               "coefficients": ("double", [repr(c) for c in coefficients])}
     values = [f"    v[{1 + u}] = {g};" for u, g in enumerate(used)]
-    return ("".join(_table(ctype, f"{bare}_{what}", vals) for what, (ctype, vals) in arrays.items())
+    return ("".join(_table(ctype, f"{name}_{what}", vals) for what, (ctype, vals) in arrays.items())
             + f"{signature.replace('void ', 'void FMIGEN_NOINLINE ', 1)}\n{{\n"
             + f"    double v[{1 + len(used) + n_monomials}];\n    v[0] = 1.0;\n" + "\n".join(values) + "\n"
-            + f"    fmigen_poly_table(v, {1 + len(used)}, {n_monomials}, {bare}_monomials, {len(polys)}, "
-            + f"{bare}_counts, {bare}_terms, {bare}_coefficients, a);\n}}\n")
+            + f"    fmigen_poly_table(v, {1 + len(used)}, {n_monomials}, {name}_monomials, {len(polys)}, "
+            + f"{name}_counts, {name}_terms, {name}_coefficients, a);\n}}\n")
