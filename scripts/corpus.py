@@ -337,8 +337,8 @@ def _run_case(case, stop_time):
         out["seconds"] = round(time.time() - t0, 1)
         return out
     except Exception as e:  # a defect: keep where it came from
-        solved_block = traceback.extract_tb(e.__traceback__)
-        inner = solved_block[-1] if solved_block else None
+        frames = traceback.extract_tb(e.__traceback__)
+        inner = frames[-1] if frames else None
         where = f"{Path(inner.filename).name}:{inner.lineno} in {inner.name}" if inner else "?"
         out.update(outcome="traceback", message=f"{type(e).__name__}: {e}", where=where,
                    traceback=traceback.format_exc()[-4000:])
