@@ -120,3 +120,24 @@ def test_a_motion_needing_more_iterations_than_the_cap_discards(fmus, tmp_path):
     assert len(discard_rt) == 1 and "realtime build's cap (Newton " in discard_rt[0], log_rt
     discard_default = [m for st, m in log_default if st == 2]
     assert len(discard_default) == 1 and "realtime" not in discard_default[0], log_default
+
+
+def test_a_realtime_build_compiles_the_kernels_with_its_model(tmp_path, monkeypatch, compiled_sources):
+    """A binary build compiles the numerical kernels once for every model
+    (runtime/fmigen_kernels.c, without any model's header).  Their loops
+    (the polynomial root's Newton and Aberth) read a realtime build's caps
+    from its model_config.h, so a realtime build must compile them with
+    its model, in fmigen_core.c: from the shared unit they would run to the
+    global caps.  The default build of the same model does take the shared
+    unit.  (The object cache is empty, so every unit a build uses is
+    compiled and recorded.)"""
+    from fmigen.build.pipeline import build_fmu
+    from fmigen.kinematics import groebner
+    from fmigen.tools.bench import realtime_caps
+    monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
+    build_fmu("fourbar", tmp_path / "realtime.fmu", windows=False, realtime=realtime_caps)
+    assert "fmigen_core.c" in compiled_sources and "fmigen_kernels.c" not in compiled_sources, compiled_sources
+    assert "#define FMIGEN_REALTIME_ABERTH" in _member(tmp_path / "realtime.fmu", "sources/model_config.h")
+    compiled_sources.clear()
+    build_fmu("fourbar", tmp_path / "default.fmu", windows=False)
+    assert "fmigen_kernels.c" in compiled_sources, compiled_sources
