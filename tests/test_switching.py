@@ -41,6 +41,44 @@ def test_cs_switches_to_the_crank_and_logs_it(slider_fmus):
     assert np.min(r["x"]) == pytest.approx(np.sqrt(0.4**2 - 0.05**2), abs=1e-3)
 
 
+def test_a_switching_doStep_logs_nothing_and_the_next_call_reports_the_switch(slider_fmus, tmp_path):
+    """Nothing is formatted or logged inside a doStep that succeeds: the
+    switch is recorded and its event (the same text as fmpy's run above
+    gets) reaches the logger from the next call, here the GetReal after
+    the step, with the set and count of that step."""
+    from fmpy.fmi2 import fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
+    cs, _ = slider_fmus
+    md = fmpy.read_model_description(str(cs))
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    calls, now = [], ["instantiate"]
+
+    def log(env, name, status, category, message):
+        calls.append((now[0], message.decode()))
+    callbacks = fmi2CallbackFunctions()
+    callbacks.logger = fmi2CallbackLoggerTYPE(log)
+    fmu = FMU2Slave(guid=md.guid, unzipDirectory=fmpy.extract(str(cs), str(tmp_path / "x")),
+                    modelIdentifier=md.coSimulation.modelIdentifier, instanceName="a")
+    fmu.instantiate(loggingOn=True, callbacks=callbacks)
+    fmu.setDebugLogging(True, ["logEvents"])
+    fmu.setupExperiment(startTime=0.0)
+    fmu.enterInitializationMode()
+    fmu.exitInitializationMode()
+    t = 0.0
+    for _ in range(50):
+        now[0] = "doStep"
+        fmu.doStep(t, 0.01)
+        t += 0.01
+        now[0] = "getReal"
+        fmu.getReal([vr["theta"]])
+    now[0] = "terminate"
+    fmu.terminate()
+    fmu.freeInstance()
+    assert [m for call, m in calls if call == "doStep"] == [], calls
+    events = [(call, m) for call, m in calls if "coordinate switching" in m]
+    assert events and events[0] == ("getReal", "coordinate switching: independent coordinates now theta (the "
+                                    "previous set neared a singular configuration); 1 switch(es) so far"), calls
+
+
 def test_me_cannot_switch_and_discards_naming_the_block(slider_fmus):
     _, me = slider_fmus
     msgs, logger = _messages()

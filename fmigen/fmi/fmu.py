@@ -482,7 +482,9 @@ def bounded_work_html(realtime=None) -> str:
             "that did not converge and that the next attempt replaced; a step whose attempts all reach their "
             "caps fails. A communication step of H takes at most ceil(H / internal_step) internal steps. "
             "Errors are recorded inside the step as numbers and formatted into the log message only after it "
-            "returns. <code>fmigen bench MECH --worst-case</code> measures "
+            "returns (FMI has the logger called before a function returns Discard); a doStep that succeeds "
+            "formats and logs nothing: a coordinate switch is logged (logEvents) by the next call into the FMU. "
+            "<code>fmigen bench MECH --worst-case</code> measures "
             "the instructions of every doStep over the motion and the swept workspace "
             "(fmigen's docs/benchmarks.md).</p>" + (realtime_html(realtime) if realtime else ""))
 

@@ -76,6 +76,7 @@ void fmi2FreeInstance(fmi2Component c)
 {
     FgInstance *in = IN(c);
     if (!in) return;
+    fg_report(in);   /* with the callbacks still there */
     free((void *)in->callbacks);
     fg_free(in);
 }

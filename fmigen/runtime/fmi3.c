@@ -102,6 +102,7 @@ void fmi3FreeInstance(fmi3Instance c)
 {
     FgInstance *in = IN(c);
     if (!in) return;
+    fg_report(in);   /* with the callbacks still there */
     free((void *)in->callbacks);
     fg_free(in);
 }

@@ -16,6 +16,7 @@ static const char *const state_names[] = {"instantiated", "initialization mode",
 void fg_log(FgInstance *in, int status, int category, const char *fmt, ...)
 {
     if (!in || !in->emit) return;
+    fg_report(in);   /* what the last doStep left pending happened first */
     if (status == FG_OK && !(in->logging_on && in->category_on[category])) return;
     char buf[512];
     va_list ap;
@@ -40,6 +41,7 @@ int fg_fail(FgInstance *in, const char *fmt, ...)
 int fg_allowed(FgInstance *in, const char *fn, unsigned mask)
 {
     if (!in) return 0;
+    fg_report(in);
     if (mask & M_(in->s.state)) return 1;
     fg_log(in, FG_ERROR, CAT_ERROR, "%s is not allowed in %s", fn, state_names[in->s.state]);
     in->s.state = S_ERROR;
@@ -508,6 +510,11 @@ int fg_do_step(FgInstance *in, double t, double H)
     c->t = t;  /* absorb rounding of the importer's time grid */
     const int switches = c->switches;
     if (fmigen_core_step(c, H)) {
+        /* The step recorded its error as numbers; the message is formatted
+         * here, after it, and not deferred like a switch: FMI 2 and 3 say
+         * that when a function returns Discard the logger has been called,
+         * and an importer may call nothing more (fmpy's FMI 3 master raises
+         * at once).  It is the run's last doStep. */
         fg_log(in, FG_DISCARD, CAT_ERROR, "%s", fmigen_core_message(c));
         in->s.state = S_DISCARDED;
         in->s.last_successful_time = c->t;
@@ -516,16 +523,32 @@ int fg_do_step(FgInstance *in, double t, double H)
     }
     in->s.assembled = 1;
     in->s.last_successful_time = c->t;
-    if (c->switches != switches) {
-        const FmigenPartition *P = FMIGEN_PART(c);
-        char names[256] = "";
-        for (int k = 0, n = 0; k < NI && n >= 0 && (size_t)n < sizeof names; k++)
-            n += snprintf(names + n, sizeof names - (size_t)n, "%s%s", k ? ", " : "",
-                          fmigen_coordinate_names[P->independent[k]]);
-        fg_log(in, FG_OK, CAT_EVENTS, "coordinate switching: independent coordinates now %s "
-               "(the previous set neared a singular configuration); %d switch(es) so far", names, c->switches);
-    }
+    if (c->switches != switches) in->report_pending |= FG_REPORT_SWITCH;
     return FG_OK;
+}
+
+/* The coordinate switch of the last doStep, as an event (logEvents): the
+ * partition and count are still the step's, since every call after it
+ * reports it first.  Formatted only when the category is logged. */
+static void report_switch(FgInstance *in)
+{
+    if (!(in->logging_on && in->category_on[CAT_EVENTS])) return;
+    const FmigenCore *c = &in->s.core;
+    const FmigenPartition *P = FMIGEN_PART(c);
+    char names[256] = "";
+    for (int k = 0, n = 0; k < NI && n >= 0 && (size_t)n < sizeof names; k++)
+        n += snprintf(names + n, sizeof names - (size_t)n, "%s%s", k ? ", " : "",
+                      fmigen_coordinate_names[P->independent[k]]);
+    fg_log(in, FG_OK, CAT_EVENTS, "coordinate switching: independent coordinates now %s "
+           "(the previous set neared a singular configuration); %d switch(es) so far", names, c->switches);
+}
+
+void fg_report(FgInstance *in)
+{
+    if (!in || !in->report_pending) return;
+    const int pending = in->report_pending;
+    in->report_pending = 0;   /* first: fg_log reports what is pending, too */
+    if (pending & FG_REPORT_SWITCH) report_switch(in);
 }
 
 /* ---- Model Exchange ---- */

@@ -67,6 +67,10 @@ typedef struct FgInstance {
     const void *callbacks;   /* the FMI version's callback data, owned by the wrapper */
     void *environment;
     char *name;
+    /* FG_REPORT_* bits: what a doStep that succeeded recorded for the
+     * logger, formatted and logged by the next call into the instance
+     * (fg_report), not inside that doStep */
+    int report_pending;
     /* GetReal's and SetReal's tables, made once per instance
      * (index_values).  value_of: per value reference, where the value is
      * (in s, so an FMU state restored into this instance is read and set
@@ -95,8 +99,15 @@ int fg_fail(FgInstance *in, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* 1 when the current state is in `mask`; otherwise logs, moves to S_ERROR and returns 0. */
+/* 1 when the current state is in `mask`; otherwise logs, moves to S_ERROR and returns 0.
+ * First reports what the last doStep left pending (fg_report). */
 int fg_allowed(FgInstance *in, const char *fn, unsigned mask);
+/* What a doStep recorded and left for after it (report_pending: a
+ * coordinate switch), formatted and logged now.  fg_allowed and fg_log call
+ * it, so every FMI call after the doStep reports it first; FreeInstance
+ * calls it before the callbacks go. */
+enum { FG_REPORT_SWITCH = 1 };
+void fg_report(FgInstance *in);
 
 int fg_set_debug_logging(FgInstance *in, int on, size_t n, const char *const categories[]);
 int fg_enter_initialization(FgInstance *in, double start_time);

@@ -51,6 +51,7 @@
 #define fg_log FMIGEN_NAME(fg_log)
 #define fg_new FMIGEN_NAME(fg_new)
 #define fg_no_variables FMIGEN_NAME(fg_no_variables)
+#define fg_report FMIGEN_NAME(fg_report)
 #define fg_reset FMIGEN_NAME(fg_reset)
 #define fg_serialize FMIGEN_NAME(fg_serialize)
 #define fg_serialized_size FMIGEN_NAME(fg_serialized_size)
