@@ -700,6 +700,19 @@ def _prescribed_tables(mech) -> list[str]:
             _arr("double", "fmigen_prescribed_omega", [1.0 / p.time_constant for p in pr])]
 
 
+def _hard_point_tables(mech) -> list[str]:
+    """The hard points (``Parameter.range``) for the runtime's range check:
+    index in p, lower and upper bound; nothing (and no FMIGEN_NHARD) when
+    there are none, so every other model.c is what it was."""
+    tunable = [p for p in mech.parameters if p.tunable]
+    hard = [(k, p.range) for k, p in enumerate(tunable) if p.range is not None]
+    if not hard:
+        return []
+    return [_arr("int", "fmigen_hard_index", [k for k, _ in hard], str),
+            _arr("double", "fmigen_hard_lower", [r[0] for _, r in hard]),
+            _arr("double", "fmigen_hard_upper", [r[1] for _, r in hard])]
+
+
 def finish(model_identifier: str, body: str, macros: dict, start: dict, mech, independent) -> GeneratedModel:
     """The generated model from its derived ``body`` (all code) and sizes
     (``macros``): the start and default values appended from ``mech``, a
@@ -716,11 +729,14 @@ def finish(model_identifier: str, body: str, macros: dict, start: dict, mech, in
     arr = _arr
     checks, nchecks = mass_check_code(mech)
     macros = {**macros, "FMIGEN_NMASS_CHECKS": nchecks, "FMIGEN_NPRESCRIBED": len(mech.prescribed)}
+    hard_tables = _hard_point_tables(mech)
+    if hard_tables:
+        macros["FMIGEN_NHARD"] = sum(p.range is not None for p in mech.parameters)
     tail = [checks, arr("double", "fmigen_v_start", [c_.velocity_start for c_ in mech.coordinates]),
             arr("double", "fmigen_p_default", [float(p.value) for p in mech.parameters if p.tunable]),
             arr("double", "fmigen_u_default", [i.start for i in mech.inputs]),
             arr("double", "fmigen_unit_scale", [float(x) for x in mechanism_unit_scales(mech)]),
-            *_prescribed_tables(mech),
+            *_prescribed_tables(mech), *hard_tables,
             "const char *const fmigen_coordinate_names[] = {"
             + ", ".join(f'"{c_.name}"' for c_ in mech.coordinates) + "};", ""]
     # The start of the coordinates and of the primary partition's solution
