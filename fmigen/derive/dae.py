@@ -12,6 +12,7 @@ The same ``DAE`` object is the input of the independent reference solver in
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
@@ -21,6 +22,11 @@ import sympy as sp
 
 from fmigen.floats import exact_floats, rational
 from fmigen.model import Mechanism, ModelError, acceleration_symbol, t
+
+
+#: the DAE's derivatives of Φ (cached properties), which take tunable
+#: parameters as symbols
+DERIVATIVES = ("Phi_q", "Phi_t", "gamma")
 
 
 @dataclass
@@ -103,7 +109,17 @@ class DAE:
         tunable_values = list(self.tunable_values)
         for name, v in values.items():
             tunable_values[by_name[name]] = float(v)
-        return dataclasses.replace(self, tunable_values=tunable_values)
+        out = dataclasses.replace(self, tunable_values=tunable_values)
+        # Φ's derivatives and the lambdified functions take the parameters as
+        # symbols and arguments: shared, not derived again per sample (the
+        # quarter car's Φ_q alone is seconds of sympy)
+        for name in DERIVATIVES:
+            if name in self.__dict__:
+                out.__dict__[name] = self.__dict__[name]
+        numeric = copy.copy(self.numeric)
+        numeric.dae, numeric.pu = out, [*tunable_values, *self.input_values]
+        out.__dict__["numeric"] = numeric
+        return out
 
     @cached_property
     def numeric(self) -> "NumericDAE":

@@ -14,9 +14,9 @@ What depends on the value is checked here, on samples of the declared
 range (``range_samples``): that the start assembles there on the build's
 branch (the sequence's assembly with the build-time signs is the one that
 Newton continuation in the hard points reaches from the default), and where
-the primary sequence degenerates on the workspace swept at that value (the
-run-time Newton fallback solves those configurations, as it does at the
-default).  The FMU refuses a value outside the range; one inside at which
+the primary sequence degenerates on the workspace swept at that value and
+the exact completion chosen at the default does not cover it (the run-time
+Newton fallback solves those configurations, as it does at the default).  The FMU refuses a value outside the range; one inside at which
 the start cannot be assembled fails ExitInitializationMode.
 """
 
@@ -28,7 +28,8 @@ from fmigen.derive.dae import DAE
 from fmigen.derive.workspace import continuation_newton, sweep, unit_scales
 from fmigen.kinematics.branches import assemble
 from fmigen.kinematics.sequences import Triangularization, block_name
-from fmigen.kinematics.sweep_measures import degenerate, representation_singular, sequence_evaluator
+from fmigen.kinematics.completion import completion_error
+from fmigen.kinematics.sweep_measures import COVER_ERROR, degenerate, representation_singular, sequence_evaluator
 from fmigen.model import ModelError
 
 #: continuation steps in the hard points from the default to a sample
@@ -64,7 +65,8 @@ def sweep_hard_point_range(dae: DAE, tri: Triangularization, log=None) -> list[d
     ``at`` (the sample), ``assembled`` (False: the FMU refuses the value at
     ExitInitializationMode), ``branch`` ("kept" or what changed), and per
     Gröbner block the swept configurations where its primary sequence
-    degenerates (``degenerate``: {block: (count, of)}).  Warnings go to the
+    degenerates, how many of those its exact completion does not cover, and
+    how many were swept (``degenerate``: {block: (count, missed, of)}).  Warnings go to the
     log; stored in ``tri.hard_point_range``."""
     log = log or (lambda msg: None)
     records = []
@@ -99,10 +101,15 @@ def sweep_hard_point_range(dae: DAE, tri: Triangularization, log=None) -> list[d
             quality = sequence_evaluator(sample, solved_block, solved_block.sequences[0], scales)(sw.points)
             bad = degenerate(quality, sw.paths, representation_singular(quality, sw.paths))
             name = block_name(dae, solved_block.block)
-            record["degenerate"][name] = (int(bad.sum()), int(len(bad)))
-            if bad.any() and solved_block.completion is None:
+            # of those, the ones the exact completion (chosen at the default) misses
+            missed = bad.sum() if solved_block.completion is None or not bad.any() else \
+                (completion_error(sample, solved_block, solved_block.completion, sw.points[bad], scales)
+                 > COVER_ERROR).sum()
+            record["degenerate"][name] = (int(bad.sum()), int(missed), int(len(bad)))
+            if missed:
                 log(f"hard points at {at}: block {name}'s sequence degenerates at {int(bad.sum())} of {len(bad)} "
-                    "swept configurations; the run-time Newton fallback solves them")
+                    f"swept configurations, {int(missed)} of them not covered by its exact completion; the "
+                    "run-time Newton fallback solves those")
     fine = [r for r in records if r["assembled"] and r["branch"] == "kept"]
     log(f"hard points {', '.join(p.name for p in hard_points(dae.mechanism))}: the start assembles on the build's "
         f"branch at {len(fine)} of {len(records)} samples of the declared range")
@@ -116,13 +123,9 @@ def _continue(dae: DAE, q, values: dict, dependent) -> np.ndarray | None:
     fixed), or None where a step does not converge."""
     q = q.copy()
     defaults = {str(s): v for s, v in zip(dae.tunable, dae.tunable_values)}
-    # one set of lambdified functions (a copy's, not ``dae``'s own), its
-    # parameter values moved along the path
-    num = dae.at_hard_points({}).numeric
     for s in np.linspace(0.0, 1.0, CONTINUATION_STEPS + 1)[1:]:
         step = dae.at_hard_points({k: defaults[k] + s * (v - defaults[k]) for k, v in values.items()})
-        num.pu = [*step.tunable_values, *step.input_values]
-        q = continuation_newton(num, 0.0, q, dependent)
+        q = continuation_newton(step.numeric, 0.0, q, dependent)
         if q is None:
             return None
     return q
