@@ -310,10 +310,12 @@ class JointSystem:
         return self.bodies["ground"]
 
     # --- declarations -------------------------------------------------
-    def parameter(self, name, value, unit="", tunable=False, description=""):
+    def parameter(self, name, value, unit="", tunable=False, description="", range=None):
         """As ``Mechanism.parameter``: tunable parameters stay symbols in the
-        C; structural ones (geometry) are exact in the Gröbner bases."""
-        return declare_parameter(self.parameters, name, value, unit, tunable, description)
+        C; structural ones (geometry) are exact in the Gröbner bases; a
+        tunable one with a ``range`` is a hard point, which may enter a
+        marker position."""
+        return declare_parameter(self.parameters, name, value, unit, tunable, description, range)
 
     def input(self, name, start=0.0, unit="", description=""):
         return declare_input(self.inputs, name, start, unit, description)

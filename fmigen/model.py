@@ -73,6 +73,11 @@ class Parameter:
     #: Gröbner basis as exact rationals, so changing them means rebuilding.
     tunable: bool
     description: str = ""
+    #: (lower, upper) of a *hard point*: a tunable parameter that may enter
+    #: constraints (geometry set at run time, ``docs/writing-mechanisms.md``
+    #: "Hard points").  The FMU refuses a value outside it, and the build's
+    #: workspace sweep samples it.  None for every other parameter.
+    range: tuple | None = None
 
 
 @dataclass
@@ -147,13 +152,23 @@ class Constraint:
     expr: sp.Expr                # Φ_j(q, t) = 0
 
 
-def declare_parameter(parameters: list, name, value, unit="", tunable=False, description=""):
+def declare_parameter(parameters: list, name, value, unit="", tunable=False, description="", range=None):
     """Append a parameter to ``parameters`` (a Mechanism's or a JointSystem's)
-    and return its symbol."""
+    and return its symbol.  ``range`` (lower, upper), with ``tunable``, makes
+    it a hard point (``Parameter.range``)."""
     if any(p.name == name for p in parameters):
         raise ModelError(f"parameter '{name}' declared twice")
+    if range is not None:
+        if not tunable:
+            raise ModelError(f"parameter '{name}': a range makes a hard point, which must be tunable=True "
+                             "(a structural parameter has one value, baked into the kinematics)")
+        lower, upper = (float(b) for b in range)
+        if not (math.isfinite(lower) and math.isfinite(upper) and lower < float(value) < upper):
+            raise ModelError(f"parameter '{name}': its range {range} must be finite and hold its value "
+                             f"{value} strictly inside")
+        range = (lower, upper)
     sym = sp.Symbol(name, real=True)
-    parameters.append(Parameter(name, sym, value, unit, tunable, description))
+    parameters.append(Parameter(name, sym, value, unit, tunable, description, range))
     return sym
 
 
@@ -285,8 +300,8 @@ class Mechanism:
                                            float(velocity_start), description))
         return sym
 
-    def parameter(self, name, value, unit="", tunable=False, description=""):
-        return declare_parameter(self.parameters, name, value, unit, tunable, description)
+    def parameter(self, name, value, unit="", tunable=False, description="", range=None):
+        return declare_parameter(self.parameters, name, value, unit, tunable, description, range)
 
     def input(self, name, start=0.0, unit="", description=""):
         return declare_input(self.inputs, name, start, unit, description)

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from fmigen.derive.cache_key import key_text, source_digest
+from fmigen.derive.dae import DERIVATIVES
 from fmigen.fmi.fmu import Interface
 from fmigen.fmi.structure import Dependencies
 from fmigen.generate import codegen
@@ -131,7 +132,7 @@ DAE_FORMAT = "dae-2"
 #: what a DAE entry holds besides the mechanism (the caller's) and the
 #: tunable and input defaults (set from the caller's mechanism): its fields
 #: and the derivatives every derivation and reference reads
-_DAE_DERIVED = ("Phi_q", "Phi_t", "gamma")
+_DAE_DERIVED = DERIVATIVES
 
 
 def dae_of(mech, use_cache=True):

@@ -62,7 +62,9 @@ def key_text(mech, options: dict, start: bool = True) -> str:
         "name": mech.name,
         "coordinates": [[c.name, s(c.symbol), c.unit, *([repr(float(c.start))] if start else [])]
                         for c in mech.coordinates],
-        "parameters": [[p.name, s(p.symbol), p.unit, p.tunable, None if p.tunable else repr(p.value)]
+        # (a hard point's range: what the build swept and the FMU accepts)
+        "parameters": [[p.name, s(p.symbol), p.unit, p.tunable, None if p.tunable else repr(p.value),
+                        *([list(map(repr, p.range))] if p.range is not None else [])]
                        for p in mech.parameters],
         "inputs": [[i.name, s(i.symbol), i.unit] for i in mech.inputs],
         "bodies": [[b.name, s(sp.sympify(b.mass)), s(b.inertia), s(tuple(b.com)), s(b.frame.dcm(w)),

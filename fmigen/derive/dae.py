@@ -12,6 +12,8 @@ The same ``DAE`` object is the input of the independent reference solver in
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -20,6 +22,11 @@ import sympy as sp
 
 from fmigen.floats import exact_floats, rational
 from fmigen.model import Mechanism, ModelError, acceleration_symbol, t
+
+
+#: the DAE's derivatives of Φ (cached properties), which take tunable
+#: parameters as symbols
+DERIVATIVES = ("Phi_q", "Phi_t", "gamma")
 
 
 @dataclass
@@ -85,6 +92,36 @@ class DAE:
         return -(Phiq_v.jacobian(self.q_sym) * v) - 2 * (self.Phi_q.diff(t) * v) - self.Phi_t.diff(t)
 
     @cached_property
+    def hard_points(self) -> dict:
+        """{symbol: exact value} of the hard points (tunable parameters with
+        a range, which may enter Φ) at this DAE's tunable values: what every
+        build-time evaluation of the kinematics substitutes (the start
+        assembly, the branches, the workspace sweep), while the generated C
+        keeps them as run-time parameters."""
+        ranged = {p.symbol for p in self.mechanism.parameters if p.tunable and p.range is not None}
+        return {s: rational(v, self.mechanism.float_rule)
+                for s, v in zip(self.tunable, self.tunable_values) if s in ranged}
+
+    def at_hard_points(self, values: dict) -> "DAE":
+        """The same DAE with hard points {name: value} set (the others kept):
+        the build samples each hard point's range with it."""
+        by_name = {str(s): k for k, s in enumerate(self.tunable)}
+        tunable_values = list(self.tunable_values)
+        for name, v in values.items():
+            tunable_values[by_name[name]] = float(v)
+        out = dataclasses.replace(self, tunable_values=tunable_values)
+        # Φ's derivatives and the lambdified functions take the parameters as
+        # symbols and arguments: shared, not derived again per sample (the
+        # quarter car's Φ_q alone is seconds of sympy)
+        for name in DERIVATIVES:
+            if name in self.__dict__:
+                out.__dict__[name] = self.__dict__[name]
+        numeric = copy.copy(self.numeric)
+        numeric.dae, numeric.pu = out, [*tunable_values, *self.input_values]
+        out.__dict__["numeric"] = numeric
+        return out
+
+    @cached_property
     def numeric(self) -> "NumericDAE":
         return NumericDAE(self)
 
@@ -120,7 +157,7 @@ class NumericDAE:
 
     @cached_property
     def _Phi(self):
-        return self._lambdify(self.dae.Phi)
+        return self._lambdify(self.dae.Phi, with_pu=True)
 
     @cached_property
     def _Phi_q(self):
@@ -129,15 +166,15 @@ class NumericDAE:
         # the workspace sweep's time
         nonzero = self.dae.Phi_q.todok()
         rows, cols = (np.array([key[a] for key in nonzero], dtype=int) for a in (0, 1))
-        return rows, cols, self._lambdify(list(nonzero.values())) if nonzero else None
+        return rows, cols, self._lambdify(list(nonzero.values()), with_pu=True) if nonzero else None
 
     @cached_property
     def _Phi_t(self):
-        return self._lambdify(self.dae.Phi_t)
+        return self._lambdify(self.dae.Phi_t, with_pu=True)
 
     @cached_property
     def _gamma(self):
-        return self._lambdify(self.dae.gamma, with_v=True)
+        return self._lambdify(self.dae.gamma, with_v=True, with_pu=True)
 
     def M(self, tt, q):
         return np.array(self._M(tt, *q, *self.pu), dtype=float)
@@ -146,20 +183,20 @@ class NumericDAE:
         return np.array(self._F(tt, *q, *v, *self.pu), dtype=float).ravel()
 
     def Phi(self, tt, q):
-        return np.array(self._Phi(tt, *q), dtype=float).ravel()
+        return np.array(self._Phi(tt, *q, *self.pu), dtype=float).ravel()
 
     def Phi_q(self, tt, q):
         rows, cols, values = self._Phi_q
         out = np.zeros((self.dae.m, len(q)))
         if values is not None:
-            out[rows, cols] = values(tt, *q)
+            out[rows, cols] = values(tt, *q, *self.pu)
         return out
 
     def Phi_t(self, tt, q):
-        return np.array(self._Phi_t(tt, *q), dtype=float).ravel()
+        return np.array(self._Phi_t(tt, *q, *self.pu), dtype=float).ravel()
 
     def gamma(self, tt, q, v):
-        return np.array(self._gamma(tt, *q, *v), dtype=float).ravel()
+        return np.array(self._gamma(tt, *q, *v, *self.pu), dtype=float).ravel()
 
 
 def build_dae(mech: Mechanism, at_rest: bool = False) -> DAE:
@@ -209,15 +246,16 @@ def build_dae(mech: Mechanism, at_rest: bool = False) -> DAE:
     Phi = sp.Matrix(len(mech.constraints), 1, [plain_exact(c.expr) for c in mech.constraints])
     redundant = list(mech.redundant_constraints)
     Phi_redundant = sp.Matrix(len(redundant), 1, [plain_exact(c.expr) for c in redundant])
-    tunable_syms = {p.symbol for p in tunable} | {i.symbol for i in mech.inputs}
+    hard_points = {p.symbol for p in tunable if p.range is not None}
+    tunable_syms = {p.symbol for p in tunable if p.range is None} | {i.symbol for i in mech.inputs}
     for c, e in zip(mech.constraints + redundant, [*Phi, *Phi_redundant]):
         bad = e.free_symbols & tunable_syms
         if bad:
             raise ModelError(
                 f"constraint '{c.name}' depends on {sorted(map(str, bad))}: constraints may only use "
-                "coordinates, time and structural (geometry) parameters, because geometry is baked "
-                "into the Gröbner basis")
-        stray = e.free_symbols - set(q_sym) - {t}
+                "coordinates, time, structural (geometry) parameters and hard points (tunable parameters "
+                "with a declared range, m.parameter(..., tunable=True, range=(lower, upper)))")
+        stray = e.free_symbols - set(q_sym) - {t} - hard_points
         if stray:
             raise ModelError(f"constraint '{c.name}' uses undeclared symbols {sorted(map(str, stray))}")
     dae = DAE(mech, names, q_sym, v_sym,

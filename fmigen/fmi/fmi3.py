@@ -57,6 +57,8 @@ def model_description_3(iface, gen: GeneratedModel, table: VariableTable, kind: 
             attrs["start"] = repr(float(v.start))
         if v.minimum is not None:
             attrs["min"] = repr(float(v.minimum))
+        if v.maximum is not None:
+            attrs["max"] = repr(float(v.maximum))
         if v.derivative:
             attrs["derivative"] = str(vr[v.derivative])
         etree.SubElement(mv, "Float64", **attrs)

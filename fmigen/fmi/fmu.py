@@ -186,6 +186,8 @@ def model_description(iface: Interface, gen: GeneratedModel, table: VariableTabl
             real.set("start", repr(float(v.start)))
         if v.minimum is not None:
             real.set("min", repr(float(v.minimum)))
+        if v.maximum is not None:
+            real.set("max", repr(float(v.maximum)))
         index[v.name] = k
     for k, v in enumerate(vars_, start=1):
         if v.derivative:

@@ -52,6 +52,8 @@ class Variable:
     declared_in: tuple = ALL_VERSIONS
     #: the modelDescription's ``min`` (None: none declared)
     minimum: float | None = None
+    #: the modelDescription's ``max`` (None: none declared)
+    maximum: float | None = None
 
 
 @dataclass(frozen=True)
@@ -93,9 +95,9 @@ class _Layout:
         self.offsets[macro] = self.next
 
     def add(self, name, causality, variability, initial, start, unit="", description="", derivative=None,
-            declared=True, versions=ALL_VERSIONS, minimum=None):
+            declared=True, versions=ALL_VERSIONS, minimum=None, maximum=None):
         self.rows.append(Variable(name, self.next, causality, variability, initial, start, unit, description,
-                                  derivative, versions if declared else (), minimum))
+                                  derivative, versions if declared else (), minimum, maximum))
         self.next += 1
 
 
@@ -152,12 +154,17 @@ def table(iface, step: float, kind: str = "cs", form=None) -> VariableTable:
         lay.add(inp.name, "input", "continuous", None, inp.start, inp.unit, inp.description,
                 declared=not inp.hidden)
     # masses, inertias, gravity, force amplitudes: settable between
-    # communication steps (CS) and in Event Mode (ME); geometry is structural
-    # (baked into the Gröbner basis) and is no variable of the FMU
+    # communication steps (CS) and in Event Mode (ME); structural geometry
+    # (baked into the Gröbner basis) is no variable of the FMU; a hard point
+    # (geometry with a range) is fixed: set before initialization, where the
+    # start is assembled again, within its range
     lay.group("VR_P")
     nonnegative = nonnegative_parameters(mech)
     for p in mech.parameters:
-        if p.tunable:
+        if p.tunable and p.range is not None:
+            lay.add(p.name, "parameter", "fixed", "exact", float(p.value), p.unit, p.description,
+                    minimum=p.range[0], maximum=p.range[1])
+        elif p.tunable:
             lay.add(p.name, "parameter", "tunable", "exact", float(p.value), p.unit, p.description,
                     minimum=0.0 if p.name in nonnegative else None)
     # fixed: the step belongs to the integrator (FMI 3 fixedInternalStepSize)

@@ -83,6 +83,7 @@ def solve_block_numeric(dae, solved_block: TriangularBlock, q: dict, tt: float, 
         return newton_numeric(dae, solved_block, q, tt, warm)
     known = {s: sp.Float(q[s.name], PREC) for s in dae.q_sym if s.name in q}
     known[t] = sp.Float(tt, PREC)
+    known.update(dae.hard_points)
     env = {K: sp.Float(expr.xreplace(known).evalf(PREC), PREC) for K, expr in solved_block.abstractions.items()}
     env.update({v: sp.Float(expr.xreplace(known).evalf(PREC), PREC) for v, expr in solved_block.known_ring.items()})
     guess_vars = _target_values(dae, solved_block, choose_from) if choose_from is not None else {}

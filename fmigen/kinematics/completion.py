@@ -159,7 +159,9 @@ def completion_error(dae, solved_block: TriangularBlock, plan: Completion, point
     the first step nearest the true value (as ``sequence_evaluator`` picks
     roots); inf where its linear system is singular."""
     knowns = [*solved_block.abstractions, *solved_block.known_ring]
-    known_fn = sp.lambdify([t, *dae.q_sym], [*solved_block.abstractions.values(), *solved_block.known_ring.values()], "numpy")
+    known_fn = sp.lambdify([t, *dae.q_sym], [e.xreplace(dae.hard_points) for e in
+                                             [*solved_block.abstractions.values(), *solved_block.known_ring.values()]],
+                           "numpy")
     step = solved_block.steps[0]
     if plan.degree == 2:
         a2, a1, a0 = step.coeffs

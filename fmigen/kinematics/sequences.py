@@ -186,6 +186,9 @@ class Triangularization:
     start: dict = field(default_factory=dict)
     #: the workspace sweep the cover was decided on (workspace.Sweep)
     sweep: object = None
+    #: the hard points' range check, one record per sample
+    #: (``hard_points.sweep_hard_point_range``); empty without hard points
+    hard_point_range: list = field(default_factory=list)
 
 
 def extract(basis, variables, block_name) -> list[Step]:

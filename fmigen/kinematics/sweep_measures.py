@@ -87,7 +87,9 @@ def sequence_evaluator(dae, solved_block: TriangularBlock, seq: Sequence, scales
     zeros between samples.  The expressions are lambdified once here (the
     bisection calls the function again and again)."""
     knowns = [*solved_block.abstractions, *solved_block.known_ring]
-    known_fn = sp.lambdify([t, *dae.q_sym], [*solved_block.abstractions.values(), *solved_block.known_ring.values()], "numpy")
+    known_fn = sp.lambdify([t, *dae.q_sym], [e.xreplace(dae.hard_points) for e in
+                                             [*solved_block.abstractions.values(), *solved_block.known_ring.values()]],
+                           "numpy")
     vscale = {v: scale for _, _, vs, scale in block_layout(solved_block, scales) for v in vs}
     compiled, args = [], list(knowns)
     for step in seq.steps:

@@ -55,6 +55,7 @@ from fmigen.derive.dae import DAE
 from fmigen.kinematics.branches import choose_branches
 from fmigen.kinematics.completion import completion_error, completion_plan
 from fmigen.kinematics.groebner import GroebnerError, GroebnerLimit, groebner_lex
+from fmigen.kinematics.hard_points import sweep_hard_point_range
 from fmigen.kinematics.polynomialize import abstract, angle_plan, polynomialize
 from fmigen.kinematics.sequences import TriangularBlock, Triangularization, block_name, extract
 from fmigen.kinematics.sweep_measures import (COVER_ERROR, amplification, degenerate, representation_singular,
@@ -180,6 +181,7 @@ def triangularize(dae: DAE, part: Partition, order: list[str] | None = None,
     choose_branches(dae, tri, guesses)
     if cover:
         cover_workspace(dae, tri, log=log)
+        sweep_hard_point_range(dae, tri, log=log)
     return tri
 
 

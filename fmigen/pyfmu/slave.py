@@ -622,6 +622,18 @@ class SlaveMethods:
                 ok = (before_init or m.kinematic) and i in m.independent
             elif m.VR_U <= r < m.VR_P:
                 ok = True
+            elif m.VR_P <= r < m.VR_H and (r - m.VR_P) in m.hard_points:
+                # geometry: assembled from at ExitInitializationMode, swept in its range only
+                if not before_init:
+                    self._fail("fmi2SetReal: hard point %s (value reference %d) is a fixed parameter: it can be "
+                               "set only before fmi2ExitInitializationMode, which assembles the start from it"
+                               % (self._vr_name(r), r))
+                lower, upper = m.hard_points[r - m.VR_P]
+                if not (lower <= val <= upper):
+                    self._fail("fmi2SetReal: hard point %s (value reference %d) set to %.17g, outside its declared "
+                               "range [%.17g, %.17g], the only values the build swept (nothing was set)"
+                               % (self._vr_name(r), r, val, lower, upper))
+                ok = True
             elif m.VR_P <= r < m.VR_H:
                 ok = True           # tunable: also between communication steps (fmigen_instance.c)
             elif r == m.VR_H:

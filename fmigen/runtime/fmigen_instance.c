@@ -366,6 +366,17 @@ static void update_interpolate(FmigenCore *k)
     for (int j = 0; j < NU; j++) if (k->du[j] != 0.0) k->interpolate = 1;
 }
 
+/* The hard point (model.Parameter.range) that tunable parameter k is, or -1. */
+static int hard_point_of(int k)
+{
+#if FMIGEN_NHARD > 0
+    for (int h = 0; h < FMIGEN_NHARD; h++)
+        if (fmigen_hard_index[h] == k) return h;
+#endif
+    (void)k;
+    return -1;
+}
+
 int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double value[])
 {
     if (!fg_allowed(in, "SetReal/SetFloat64",
@@ -388,6 +399,22 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
         int ok = 0;
         if (r < VR_RES) ok = (before_init || FMIGEN_KINEMATIC) && is_independent(r < VR_V ? (int)r : (int)(r - VR_V));
         else if (r >= VR_U && r < VR_P) ok = 1;
+        else if (r >= VR_P && r < VR_H && hard_point_of((int)(r - VR_P)) >= 0) {
+            /* geometry: the start is assembled from it at ExitInitializationMode,
+             * and only the declared range was swept at build time */
+            const int h = hard_point_of((int)(r - VR_P));
+            if (!before_init)
+                return fg_fail(in, "SetReal/SetFloat64: hard point %s (value reference %u) is a fixed parameter: it "
+                               "can be set only before ExitInitializationMode, which assembles the start from it",
+                               fg_vr_name(r), r);
+#if FMIGEN_NHARD > 0
+            if (!(value[i] >= fmigen_hard_lower[h] && value[i] <= fmigen_hard_upper[h]))
+                return fg_fail(in, "SetReal/SetFloat64: hard point %s (value reference %u) set to %.17g, outside its "
+                               "declared range [%.17g, %.17g], the only values the build swept (nothing was set)",
+                               fg_vr_name(r), r, value[i], fmigen_hard_lower[h], fmigen_hard_upper[h]);
+#endif
+            ok = 1;
+        }
         else if (r >= VR_P && r < VR_H) {
             if (!tunable_now)
                 return fg_fail(in, "SetReal/SetFloat64: tunable parameter %s (value reference %u) can be set between "

@@ -165,6 +165,15 @@ extern const char *const fmigen_psd3_minors[];   /* (dae.PSD3_MINORS) */
 #ifndef FMIGEN_NMASS_CHECKS
 #define FMIGEN_NMASS_CHECKS 0
 #endif
+/* Hard points (model.Parameter.range: tunable geometry that enters the
+ * constraints, codegen._hard_point_tables): per hard point its index in p
+ * and its declared range, the only values the build's sweep covered. */
+#ifndef FMIGEN_NHARD
+#define FMIGEN_NHARD 0
+#endif
+extern const int fmigen_hard_index[];
+extern const double fmigen_hard_lower[];
+extern const double fmigen_hard_upper[];
 
 /* One partition (set of independent coordinates) with its generated
  * kinematics and embedding.  fmigen_partitions[0] is the declared one; more
