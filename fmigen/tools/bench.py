@@ -172,37 +172,41 @@ def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, 
     model's AVX copy, as a binary FMU does (default: where the FMU would,
     unless ``opt`` is given: a rebuild with its own flags has one copy)."""
     from fmigen.fmi.fmu import (AVX_FLAGS, AVX_KERNEL_FLAGS, AVX_SOURCE, KERNELS_SOURCE, SHARED_KERNELS,
-                                START_SOURCE, avx_variant, realtime_config)
+                                START_SOURCE, _cached_object, avx_variant, realtime_config)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "model.c").write_text(gen.model_c)
     # the start values apart, as in the FMU: both model copies read them
     (workdir / START_SOURCE).write_text(gen.start_c)
     (workdir / "model_config.h").write_text(gen.config_h)
-    exe = workdir / "bench_harness"
     defs = ([f"-DFMIGEN_NEWTON_TOL={tolerance!r}"] if tolerance is not None else []) + list(defines)
     flags = harness_cflags(opt)
-    if avx is None:
-        avx = not opt and avx_variant(cc)
-    includes = [f"-I{workdir}", f"-I{RUNTIME_DIR}"]
+    avx = (not opt and avx_variant(cc)) if avx is None else avx
     # the numerical kernels in their own unit, as compile_shared builds them
     # (in fmigen_core.c for a realtime build, whose caps they read)
     shared = not realtime_config(workdir / "model_config.h")
-    if shared:
-        defs.append(SHARED_KERNELS)
-    extra = [str(RUNTIME_DIR / KERNELS_SOURCE)] if shared else []
+    common = [*flags, *defs, *([SHARED_KERNELS] if shared else []), *(["-DFMIGEN_AVX_DISPATCH=1"] if avx else []),
+              f"-I{workdir}", f"-I{RUNTIME_DIR}"]
+    # (source, its flags), in the order they are linked
+    units = [(workdir / "model.c", common), (workdir / START_SOURCE, common)]
+    units += [(RUNTIME_DIR / KERNELS_SOURCE, common)] if shared else []
     if avx:
         # the model's AVX copy and its kernels', as compile_shared builds them
-        defs.append("-DFMIGEN_AVX_DISPATCH=1")
-        extra.append(str(workdir / "model_avx.o"))
-        _run_cc([cc, *flags, *defs, *includes, *AVX_FLAGS, "-c", str(RUNTIME_DIR / AVX_SOURCE), "-o", extra[-1]])
-        if shared:
-            extra.append(str(workdir / "kernels_avx.o"))
-            _run_cc([cc, *flags, *defs, *includes, *AVX_FLAGS, *AVX_KERNEL_FLAGS, "-c",
-                     str(RUNTIME_DIR / KERNELS_SOURCE), "-o", extra[-1]])
-    _run_cc([cc, *flags, *defs, *includes, str(workdir / "model.c"), str(workdir / START_SOURCE), *extra,
-             str(RUNTIME_DIR / "fmigen_core.c"), str(RUNTIME_DIR / "fmigen_augmented.c"),
-             str(RUNTIME_DIR / "bench_harness.c"), "-lm", "-o", str(exe)])
-    return exe
+        units.append((RUNTIME_DIR / AVX_SOURCE, [*common, *AVX_FLAGS]))
+        units += [(RUNTIME_DIR / KERNELS_SOURCE, [*common, *AVX_FLAGS, *AVX_KERNEL_FLAGS])] if shared else []
+    units += [(RUNTIME_DIR / f, common) for f in ("fmigen_core.c", "fmigen_augmented.c", "bench_harness.c")]
+    objects = []
+    for k, (source, unit_flags) in enumerate(units):
+        if opt:
+            # a caller's flags may be its host's (-march=native): no key for
+            # a cache that another machine may read
+            objects.append(workdir / f"unit{k}.o")
+            _run_cc([cc, *unit_flags, "-c", str(source), "-o", str(objects[-1])])
+        else:
+            # from the FMU build's object cache: the runtime's units, alike in
+            # every harness with these flags, and a model compiled before
+            objects.append(_cached_object(cc, unit_flags, source, workdir))
+    _run_cc([cc, *flags, *map(str, objects), "-lm", "-o", str(workdir / "bench_harness")])
+    return workdir / "bench_harness"
 
 
 def _run_cc(cmd):
