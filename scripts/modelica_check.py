@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """The Modelica export of a mechanism, simulated by rumoca, against its FMU.
 
-For the mechanisms whose rumoca simulation is too slow for the test suite
-(tests/test_modelica.py simulates the four-bar, the slider-crank, the Stewart
-platform and the five-link; this checks the Stephenson III six-bar): exports
+For a longer horizon or another mechanism than tests/test_modelica.py
+simulates (the four-bar, the slider-crank, the Stewart platform, the
+five-link and the Stephenson III six-bar, over short horizons): exports
 MECH (``fmigen export-modelica``), loads it in rumoca (balance), simulates it
 to --stop-time with rumoca's explicit solver at rtol 1e-11, builds the FMU of
 the same derivation (rk4, 1e-4 internal step) and prints the largest

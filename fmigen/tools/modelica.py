@@ -7,17 +7,24 @@ Modelica instead of C:
 
 * states: the independent coordinates and their velocities;
 * the kinematics: one Modelica function per block of the block-triangular
-  constraint Jacobian.  A Gröbner block evaluates its primary lex sequence
-  (``TriangularBlock.steps``: the abstracted knowns K, then each step's
-  coefficients, a linear step by division, a quadratic by the root nearest
-  the prediction, a higher degree by Newton on the univariate polynomial from
-  the prediction), recovers the coordinates (atan2 of a (sin, cos) pair,
-  turned to the prediction's revolution) and polishes them with a few Newton
-  steps on the block's own constraints.  A step the sequence cannot take (a
-  vanishing leading coefficient: a representation singularity) leaves the
-  block to Newton from the prediction.  A Newton block iterates from the
-  prediction.  Every loop has a literal bound (no ``while``): a fixed number
-  of iterations that stop changing anything once the step is at round-off;
+  constraint Jacobian.  A Gröbner block's primary lex sequence
+  (``TriangularBlock.steps``) is written as equations of the model: the
+  abstracted knowns K, the predictions of the polynomial variables, each
+  step's coefficients (polynomials in K and the earlier steps' variables)
+  and its variable, the root of its univariate polynomial (a linear step by
+  division, a quadratic by the root nearest the prediction, a higher degree
+  by Newton from the prediction) by a small function of one output, and
+  whether the sequence still holds (a vanishing leading coefficient, a
+  representation singularity, leaves the block to Newton from the
+  prediction).  Equations, not statements of the block function: a tool
+  that inlines a call once per output, as rumoca does, would evaluate the
+  sequence's coefficients (a six-bar's are 100 kB of text each) once per
+  unknown of the block.  The block function then recovers the coordinates
+  (atan2 of a (sin, cos) pair, turned to the prediction's revolution) and
+  polishes them with a few Newton steps on the block's own constraints.  A
+  Newton block's function iterates from the prediction.  Every loop has a
+  literal bound (no ``while``): a fixed number of iterations that stop
+  changing anything once the step is at round-off;
 * the branch by continuity, as the C runtime chooses it: the C keeps the last
   accepted solution and predicts each variable from it and its velocity.  A
   Modelica function cannot keep state, so the model keeps it: discrete
@@ -319,87 +326,146 @@ def _local(sym) -> sp.Symbol:
     return sp.Symbol("x_" + re.sub(r"[^A-Za-z0-9_]", "_", str(sym)))
 
 
-def _sequence_knowns(solved_block, dae, names, layout):
-    """The Gröbner sequence's locals before its steps: the abstracted knowns
-    K, the known-ring values, and each polynomial variable set to its
-    prediction ((sin, cos) of the predicted angle or angle sum, a length's
-    predicted value).  Returns (declarations, body, the locals by symbol)."""
-    decl, body, local = [], [], {}
+def step_function(degree: int, output: str) -> str:
+    """``fmigen_step<d>_root`` (``output`` "root") or ``fmigen_step<d>_ok``
+    ("ok"): one step of a Gröbner sequence, its univariate polynomial
+    a[1] x^d + ... + a[d+1] (the coefficients computed by the model's
+    equations).  The root is the one nearest the prediction P (a quadratic's
+    on the prediction's side of the vertex, a higher degree's by Newton from
+    P); ``ok`` (1 or 0) says whether the sequence still holds: 0 once a step
+    cannot be taken (a leading coefficient at round-off of its terms, a
+    representation singularity of the lex order), and then the root is P.
+    Two functions of one scalar output each: a tool that inlines a call once
+    per output (rumoca) would otherwise repeat the step for each."""
+    name = f"fmigen_step{degree}_{output}"
+    lead = " + ".join(f"abs(a[{k + 1}])" for k in range(degree + 1))
+    # the step is taken while the sequence holds and its leading coefficient
+    # is not at round-off of its terms (the test written out in the branch
+    # condition: rumoca rejects a loop under a branch whose condition is a
+    # local assigned conditionally before it)
+    taken = f"ok > 0.5 and not abs(a[1]) <= 1e-13 * ({lead})"
+    sign = ["disc := a[2] * a[2] - 4.0 * a[1] * a[3];",
+            "r := sqrt(max(disc, 0.0));",
+            "if 2.0 * a[1] * P + a[2] < 0.0 then",
+            "  r := -r;",
+            "end if;"]
+    if output == "ok":
+        # a quadratic's also fails where neither root formula applies
+        step = [*sign, "if -a[2] * r > 0.0 or a[2] == 0.0 or -a[2] - r <> 0.0 then", "  held := 1.0;", "end if;"] \
+            if degree == 2 else ["held := 1.0;"]
+        body, out, work = ["held := 0.0;", f"if {taken} then", *["  " + line for line in step], "end if;"], "held", \
+            (["disc", "r"] if degree == 2 else [])
+    else:
+        if degree == 1:
+            step, work = ["x := -a[2] / a[1];"], []
+        elif degree == 2:
+            # the root on the prediction's side of the vertex, without
+            # cancellation (the C's fmigen_quadratic_root); neither formula
+            # applying leaves P (and the ok function says the step failed)
+            step = [*sign,
+                    "if -a[2] * r > 0.0 or a[2] == 0.0 then",
+                    "  x := (-a[2] + r) / (2.0 * a[1]);",
+                    "elseif -a[2] - r <> 0.0 then",
+                    "  x := 2.0 * a[3] / (-a[2] - r);",
+                    "end if;"]
+            work = ["disc", "r"]
+        else:
+            # Newton on the univariate polynomial from the prediction
+            step = [f"for it in 1:{POLY_ITERATIONS} loop", "  f := a[1];", "  df := 0.0;"]
+            for k in range(2, degree + 2):
+                step += ["  df := df * x + f;", f"  f := f * x + a[{k}];"]
+            step += ["  if df <> 0.0 then", "    x := x - f / df;", "  end if;", "end for;"]
+            work = ["f", "df"]
+        body, out = ["x := P;", f"if {taken} then", *["  " + line for line in step], "end if;"], "x"
+    text = [f"  function {name} {_string(f'the {output} of a sequence step of degree {degree}')}",
+            "    input Real ok \"1 while the sequence holds, else 0\";",
+            f"    input Real a[{degree + 1}] \"the coefficients, the leading one first\";",
+            "    input Real P \"the prediction of the step's variable\";",
+            f"    output Real {out};",
+            *(["  protected", *[f"    Real {v};" for v in work]] if work else []),
+            "  algorithm",
+            *[f"    {v} := 0.0;" for v in work],
+            *[f"    {line}" for line in body],
+            f"  end {name};", ""]
+    return "\n".join(text)
+
+
+@dataclass
+class Sequence:
+    """A Gröbner block's primary lex sequence as model equations: every
+    abstracted known, prediction and step coefficient a model variable, so
+    that each is evaluated once (inside the block function, a tool that
+    inlines the call once per output, as rumoca does, evaluated the whole
+    sequence once per unknown).  ``recovered`` are the model variables the
+    block function's recovery reads (``z`` in its order), ``ok`` the model
+    variable that says whether the whole sequence held."""
+    declarations: list
+    equations: list
+    degrees: set
+    recovered: list
+    ok: str
+
+
+def sequence_equations(bi, solved_block, dae, names, scales, at) -> Sequence:
+    """The ``Sequence`` of block ``bi`` (0-based); ``at(i)`` is the model's
+    text of coordinate i as the block function receives it (a known
+    coordinate, or an unknown's prediction)."""
+    from fmigen.kinematics.sweep_measures import block_layout
+    prefix = f"fmigen_b{bi + 1}_"
+    decl, eqs, value = [], [], {}
+
+    def define(sym, kind, text, what):
+        value[sym] = sp.Symbol(prefix + kind + re.sub(r"[^A-Za-z0-9_]", "_", str(sym)))
+        decl.append(f"    Real {value[sym]} {_string(what)};")
+        eqs.append(f"    {value[sym]} = {text};")
+
     for K, expr in solved_block.abstractions.items():
-        local[K] = _local(K)
-        decl.append(f"Real {local[K]}")
-        body.append(f"{local[K]} := {names(expr)};")
+        define(K, "", names(expr), "abstracted known")
     for v, expr in solved_block.known_ring.items():
-        local[v] = _local(v)
-        decl.append(f"Real {local[v]}")
-        body.append(f"{local[v]} := {names(expr)};")
-    for i, kind, vs, _ in layout:
-        for v in vs:
-            local[v] = _local(v)
-            decl += [f"Real {local[v]}", f"Real P_{local[v]}"]
+        define(v, "", names(expr), "known ring value")
+    coordinate = {qs: sp.Symbol(at(i)) for i, qs in enumerate(dae.q_sym)}
+    predicted = {}
+    for i, kind, vs, _ in block_layout(solved_block, scales):
         if i in solved_block.angle_sums:
             combo = solved_block.angle_sums[i][2]
-            psi = sp.Add(*[k * dae.q_sym[j] for j, k in combo.items()])
-            body += [f"P_{local[vs[0]]} := sin({names(psi)});", f"P_{local[vs[1]]} := cos({names(psi)});"]
+            psi = names(sp.Add(*[k * dae.q_sym[j] for j, k in combo.items()]).xreplace(coordinate))
+            texts = [f"sin({psi})", f"cos({psi})"]
         elif kind == "angle":
-            body += [f"P_{local[vs[0]]} := sin(q[{i + 1}]);", f"P_{local[vs[1]]} := cos(q[{i + 1}]);"]
+            texts = [f"sin({at(i)})", f"cos({at(i)})"]
         else:
-            body.append(f"P_{local[vs[0]]} := q[{i + 1}];")
-        body += [f"{local[v]} := P_{local[v]};" for v in vs]
-    return decl, body, local
+            texts = [at(i)]
+        for v, text in zip(vs, texts):
+            define(v, "P_", text, f"the prediction of {v}")
+            predicted[v] = value[v]
+    ok = "1.0"
+    for k, st in enumerate(solved_block.steps, start=1):
+        a = f"{prefix}a{k}"
+        decl.append(f"    Real {a}[{st.degree + 1}] \"step {k} ({st.variable}): its coefficients\";")
+        eqs += [f"    {a}[{j + 1}] = {mo(sp.sympify(c).xreplace(value))};" for j, c in enumerate(st.coeffs)]
+        x, held = f"{prefix}x{k}", f"{prefix}ok{k}"
+        decl += [f"    Real {x} {_string(f'step {k}: {st.variable}')};",
+                 f"    Real {held} \"1 while the sequence holds after step {k}, else 0\";"]
+        eqs += [f"    {x} = fmigen_step{st.degree}_root({ok}, {a}, {predicted[st.variable]});",
+                f"    {held} = fmigen_step{st.degree}_ok({ok}, {a}, {predicted[st.variable]});"]
+        value[st.variable] = sp.Symbol(x)
+        ok = held
+    # the sequence's symbols the recovery reads (it may read coordinates too:
+    # an angle sum's recovery subtracts the known angles)
+    used = sorted(set().union(*[sp.sympify(e).free_symbols for e in solved_block.recover.values()]) & set(value),
+                  key=str)
+    return Sequence(decl, eqs, {st.degree for st in solved_block.steps}, [(s, str(value[s])) for s in used], ok)
 
 
-def _sequence_step(st, local) -> list[str]:
-    """One step of the sequence: its coefficients a (a[1] the leading one)
-    and its variable as the root of the step's univariate polynomial nearest
-    the prediction; ``ok`` false where the step cannot be taken."""
-    x = local[st.variable]
-    body = [f"// {st.variable}: degree {st.degree}"]
-    body += [f"a[{k + 1}] := {mo(sp.sympify(c).xreplace(local))};" for k, c in enumerate(st.coeffs)]
-    lead = " + ".join(f"abs(a[{k + 1}])" for k in range(st.degree + 1))
-    # a leading coefficient at round-off of its terms is a representation
-    # singularity of this lex order: Newton instead
-    body += [f"if ok and abs(a[1]) <= 1e-13 * ({lead}) then", "  ok := false;", "end if;", "if ok then"]
-    if st.degree == 1:
-        body.append(f"  {x} := -a[2] / a[1];")
-    elif st.degree == 2:
-        # the root on the prediction's side of the vertex, without
-        # cancellation (the C's fmigen_quadratic_root)
-        body += ["  disc := a[2] * a[2] - 4.0 * a[1] * a[3];",
-                 "  root := sqrt(max(disc, 0.0));",
-                 f"  if 2.0 * a[1] * P_{x} + a[2] < 0.0 then",
-                 "    root := -root;",
-                 "  end if;",
-                 "  if -a[2] * root > 0.0 or a[2] == 0.0 then",
-                 f"    {x} := (-a[2] + root) / (2.0 * a[1]);",
-                 "  elseif -a[2] - root <> 0.0 then",
-                 f"    {x} := 2.0 * a[3] / (-a[2] - root);",
-                 "  else",
-                 "    ok := false;",
-                 "  end if;"]
-    else:
-        # Newton on the univariate polynomial from the prediction
-        body += [f"  {x} := P_{x};", f"  for it in 1:{POLY_ITERATIONS} loop", "    f := a[1];", "    df := 0.0;"]
-        for k in range(2, st.degree + 2):
-            body += [f"    df := df * {x} + f;", f"    f := f * {x} + a[{k}];"]
-        body += ["    if df <> 0.0 then", f"      {x} := {x} - f / df;", "    end if;", "  end for;"]
-    body.append("end if;")
-    return body
-
-
-def _groebner_sequence(solved_block, dae, names, scales):
-    """(declarations, body) of a Gröbner block's primary lex sequence: the
-    knowns, the steps, and the coordinates recovered from the variables into
-    ``qq`` (an angle turned to its prediction's revolution), all under ``ok``
-    (a failed sequence leaves the prediction in qq for Newton)."""
+def _recovery(solved_block, names, scales, recovered):
+    """(declarations, body) of a Gröbner block function's start: the
+    sequence's values (input ``z``) recovered into the coordinates ``qq``
+    (an angle turned to its prediction's revolution) where the sequence
+    held (``ok``); else qq keeps the prediction for Newton."""
     from fmigen.kinematics.sweep_measures import block_layout
     layout = block_layout(solved_block, scales)
-    decl, body, local = _sequence_knowns(solved_block, dae, names, layout)
-    dmax_degree = max(st.degree for st in solved_block.steps)
-    decl += [f"Real a[{dmax_degree + 1}]", "Real disc", "Real root", "Real f", "Real df"]
-    body += [f"a := fill(0.0, {dmax_degree + 1});", "disc := 0.0;", "root := 0.0;", "f := 0.0;", "df := 0.0;"]
-    for st in solved_block.steps:
-        body += _sequence_step(st, local)
+    local = {s: _local(s) for s, _ in recovered}
+    decl = [f"Real {local[s]}" for s, _ in recovered]
+    body = [f"{local[s]} := z[{k + 1}];" for k, (s, _) in enumerate(recovered)]
     body.append("if ok then")
     for k, (i, kind, vs, _) in enumerate(layout):
         value = mo(sp.sympify(solved_block.recover[i]).xreplace(local).xreplace(names.subs))
@@ -443,10 +509,11 @@ def _newton_loop(emb, solved_block, names, iterations) -> list[str]:
     return body
 
 
-def block_function(fname: str, emb, solved_block, label: str) -> tuple[str, set]:
+def block_function(fname: str, emb, solved_block, label: str, sequence: Sequence | None = None) -> tuple[str, set]:
     """The Modelica function of one block and the sizes of the linear
-    solves it calls.  Signature: (t, q[n], p[np]) -> x[nb]; q holds the
-    known coordinates and, at this block's unknowns, their predictions."""
+    solves it calls.  Signature: (t, q[n], p[np], u[nu]) -> x[nb]; q holds
+    the known coordinates and, at this block's unknowns, their predictions;
+    a Gröbner block also takes its ``sequence``'s results (z, held)."""
     from fmigen.derive.workspace import unit_scales
     dae = emb.dae
     n, nb = dae.n, len(solved_block.block.unknowns)
@@ -456,16 +523,20 @@ def block_function(fname: str, emb, solved_block, label: str) -> tuple[str, set]
     nu = max(1, len(dae.inputs))
     decl = [f"Real P[{nb}] \"the prediction of the unknowns\"", f"Real r[{nb}]", f"Real J[{nb}, {nb}]",
             f"Real dx[{nb}]", "Real dmax", "Real qmax", "Boolean converged", "Boolean ok", f"Real qq[{n}]"]
-    body = ["P := {" + ", ".join(f"q[{i + 1}]" for i in unk) + "};", "qq := q;", "ok := true;"]
+    body = ["P := {" + ", ".join(f"q[{i + 1}]" for i in unk) + "};", "qq := q;",
+            "ok := held > 0.5;" if sequence else "ok := true;"]
     # every local has a value on every path (rumoca inlines a function's
     # algorithm symbolically and rejects a variable a branch leaves unset)
     body += [f"r := fill(0.0, {nb});", f"J := fill(0.0, {nb}, {nb});", f"dx := fill(0.0, {nb});",
              "dmax := 0.0;", "qmax := 0.0;"]
+    inputs = []
     iterations = NEWTON_ITERATIONS
-    if solved_block.method == "groebner":
-        d, b = _groebner_sequence(solved_block, dae, names, unit_scales(dae))
+    if sequence:
+        d, b = _recovery(solved_block, names, unit_scales(dae), sequence.recovered)
         decl += d
         body += b
+        inputs = [f"    input Real z[{len(sequence.recovered)}] \"the sequence's values the recovery reads\";",
+                  "    input Real held \"1 where the whole sequence held, else 0\";"]
         iterations = POLISH_ITERATIONS
     body += _newton_loop(emb, solved_block, names, iterations)
     body.append("x := {" + ", ".join(f"qq[{i + 1}]" for i in unk) + "};")
@@ -474,6 +545,7 @@ def block_function(fname: str, emb, solved_block, label: str) -> tuple[str, set]
             f"    input Real q[{n}] \"known coordinates; at this block's unknowns, their predictions\";",
             f"    input Real p[{np_}] \"tunable parameters\";",
             f"    input Real u[{nu}] \"inputs\";",
+            *inputs,
             f"    output Real x[{nb}];",
             "  protected",
             *[f"    {d};" for d in decl],
@@ -542,32 +614,46 @@ class _ModelNames:
 
 
 def _kinematics(model, emb, tri, names):
-    """The block functions, the linear-solve sizes they call and the
-    equations that call them, one per block."""
+    """The block functions, the linear-solve sizes and sequence-step
+    degrees they call, the model's declarations for the Gröbner sequences,
+    and the equations: each sequence's, then the call of its block's
+    function."""
+    from fmigen.derive.workspace import unit_scales
     from fmigen.kinematics.sequences import block_name
     dae, D = emb.dae, list(emb.dependent)
-    functions, sizes, calls = [], set(), []
+    functions, sizes, degrees, decls, equations = [], set(), set(), [], []
     pvec = "{" + (", ".join(names.pn) if names.pn else "0.0") + "}"
     uvec = "{" + (", ".join(names.un) if names.un else "0.0") + "}"
     qn = names.qn
     slot = {i: k for k, i in enumerate(D)}   # a dependent coordinate's predictor slot
     for bi, solved_block in enumerate(tri.blocks):
         fname = f"{model}_block{bi + 1}"
-        names_b = ", ".join(dae.names[i] for i in solved_block.block.unknowns)
+        unknowns, known = solved_block.block.unknowns, set(solved_block.block.knowns)
+
+        def at(i):
+            # the knowns the block reads, the predictions of its unknowns, and
+            # 0 for every other coordinate (a later block's: passing it would
+            # make the blocks one algebraic loop)
+            return f"fmigen_pred[{slot[i] + 1}]" if i in unknowns else qn[i] if i in known else "0.0"
+
+        names_b = ", ".join(dae.names[i] for i in unknowns)
         what = (f"Gröbner: the primary lex sequence {' > '.join(map(str, solved_block.variables))}, then Newton"
                 if solved_block.method == "groebner" else f"Newton ({solved_block.reason or 'no Gröbner sequence'})")
-        text, s = block_function(fname, emb, solved_block, f"block {block_name(dae, solved_block.block)}: {names_b} by {what}")
+        sequence, extra = None, ""
+        if solved_block.method == "groebner":
+            sequence = sequence_equations(bi, solved_block, dae, names, unit_scales(dae), at)
+            decls += sequence.declarations
+            equations += [f"    // block {bi + 1}'s primary lex sequence", *sequence.equations]
+            degrees |= sequence.degrees
+            extra = f", {{{', '.join(v for _, v in sequence.recovered) or '0.0'}}}, {sequence.ok}"
+        text, s = block_function(fname, emb, solved_block, f"block {block_name(dae, solved_block.block)}: "
+                                 f"{names_b} by {what}", sequence)
         functions.append(text)
         sizes |= s
-        # the knowns the block reads, the predictions of its unknowns, and 0
-        # for every other coordinate (a later block's: passing it would make
-        # the blocks one algebraic loop)
-        known = set(solved_block.block.knowns)
-        args = ", ".join(f"fmigen_pred[{slot[i] + 1}]" if i in solved_block.block.unknowns else qn[i] if i in known
-                         else "0.0" for i in range(dae.n))
-        calls.append(f"  {{{', '.join(qn[i] for i in solved_block.block.unknowns)}}} = "
-                     f"{fname}(time, {{{args}}}, {pvec}, {uvec});")
-    return functions, sizes, calls
+        args = ", ".join(at(i) for i in range(dae.n))
+        equations.append(f"    {{{', '.join(qn[i] for i in unknowns)}}} = "
+                         f"{fname}(time, {{{args}}}, {pvec}, {uvec}{extra});")
+    return functions, sizes, degrees, decls, equations
 
 
 def _variables(mech, dae, I, names, start, predictor_period) -> list[str]:
@@ -727,7 +813,7 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
     model = identifier(mech.name, "the mechanism")
     pkg = identifier(package, "--package") if package else model
     names = _ModelNames(mech, dae, I)
-    functions, sizes, calls = _kinematics(model, emb, tri, names)
+    functions, sizes, degrees, sequence_decls, kinematics = _kinematics(model, emb, tri, names)
     nd = len(D)
     # the Newton steps inside the block functions solve by generated
     # elimination; the model's own linear systems are equations (J x = b),
@@ -735,6 +821,7 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
     # into the model before simulating, and a pivoting elimination per
     # system cost it more setup than the equations do
     solve_text = [solve_function(k) for k in sorted(sizes)]
+    solve_text += [step_function(d, output) for d in sorted(degrees) for output in ("root", "ok")]
 
     lines = [f"package {pkg} {_string(f'{mech.name}: embedded equations of motion, exported by fmigen')}", ""]
     lines += solve_text + functions
@@ -759,7 +846,7 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
               f"    Real fmigen_h[{f}] \"Bᵀ (F − M a_c)\";"]
     if nd:
         decls, block_lines = _block_velocity_equations(emb, tri, names)
-        lines += decls
+        lines += sequence_decls + decls
     lines.append("  equation")
     for i in I:
         lines += [f"    der({names.qn[i]}) = {names.vn[i]};", f"    der({names.vn[i]}) = {names.an[i]};"]
@@ -774,7 +861,7 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
                   "      fmigen_ts = time;",
                   "    end when;",
                   "    // the kinematics, block by block"]
-        lines += ["  " + c for c in calls]
+        lines += kinematics
         lines += block_lines
     lines += _ode_equations(emb, tri, names)
     doc = CITATION.format(name=mech.name, independent=", ".join(dae.names[i] for i in I),
@@ -783,10 +870,6 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
     lines.append(f"  end {model};")
     lines.append(f"end {pkg};")
     return "\n".join(lines) + "\n"
-
-
-def _matrix(rows) -> str:
-    return "{" + ", ".join("{" + ", ".join(r) + "}" for r in rows) + "}"
 
 
 def export_mechanism(spec, package=None, log=None, use_cache=True, predictor_period=1e-3):
