@@ -378,7 +378,7 @@ def _add_build(sub):
                    help="derive everything again (Gröbner bases, the derived model, the compiled library) "
                         "instead of using the disk cache")
     from fmigen.generate.formulation import AUGMENTED
-    from fmigen.kinematics.triangular import KINEMATICS
+    from fmigen.kinematics import KINEMATICS
     p.add_argument("--kinematics", choices=[*KINEMATICS, *AUGMENTED],
                    default="groebner",
                    help="formulation: groebner (triangular sequences, default), newton (one Newton "

@@ -92,8 +92,13 @@ def mechanism_of(system, use_cache=True):
     local cache, its directory must be the user's own: a pickle runs code
     when read.)"""
     import numpy
-    from fmigen.frontends.joint_model import to_mechanism
     from fmigen.model import Mechanism
+
+    def to_mechanism(system):
+        # imported here: a build that reads the entry does not wait for the
+        # conversion's imports (scipy among them)
+        from fmigen.frontends.joint_model import to_mechanism
+        return to_mechanism(system)
     if not use_cache:
         return to_mechanism(system)
     try:

@@ -23,7 +23,6 @@ from fmigen.derive.embed import Embedding, embed
 from fmigen.model import Mechanism, ModelError
 from fmigen.derive.partition import Partition, choose_partition, partition_with
 from fmigen.kinematics import groebner
-from fmigen.kinematics.triangular import triangularize
 from fmigen.kinematics.sequences import Triangularization
 
 #: the shipped mechanisms: ``mechanisms/`` beside the package in a checkout
@@ -148,6 +147,10 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     from such a body (``derived.remember``)."""
     from fmigen.generate.codegen_recursive import choose as choose_dynamics
     from fmigen.frontends.start_pose import check_start_pose
+    # here, not at the top: a build that packages a derived model from the
+    # cache (a solver or step change) does not wait for the
+    # triangularization's imports (the workspace sweep, branches, completion)
+    from fmigen.kinematics.triangular import triangularize
     log = log or (lambda msg: None)
     # the key of the derived-model cache: the options as given (dynamics
     # "auto", not what it resolves to), as build_fmus keys its entry

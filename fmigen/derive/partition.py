@@ -13,9 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
-import scipy.sparse as sps
-from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
 
 from fmigen.derive.dae import DAE
 from fmigen.model import ModelError
@@ -62,6 +59,7 @@ def choose_partition(dae: DAE) -> Partition:
                 "choose other independent coordinates")
     else:
         if m:
+            import scipy.linalg   # here: see block_decomposition's imports
             _, _, piv = scipy.linalg.qr(J, pivoting=True)
             dep = sorted(piv[:m].tolist())
         else:
@@ -88,6 +86,11 @@ def partition_with(dae: DAE, names: list[str]) -> Partition:
 
 
 def block_decomposition(dae: DAE, indep: list[int], dep: list[int]) -> list[Block]:
+    # scipy here, not at the top: this module's types are imported by every
+    # build, and one that packages a derived model from the cache (a solver
+    # or step change) never partitions
+    import scipy.sparse as sps
+    from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
     m = dae.m
     if not dep:
         return []

@@ -52,7 +52,6 @@ from fractions import Fraction
 
 import mpmath as mp
 import numpy as np
-import scipy.linalg
 import sympy as sp
 
 from fmigen.floats import exact_floats, rational
@@ -122,6 +121,9 @@ def independent_names(mech: Mechanism) -> list[str]:
                     [sp.sympify(c.expr).xreplace(plain).xreplace(params).subs(t, 0) for c in mech.constraints])
     syms = [sp.Symbol(n) for n in names]
     J = np.array(sp.lambdify(syms, phi.jacobian(syms), "numpy")(*[c.start for c in mech.coordinates]), dtype=float)
+    # scipy here and in _Newton, not at the top: a build whose start
+    # assembly is read from the cache never solves one
+    import scipy.linalg
     _, _, piv = scipy.linalg.qr(J, pivoting=True)
     dep = set(piv[: J.shape[0]].tolist())
     return [n for i, n in enumerate(names) if i not in dep]
@@ -605,6 +607,7 @@ class _Newton:
         self.n = len(vs)
 
     def __call__(self, x, steps=6):
+        import scipy.linalg
         x = [mp.mpc(v) for v in x]
         moved = mp.mpf(0)
         for _ in range(steps):

@@ -5,11 +5,13 @@ a warning or an error when the choice is not clear.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import warnings
 
 import mpmath as mp
+import sympy as sp
 
 from fmigen.derive.cache_key import key_text
 from fmigen.kinematics import groebner
@@ -38,7 +40,7 @@ def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2,
     it accepts compete (a joint system's branch hints, ``accept_what``
     describes them for the error when none is accepted)."""
     log = log or (lambda msg: None)
-    res = assemble(mech, cpu_limit=cpu_limit, system=system)
+    res = _all_assemblies(mech, cpu_limit, system)
     reals = res.real_solutions
     if not reals:
         raise AssemblyError(f"'{mech.name}' has no real assembly at the start input "
@@ -83,6 +85,43 @@ def choose_start_assembly(mech: Mechanism, close_tol: float = 1e-2,
             if n not in res.inputs:
                 mech.coordinate_by_name(n).start = v
     return chosen
+
+
+#: ``assemble``'s results in this process, by everything they are a function
+#: of (``_solved_key``).  Why: a joint system's build solves the same
+#: system at the same start input twice, for its branch hints
+#: (``joint_model._start_assembly``) and for the start assembly
+#: (``start_assembly_hook``, whose disk entry is keyed by the starts the
+#: first one wrote).  A handful, oldest dropped first.
+_SOLVED: dict = {}
+_SOLVED_KEPT = 8
+
+
+def _all_assemblies(mech: Mechanism, cpu_limit, system: PolySystem | None):
+    """``assemble(mech, cpu_limit=cpu_limit, system=system)``, solved once
+    per process (``_SOLVED``)."""
+    system = system or polynomial_system(mech)
+    key = _solved_key(system, cpu_limit)
+    if key not in _SOLVED:
+        result = assemble(mech, cpu_limit=cpu_limit, system=system)
+        while len(_SOLVED) >= _SOLVED_KEPT:
+            _SOLVED.pop(next(iter(_SOLVED)))
+        _SOLVED[key] = result
+    return copy.deepcopy(_SOLVED[key])
+
+
+def _solved_key(system: PolySystem, cpu_limit) -> str:
+    """What ``assemble`` of ``system`` reads: the polynomials (exact,
+    ``srepr``), their variables and names, the known values, the residual
+    equations, the hidden-variable hint, the mechanism's name (in the
+    result) and the CPU limit."""
+    mech = system.mechanism
+    return repr((mech.name, getattr(mech.assembly_hints, "hidden", None), [sp.srepr(p) for p in system.polys],
+                 [sp.srepr(v) for v in system.variables], list(system.names), list(system.unknowns),
+                 [[k, repr(v)] for k, v in system.known.items()],
+                 {k: [str(x) for x in v] for k, v in system.recover.items()},
+                 [[n, sp.srepr(e)] for n, e, _ in system.residual_exprs],
+                 [[k, sp.srepr(v)] for k, v in system.coord_symbols.items()], repr(cpu_limit)))
 
 
 def start_assembly_hook(mech: Mechanism, log=None, max_variables: int = 12,

@@ -52,6 +52,7 @@ import numpy as np
 import sympy as sp
 
 from fmigen.derive.dae import DAE
+from fmigen.kinematics import KINEMATICS
 from fmigen.kinematics.branches import choose_branches
 from fmigen.kinematics.completion import completion_error, completion_plan
 from fmigen.kinematics.groebner import GroebnerError, GroebnerLimit, groebner_lex
@@ -88,13 +89,6 @@ MAX_GROEBNER_VARIABLES = 10
 #: quarter car's pose blocks 62,208.
 MAX_GROEBNER_BEZOUT = 1024
 
-#: Kinematics formulations (``triangularize(kinematics=...)``, ``fmigen build
-#: --kinematics``, ``fmigen bench``): "groebner" (default: triangular sequences,
-#: Newton only where the mechanism forces it or the block has more than
-#: MAX_GROEBNER_VARIABLES polynomial variables),
-#: "newton" (one Newton iteration over all dependent coordinates, all
-#: constraints as one block), "newton-loop" (Newton on each block separately).
-KINEMATICS = ("groebner", "newton", "newton-loop")
 DEFAULT_NEWTON_TOL = 1e-10
 
 

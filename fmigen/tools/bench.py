@@ -87,7 +87,7 @@ from fmigen.derive.embed import embed
 from fmigen.model import ModelError
 from fmigen.derive.partition import choose_partition
 from fmigen.generate.codegen_recursive import DYNAMICS
-from fmigen.kinematics.triangular import KINEMATICS, triangularize
+from fmigen.kinematics import KINEMATICS
 
 RUNTIME_DIR = Path(__file__).parent.parent / "runtime"
 
@@ -148,6 +148,7 @@ def generate_sources(mech, kinematics, log=None, augmented=(), dynamics="auto"):
     checked against the model and added on the Gröbner build, keyed by their
     name.  ``dynamics``: the embedded ODE's solver as ``fmigen build
     --dynamics`` chooses it."""
+    from fmigen.kinematics.triangular import triangularize
     log = log or (lambda m: None)
     dae, part, emb, dynamics, why = derivation(mech, dynamics)
     log(f"dynamics: {dynamics} ({why})")
@@ -734,6 +735,7 @@ def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, k
     from this run (``realtime_caps``), which the result reports."""
     from fmigen.build.pipeline import prepare_mechanism
     from fmigen.generate.codegen_recursive import choose as choose_dynamics
+    from fmigen.kinematics.triangular import triangularize
     if instructions and not shutil.which("valgrind"):
         raise ModelError("fmigen bench --worst-case counts instructions with valgrind, which is not installed")
     log = log or (lambda m: None)
