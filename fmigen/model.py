@@ -455,8 +455,11 @@ class Mechanism:
             load = sp.Matrix(force)
             if weight != 0:
                 # element by element: Matrix.diff goes through sympy's
-                # array-derivative machinery, 5x slower here
-                bias = [e.diff(t, 2).xreplace(no_qddot) for e in r]
+                # array-derivative machinery, 5x slower here; and twice by
+                # t, not diff(t, 2): sympy's second derivative of a product
+                # (the general Leibniz rule) gives the same expression at
+                # more cost
+                bias = [e.diff(t).diff(t).xreplace(no_qddot) for e in r]
                 load = [load[a] - weight * bias[a] for a in range(3)]
                 add_mass(cols, J, weight * sp.eye(3))
             add_force(cols, J, load)

@@ -20,6 +20,7 @@ from functools import cached_property
 import numpy as np
 import sympy as sp
 
+from fmigen.derive.derivatives import jacobian
 from fmigen.floats import exact_floats, rational
 from fmigen.model import Mechanism, ModelError, acceleration_symbol, t
 
@@ -59,7 +60,7 @@ class DAE:
 
     @cached_property
     def Phi_q(self) -> sp.Matrix:
-        return self.Phi.jacobian(self.q_sym)
+        return jacobian(self.Phi, self.q_sym)
 
     @property
     def redundant(self) -> int:
@@ -89,7 +90,7 @@ class DAE:
         γ = −(Φ_q q̇)_q q̇ − 2 Φ_qt q̇ − Φ_tt."""
         v = sp.Matrix(self.v_sym)
         Phiq_v = self.Phi_q * v
-        return -(Phiq_v.jacobian(self.q_sym) * v) - 2 * (self.Phi_q.diff(t) * v) - self.Phi_t.diff(t)
+        return -(jacobian(Phiq_v, self.q_sym) * v) - 2 * (self.Phi_q.diff(t) * v) - self.Phi_t.diff(t)
 
     @cached_property
     def hard_points(self) -> dict:

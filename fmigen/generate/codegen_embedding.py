@@ -57,6 +57,7 @@ not positive definite.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import defaultdict
@@ -208,20 +209,36 @@ def is_large(exprs, limit=LARGE_MODEL_OPS) -> bool:
     """More than ``limit`` operations in ``exprs`` (counting stops there)."""
     total = 0
     for e in exprs:
-        total += sp.count_ops(e)
+        total += _expression_operations(e)
         if total > limit:
             return True
     return False
 
 
+@functools.lru_cache(maxsize=100_000)
+def _expression_operations(e) -> int:
+    """``sp.count_ops(e)``, kept: the same quantities are counted again by
+    ``is_large`` (per quantity, then all of them) and the two joint CSEs of
+    ``_joint_cse_with_gamma`` share all their temporaries but γ's.  sympy's
+    count of a list is the sum of its items' counts."""
+    return sp.count_ops(e)
+
+
 def _operations(cse) -> int:
     """sympy's operation count of a CSE's result (its temporaries and rows)."""
     reps, reduced = cse
-    return sp.count_ops([e for _, e in reps] + list(reduced))
+    return sum(_expression_operations(e) for e in [e for _, e in reps] + list(reduced))
 
 
 def _cse_ops(exprs) -> int:
-    return _operations(sp.cse(exprs, symbols=sp.numbered_symbols("w"), order="none", optimizations=None))
+    return _quick_cse_operations(tuple(exprs))
+
+
+@functools.lru_cache(maxsize=64)
+def _quick_cse_operations(exprs: tuple) -> int:
+    """``_cse_ops``, kept: γ's quick CSE is counted by
+    ``circle_where_cheaper`` and again by ``_joint_cse_with_gamma``."""
+    return _operations(sp.cse(list(exprs), symbols=sp.numbered_symbols("w"), order="none", optimizations=None))
 
 
 def circle_where_cheaper(exprs: list) -> list:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import sympy as sp
 
+from fmigen.derive.derivatives import jacobian
 from fmigen.generate.printer import c
 from fmigen.generate.statements import assignments
 
@@ -189,7 +190,7 @@ def newton_system(emb, solved_block, sin_prefix, cos_prefix):
     dae = emb.dae
     unk = solved_block.block.unknowns
     Phi_b = sp.Matrix([dae.Phi[j] for j in solved_block.block.equations])
-    J_b = Phi_b.jacobian([dae.q_sym[i] for i in unk])
+    J_b = jacobian(Phi_b, [dae.q_sym[i] for i in unk])
     pairs = _carried(dae, solved_block)
     subs = {}
     for k in pairs:

@@ -54,6 +54,7 @@ import mpmath as mp
 import numpy as np
 import sympy as sp
 
+from fmigen.derive.derivatives import jacobian
 from fmigen.floats import exact_floats, rational
 from fmigen.kinematics import groebner
 from fmigen.model import Mechanism, ModelError, t
@@ -120,7 +121,7 @@ def independent_names(mech: Mechanism) -> list[str]:
     phi = sp.Matrix(len(mech.constraints), 1,   # a column, 0 x 1 too: 0 x 0 has no Jacobian
                     [sp.sympify(c.expr).xreplace(plain).xreplace(params).subs(t, 0) for c in mech.constraints])
     syms = [sp.Symbol(n) for n in names]
-    J = np.array(sp.lambdify(syms, phi.jacobian(syms), "numpy")(*[c.start for c in mech.coordinates]), dtype=float)
+    J = np.array(sp.lambdify(syms, jacobian(phi, syms), "numpy")(*[c.start for c in mech.coordinates]), dtype=float)
     # scipy here and in _Newton, not at the top: a build whose start
     # assembly is read from the cache never solves one
     import scipy.linalg
@@ -602,7 +603,7 @@ class _Newton:
     def __init__(self, system: PolySystem):
         vs = system.variables
         self.F = sp.lambdify(vs, system.polys, "mpmath")
-        J = sp.Matrix(system.polys).jacobian(vs)
+        J = jacobian(sp.Matrix(system.polys), vs)
         self.J = sp.lambdify(vs, J.tolist(), "mpmath")
         self.n = len(vs)
 
