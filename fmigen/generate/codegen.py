@@ -411,34 +411,27 @@ def reaction_c(dae, symbol_map, sig) -> str:
     oprelude, osubs = _sincos_prelude(oexprs, dae, array="sc" if large else None)
     body = assignments([f"out[{k}]" for k, _ in outs], [e.xreplace({**osubs, **symbol_map.subs}) for e in oexprs])
     head = "    (void)t; (void)q; (void)v; (void)p; (void)u;\n"
-    if not large:
-        solve = _function(
-            f"static int fmigen_reaction_solve({sig}, double *b)",
-            head + f"    double K[{nk * nk}] = {{0}};\n    int piv[{nk}];\n" + prelude + fill + "\n"
-            f"    if (fmigen_lu_factor({nk}, K, piv)) return 1;\n"
-            f"    fmigen_lu_solve({nk}, K, piv, b);\n    return 0;")
-        reactions = _function(
-            f"static void fmigen_reactions({sig}, double *out)",
-            f"    double b[{nk}];\n"
-            f"    if (fmigen_reaction_solve(t, q, v, p, u, b)) {{ {nan} return; }}\n"
-            f"    const double *a = b, *lam = b + {dae.n};\n    (void)a; (void)lam;\n" + oprelude + body)
-        return solve + "\n" + reactions
-    fill_fn = chunked("fmigen_reaction_fill", f"{sig}, double *K, double *b",
-                      head + prelude + fill + "\n    return 0;", storage="static ")
-    outputs_fn = chunked("fmigen_reaction_outputs", f"{sig}, const double *a, const double *lam, double *out",
-                         head + oprelude + body + "\n    return 0;", storage="static ")
+    if large:
+        functions = [chunked("fmigen_reaction_fill", f"{sig}, double *K, double *b",
+                             head + prelude + fill + "\n    return 0;", storage="static "),
+                     chunked("fmigen_reaction_outputs", f"{sig}, const double *a, const double *lam, double *out",
+                             head + oprelude + body + "\n    return 0;", storage="static ")]
+        filled = "    fmigen_reaction_fill(t, q, v, p, u, K, b);\n"
+        outputs = f"    fmigen_reaction_outputs(t, q, v, p, u, b, b + {dae.n}, out);"
+        head = ""
+    else:
+        functions, filled = [], prelude + fill + "\n"
+        outputs = f"    const double *a = b, *lam = b + {dae.n};\n    (void)a; (void)lam;\n" + oprelude + body
     solve = _function(
         f"static int fmigen_reaction_solve({sig}, double *b)",
-        f"    double K[{nk * nk}] = {{0}};\n    int piv[{nk}];\n"
-        "    fmigen_reaction_fill(t, q, v, p, u, K, b);\n"
-        f"    if (fmigen_lu_factor({nk}, K, piv)) return 1;\n"
+        head + f"    double K[{nk * nk}] = {{0}};\n    int piv[{nk}];\n" + filled
+        + f"    if (fmigen_lu_factor({nk}, K, piv)) return 1;\n"
         f"    fmigen_lu_solve({nk}, K, piv, b);\n    return 0;")
     reactions = _function(
         f"static void fmigen_reactions({sig}, double *out)",
         f"    double b[{nk}];\n"
-        f"    if (fmigen_reaction_solve(t, q, v, p, u, b)) {{ {nan} return; }}\n"
-        f"    fmigen_reaction_outputs(t, q, v, p, u, b, b + {dae.n}, out);")
-    return fill_fn + "\n" + outputs_fn + "\n" + solve + "\n" + reactions
+        f"    if (fmigen_reaction_solve(t, q, v, p, u, b)) {{ {nan} return; }}\n" + outputs)
+    return "\n".join([*functions, solve, reactions])
 
 
 def _arr(ctype, name, values, fmt=repr):
