@@ -88,14 +88,20 @@ def static_preload(sprung_mass=CHASSIS_MASS, geometry=FIVE_LINK):
 
 
 def add_wheel_and_suspension(s: JointSystem, chassis, carrier, sprung_mass, prefix="", offset=(0, 0, 0), side=+1,
-                             geometry=FIVE_LINK):
+                             geometry=FIVE_LINK, trim=False):
     """The wheel on ``carrier`` (revolute ``{prefix}spin`` about the carrier's
     y, drive torque input ``{prefix}T_drive``), the coil-over from ``chassis``
     to the corner's spring link with the preload that balances the design
     pose for ``sprung_mass`` on this corner, and the tire-load inputs
     ``{prefix}Fx … {prefix}Mz`` on the wheel centre (``Fz`` starting at the
     corner's static load).  ``offset``/``side``/``geometry`` as
-    ``add_corner``'s (the coil-over sits on the geometry's rod 4)."""
+    ``add_corner``'s (the coil-over sits on the geometry's rod 4).
+
+    ``trim``: the coil-over's preload is not ``static_preload``'s parameter
+    but the static trim along the travel ``{prefix}z`` (``s.trim``): solved
+    by the build from the model's own equations at the design pose, and
+    recomputed by the FMU when a tunable mass, rate or g is set before
+    initialization (output ``trim_{prefix}coilover``)."""
     mirror = np.array([1.0, side, 1.0])
     mw = s.parameter(f"{prefix}m_wheel", WHEEL_MASS, "kg", tunable=True, description="wheel and tire mass")
     Iw = [s.parameter(f"{prefix}I_wheel_{ax}", v, "kg.m2", tunable=True, description=f"wheel inertia about {ax}")
@@ -108,13 +114,14 @@ def add_wheel_and_suspension(s: JointSystem, chassis, carrier, sprung_mass, pref
     top = bottom + np.array([0.0, 0.0, SPRING_HEIGHT])
     k = s.parameter(f"{prefix}k_spring", SPRING_RATE, "N/m", tunable=True, description="coil-over spring rate")
     d = s.parameter(f"{prefix}d_spring", DAMPING, "N.s/m", tunable=True, description="coil-over damping")
+    preload = 0 if trim else s.parameter(
+        f"{prefix}coilover_preload", static_preload(sprung_mass, geometry), "N", tunable=True,
+        description="coil-over tension at the design length (negative: compression), the design pose's static balance")
     s.spring_damper(f"{prefix}coilover", chassis.marker(f"{prefix}spring_top", tuple(float(v) for v in top)),
                     s.bodies[f"{prefix}link4"].marker("spring", (SPRING_AT * geometry.L[3], 0, 0)),
-                    stiffness=k, damping=d, free_length=SPRING_HEIGHT,
-                    preload=s.parameter(f"{prefix}coilover_preload", static_preload(sprung_mass, geometry), "N",
-                                        tunable=True,
-                                        description="coil-over tension at the design length (negative: "
-                                                    "compression), the design pose's static balance"))
+                    stiffness=k, damping=d, free_length=SPRING_HEIGHT, preload=preload)
+    if trim:
+        s.trim(f"{prefix}coilover", f"{prefix}z")
 
     weight = (sprung_mass + sum(m for m, _ in unsprung_masses(geometry))) * GRAVITY
     F = [s.input(f"{prefix}F{ax}", weight if ax == "z" else 0.0, "N",

@@ -26,11 +26,38 @@ The design pose at rest is a static equilibrium: each corner's tire load
 ``*_Fz`` starts at its share of the car's weight from the whole car's
 vertical and pitch balance (``axle_loads``: the links' weights act off the
 axle, and the rack rides on the front axle line), and its coil-over preload
-balances that load along the travel (``quarter_car_joints.static_preload``).
-Started at rest (``build(bump=False)``) the chassis stays at its ride
-height: 2.4e-13 m and 1.1e-13 rad from it after 1 s (the FMU, RK4 at 1 ms);
-with the chassis' weight split by the axle positions alone it had pitched
-5.8 mrad and sunk 83 µm in 1 s (five-link corners all round, then).
+is the static trim along its travel (``s.trim``: the build solves it from
+the model's own equations at the design pose, the output
+``trim_*_coilover``; it equals ``quarter_car_joints.static_preload``'s
+hand-made virtual-work balance to 2e-14).  Started at rest
+(``build(bump=False)``, or the shipped FMU with ``der(fl_z)`` and the
+spins' rates set to 0) the chassis stays at its ride height: within
+9.6e-16 rad and 0 m of it over 1 s (the FMU, RK4 at 1 ms).  With the
+chassis' weight split by the axle positions alone it had pitched 5.8 mrad
+and sunk 83 µm in 1 s (five-link corners all round, then).
+
+Stops (``add_stops``), on each corner's travel ``*_z`` (the carrier's
+height over its design position, in the chassis frame): a jounce bumper
+(``s.bump_stop``, ``BUMP_STOP_TABLE``: contact 60 mm above the design pose,
+a progressive force–deflection curve reaching 10 kN 30 mm into it) and a
+rebound stop (``s.limit``: 70 mm below, 500 kN/m with 1 kN·s/m while
+pressed).  Round numbers of a mid-size car, not a measured one, inside the
+±80 mm the corners' hard points were fitted for; a microcellular
+elastomer bumper that acts as a progressive spring over the last part of
+the jounce travel, and a stiffer, shorter rebound stop, are the usual
+arrangement (W. F. Milliken and D. L. Milliken, *Race Car Vehicle
+Dynamics*, SAE 1995; T. D. Gillespie, *Fundamentals of Vehicle Dynamics*,
+SAE 1992, ch. 5 on the suspension's limited travel).  Model Exchange
+reports each contact and table point as a state event.
+
+Joint loads (``s.reaction``, outputs ``reaction_<joint>_fx … _mz``, the
+force and moment the chassis (or the rack) exerts on the corner through the
+joint, about its child marker, world axes): every chassis mount of every
+corner (``chassis_mounts``: the carrier's free joint, which carries the
+stops' force, and the five rods' universal joints ``*_U1 … *_U5``, a front
+tie rod's on the rack) and the rack's own joint ``rack`` (its drive
+included).  At rest they balance the weights to 1e-9
+(``tests/test_vehicle.py``).
 
 Every corner's loops close in the chassis frame (``joint_model``): four
 five-rod blocks (a 5×5 Newton block in the carrier pose, triangular rod
@@ -43,16 +70,18 @@ every wheel turning at 30 rad/s and the front-left wheel moving up at
 everything at rest).
 
 Outputs per corner: the wheel centre's world position ``*_wheel_x/y/z`` and
-velocity ``*_wheel_vx/vy/vz``, the carrier's world orientation
-``*_wheel_yaw/pitch/roll`` (3-2-1; the wheel's, apart from its spin
-``*_spin``) and the suspension travel ``*_travel``; the chassis pose and
-velocities, and the rack displacement, are coordinates with their ``der()``.
+velocity ``*_wheel_vx/vy/vz`` (``s.position``/``s.velocity`` of the carrier's
+origin), the carrier's world orientation ``*_wheel_yaw/pitch/roll`` (3-2-1,
+from ``s.orientation``; the wheel's, apart from its spin ``*_spin``), the
+suspension travel ``*_travel``, the trimmed preload and the mounts'
+reactions; the chassis pose and velocities, and the rack displacement, are
+coordinates with their ``der()``.
 """
+import math
+
 import sympy as sp
 
-from fmigen.frontends.joint_poses import rot, rz
-from fmigen.joints import JointSystem, X, Y
-from fmigen.model import t
+from fmigen.joints import JointSystem
 
 from mechanisms.five_link import FIVE_LINK, GRAVITY, POSE, carrier_mass
 from mechanisms.five_link_joints import add_corner
@@ -73,6 +102,16 @@ FRONT = ("fl_", "fr_")
 #: filter of this time constant [s] (``JointSystem.prescribe``): a ramp
 #: lags 20 ms, a step settles in about 60 ms; RK4 at 1 ms follows it
 RACK_TIME_CONSTANT = 0.01
+#: the jounce bumper: contact at this travel [m] above the design pose
+BUMP_STOP_AT = 0.060
+#: its force–deflection curve, (deflection [m], force [N]): progressive, as
+#: a microcellular elastomer's (continued past the last point at 650 kN/m)
+BUMP_STOP_TABLE = ((0.0, 0.0), (0.010, 1.0e3), (0.020, 3.5e3), (0.030, 10.0e3))
+#: the rebound stop: contact at this travel [m] (below the design pose), a
+#: stiff linear stop [N/m] with a damper [N s/m] acting while it is pressed
+REBOUND_STOP_AT = -0.070
+REBOUND_STOP_STIFFNESS = 5.0e5
+REBOUND_STOP_DAMPING = 1.0e3
 
 
 def geometry_of(prefix):
@@ -113,21 +152,37 @@ def axle_loads():
     return {p: float(loads[p[0]]) for p in CORNERS}
 
 
-def _wheel_outputs(s, prefix, offset, r_chassis, R_chassis):
-    """What a tire model needs of a wheel: the wheel centre's world position
-    and velocity and the carrier's world orientation as 3-2-1 angles (the
-    wheel's without its spin, whose rate is ``der({prefix}spin)``), and the
-    suspension travel."""
-    q = {n: s.coordinate_by_name(prefix + n).symbol for n in ("x", "y", "z", "psi", "theta", "phi")}
-    centre = r_chassis + R_chassis * (sp.Matrix(offset) + sp.Matrix([q["x"], q["y"], q["z"]]))
-    R = R_chassis * rz(q["phi"]) * rot(Y, q["theta"]) * rot(X, q["psi"])
+def _wheel_outputs(s, prefix, carrier):
+    """What a tire model needs of a wheel: the wheel centre's (the carrier
+    origin's) world position and velocity and the carrier's world
+    orientation as 3-2-1 angles (the wheel's without its spin, whose rate is
+    ``der({prefix}spin)``), and the suspension travel."""
+    centre, velocity = s.position(carrier.origin), s.velocity(carrier.origin)
+    R = s.orientation(carrier.origin)
     for i, ax in enumerate("xyz"):
         s.output(f"{prefix}wheel_{ax}", centre[i])
-        s.output(f"{prefix}wheel_v{ax}", centre[i].diff(t))
+        s.output(f"{prefix}wheel_v{ax}", velocity[i])
     s.output(f"{prefix}wheel_yaw", sp.atan2(R[1, 0], R[0, 0]))
     s.output(f"{prefix}wheel_pitch", sp.asin(-R[2, 0]))
     s.output(f"{prefix}wheel_roll", sp.atan2(R[2, 1], R[2, 2]))
-    s.output(f"{prefix}travel", q["z"])
+    s.output(f"{prefix}travel", s.coordinate_by_name(f"{prefix}z").symbol)
+
+
+def add_stops(s, prefix):
+    """The corner's bump (jounce) and rebound stops on its travel
+    ``{prefix}z`` (module docstring, "Stops"): the jounce bumper by its
+    force–deflection table, the rebound stop a stiff linear one."""
+    s.bump_stop(f"{prefix}carrier", BUMP_STOP_AT, BUMP_STOP_TABLE, side="upper", coordinate=f"{prefix}z")
+    s.limit(f"{prefix}carrier", REBOUND_STOP_AT, math.inf, REBOUND_STOP_STIFFNESS, REBOUND_STOP_DAMPING,
+            coordinate=f"{prefix}z")
+
+
+def chassis_mounts(prefix):
+    """The joints by which a corner hangs from the chassis: the carrier's
+    free joint from its hub (it carries the stops' forces), the five rods'
+    universal joints (a front tie rod's on the rack, which the rack's own
+    joint ``rack`` hangs from the chassis)."""
+    return [f"{prefix}carrier"] + [f"{prefix}U{k}" for k in range(1, 6)]
 
 
 def build(bump: bool = True) -> JointSystem:
@@ -140,9 +195,6 @@ def build(bump: bool = True) -> JointSystem:
     s.free("chassis", s.ground.origin, chassis.origin, coordinates=CHASSIS_POSE,
            start=[0.0, 0.0, CG_HEIGHT, 0.0, 0.0, 0.0])
     independent = list(CHASSIS_POSE)
-    q = {n: s.coordinate_by_name(n).symbol for n in CHASSIS_POSE}
-    r_chassis = sp.Matrix([q["xc"], q["yc"], q["zc"]])
-    R_chassis = rz(q["yawc"]) * rot(Y, q["pitchc"]) * rot(X, q["rollc"])
     # the steering rack on the front axle line, level with the wheel centres
     rack = add_rack(s, chassis, at=(CORNERS["fl_"][0], 0.0, -CG_HEIGHT), time_constant=RACK_TIME_CONSTANT)
     independent.append("rack")
@@ -155,13 +207,17 @@ def build(bump: bool = True) -> JointSystem:
         carrier, _ = add_corner(s, chassis, prefix=prefix, offset=offset, side=side, geometry=geometry,
                                 rack=rack if prefix in FRONT else None)
         add_wheel_and_suspension(s, chassis, carrier, share, prefix=prefix, offset=offset, side=side,
-                                 geometry=geometry)
+                                 geometry=geometry, trim=True)
+        add_stops(s, prefix)
         independent += [f"{prefix}z", f"{prefix}spin"]
         if prefix == "fl_" and bump:
             s.coordinate_by_name("fl_z").velocity_start = 0.5      # the bump
         if not bump:
             s.coordinate_by_name(f"{prefix}spin").velocity_start = 0.0
-        _wheel_outputs(s, prefix, offset, r_chassis, R_chassis)
+        _wheel_outputs(s, prefix, carrier)
+        for joint in chassis_mounts(prefix):
+            s.reaction(joint)
+    s.reaction("rack")
     s.gravity = (0, 0, -g)
     s.cut = [f"{p}S{i}" for p in CORNERS for i in range(1, 6)]
     s.independent = independent

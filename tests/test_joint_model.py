@@ -504,9 +504,8 @@ def test_vehicle_design_pose_is_balanced_by_its_static_loads():
     of mass at the start assembly, from the joint description) and the tire
     forces at the wheel centres (the model's outputs), the vertical forces and
     the moments about the chassis' pitch and roll axes sum to zero.  (Each
-    corner's travel is balanced by its coil-over preload,
-    quarter_car_joints.static_preload; the FMU started at rest keeps the
-    chassis within 1.1e-13 m of its ride height over 1 s, docs/benchmarks.md.)"""
+    corner's travel is balanced by its coil-over preload, the static trim
+    along it; tests/test_vehicle.py runs the FMU at rest.)"""
     from mechanisms.vehicle import CORNERS, build as vehicle
     m = to_mechanism(vehicle(bump=False))
     values = {c.symbol: sp.Float(c.start) for c in m.coordinates} | \

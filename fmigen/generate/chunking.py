@@ -36,7 +36,8 @@ def _split_top(text: str) -> list[str]:
     return items
 
 
-def chunked(name: str, params: str, body: str, size: int | None = None, above: int | None = None) -> str:
+def chunked(name: str, params: str, body: str, size: int | None = None, above: int | None = None,
+            storage: str = "") -> str:
     """``int name(params)`` with the straight-line ``body`` (``_Code``'s
     statements: scalar ``const double`` definitions, local arrays, ``if
     (...) return k;`` checks, calls and stores to the parameters' arrays),
@@ -51,7 +52,8 @@ def chunked(name: str, params: str, body: str, size: int | None = None, above: i
     stores).  The statements are
     the same, in the same order, on doubles stored and loaded exactly, so
     the results are bit for bit those of the single function; a chunk's
-    ``return k`` is the caller's."""
+    ``return k`` is the caller's.  ``storage``: what precedes ``int name``
+    (``"static "`` for a function the model calls only itself)."""
     size = CHUNK_STATEMENTS if size is None else size
     above = CHUNK_ABOVE if above is None else above
     # statements, not lines: a piecewise expression prints over several lines
@@ -65,7 +67,7 @@ def chunked(name: str, params: str, body: str, size: int | None = None, above: i
     head = [ln for ln in lines if ln.strip().startswith("(void)")]
     stmts = [ln for ln in lines if not ln.strip().startswith("(void)") and ln.strip() != "return 0;"]
     if len(stmts) <= max(size, above):
-        return f"int {name}({params})\n{{\n{body}\n}}\n"
+        return f"{storage}int {name}({params})\n{{\n{body}\n}}\n"
     chunks = [stmts[k:k + size] for k in range(0, len(stmts), size)]
     home, arrays = {}, {}
     for ci, ch in enumerate(chunks):
@@ -122,7 +124,7 @@ def chunked(name: str, params: str, body: str, size: int | None = None, above: i
                    + "\n".join(code) + "\n}\n")
     args = ", ".join(param_names)
     calls = [f"    if ((r = {name}_chunk{ci}({args}, &S))) return r;" for ci in range(len(chunks))]
-    out.append(f"int {name}({params})\n{{\n    {struct} S;\n    int r;\n" + "\n".join(calls)
+    out.append(f"{storage}int {name}({params})\n{{\n    {struct} S;\n    int r;\n" + "\n".join(calls)
                + "\n    return 0;\n}\n")
     return "\n".join(out)
 

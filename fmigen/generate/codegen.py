@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import sympy as sp
 
 from fmigen.derive.embed import Embedding
-from fmigen.generate.codegen_embedding import embedding_code
+from fmigen.generate.chunking import chunked
+from fmigen.generate.codegen_embedding import embedding_code, is_large
 from fmigen.generate.codegen_kinematics import hoisted_knowns, kinematics_code
 from fmigen.generate.codegen_lanes import lane_classes, residual_function
 from fmigen.generate.mass_checks import mass_check_code, mass_check_defaults
@@ -257,10 +258,14 @@ def trig_plan(emb: Embedding):
     return angles, subs
 
 
-def _sincos_prelude(exprs, dae):
+def _sincos_prelude(exprs, dae, array=None):
     """sin and cos of each angle in exprs, evaluated once up front through a
     local, by one fmigen_sincos call of the pair (not libm's: the same bits
-    on every platform).  Returns (C lines, substitution)."""
+    on every platform).  Returns (C lines, substitution).  ``array``: the
+    call writes the pair into a local array of that name, which the
+    scalars are then defined from, one statement a line, as
+    ``chunking.chunked`` reads them (the same names, so the same
+    substitution and CSE, as without)."""
     qset = set(dae.q_sym)
     found = {}
     for e in exprs:
@@ -268,11 +273,17 @@ def _sincos_prelude(exprs, dae):
             if a.args[0] in qset:
                 found.setdefault(dae.q_sym.index(a.args[0]), set()).add(a.func)
     lines, subs = [], {}
-    for k in sorted(found):
+    if array is not None and found:
+        lines.append(f"    double {array}[{2 * len(found)}];")
+    for j, k in enumerate(sorted(found)):
         s_, c_ = sp.Symbol(f"sin_q{k}"), sp.Symbol(f"cos_q{k}")
         subs[sp.sin(dae.q_sym[k])], subs[sp.cos(dae.q_sym[k])] = s_, c_
-        lines.append(f"    double {s_}, {c_}; fmigen_sincos(q[{k}], &{s_}, &{c_});"
-                     f" (void){s_}; (void){c_};")
+        if array is None:
+            lines.append(f"    double {s_}, {c_}; fmigen_sincos(q[{k}], &{s_}, &{c_});"
+                         f" (void){s_}; (void){c_};")
+        else:
+            lines += [f"    fmigen_sincos(q[{k}], &{array}[{2 * j}], &{array}[{2 * j + 1}]);",
+                      f"    const double {s_} = {array}[{2 * j}];", f"    const double {c_} = {array}[{2 * j + 1}];"]
     return "".join(line + "\n" for line in lines), subs
 
 
@@ -377,29 +388,50 @@ def reaction_system(dae):
 def reaction_c(dae, symbol_map, sig) -> str:
     """model.c's ``fmigen_reactions`` (static): q̈ and λ from K (``reaction_system``) by
     LU with partial pivoting, then the reaction outputs into ``out`` (NaN when
-    K is singular, which a regular configuration's is not)."""
+    K is singular, which a regular configuration's is not).
+
+    K and [F; γ] are the embedding's quantities M, F, Φ_q and γ once more,
+    and for a large model (``codegen_embedding.is_large``, the full vehicle)
+    the filling of K and the outputs are straight-line functions of their
+    own that ``chunked`` cuts as it cuts the embedding's: one function of
+    thousands of statements is what gcc's register allocation takes
+    superlinear time in.  The same statements in the same order either
+    way, so the same bits."""
     entries, rhs, outs = reaction_system(dae)
     nk = dae.n + dae.m
     exprs = [e for _, _, e in entries] + rhs
-    prelude, subs = _sincos_prelude(exprs, dae)
+    oexprs = [e for _, e in outs]
+    nan = " ".join(f"out[{k}] = NAN;" for k, _ in outs)
+    large = is_large(exprs)
+    prelude, subs = _sincos_prelude(exprs, dae, array="sc" if large else None)
+    # one substitution, not the angles' and then the symbols': each rebuilds
+    # every expression, the vehicle's in seconds
     fill = assignments([f"K[{r * nk + c_}]" for r, c_, _ in entries] + [f"b[{k}]" for k in range(nk)],
-                       [symbol_map(sp.sympify(e).xreplace(subs)) for e in exprs])
+                       [sp.sympify(e).xreplace({**subs, **symbol_map.subs}) for e in exprs])
+    oprelude, osubs = _sincos_prelude(oexprs, dae, array="sc" if large else None)
+    body = assignments([f"out[{k}]" for k, _ in outs], [e.xreplace({**osubs, **symbol_map.subs}) for e in oexprs])
+    head = "    (void)t; (void)q; (void)v; (void)p; (void)u;\n"
+    if large:
+        functions = [chunked("fmigen_reaction_fill", f"{sig}, double *K, double *b",
+                             head + prelude + fill + "\n    return 0;", storage="static "),
+                     chunked("fmigen_reaction_outputs", f"{sig}, const double *a, const double *lam, double *out",
+                             head + oprelude + body + "\n    return 0;", storage="static ")]
+        filled = "    fmigen_reaction_fill(t, q, v, p, u, K, b);\n"
+        outputs = f"    fmigen_reaction_outputs(t, q, v, p, u, b, b + {dae.n}, out);"
+        head = ""
+    else:
+        functions, filled = [], prelude + fill + "\n"
+        outputs = f"    const double *a = b, *lam = b + {dae.n};\n    (void)a; (void)lam;\n" + oprelude + body
     solve = _function(
         f"static int fmigen_reaction_solve({sig}, double *b)",
-        "    (void)t; (void)q; (void)v; (void)p; (void)u;\n"
-        f"    double K[{nk * nk}] = {{0}};\n    int piv[{nk}];\n" + prelude + fill + "\n"
-        f"    if (fmigen_lu_factor({nk}, K, piv)) return 1;\n"
+        head + f"    double K[{nk * nk}] = {{0}};\n    int piv[{nk}];\n" + filled
+        + f"    if (fmigen_lu_factor({nk}, K, piv)) return 1;\n"
         f"    fmigen_lu_solve({nk}, K, piv, b);\n    return 0;")
-    oexprs = [e for _, e in outs]
-    oprelude, osubs = _sincos_prelude(oexprs, dae)
-    body = assignments([f"out[{k}]" for k, _ in outs], [symbol_map(e.xreplace(osubs)) for e in oexprs])
-    nan = " ".join(f"out[{k}] = NAN;" for k, _ in outs)
     reactions = _function(
         f"static void fmigen_reactions({sig}, double *out)",
         f"    double b[{nk}];\n"
-        f"    if (fmigen_reaction_solve(t, q, v, p, u, b)) {{ {nan} return; }}\n"
-        f"    const double *a = b, *lam = b + {dae.n};\n    (void)a; (void)lam;\n" + oprelude + body)
-    return solve + "\n" + reactions
+        f"    if (fmigen_reaction_solve(t, q, v, p, u, b)) {{ {nan} return; }}\n" + outputs)
+    return "\n".join([*functions, solve, reactions])
 
 
 def _arr(ctype, name, values, fmt=repr):

@@ -1,0 +1,152 @@
+"""The shipped full vehicle (``mechanisms/vehicle.py``) as a vehicle-dynamics
+engineer reads it: its trimmed ride height, the loads at its chassis mounts
+and its bump and rebound stops, on the FMU (FMI 2 Co-Simulation, RK4 at
+1 ms) against numbers computed here from the mechanism's data alone.
+
+The FMU is the one ``tests/test_masters.py``'s libcosim test builds: the
+same ``build_fmus`` call with ``reuse=True`` packages the derived model
+recorded in the cache (the vehicle's derivation is minutes of CPU; this file
+derives it only when nothing has before).  The shipped start has the
+front-left wheel moving up at 0.5 m/s and every wheel spinning; the rest
+start sets those rates to 0 (they are the independent coordinates'
+``der()``, settable before initialization).
+"""
+import math
+
+import numpy as np
+import pytest
+from fmpy import simulate_fmu
+
+from fmigen.build.pipeline import build_fmus
+from mechanisms.five_link import GRAVITY, carrier_mass
+from mechanisms.front_corner import RACK_MASS
+from mechanisms.quarter_car_joints import WHEEL_MASS, static_preload
+from mechanisms.vehicle import (BUMP_STOP_AT, BUMP_STOP_TABLE, CHASSIS_MASS, CORNERS, FRONT, REBOUND_STOP_AT,
+                                REBOUND_STOP_DAMPING, REBOUND_STOP_STIFFNESS, axle_loads, chassis_mounts,
+                                geometry_of)
+
+AT_REST = {**{f"der({p}spin)": 0.0 for p in CORNERS}, "der(fl_z)": 0.0}
+WEIGHT = CHASSIS_MASS * GRAVITY
+
+
+@pytest.fixture(scope="module")
+def vehicle_fmu(tmp_path_factory):
+    d = tmp_path_factory.mktemp("vehicle")
+    (path,), _ = build_fmus("vehicle", [(d / "vehicle.fmu", "2", "cs")], windows=False, reuse=True)
+    return str(path)
+
+
+def unsprung_mass(prefix):
+    geometry = geometry_of(prefix)
+    return carrier_mass() + WHEEL_MASS + sum(geometry.link_mass(k) for k in range(5))
+
+
+def static_tire_load(prefix):
+    """The corner's tire load at rest: its sprung share and its unsprung bodies."""
+    return (axle_loads()[prefix] + unsprung_mass(prefix)) * GRAVITY
+
+
+def reaction(res, joint):
+    """The joint's reaction force (N, world), one row per output point."""
+    return np.stack([res[f"reaction_{joint}_f{ax}"] for ax in "xyz"], axis=1)
+
+
+@pytest.fixture(scope="module")
+def at_rest(vehicle_fmu):
+    return simulate_fmu(vehicle_fmu, stop_time=1.0, output_interval=0.01, start_values=AT_REST)
+
+
+def test_trimmed_vehicle_rests_at_its_design_ride_height(at_rest):
+    """Each corner's coil-over preload is the static trim along its travel
+    (``s.trim``): the FMU reports the preload that the hand-made virtual-work
+    balance of ``quarter_car_joints.static_preload`` gives (central
+    differences of the geometry, which limit the agreement), and started at
+    rest the chassis stays at its design ride height and attitude."""
+    for p in CORNERS:
+        hand = static_preload(axle_loads()[p], geometry_of(p))
+        assert at_rest[f"trim_{p}coilover"][0] == pytest.approx(hand, rel=1e-9)
+    for name, tol in (("zc", 1e-11), ("pitchc", 1e-11), ("rollc", 1e-11), ("xc", 1e-11), ("yc", 1e-11)):
+        start = 0.25 if name == "zc" else 0.0
+        assert np.abs(at_rest[name] - start).max() < tol, name
+    for p in CORNERS:
+        assert np.abs(at_rest[f"{p}travel"]).max() < 1e-11
+
+
+def test_chassis_mount_reactions_balance_the_weights_at_rest(at_rest):
+    """Statics, from the mechanism's masses and the tire loads alone: at
+    rest each corner's bodies (carrier, wheel, five rods) are held by the
+    tire load, the coil-over (vertical in the design pose, its tension the
+    trimmed preload) and their mounts, so Σ mounts = (m_u g − F_z − T) ẑ;
+    the rack by the chassis less the two tie rods, Σ = m_rack g ẑ; and the
+    chassis, which exerts the opposite of every reaction at its mounts,
+    Σ mounts + rack = −(m_chassis g + Σ T) ẑ: the weight of everything the
+    tires carry, to 1e-9 of the chassis' weight at every output point."""
+    tension = {p: static_preload(axle_loads()[p], geometry_of(p)) for p in CORNERS}
+    up = np.array([0.0, 0.0, 1.0])
+    on_chassis = reaction(at_rest, "rack")
+    for p in CORNERS:
+        mounts = sum(reaction(at_rest, j) for j in chassis_mounts(p))
+        expected = (unsprung_mass(p) * GRAVITY - static_tire_load(p) - tension[p]) * up
+        assert np.abs(mounts - expected).max() < 1e-9 * WEIGHT, p
+        # a front tie rod hangs from the rack, not from the chassis
+        on_chassis = on_chassis + mounts - (reaction(at_rest, f"{p}U5") if p in FRONT else 0)
+    rack = reaction(at_rest, "rack") - sum(reaction(at_rest, f"{p}U5") for p in FRONT)
+    assert np.abs(rack - RACK_MASS * GRAVITY * up).max() < 1e-9 * WEIGHT
+    expected = -(CHASSIS_MASS * GRAVITY + sum(tension.values())) * up
+    assert np.abs(on_chassis - expected).max() < 1e-9 * WEIGHT
+    # the stops are out of contact: the carriers' own joints transmit nothing
+    for p in CORNERS:
+        assert np.abs(reaction(at_rest, f"{p}carrier")).max() < 1e-9 * WEIGHT
+
+
+def bump_stop_force(deflection):
+    """The jounce bumper's table, interpolated and extended by its last slope."""
+    d, f = np.array(BUMP_STOP_TABLE).T
+    slope = (f[-1] - f[-2]) / (d[-1] - d[-2])
+    return np.where(deflection <= d[-1], np.interp(deflection, d, f), f[-1] + slope * (deflection - d[-1]))
+
+
+def stop_force_along_chassis_z(res, prefix):
+    """The carrier joint's reaction (the stops' force: nothing else acts on
+    the carrier's own coordinates) as the force along the chassis' z axis,
+    and the part of it off that axis."""
+    cr, sr = np.cos(res["rollc"]), np.sin(res["rollc"])
+    cp, sp_ = np.cos(res["pitchc"]), np.sin(res["pitchc"])
+    cy, sy = np.cos(res["yawc"]), np.sin(res["yawc"])
+    # the chassis' z axis in the world: Rz(yaw) Ry(pitch) Rx(roll) e_z
+    axis = np.stack([cy * sp_ * cr + sy * sr, sy * sp_ * cr - cy * sr, cp * cr], axis=1)
+    f = reaction(res, f"{prefix}carrier")
+    along = (f * axis).sum(axis=1)
+    return along, np.linalg.norm(f - along[:, None] * axis, axis=1)
+
+
+def test_bump_stop_pushes_back_with_its_table_force(vehicle_fmu):
+    """A tire load 5 kN above the static one pushes the front-left wheel up
+    into its jounce bumper: the force the chassis exerts on the carrier
+    through its joint is the table's at the travel past contact, along the
+    chassis' z, and zero out of contact."""
+    start = {**AT_REST, "fl_Fz": static_tire_load("fl_") + 5000.0}
+    res = simulate_fmu(vehicle_fmu, stop_time=0.5, output_interval=0.005, start_values=start)
+    deflection = res["fl_travel"] - BUMP_STOP_AT
+    assert deflection.max() > BUMP_STOP_TABLE[1][0]           # past the table's first point
+    along, off = stop_force_along_chassis_z(res, "fl_")
+    expected = -bump_stop_force(np.maximum(deflection, 0.0)) * (deflection > 0)
+    assert np.abs(along - expected).max() < 1e-9 * np.abs(expected).max()
+    assert off.max() < 1e-9 * np.abs(expected).max()
+    assert np.abs(reaction(res, "fl_carrier")[:, 2][deflection < 0]).max() < 1e-9 * WEIGHT
+
+
+def test_rebound_stop_holds_an_unloaded_wheel(vehicle_fmu):
+    """With no tire load the front-left wheel drops under its coil-over until
+    the rebound stop catches it: the force along the chassis' z is
+    max(0, k (lower − z) − c ż) while the travel is below the stop."""
+    res = simulate_fmu(vehicle_fmu, stop_time=0.5, output_interval=0.005, start_values={**AT_REST, "fl_Fz": 0.0})
+    z, zdot = res["fl_travel"], res["der(fl_z)"]
+    assert z.min() < REBOUND_STOP_AT - 1e-3
+    along, off = stop_force_along_chassis_z(res, "fl_")
+    expected = np.where(z < REBOUND_STOP_AT,
+                        np.maximum(0.0, REBOUND_STOP_STIFFNESS * (REBOUND_STOP_AT - z) - REBOUND_STOP_DAMPING * zdot),
+                        0.0)
+    assert np.abs(along - expected).max() < 1e-9 * expected.max()
+    assert off.max() < 1e-9 * expected.max()
+    assert math.isfinite(res["constraint_residual"].max()) and res["constraint_residual"].max() < 1e-12
