@@ -417,6 +417,7 @@ HARNESS_FMI2 = r"""
 #include <stdlib.h>
 #include "fmi2Functions.h"
 #include "fmigen_instance.h"
+#include "fmu_variables.h"
 static int nlog = 0;
 static void logger(fmi2ComponentEnvironment e, fmi2String n, fmi2Status s, fmi2String c, fmi2String m, ...)
 { (void)e; (void)n; (void)s; (void)c; (void)m; nlog++; }
@@ -524,6 +525,7 @@ HARNESS_BAD_CALLS = r"""
 #include <string.h>
 #include "fmi2Functions.h"
 #include "fmigen_instance.h"
+#include "fmu_variables.h"
 static void logger(fmi2ComponentEnvironment e, fmi2String n, fmi2Status s, fmi2String c, fmi2String m, ...)
 { (void)e; (void)n; (void)s; (void)c; (void)m; }
 static int fails = 0;

@@ -70,7 +70,7 @@ class VariableTable:
         return next(v.vr for v in self.rows if v.name == name)
 
     def c_header(self) -> str:
-        """sources/fmu_variables.h: the group offsets, for runtime/fmigen_instance.h,
+        """sources/fmu_variables.h: the group offsets, for runtime/fmigen_instance_model.c,
         and every value reference's name, for the runtime's messages
         (``theta (value reference 0) set to a non-finite value``)."""
         rows = sorted(self.rows, key=lambda v: v.vr)

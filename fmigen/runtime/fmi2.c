@@ -1,8 +1,8 @@
 /* FMI 2.0 glue (Co-Simulation and Model Exchange) for fmigen models.
  *
  * Every function of fmi2Functions.h is exported.  The kinds this binary may
- * be instantiated as are set in fmu_config.h (FMIGEN_HAS_CS, FMIGEN_HAS_ME),
- * matching what modelDescription.xml declares.  All logic lives in
+ * be instantiated as are set in fmu_config.h (FMIGEN_HAS_CS, FMIGEN_HAS_ME;
+ * fg_model.has_cs, has_me here), matching what modelDescription.xml declares.  All logic lives in
  * fmigen_instance.c; this file maps FMI 2 types and signatures onto it.
  */
 #include <stdio.h>
@@ -10,13 +10,6 @@
 #include <string.h>
 #include "fmi2Functions.h"
 #include "fmigen_instance.h"
-
-#ifndef FMIGEN_HAS_CS
-#define FMIGEN_HAS_CS 1
-#endif
-#ifndef FMIGEN_HAS_ME
-#define FMIGEN_HAS_ME 0
-#endif
 
 #define IN(c) ((FgInstance *)(c))
 #define ST(x) ((fmi2Status)(x))
@@ -47,7 +40,7 @@ fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String guid, f
 {
     (void)location; (void)visible;
     if (!cb || !name) return NULL;
-    int ok = (type == fmi2CoSimulation && FMIGEN_HAS_CS) || (type == fmi2ModelExchange && FMIGEN_HAS_ME);
+    int ok = (type == fmi2CoSimulation && fg_model.has_cs) || (type == fmi2ModelExchange && fg_model.has_me);
     if (!ok) {
         if (cb->logger) cb->logger(cb->componentEnvironment, name, fmi2Error, "logStatusError",
                                    type == fmi2CoSimulation ? "this FMU cannot be instantiated as Co-Simulation"

@@ -2,8 +2,9 @@
  *
  * Every function of fmi3Functions.h is exported.  The interface types this
  * binary may be instantiated as are set in fmu_config.h (FMIGEN_HAS_CS,
- * FMIGEN_HAS_ME), matching modelDescription.xml.  Scheduled Execution, clocks,
- * event mode in Co-Simulation, configuration mode and directional/adjoint
+ * FMIGEN_HAS_ME; fg_model.has_cs, has_me here), matching
+ * modelDescription.xml.  Scheduled Execution, clocks, event mode in
+ * Co-Simulation, configuration mode and directional/adjoint
  * derivatives are not provided; their functions return fmi3Error with a
  * message.  All logic lives in fmigen_instance.c.
  */
@@ -12,13 +13,6 @@
 #include <string.h>
 #include "fmi3Functions.h"
 #include "fmigen_instance.h"
-
-#ifndef FMIGEN_HAS_CS
-#define FMIGEN_HAS_CS 1
-#endif
-#ifndef FMIGEN_HAS_ME
-#define FMIGEN_HAS_ME 0
-#endif
 
 #define IN(c) ((FgInstance *)(c))
 #define ST(x) ((fmi3Status)(x))
@@ -66,7 +60,7 @@ fmi3Instance fmi3InstantiateModelExchange(fmi3String name, fmi3String token, fmi
                                           fmi3InstanceEnvironment env, fmi3LogMessageCallback log)
 {
     (void)resourcePath; (void)visible;
-    return instantiate(name, token, FG_ME, FMIGEN_HAS_ME, loggingOn, env, log);
+    return instantiate(name, token, FG_ME, fg_model.has_me, loggingOn, env, log);
 }
 
 fmi3Instance fmi3InstantiateCoSimulation(fmi3String name, fmi3String token, fmi3String resourcePath,
@@ -81,7 +75,7 @@ fmi3Instance fmi3InstantiateCoSimulation(fmi3String name, fmi3String token, fmi3
      * nothing; early return and intermediate updates are never used. */
     (void)resourcePath; (void)visible; (void)eventModeUsed; (void)earlyReturnAllowed;
     (void)requiredIntermediateVariables; (void)nRequiredIntermediateVariables; (void)intermediateUpdate;
-    return instantiate(name, token, FG_CS, FMIGEN_HAS_CS, loggingOn, env, log);
+    return instantiate(name, token, FG_CS, fg_model.has_cs, loggingOn, env, log);
 }
 
 fmi3Instance fmi3InstantiateScheduledExecution(fmi3String name, fmi3String token, fmi3String resourcePath,
@@ -328,7 +322,7 @@ fmi3Status fmi3GetNumberOfContinuousStates(fmi3Instance c, size_t *n)
 {
     if (!fg_allowed(IN(c), "fmi3GetNumberOfContinuousStates", ANY_LIVE)) return fmi3Error;
     if (!n) return ST(fg_fail(IN(c), "fmi3GetNumberOfContinuousStates: NULL argument"));
-    *n = IN(c)->kind == FG_ME ? FG_NX : 0;
+    *n = IN(c)->kind == FG_ME ? fg_model.nx : 0;
     return fmi3OK;
 }
 

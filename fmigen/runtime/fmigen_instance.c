@@ -1,7 +1,9 @@
 /* fmigen instance layer: the FMI-version-independent half of the glue (see
- * fmigen_instance.h).  No globals and no static mutable state. */
+ * fmigen_instance.h).  No globals and no static mutable state; no model's
+ * header: the model's sizes and tables come from fg_model. */
 #include <float.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,13 +50,53 @@ int fg_allowed(FgInstance *in, const char *fn, unsigned mask)
     return 0;
 }
 
+/* ---- where the model's parts of an instance are ---- */
+
+/* the whole core, which the snapshot holds from its head on */
+static FmigenCore *core_of(FgInstance *in)
+{
+    return (FmigenCore *)(void *)&in->s.core;
+}
+
+/* the core's group of doubles at `offset` (FgModel: q, v, p, u, du, y, fp) */
+static double *core_array(FgInstance *in, size_t offset)
+{
+    return (double *)(void *)((char *)&in->s.core + offset);
+}
+
+/* the partition the memo's solve belongs to (FmigenSolved.part) */
+static int memo_part(const FgInstance *in)
+{
+    int part;
+    memcpy(&part, (const char *)&in->s.core + fg_model.memo_part, sizeof part);
+    return part;
+}
+
+/* The core's bytes rounded up to whole doubles: the state derivatives
+ * follow it in the snapshot. */
+static size_t core_bytes(void)
+{
+    return (fg_model.core_size + sizeof(double) - 1) / sizeof(double) * sizeof(double);
+}
+
+static size_t fg_snapshot_size(void)
+{
+    return offsetof(FgSnapshot, core) + core_bytes() + (size_t)fg_model.nx * sizeof(double);
+}
+
+/* Model Exchange: the state derivatives (fg_model.nx) of the snapshot's state */
+static double *snapshot_dx(FgSnapshot *s)
+{
+    return (double *)(void *)((char *)&s->core + core_bytes());
+}
+
 /* The first time event after t: a breakpoint of a load piecewise in t
- * (fmigen_event_times, sorted), or INFINITY. */
+ * (fg_model.event_times, sorted), or INFINITY. */
 static double next_time_event(double t)
 {
-#if FMIGEN_NEVENTS > 0 && FMIGEN_TIME_EVENTS
-    for (int k = 0; k < FMIGEN_NEVENTS; k++)
-        if (fmigen_event_times[k] > t) return fmigen_event_times[k];
+#if FMIGEN_TIME_EVENTS
+    for (int k = 0; k < fg_model.nevents; k++)
+        if (fg_model.event_times[k] > t) return fg_model.event_times[k];
 #endif
     (void)t;
     return INFINITY;
@@ -62,8 +104,8 @@ static double next_time_event(double t)
 
 static void defaults(FgInstance *in)
 {
-    memset(&in->s, 0, sizeof in->s);
-    fmigen_core_init(&in->s.core, fmigen_default_solver);
+    memset(&in->s, 0, fg_snapshot_size());
+    fmigen_core_init(core_of(in), fmigen_default_solver);
     in->s.core.h = fmigen_default_step;
     in->s.state = S_INSTANTIATED;
     in->s.next_event = INFINITY;
@@ -76,33 +118,56 @@ static void defaults(FgInstance *in)
  * instructions of a Stewart fmi2GetReal of its 62 reals. */
 static void index_values(FgInstance *in)
 {
-    unsigned char independent[NPART][NQ > 0 ? NQ : 1] = {{0}};
-    for (int part = 0; part < NPART; part++)
-        for (int k = 0; k < NI; k++) independent[part][FMIGEN_MODEL_FN(fmigen_partitions)[part].independent[k]] = 1;
-    FmigenCore *k = &in->s.core;
-    for (unsigned r = 0; r < VR_END; r++) {
+    const FgModel *m = &fg_model;
+    FmigenCoreHead *k = &in->s.core;
+    for (unsigned r = 0; r < m->vr_end; r++) {
         double *src = NULL;
         unsigned char need = 0;
-        if (r < VR_V) src = &k->q[r - VR_Q];
-        else if (r < VR_RES) src = &k->v[r - VR_V];
-        else if (r == VR_RES) { src = &k->residual; need = FMIGEN_OBSERVE_RESIDUAL; }
-        else if (r >= VR_U && r < VR_P) src = &k->u[r - VR_U];
-        else if (r >= VR_P && r < VR_H) src = &k->p[r - VR_P];
-        else if (r == VR_H) src = &k->h;
-        else if (r >= VR_Y && r < VR_A) { src = &k->y[r - VR_Y]; need = FMIGEN_OBSERVE_OUTPUTS; }
-        else if (r == VR_TIME) src = &k->t;
-        else if (r >= VR_F) src = &k->fp[r - VR_F];
+        if (r < m->vr_v) src = core_array(in, m->q) + (r - m->vr_q);
+        else if (r < m->vr_res) src = core_array(in, m->v) + (r - m->vr_v);
+        else if (r == m->vr_res) { src = &k->residual; need = FMIGEN_OBSERVE_RESIDUAL; }
+        else if (r >= m->vr_u && r < m->vr_p) src = core_array(in, m->u) + (r - m->vr_u);
+        else if (r >= m->vr_p && r < m->vr_h) src = core_array(in, m->p) + (r - m->vr_p);
+        else if (r == m->vr_h) src = &k->h;
+        else if (r >= m->vr_y && r < m->vr_a) { src = core_array(in, m->y) + (r - m->vr_y); need = FMIGEN_OBSERVE_OUTPUTS; }
+        else if (r == m->vr_time) src = &k->t;
+        else if (r >= m->vr_f) src = core_array(in, m->fp) + (r - m->vr_f);
         in->value_of[r] = src;
-        for (int part = 0; part < NPART; part++)
-            in->read_needs[part][r] = need | (src ? 0 : FG_READ_SLOW) |
-                                      (r < VR_V && !independent[part][r - VR_Q] ? FMIGEN_OBSERVE_ANGLES : 0);
+        for (int part = 0; part < m->npart; part++)
+            in->read_needs[(size_t)part * m->vr_end + r] = need | (src ? 0 : FG_READ_SLOW) |
+                                                          (r < m->vr_v ? FMIGEN_OBSERVE_ANGLES : 0);
     }
+    /* a dependent coordinate may be a deferred angle, an independent one is at hand */
+    for (int part = 0; part < m->npart; part++) {
+        const int *independent = fg_core_independent(part);
+        for (int i = 0; i < m->ni; i++)
+            in->read_needs[(size_t)part * m->vr_end + m->vr_q + (unsigned)independent[i]] &=
+                (unsigned char)~FMIGEN_OBSERVE_ANGLES;
+    }
+}
+
+/* An instance is one allocation: FgInstance (its snapshot the model's
+ * size), then SetReal's trial parameters, GetReal's pointers and what
+ * reading each needs. */
+static FgInstance *allocate_instance(void)
+{
+    const FgModel *m = &fg_model;
+    const size_t head = (offsetof(FgInstance, s) + fg_snapshot_size() + sizeof(double) - 1) / sizeof(double) *
+                        sizeof(double);
+    const size_t params = (size_t)m->np * sizeof(double), pointers = m->vr_end * sizeof(double *);
+    char *block = calloc(1, head + params + pointers + (size_t)m->npart * m->vr_end);
+    if (!block) return NULL;
+    FgInstance *in = (FgInstance *)(void *)block;
+    in->trial_p = (double *)(void *)(block + head);
+    in->value_of = (double **)(void *)(block + head + params);
+    in->read_needs = (unsigned char *)(block + head + params + pointers);
+    return in;
 }
 
 FgInstance *fg_new(const char *name, int kind, int logging_on, FgEmit emit, const void *callbacks, void *env)
 {
     if (!name) return NULL;
-    FgInstance *in = calloc(1, sizeof *in);
+    FgInstance *in = allocate_instance();
     if (!in) return NULL;
     in->name = malloc(strlen(name) + 1);
     if (!in->name) { free(in); return NULL; }
@@ -154,49 +219,43 @@ int fg_enter_initialization(FgInstance *in, double start_time)
     return FG_OK;
 }
 
-#if FMIGEN_NMASS_CHECKS > 0 && NP > 0
 /* Every body's mass >= 0 and its inertia positive semidefinite at the
- * tunable parameters p (generated fmigen_mass_check): 0, else 1 with the
- * message naming the first condition that fails.  Why: the embedding needs
- * only BᵀMB positive definite, which a negative mass on one body can keep
- * (a four-bar's coupler at -0.2 kg ran with fmi2OK). */
+ * tunable parameters p (fg_core_mass_check): 0, else 1 with the message
+ * naming the first condition that fails.  Why: the embedding needs only
+ * BᵀMB positive definite, which a negative mass on one body can keep (a
+ * four-bar's coupler at -0.2 kg ran with fmi2OK). */
 static int fg_check_masses(FgInstance *in, const char *fn, const double *p, const char *suffix)
 {
     double bad = 0.0;
-    int minor = -1;
-    const int j = fmigen_mass_check(p, &bad, &minor);
-    if (!j) return 0;
-    if (minor < 0)
-        fg_fail(in, "%s: these parameter values make %s %g; a mass must be >= 0%s", fn,
-                fmigen_mass_check_labels[j - 1], bad, suffix);
+    const char *label = NULL, *minor = NULL;
+    if (!fg_core_mass_check(p, &bad, &label, &minor)) return 0;
+    if (!minor)
+        fg_fail(in, "%s: these parameter values make %s %g; a mass must be >= 0%s", fn, label, bad, suffix);
     else
-        fg_fail(in, "%s: these parameter values make %s not positive semidefinite: %s = %g < 0%s", fn,
-                fmigen_mass_check_labels[j - 1], fmigen_psd3_minors[minor], bad, suffix);
+        fg_fail(in, "%s: these parameter values make %s not positive semidefinite: %s = %g < 0%s", fn, label,
+                minor, bad, suffix);
     return 1;
 }
-#endif
 
 int fg_exit_initialization(FgInstance *in)
 {
     if (!fg_allowed(in, "ExitInitializationMode", M_(S_INIT))) return FG_ERROR;
-#if FMIGEN_NMASS_CHECKS > 0 && NP > 0
     /* the parameters as the importer left them (fg_set_real tests them only
      * after initialization) */
-    if (fg_check_masses(in, "ExitInitializationMode", in->s.core.p, "")) {
+    if (fg_check_masses(in, "ExitInitializationMode", core_array(in, fg_model.p), "")) {
         in->s.state = S_ERROR;
         return FG_ERROR;
     }
-#endif
-    if (fmigen_core_assemble(&in->s.core)) {
+    if (fmigen_core_assemble(core_of(in))) {
         in->s.state = S_ERROR;
-        return fg_fail(in, "the start cannot be assembled: %s", fmigen_core_message(&in->s.core));
+        return fg_fail(in, "the start cannot be assembled: %s", fmigen_core_message(core_of(in)));
     }
     in->s.assembled = 1;
     in->s.have_rhs = 0;
     in->s.last_successful_time = in->s.core.t;
     in->s.state = in->kind == FG_ME ? S_EVENT : S_STEP;
     in->s.next_event = next_time_event(in->s.core.t);
-    fmigen_core_observe(&in->s.core);
+    fmigen_core_observe(core_of(in));
     fg_log(in, FG_OK, CAT_EVENTS, "initialized at t=%.17g; constraint residual %.3g", in->s.core.t,
            in->s.core.residual);
     return FG_OK;
@@ -226,25 +285,16 @@ int fg_reset(FgInstance *in)
 static int ensure_assembled(FgInstance *in)
 {
     if (in->s.assembled) return 0;
-    FmigenCore tmp = in->s.core;
     /* an augmented formulation solves q_d, v_d only for the start; after
      * initialization its q, v are the integrated states */
-    const int project = !FMIGEN_FORMULATION || in->s.state == S_INIT;
-    if (project ? fmigen_core_assemble(&tmp) : fmigen_core_refresh(&tmp)) {
-        /* the error as recorded (formatted when read: eval_failure) */
-        in->s.core.err_kind = tmp.err_kind;
-        in->s.core.err_code = tmp.err_code;
-        in->s.core.err_t = tmp.err_t;
-        memcpy(in->s.core.err_x, tmp.err_x, sizeof tmp.err_x);
-        memcpy(in->s.core.err_q, tmp.err_q, sizeof tmp.err_q);
-        return 1;
-    }
+    const int project = !fg_model.formulation || in->s.state == S_INIT;
     /* Model Exchange outside initialization: the importer's integrator
      * evaluates trial states; the warm start moves only when it accepts
      * one (CompletedIntegratorStep), so an evaluation depends on (t, x)
      * and the last accepted state, never on the trials before it */
-    if (in->kind == FG_ME && in->s.state != S_INIT) tmp.base = in->s.core.base;
-    in->s.core = tmp;
+    const int keep_base = in->kind == FG_ME && in->s.state != S_INIT;
+    /* on failure the error as recorded (formatted when read: eval_failure) */
+    if (fg_core_assemble_trial(core_of(in), project, keep_base)) return 1;
     in->s.assembled = 1;
     return 0;
 }
@@ -252,8 +302,6 @@ static int ensure_assembled(FgInstance *in)
 static int ensure_rhs(FgInstance *in)
 {
     if (in->s.have_rhs) return 0;
-    double x[FMIGEN_DIM(FG_NX)];
-    fmigen_state_get(&in->s.core, x);
     /* Model Exchange: the importer's integrator evaluates trial states; each
      * solve predicts from the last accepted state (CompletedIntegratorStep),
      * so equal (t, x) give equal derivatives whatever was evaluated between */
@@ -266,7 +314,7 @@ static int ensure_rhs(FgInstance *in)
      * interpolate back) sees a continuous right-hand side. */
     double t = in->s.core.t;
     if (in->s.state == S_CONT && t >= in->s.next_event) t = nextafter(in->s.next_event, -INFINITY);
-    if ((accept ? fmigen_core_rhs_accept : fmigen_core_rhs)(&in->s.core, t, x, in->s.dx)) return 1;
+    if (fg_core_derivatives(core_of(in), t, accept, snapshot_dx(&in->s))) return 1;
     in->s.have_rhs = 1;
     return 0;
 }
@@ -276,20 +324,15 @@ static int ensure_rhs(FgInstance *in)
 static int eval_failure(FgInstance *in, const char *what)
 {
     int st = (in->s.state == S_EVENT || in->s.state == S_CONT) ? FG_DISCARD : FG_ERROR;
-    fg_log(in, st, CAT_ERROR, "%s: %s", what, fmigen_core_message(&in->s.core));
+    fg_log(in, st, CAT_ERROR, "%s: %s", what, fmigen_core_message(core_of(in)));
     return st;
 }
 
 /* A value reference's variable name, for messages (fmu_variables.h) */
 static const char *fg_vr_name(unsigned r)
 {
-#ifdef FMIGEN_VR_NAMES
-    static const char *const names[] = FMIGEN_VR_NAMES;
-    return r < sizeof names / sizeof names[0] ? names[r] : "an unknown variable";
-#else
-    (void)r;
-    return "a variable";
-#endif
+    if (!fg_model.vr_names) return "a variable";
+    return r < fg_model.vr_end ? fg_model.vr_names[r] : "an unknown variable";
 }
 
 int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[])
@@ -304,15 +347,16 @@ int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[])
      * partition of the solve the angles come from (after a failed step that
      * switched, c->part is the new one while the restored state is the
      * memo's). */
-    const unsigned char *needs = in->read_needs[in->s.core.solved.part];
+    const unsigned vr_end = fg_model.vr_end;
+    const unsigned char *needs = in->read_needs + (size_t)memo_part(in) * vr_end;
     int what = 0;
     /* unrolled: the loops' own counting and branches (this function, 62
      * reals: 1,050 -> 770 instructions) */
     FMIGEN_UNROLL_4 for (size_t i = 0; i < n; i++) {
-        if (vr[i] >= VR_END) return fg_fail(in, "GetReal/GetFloat64: unknown value reference %u", vr[i]);
+        if (vr[i] >= vr_end) return fg_fail(in, "GetReal/GetFloat64: unknown value reference %u", vr[i]);
         what |= needs[vr[i]];
     }
-    if (what & FMIGEN_OBSERVE_ALL) fmigen_core_observe_some(&in->s.core, what & FMIGEN_OBSERVE_ALL);
+    if (what & FMIGEN_OBSERVE_ALL) fmigen_core_observe_some(core_of(in), what & FMIGEN_OBSERVE_ALL);
     if (!(what & FG_READ_SLOW)) {
         FMIGEN_UNROLL_4 for (size_t i = 0; i < n; i++) value[i] = *in->value_of[vr[i]];
         return FG_OK;
@@ -320,60 +364,56 @@ int fg_get_real(FgInstance *in, const unsigned vr[], size_t n, double value[])
     for (size_t i = 0; i < n; i++) {
         const unsigned r = vr[i];
         if (in->value_of[r]) value[i] = *in->value_of[r];
-        else if (r >= VR_A && r < VR_TIME && in->kind == FG_ME) {
+        else if (r >= fg_model.vr_a && r < fg_model.vr_time && in->kind == FG_ME) {
             if (ensure_rhs(in)) return eval_failure(in, "GetReal (acceleration)");
-            value[i] = in->s.dx[FG_NA + (r - VR_A)];
+            /* the accelerations: the second half of the state derivatives */
+            value[i] = snapshot_dx(&in->s)[fg_model.nx / 2 + (int)(r - fg_model.vr_a)];
         }
         else return fg_fail(in, "GetReal/GetFloat64: unknown value reference %u", r);
     }
     return FG_OK;
 }
 
-/* Parameters of an augmented formulation (FMIGEN_FP_NAMES / _STRICT from
- * model_config.h): finite, > 0 (stiffness-like) or >= 0 (damping-like). */
-#if FMIGEN_NFP > 0
-static const char *const fg_fp_names[] = FMIGEN_FP_NAMES;
-static const int fg_fp_strict[] = FMIGEN_FP_STRICT;
-#else
-static const char *const fg_fp_names[] = {""};
-static const int fg_fp_strict[] = {1};
-#endif
-
+/* Parameters of an augmented formulation (fg_model.fp_names, fp_strict):
+ * finite, > 0 (stiffness-like) or >= 0 (damping-like). */
 static int fg_formulation_parameter_ok(int k, double value)
 {
-    return isfinite(value) && (fg_fp_strict[k] ? value > 0.0 : value >= 0.0);
+    return isfinite(value) && (fg_model.fp_strict[k] ? value > 0.0 : value >= 0.0);
 }
 
+/* coordinate i is an independent one of the declared partition */
 static int is_independent(int i)
 {
-    for (int k = 0; k < NI; k++) if (fmigen_independent[k] == i) return 1;
+    const int *independent = fg_core_independent(0);
+    for (int k = 0; k < fg_model.ni; k++) if (independent[k] == i) return 1;
     return 0;
 }
 
 /* The inputs' values at the current time, their slopes kept: u + du (t − tu)
  * becomes u with tu = t, so that a new value or slope of one input does not
  * move the others. */
-static void fold_inputs(FmigenCore *k)
+static void fold_inputs(FgInstance *in)
 {
+    FmigenCoreHead *k = &in->s.core;
     if (!k->interpolate) { k->tu = k->t; return; }
-    for (int j = 0; j < NU; j++) k->u[j] += k->du[j] * (k->t - k->tu);
+    double *u = core_array(in, fg_model.u);
+    const double *du = core_array(in, fg_model.du);
+    for (int j = 0; j < fg_model.nu; j++) u[j] += du[j] * (k->t - k->tu);
     k->tu = k->t;
 }
 
-static void update_interpolate(FmigenCore *k)
+static void update_interpolate(FgInstance *in)
 {
-    k->interpolate = 0;
-    for (int j = 0; j < NU; j++) if (k->du[j] != 0.0) k->interpolate = 1;
+    const double *du = core_array(in, fg_model.du);
+    in->s.core.interpolate = 0;
+    for (int j = 0; j < fg_model.nu; j++) if (du[j] != 0.0) in->s.core.interpolate = 1;
 }
 
 /* The hard point (model.Parameter.range) that tunable parameter k is, or -1. */
 static int hard_point_of(int k)
 {
-#if FMIGEN_NHARD > 0
-    for (int h = 0; h < FMIGEN_NHARD; h++)
-        if (fmigen_hard_index[h] == k) return h;
-#endif
-    (void)k;
+    for (int h = 0; h < fg_model.nhard; h++)
+        if (fg_model.hard_index[h] == k) return h;
     return -1;
 }
 
@@ -383,9 +423,10 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
                     M_(S_INSTANTIATED) | M_(S_INIT) | M_(S_STEP) | M_(S_EVENT) | M_(S_CONT)))
         return FG_ERROR;
     if (n && (!vr || !value)) return fg_fail(in, "SetReal/SetFloat64: NULL array");
+    const FgModel *m = &fg_model;
     const int before_init = in->s.state == S_INSTANTIATED || in->s.state == S_INIT;
     /* Tunable parameters (masses, inertias, gravity, force amplitudes: the
-     * variables of VR_P) change between communication steps (Co-Simulation)
+     * variables of vr_p) change between communication steps (Co-Simulation)
      * or in Event Mode (Model Exchange), never while the importer integrates
      * (FMI: a parameter is constant in Continuous-Time Mode, and a jump there
      * would break its error control). */
@@ -397,85 +438,82 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
             return fg_fail(in, "SetReal/SetFloat64: %s (value reference %u) set to a non-finite value (NaN or Inf)",
                            fg_vr_name(r), r);
         int ok = 0;
-        if (r < VR_RES) ok = (before_init || FMIGEN_KINEMATIC) && is_independent(r < VR_V ? (int)r : (int)(r - VR_V));
-        else if (r >= VR_U && r < VR_P) ok = 1;
-        else if (r >= VR_P && r < VR_H && hard_point_of((int)(r - VR_P)) >= 0) {
+        if (r < m->vr_res)
+            ok = (before_init || m->kinematic) && is_independent(r < m->vr_v ? (int)r : (int)(r - m->vr_v));
+        else if (r >= m->vr_u && r < m->vr_p) ok = 1;
+        else if (r >= m->vr_p && r < m->vr_h && hard_point_of((int)(r - m->vr_p)) >= 0) {
             /* geometry: the start is assembled from it at ExitInitializationMode,
              * and only the declared range was swept at build time */
-            const int h = hard_point_of((int)(r - VR_P));
+            const int h = hard_point_of((int)(r - m->vr_p));
             if (!before_init)
                 return fg_fail(in, "SetReal/SetFloat64: hard point %s (value reference %u) is a fixed parameter: it "
                                "can be set only before ExitInitializationMode, which assembles the start from it",
                                fg_vr_name(r), r);
-#if FMIGEN_NHARD > 0
-            if (!(value[i] >= fmigen_hard_lower[h] && value[i] <= fmigen_hard_upper[h]))
+            if (!(value[i] >= m->hard_lower[h] && value[i] <= m->hard_upper[h]))
                 return fg_fail(in, "SetReal/SetFloat64: hard point %s (value reference %u) set to %.17g, outside its "
                                "declared range [%.17g, %.17g], the only values the build swept (nothing was set)",
-                               fg_vr_name(r), r, value[i], fmigen_hard_lower[h], fmigen_hard_upper[h]);
-#endif
+                               fg_vr_name(r), r, value[i], m->hard_lower[h], m->hard_upper[h]);
             ok = 1;
         }
-        else if (r >= VR_P && r < VR_H) {
+        else if (r >= m->vr_p && r < m->vr_h) {
             if (!tunable_now)
                 return fg_fail(in, "SetReal/SetFloat64: tunable parameter %s (value reference %u) can be set between "
                                "steps (Co-Simulation) or in Event Mode (Model Exchange), not in %s", fg_vr_name(r), r,
                                state_names[in->s.state]);
             ok = 1;
         }
-        else if (r == VR_H) {
+        else if (r == m->vr_h) {
             ok = before_init;
             if (ok && !(value[i] > 0.0))
                 return fg_fail(in, "internal_step must be > 0 (got %g)", value[i]);
         }
-        else if (r >= VR_F && r < VR_END) {
+        else if (r >= m->vr_f && r < m->vr_end) {
             ok = before_init;
-            if (ok && !fg_formulation_parameter_ok((int)(r - VR_F), value[i]))
+            if (ok && !fg_formulation_parameter_ok((int)(r - m->vr_f), value[i]))
                 return fg_fail(in, "formulation parameter %s must be %s (got %g)",
-                               fg_fp_names[r - VR_F], fg_fp_strict[r - VR_F] ? "> 0" : ">= 0", value[i]);
+                               m->fp_names[r - m->vr_f], m->fp_strict[r - m->vr_f] ? "> 0" : ">= 0", value[i]);
         }
         /* internal_step and a formulation's parameters are fixed: the step
          * belongs to the integrator's state (and FMI 3's
          * fixedInternalStepSize), and geometry is not a variable at all (it
          * is baked into the Gröbner basis) */
-        if (!ok && !before_init && (r == VR_H || (r >= VR_F && r < VR_END)))
+        if (!ok && !before_init && (r == m->vr_h || (r >= m->vr_f && r < m->vr_end)))
             return fg_fail(in, "SetReal/SetFloat64: %s (value reference %u) is a fixed parameter: it can be set "
-                           "only before ExitInitializationMode", r == VR_H ? "internal_step" : fg_fp_names[r - VR_F], r);
+                           "only before ExitInitializationMode", r == m->vr_h ? "internal_step" : m->fp_names[r - m->vr_f], r);
         if (!ok)
             return fg_fail(in, "SetReal/SetFloat64: %s (value reference %u) cannot be set %s", fg_vr_name(r), r,
                            before_init ? "(it is calculated or unknown)" : "after initialization");
     }
-    FmigenCore *k = &in->s.core;
-#if FMIGEN_NMASS_CHECKS > 0 && NP > 0
     if (!before_init) {
         /* the bodies' masses and inertias as the new values make them, before
          * anything changes (before initialization ExitInitializationMode
          * tests them: a condition on two parameters set one per call would
          * fail in between) */
-        double p[NP];
+        double *p = in->trial_p;
         int any = 0;
-        memcpy(p, k->p, sizeof p);
+        memcpy(p, core_array(in, m->p), (size_t)m->np * sizeof(double));
         for (size_t i = 0; i < n; i++)
-            if (vr[i] >= VR_P && vr[i] < VR_H) { p[vr[i] - VR_P] = value[i]; any = 1; }
+            if (vr[i] >= m->vr_p && vr[i] < m->vr_h) { p[vr[i] - m->vr_p] = value[i]; any = 1; }
         if (any && fg_check_masses(in, "SetReal/SetFloat64", p, " (nothing was set)")) return FG_ERROR;
     }
-#endif
     /* Coordinates or velocities about to change: complete the current
      * state's pending angles, residual and outputs from the state they
      * belong to, so that a step that then fails and restores this state
      * (with the new inputs) still reports its own. */
     for (size_t i = 0; i < n; i++)
-        if (vr[i] < VR_RES) { fmigen_core_observe(k); break; }
+        if (vr[i] < m->vr_res) { fmigen_core_observe(core_of(in)); break; }
     int changed = 0;
-    fold_inputs(k);
+    double *du = core_array(in, m->du);
+    fold_inputs(in);
     for (size_t i = 0; i < n; i++) {
         const unsigned r = vr[i];
         double *dst = in->value_of[r];   /* validated above: a settable slot */
         /* a new input value starts without a slope until the importer gives one */
-        if (r >= VR_U && r < VR_P && k->du[r - VR_U] != 0.0) { k->du[r - VR_U] = 0.0; changed = 1; }
+        if (r >= m->vr_u && r < m->vr_p && du[r - m->vr_u] != 0.0) { du[r - m->vr_u] = 0.0; changed = 1; }
         if (*dst != value[i]) changed = 1;
         *dst = value[i];
     }
-    update_interpolate(k);
+    update_interpolate(in);
     if (changed) { in->s.assembled = 0; in->s.have_rhs = 0; }
     return FG_OK;
 }
@@ -483,11 +521,12 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
 int fg_set_input_derivatives(FgInstance *in, const unsigned vr[], size_t n, const int order[], const double value[])
 {
     if (!in) return FG_ERROR;
-    if (FMIGEN_KINEMATIC)
+    const FgModel *m = &fg_model;
+    if (m->kinematic)
         return fg_fail(in, "SetRealInputDerivatives: a kinematic FMU's inputs are its coordinates and velocities; "
                        "set the velocities instead");
     for (size_t i = 0; i < n; i++) {
-        if (!(vr[i] >= VR_U && vr[i] < VR_P))
+        if (!(vr[i] >= m->vr_u && vr[i] < m->vr_p))
             return fg_fail(in, "SetRealInputDerivatives: %s (value reference %u) is not an input",
                            fg_vr_name(vr[i]), vr[i]);
         if (order[i] != 1)
@@ -498,10 +537,10 @@ int fg_set_input_derivatives(FgInstance *in, const unsigned vr[], size_t n, cons
             return fg_fail(in, "SetRealInputDerivatives: %s (value reference %u) given a non-finite derivative",
                            fg_vr_name(vr[i]), vr[i]);
     }
-    FmigenCore *k = &in->s.core;
-    fold_inputs(k);
-    for (size_t i = 0; i < n; i++) k->du[vr[i] - VR_U] = value[i];
-    update_interpolate(k);
+    double *du = core_array(in, m->du);
+    fold_inputs(in);
+    for (size_t i = 0; i < n; i++) du[vr[i] - m->vr_u] = value[i];
+    update_interpolate(in);
     in->s.have_rhs = 0;
     return FG_OK;
 }
@@ -515,10 +554,22 @@ int fg_no_variables(FgInstance *in, const char *fn, const char *type, size_t n)
 
 /* ---- Co-Simulation ---- */
 
+/* A doStep that failed: the state is the last good one (fmigen_core_step
+ * restored it).  Out of line: the step's path then keeps no pointer to
+ * the core beyond the call (an instruction a doStep). */
+static FMIGEN_NOINLINE int step_discarded(FgInstance *in)
+{
+    fg_log(in, FG_DISCARD, CAT_ERROR, "%s", fmigen_core_message(core_of(in)));
+    in->s.state = S_DISCARDED;
+    in->s.last_successful_time = in->s.core.t;
+    in->s.terminated = 1;
+    return FG_DISCARD;
+}
+
 int fg_do_step(FgInstance *in, double t, double H)
 {
     if (!fg_allowed(in, "DoStep", M_(S_STEP))) return FG_ERROR;
-    FmigenCore *c = &in->s.core;
+    FmigenCoreHead *c = &in->s.core;
     if (!(H > 0.0) || !isfinite(H))
         return fg_fail(in, "DoStep: communication step size must be > 0 (got %g)", H);
     /* The importer's grid (start + n·H) and the FMU's summed time differ by
@@ -536,18 +587,7 @@ int fg_do_step(FgInstance *in, double t, double H)
                        (double)FMIGEN_MAX_STEPS_PER_CALL);
     c->t = t;  /* absorb rounding of the importer's time grid */
     const int switches = c->switches;
-    if (fmigen_core_step(c, H)) {
-        /* The step recorded its error as numbers; the message is formatted
-         * here, after it, and not deferred like a switch: FMI 2 and 3 say
-         * that when a function returns Discard the logger has been called,
-         * and an importer may call nothing more (fmpy's FMI 3 master raises
-         * at once).  It is the run's last doStep. */
-        fg_log(in, FG_DISCARD, CAT_ERROR, "%s", fmigen_core_message(c));
-        in->s.state = S_DISCARDED;
-        in->s.last_successful_time = c->t;
-        in->s.terminated = 1;
-        return FG_DISCARD;
-    }
+    if (fmigen_core_step(core_of(in), H)) return step_discarded(in);
     in->s.assembled = 1;
     in->s.last_successful_time = c->t;
     if (c->switches != switches) in->report_pending |= FG_REPORT_SWITCH;
@@ -560,14 +600,13 @@ int fg_do_step(FgInstance *in, double t, double H)
 static void report_switch(FgInstance *in)
 {
     if (!(in->logging_on && in->category_on[CAT_EVENTS])) return;
-    const FmigenCore *c = &in->s.core;
-    const FmigenPartition *P = FMIGEN_PART(c);
+    const int *independent = fg_core_independent(in->s.core.part);
     char names[256] = "";
-    for (int k = 0, n = 0; k < NI && n >= 0 && (size_t)n < sizeof names; k++)
+    for (int k = 0, n = 0; k < fg_model.ni && n >= 0 && (size_t)n < sizeof names; k++)
         n += snprintf(names + n, sizeof names - (size_t)n, "%s%s", k ? ", " : "",
-                      fmigen_coordinate_names[P->independent[k]]);
+                      fg_model.coordinate_names[independent[k]]);
     fg_log(in, FG_OK, CAT_EVENTS, "coordinate switching: independent coordinates now %s "
-           "(the previous set neared a singular configuration); %d switch(es) so far", names, c->switches);
+           "(the previous set neared a singular configuration); %d switch(es) so far", names, in->s.core.switches);
 }
 
 void fg_report(FgInstance *in)
@@ -620,11 +659,12 @@ int fg_set_time(FgInstance *in, double t)
 int fg_set_states(FgInstance *in, const double x[], size_t nx)
 {
     if (!fg_allowed(in, "SetContinuousStates", ME_MODES)) return FG_ERROR;
-    if (nx != FG_NX) return fg_fail(in, "SetContinuousStates: expected %d states, got %lu", FG_NX, (unsigned long)nx);
+    if (nx != (size_t)fg_model.nx)
+        return fg_fail(in, "SetContinuousStates: expected %d states, got %lu", fg_model.nx, (unsigned long)nx);
     if (nx && !x) return fg_fail(in, "SetContinuousStates: NULL array");
     for (size_t i = 0; i < nx; i++)
         if (!isfinite(x[i])) return fg_fail(in, "SetContinuousStates: state %lu is not finite", (unsigned long)i);
-    fmigen_state_set(&in->s.core, x);
+    fg_core_set_states(core_of(in), x);
     in->s.assembled = 0;
     in->s.have_rhs = 0;
     return FG_OK;
@@ -635,26 +675,29 @@ int fg_set_states(FgInstance *in, const double x[], size_t nx)
 int fg_get_states(FgInstance *in, double x[], size_t nx)
 {
     if (!fg_allowed(in, "GetContinuousStates", ME_READ)) return FG_ERROR;
-    if (nx != FG_NX) return fg_fail(in, "GetContinuousStates: expected %d states, got %lu", FG_NX, (unsigned long)nx);
+    if (nx != (size_t)fg_model.nx)
+        return fg_fail(in, "GetContinuousStates: expected %d states, got %lu", fg_model.nx, (unsigned long)nx);
     if (nx && !x) return fg_fail(in, "GetContinuousStates: NULL array");
-    fmigen_state_get(&in->s.core, x);
+    fg_core_get_states(core_of(in), x);
     return FG_OK;
 }
 
 int fg_get_derivatives(FgInstance *in, double dx[], size_t nx)
 {
     if (!fg_allowed(in, "GetDerivatives", ME_READ)) return FG_ERROR;
-    if (nx != FG_NX) return fg_fail(in, "GetDerivatives: expected %d derivatives, got %lu", FG_NX, (unsigned long)nx);
+    if (nx != (size_t)fg_model.nx)
+        return fg_fail(in, "GetDerivatives: expected %d derivatives, got %lu", fg_model.nx, (unsigned long)nx);
     if (nx && !dx) return fg_fail(in, "GetDerivatives: NULL array");
     if (ensure_rhs(in)) return eval_failure(in, "GetDerivatives");
-    memcpy(dx, in->s.dx, nx * sizeof(double));
+    memcpy(dx, snapshot_dx(&in->s), nx * sizeof(double));
     return FG_OK;
 }
 
 int fg_get_nominals(FgInstance *in, double x[], size_t nx)
 {
     if (!fg_allowed(in, "GetNominalsOfContinuousStates", ANY_LIVE)) return FG_ERROR;
-    if (nx != FG_NX) return fg_fail(in, "GetNominalsOfContinuousStates: expected %d states, got %lu", FG_NX, (unsigned long)nx);
+    if (nx != (size_t)fg_model.nx)
+        return fg_fail(in, "GetNominalsOfContinuousStates: expected %d states, got %lu", fg_model.nx, (unsigned long)nx);
     if (nx && !x) return fg_fail(in, "GetNominalsOfContinuousStates: NULL array");
     for (size_t i = 0; i < nx; i++) x[i] = 1.0;
     return FG_OK;
@@ -666,18 +709,13 @@ int fg_get_event_indicators(FgInstance *in, double ei[], size_t ni)
     /* ni = 0 is always accepted: FMI 3 declares no indicators yet (its
      * EventIndicator elements need variables to refer to) */
     if (ni == 0) return FG_OK;
-    if (ni != FMIGEN_NZ)
-        return fg_fail(in, "GetEventIndicators: this FMU has %d event indicators (got %lu)", FMIGEN_NZ, (unsigned long)ni);
+    if (ni != (size_t)fg_model.nz)
+        return fg_fail(in, "GetEventIndicators: this FMU has %d event indicators (got %lu)", fg_model.nz,
+                       (unsigned long)ni);
     if (!ei) return fg_fail(in, "GetEventIndicators: NULL array");
-#if FMIGEN_NZ > 0
-    /* the complete q, v of the current state (the deferred angles too) */
+    /* of the complete q, v of the current state (the deferred angles too) */
     if (ensure_assembled(in)) return eval_failure(in, "GetEventIndicators");
-    FmigenCore *c = &in->s.core;
-    fmigen_core_observe_some(c, FMIGEN_OBSERVE_ANGLES);
-    double ubuf[FMIGEN_DIM(NU)];
-    const double *u = fmigen_core_inputs(c, c->t, ubuf);
-    FMIGEN_MODEL_FN(fmigen_event_indicators)(c->t, c->q, c->v, c->p, u, ei);
-#endif
+    fg_core_event_indicators(core_of(in), ei);
     return FG_OK;
 }
 
@@ -687,20 +725,13 @@ int fg_completed_integrator_step(FgInstance *in, int *enter_event)
     if (!fg_allowed(in, "CompletedIntegratorStep", M_(S_CONT))) return FG_ERROR;
     /* The importer's step is accepted here: the kinematics must assemble. */
     if (ensure_assembled(in)) return eval_failure(in, "CompletedIntegratorStep");
-    /* the importer accepted this state: the next solves predict from it */
-    FmigenCore *c = &in->s.core;
-#if !FMIGEN_FORMULATION
-    fmigen_base_accept(&c->base, &FMIGEN_MODEL_FN(fmigen_partitions)[c->solved.part], c->t, c->q, c->v,
-                       FMIGEN_MEMO_SOL(&c->solved), FMIGEN_MEMO_TRIG(&c->solved));
-#if FMIGEN_LIMIT_TEST
-    /* the accepted states' velocities show a limit position of the
-     * partition ahead (fmigen_core_limit): the embedded ODE is singular
-     * there, and the importer's next steps would cross it on a guess */
-    if (fmigen_core_limit(c)) return eval_failure(in, "CompletedIntegratorStep");
-#endif
-#endif
-    in->s.last_successful_time = c->t;
-    *enter_event = c->t >= in->s.next_event;
+    /* the importer accepted this state: the next solves predict from it;
+     * its velocities may show a limit position of the partition ahead,
+     * where the embedded ODE is singular and the importer's next steps
+     * would cross it on a guess */
+    if (fg_core_accept(core_of(in))) return eval_failure(in, "CompletedIntegratorStep");
+    in->s.last_successful_time = in->s.core.t;
+    *enter_event = in->s.core.t >= in->s.next_event;
     return FG_OK;
 }
 
@@ -714,9 +745,9 @@ int fg_get_state(FgInstance *in, void **state)
 {
     if (!fg_allowed(in, "GetFMUState", ANY_LIVE)) return FG_ERROR;
     if (!state) return fg_fail(in, "GetFMUState: NULL pointer");
-    FgSnapshot *snap = *state ? *state : calloc(1, sizeof *snap);
+    FgSnapshot *snap = *state ? *state : calloc(1, fg_snapshot_size());
     if (!snap) return fg_fail(in, "GetFMUState: out of memory");
-    *snap = in->s;
+    memcpy(snap, &in->s, fg_snapshot_size());
     *state = snap;
     return FG_OK;
 }
@@ -727,7 +758,7 @@ int fg_set_state(FgInstance *in, const void *state)
     if (!state) return fg_fail(in, "SetFMUState: NULL state");
     const char *why = snapshot_invalid(state);
     if (why) return fg_fail(in, "SetFMUState: not a valid state of this FMU (%s)", why);
-    in->s = *(const FgSnapshot *)state;
+    memcpy(&in->s, state, fg_snapshot_size());
     return FG_OK;
 }
 
@@ -744,22 +775,19 @@ int fg_free_state(FgInstance *in, void **state)
  * fields are then checked one by one, because bytes from a file or a network
  * are never trusted to index a table. */
 #define FG_STATE_MAGIC 0x53474d46u   /* "FMGS" */
-#define FG_STATE_VERSION 7u   /* 2: next_event; 3: the embedding half in the memo; 4: its two halves; 5: the angles' turns in the base; 6: the limit test's velocity history; 7: the error record */
+#define FG_STATE_VERSION 8u   /* 2: next_event; 3: the embedding half in the memo; 4: its two halves; 5: the angles' turns in the base; 6: the limit test's velocity history; 7: the error record; 8: the instance's fields first, then the core from its head */
 typedef struct {
     unsigned magic, version;
     unsigned long long size;
     char guid[FMIGEN_GUID_SIZE];
 } FgStateHeader;
 
-size_t fg_serialized_size(void) { return sizeof(FgStateHeader) + sizeof(FgSnapshot); }
+size_t fg_serialized_size(void) { return sizeof(FgStateHeader) + fg_snapshot_size(); }
 
 static const char *snapshot_invalid(const FgSnapshot *s)
 {
-    const FmigenCore *c = &s->core;
+    const FmigenCoreHead *c = &s->core;
     if ((unsigned)s->state > (unsigned)S_ERROR) return "unknown life-cycle state";
-    if ((unsigned)c->part >= (unsigned)FMIGEN_DIM(NPART) || (unsigned)c->solved.part >= (unsigned)FMIGEN_DIM(NPART))
-        return "partition index out of range";
-    if ((unsigned)c->solved.side > 1u) return "memo half out of range";
     if (c->solver != FMIGEN_EULER && c->solver != FMIGEN_RK4 && c->solver != FMIGEN_SYMPLECTIC)
         return "unknown solver";
     if (!(c->h > 0.0) || !isfinite(c->h)) return "internal step not > 0";
@@ -767,8 +795,8 @@ static const char *snapshot_invalid(const FgSnapshot *s)
     if (isnan(s->next_event)) return "time event is NaN";
     if (c->switches < 0) return "negative switch count";
     if ((unsigned)c->err_kind > (unsigned)FMIGEN_ERR_AUGMENTED_SINGULAR) return "error kind out of range";
-    for (size_t i = 0; i < sizeof c->message; i++) if (!c->message[i]) return NULL;
-    return "unterminated message";
+    /* the partitions, the memo's half and the message */
+    return fg_core_invalid((const FmigenCore *)(const void *)c);
 }
 
 int fg_serialize(FgInstance *in, const void *state, unsigned char bytes[], size_t size)
@@ -783,7 +811,7 @@ int fg_serialize(FgInstance *in, const void *state, unsigned char bytes[], size_
     h.size = fg_serialized_size();
     memcpy(h.guid, fmigen_model_guid, FMIGEN_GUID_SIZE);
     memcpy(bytes, &h, sizeof h);
-    memcpy(bytes + sizeof h, state, sizeof(FgSnapshot));
+    memcpy(bytes + sizeof h, state, fg_snapshot_size());
     return FG_OK;
 }
 
@@ -823,16 +851,21 @@ int fg_deserialize(FgInstance *in, const unsigned char bytes[], size_t size, voi
     if (size != fg_serialized_size())
         return fg_fail(in, "DeserializeFMUState: %lu bytes, a state of this FMU has %lu", (unsigned long)size,
                        (unsigned long)fg_serialized_size());
-    FgSnapshot tmp;
-    memcpy(&tmp, bytes + sizeof h, sizeof tmp);
-    const char *why = snapshot_invalid(&tmp);
-    if (why) return fg_fail(in, "DeserializeFMUState: corrupt state (%s)", why);
+    FgSnapshot *tmp = malloc(fg_snapshot_size());
+    if (!tmp) return fg_fail(in, "DeserializeFMUState: out of memory");
+    memcpy(tmp, bytes + sizeof h, fg_snapshot_size());
+    const char *why = snapshot_invalid(tmp);
+    if (why) {
+        free(tmp);
+        return fg_fail(in, "DeserializeFMUState: corrupt state (%s)", why);
+    }
     /* the last error's record indexes a table (the block's failure text)
      * when formatted; a restored state has none pending */
-    tmp.core.err_kind = FMIGEN_ERR_NONE;
-    FgSnapshot *snap = *state ? *state : calloc(1, sizeof *snap);
-    if (!snap) return fg_fail(in, "DeserializeFMUState: out of memory");
-    *snap = tmp;
-    *state = snap;
+    tmp->core.err_kind = FMIGEN_ERR_NONE;
+    if (*state) {
+        memcpy(*state, tmp, fg_snapshot_size());
+        free(tmp);
+    }
+    else *state = tmp;
     return FG_OK;
 }

@@ -6,28 +6,90 @@
  * function signatures onto these calls.  Status codes are numbered like
  * fmi2Status and fmi3Status (OK 0, Warning 1, Discard 2, Error 3, Fatal 4).
  *
+ * No model's size enters this header, fmigen_instance.c or the wrappers:
+ * what they need of the model they read from its description, fg_model
+ * (FgModel: the sizes, the value-reference groups, where each group lives
+ * in the core, the names), and what needs the model's code they ask of the
+ * fg_core_* calls; fmigen_instance_model.c defines both with the model.  So
+ * a binary build compiles the glue once for every model, with
+ * FMIGEN_SHARED_GLUE defined for every unit (fmigen.fmi.fmu.compile_shared),
+ * and takes its objects from the object cache afterwards.  A source FMU
+ * compiles it like every other unit, its names prefixed with the model's
+ * identifier (fmigen_names.h), the one thing read of model_config.h here.
+ *
  * Value references: the groups of the variable table (fmigen/variables.py),
  * each from its first value reference in the generated fmu_variables.h
- * (VR_Q, VR_V, ..., VR_END) to the next group's.
+ * (VR_Q, VR_V, ..., VR_END) to the next group's, in FgModel.
  */
 #ifndef FMIGEN_INSTANCE_H
 #define FMIGEN_INSTANCE_H
 
-#include "fmigen_runtime.h"
-#include "fmu_config.h"
-#include "fmu_variables.h"
-
-#define FG_NX FMIGEN_NX
-#define FG_NA (FG_NX / 2)   /* accelerations: NI, or NQ when augmented */
-
-/* The instance indexes the model's arrays (q, v, u, p, y, dx, fp) by value
- * reference minus its group's first: a table that does not fit the
- * generated model's sizes must not compile. */
-#if VR_V - VR_Q != NQ || VR_RES - VR_V != NQ || VR_P - VR_U != NU || VR_H - VR_P != NP || \
-    VR_A - VR_Y != NY || VR_TIME - VR_A != FG_NA || VR_END - VR_F != FMIGEN_NFP
-#error "fmu_variables.h (the variable table) does not fit the sizes in model_config.h"
+#ifndef FMIGEN_SHARED_GLUE
+#include "model_config.h"
 #endif
+#include "fmigen_kernels.h"
+#include "fmigen_core_head.h"
 
+/* The model as the glue sees it (fmigen_instance_model.c). */
+typedef struct {
+    int nx;                      /* continuous states (Model Exchange): 2·NI, or 2·NQ when augmented */
+    int ni, nu, np, nz, nfp, npart, nevents;
+    int kinematic;               /* FMIGEN_KINEMATIC: the independent coordinates are inputs */
+    int formulation;             /* FMIGEN_FORMULATION: 0 embedded, else augmented */
+    int has_cs, has_me;          /* the interface types this build instantiates (fmu_config.h) */
+    /* each group's first value reference (fmu_variables.h) */
+    unsigned vr_q, vr_v, vr_res, vr_u, vr_p, vr_h, vr_y, vr_a, vr_time, vr_f, vr_end;
+    const char *const *vr_names; /* per value reference, for messages */
+    /* sizeof(FmigenCore), and where in it q, v, p, u, du, y, fp and the
+     * memo's partition (solved.part) are, in bytes */
+    size_t core_size, q, v, p, u, du, y, fp, memo_part;
+    const double *event_times;   /* nevents breakpoints of loads piecewise in t, sorted */
+    const char *const *fp_names; /* an augmented formulation's parameters: names, */
+    const int *fp_strict;        /* and 1: must be > 0, 0: >= 0 */
+    const char *const *coordinate_names;
+    /* hard points (tunable geometry): their indices in p and declared ranges */
+    int nhard;
+    const int *hard_index;
+    const double *hard_lower, *hard_upper;
+} FgModel;
+extern const FgModel fg_model;
+
+/* this build's values (fmu_config.c) */
+/* a GUID as written in modelDescription.xml: braces, 36 characters, NUL */
+#define FMIGEN_GUID_SIZE 39
+extern const char fmigen_model_guid[FMIGEN_GUID_SIZE];
+extern const int fmigen_default_solver;
+extern const double fmigen_default_step;
+
+/* ---- what needs the model's code (fmigen_instance_model.c) ---- */
+/* q_d, v_d for c's t, q_i, v_i, p (an augmented formulation after
+ * initialization: its check of the integrated q, v; project = 0), on a
+ * copy: on failure only c's error record changes.  keep_base: c's
+ * accepted kinematics solution stays (the warm start moves only where the
+ * importer accepts a state).  0, or 1 on failure. */
+int fg_core_assemble_trial(FmigenCore *c, int project, int keep_base);
+/* the state derivative at (t, c's x) into dx (nx entries); accept: the
+ * solve becomes the base the next one continues.  0, or 1 on failure. */
+int fg_core_derivatives(FmigenCore *c, double t, int accept, double *dx);
+/* x (nx entries) from / into c's q, v: [q_i, v_i] or, augmented, [q, v] */
+void fg_core_get_states(const FmigenCore *c, double *x);
+void fg_core_set_states(FmigenCore *c, const double *x);
+/* the nz event indicators of c's complete state (assembled) */
+void fg_core_event_indicators(FmigenCore *c, double *ei);
+/* The importer accepted c's (assembled) state: the next solves predict
+ * from it.  1 when it is at a limit position of the partition (c's error
+ * record says so), else 0. */
+int fg_core_accept(FmigenCore *c);
+/* 0 when every body's mass is >= 0 and its inertia positive semidefinite
+ * at the parameters p; else 1 with *label naming the body's condition,
+ * *minor the principal minor that is negative (NULL: the mass) and *value
+ * its value. */
+int fg_core_mass_check(const double *p, double *value, const char **label, const char **minor);
+/* partition part's ni independent coordinates (indices in q) */
+const int *fg_core_independent(int part);
+/* why c cannot be a state of this model (an index out of range, an
+ * unterminated message), or NULL */
+const char *fg_core_invalid(const FmigenCore *c);
 
 enum { FG_OK = 0, FG_WARNING = 1, FG_DISCARD = 2, FG_ERROR = 3, FG_FATAL = 4 };
 enum { FG_CS = 0, FG_ME = 1 };
@@ -46,20 +108,22 @@ extern const char *const fg_category_names[N_CATS];
 struct FgInstance;
 typedef void (*FgEmit)(struct FgInstance *in, int status, const char *category, const char *message);
 
-/* Everything that an FMU state snapshot holds. */
+/* Everything that an FMU state snapshot holds: these fields, the model's
+ * core (fg_model.core_size bytes from `core`, which has only its head's
+ * fields by name here) and after it, at fg_snapshot_dx, the state
+ * derivatives (Model Exchange: fg_model.nx).  Its size is
+ * fg_snapshot_size() (fmigen_instance.c). */
 typedef struct {
-    FmigenCore core;
     FgState state;
     double last_successful_time;
     int terminated;
     int assembled;      /* ME: q_d, v_d are solved for t, x (outputs: core.observe_pending) */
     int have_rhs;       /* ME: dx is up to date */
     double next_event;  /* ME: the time event announced last (fg_update_discrete_states); INFINITY: none */
-    double dx[FMIGEN_DIM(FG_NX)];
+    FmigenCoreHead core;   /* last: the whole core starts here */
 } FgSnapshot;
 
 typedef struct FgInstance {
-    FgSnapshot s;
     int kind;
     int logging_on;
     int category_on[N_CATS];
@@ -80,9 +144,11 @@ typedef struct FgInstance {
      * FMI 2) read as before, from the core.  read_needs: per partition and
      * value reference, what reading it needs: the FMIGEN_OBSERVE_* bits (a
      * dependent coordinate may be a deferred angle), FG_READ_SLOW where
-     * value_of is NULL */
-    double *value_of[VR_END > 0 ? VR_END : 1];
-    unsigned char read_needs[NPART][VR_END > 0 ? VR_END : 1];
+     * value_of is NULL.  Both in the instance's allocation, after s. */
+    double **value_of;                /* fg_model.vr_end entries */
+    unsigned char *read_needs;        /* fg_model.npart rows of fg_model.vr_end */
+    double *trial_p;                  /* fg_model.np: SetReal's parameters before they are set */
+    FgSnapshot s;                     /* last: its core is the model's size */
 } FgInstance;
 
 enum { FG_READ_SLOW = 0x80 };

@@ -25,14 +25,23 @@
 #else
 #define FMIGEN_MODEL_NAME(name) FMIGEN_NAME(name)
 #endif
-#ifdef MODEL_IDENTIFIER
-
+/* The FMI glue's names and the core's and the build's that it calls
+ * (fmigen_core_head.h, fmigen_instance.h).  A binary build compiles the glue
+ * once for every model (FMIGEN_SHARED_GLUE, defined for every unit): then
+ * these carry no prefix in any unit, and the glue reads no model's header. */
+#if defined(MODEL_IDENTIFIER) && !defined(FMIGEN_SHARED_GLUE)
 #define fg_allowed FMIGEN_NAME(fg_allowed)
-/* model_start.c's arrays: defined once (not per model.c copy), read by both */
-#define fmigen_q_start FMIGEN_NAME(fmigen_q_start)
-#define fmigen_sol_start FMIGEN_NAME(fmigen_sol_start)
 #define fg_category_names FMIGEN_NAME(fg_category_names)
 #define fg_completed_integrator_step FMIGEN_NAME(fg_completed_integrator_step)
+#define fg_core_accept FMIGEN_NAME(fg_core_accept)
+#define fg_core_assemble_trial FMIGEN_NAME(fg_core_assemble_trial)
+#define fg_core_derivatives FMIGEN_NAME(fg_core_derivatives)
+#define fg_core_event_indicators FMIGEN_NAME(fg_core_event_indicators)
+#define fg_core_get_states FMIGEN_NAME(fg_core_get_states)
+#define fg_core_independent FMIGEN_NAME(fg_core_independent)
+#define fg_core_invalid FMIGEN_NAME(fg_core_invalid)
+#define fg_core_mass_check FMIGEN_NAME(fg_core_mass_check)
+#define fg_core_set_states FMIGEN_NAME(fg_core_set_states)
 #define fg_deserialize FMIGEN_NAME(fg_deserialize)
 #define fg_do_step FMIGEN_NAME(fg_do_step)
 #define fg_enter_continuous_time_mode FMIGEN_NAME(fg_enter_continuous_time_mode)
@@ -49,6 +58,7 @@
 #define fg_get_state FMIGEN_NAME(fg_get_state)
 #define fg_get_states FMIGEN_NAME(fg_get_states)
 #define fg_log FMIGEN_NAME(fg_log)
+#define fg_model FMIGEN_NAME(fg_model)
 #define fg_new FMIGEN_NAME(fg_new)
 #define fg_no_variables FMIGEN_NAME(fg_no_variables)
 #define fg_report FMIGEN_NAME(fg_report)
@@ -63,23 +73,30 @@
 #define fg_set_time FMIGEN_NAME(fg_set_time)
 #define fg_terminate FMIGEN_NAME(fg_terminate)
 #define fg_update_discrete_states FMIGEN_NAME(fg_update_discrete_states)
+#define fmigen_core_assemble FMIGEN_NAME(fmigen_core_assemble)
+#define fmigen_core_init FMIGEN_NAME(fmigen_core_init)
+#define fmigen_core_message FMIGEN_NAME(fmigen_core_message)
+#define fmigen_core_observe FMIGEN_NAME(fmigen_core_observe)
+#define fmigen_core_observe_some FMIGEN_NAME(fmigen_core_observe_some)
+#define fmigen_core_step FMIGEN_NAME(fmigen_core_step)
+#define fmigen_default_solver FMIGEN_NAME(fmigen_default_solver)
+#define fmigen_default_step FMIGEN_NAME(fmigen_default_step)
+#define fmigen_model_guid FMIGEN_NAME(fmigen_model_guid)
+#endif /* the glue's names */
+
+#ifdef MODEL_IDENTIFIER
+/* model_start.c's arrays: defined once (not per model.c copy), read by both */
+#define fmigen_q_start FMIGEN_NAME(fmigen_q_start)
+#define fmigen_sol_start FMIGEN_NAME(fmigen_sol_start)
 #define fmigen_augmented_accel FMIGEN_MODEL_NAME(fmigen_augmented_accel)
 #define fmigen_augmented_rhs FMIGEN_NAME(fmigen_augmented_rhs)
 #define fmigen_base_accept FMIGEN_NAME(fmigen_base_accept)
 #define fmigen_coordinate_names FMIGEN_MODEL_NAME(fmigen_coordinate_names)
-#define fmigen_core_assemble FMIGEN_NAME(fmigen_core_assemble)
-#define fmigen_core_init FMIGEN_NAME(fmigen_core_init)
 #define fmigen_core_inputs FMIGEN_NAME(fmigen_core_inputs)
-#define fmigen_core_observe FMIGEN_NAME(fmigen_core_observe)
-#define fmigen_core_observe_some FMIGEN_NAME(fmigen_core_observe_some)
 #define fmigen_core_refresh FMIGEN_NAME(fmigen_core_refresh)
 #define fmigen_core_rhs FMIGEN_NAME(fmigen_core_rhs)
 #define fmigen_core_rhs_accept FMIGEN_NAME(fmigen_core_rhs_accept)
-#define fmigen_core_step FMIGEN_NAME(fmigen_core_step)
-#define fmigen_default_solver FMIGEN_NAME(fmigen_default_solver)
-#define fmigen_default_step FMIGEN_NAME(fmigen_default_step)
 #define fmigen_core_limit FMIGEN_NAME(fmigen_core_limit)
-#define fmigen_core_message FMIGEN_NAME(fmigen_core_message)
 #define fmigen_dependent FMIGEN_MODEL_NAME(fmigen_dependent)
 #define fmigen_embedded_prepare FMIGEN_MODEL_NAME(fmigen_embedded_prepare)
 #define fmigen_embedded_finish FMIGEN_MODEL_NAME(fmigen_embedded_finish)
@@ -94,7 +111,6 @@
 #define fmigen_kinematics_failure FMIGEN_MODEL_NAME(fmigen_kinematics_failure)
 #define fmigen_mass_check FMIGEN_MODEL_NAME(fmigen_mass_check)
 #define fmigen_mass_check_labels FMIGEN_MODEL_NAME(fmigen_mass_check_labels)
-#define fmigen_model_guid FMIGEN_NAME(fmigen_model_guid)
 #define fmigen_outputs FMIGEN_MODEL_NAME(fmigen_outputs)
 #define fmigen_outputs_trig FMIGEN_MODEL_NAME(fmigen_outputs_trig)
 #define fmigen_event_indicators FMIGEN_MODEL_NAME(fmigen_event_indicators)
@@ -115,7 +131,6 @@
 #define fmigen_prescribed_drive FMIGEN_MODEL_NAME(fmigen_prescribed_drive)
 #define fmigen_prescribed_omega FMIGEN_MODEL_NAME(fmigen_prescribed_omega)
 #define fmigen_v_start FMIGEN_MODEL_NAME(fmigen_v_start)
-
 #endif /* MODEL_IDENTIFIER */
 
 /* The numerical kernels (fmigen_numeric.h: LU, atan2, sin/cos, polynomial

@@ -12,15 +12,9 @@
 #include "model_config.h"
 #include "fmigen_names.h"
 #include "fmigen_kernels.h"
+#include "fmigen_core_head.h"
 
 #define FMIGEN_DIM(x) ((x) > 0 ? (x) : 1)
-
-/* At most this many internal steps in one doStep (or fmigen_core_step):
- * beyond it doStep is an Error, never a silent hang or a skipped step.
- * Importers that compile the sources may set it with -D. */
-#ifndef FMIGEN_MAX_STEPS_PER_CALL
-#define FMIGEN_MAX_STEPS_PER_CALL 10000000
-#endif
 
 /* The last accepted kinematics solution, from which every solve predicts
  * and against which it checks continuity: the solution vector (per block its
@@ -268,10 +262,6 @@ extern const FmigenPartition fmigen_partitions[];
 #endif
 
 /* ---- core state and stepping ---- */
-/* explicit Euler, classical RK4, semi-implicit (symplectic) Euler: the
- * velocities first, then the positions with the new velocities */
-enum { FMIGEN_EULER = 0, FMIGEN_RK4 = 1, FMIGEN_SYMPLECTIC = 2 };
-
 /* Formulation (fmigen_augmented.c): 0 the embedded ODE, x = [q_i, v_i];
  * 1 Baumgarte, 2 penalty, 3 virtual springs: all coordinates, x = [q, v]. */
 #ifndef FMIGEN_FORMULATION
@@ -284,13 +274,10 @@ enum { FMIGEN_EULER = 0, FMIGEN_RK4 = 1, FMIGEN_SYMPLECTIC = 2 };
 #endif
 /* Time events: the breakpoints of loads piecewise in t (codegen.py,
  * fmigen/events.py), sorted, in fmigen_event_times[FMIGEN_NEVENTS].  A
- * model_config.h that does not say has none.  FMIGEN_TIME_EVENTS=0 (with
- * -D) builds the runtime that does not announce them, for comparison. */
+ * model_config.h that does not say has none (FMIGEN_TIME_EVENTS:
+ * fmigen_core_head.h). */
 #ifndef FMIGEN_NEVENTS
 #define FMIGEN_NEVENTS 0
-#endif
-#ifndef FMIGEN_TIME_EVENTS
-#define FMIGEN_TIME_EVENTS 1
 #endif
 #if FMIGEN_NEVENTS > 0
 extern const double fmigen_event_times[];
@@ -366,20 +353,16 @@ typedef struct {
 #define FMIGEN_MEMO_TRIG(m) ((m)->trigs[(m)->side])
 #define FMIGEN_MEMO_SOL(m) ((m)->sols[(m)->side])
 
-typedef struct {
-    double t;                    /* time of the current state */
+struct FmigenCore {
+    FMIGEN_CORE_HEAD             /* t, h, residual, tu, interpolate, part, switches, solver, err_kind */
     double q[NQ], v[NQ];         /* all coordinates and velocities, consistent
                                     (deferred angles: see observe_pending) */
     double p[FMIGEN_DIM(NP)];    /* tunable parameters */
     double u[FMIGEN_DIM(NU)];    /* inputs at time tu, held constant unless du is set */
     double du[FMIGEN_DIM(NU)];   /* their first derivatives (fmi2SetRealInputDerivatives):
                                     u(t) = u + du (t − tu) between communication points */
-    double tu;                   /* the time u and du refer to */
-    int interpolate;             /* some du is non-zero */
     double y[FMIGEN_DIM(NY)];    /* user outputs */
     FmigenBase base;             /* the last accepted kinematics solution */
-    int part;                    /* active partition (fmigen_partitions), 0 unless switched */
-    int switches;                /* how many times the partition was switched */
     /* max|v_i| and max|v_d| (unit scales) of the last two accepted
      * internal-step starts, [0] the older, and how many of them are set
      * (limit_position) */
@@ -388,10 +371,7 @@ typedef struct {
     /* ‖Φ_d⁻¹Φ_i‖² (unit scales) at the last accepted state, from the
      * embedding's prepare (FMIGEN_LIMIT_SLOT); NaN when it failed */
     double lim_b2;
-    double h;                    /* internal step */
-    double residual;             /* max |Φ_j(q)| of the state last observed */
     double fp[FMIGEN_DIM(FMIGEN_NFP)]; /* parameters of an augmented formulation */
-    int solver;
     FmigenSolved solved;         /* memo of the kinematics (see FmigenSolved) */
     /* FMIGEN_OBSERVE_* bits: what of q's deferred angles, the residual and
      * y is not computed yet (the state was assembled and the memo's trig half holds
@@ -400,25 +380,14 @@ typedef struct {
      * pay, and reading one does not pay for the others. */
     int observe_pending;
     /* The last error, recorded where it happens as numbers (a kind
-     * FMIGEN_ERR_*, a code: the block or the embedding's; the time; the
-     * independent coordinates and up to four values the message quotes) and
-     * formatted into message only when it is read, by fmigen_core_message,
-     * at the FMI boundary: no snprintf inside a step, whose work a HIL
-     * target budgets. */
-    int err_kind, err_code;
+     * FMIGEN_ERR_*, err_kind in the head; a code: the block or the
+     * embedding's; the time; the independent coordinates and up to four
+     * values the message quotes) and formatted into message only when it
+     * is read, by fmigen_core_message, at the FMI boundary: no snprintf
+     * inside a step, whose work a HIL target budgets. */
+    int err_code;
     double err_t, err_x[4], err_q[FMIGEN_DIM(NI)];
     char message[512];           /* the last error as text, for the logger (fmigen_core_message) */
-} FmigenCore;
-enum {
-    FMIGEN_ERR_NONE = 0,
-    FMIGEN_ERR_KINEMATICS,        /* no solution at err_q: failure text err_code */
-    FMIGEN_ERR_EMBEDDING,         /* Φ_d singular (1) or BᵀMB not positive definite (2) */
-    FMIGEN_ERR_DERIVATIVE,        /* non-finite state derivative */
-    FMIGEN_ERR_STATE,             /* non-finite independent coordinate or velocity */
-    FMIGEN_ERR_LIMIT,             /* limit position: err_x = max|v_i| (or max|v_d|/‖B‖), max|v_d|, 2 steps apart */
-    FMIGEN_ERR_STEPS,             /* a step of err_x[0] s over FMIGEN_MAX_STEPS_PER_CALL internal steps */
-    FMIGEN_ERR_AUGMENTED_STATE,   /* augmented formulation: non-finite coordinate or velocity */
-    FMIGEN_ERR_AUGMENTED_SINGULAR /* augmented formulation: matrix err_code singular */
 };
 /* Record an error of `kind` at time t (the step's side: numbers only) */
 static inline int fmigen_core_fail(FmigenCore *c, int kind, int code, double t)
@@ -428,30 +397,13 @@ static inline int fmigen_core_fail(FmigenCore *c, int kind, int code, double t)
     c->err_t = t;
     return 1;
 }
-/* The last error as text (formatted now into c->message, which it returns) */
-const char *fmigen_core_message(FmigenCore *c);
-
-void fmigen_core_init(FmigenCore *c, int solver);
+/* fmigen_core_init, _assemble, _observe, _observe_some, _step and
+ * _message, the calls the FMI glue makes: fmigen_core_head.h */
 /* Make (t, q, v, sol) the solution the next kinematics solve continues;
  * trig: that solve's sin/cos hand-over, for the turns of P's deferred
  * angles. */
 void fmigen_base_accept(FmigenBase *b, const FmigenPartition *P, double t, const double *q, const double *v,
                         const double *sol, const double *trig);
-/* Complete q, v from q_i, v_i (kinematics + velocity solve); the angles
- * nobody reads bare, residual and outputs follow in fmigen_core_observe.  0
- * on success, else an error with c->message set. */
-int fmigen_core_assemble(FmigenCore *c);
-/* Before q, residual or y are read: complete them for the assembled (or,
- * augmented, integrated) q, v, unless that was done already.  _some: only
- * `what` (FMIGEN_OBSERVE_* bits), and what that needs (the residual and the
- * outputs come from the kinematics' sin/cos, and need the deferred angles
- * only when FMIGEN_RESIDUAL_ANGLES / FMIGEN_OUTPUTS_ANGLES say so). */
-enum { FMIGEN_OBSERVE_ANGLES = 1, FMIGEN_OBSERVE_RESIDUAL = 2, FMIGEN_OBSERVE_OUTPUTS = 4, FMIGEN_OBSERVE_ALL = 7 };
-void fmigen_core_observe(FmigenCore *c);
-void fmigen_core_observe_some(FmigenCore *c, int what);
-/* Advance by H with fixed internal steps of c->h; the last one is shortened
- * so the state lands exactly on t + H.  0 on success. */
-int fmigen_core_step(FmigenCore *c, double H);
 /* 1 when the accepted state in c->base is at a limit position of the
  * active partition (c->message says so); keeps its velocities' history */
 int fmigen_core_limit(FmigenCore *c);
