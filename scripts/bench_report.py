@@ -61,7 +61,7 @@ BENCH_ARGS = {"landing_gear_dynamic": dict(stop_time=0.75,
 
 
 def operations_cell(ops):
-    """The floating-point operations per step (fmigen.tools.bench.count_operations)."""
+    """The floating-point operations per step (fmigen.tools.callgrind_profile.count_operations)."""
     if not ops:
         return "–"
     calls = ", ".join(f"{n:.0f} {f}" for f, n in ops["libm_calls"].items() if n >= 0.5)
