@@ -110,35 +110,48 @@ def poly_table(polys, used):
     six-bar's coefficient functions are most of its model.c, and gcc spent
     seconds per compiler on their straight-line code, nearly all in
     register allocation.  The values are v[0] = 1, v[1 + u] = the generator
-    ``used[u]`` (the generators of positive degree), then the monomials in
-    ``_poly_steps``' order; returns (number of monomials, their (parent,
-    generator) index pairs into v, the number of terms of each polynomial,
-    each term's index into v and its coefficient as a double).  The same
-    IEEE operations as the printed plan, in its order, so the same bits: a
-    term c·m is the product of the double c (the value the printed literal
-    has) and m, a sum starts at its first term and adds the others in
-    order (a − c·m is a + (−c)·m in IEEE arithmetic), a coefficient ±1
-    multiplies exactly, the constant term multiplies 1."""
+    ``used[u]`` (the generators of positive degree), then the monomials;
+    returns (the monomials' runs as (generator, first parent, length)
+    triples, a run's monomials the generator times its parents one after
+    another in v, all indices into v; the number of monomials; the number
+    of terms of each polynomial, each term's index into v and its
+    coefficient as a double).  The same IEEE operations as the printed
+    plan, in its order, so the same bits: a monomial is its parent times
+    its generator, a term c·m is the product of the double c (the value
+    the printed literal has) and m, a sum starts at its first term and adds
+    the others in order (a − c·m is a + (−c)·m in IEEE arithmetic), a
+    coefficient ±1 multiplies exactly,
+    the constant term multiplies 1."""
     gens = list(polys[0].gens) if polys else []
     slot = {k: 1 + used.index(g) for k, g in enumerate(gens) if g in used}
     steps = _poly_steps(polys)
-    made = [s for s in steps if s[0] == "monomial"]
+    made = {j: (parent, slot[k]) for _, j, parent, k in (s for s in steps if s[0] == "monomial")}
     # the monomials by degree, each after every one it is made from: then
     # consecutive products do not wait for each other (the runtime's loop
     # keeps them in memory, where a chain of products made one after
-    # another is several times slower); their order does not change a bit
+    # another is several times slower); within a degree by generator and
+    # parent, so that long runs of them are one generator times parents
+    # that follow each other, which the loop reads without an index per
+    # monomial.  Their order does not change a bit.
     degree = {}
-    for _, j, parent, _ in made:
+    for j, (parent, _) in made.items():
         degree[j] = 1 + (degree[parent[1]] if parent[0] == "monomial" else 1)
-    order = sorted(degree, key=lambda j: (degree[j], j))
     first = 1 + len(used)
-    position = {j: first + n for n, j in enumerate(order)}
+    position = {}
 
     def index(ref):
         return 0 if ref is None else slot[ref[1]] if ref[0] == "generator" else position[ref[1]]
 
-    by_monomial = {j: (parent, k) for _, j, parent, k in made}
-    pairs = [x for j in order for x in (index(by_monomial[j][0]), slot[by_monomial[j][1]])]
+    runs = []
+    for d in sorted(set(degree.values())):
+        layer = [(made[j][1], index(made[j][0]), j) for j in made if degree[j] == d]
+        for generator, parent, j in sorted(layer):
+            position[j] = first + len(position)
+            last = runs[-1] if runs else None
+            if last and last[0] == generator and last[1] + last[2] == parent:
+                last[2] += 1
+            else:
+                runs.append([generator, parent, 1])
     counts, terms = [0] * len(polys), []
     for step in steps:
         if step[0] == "term":
@@ -148,7 +161,7 @@ def poly_table(polys, used):
     # the sums one after another (the plan interleaves them only where a
     # monomial is shared; each sum's own order is what decides its bits)
     terms.sort(key=lambda term: term[0])
-    return len(pairs) // 2, pairs, counts, [t[1] for t in terms], [t[2] for t in terms]
+    return [x for run in runs for x in run], len(position), counts, [t[1] for t in terms], [t[2] for t in terms]
 
 
 def _function(signature, body):
@@ -163,15 +176,15 @@ def _table(ctype, name, values, per_line=8):
 def table_function(name, signature, polys, used):
     """A C function ``signature`` (``void f(<used>..., double *a)``) that
     sets a[i] to polys[i] at the generators ``used`` through
-    ``poly_table``'s tables, static arrays <name>_monomials, _counts, _terms
+    ``poly_table``'s tables, static arrays <name>_runs, _counts, _terms
     and _coefficients."""
-    n_monomials, pairs, counts, terms, coefficients = poly_table(polys, used)
-    arrays = {"monomials": ("int", [str(k) for k in pairs]), "counts": ("int", [str(k) for k in counts]),
+    runs, n_monomials, counts, terms, coefficients = poly_table(polys, used)
+    arrays = {"runs": ("int", [str(k) for k in runs]), "counts": ("int", [str(k) for k in counts]),
               "terms": ("int", [str(k) for k in terms]),
               "coefficients": ("double", [repr(c) for c in coefficients])}
     values = [f"    v[{1 + u}] = {g};" for u, g in enumerate(used)]
     return ("".join(_table(ctype, f"{name}_{what}", vals) for what, (ctype, vals) in arrays.items())
             + f"{signature.replace('void ', 'void FMIGEN_NOINLINE ', 1)}\n{{\n"
             + f"    double v[{1 + len(used) + n_monomials}];\n    v[0] = 1.0;\n" + "\n".join(values) + "\n"
-            + f"    fmigen_poly_table(v, {1 + len(used)}, {n_monomials}, {name}_monomials, {len(polys)}, "
-            + f"{name}_counts, {name}_terms, {name}_coefficients, a);\n}}\n")
+            + f"    fmigen_poly_table(v, {1 + len(used)}, {len(runs) // 3}, {name}_runs, "
+            + f"{len(polys)}, {name}_counts, {name}_terms, {name}_coefficients, a);\n}}\n")

@@ -359,21 +359,46 @@ int fmigen_poly_root(int degree, const double *coeffs, double *x)
 /* Compiled once, with the runtime (fmigen_core.c): the tables it reads are
  * in the SSE2 copy of model.c only, whose functions the AVX copy calls. */
 #ifndef FMIGEN_MODEL_VARIANT
-void fmigen_poly_table(double *v, int first, int n_monomials, const int *monomials, int n_polys,
+void fmigen_poly_table(double *v, int first, int n_runs, const int *runs, int n_polys,
                        const int *counts, const int *terms, const double *coefficients, double *a)
 {
-    for (int k = 0; k < n_monomials; k++)
-        v[first + k] = v[monomials[2 * k]] * v[monomials[2 * k + 1]];
+    /* Unrolled by four by hand (the same operations in the same order):
+     * the loop's own counting and branching would otherwise be a third of
+     * its instructions, and the build's -O2 does not unroll. */
+    double *out = v + first;
+    for (int r = 0; r < n_runs; r++) {
+        const double g = v[runs[3 * r]];
+        const double *parent = v + runs[3 * r + 1];
+        const int n = runs[3 * r + 2];
+        int k = 0;
+        for (; k + 4 <= n; k += 4) {
+            out[k] = parent[k] * g;
+            out[k + 1] = parent[k + 1] * g;
+            out[k + 2] = parent[k + 2] * g;
+            out[k + 3] = parent[k + 3] * g;
+        }
+        for (; k < n; k++)
+            out[k] = parent[k] * g;
+        out += n;
+    }
     for (int i = 0; i < n_polys; i++) {
+        const int n = counts[i];
         double sum = 0.0;
-        if (counts[i] > 0) {
+        if (n > 0) {
             sum = coefficients[0] * v[terms[0]];
-            for (int t = 1; t < counts[i]; t++)
+            int t = 1;
+            for (; t + 4 <= n; t += 4) {
+                sum += coefficients[t] * v[terms[t]];
+                sum += coefficients[t + 1] * v[terms[t + 1]];
+                sum += coefficients[t + 2] * v[terms[t + 2]];
+                sum += coefficients[t + 3] * v[terms[t + 3]];
+            }
+            for (; t < n; t++)
                 sum += coefficients[t] * v[terms[t]];
         }
         a[i] = sum;
-        terms += counts[i];
-        coefficients += counts[i];
+        terms += n;
+        coefficients += n;
     }
 }
 #endif
