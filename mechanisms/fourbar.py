@@ -16,15 +16,18 @@ from sympy import cos, sin
 from fmigen.model import Mechanism
 
 
-def build() -> Mechanism:
-    m = Mechanism("fourbar", description=__doc__.splitlines()[0])
+def build(l3_range=None, l3=2.5, name="fourbar") -> Mechanism:
+    """The four-bar; ``l3_range`` makes the rocker length ``l3`` a hard point:
+    a tunable parameter with that declared range, which enters the loop
+    constraints, so the FMU takes a new rocker length without a rebuild."""
+    m = Mechanism(name, description=__doc__.splitlines()[0])
     theta = m.coordinate("theta", math.pi / 2, "rad", description="crank angle")
     alpha = m.coordinate("alpha", 0.353281, "rad", description="coupler angle")
     phi = m.coordinate("phi", 1.26486, "rad", description="rocker angle")
 
     l1 = m.parameter("l1", 1.0, "m", description="crank length")
     l2 = m.parameter("l2", 4.0, "m", description="coupler length")
-    l3 = m.parameter("l3", 2.5, "m", description="rocker length")
+    l3 = m.parameter("l3", l3, "m", tunable=l3_range is not None, range=l3_range, description="rocker length")
     d = m.parameter("d", 3.0, "m", description="x of the rocker pivot")
     g = m.parameter("g", 9.8, "m/s2", tunable=True, description="gravity along -y")
     masses = [m.parameter(f"m{i}", 1.0, "kg", tunable=True, description=f"mass of link {i}")
