@@ -9,7 +9,7 @@ to make canonical.  On a spatial mechanism's constraints that bookkeeping,
 not the differentiation, was most of the time of Φ_q and γ.
 
 Here sums and products are differentiated by the rules sympy's own
-``Add._eval_derivative`` and ``Mul._eval_derivative_n_times`` apply (the
+``Add._eval_derivative`` and ``Mul._eval_derivative`` apply (the
 same terms built in the same order), each sub-expression once
 (memoized), and every other node by sympy's ``diff`` itself.  The result
 is the same expression: the shortcuts only leave out checks that cannot
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import sympy as sp
 from sympy.core.function import AppliedUndef
-from sympy.ntheory.multinomial import multinomial_coefficients_iterator
 
 
 def _plain(e) -> bool:
@@ -42,14 +41,10 @@ def derivative(e, x: sp.Symbol, memo: dict):
         # Add._eval_derivative
         d = e.func(*[derivative(a, x, memo) for a in e.args])
     elif e.is_Mul and e.is_commutative:
-        # Mul._eval_derivative_n_times with n = 1 (the general Leibniz rule:
-        # one term per factor differentiated, in the iterator's order)
+        # the product rule as Mul._eval_derivative applies it: one term per
+        # factor, that factor differentiated (Add orders the terms itself)
         args = e.args
-        terms = []
-        for orders, coefficient in multinomial_coefficients_iterator(len(args), 1):
-            terms.append(coefficient * sp.Mul(*[derivative(a, x, memo) if k else a
-                                                 for k, a in zip(orders, args)]))
-        d = sp.Add(*terms)
+        d = sp.Add(*[sp.Mul(*args[:k], derivative(a, x, memo), *args[k + 1:]) for k, a in enumerate(args)])
     else:
         d = e.diff(x)
     memo[e] = d
