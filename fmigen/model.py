@@ -79,6 +79,12 @@ class Parameter:
     #: workspace sweep samples it.  None for every other parameter.
     range: tuple | None = None
 
+    @property
+    def is_hard_point(self) -> bool:
+        """Tunable geometry that may enter constraints (``declare_parameter``
+        takes a range only with ``tunable``)."""
+        return self.tunable and self.range is not None
+
 
 @dataclass
 class Input:

@@ -99,7 +99,7 @@ class DAE:
         build-time evaluation of the kinematics substitutes (the start
         assembly, the branches, the workspace sweep), while the generated C
         keeps them as run-time parameters."""
-        ranged = {p.symbol for p in self.mechanism.parameters if p.tunable and p.range is not None}
+        ranged = {p.symbol for p in self.mechanism.parameters if p.is_hard_point}
         return {s: rational(v, self.mechanism.float_rule)
                 for s, v in zip(self.tunable, self.tunable_values) if s in ranged}
 
@@ -247,8 +247,8 @@ def build_dae(mech: Mechanism, at_rest: bool = False) -> DAE:
     Phi = sp.Matrix(len(mech.constraints), 1, [plain_exact(c.expr) for c in mech.constraints])
     redundant = list(mech.redundant_constraints)
     Phi_redundant = sp.Matrix(len(redundant), 1, [plain_exact(c.expr) for c in redundant])
-    hard_points = {p.symbol for p in tunable if p.range is not None}
-    tunable_syms = {p.symbol for p in tunable if p.range is None} | {i.symbol for i in mech.inputs}
+    hard_points = {p.symbol for p in tunable if p.is_hard_point}
+    tunable_syms = {p.symbol for p in tunable if not p.is_hard_point} | {i.symbol for i in mech.inputs}
     for c, e in zip(mech.constraints + redundant, [*Phi, *Phi_redundant]):
         bad = e.free_symbols & tunable_syms
         if bad:

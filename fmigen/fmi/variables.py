@@ -161,7 +161,7 @@ def table(iface, step: float, kind: str = "cs", form=None) -> VariableTable:
     lay.group("VR_P")
     nonnegative = nonnegative_parameters(mech)
     for p in mech.parameters:
-        if p.tunable and p.range is not None:
+        if p.is_hard_point:
             lay.add(p.name, "parameter", "fixed", "exact", float(p.value), p.unit, p.description,
                     minimum=p.range[0], maximum=p.range[1])
         elif p.tunable:

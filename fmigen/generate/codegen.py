@@ -737,7 +737,7 @@ def _hard_point_tables(mech) -> list[str]:
     index in p, lower and upper bound; nothing (and no FMIGEN_NHARD) when
     there are none, so every other model.c is what it was."""
     tunable = [p for p in mech.parameters if p.tunable]
-    hard = [(k, p.range) for k, p in enumerate(tunable) if p.range is not None]
+    hard = [(k, p.range) for k, p in enumerate(tunable) if p.is_hard_point]
     if not hard:
         return []
     return [_arr("int", "fmigen_hard_index", [k for k, _ in hard], str),
@@ -763,7 +763,7 @@ def finish(model_identifier: str, body: str, macros: dict, start: dict, mech, in
     macros = {**macros, "FMIGEN_NMASS_CHECKS": nchecks, "FMIGEN_NPRESCRIBED": len(mech.prescribed)}
     hard_tables = _hard_point_tables(mech)
     if hard_tables:
-        macros["FMIGEN_NHARD"] = sum(p.range is not None for p in mech.parameters)
+        macros["FMIGEN_NHARD"] = sum(p.is_hard_point for p in mech.parameters)
     p_default = arr("double", "fmigen_p_default", [float(p.value) for p in mech.parameters if p.tunable])
     tail = [checks, arr("double", "fmigen_v_start", [c_.velocity_start for c_ in mech.coordinates]),
             *([] if hard_tables else [p_default]),

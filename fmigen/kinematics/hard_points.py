@@ -41,7 +41,7 @@ BRANCH_AGREEMENT = 1e-8
 
 def hard_points(mech) -> list:
     """The mechanism's hard points (tunable parameters with a range)."""
-    return [p for p in mech.parameters if p.tunable and p.range is not None]
+    return [p for p in mech.parameters if p.is_hard_point]
 
 
 def range_samples(mech) -> list[dict]:

@@ -472,7 +472,7 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
                     for p in mech.prescribed],
         # {index in p: (lower, upper)} per hard point (fmigen_instance.c's range check)
         hard_points={k: tuple(p.range) for k, p in enumerate(p_ for p_ in mech.parameters if p_.tunable)
-                     if p.range is not None},
+                     if p.is_hard_point},
         **structure_tables(emb, tri), **vr)
     runtime = "\n\n".join(inspect.getsource(o) for o in RUNTIME_OBJECTS)
     methods = "\n".join(f"    {name} = SlaveMethods.{name}" for name in SLAVE_METHODS)
