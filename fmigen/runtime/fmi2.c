@@ -2,8 +2,9 @@
  *
  * Every function of fmi2Functions.h is exported.  The kinds this binary may
  * be instantiated as are set in fmu_config.h (FMIGEN_HAS_CS, FMIGEN_HAS_ME;
- * fg_model.has_cs, has_me here), matching what modelDescription.xml declares.  All logic lives in
- * fmigen_instance.c; this file maps FMI 2 types and signatures onto it.
+ * fg_model.has_cs, has_me here), matching what modelDescription.xml
+ * declares.  All logic lives in fmigen_instance.c; this file maps FMI 2
+ * types and signatures onto it.
  */
 #include <stdio.h>
 #include <stdlib.h>

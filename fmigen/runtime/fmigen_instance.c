@@ -437,22 +437,21 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
         if (!isfinite(value[i]))
             return fg_fail(in, "SetReal/SetFloat64: %s (value reference %u) set to a non-finite value (NaN or Inf)",
                            fg_vr_name(r), r);
-        int ok = 0;
+        int ok = 0, hard = -1;
         if (r < m->vr_res)
             ok = (before_init || m->kinematic) && is_independent(r < m->vr_v ? (int)r : (int)(r - m->vr_v));
         else if (r >= m->vr_u && r < m->vr_p) ok = 1;
-        else if (r >= m->vr_p && r < m->vr_h && hard_point_of((int)(r - m->vr_p)) >= 0) {
+        else if (r >= m->vr_p && r < m->vr_h && (hard = hard_point_of((int)(r - m->vr_p))) >= 0) {
             /* geometry: the start is assembled from it at ExitInitializationMode,
              * and only the declared range was swept at build time */
-            const int h = hard_point_of((int)(r - m->vr_p));
             if (!before_init)
                 return fg_fail(in, "SetReal/SetFloat64: hard point %s (value reference %u) is a fixed parameter: it "
                                "can be set only before ExitInitializationMode, which assembles the start from it",
                                fg_vr_name(r), r);
-            if (!(value[i] >= m->hard_lower[h] && value[i] <= m->hard_upper[h]))
+            if (!(value[i] >= m->hard_lower[hard] && value[i] <= m->hard_upper[hard]))
                 return fg_fail(in, "SetReal/SetFloat64: hard point %s (value reference %u) set to %.17g, outside its "
                                "declared range [%.17g, %.17g], the only values the build swept (nothing was set)",
-                               fg_vr_name(r), r, value[i], m->hard_lower[h], m->hard_upper[h]);
+                               fg_vr_name(r), r, value[i], m->hard_lower[hard], m->hard_upper[hard]);
             ok = 1;
         }
         else if (r >= m->vr_p && r < m->vr_h) {
@@ -475,8 +474,9 @@ int fg_set_real(FgInstance *in, const unsigned vr[], size_t n, const double valu
         }
         /* internal_step and a formulation's parameters are fixed: the step
          * belongs to the integrator's state (and FMI 3's
-         * fixedInternalStepSize), and geometry is not a variable at all (it
-         * is baked into the Gröbner basis) */
+         * fixedInternalStepSize); structural geometry is not a variable (it is
+         * baked into the Gröbner basis), and a hard point is set only before
+         * initialization (above) */
         if (!ok && !before_init && (r == m->vr_h || (r >= m->vr_f && r < m->vr_end)))
             return fg_fail(in, "SetReal/SetFloat64: %s (value reference %u) is a fixed parameter: it can be set "
                            "only before ExitInitializationMode", r == m->vr_h ? "internal_step" : m->fp_names[r - m->vr_f], r);
@@ -556,7 +556,7 @@ int fg_no_variables(FgInstance *in, const char *fn, const char *type, size_t n)
 
 /* A doStep that failed: the state is the last good one (fmigen_core_step
  * restored it).  Out of line: the step's path then keeps no pointer to
- * the core beyond the call (an instruction a doStep). */
+ * the core beyond the call, one instruction fewer a doStep. */
 static FMIGEN_NOINLINE int step_discarded(FgInstance *in)
 {
     fg_log(in, FG_DISCARD, CAT_ERROR, "%s", fmigen_core_message(core_of(in)));
@@ -595,8 +595,9 @@ int fg_do_step(FgInstance *in, double t, double H)
 }
 
 /* The coordinate switch of the last doStep, as an event (logEvents): the
- * partition and count are still the step's, since every call after it
- * reports it first.  Formatted only when the category is logged. */
+ * partition and count are still the step's, since every call that can
+ * change the state reports it first.  Formatted only when the category is
+ * logged. */
 static void report_switch(FgInstance *in)
 {
     if (!(in->logging_on && in->category_on[CAT_EVENTS])) return;

@@ -170,8 +170,8 @@ int fg_fail(FgInstance *in, const char *fmt, ...)
 int fg_allowed(FgInstance *in, const char *fn, unsigned mask);
 /* What a doStep recorded and left for after it (report_pending: a
  * coordinate switch), formatted and logged now.  fg_allowed and fg_log call
- * it, so every FMI call after the doStep reports it first; FreeInstance
- * calls it before the callbacks go. */
+ * it, so every FMI call that can change the state (all but the FMU-state
+ * calls) reports it first; FreeInstance calls it before the callbacks go. */
 enum { FG_REPORT_SWITCH = 1 };
 void fg_report(FgInstance *in);
 
