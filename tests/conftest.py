@@ -263,7 +263,7 @@ TOGETHER = {"test_joint_model.py::test_five_link_joints_matches_five_link": "fiv
 #: (the full vehicle: a cold derivation of minutes, which two workers would
 #: otherwise both make at once)
 SHARED = {"test_masters.py::test_libcosim_runs_the_full_vehicle_like_fmpy": "vehicle",
-          "test_examples.py": "vehicle"}
+          "test_examples.py": "vehicle", "test_vehicle.py": "vehicle"}
 
 
 def work_unit(nodeid: str) -> str:
