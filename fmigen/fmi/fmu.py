@@ -342,6 +342,22 @@ def avx_variant(cc: str) -> bool:
     return target.startswith("x86_64") and "linux" in target
 
 
+def model_copy_units(avx_wrapper: Path, flags: list, avx: bool, shared_kernels: bool) -> list:
+    """The units a binary links beside the model's own sources, as
+    (source, its flags, its object's name): with ``avx``, model.c's AVX copy
+    (``avx_wrapper``, a copy of AVX_SOURCE that includes model.c) first;
+    with ``shared_kernels``, the numerical kernels' unit, and its AVX copy
+    with ``avx``.  ``compile_shared`` and the benchmark harness both build
+    from this list, so a harness times the binary an FMU ships."""
+    units = [(avx_wrapper, [*flags, *AVX_FLAGS], AVX_SOURCE)] if avx else []
+    if shared_kernels:
+        kernels = RUNTIME_DIR / KERNELS_SOURCE
+        units.append((kernels, flags, KERNELS_SOURCE))
+        if avx:
+            units.append((kernels, [*flags, *AVX_FLAGS, *AVX_KERNEL_FLAGS], "fmigen_kernels_avx.c"))
+    return units
+
+
 def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=(), use_cache=False, avx=None,
                    extra_sources=()):
     """Compile the FMU's sources in ``src`` into the shared library ``out``
@@ -381,18 +397,16 @@ def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=(), use
         # (source, its flags, its object's name without the cache)
         units = [(src / f, flags, f) for f in source_files(fmi) if f not in glue] + \
             [(Path(f), flags, f) for f in extra_sources]
+        # the AVX wrapper has next to nothing of its own: model.c and the
+        # kernels it includes come from src through -I, as the SSE2 copy's do
+        wrapper = Path(tmp) / AVX_SOURCE
         if avx:
-            # next to nothing of its own: model.c and the kernels it includes
-            # come from src through -I, as the SSE2 copy's do; second, so
-            # that the two long compiles run at once
-            wrapper = Path(tmp) / AVX_SOURCE
             shutil.copyfile(RUNTIME_DIR / AVX_SOURCE, wrapper)
-            units.insert(1, (wrapper, [*flags, *AVX_FLAGS], AVX_SOURCE))
-        if shared_kernels:
-            kernels = RUNTIME_DIR / KERNELS_SOURCE
-            units.append((kernels, flags, KERNELS_SOURCE))
-            if avx:
-                units.append((kernels, [*flags, *AVX_FLAGS, *AVX_KERNEL_FLAGS], "fmigen_kernels_avx.c"))
+        copies = model_copy_units(wrapper, flags, avx, shared_kernels)
+        if avx:
+            # second, so that the two long compiles run at once
+            units.insert(1, copies.pop(0))
+        units += copies
         # the glue with no flag that depends on the model or the build's
         # other choices (AVX, shared kernels): one object for all
         glue_flags = [*base, SHARED_GLUE, f"-I{RUNTIME_DIR}", f"-I{fmi_header_dir(fmi)}", *extra]
