@@ -81,7 +81,7 @@ class TyreModel:
     vertical stiffness and damping of the point follower, the design pose's
     loaded radius (the wheel centres' height above the road), the effective
     rolling radius r_e, the brush model's tread stiffness c_p [N/m²] and the
-    friction coefficient.  With these, C ≈ 60 kN/rad at a static load of
+    friction coefficient.  With these, C ≈ 58 kN/rad at a static load of
     3.9 kN."""
     vertical_stiffness: float = 250e3       # N/m
     vertical_damping: float = 300.0         # N s/m

@@ -91,7 +91,7 @@ def test_before_the_bump_the_tyres_carry_the_vehicles_weight(bump_run):
     script's tyre trim reproduces on the flat road.  What moves the loads at
     all is the rolling: the carriers sit a few µm off their design axes, so
     the wheels have a toe of 1 to 3 µrad, the tyres pull 0.07 to 0.2 N
-    sideways (C ≈ 63 kN/rad), and the suspension's geometry turns side
+    sideways (C ≈ 58 kN/rad at 3.9 kN), and the suspension's geometry turns side
     forces into vertical ones (jacking) of the same order: measured 0.055 N
     on the sum (3.6e-6 of the weight) and 0.017 N on a wheel over the 50
     steps.  Bound: 1e-5 of the weight (0.15 N); a tyre trim off by 1 µm

@@ -33,7 +33,7 @@
 /* The model as the glue sees it (fmigen_instance_model.c). */
 typedef struct {
     int nx;                      /* continuous states (Model Exchange): 2·NI, or 2·NQ when augmented */
-    int ni, nu, np, nz, nfp, npart, nevents;
+    int ni, nu, np, nz, npart, nevents;
     int kinematic;               /* FMIGEN_KINEMATIC: the independent coordinates are inputs */
     int formulation;             /* FMIGEN_FORMULATION: 0 embedded, else augmented */
     int has_cs, has_me;          /* the interface types this build instantiates (fmu_config.h) */

@@ -33,7 +33,7 @@ static const int fp_strict[] = FMIGEN_FP_STRICT;
 #endif
 
 const FgModel fg_model = {
-    .nx = FG_NX, .ni = NI, .nu = NU, .np = NP, .nz = FMIGEN_NZ, .nfp = FMIGEN_NFP, .npart = NPART,
+    .nx = FG_NX, .ni = NI, .nu = NU, .np = NP, .nz = FMIGEN_NZ, .npart = NPART,
     .nevents = FMIGEN_NEVENTS, .kinematic = FMIGEN_KINEMATIC, .formulation = FMIGEN_FORMULATION,
     .has_cs = FMIGEN_HAS_CS, .has_me = FMIGEN_HAS_ME,
     .vr_q = VR_Q, .vr_v = VR_V, .vr_res = VR_RES, .vr_u = VR_U, .vr_p = VR_P, .vr_h = VR_H, .vr_y = VR_Y,
