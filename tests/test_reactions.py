@@ -221,3 +221,22 @@ def test_modelica_export_refuses_reactions():
     compiled = compile_model(prepare_mechanism(rod_pendulum()), generate_c=False)
     with pytest.raises(ModelError, match="does not write them"):
         export(compiled)
+
+
+def test_reactions_fill_k_with_the_embeddings_statements():
+    """K = [[M, Φ_qᵀ], [Φ_q, 0]] and [F; γ] are filled by the statements of
+    the embedding's joint CSE (``codegen_embedding.JointQuantities``), not by
+    a CSE of their own: every temporary the reaction solve defines is
+    defined by the same statement in the embedding's right-hand side, and
+    the solve fills the sin/cos it reads from q."""
+    import re
+    from fmigen.build.pipeline import compile_model, prepare_mechanism
+    system = _fourbar()
+    for name in system.joints:
+        system.reaction(name)
+    model_c = compile_model(prepare_mechanism(system)).generated.model_c
+    solve = re.search(r"^static int fmigen_reaction_solve\(.*?^}$", model_c, re.M | re.S).group(0)
+    prepare = re.search(r"^int fmigen_embedded_prepare\(.*?^}$", model_c, re.M | re.S).group(0)
+    defined = re.findall(r"^\s*(const double \w+ = .*;)$", solve, re.M)
+    assert defined and all(d in prepare for d in defined)
+    assert "fmigen_sincos(q[" in solve and "trig[" in "".join(defined)

@@ -25,7 +25,7 @@ import sympy as sp
 
 from fmigen.derive.embed import Embedding
 from fmigen.generate.chunking import chunked
-from fmigen.generate.codegen_embedding import embedding_code, is_large
+from fmigen.generate.codegen_embedding import embedding_code
 from fmigen.generate.codegen_kinematics import hoisted_knowns, kinematics_code
 from fmigen.generate.codegen_lanes import lane_classes, residual_function
 from fmigen.generate.mass_checks import mass_check_code, mass_check_defaults
@@ -319,18 +319,20 @@ def sol_layout(dae, tri) -> tuple[list[tuple[int, int]], list[int]]:
 
 
 def _partition_code(emb, tri, symbol_map, trig, suffix, shared=None, dynamics="embedded"):
-    """Kinematics, embedding and tables of one partition, and the sizes of
-    its solution vector and embedding ``work``; names suffixed (``_p1``...)
-    for an alternative one (coordinate switching).  ``dynamics``: the
-    embedding's solver (``codegen_embedding.embedding_code``)."""
+    """Kinematics, embedding and tables of one partition, the sizes of its
+    solution vector and embedding ``work``, where prepare leaves the limit
+    test's norm, and the embedding's ``JointQuantities``; names suffixed
+    (``_p1``...) for an alternative one (coordinate switching).
+    ``dynamics``: the embedding's solver
+    (``codegen_embedding.embedding_code``)."""
     import re
     kin, sol_start = kinematics_code(emb, tri, symbol_map, trig)
     if shared is not None and "embedding" in shared:
-        embedding, nwork, limit_slot = shared["embedding"]
+        embedding, nwork, limit_slot, quantities = shared["embedding"]
     else:
-        embedding, nwork, limit_slot = embedding_code(emb, tri, symbol_map, trig[1], dynamics=dynamics)
+        embedding, nwork, limit_slot, quantities = embedding_code(emb, tri, symbol_map, trig[1], dynamics=dynamics)
         if shared is not None:
-            shared["embedding"] = embedding, nwork, limit_slot
+            shared["embedding"] = embedding, nwork, limit_slot, quantities
     slots, terms = sol_layout(emb.dae, tri)
     layout = [x for pair in slots for x in pair] + terms
     code = "\n".join([kin, embedding,
@@ -347,7 +349,7 @@ def _partition_code(emb, tri, symbol_map, trig, suffix, shared=None, dynamics="e
         # another model's, or with the model's own AVX copy)
         code = re.sub(r"^(?=(?:int|void|const)\b[^=(]*\bfmigen_\w+" + suffix + r"\b)", "static ", code,
                       flags=re.M)
-    return code, len(sol_start), nwork, limit_slot
+    return code, len(sol_start), nwork, limit_slot, quantities
 
 
 def reaction_system(dae):
@@ -386,43 +388,45 @@ def reaction_system(dae):
     return entries, rhs, outs
 
 
-def reaction_c(dae, symbol_map, sig) -> str:
+def reaction_c(dae, symbol_map, sig, quantities, angles) -> str:
     """model.c's ``fmigen_reactions`` (static): q̈ and λ from K (``reaction_system``) by
     LU with partial pivoting, then the reaction outputs into ``out`` (NaN when
     K is singular, which a regular configuration's is not).
 
-    K and [F; γ] are the embedding's quantities M, F, Φ_q and γ once more,
-    and for a large model (``codegen_embedding.is_large``, the full vehicle)
-    the filling of K and the outputs are straight-line functions of their
-    own that ``chunked`` cuts as it cuts the embedding's: one function of
-    thousands of statements is what gcc's register allocation takes
-    superlinear time in.  The same statements in the same order either
-    way, so the same bits."""
-    entries, rhs, outs = reaction_system(dae)
-    nk = dae.n + dae.m
-    exprs = [e for _, _, e in entries] + rhs
+    K and [F; γ] are the embedding's quantities M, F, Φ_q and γ, so they
+    are filled from its joint CSE (``quantities``,
+    ``codegen_embedding.JointQuantities``) with the sin/cos of the
+    ``angles`` (``trig_plan``'s) in a local ``trig`` from q: a CSE and a
+    printing of their own were most of the reactions' time of generation
+    on a large model.  For a large model (``codegen_embedding.is_large``
+    as the embedding judged it, the full vehicle) the filling of K and the outputs are straight-line
+    functions of their own that ``chunked`` cuts as it cuts the
+    embedding's: one function of thousands of statements is what gcc's
+    register allocation takes superlinear time in.  The same statements in
+    the same order either way, so the same bits."""
+    _, _, outs = reaction_system(dae)
+    n, nk = dae.n, dae.n + dae.m
     oexprs = [e for _, e in outs]
     nan = " ".join(f"out[{k}] = NAN;" for k, _ in outs)
-    large = is_large(exprs)
-    prelude, subs = _sincos_prelude(exprs, dae, array="sc" if large else None)
-    # one substitution, not the angles' and then the symbols': each rebuilds
-    # every expression, the vehicle's in seconds
-    fill = assignments([f"K[{r * nk + c_}]" for r, c_, _ in entries] + [f"b[{k}]" for k in range(nk)],
-                       [sp.sympify(e).xreplace({**subs, **symbol_map.subs}) for e in exprs])
+    large = quantities.large
+    fill = quantities.fill(n, dae.m)
+    trig = "".join(f"    fmigen_sincos(q[{k}], &trig[{2 * k}], &trig[{2 * k + 1}]);\n" for k in angles)
+    trig = f"    double trig[{2 * n}];\n" + trig if angles else "    const double *trig = 0;\n"
     oprelude, osubs = _sincos_prelude(oexprs, dae, array="sc" if large else None)
     body = assignments([f"out[{k}]" for k, _ in outs], [e.xreplace({**osubs, **symbol_map.subs}) for e in oexprs])
     head = "    (void)t; (void)q; (void)v; (void)p; (void)u;\n"
     if large:
-        functions = [chunked("fmigen_reaction_fill", f"{sig}, double *K, double *b",
-                             head + prelude + fill + "\n    return 0;", storage="static "),
-                     chunked("fmigen_reaction_outputs", f"{sig}, const double *a, const double *lam, double *out",
-                             head + oprelude + body + "\n    return 0;", storage="static ")]
-        filled = "    fmigen_reaction_fill(t, q, v, p, u, K, b);\n"
-        outputs = f"    fmigen_reaction_outputs(t, q, v, p, u, b, b + {dae.n}, out);"
-        head = ""
+        functions = [chunked("fmigen_reaction_fill", f"{sig}, const double *trig, double *K, double *b",
+                             head + "    (void)trig;\n" + fill + "\n    return 0;", storage="static ")]
+        filled = trig + "    fmigen_reaction_fill(t, q, v, p, u, trig, K, b);\n"
     else:
-        functions, filled = [], prelude + fill + "\n"
-        outputs = f"    const double *a = b, *lam = b + {dae.n};\n    (void)a; (void)lam;\n" + oprelude + body
+        functions, filled = [], trig + "    (void)trig;\n" + fill + "\n"
+    if large:
+        functions.append(chunked("fmigen_reaction_outputs", f"{sig}, const double *a, const double *lam, double *out",
+                                 head + oprelude + body + "\n    return 0;", storage="static "))
+        outputs = f"    fmigen_reaction_outputs(t, q, v, p, u, b, b + {n}, out);"
+    else:
+        outputs = f"    const double *a = b, *lam = b + {n};\n    (void)a; (void)lam;\n" + oprelude + body
     solve = _function(
         f"static int fmigen_reaction_solve({sig}, double *b)",
         head + f"    double K[{nk * nk}] = {{0}};\n    int piv[{nk}];\n" + filled
@@ -478,17 +482,18 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     if tols:
         parts += ["#ifndef FMIGEN_NEWTON_TOL", f"#define FMIGEN_NEWTON_TOL {min(tols)!r}", "#endif", ""]
     trig = trig_plan(emb)
-    code0, nwarm, nwork, limit_slot = _partition_code(emb, tri, symbols, trig, "", shared, dynamics)
+    code0, nwarm, nwork, limit_slot, quantities = _partition_code(emb, tri, symbols, trig, "", shared, dynamics)
     parts.append(code0)
     for k, (emb_k, tri_k) in enumerate(alternatives, start=1):
-        code_k, nsol_k, nwork_k, _ = _partition_code(emb_k, tri_k, SymbolMap(emb_k), trig_plan(emb_k), f"_p{k}",
+        code_k, nsol_k, nwork_k, _, _ = _partition_code(emb_k, tri_k, SymbolMap(emb_k), trig_plan(emb_k), f"_p{k}",
                                                   dynamics=dynamics)
         parts.append(code_k)
         nwarm, nwork = max(nwarm, nsol_k), max(nwork, nwork_k)
     always_independent = set(emb.independent).intersection(*(set(e.independent) for e, _ in alternatives))
     observe = _TrigFunctions(dae, tri, symbols, trig, always_independent)
     sig = "double t, const double *q, const double *v, const double *p, const double *u"
-    residual_angles, outputs_angles = _observation_functions(emb, tri, symbols, observe, sig, parts)
+    residual_angles, outputs_angles = _observation_functions(emb, tri, symbols, observe, sig, parts,
+                                                             (quantities, sorted(trig[0])))
     parts.append(_partition_table(emb, tri, alternatives))
     # time events (Model Exchange nextEventTime): breakpoints of loads piecewise in t
     events = dae_time_events(dae)
@@ -538,11 +543,13 @@ def _matrix_function(dae, symbols: SymbolMap, name: str, sig: str, M) -> str:
 
 
 def _observation_functions(emb: Embedding, tri: Triangularization, symbols: SymbolMap, observe, sig: str,
-                           parts: list) -> tuple[int, int]:
+                           parts: list, quantities) -> tuple[int, int]:
     """Append the constraint residual's and the outputs' functions to
     ``parts`` (from q, and from the ``trig`` the kinematics left); returns
     whether the residual's and the outputs' trig functions read an angle
-    (FMIGEN_RESIDUAL_ANGLES, FMIGEN_OUTPUTS_ANGLES)."""
+    (FMIGEN_RESIDUAL_ANGLES, FMIGEN_OUTPUTS_ANGLES).  ``quantities``: the
+    primary embedding's ``JointQuantities`` and the angles its ``trig``
+    holds, for the joint reactions (``reaction_c``)."""
     from fmigen.derive.workspace import unit_scales
     dae = emb.dae
     mech = dae.mechanism
@@ -564,7 +571,7 @@ def _observation_functions(emb: Embedding, tri: Triangularization, symbols: Symb
         assert outputs_fn.startswith("void ") and outputs_trig.startswith("void ")
         outputs_fn, outputs_trig = "static " + outputs_fn, "static " + outputs_trig
         outputs_angles = 1
-        outputs_fn += "\n" + reaction_c(dae, symbols, sig) + "\n" + _function(
+        outputs_fn += "\n" + reaction_c(dae, symbols, sig, *quantities) + "\n" + _function(
             f"void fmigen_outputs({sig}, double *out)",
             "    fmigen_outputs_plain(t, q, v, p, u, out);\n    fmigen_reactions(t, q, v, p, u, out);")
         outputs_trig += "\n" + _function(

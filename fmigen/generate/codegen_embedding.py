@@ -352,9 +352,11 @@ def gamma_by_jets(dae) -> list | None:
 
 
 def embedding_code(emb: Embedding, tri: Triangularization, symbols: SymbolMap, trig_subs: dict,
-                   dynamics: str = "embedded") -> tuple[str, int, int]:
-    """The three functions' C, the size of ``work`` and where in it prepare
-    leaves ‖X̃‖_F² for the limit test (-1: nowhere; _RightHandSide.norm); ``trig_subs`` (codegen.trig_plan) maps sin/cos of
+                   dynamics: str = "embedded") -> tuple[str, int, int, JointQuantities]:
+    """The three functions' C, the size of ``work``, where in it prepare
+    leaves ‖X̃‖_F² for the limit test (-1: nowhere; _RightHandSide.norm) and
+    the model quantities as the joint CSE left them (``JointQuantities``,
+    what the joint reactions reuse); ``trig_subs`` (codegen.trig_plan) maps sin/cos of
     each angle to the ``trig`` array the kinematics filled.
 
     ``dynamics``: ``embedded`` forms X = Φ_d⁻¹Φ_i and Bᵀ M B as above;
@@ -372,8 +374,8 @@ def embedding_code(emb: Embedding, tri: Triangularization, symbols: SymbolMap, t
     large = is_large([e for g, _ in groups for e in quantities[g]])
     reps, reduced = _joint_cse_with_gamma(emb.dae, groups, quantities, symbols, trig_subs, large)
     blocks = _blocks(emb, tri)
-    rhs = _RightHandSide(emb, dynamics, groups, reps, reduced, blocks)
-    return _functions(rhs, dynamics == "embedded" and _blockwise_structure(emb, blocks))
+    rhs = _RightHandSide(emb, dynamics, groups, reps, reduced, blocks, large)
+    return (*_functions(rhs, dynamics == "embedded" and _blockwise_structure(emb, blocks)), rhs.quantities)
 
 
 def _model_quantities(emb: Embedding, symbols: SymbolMap, trig_subs: dict):
@@ -483,6 +485,53 @@ def _joint_cse_with_gamma(dae, groups, quantities, symbols: SymbolMap, trig_subs
     return joint
 
 
+class JointQuantities:
+    """Φ_q, γ, M and F as the joint CSE (``_joint_cse_with_gamma``) left
+    them: its temporaries and each quantity's reduced value, in the
+    generated C's names with sin/cos of the angles read from ``trig``;
+    ``large``: ``is_large`` of the quantities, as the embedding judged it.
+    The joint reactions (``codegen.reaction_c``) fill their K = [[M, Φ_qᵀ],
+    [Φ_q, 0]] and [F; γ] from these (``fill``) instead of a CSE and a
+    printing of their own of the same quantities, most of their cost of
+    generation on a large model; a temporary prints once for both
+    (``definition``)."""
+
+    def __init__(self, groups, reps, values: dict, large: bool):
+        self.groups, self.reps, self.values, self.large = dict(groups), reps, values, large
+        self._printed = {}
+
+    def definition(self, s, e) -> str:
+        """The statement defining temporary ``s`` = ``e`` (one of ``reps``)."""
+        text = self._printed.get(s)
+        if text is None:
+            text = self._printed[s] = f"const double {s} = {c(e)};"
+        return text
+
+    def fill(self, n: int, m: int) -> str:
+        """Statements storing K's non-zeros (row-major, (n+m)², into an array
+        ``K`` the caller zeroed: M's entries by symmetry from the stored
+        triangle, as the embedding reads them) and all of b = [F; γ], after
+        the temporaries they read; the code reads ``trig`` as the
+        embedding's does."""
+        nk = n + m
+        stores = []
+        for (j, i) in self.groups["J"]:
+            text = c(self.values[("J", (j, i))])
+            stores += [f"    K[{i * nk + n + j}] = {text};", f"    K[{(n + j) * nk + i}] = {text};"]
+        for (i, k) in self.groups["M"]:
+            value = self.values[("M", (i, k))]
+            if value != 0:
+                text = c(value)
+                stores.append(f"    K[{i * nk + k}] = {text};")
+                if (k, i) not in self.groups["M"]:
+                    stores.append(f"    K[{k * nk + i}] = {text};")
+        rhs = {i: self.values[("F", i)] for i in self.groups["F"]}
+        rhs.update({n + j: self.values[("G", j)] for j in self.groups["G"]})
+        stores += [f"    b[{k}] = {c(rhs.get(k, sp.S.Zero))};" for k in range(nk)]
+        need = _needed(self.reps, [self.values[(g, key)] for g in ("J", "M", "F", "G") for key in self.groups[g]])
+        return "\n".join([*("    " + self.definition(s, e) for s, e in self.reps if s in need), *stores])
+
+
 class _RightHandSide:
     """The bodies of the embedding's functions from the joint CSE: ``body``
     emits one variant (the velocities only, or everything to q̈_i; X formed,
@@ -490,7 +539,7 @@ class _RightHandSide:
     variants share (the CSE's values by quantity, which temporaries each
     stage needs, the lane roles) is worked out once here."""
 
-    def __init__(self, emb: Embedding, dynamics: str, groups, reps, reduced, blocks):
+    def __init__(self, emb: Embedding, dynamics: str, groups, reps, reduced, blocks, large: bool):
         dae = emb.dae
         self.emb, self.dynamics, self.groups, self.reps, self.blocks = emb, dynamics, groups, reps, blocks
         self.ind, self.dep = emb.independent, emb.dependent
@@ -503,6 +552,7 @@ class _RightHandSide:
             for key in d:
                 self.values[(g, key)] = reduced[pos]
                 pos += 1
+        self.quantities = JointQuantities(groups, reps, self.values, large)
         quantity = dict(groups)
         # the temporaries the velocities function needs: Φ_q's and Φ_t's
         self.velocity_temps = _needed(reps, [self.values[("J", k)] for k in quantity["J"]]
@@ -518,7 +568,7 @@ class _RightHandSide:
         """Emit the CSE temporaries in ``keep`` and name the group values."""
         for s, e in self.reps:
             if s in keep:
-                code.emit(f"const double {s} = {c(e)};")
+                code.emit(self.quantities.definition(s, e))
         names = {}
         for g in group_names:
             for key in dict(self.groups)[g]:
