@@ -20,6 +20,7 @@ or one that does not build) is recorded with its reason.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -137,11 +138,21 @@ def splice(md: str, text: str, header: str = HEADER) -> str:
 def main(argv=None) -> int:
     from fmigen.model import ModelError
     from fmigen.tools.bench import worst_case
-    args = list(argv if argv is not None else sys.argv[1:])
-    only_iterations = "--iterations" in args
-    realtime = "--realtime" in args
-    args = [a for a in args if a not in ("--iterations", "--realtime")]
-    names = args or sorted(p.stem for p in (ROOT / "mechanisms").glob("*.py") if p.stem != "corner_geometry")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("`", ""))
+    ap.add_argument("mechanisms", nargs="*", metavar="MECH",
+                    help="shipped mechanism names or paths to mechanism modules (default: every shipped one)")
+    ap.add_argument("--iterations", action="store_true",
+                    help="only the iterations each bounded loop took (no valgrind), merged into the entries")
+    ap.add_argument("--realtime", action="store_true",
+                    help="the model as fmigen build --realtime builds it, into " + DATA_REALTIME.name)
+    args = ap.parse_args(argv)
+    only_iterations, realtime = args.iterations, args.realtime
+    # a misspelt name would otherwise be recorded in the docs as a mechanism that does not build
+    unknown = [n for n in args.mechanisms if not (ROOT / "mechanisms" / f"{n}.py").exists() and not Path(n).is_file()]
+    if unknown:
+        ap.error(f"no mechanism {', '.join(map(repr, unknown))} (neither mechanisms/NAME.py nor a file)")
+    names = args.mechanisms or sorted(p.stem for p in (ROOT / "mechanisms").glob("*.py")
+                                      if p.stem != "corner_geometry")
     data = DATA_REALTIME if realtime else DATA
     results = json.loads(data.read_text()) if data.exists() else {}
     for name in names:
