@@ -62,7 +62,7 @@ import re
 from dataclasses import dataclass, field
 
 import sympy as sp
-from sympy.physics import mechanics as me
+from fmigen.mechanics import me
 
 from .floats import rational
 from .model import Input, ModelError, Parameter, Prescription, declare_input, declare_parameter, output_info, t

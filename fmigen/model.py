@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, field
 
 import sympy as sp
-from sympy.physics import mechanics as me
+from fmigen.mechanics import me
 
 #: The time symbol shared with ``sympy.physics.mechanics``.
 t = me.dynamicsymbols._t

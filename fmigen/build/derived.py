@@ -275,6 +275,28 @@ def generated_of(mech, options: dict, emb, tri):
 
 
 #: the start-free body entries' format (``body_key``): a new format changes every key
+#: the format of ``partition_graph``'s entries
+GRAPH_FORMAT = "partition-graph-1"
+
+
+def partition_graph(inc) -> dict:
+    """``partition.matching_and_components(inc)`` (the partition's matching
+    and strongly connected components of a constraint incidence), kept in
+    the cache by the incidence and the scipy version, of which alone it is
+    a function.  Why: a build after a start change partitions again, and
+    importing scipy's sparse graphs (and what scipy's own imports pull in)
+    was about a sixth of the four-bar's such rebuild, for the same graph."""
+    import importlib.metadata
+    from fmigen.derive.partition import matching_and_components
+    try:
+        version = importlib.metadata.version("scipy")
+    except importlib.metadata.PackageNotFoundError:   # no version to key by: no entry
+        return matching_and_components(inc)
+    key = "\n".join([GRAPH_FORMAT, version, json.dumps(inc.tolist())])
+    text, _, _ = groebner.disk_cache(key, lambda: json.dumps(matching_and_components(inc)), subdir="partition")
+    return json.loads(text)
+
+
 BODY_FORMAT = "body-1"
 
 

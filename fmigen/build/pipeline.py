@@ -162,7 +162,8 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
                    history.last(mech.name, "dae"))
     dae = derived.dae_of(mech, use_cache)
     times["dae"] = time.perf_counter() - t0
-    part = choose_partition(dae)
+    graph = derived.partition_graph if use_cache else None
+    part = choose_partition(dae, graph)
     log(f"[2/5] partition: independent {[dae.names[i] for i in part.independent]}, "
         f"{len(part.blocks)} block(s)")
     if mech.independent_note:
@@ -189,7 +190,7 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
                              f"{missing}: every set must keep them independent")
         # coordinate switching (paper 004): each further set of independent
         # coordinates gets its own kinematics and embedding in the FMU
-        part_k = partition_with(dae, list(names))
+        part_k = partition_with(dae, list(names), graph)
         log(f"      coordinate switching: independent {list(names)}, {len(part_k.blocks)} block(s)")
         tri_k = triangularize(dae, part_k, use_cache=use_cache, log=lambda m: log("      " + m),
                               kinematics=kinematics, newton_tol=newton_tol, guesses=tri.start)

@@ -11,6 +11,7 @@ import it.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -31,8 +32,11 @@ CONSUMERS = {"__init__.py", "__main__.py", "cli.py", "fmi/fmu.py", "fmi/fmi3.py"
              "verify/bundle.py", "tools/modelica.py", "tools/modelica_fmu.py"}
 
 
+@functools.cache
 def source_digest() -> str:
-    """sha256 over the fmigen modules that take part in a derivation."""
+    """sha256 over the fmigen modules that take part in a derivation.  Once
+    per process: the modules it reads are the ones this process imported
+    (or will), and a build keys five to seven entries."""
     h = hashlib.sha256()
     root = Path(__file__).resolve().parent.parent   # the fmigen package
     for path in sorted(root.rglob("*.py")):

@@ -20,6 +20,7 @@ from functools import cached_property
 import numpy as np
 import sympy as sp
 
+from fmigen.derive import lambdify_numpy
 from fmigen.derive.derivatives import jacobian
 from fmigen.floats import exact_floats, rational
 from fmigen.model import Mechanism, ModelError, acceleration_symbol, t
@@ -144,6 +145,7 @@ class NumericDAE:
         self.pu = [*dae.tunable_values, *dae.input_values]
 
     def _lambdify(self, expr, with_v=False, with_pu=False):
+        lambdify_numpy.prepare()
         d = self.dae
         args = [t, *d.q_sym] + (list(d.v_sym) if with_v else []) + ([*d.tunable, *d.inputs] if with_pu else [])
         return sp.lambdify(args, expr, "numpy", cse=True)

@@ -37,7 +37,7 @@ class Partition:
         return [dae.names[i] for i in idx]
 
 
-def choose_partition(dae: DAE) -> Partition:
+def choose_partition(dae: DAE, graph=None) -> Partition:
     mech = dae.mechanism
     n, m = dae.n, dae.m
     J = dae.numeric.Phi_q(0.0, dae.start_guess())
@@ -65,10 +65,10 @@ def choose_partition(dae: DAE) -> Partition:
         else:
             dep = []
         indep = [i for i in range(n) if i not in dep]
-    return Partition(indep, dep, block_decomposition(dae, indep, dep))
+    return Partition(indep, dep, block_decomposition(dae, indep, dep, graph))
 
 
-def partition_with(dae: DAE, names: list[str]) -> Partition:
+def partition_with(dae: DAE, names: list[str], graph=None) -> Partition:
     """The partition with the given independent coordinates (an alternative
     set for coordinate switching): no rank test at the start, where the set
     need not be regular; its start assembly (``branches.choose_branches``)
@@ -82,15 +82,11 @@ def partition_with(dae: DAE, names: list[str]) -> Partition:
                          f"has {dae.n - dae.m} degrees of freedom")
     indep = [dae.names.index(x) for x in names]
     dep = [i for i in range(dae.n) if i not in indep]
-    return Partition(indep, dep, block_decomposition(dae, indep, dep))
+    return Partition(indep, dep, block_decomposition(dae, indep, dep, graph))
 
 
-def block_decomposition(dae: DAE, indep: list[int], dep: list[int]) -> list[Block]:
-    # scipy here, not at the top: this module's types are imported by every
-    # build, and one that packages a derived model from the cache (a solver
-    # or step change) never partitions
-    import scipy.sparse as sps
-    from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
+def block_decomposition(dae: DAE, indep: list[int], dep: list[int], graph=None) -> list[Block]:
+    """``graph``: ``matching_and_components`` or a cached equivalent."""
     m = dae.m
     if not dep:
         return []
@@ -100,17 +96,12 @@ def block_decomposition(dae: DAE, indep: list[int], dep: list[int]) -> list[Bloc
         for s in e.free_symbols:
             if s in dae.q_sym and dae.q_sym.index(s) in col:
                 inc[j, col[dae.q_sym.index(s)]] = 1
-    match = maximum_bipartite_matching(sps.csr_matrix(inc), perm_type="column")
+    found = (graph or matching_and_components)(inc)
+    match, ncomp, label = np.array(found["match"], dtype=int), found["ncomp"], np.array(found["label"], dtype=int)
     if (match < 0).any():
         bad = [dae.constraint_names[j] for j in np.where(match < 0)[0]]
         raise ModelError(f"structurally singular constraints: {bad} cannot be matched to distinct dependent coordinates")
-    # Graph on equations: j -> k when equation j uses the unknown matched to k.
     eq_of_col = {int(c): j for j, c in enumerate(match)}
-    adj = np.zeros((m, m), dtype=int)
-    for j in range(m):
-        for k in np.nonzero(inc[j])[0]:
-            adj[j, eq_of_col[int(k)]] = 1
-    ncomp, label = connected_components(sps.csr_matrix(adj), directed=True, connection="strong")
     # Topological order of the condensation: a component whose equations use
     # only its own unknowns and earlier components' unknowns comes first.
     comps = [[j for j in range(m) if label[j] == c] for c in range(ncomp)]
@@ -136,3 +127,29 @@ def block_decomposition(dae: DAE, indep: list[int], dep: list[int]) -> list[Bloc
         solved |= set(unknowns)
     return blocks
 
+
+def matching_and_components(inc: np.ndarray) -> dict:
+    """The matching of equations to dependent unknowns (scipy's
+    ``maximum_bipartite_matching`` of the incidence ``inc``, -1 where an
+    equation has none) and, when it is perfect, the strongly connected
+    components of the equations' dependency graph through it (scipy's
+    ``connected_components``: their number and each equation's label), as
+    plain lists: a function of ``inc`` (and the scipy version) alone, which
+    the build keeps in its cache (``derived.partition_graph``)."""
+    # scipy here, not at the top: this module's types are imported by every
+    # build, and one that packages a derived model from the cache (a solver
+    # or step change) never partitions
+    import scipy.sparse as sps
+    from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
+    m = inc.shape[0]
+    match = maximum_bipartite_matching(sps.csr_matrix(inc), perm_type="column")
+    if (match < 0).any():
+        return {"match": match.tolist(), "ncomp": 0, "label": []}
+    # graph on equations: j -> k when equation j uses the unknown matched to k
+    eq_of_col = {int(c): j for j, c in enumerate(match)}
+    adj = np.zeros((m, m), dtype=int)
+    for j in range(m):
+        for k in np.nonzero(inc[j])[0]:
+            adj[j, eq_of_col[int(k)]] = 1
+    ncomp, label = connected_components(sps.csr_matrix(adj), directed=True, connection="strong")
+    return {"match": match.tolist(), "ncomp": int(ncomp), "label": label.tolist()}

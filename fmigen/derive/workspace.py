@@ -121,12 +121,66 @@ def newton_steps(residual, jacobian, x, free, max_iter):
     iteration of the assembly: the workspace sweep's continuation
     (``continuation_newton``) and the numeric start of a Newton block
     (``kinematics.branches.newton_numeric``)."""
+    free = np.asarray(free, dtype=np.intp)
     for _ in range(max_iter):
         r = residual(x)
         J = jacobian(x)
-        dx = np.linalg.solve(J[:, free], r)
+        dx = solve(J[:, free], r)
         x[free] -= dx
         yield r, J, dx
+
+
+def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``numpy.linalg.solve(a, b)`` for a square float64 matrix and a vector:
+    the same LAPACK routine (numpy's ``solve1`` gufunc) under the same error
+    state, so the same bits and the same LinAlgError on a singular matrix,
+    without the wrapper's argument checks and conversions, which were most
+    of the time of a sweep's 2×2 and 4×4 solves.  Anything else goes
+    through ``numpy.linalg.solve``."""
+    if _GUFUNCS is None or a.dtype != np.float64 or b.dtype != np.float64 or a.ndim != 2 or b.ndim != 1 \
+            or a.shape[0] != a.shape[1] or a.shape[0] == 0:
+        return np.linalg.solve(a, b)
+    with np.errstate(call=_singular, invalid="call", over="ignore", divide="ignore", under="ignore"):
+        return _GUFUNCS.solve1(a, b, signature="dd->d")
+
+
+def cond(a: np.ndarray) -> float:
+    """``float(numpy.linalg.cond(a))`` (the 2-norm condition number, the
+    ratio of the largest to the smallest singular value; inf for a singular
+    matrix without NaN entries): the same LAPACK routine (numpy's ``svd``
+    gufunc, singular values only) and the same arithmetic, without the
+    wrappers' overhead, for the same reason as ``solve``."""
+    if _GUFUNCS is None or a.dtype != np.float64 or a.ndim != 2 or 0 in a.shape:
+        return float(np.linalg.cond(a))
+    with np.errstate(call=_svd_failed, invalid="call", over="ignore", divide="ignore", under="ignore"):
+        s = _GUFUNCS.svd(a, signature="d->d")
+    with np.errstate(all="ignore"):
+        r = s[0] / s[-1]
+    if np.isnan(r) and not np.isnan(a).any():
+        return float("inf")
+    return float(r)
+
+
+def _singular(err, flag):
+    raise np.linalg.LinAlgError("Singular matrix")
+
+
+def _svd_failed(err, flag):
+    raise np.linalg.LinAlgError("SVD did not converge")
+
+
+def _linalg_gufuncs():
+    """numpy's own linear-algebra gufuncs behind ``numpy.linalg.solve`` and
+    ``svd`` (a private module, present in numpy 1.8 to 2.x); None where it
+    is missing, and ``solve``/``cond`` then call the public functions."""
+    try:
+        from numpy.linalg import _umath_linalg
+    except ImportError:
+        return None
+    return _umath_linalg if all(hasattr(_umath_linalg, f) for f in ("solve1", "svd")) else None
+
+
+_GUFUNCS = _linalg_gufuncs()
 
 
 def continuation_newton(num, tt, q, dep, max_iter=CONTINUATION_NEWTON_ITERATIONS):
@@ -134,9 +188,10 @@ def continuation_newton(num, tt, q, dep, max_iter=CONTINUATION_NEWTON_ITERATIONS
     of q_d (relative 1e-13); the residual must then be at round-off of the
     constraint's scale, |Φ_q|·|q| (the landing gear's are in cm, 1e4).
     None when it does not converge (or Φ_d is singular)."""
+    dep = np.asarray(dep, dtype=np.intp)
     try:
         for _, Jf, dx in newton_steps(lambda at: num.Phi(tt, at), lambda at: num.Phi_q(tt, at), q, dep, max_iter):
-            if not np.all(np.isfinite(q)):
+            if not np.isfinite(q).all():
                 return None
             if np.abs(dx).max() <= 1e-13 * (1 + np.abs(q[dep]).max()):
                 scale = 1.0 + np.abs(Jf).max() * (1.0 + np.abs(q).max())
@@ -179,23 +234,25 @@ def sweep(dae: DAE, part: Partition, start: dict, points_per_path=None, seed=0, 
                           for s in (1.0, -1.0)]
         extent = 1.0   # one rad, or one mechanism size, per unit-scaled direction
         n_steps = points_per_path or 40
+    # index arrays once: fancy indexing by a list converts it on every use
+    indep, dep = np.asarray(indep, dtype=np.intp), np.asarray(dep, dtype=np.intp)
     points, paths, physical = [q0.copy()], [], []
     J0 = num.Phi_q(0.0, q0)
-    conds = [float(np.linalg.cond(J0[:, dep]))]
+    conds = [cond(J0[:, dep])]
     for d in directions:
         step = extent / n_steps * d * scales[indep]
         q, path, travelled = q0.copy(), [0], 0
-        Jd, cond = J0, conds[0]
+        Jd, c = J0, conds[0]
         while travelled < n_steps:
-            if not cond < COND_LIMIT:
-                physical.append(_stop(dae, indep, q, cond, "Φ_d singular", len(paths)))
+            if not c < COND_LIMIT:
+                physical.append(_stop(dae, indep, q, c, "Φ_d singular", len(paths)))
                 break
             h, nxt = 1.0, None
             for _ in range(4):      # halve the step before giving up
                 trial = q.copy()
                 trial[indep] += h * step
                 # tangent predictor: Φ_d Δq_d = −Φ_i Δq_i
-                trial[dep] -= np.linalg.solve(Jd[:, dep], Jd[:, indep] @ (h * step))
+                trial[dep] -= solve(Jd[:, dep], Jd[:, indep] @ (h * step))
                 predicted = trial.copy()
                 nxt = continuation_newton(num, 0.0, trial, dep)
                 if nxt is not None and _resolved(q, predicted, nxt, scales):
@@ -203,15 +260,15 @@ def sweep(dae: DAE, part: Partition, start: dict, points_per_path=None, seed=0, 
                 nxt = None
                 h /= 2
             if nxt is None:
-                physical.append(_stop(dae, indep, q, cond, "no assembly beyond", len(paths)))
+                physical.append(_stop(dae, indep, q, c, "no assembly beyond", len(paths)))
                 break
             travelled += h
             q = nxt
             points.append(q.copy())
             # Φ_q and its condition at the new point, also the next step's
             Jd = num.Phi_q(0.0, q)
-            cond = float(np.linalg.cond(Jd[:, dep]))
-            conds.append(cond)
+            c = cond(Jd[:, dep])
+            conds.append(c)
             path.append(len(points) - 1)
         paths.append(path)
     log(f"workspace sweep: {len(points)} configurations on {len(paths)} paths, "
@@ -235,8 +292,8 @@ def _resolved(q, predicted, corrected, scales) -> bool:
     it and its ratios).  At a singularity that is no simple fold (the full Φ_q singular too)
     steps on the curve can exceed 1 close to it, and the path stops a
     fraction of a step earlier than it could."""
-    corrector = np.max(np.abs(corrected - predicted) / scales)
-    move = np.max(np.abs(predicted - q) / scales)
+    corrector = (np.abs(corrected - predicted) / scales).max()
+    move = (np.abs(predicted - q) / scales).max()
     return bool(corrector <= move)
 
 

@@ -7,7 +7,7 @@ turning about the world z axis only keeps one angle), the tree of frames
 from __future__ import annotations
 
 import sympy as sp
-from sympy.physics import mechanics as me
+from fmigen.mechanics import me
 
 from fmigen.model import ModelError
 

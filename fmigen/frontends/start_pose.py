@@ -108,11 +108,13 @@ def check_start_pose(mech, dae, independent: list[str], start: dict, log=None):
     coordinate name) places every marker of ``mech.joint_system`` where the
     described start does (module docstring).  Returns the largest position
     and orientation differences found (relative, absolute)."""
-    from fmigen.frontends.joint_tree import spanning_tree
-    from fmigen.frontends.closure_rows import _project
     system, described = mech.joint_system, mech.described_start
     if system is None or described is None or not mech.constraints:
         return None
+    # here: a mechanism written without joints has no described pose, and
+    # its build need not import the joint front end (and scipy with it)
+    from fmigen.frontends.joint_tree import spanning_tree
+    from fmigen.frontends.closure_rows import _project
     log = log or (lambda msg: None)
     names = dae.names
     units = {c.name: c.unit for c in mech.coordinates}

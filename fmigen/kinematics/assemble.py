@@ -428,7 +428,6 @@ def poly_roots(coeffs: list[Fraction]):
     n = len(a) - 1
     if n == 1:
         return [mp.mpc(-a[1])]
-    da = [a[k] * (n - k) for k in range(n)]
     try:
         with np.errstate(all="ignore"):
             z0 = np.roots(np.array([float(ai) for ai in a]))
@@ -608,15 +607,17 @@ class _Newton:
         self.n = len(vs)
 
     def __call__(self, x, steps=6):
-        import scipy.linalg
         x = [mp.mpc(v) for v in x]
         moved = mp.mpf(0)
         for _ in range(steps):
             F = self.F(*x)
             J = self.J(*x)
-            Jn = np.array([[complex(v) for v in row] for row in J])
-            _, _, piv = scipy.linalg.qr(Jn.T, pivoting=True)
-            rows = sorted(piv[: self.n].tolist())
+            if len(J) > self.n:   # else the pivoted QR would pick every row: no scipy
+                import scipy.linalg
+                _, _, piv = scipy.linalg.qr(np.array([[complex(v) for v in row] for row in J]).T, pivoting=True)
+                rows = sorted(piv[: self.n].tolist())
+            else:
+                rows = list(range(len(J)))
             try:
                 dx = mp.lu_solve(mp.matrix([J[i] for i in rows]), mp.matrix([-F[i] for i in rows]))
             except ZeroDivisionError:

@@ -272,8 +272,19 @@ def groebner_lex(polys, variables, parameters=(), use_cache=True, log=None, cpu_
         if hit:
             log(f"Gröbner basis from cache ({path.name[:12]})")
         data = json.loads(text)
-        return [sp.Poly.from_dict({tuple(m): sp.Integer(int(c)) for m, c in terms}, *gens, domain=sp.ZZ)
+        return [poly_from_terms({tuple(m): sp.ZZ(int(c)) for m, c in terms}, gens, sp.ZZ)
                 for terms in data["polys"]]
+
+
+def poly_from_terms(terms: dict, gens, domain) -> sp.Poly:
+    """``sp.Poly.from_dict(terms, *gens, domain=domain)`` for coefficients
+    that are ``domain``'s elements already: the same Poly (the dense
+    representation from the same dict), without converting each coefficient
+    through the domain, whose test of every one against nan and infinity
+    was most of the time of reading a large basis and of extracting its
+    sequence (the Stephenson six-bar's: ~20,000 coefficients)."""
+    from sympy.polys.polyclasses import DMP
+    return sp.Poly.new(DMP.from_dict(terms, len(gens) - 1, domain), *gens)
 
 
 def parse_singular_poly(text: str, index: dict) -> dict:

@@ -212,13 +212,14 @@ def extract(basis, variables, block_name) -> list[Step]:
 def _coefficients_in(P: sp.Poly, v) -> list[sp.Poly]:
     """P's coefficients as a polynomial in v, highest power first, each a
     polynomial in the other generators (same generators and domain as P)."""
+    from fmigen.kinematics.groebner import poly_from_terms
     iv = P.gens.index(v)
     buckets: dict = {}
-    for monom, coeff in P.terms():
+    for monom, coeff in P.rep.terms():   # the domain's own elements
         rest = monom[:iv] + (0,) + monom[iv + 1:]
         buckets.setdefault(monom[iv], {})[rest] = coeff
     deg = P.degree(v)
-    return [sp.Poly.from_dict(buckets.get(d, {}), *P.gens, domain=P.domain) for d in range(deg, -1, -1)]
+    return [poly_from_terms(buckets.get(d, {}), P.gens, P.domain) for d in range(deg, -1, -1)]
 
 
 def _exponents(P: sp.Poly, args) -> tuple[list, np.ndarray, list[int]]:

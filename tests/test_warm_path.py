@@ -1,0 +1,113 @@
+"""What a warm rebuild after a start change runs faster must give the same
+results: the sweep's solves and condition numbers (workspace.solve, cond),
+the Gröbner Polys built from integers (groebner.poly_from_terms), lambdify's
+numpy namespace (derive/lambdify_numpy.py), and what is no longer imported
+(fmigen/mechanics.py's sympy.physics, no scipy for a four-bar)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from fmigen.derive.workspace import cond, solve
+from fmigen.kinematics.groebner import poly_from_terms
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_solve_and_cond_are_numpys_to_the_bit():
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 4, 6, 9):
+        for scale in (1.0, 1e-9, 1e9):
+            for _ in range(50):
+                a = rng.normal(size=(n, n)) * scale
+                b = rng.normal(size=n)
+                assert solve(a, b).tobytes() == np.linalg.solve(a, b).tobytes()
+                assert cond(a) == float(np.linalg.cond(a))
+    # a strided view (a column selection), as the sweep passes Φ_q[:, dep]
+    J = rng.normal(size=(3, 5))
+    assert solve(J[:, [0, 2, 4]], J[:, 1]).tobytes() == np.linalg.solve(J[:, [0, 2, 4]], J[:, 1]).tobytes()
+    assert cond(J[:, ::2][:, :3]) == float(np.linalg.cond(J[:, ::2][:, :3]))
+
+
+def test_singular_and_nan_matrices_behave_as_numpys():
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    with pytest.raises(np.linalg.LinAlgError):
+        solve(np.zeros((2, 2)), np.ones(2))
+    assert cond(singular) == float(np.linalg.cond(singular))
+    assert cond(np.zeros((2, 2))) == float(np.linalg.cond(np.zeros((2, 2)))) == float("inf")
+    nan = np.array([[np.nan, 1.0], [0.0, 1.0]])
+    for f in (np.linalg.cond, cond):
+        with pytest.raises(np.linalg.LinAlgError, match="SVD did not converge"):
+            f(nan)
+    # integer input, a matrix of matrices: the public functions, as before
+    assert solve(np.eye(2, dtype=int), np.ones(2)).tobytes() == np.linalg.solve(np.eye(2, dtype=int), np.ones(2)).tobytes()
+
+
+def test_polys_from_integer_terms_are_from_dicts():
+    x, y, z = gens = sp.symbols("x y z")
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        terms = {tuple(int(e) for e in rng.integers(0, 5, 3)): int(c) * 10**25 + int(d)
+                 for c, d in rng.integers(-10**5, 10**5, (8, 2))}
+        want = sp.Poly.from_dict({m: sp.Integer(c) for m, c in terms.items()}, *gens, domain=sp.ZZ)
+        got = poly_from_terms({m: sp.ZZ(c) for m, c in terms.items()}, gens, sp.ZZ)
+        assert got == want and got.rep == want.rep and got.gens == want.gens and repr(got) == repr(want)
+    assert poly_from_terms({}, gens, sp.ZZ) == sp.Poly.from_dict({}, *gens, domain=sp.ZZ)
+
+
+def _run(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_lambdify_namespace_is_sympys_without_numpys_lazy_submodules():
+    result = json.loads(_run("""
+import importlib, json, sys, types
+import numpy
+from fmigen.derive import lambdify_numpy
+L = importlib.import_module("sympy.utilities.lambdify")
+lambdify_numpy.prepare()
+ours = dict(L.NUMPY)
+lazy_loaded = "numpy.f2py" in sys.modules or "numpy.testing" in sys.modules
+ref = dict(L.NUMPY_DEFAULT)
+exec(L.MODULES["numpy"][3][0], {}, ref)
+for a, b in L.NUMPY_TRANSLATIONS.items():
+    ref[a] = ref[b]
+ref.setdefault("Abs", abs)
+print(json.dumps({"lazy": lazy_loaded, "missing_not_modules": sorted(k for k in set(ref) - set(ours)
+                  if not isinstance(ref[k], types.ModuleType)), "extra": sorted(set(ours) - set(ref)),
+                  "other": sorted(k for k in ours if k in ref and ours[k] is not ref[k])}))
+"""))
+    assert result == {"lazy": False, "missing_not_modules": [], "extra": [], "other": []}
+
+
+def test_a_four_bars_start_and_partition_import_neither_units_nor_scipy():
+    """What a start change of the four-bar runs before its sweep: the
+    module (Mechanism), the start assembly, the DAE and the partition,
+    whose scipy graph the first process here writes to the cache."""
+    code = """
+import json, sys
+from fmigen.build.pipeline import prepare_mechanism
+from fmigen.build import derived
+from fmigen.derive.partition import choose_partition
+mech = prepare_mechanism("fourbar")
+units = "sympy.physics.units" in sys.modules
+part = choose_partition(derived.dae_of(mech), derived.partition_graph)
+print(json.dumps({"units": units, "scipy": "scipy" in sys.modules, "blocks": [b.unknowns for b in part.blocks]}))
+"""
+    first, second = json.loads(_run(code)), json.loads(_run(code))
+    assert first["units"] is False and second == {**first, "scipy": False}
+    # the cached graph's blocks are those of scipy's graph computed here
+    from fmigen.build.pipeline import prepare_mechanism
+    from fmigen.build import derived
+    from fmigen.derive.partition import choose_partition
+    assert second["blocks"] == [b.unknowns for b in choose_partition(derived.dae_of(prepare_mechanism("fourbar"))).blocks]
+    import sympy.physics                                          # the package still works as sympy's
+    assert sympy.physics.units.meter is not None and callable(sympy.physics.mgamma)
