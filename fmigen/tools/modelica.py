@@ -559,20 +559,48 @@ def block_function(fname: str, emb, solved_block, label: str, sequence: Sequence
 # The model
 # --------------------------------------------------------------------------
 
+def _listed(names, most=3) -> str:
+    names = list(names)
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
+def refuse_mechanism(mech):
+    """A clear error for a mechanism whose features the export does not
+    write, all of them named in one message; read before the derivation, so
+    that a refused mechanism costs no Gröbner bases."""
+    if mech.kinematic:
+        raise ModelError(f"'{mech.name}' is a kinematic mechanism (its independent coordinates are inputs); "
+                         "the Modelica export writes the embedded equations of motion")
+    why = []
+    if mech.prescribed:
+        # the runtime solves the driving force from the filter's acceleration
+        # at every stage; the embedded ODE has no such solve
+        why.append(f"prescribed coordinates (s.prescribe: {_listed(p.coordinate for p in mech.prescribed)}), "
+                   "which the FMU runtime drives by a force it solves for at every stage")
+    if mech.reactions:
+        # they read the multipliers, which the exported model (the embedded
+        # ODE) never solves for
+        why.append(f"joint reactions (s.reaction: the outputs {_listed(mech.reactions)}), which read the constraint "
+                   "multipliers: the exported embedded ODE has none, so it does not write them")
+    if mech.switch_independent:
+        # a fixed state set meets the singularity of its Φ_d that the switch
+        # exists to avoid (a dead centre), and the model's solve fails there
+        why.append(f"coordinate switching (switch_independent {mech.switch_independent}), which changes the "
+                   "independent coordinates at run time: a Modelica model's states are one fixed set")
+    if why:
+        raise ModelError(f"export-modelica: '{mech.name}' has " + "; and ".join(why) +
+                         ". Build an FMU instead (fmigen build), or export the mechanism without them "
+                         "(docs/modelica.md)")
+
+
 def _refuse_unexportable(compiled):
     """A clear error for a derivation the export does not write."""
     emb, dae = compiled.embedding, compiled.dae
     mech = dae.mechanism
     if compiled.dynamics not in ("embedded", "recursive"):
         raise ModelError(f"dynamics {compiled.dynamics}: the Modelica export writes the embedded ODE")
-    if mech.kinematic:
-        raise ModelError(f"'{mech.name}' is a kinematic mechanism (its independent coordinates are inputs); "
-                         "the Modelica export writes the embedded equations of motion")
-    if mech.reactions:
-        # they read the multipliers, which the exported model (the embedded
-        # ODE) never solves for
-        raise ModelError(f"'{mech.name}' has joint reactions ({', '.join(mech.reactions)}); the Modelica export "
-                         "does not write them (it has no multipliers): build an FMU, or drop s.reaction")
+    refuse_mechanism(mech)
     if len(dae.constraint_names) != len(emb.dependent):
         raise ModelError(f"'{mech.name}': {len(dae.constraint_names)} constraints for {len(emb.dependent)} "
                          "dependent coordinates; the export needs a square Φ_d")
@@ -662,7 +690,10 @@ def _variables(mech, dae, I, names, start, predictor_period) -> list[str]:
     outputs."""
     lines = []
     for p, name in zip(names.tunable, names.pn):
-        lines.append(f"    parameter Real {name}{_mods(_unit(p.unit))} = {float(p.value)!r} "
+        # a hard point's range as min/max: the sequence over Q(K) holds for
+        # every value the build swept, and the FMU refuses any other
+        bounds = [f"min = {float(p.range[0])!r}", f"max = {float(p.range[1])!r}"] if p.is_hard_point else []
+        lines.append(f"    parameter Real {name}{_mods(_unit(p.unit), *bounds)} = {float(p.value)!r} "
                      f"{_string(p.description or 'tunable parameter')};")
     for p in names.structural:
         name = identifier(p.name, "parameter")
@@ -695,6 +726,20 @@ def _variables(mech, dae, I, names, start, predictor_period) -> list[str]:
         unit, d = info.get(name, ("", ""))
         lines.append(f"    output Real {mname}{_mods(_unit(unit))} {_string(d or 'output')};")
     return lines
+
+
+def _hard_point_asserts(names) -> list[str]:
+    """An ``assert`` per hard point: a value outside its declared range is
+    refused, as the FMU refuses it (a tool may only warn on a parameter
+    outside its min/max)."""
+    out = []
+    for p, name in zip(names.tunable, names.pn):
+        if p.is_hard_point:
+            lo, hi = (float(x) for x in p.range)
+            why = (f"hard point {p.name} outside its declared range [{lo!r}, {hi!r}], the only values the "
+                   "build swept; rebuild with a wider range")
+            out.append(f"    assert({name} >= {lo!r} and {name} <= {hi!r}, {_string(why)});")
+    return out
 
 
 def _scalar_rows(lhs_rows, rhs) -> list[str]:
@@ -802,9 +847,6 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
     """Modelica source of a ``pipeline.Compiled`` derivation: a package named
     ``package`` (default: the mechanism's name) holding the functions and a
     model named after the mechanism."""
-    if compiled.mechanism.prescribed:
-        raise ModelError("export-modelica: prescribed coordinates (s.prescribe) are driven by the FMU runtime "
-                         "and have no Modelica form yet")
     _refuse_unexportable(compiled)
     emb, tri, dae = compiled.embedding, compiled.triangular, compiled.dae
     mech = dae.mechanism
@@ -848,6 +890,7 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
         decls, block_lines = _block_velocity_equations(emb, tri, names)
         lines += sequence_decls + decls
     lines.append("  equation")
+    lines += _hard_point_asserts(names)
     for i in I:
         lines += [f"    der({names.qn[i]}) = {names.vn[i]};", f"    der({names.vn[i]}) = {names.an[i]};"]
     if nd:
@@ -878,9 +921,7 @@ def export_mechanism(spec, package=None, log=None, use_cache=True, predictor_per
     mechanism object), derived as ``fmigen build`` derives it."""
     from fmigen.build.pipeline import compile_model, prepare_mechanism
     mech = prepare_mechanism(spec, log, use_cache)
-    if mech.kinematic:   # before deriving: export() refuses it too
-        raise ModelError(f"'{mech.name}' is a kinematic mechanism (its independent coordinates are inputs); "
-                         "the Modelica export writes the embedded equations of motion")
+    refuse_mechanism(mech)   # before deriving: export() refuses it too
     compiled = compile_model(mech, use_cache=use_cache, log=log, generate_c=False)
     text = export(compiled, package, predictor_period)
     model = identifier(mech.name, "")
