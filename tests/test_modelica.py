@@ -59,9 +59,10 @@ LOADED = ["fourbar_joints", "fourbar_double_crank", "slider_crank_joints", "four
 REFUSED = {"landing_gear": "is a kinematic mechanism", "landing_gear_joints": "is a kinematic mechanism",
            "slider_crank_from_slider": "has coordinate switching"}
 #: ... and left to docs/modelica.md: exported and balanced there, but each
-#: costs the suite 10 s to minutes of derivation and loading; the vehicle
-#: (refused: prescribed motion and joint reactions) and the two that do not
-#: build cost minutes before they get that far
+#: costs the suite 10 s to minutes of derivation and loading; the vehicle's
+#: refusal (prescribed motion and joint reactions) costs its joint
+#: description's conversion, and the two that do not build minutes of their
+#: derivation before they fail
 NOT_HERE = {"stewart_joints", "ladder", "five_link_joints", "quarter_car_joints", "front_corner",
             "stephenson3_joints", "vehicle", "stewart_66", "stewart_66_platform"}
 
