@@ -46,10 +46,15 @@ Modelica instead of C:
   right-hand side per row, as rumoca does; the Newton steps inside the block
   functions solve theirs by Gaussian elimination with partial pivoting (a
   generated function per size);
-* tunable parameters as ``parameter Real``; structural ones (geometry, baked
-  into the Gröbner bases) as ``final parameter Real`` for the reader; inputs
-  as ``input Real`` with their start; outputs as ``output Real``; units as
-  ``unit=``.
+* tunable parameters as ``parameter Real``, a hard point (one with a range,
+  which may enter the constraints: the sequences are over Q(K) with it
+  inside the K) with its range as ``min``/``max`` and an ``assert``;
+  structural ones (geometry, baked into the Gröbner bases) as ``final
+  parameter Real`` for the reader; inputs as ``input Real`` with their
+  start; outputs as ``output Real``; units as ``unit=``.
+
+Refused before the derivation (``refuse_mechanism``): kinematic mechanisms,
+prescribed coordinates, joint reactions and coordinate switching.
 
 Only Modelica's built-in functions are used (``sin``, ``atan2``, ``sqrt``,
 ``abs``, ...), no Modelica Standard Library, no external C: the model runs in
