@@ -374,14 +374,15 @@ def test_refusal_names_every_feature():
 
 
 def test_stops_and_a_static_trim_export():
-    """A joint limit is a piecewise force (``if`` expressions the tool
-    integrates through): the rotor of tests/test_limits.py bounces off both
-    stops as its closed forms say (the FMU at RK4 1 ms meets them to 2e-5,
-    rumoca's adaptive solver to 1e-9 measured).  A static trim is the
+    """A joint limit or bump stop is a piecewise force (``if`` expressions
+    the tool integrates through): the rotors of tests/test_limits.py bounce
+    off their stops as their closed forms say (the limit's: the FMU at RK4
+    1 ms meets them to 2e-5, rumoca's adaptive solver to 1e-9 measured).  A static trim is the
     preload as an expression of the tunable parameters: the sprung mass of
     tests/test_trim.py rests at its start for other masses and gravities,
     its output ``trim_coil`` the closed-form preload."""
-    from test_limits import _check_closed_forms, rotor
+    import math
+    from test_limits import AT, D1, J, K1, K2, W, _check_closed_forms, bump_rotor, rotor
     from test_trim import G, K as COIL_RATE, Z0, preload, sprung_mass
     config = rumoca.SimConfig(solver="rk-like", rtol=1e-11, atol=1e-13)
     text, name, _ = export_mechanism(rotor())
@@ -392,6 +393,16 @@ def test_stops_and_a_static_trim_export():
     keep = np.r_[np.diff(t) > 0, True]
     _check_closed_forms({"time": t[keep], "q": np.asarray(result["q"])[keep],
                          "der(q)": np.asarray(result["v_q"])[keep]}, 1e-8, 1e-3)
+    # the bump stop's table: the deepest deflection (sampled every 1 ms) and
+    # the rebound at the speed it came in with
+    text, name, _ = export_mechanism(bump_rotor())
+    model = rumoca.Session().loads(text, model=name)
+    assert model.structure().is_balanced
+    result = model.simulate((0, 0.4), dt=1e-3, config=config)
+    v1, w2, x_eq = math.sqrt(W**2 - K1 * D1**2 / J), math.sqrt(K2 / J), -K1 * D1 / K2
+    deepest = D1 + math.hypot(x_eq, v1 / w2) + x_eq
+    assert deepest * math.cos(5e-4 * w2) <= np.max(result["q"]) - AT <= deepest + 1e-9
+    assert np.asarray(result["v_q"])[-1] == pytest.approx(-W, abs=1e-8)
     text, name, _ = export_mechanism(sprung_mass())
     model = rumoca.Session().loads(text, model=name)
     assert model.structure().is_balanced
