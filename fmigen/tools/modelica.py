@@ -46,10 +46,15 @@ Modelica instead of C:
   right-hand side per row, as rumoca does; the Newton steps inside the block
   functions solve theirs by Gaussian elimination with partial pivoting (a
   generated function per size);
-* tunable parameters as ``parameter Real``; structural ones (geometry, baked
-  into the Gröbner bases) as ``final parameter Real`` for the reader; inputs
-  as ``input Real`` with their start; outputs as ``output Real``; units as
-  ``unit=``.
+* tunable parameters as ``parameter Real``, a hard point (one with a range,
+  which may enter the constraints: the sequences are over Q(K) with it
+  inside the K) with its range as ``min``/``max`` and an ``assert``;
+  structural ones (geometry, baked into the Gröbner bases) as ``final
+  parameter Real`` for the reader; inputs as ``input Real`` with their
+  start; outputs as ``output Real``; units as ``unit=``.
+
+Refused before the derivation (``refuse_mechanism``): kinematic mechanisms,
+prescribed coordinates, joint reactions and coordinate switching.
 
 Only Modelica's built-in functions are used (``sin``, ``atan2``, ``sqrt``,
 ``abs``, ...), no Modelica Standard Library, no external C: the model runs in
@@ -60,8 +65,9 @@ FMU (``fmigen.tools.modelica_fmu``): external "C" functions, their C in the wrap
 ``Include`` annotation, that load the FMU's binary and co-simulate it.
 
 Expressions come from the derivation as sympy expressions and are printed by
-``ModelicaPrinter`` (sympy has no Modelica printer: a small ``StrPrinter``
-subclass, with ``^`` powers, ``if`` expressions and floating-point rationals).
+``fmigen.tools.modelica_printer`` (sympy has no Modelica printer: a small
+``StrPrinter`` subclass, with ``^`` powers, ``if`` expressions and
+floating-point rationals).
 """
 
 from __future__ import annotations
@@ -72,9 +78,9 @@ import re
 from dataclasses import dataclass
 
 import sympy as sp
-from sympy.printing.str import StrPrinter
 
 from fmigen.model import ModelError, t
+from fmigen.tools.modelica_printer import mo
 
 #: Newton iterations of a Newton block or a fallback from the prediction
 #: (the C runtime's FMIGEN_NEWTON_MAX_ITER default), and of the polish after a
@@ -107,107 +113,6 @@ CITATION = (
     "Algorithms</i>, Springer, 1992 (lexicographic bases and triangular sets).</p>"
     "<p>The branch predictor samples the dependent coordinates every <code>predictorPeriod</code> "
     "seconds: keep it short against the motion between two assembly branches.</p>")
-
-
-class ModelicaPrinter(StrPrinter):
-    """sympy expressions as Modelica expressions: ``^`` for powers (the
-    exponent parenthesized), ``sqrt`` for square roots, rationals and large
-    integers as floating-point numbers, π as its double, ``Piecewise`` as an
-    ``if`` expression, ``and``/``or``/``not``; every function name sympy
-    uses here is a Modelica built-in of the same name."""
-
-    FUNCTIONS = {"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp", "log",
-                 "sqrt", "abs", "sign"}
-
-    def _print_Pow(self, expr):
-        base, exp = expr.args
-        b = self.parenthesize(base, 60) if not (base.is_Symbol or base.is_Function) else self._print(base)
-        if exp == sp.S.Half:
-            return f"sqrt({self._print(base)})"
-        if exp == -sp.S.Half:
-            return f"1.0/sqrt({self._print(base)})"
-        if exp == -1:
-            return f"1.0/{b}"
-        if exp.is_Integer and exp < 0:
-            return f"1.0/{self._print(sp.Pow(base, -exp, evaluate=False))}"
-        if exp.is_Integer and 1 < exp <= 3:
-            return "(" + "*".join([b] * int(exp)) + ")"
-        return f"({b})^({self._print(exp)})"
-
-    def _print_Integer(self, expr):
-        return f"{float(expr)!r}" if abs(int(expr)) > 2**31 else str(int(expr))
-
-    def _print_Rational(self, expr):
-        return f"({float(expr.p)!r}/{float(expr.q)!r})"
-
-    def _print_Float(self, expr):
-        return repr(float(expr))
-
-    def _print_Pi(self, expr):
-        return repr(math.pi)
-
-    def _print_Exp1(self, expr):
-        return repr(math.e)
-
-    def _print_Abs(self, expr):
-        return f"abs({self._print(expr.args[0])})"
-
-    def _print_Piecewise(self, expr):
-        parts = []
-        for k, (e, cond) in enumerate(expr.args):
-            if cond == sp.true or k == len(expr.args) - 1:
-                parts.append(f" else {self._print(e)}" if parts else self._print(e))
-                break
-            parts.append(f"{'if' if not parts else ' elseif'} {self._print(cond)} then {self._print(e)}")
-        return "(" + "".join(parts) + ")"
-
-    def _print_And(self, expr):
-        return "(" + " and ".join(self._print(a) for a in expr.args) + ")"
-
-    def _print_Or(self, expr):
-        return "(" + " or ".join(self._print(a) for a in expr.args) + ")"
-
-    def _print_Not(self, expr):
-        return f"(not {self._print(expr.args[0])})"
-
-    def _print_BooleanTrue(self, expr):
-        return "true"
-
-    def _print_BooleanFalse(self, expr):
-        return "false"
-
-    def _print_Relational(self, expr):
-        op = {"==": "==", "!=": "<>"}.get(expr.rel_op, expr.rel_op)
-        return f"({self._print(expr.lhs)} {op} {self._print(expr.rhs)})"
-
-    def _print_Min(self, expr):
-        return self._nested("min", expr.args)
-
-    def _print_Max(self, expr):
-        return self._nested("max", expr.args)
-
-    def _nested(self, name, args):
-        out = self._print(args[0])
-        for a in args[1:]:
-            out = f"{name}({out}, {self._print(a)})"
-        return out
-
-    def _print_Function(self, expr):
-        name = expr.func.__name__
-        if name not in self.FUNCTIONS:
-            raise ModelError(f"the expression {expr} uses {name}, which has no Modelica built-in equivalent")
-        return f"{name}({', '.join(self._print(a) for a in expr.args)})"
-
-    def _print_Derivative(self, expr):
-        raise ModelError(f"an unevaluated derivative {expr} cannot be exported")
-
-
-_printer = ModelicaPrinter({"order": "none"})
-
-
-def mo(expr) -> str:
-    """A sympy expression as Modelica text."""
-    return _printer.doprint(sp.sympify(expr))
 
 
 def identifier(name: str, what: str) -> str:
@@ -559,20 +464,48 @@ def block_function(fname: str, emb, solved_block, label: str, sequence: Sequence
 # The model
 # --------------------------------------------------------------------------
 
+def _listed(names, most=3) -> str:
+    names = list(names)
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
+def refuse_mechanism(mech):
+    """A clear error for a mechanism whose features the export does not
+    write, all of them named in one message; read before the derivation, so
+    that a refused mechanism costs no Gröbner bases."""
+    if mech.kinematic:
+        raise ModelError(f"'{mech.name}' is a kinematic mechanism (its independent coordinates are inputs); "
+                         "the Modelica export writes the embedded equations of motion")
+    why = []
+    if mech.prescribed:
+        # the runtime solves the driving force from the filter's acceleration
+        # at every stage; the embedded ODE has no such solve
+        why.append(f"prescribed coordinates (s.prescribe: {_listed(p.coordinate for p in mech.prescribed)}), "
+                   "which the FMU runtime drives by a force it solves for at every stage")
+    if mech.reactions:
+        # they read the multipliers, which the exported model (the embedded
+        # ODE) never solves for
+        why.append(f"joint reactions (s.reaction: the outputs {_listed(mech.reactions)}), which read the constraint "
+                   "multipliers: the exported embedded ODE has none, so it does not write them")
+    if mech.switch_independent:
+        # a fixed state set meets the singularity of its Φ_d that the switch
+        # exists to avoid (a dead centre), and the model's solve fails there
+        why.append(f"coordinate switching (switch_independent {mech.switch_independent}), which changes the "
+                   "independent coordinates at run time: a Modelica model's states are one fixed set")
+    if why:
+        raise ModelError(f"export-modelica: '{mech.name}' has " + "; and ".join(why) +
+                         ". Build an FMU instead (fmigen build), or export the mechanism without them "
+                         "(docs/modelica.md)")
+
+
 def _refuse_unexportable(compiled):
     """A clear error for a derivation the export does not write."""
     emb, dae = compiled.embedding, compiled.dae
     mech = dae.mechanism
     if compiled.dynamics not in ("embedded", "recursive"):
         raise ModelError(f"dynamics {compiled.dynamics}: the Modelica export writes the embedded ODE")
-    if mech.kinematic:
-        raise ModelError(f"'{mech.name}' is a kinematic mechanism (its independent coordinates are inputs); "
-                         "the Modelica export writes the embedded equations of motion")
-    if mech.reactions:
-        # they read the multipliers, which the exported model (the embedded
-        # ODE) never solves for
-        raise ModelError(f"'{mech.name}' has joint reactions ({', '.join(mech.reactions)}); the Modelica export "
-                         "does not write them (it has no multipliers): build an FMU, or drop s.reaction")
+    refuse_mechanism(mech)
     if len(dae.constraint_names) != len(emb.dependent):
         raise ModelError(f"'{mech.name}': {len(dae.constraint_names)} constraints for {len(emb.dependent)} "
                          "dependent coordinates; the export needs a square Φ_d")
@@ -662,7 +595,10 @@ def _variables(mech, dae, I, names, start, predictor_period) -> list[str]:
     outputs."""
     lines = []
     for p, name in zip(names.tunable, names.pn):
-        lines.append(f"    parameter Real {name}{_mods(_unit(p.unit))} = {float(p.value)!r} "
+        # a hard point's range as min/max: the sequence over Q(K) holds for
+        # every value the build swept, and the FMU refuses any other
+        bounds = [f"min = {float(p.range[0])!r}", f"max = {float(p.range[1])!r}"] if p.is_hard_point else []
+        lines.append(f"    parameter Real {name}{_mods(_unit(p.unit), *bounds)} = {float(p.value)!r} "
                      f"{_string(p.description or 'tunable parameter')};")
     for p in names.structural:
         name = identifier(p.name, "parameter")
@@ -695,6 +631,20 @@ def _variables(mech, dae, I, names, start, predictor_period) -> list[str]:
         unit, d = info.get(name, ("", ""))
         lines.append(f"    output Real {mname}{_mods(_unit(unit))} {_string(d or 'output')};")
     return lines
+
+
+def _hard_point_asserts(names) -> list[str]:
+    """An ``assert`` per hard point: a value outside its declared range is
+    refused, as the FMU refuses it (a tool may only warn on a parameter
+    outside its min/max)."""
+    out = []
+    for p, name in zip(names.tunable, names.pn):
+        if p.is_hard_point:
+            lo, hi = (float(x) for x in p.range)
+            why = (f"hard point {p.name} outside its declared range [{lo!r}, {hi!r}], the only values the "
+                   "build swept; rebuild with a wider range")
+            out.append(f"    assert({name} >= {lo!r} and {name} <= {hi!r}, {_string(why)});")
+    return out
 
 
 def _scalar_rows(lhs_rows, rhs) -> list[str]:
@@ -802,9 +752,6 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
     """Modelica source of a ``pipeline.Compiled`` derivation: a package named
     ``package`` (default: the mechanism's name) holding the functions and a
     model named after the mechanism."""
-    if compiled.mechanism.prescribed:
-        raise ModelError("export-modelica: prescribed coordinates (s.prescribe) are driven by the FMU runtime "
-                         "and have no Modelica form yet")
     _refuse_unexportable(compiled)
     emb, tri, dae = compiled.embedding, compiled.triangular, compiled.dae
     mech = dae.mechanism
@@ -848,6 +795,7 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
         decls, block_lines = _block_velocity_equations(emb, tri, names)
         lines += sequence_decls + decls
     lines.append("  equation")
+    lines += _hard_point_asserts(names)
     for i in I:
         lines += [f"    der({names.qn[i]}) = {names.vn[i]};", f"    der({names.vn[i]}) = {names.an[i]};"]
     if nd:
@@ -878,9 +826,7 @@ def export_mechanism(spec, package=None, log=None, use_cache=True, predictor_per
     mechanism object), derived as ``fmigen build`` derives it."""
     from fmigen.build.pipeline import compile_model, prepare_mechanism
     mech = prepare_mechanism(spec, log, use_cache)
-    if mech.kinematic:   # before deriving: export() refuses it too
-        raise ModelError(f"'{mech.name}' is a kinematic mechanism (its independent coordinates are inputs); "
-                         "the Modelica export writes the embedded equations of motion")
+    refuse_mechanism(mech)   # before deriving: export() refuses it too
     compiled = compile_model(mech, use_cache=use_cache, log=log, generate_c=False)
     text = export(compiled, package, predictor_period)
     model = identifier(mech.name, "")
