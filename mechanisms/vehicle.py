@@ -59,6 +59,21 @@ tie rod's on the rack) and the rack's own joint ``rack`` (its drive
 included).  At rest they balance the weights to 1e-9
 (``tests/test_vehicle.py``).
 
+Hard points (``HARD_POINTS``; docs/writing-mechanisms.md, "Hard points"):
+the height of the front-left tie rod's inner point, ``fl_C5z`` (design
+−0.024 m in the corner's frame, on the rack), is tunable within ±5 mm:
+the FMU takes a new value before initialization without a rebuild and
+assembles the start there, exact (the knuckle's pose block is solved by
+Newton, the tie rod's angles by sequences whose coefficients hold the
+point).  It sets the bump steer, what a tie-rod point's height is moved
+for (numpy geometry of ``corner_geometry``, knuckle yaw φ): ±5 mm change
+the yaw at ±80 mm of travel by up to 0.8°, and by 0.15° at the design
+pose, the range of a rack-height or tie-rod-end spacer adjustment.  The
+other corners' hard points, and the rest of this one's, are structural
+(numbers in the Gröbner bases).  The trim is solved at the design pose
+(``s.trim``): with the point moved the start pose shifts (the knuckle's
+yaw by 2.2 mrad at 4 mm) and the trim is not solved again for it.
+
 Every corner's loops close in the chassis frame (``joint_model``): four
 five-rod blocks (a 5×5 Newton block in the carrier pose, triangular rod
 angles), whatever the chassis does; the front blocks take the rack
@@ -112,6 +127,10 @@ BUMP_STOP_TABLE = ((0.0, 0.0), (0.010, 1.0e3), (0.020, 3.5e3), (0.030, 10.0e3))
 REBOUND_STOP_AT = -0.070
 REBOUND_STOP_STIFFNESS = 5.0e5
 REBOUND_STOP_DAMPING = 1.0e3
+#: the front-left corner's tunable hard points (``Parameter.range``), each
+#: ± this [m] around its design value: the tie rod's inner point height
+#: (module docstring, "Hard points")
+HARD_POINTS = {"fl_C5z": 0.005}
 
 
 def geometry_of(prefix):
@@ -218,6 +237,9 @@ def build(bump: bool = True) -> JointSystem:
         for joint in chassis_mounts(prefix):
             s.reaction(joint)
     s.reaction("rack")
+    for name, half in HARD_POINTS.items():
+        p = next(p for p in s.parameters if p.name == name)
+        p.tunable, p.range = True, (float(p.value) - half, float(p.value) + half)
     s.gravity = (0, 0, -g)
     s.cut = [f"{p}S{i}" for p in CORNERS for i in range(1, 6)]
     s.independent = independent

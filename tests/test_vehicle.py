@@ -11,19 +11,20 @@ front-left wheel moving up at 0.5 m/s and every wheel spinning; the rest
 start sets those rates to 0 (they are the independent coordinates'
 ``der()``, settable before initialization).
 """
+import dataclasses
 import math
 
 import numpy as np
 import pytest
-from fmpy import simulate_fmu
+from fmpy import read_model_description, simulate_fmu
 
 from fmigen.build.pipeline import build_fmus
 from mechanisms.five_link import GRAVITY, carrier_mass
-from mechanisms.front_corner import RACK_MASS
+from mechanisms.front_corner import DOUBLE_WISHBONE, RACK_MASS
 from mechanisms.quarter_car_joints import WHEEL_MASS, static_preload
-from mechanisms.vehicle import (BUMP_STOP_AT, BUMP_STOP_TABLE, CHASSIS_MASS, CORNERS, FRONT, REBOUND_STOP_AT,
-                                REBOUND_STOP_DAMPING, REBOUND_STOP_STIFFNESS, axle_loads, chassis_mounts,
-                                geometry_of)
+from mechanisms.vehicle import (BUMP_STOP_AT, BUMP_STOP_TABLE, CHASSIS_MASS, CORNERS, FRONT, HARD_POINTS,
+                                REBOUND_STOP_AT, REBOUND_STOP_DAMPING, REBOUND_STOP_STIFFNESS, axle_loads,
+                                chassis_mounts, geometry_of)
 
 AT_REST = {**{f"der({p}spin)": 0.0 for p in CORNERS}, "der(fl_z)": 0.0}
 WEIGHT = CHASSIS_MASS * GRAVITY
@@ -150,3 +151,51 @@ def test_rebound_stop_holds_an_unloaded_wheel(vehicle_fmu):
     assert np.abs(along - expected).max() < 1e-9 * expected.max()
     assert off.max() < 1e-9 * expected.max()
     assert math.isfinite(res["constraint_residual"].max()) and res["constraint_residual"].max() < 1e-12
+
+
+#: the front-left tie rod's inner point height moved inside its declared range [m]
+MOVED = -0.004
+KNUCKLE_POSE = ["fl_x", "fl_y", "fl_phi", "fl_theta", "fl_psi"]
+
+
+def knuckle_poses(geometry, res):
+    """The front-left knuckle's pose (x, y, φ, θ, ψ) at each output point's
+    travel and rack displacement, by ``corner_geometry``'s numpy Newton on
+    the five rods' lengths (the hard-point table alone: nothing of fmigen's
+    derivation), each from the previous point's pose."""
+    out, guess = [], None
+    for z, rack in zip(res["fl_z"], res["rack"]):
+        guess = geometry.solve_pose(z, guess, rack=rack)
+        assert np.abs(geometry.distance_residuals(guess, z, rack)).max() < 1e-14
+        out.append(guess)
+    return np.array(out)
+
+
+def test_front_left_tie_rod_height_is_a_hard_point(vehicle_fmu):
+    """The front-left tie rod's inner point height ``fl_C5z`` is a hard
+    point (``vehicle.HARD_POINTS``): set in fmpy 4 mm lower, the FMU
+    assembles the knuckle there and keeps its loops closed through the bump
+    and a steering step; the knuckle's pose at every output point is the
+    numpy geometry's with that tie-rod point, and not the design's (the
+    move changes the bump steer).  The other corners' tie rods stay
+    structural, and a value outside the range is refused."""
+    md = read_model_description(vehicle_fmu)
+    variables = {v.name: v for v in md.modelVariables}
+    design = DOUBLE_WISHBONE.C[4]
+    v = variables["fl_C5z"]
+    half = HARD_POINTS["fl_C5z"]
+    assert (v.variability, float(v.min), float(v.max)) == ("fixed", design[2] - half, design[2] + half)
+    assert not ({f"{p}C5{ax}" for p in CORNERS for ax in "xyz"} - {"fl_C5z"}) & set(variables)
+    res = simulate_fmu(vehicle_fmu, stop_time=0.1, output_interval=0.005,
+                       start_values={"fl_C5z": design[2] + MOVED, "rack_demand": 0.01},
+                       output=[*KNUCKLE_POSE, "fl_z", "rack", "constraint_residual"])
+    assert res["rack"].max() > 0.005 and res["fl_z"].max() > 0.005          # measured 10.0 mm, 9.1 mm
+    got = np.stack([res[n] for n in KNUCKLE_POSE], axis=1)
+    moved = dataclasses.replace(DOUBLE_WISHBONE, C=(*DOUBLE_WISHBONE.C[:4], (design[0], design[1], design[2] + MOVED)))
+    err = np.abs(got - knuckle_poses(moved, res)).max()
+    # measured 5.1e-16 (fl_phi); the move itself changes the pose by 2.2e-3
+    assert err < 1e-14, f"max |knuckle pose - numpy geometry at the moved tie-rod point| = {err:.3g}"
+    assert np.abs(got - knuckle_poses(DOUBLE_WISHBONE, res)).max() > 1e-3
+    assert res["constraint_residual"].max() < 1e-12
+    with pytest.raises(Exception, match="fmi2SetReal failed"):
+        simulate_fmu(vehicle_fmu, stop_time=0.01, start_values={"fl_C5z": design[2] + 1.01 * half})

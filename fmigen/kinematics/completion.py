@@ -15,8 +15,7 @@ import numpy as np
 import sympy as sp
 
 from fmigen.kinematics.sequences import Completion, TriangularBlock, poly_evaluator
-from fmigen.kinematics.sweep_measures import _true_values, block_layout
-from fmigen.model import t
+from fmigen.kinematics.sweep_measures import _true_values, block_layout, hard_point_values, known_function
 
 
 #: Newton steps of a high-degree root's refinement (``root_refinement``):
@@ -158,10 +157,16 @@ def completion_error(dae, solved_block: TriangularBlock, plan: Completion, point
     relative to the unit scales, in double precision, with the root of
     the first step nearest the true value (as ``sequence_evaluator`` picks
     roots); inf where its linear system is singular."""
+    return completion_evaluator(dae, solved_block, plan, scales)(points)
+
+
+def completion_evaluator(dae, solved_block: TriangularBlock, plan: Completion, scales):
+    """``completion_error`` as a function of (points, hard), lambdified once:
+    ``hard`` as ``sequence_evaluator``'s (the hard points' values, default
+    ``dae``'s)."""
     knowns = [*solved_block.abstractions, *solved_block.known_ring]
-    known_fn = sp.lambdify([t, *dae.q_sym], [e.xreplace(dae.hard_points) for e in
-                                             [*solved_block.abstractions.values(), *solved_block.known_ring.values()]],
-                           "numpy")
+    known_fn = known_function(dae, solved_block)
+    default_hard = hard_point_values(dae)
     step = solved_block.steps[0]
     if plan.degree == 2:
         a2, a1, a0 = step.coeffs
@@ -178,44 +183,48 @@ def completion_error(dae, solved_block: TriangularBlock, plan: Completion, point
         drow_fn = sp.lambdify([*knowns, *solved], [[*r[0], r[1]] for r in drows], "numpy")
         i_fs, i_fc = plan.rest.index(fs), plan.rest.index(fc)
     vscale = {v: scale for _, _, vs, scale in block_layout(solved_block, scales) for v in vs}
-    truth = _true_values(dae, solved_block, points)
-    err = np.zeros(len(points))
-    for j, q in enumerate(points):
-        kv = [float(x) for x in np.broadcast_to(known_fn(0.0, *q), (len(knowns),))] if knowns else []
-        target = truth[plan.variable][j]
-        if plan.degree == 2:
-            A2, A1, A0, r = (float(x) for x in quad(*kv))
-            x = min(((-A1 + r) / (2 * A2), (-A1 - r) / (2 * A2)), key=lambda z: abs(z - target))
-        else:
-            co = [complex(f(*[np.array([v]) for v in kv])[0][0]) for f in coeff_fns]
-            if not (co[0] != 0 and all(np.isfinite(co))):
-                err[j] = np.inf
-                continue
-            x = min(np.roots(co), key=lambda z: abs(z - target)).real
-        vals = {plan.variable: x}
-        if plan.partner is not None:
-            w = math.sqrt(max(1.0 - x * x, 0.0))
-            vals[plan.partner] = w if abs(w - truth[plan.partner][j]) <= abs(-w - truth[plan.partner][j]) else -w
-        if plan.rest:
-            M = np.array(rows(*kv, *vals.values()), dtype=float).reshape(len(plan.rest), len(plan.rest) + 1)
-            n = len(plan.rest)
-            try:
-                sol = np.linalg.solve(M[:, :-1], -M[:, -1])
-                # the run time's refinement (codegen_kinematics.completion_cases):
-                # Newton on the left-over circle through the linear system
-                for _ in range(ROOT_REFINEMENTS if plan.refine is not None else 0):
-                    D = np.array(drow_fn(*kv, *vals.values()), dtype=float).reshape(n, n + 1)
-                    dy = np.linalg.solve(M[:, :-1], -(D[:, :-1] @ sol + D[:, -1]))
-                    g = sol[i_fs] ** 2 + sol[i_fc] ** 2 - 1.0
-                    du = -g / (2.0 * (sol[i_fs] * dy[i_fs] + sol[i_fc] * dy[i_fc]))
-                    s1, c1 = vals[ps] + du * vals[pc], vals[pc] - du * vals[ps]
-                    norm = 1.0 / math.sqrt(s1 * s1 + c1 * c1)
-                    vals[ps], vals[pc] = s1 * norm, c1 * norm
-                    M = np.array(rows(*kv, *vals.values()), dtype=float).reshape(n, n + 1)
+
+    def evaluate(points, hard=None):
+        hard = default_hard if hard is None else hard
+        truth = _true_values(dae, solved_block, points)
+        err = np.zeros(len(points))
+        for j, q in enumerate(points):
+            kv = [float(x) for x in np.broadcast_to(known_fn(0.0, *q, *hard), (len(knowns),))] if knowns else []
+            target = truth[plan.variable][j]
+            if plan.degree == 2:
+                A2, A1, A0, r = (float(x) for x in quad(*kv))
+                x = min(((-A1 + r) / (2 * A2), (-A1 - r) / (2 * A2)), key=lambda z: abs(z - target))
+            else:
+                co = [complex(f(*[np.array([v]) for v in kv])[0][0]) for f in coeff_fns]
+                if not (co[0] != 0 and all(np.isfinite(co))):
+                    err[j] = np.inf
+                    continue
+                x = min(np.roots(co), key=lambda z: abs(z - target)).real
+            vals = {plan.variable: x}
+            if plan.partner is not None:
+                w = math.sqrt(max(1.0 - x * x, 0.0))
+                vals[plan.partner] = w if abs(w - truth[plan.partner][j]) <= abs(-w - truth[plan.partner][j]) else -w
+            if plan.rest:
+                M = np.array(rows(*kv, *vals.values()), dtype=float).reshape(len(plan.rest), len(plan.rest) + 1)
+                n = len(plan.rest)
+                try:
                     sol = np.linalg.solve(M[:, :-1], -M[:, -1])
-            except np.linalg.LinAlgError:
-                err[j] = np.inf
-                continue
-            vals.update(zip(plan.rest, sol))
-        err[j] = max(abs(v - truth[k][j]) / vscale[k] for k, v in vals.items())
-    return np.where(np.isfinite(err), err, np.inf)
+                    # the run time's refinement (codegen_kinematics.completion_cases):
+                    # Newton on the left-over circle through the linear system
+                    for _ in range(ROOT_REFINEMENTS if plan.refine is not None else 0):
+                        D = np.array(drow_fn(*kv, *vals.values()), dtype=float).reshape(n, n + 1)
+                        dy = np.linalg.solve(M[:, :-1], -(D[:, :-1] @ sol + D[:, -1]))
+                        g = sol[i_fs] ** 2 + sol[i_fc] ** 2 - 1.0
+                        du = -g / (2.0 * (sol[i_fs] * dy[i_fs] + sol[i_fc] * dy[i_fc]))
+                        s1, c1 = vals[ps] + du * vals[pc], vals[pc] - du * vals[ps]
+                        norm = 1.0 / math.sqrt(s1 * s1 + c1 * c1)
+                        vals[ps], vals[pc] = s1 * norm, c1 * norm
+                        M = np.array(rows(*kv, *vals.values()), dtype=float).reshape(n, n + 1)
+                        sol = np.linalg.solve(M[:, :-1], -M[:, -1])
+                except np.linalg.LinAlgError:
+                    err[j] = np.inf
+                    continue
+                vals.update(zip(plan.rest, sol))
+            err[j] = max(abs(v - truth[k][j]) / vscale[k] for k, v in vals.items())
+        return np.where(np.isfinite(err), err, np.inf)
+    return evaluate

@@ -22,14 +22,17 @@ the start cannot be assembled fails ExitInitializationMode.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from fmigen.derive.dae import DAE
 from fmigen.derive.workspace import continuation_newton, sweep, unit_scales
 from fmigen.kinematics.branches import assemble
 from fmigen.kinematics.sequences import Triangularization, block_name
-from fmigen.kinematics.completion import completion_error
-from fmigen.kinematics.sweep_measures import COVER_ERROR, degenerate, representation_singular, sequence_evaluator
+from fmigen.kinematics.completion import completion_evaluator
+from fmigen.kinematics.sweep_measures import (COVER_ERROR, degenerate, hard_point_values, representation_singular,
+                                             sequence_evaluator)
 from fmigen.model import ModelError
 
 #: continuation steps in the hard points from the default to a sample
@@ -76,6 +79,7 @@ def sweep_hard_point_range(dae: DAE, tri: Triangularization, log=None) -> list[d
     part = tri.partition
     indep = {dae.names[i]: tri.start[dae.names[i]] for i in part.independent}
     q_default = np.array([tri.start[n] for n in dae.names], dtype=float)
+    checks = _block_checks(dae, tri, scales)
     for values in range_samples(dae.mechanism):
         at = ", ".join(f"{k}={v:g}" for k, v in values.items())
         sample = dae.at_hard_points(values)
@@ -95,16 +99,13 @@ def sweep_hard_point_range(dae: DAE, tri: Triangularization, log=None) -> list[d
             log(f"warning: hard points at {at}: {record['branch']}: the start there may not be the described "
                 "branch's")
         sw = sweep(sample, part, start)
-        for solved_block in tri.blocks:
-            if solved_block.method != "groebner":
-                continue
-            quality = sequence_evaluator(sample, solved_block, solved_block.sequences[0], scales)(sw.points)
+        hard = hard_point_values(sample)
+        for name, (primary, completion) in checks.items():
+            quality = primary(sw.points, hard)
             bad = degenerate(quality, sw.paths, representation_singular(quality, sw.paths))
-            name = block_name(dae, solved_block.block)
             # of those, the ones the exact completion (chosen at the default) misses
-            missed = bad.sum() if solved_block.completion is None or not bad.any() else \
-                (completion_error(sample, solved_block, solved_block.completion, sw.points[bad], scales)
-                 > COVER_ERROR).sum()
+            missed = bad.sum() if completion is None or not bad.any() else \
+                (completion()(sw.points[bad], hard) > COVER_ERROR).sum()
             record["degenerate"][name] = (int(bad.sum()), int(missed), int(len(bad)))
             if missed:
                 log(f"hard points at {at}: block {name}'s sequence degenerates at {int(bad.sum())} of {len(bad)} "
@@ -115,6 +116,24 @@ def sweep_hard_point_range(dae: DAE, tri: Triangularization, log=None) -> list[d
         f"branch at {len(fine)} of {len(records)} samples of the declared range")
     tri.hard_point_range = records
     return records
+
+
+def _block_checks(dae: DAE, tri: Triangularization, scales) -> dict:
+    """{block name: (its primary sequence's evaluator, None or a function
+    returning its exact completion's evaluator)} of every Gröbner block,
+    each evaluator a function of (swept points, hard-point values):
+    lambdified once for all the samples, which then differ only in those
+    values.  The completion's is built on first use: only a block whose
+    primary degenerates somewhere needs it."""
+    out = {}
+    for solved_block in tri.blocks:
+        if solved_block.method == "groebner":
+            completion = None if solved_block.completion is None else \
+                functools.cache(functools.partial(completion_evaluator, dae, solved_block,
+                                                  solved_block.completion, scales))
+            out[block_name(dae, solved_block.block)] = (
+                sequence_evaluator(dae, solved_block, solved_block.sequences[0], scales), completion)
+    return out
 
 
 def _continue(dae: DAE, q, values: dict, dependent) -> np.ndarray | None:

@@ -70,6 +70,22 @@ def _true_values(dae, solved_block, points):
     return out
 
 
+def known_function(dae, solved_block: TriangularBlock):
+    """The block's knowns (its abstractions K_j, then its known-ring values)
+    as a numpy function of (t, q_1 … q_n, h_1 … h_m), the h the hard points
+    (``dae.hard_points``, in that order; ``hard_point_values``).  They are
+    arguments, not substituted, so that one function serves every sample of
+    their range (``hard_points.sweep_hard_point_range``): substituting and
+    lambdifying each block again per sample was most of that sweep."""
+    return sp.lambdify([t, *dae.q_sym, *dae.hard_points],
+                       [*solved_block.abstractions.values(), *solved_block.known_ring.values()], "numpy")
+
+
+def hard_point_values(dae) -> list[float]:
+    """The hard points' values of ``dae``, the last arguments of ``known_function``."""
+    return [float(v) for v in dae.hard_points.values()]
+
+
 def sequence_quality(dae, solved_block: TriangularBlock, seq: Sequence, points, scales):
     """``sequence_evaluator(...)(points)``: one evaluation."""
     return sequence_evaluator(dae, solved_block, seq, scales)(points)
@@ -85,11 +101,13 @@ def sequence_evaluator(dae, solved_block: TriangularBlock, seq: Sequence, scales
     sequence (< 1 is degenerate); the signed values are (what, step, array)
     for every leading coefficient and discriminant, whose sign changes locate
     zeros between samples.  The expressions are lambdified once here (the
-    bisection calls the function again and again)."""
+    bisection calls the function again and again).  Its second argument,
+    ``hard`` (``hard_point_values`` of a DAE at other hard points; default
+    ``dae``'s), evaluates the sequence at other values of the hard points
+    with the same function."""
     knowns = [*solved_block.abstractions, *solved_block.known_ring]
-    known_fn = sp.lambdify([t, *dae.q_sym], [e.xreplace(dae.hard_points) for e in
-                                             [*solved_block.abstractions.values(), *solved_block.known_ring.values()]],
-                           "numpy")
+    known_fn = known_function(dae, solved_block)
+    default_hard = hard_point_values(dae)
     vscale = {v: scale for _, _, vs, scale in block_layout(solved_block, scales) for v in vs}
     compiled, args = [], list(knowns)
     for step in seq.steps:
@@ -97,11 +115,11 @@ def sequence_evaluator(dae, solved_block: TriangularBlock, seq: Sequence, scales
         compiled.append((lambda *v, fns=fns: [f(*v)[0] for f in fns], lambda *v, f=fns[0]: f(*v)[1]))
         args = args + [step.variable]
 
-    def evaluate(points):
+    def evaluate(points, hard=None):
         npts = len(points)
         col = lambda x, kind=float: np.broadcast_to(np.asarray(x, dtype=kind), (npts,))  # noqa: E731
         truth = _true_values(dae, solved_block, points)
-        vals = [col(x) for x in known_fn(np.zeros(npts), *points.T)]
+        vals = [col(x) for x in known_fn(np.zeros(npts), *points.T, *(default_hard if hard is None else hard))]
         signed = []
         cond = np.full(npts, np.inf)
         worst = np.zeros(npts, dtype=int)
