@@ -439,23 +439,25 @@ class CartesianModel:
         return joint_rows_matrix(rows, cols, 6 * self.N, sparse)
 
     # --- joint coordinates from the marker frames -------------------------------
-    def relative_twist_map(self, X, R, j: _Joint):
+    def relative_twist_map(self, X, R, j: _Joint, local=False):
         """G (6 x 6N): the child marker's twist relative to the parent body,
-        in the parent marker's frame, as G V."""
-        n6 = 6 * self.N
+        in the parent marker's frame, as G V; ``local``: G (6 x 12) over the
+        joint's two bodies only (``_joint_columns``)."""
+        n6 = 12 if local else 6 * self.N
         # _frame's parent axes and child origin, without the two it would
         # also compute and this map does not use
         P, C = j.parent, j.child
         AP = P.R if P.body < 0 else R[P.body] @ P.R
         rC = C.p if C.body < 0 else X[C.body] + R[C.body] @ (C.p - self.com[C.body])
         G = np.zeros((6, n6))
-        for b, sign in ((j.child.body, 1.0), (j.parent.body, -1.0)):
+        for b, sign, slot in ((j.child.body, 1.0, 1), (j.parent.body, -1.0, 0)):
             if b < 0:
                 continue
+            c = 6 * slot if local else 6 * b
             s = R[b].T @ (rC - X[b])      # the point at r_C, on body b, from its com
-            G[:3, 6 * b:6 * b + 3] += sign * AP.T
-            G[:3, 6 * b + 3:6 * b + 6] += sign * (-AP.T @ R[b] @ skew(s))
-            G[3:, 6 * b + 3:6 * b + 6] += sign * AP.T @ R[b]
+            G[:3, c:c + 3] += sign * AP.T
+            G[:3, c + 3:c + 6] += sign * (-AP.T @ R[b] @ skew(s))
+            G[3:, c + 3:c + 6] += sign * AP.T @ R[b]
         return G
 
     def joint_coordinates(self, X, R, wind=None):
@@ -484,8 +486,12 @@ class CartesianModel:
             k = len(j.names)
             if not k:
                 continue
-            G = maps[j.name] if maps and j.name in maps else self.relative_twist_map(X, R, j)
-            D[j.first:j.first + k] = self._subspace_pinv(j, q[j.first:j.first + k]) @ G
+            if maps and j.name in maps:
+                D[j.first:j.first + k] = self._subspace_pinv(j, q[j.first:j.first + k]) @ maps[j.name]
+                continue
+            cols = self._joint_columns[j.name]
+            block = self._subspace_pinv(j, q[j.first:j.first + k]) @ self.relative_twist_map(X, R, j, local=True)
+            D[j.first:j.first + k, cols[cols >= 0]] = block[:, cols >= 0]
         return D
 
     def _subspace_pinv(self, j: _Joint, q):
@@ -564,11 +570,10 @@ class CartesianModel:
         D = self.joint_velocity_maps(X, R, q)
         qd = D @ V
         Q, P = self.loads(tt, X, R, V, q, qd, D)
-        v = V.reshape(self.N, 6)
-        for b in range(self.N):
-            Q[6 * b:6 * b + 3] += self.mass[b] * self.gravity
-            om = v[b, 3:]
-            Q[6 * b + 3:6 * b + 6] -= cross(om, self.inertia[b] @ om)
+        om = V.reshape(self.N, 6)[:, 3:]
+        Qb = Q.reshape(self.N, 6)
+        Qb[:, :3] += self.mass[:, None] * self.gravity
+        Qb[:, 3:] -= np.cross(om, np.einsum("bij,bj->bi", self.inertia, om))
         return Q, q, qd, D, P
 
     def accelerations(self, tt, X, R, V, wind):
@@ -826,12 +831,10 @@ class CartesianModel:
             acc, _, qd, P_in = self.accelerations(tt, Xy, Ry, Vy, wind)
             om = Vy.reshape(N, 6)[:, 3:]
             pdot = np.empty((N, 4))
-            for b in range(N):
-                p = Py[b]
-                pdot[b, 0] = -0.5 * p[1:] @ om[b]
-                pdot[b, 1:] = 0.5 * (p[0] * om[b] + cross(p[1:], om[b]))
-                # holds |p| = 1 against drift; R(p) does not depend on |p|
-                pdot[b] += 10.0 * (1 - p @ p) * p
+            pdot[:, 0] = -0.5 * np.einsum("bi,bi->b", Py[:, 1:], om)
+            pdot[:, 1:] = 0.5 * (Py[:, :1] * om + np.cross(Py[:, 1:], om))
+            # holds |p| = 1 against drift; R(p) does not depend on |p|
+            pdot += 10.0 * (1 - np.einsum("bi,bi->b", Py, Py))[:, None] * Py
             yp[sl[0]:sl[1]] = Vy.reshape(N, 6)[:, :3].ravel()
             yp[sl[1]:sl[2]] = pdot.ravel()
             yp[sl[2]:sl[3]] = acc

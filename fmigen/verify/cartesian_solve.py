@@ -14,8 +14,7 @@ Baumgarte terms), bordered by the drives of prescribed coordinates
   touching two bodies' velocities and M block diagonal, factored by
   SuperLU.  Its accelerations are the SVD path's (the same unique v̇ where
   J has full rank) at a fraction of its cost: a dense SVD of J and a dense
-  LU of the bordered system grow as the cube of the bodies' count, and
-  were 40 % of an evaluation of the 30-body vehicle.
+  LU of the bordered system grow as the cube of the bodies' count.
 
 ``AccelerationSolver.decide`` picks the sparse path for a run when J at its
 start has full row rank by a clear margin (``FULL_RANK_MARGIN``), and any
@@ -141,8 +140,8 @@ def _no_jacobian(tt, y, yp, JJ):
 
 #: the state size from which Adams corrects by fixed-point iteration
 #: (``newton_matrix``): CVODE's difference-quotient Jacobian costs one
-#: right-hand side per state, the 30-body vehicle's 450 of them were 19 of
-#: every 20 evaluations; the small mechanisms keep Newton, and their results
+#: right-hand side per state, most of the evaluations of a 30-body vehicle;
+#: the small mechanisms keep Newton (docs/validation.md)
 FIXED_POINT_STATES = 300
 
 
