@@ -29,7 +29,10 @@ CONSUMERS = {"__init__.py", "__main__.py", "cli.py", "fmi/fmu.py", "fmi/fmi3.py"
              "fmi/variables.py", "verify/validate.py", "verify/check.py", "tools/bench.py", "bench_build.py",
              "verify/reference.py", "pyfmu/pyruntime.py", "pyfmu/slave.py", "pyfmu/numeric.py",
              "generate/formulation.py", "build/progress.py", "tools/sweep.py", "tools/sweep_worker.py",
-             "verify/bundle.py", "tools/modelica.py", "tools/modelica_fmu.py"}
+             "verify/bundle.py", "tools/modelica.py", "tools/modelica_fmu.py",
+             # the references and the peer: they read the joint description, no derived model
+             "verify/cartesian.py", "verify/cartesian_solve.py", "verify/prescribed.py", "verify/rigid_motion.py",
+             "verify/mujoco_peer.py"}
 
 
 @functools.cache

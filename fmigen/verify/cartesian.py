@@ -71,6 +71,8 @@ from sksundae.cvode import CVODE
 
 from fmigen.joints import JointSystem
 from fmigen.model import ModelError, t as T_SYM
+from fmigen.verify.cartesian_solve import (AccelerationSolver, body_columns, joint_rows_matrix, newton_matrix,
+                                           svd_rows)
 from fmigen.verify.prescribed import CartesianDrives
 from fmigen.verify.rigid_motion import (EX, EY, EZ, _perpendicular_pair, cross, inverse_joint,
                                         motion_subspace, quat_times_rotvec, quat_to_rot, rot, rot_to_quat,
@@ -277,6 +279,7 @@ class CartesianModel:
             self.M[6 * k:6 * k + 3, 6 * k:6 * k + 3] = self.mass[k] * np.eye(3)
             self.M[6 * k + 3:6 * k + 6, 6 * k + 3:6 * k + 6] = self.inertia[k]
         self.Minv = np.linalg.pinv(self.M)
+        self.solver = AccelerationSolver(self.M)
         self._markers = {}
 
         def marker(mk):
@@ -297,6 +300,10 @@ class CartesianModel:
             self.joints.append(_Joint(j.name, j.kind, marker(j.parent), marker(j.child), a, b, u1, u2,
                                       [c.name for c in j.coordinates], [c.angle for c in j.coordinates], first))
             first += len(j.coordinates)
+        #: per joint, the columns of V its parent's and child's velocities
+        #: take (−1 for ground): the 12 of ``_point``'s and ``_vector``'s slots
+        self._joint_columns = {j.name: np.r_[body_columns(j.parent.body), body_columns(j.child.body)]
+                               for j in self.joints}
         self.coord_names = [nm for j in self.joints for nm in j.names]
         self.is_angle = np.array([an for j in self.joints for an in j.angle], dtype=bool)
         self.angle_index = np.flatnonzero(self.is_angle)
@@ -358,28 +365,30 @@ class CartesianModel:
         self._load_fn = (lambda *a: np.array(fn(*a), dtype=float)) if fn else (lambda *a: np.zeros(0))
 
     # --- primitives ------------------------------------------------------------
-    def _point(self, X, R, V, b, s_frame):
-        """A point fixed on body b, s_frame in the body frame (from its origin)."""
-        n6 = 6 * self.N
+    def _point(self, X, R, V, b, s_frame, slot=None):
+        """A point fixed on body b, s_frame in the body frame (from its origin).
+        ``slot``: the Jacobian over one joint's two bodies only (``_joint_columns``),
+        b's block at columns 6·slot, instead of over every body's velocity."""
+        n6, c = (6 * self.N, 6 * b) if slot is None else (12, 6 * slot)
         if b < 0:
             z = np.zeros(3)
             return _Vec(np.asarray(s_frame, dtype=float), np.zeros((3, n6)), z, z)
         s = s_frame - self.com[b]
         Rb, om = R[b], V[6 * b + 3:6 * b + 6]
         J = np.zeros((3, n6))
-        J[:, 6 * b:6 * b + 3] = np.eye(3)
-        J[:, 6 * b + 3:6 * b + 6] = -Rb @ skew(s)
+        J[:, c:c + 3] = np.eye(3)
+        J[:, c + 3:c + 6] = -Rb @ skew(s)
         return _Vec(X[b] + Rb @ s, J, V[6 * b:6 * b + 3] + Rb @ cross(om, s),
                     Rb @ cross(om, cross(om, s)))
 
-    def _vector(self, R, V, b, u):
-        n6 = 6 * self.N
+    def _vector(self, R, V, b, u, slot=None):
+        n6, c = (6 * self.N, 6 * b) if slot is None else (12, 6 * slot)
         if b < 0:
             z = np.zeros(3)
             return _Vec(np.asarray(u, dtype=float), np.zeros((3, n6)), z, z)
         Rb, om = R[b], V[6 * b + 3:6 * b + 6]
         J = np.zeros((3, n6))
-        J[:, 6 * b + 3:6 * b + 6] = -Rb @ skew(u)
+        J[:, c + 3:c + 6] = -Rb @ skew(u)
         return _Vec(Rb @ u, J, Rb @ cross(om, u), Rb @ cross(om, cross(om, u)))
 
     def _frame(self, X, R, mk: _Marker):
@@ -390,19 +399,22 @@ class CartesianModel:
         return X[mk.body] + Rb @ (mk.p - self.com[mk.body]), Rb @ mk.R
 
     # --- constraints ---------------------------------------------------------
-    def constraints(self, X, R, V):
-        """Φ, J = Φ_x (w.r.t. V), γ = −J̇V, one block per joint."""
-        rows = []
+    def constraints(self, X, R, V, sparse=False):
+        """Φ, J = Φ_x (w.r.t. V), γ = −J̇V, one block per joint; J dense, or
+        a scipy CSR matrix with ``sparse`` (each row touches two bodies)."""
+        rows, cols = [], []
         for j in self.joints:
             P, C = j.parent, j.child
-            rP = self._point(X, R, V, P.body, P.p)
-            rC = self._point(X, R, V, C.body, C.p)
+            # the rows' Jacobians over the joint's two bodies (parent slot 0,
+            # child slot 1), scattered into J's columns below
+            rP = self._point(X, R, V, P.body, P.p, 0)
+            rC = self._point(X, R, V, C.body, C.p, 1)
 
             def pv(u):   # a direction given in the parent marker's frame
-                return self._vector(R, V, P.body, P.R @ u)
+                return self._vector(R, V, P.body, P.R @ u, 0)
 
             def cv(u):
-                return self._vector(R, V, C.body, C.R @ u)
+                return self._vector(R, V, C.body, C.R @ u, 1)
 
             kind = j.kind
             if kind in ("revolute", "universal", "spherical", "fixed"):
@@ -423,29 +435,29 @@ class CartesianModel:
                 rows += [_dot(pv(EX), cz), _dot(pv(EY), cz)]
             if kind == "universal":
                 rows.append(_dot(pv(j.a), cv(j.b)))
-        if not rows:
-            return np.zeros(0), np.zeros((0, 6 * self.N)), np.zeros(0)
-        return (np.array([r[0] for r in rows]), np.array([r[1] for r in rows]),
-                -np.array([r[2] for r in rows]))
+            cols += [self._joint_columns[j.name]] * (len(rows) - len(cols))
+        return joint_rows_matrix(rows, cols, 6 * self.N, sparse)
 
     # --- joint coordinates from the marker frames -------------------------------
-    def relative_twist_map(self, X, R, j: _Joint):
+    def relative_twist_map(self, X, R, j: _Joint, local=False):
         """G (6 x 6N): the child marker's twist relative to the parent body,
-        in the parent marker's frame, as G V."""
-        n6 = 6 * self.N
+        in the parent marker's frame, as G V; ``local``: G (6 x 12) over the
+        joint's two bodies only (``_joint_columns``)."""
+        n6 = 12 if local else 6 * self.N
         # _frame's parent axes and child origin, without the two it would
         # also compute and this map does not use
         P, C = j.parent, j.child
         AP = P.R if P.body < 0 else R[P.body] @ P.R
         rC = C.p if C.body < 0 else X[C.body] + R[C.body] @ (C.p - self.com[C.body])
         G = np.zeros((6, n6))
-        for b, sign in ((j.child.body, 1.0), (j.parent.body, -1.0)):
+        for b, sign, slot in ((j.child.body, 1.0, 1), (j.parent.body, -1.0, 0)):
             if b < 0:
                 continue
+            c = 6 * slot if local else 6 * b
             s = R[b].T @ (rC - X[b])      # the point at r_C, on body b, from its com
-            G[:3, 6 * b:6 * b + 3] += sign * AP.T
-            G[:3, 6 * b + 3:6 * b + 6] += sign * (-AP.T @ R[b] @ skew(s))
-            G[3:, 6 * b + 3:6 * b + 6] += sign * AP.T @ R[b]
+            G[:3, c:c + 3] += sign * AP.T
+            G[:3, c + 3:c + 6] += sign * (-AP.T @ R[b] @ skew(s))
+            G[3:, c + 3:c + 6] += sign * AP.T @ R[b]
         return G
 
     def joint_coordinates(self, X, R, wind=None):
@@ -474,8 +486,12 @@ class CartesianModel:
             k = len(j.names)
             if not k:
                 continue
-            G = maps[j.name] if maps and j.name in maps else self.relative_twist_map(X, R, j)
-            D[j.first:j.first + k] = self._subspace_pinv(j, q[j.first:j.first + k]) @ G
+            if maps and j.name in maps:
+                D[j.first:j.first + k] = self._subspace_pinv(j, q[j.first:j.first + k]) @ maps[j.name]
+                continue
+            cols = self._joint_columns[j.name]
+            block = self._subspace_pinv(j, q[j.first:j.first + k]) @ self.relative_twist_map(X, R, j, local=True)
+            D[j.first:j.first + k, cols[cols >= 0]] = block[:, cols >= 0]
         return D
 
     def _subspace_pinv(self, j: _Joint, q):
@@ -554,45 +570,30 @@ class CartesianModel:
         D = self.joint_velocity_maps(X, R, q)
         qd = D @ V
         Q, P = self.loads(tt, X, R, V, q, qd, D)
-        v = V.reshape(self.N, 6)
-        for b in range(self.N):
-            Q[6 * b:6 * b + 3] += self.mass[b] * self.gravity
-            om = v[b, 3:]
-            Q[6 * b + 3:6 * b + 6] -= cross(om, self.inertia[b] @ om)
+        om = V.reshape(self.N, 6)[:, 3:]
+        Qb = Q.reshape(self.N, 6)
+        Qb[:, :3] += self.mass[:, None] * self.gravity
+        Qb[:, 3:] -= np.cross(om, np.einsum("bij,bj->bi", self.inertia, om))
         return Q, q, qd, D, P
 
     def accelerations(self, tt, X, R, V, wind):
-        """(V̇, q, q̇, P_in): Newton–Euler with the minimum-norm multipliers."""
+        """(V̇, q, q̇, P_in): Newton–Euler with the constraints' multipliers
+        eliminated (``cartesian_solve``: the redundant rows out by the SVD
+        of J, or the sparse system where J has full row rank)."""
         self.evaluations += 1
-        N = self.N
         Q, q, qd, D, P = self.body_forces(tt, X, R, V, wind)
-        Phi, J, gamma = self.constraints(X, R, V)
+        Phi, J, gamma = self.constraints(X, R, V, sparse=self.solver.sparse)
         if not len(Phi) and self.drives is None:
             return self.Minv @ Q, q, qd, P
         a = self.baumgarte
-        # the redundant rows out first, by the SVD of J alone (its entries
-        # are unit vectors and lever arms, so its rank shows a clear gap):
-        # J = U S Vᵀ, and the rank-r rows Vᵣᵀ v̇ = Sᵣ⁻¹ Uᵣᵀ γ̃ replace J v̇ = γ̃
-        # (the minimum-norm solution of the rows).  The augmented system is
-        # then square and regular and needs no rank decision of its own:
-        # a least-squares solve of the whole rank-deficient system, whose
-        # singular values mix masses and inertias with J's, was fragile:
-        # pivoted QR (gelsy) let CVODE drift by 1.6e-6 over 1 s on the
-        # Bennett linkage (accelerations within 3e-12 of the SVD's), and the
-        # SVD (gelsd) raised the quarter car's error from 3.2e-10 to 1e-8.  The cut 1e-8 lies between
-        # the redundant rows' singular values off the constraint manifold
-        # (of the order of the drift) and a regular configuration's.
-        u, sv, vt = np.linalg.svd(J, full_matrices=False)
-        r = int((sv > 1e-8 * sv[0]).sum()) if len(sv) and sv[0] > 0 else 0
-        Jr = vt[:r]
-        rhs_c = (u[:, :r].T @ (gamma - 2 * a * (J @ V) - a * a * Phi)) / sv[:r]
-        K = np.block([[self.M, Jr.T], [Jr, np.zeros((r, r))]])
-        if self.drives is None:
-            sol = np.linalg.solve(K, np.r_[Q, rhs_c])
-        else:   # the filters' accelerations, the drives unknowns (prescribed.py); their power is an input's
-            sol, d = self.drives.solve(tt, X, R, V, q, qd, D, K, np.r_[Q, rhs_c])
+        rhs = gamma - 2 * a * (J @ V) - a * a * Phi
+        # the filters' accelerations, the drives unknowns (prescribed.py); their power is an input's
+        border = (Q, None, None, None) if self.drives is None else (Q, *self.drives.rows(tt, X, R, V, q, qd, D))
+        acc, d = self.solver.solve(J, rhs, border)
+        if d is not None:
+            self.drives.last = d
             P += float(d @ qd[self.drives.index])
-        return sol[:6 * N], q, qd, P
+        return acc, q, qd, P
 
     #: closure rows per joint kind, in ``constraints``' order
     ROWS = {"revolute": 5, "universal": 4, "spherical": 3, "fixed": 6, "prismatic": 5, "cylindrical": 4,
@@ -612,8 +613,7 @@ class CartesianModel:
         N = self.N
         Q, q, qd, D, _ = self.body_forces(tt, X, R, V, wind)
         Phi, J, gamma = self.constraints(X, R, V)
-        u, sv, vt = np.linalg.svd(J, full_matrices=False)
-        r = int((sv > 1e-8 * sv[0]).sum()) if len(sv) and sv[0] > 0 else 0
+        u, sv, vt, r = svd_rows(J)
         K = np.block([[self.M, vt[:r].T], [vt[:r], np.zeros((r, r))]])
         rhs = np.r_[Q, (u[:, :r].T @ gamma) / sv[:r]]
         sol = np.linalg.solve(K, rhs) if self.drives is None else self.drives.solve(tt, X, R, V, q, qd, D, K, rhs)[0]
@@ -811,6 +811,7 @@ class CartesianModel:
         X, P, R = self.assemble(X, P, {n: q_start[n] for n in independent})
         V = self.start_velocity(X, R, {n: qd_start.get(n, 0.0) for n in independent})
         self.check_mass(X, R)
+        self.solver.decide(self.constraints(X, R, V)[1])
         q0 = self.joint_coordinates(X, R)
         # angles on the branch of the given start (the FMU's), not atan2's
         wind0 = np.array([q0[i] + TWO_PI * round((q_start.get(self.coord_names[i], q0[i]) - q0[i]) / TWO_PI)
@@ -830,12 +831,10 @@ class CartesianModel:
             acc, _, qd, P_in = self.accelerations(tt, Xy, Ry, Vy, wind)
             om = Vy.reshape(N, 6)[:, 3:]
             pdot = np.empty((N, 4))
-            for b in range(N):
-                p = Py[b]
-                pdot[b, 0] = -0.5 * p[1:] @ om[b]
-                pdot[b, 1:] = 0.5 * (p[0] * om[b] + cross(p[1:], om[b]))
-                # holds |p| = 1 against drift; R(p) does not depend on |p|
-                pdot[b] += 10.0 * (1 - p @ p) * p
+            pdot[:, 0] = -0.5 * np.einsum("bi,bi->b", Py[:, 1:], om)
+            pdot[:, 1:] = 0.5 * (Py[:, :1] * om + np.cross(Py[:, 1:], om))
+            # holds |p| = 1 against drift; R(p) does not depend on |p|
+            pdot += 10.0 * (1 - np.einsum("bi,bi->b", Py, Py))[:, None] * Py
             yp[sl[0]:sl[1]] = Vy.reshape(N, 6)[:, :3].ravel()
             yp[sl[1]:sl[2]] = pdot.ravel()
             yp[sl[2]:sl[3]] = acc
@@ -844,7 +843,8 @@ class CartesianModel:
 
         atol = rtol if atol is None else atol
         self.evaluations = 0
-        solver = CVODE(rhs, method=method, rtol=rtol, atol=atol, max_num_steps=max_num_steps)
+        solver = CVODE(rhs, method=method, rtol=rtol, atol=atol, max_num_steps=max_num_steps,
+                       **newton_matrix(method, len(y0)))
         res = solver.solve(times, y0)
         if not res.success:
             raise CartesianError(f"CVODE failed on the Cartesian reference of '{self.system.name}': {res.message}")

@@ -190,7 +190,12 @@ class _Drives:
                 s.qfrc_applied[:] = 0.0
                 if r >= 0:
                     s.qfrc_applied[self.dofs[r]] = 1.0
-                mujoco.mj_forward(m, s)
+                    # the same state: positions, velocities and the passive
+                    # loads of the first pass stand, only the accelerations
+                    # and the constraint solve see the unit force
+                    mujoco.mj_forwardSkip(m, s, int(mujoco.mjtStage.mjSTAGE_VEL), 1)
+                else:
+                    mujoco.mj_forward(m, s)
                 acc.append(s.qacc[self.dofs].copy())
         finally:
             self.busy = False

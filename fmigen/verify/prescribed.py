@@ -170,14 +170,18 @@ class CartesianDrives:
         f, gd = co * sd - si * cd, 2 * (co * cd + si * sd)
         return (co * rs - si * rc) / g, (co * qs - si * qc) / g - f * gd / (g * g)
 
-    def solve(self, tt, X, R, V, q, qd, D, K, rhs):
-        """``K`` x = ``rhs`` (the model's accelerations and multipliers)
-        bordered by the drives; returns (x, d) and keeps d in ``last``."""
+    def rows(self, tt, X, R, V, q, qd, D):
+        """(B, A, b) of the border (module docstring) at the state."""
         rows = [self._row(X, R, V, j, i) for j, i in zip(self.joints, self.offset)]
         A = np.array([r[0] for r in rows])
         u = np.array([f(tt) for f in self.demand])
         b = filter_acceleration(self.omega, u, q[self.index], qd[self.index]) - np.array([r[1] for r in rows])
-        x, self.last = solve_bordered(K, rhs, len(V), D[self.index], A, b)
+        return D[self.index], A, b
+
+    def solve(self, tt, X, R, V, q, qd, D, K, rhs):
+        """``K`` x = ``rhs`` (the model's accelerations and multipliers)
+        bordered by the drives; returns (x, d) and keeps d in ``last``."""
+        x, self.last = solve_bordered(K, rhs, len(V), *self.rows(tt, X, R, V, q, qd, D))
         return x, self.last
 
 

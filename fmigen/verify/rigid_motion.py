@@ -22,9 +22,14 @@ def skew(a):
 
 def rot(a, q):
     """Rot(a, q): the right-handed rotation by q about the unit vector a."""
-    a = np.asarray(a, dtype=float)
+    x, y, z = (float(e) for e in a)
     c, s = math.cos(q), math.sin(q)
-    return c * np.eye(3) + s * skew(a) + (1 - c) * np.outer(a, a)
+    k = 1 - c
+    # c I + s [a]x + (1 − c) a aᵀ, entry by entry in that order (three
+    # array temporaries cost more than the arithmetic)
+    return np.array([[c + k * (x * x), -s * z + k * (x * y), s * y + k * (x * z)],
+                     [s * z + k * (y * x), c + k * (y * y), -s * x + k * (y * z)],
+                     [-s * y + k * (z * x), s * x + k * (z * y), c + k * (z * z)]])
 
 
 EX, EY, EZ = np.eye(3)
