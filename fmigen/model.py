@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 import sympy as sp
 from fmigen.mechanics import me
 
+from fmigen.differentiation import FunctionDerivative, time_derivative
+
 #: The time symbol shared with ``sympy.physics.mechanics``.
 t = me.dynamicsymbols._t
 
@@ -443,6 +445,12 @@ class Mechanism:
         entries: dict = {}
         F = [sp.Integer(0)] * n
         g = sp.Matrix(self.gravity)
+        # sympy's diff by t, q_i(t) and q̇_i(t) without its bookkeeping at
+        # every node, each sub-expression once over all bodies (the same
+        # expressions: fmigen/derive/derivatives.py)
+        by_t: dict = {}
+        by_q = [FunctionDerivative(qi) for qi in q]
+        by_qdot = [FunctionDerivative(qd) for qd in qdot]
 
         def depends_on(exprs):
             found = set()
@@ -457,7 +465,7 @@ class Mechanism:
             cols = depends_on(r)
             if not cols:
                 return
-            J = [[r[a].diff(q[i]) for i in cols] for a in range(3)]
+            J = [[by_q[i](r[a]) for i in cols] for a in range(3)]
             load = sp.Matrix(force)
             if weight != 0:
                 # element by element: Matrix.diff goes through sympy's
@@ -465,7 +473,7 @@ class Mechanism:
                 # t, not diff(t, 2): sympy's second derivative of a product
                 # (the general Leibniz rule) gives the same expression at
                 # more cost
-                bias = [e.diff(t).diff(t).xreplace(no_qddot) for e in r]
+                bias = [time_derivative(time_derivative(e, t, by_t), t, by_t).xreplace(no_qddot) for e in r]
                 load = [load[a] - weight * bias[a] for a in range(3)]
                 add_mass(cols, J, weight * sp.eye(3))
             add_force(cols, J, load)
@@ -492,8 +500,8 @@ class Mechanism:
             cols = depends_on(w)
             if cols:
                 I = b.inertia
-                Jw = [[w[a].diff(qdot[i]) for i in cols] for a in range(3)]
-                alpha = sp.Matrix([e.diff(t).xreplace(no_qddot) for e in w])
+                Jw = [[by_qdot[i](w[a]) for i in cols] for a in range(3)]
+                alpha = sp.Matrix([time_derivative(e, t, by_t).xreplace(no_qddot) for e in w])
                 torque = -(I * alpha + w.cross(I * w))
                 add_mass(cols, Jw, I)
                 add_force(cols, Jw, torque)

@@ -45,3 +45,26 @@ def test_a_spatial_mechanisms_phi_q_and_gamma_terms_are_sympys():
     sympys = dae.Phi.jacobian(dae.q_sym)
     assert _same(ours, sympys)
     assert _same(jacobian(ours * v, dae.q_sym), (sympys * v).jacobian(dae.q_sym))
+
+
+def test_time_and_coordinate_derivatives_are_sympys():
+    """The points' velocities and accelerations, and their partial
+    derivatives by the coordinates and the rates (what the equations of
+    motion and the joint loads take), of every body of the corpus double
+    wishbone: the same expressions as sympy's ``diff``, by t twice, by
+    q_i(t) and by q̇_i(t)."""
+    from fmigen.differentiation import FunctionDerivative, time_derivative
+    from fmigen.model import t
+    mech = load_mechanism(str(CORPUS / "double_wishbone.py"))
+    exprs = []
+    for b in mech.bodies:
+        exprs += [sp.sympify(e) for e in b.com]
+        exprs += list(b.frame.ang_vel_in(mech.world).to_matrix(b.frame))
+    memo = {}
+    rates = [time_derivative(e, t, memo) for e in exprs]
+    assert [sp.srepr(r) for r in rates] == [sp.srepr(e.diff(t)) for e in exprs]
+    second = [time_derivative(r, t, memo) for r in rates]
+    assert [sp.srepr(a) for a in second] == [sp.srepr(r.diff(t)) for r in rates]
+    for v in mech.q[:4] + [qi.diff(t) for qi in mech.q[:4]]:
+        by_v = FunctionDerivative(v)
+        assert [sp.srepr(by_v(e)) for e in exprs + rates] == [sp.srepr(e.diff(v)) for e in exprs + rates]

@@ -12,6 +12,7 @@ import numpy as np
 import scipy.linalg
 import sympy as sp
 
+from fmigen.differentiation import derivative, is_plain
 from fmigen.floats import rational
 from fmigen.model import Constraint, ModelError, t
 
@@ -55,10 +56,11 @@ class _Numeric:
         systems selection builds, and the start check's, never read it)."""
         J = sp.zeros(self.m, len(self.q))
         index = {s: i for i, s in enumerate(self.q)}
+        memos = {s: {} for s in self.q}
         for j, e in enumerate(self.exprs):
             for s in e.free_symbols:
                 if s in index:
-                    J[j, index[s]] = e.diff(s)
+                    J[j, index[s]] = derivative(e, s, memos[s]) if is_plain(e) else e.diff(s)
         return J
 
 

@@ -73,6 +73,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from fmigen.differentiation import FunctionDerivative, time_derivative
 from fmigen.floats import check_rule, rational
 from fmigen.frontends.closure_rows import _Numeric, _select_constraints, _shared_frames
 from fmigen.frontends.joint_poses import _Tree, _world_poses, joint_transform, rot
@@ -682,20 +683,23 @@ def _marker_force(m, fc, poses, marker_pose):
     r = marker_pose(fc.at)[1]
     F, tau = sp.Matrix(fc.force), sp.Matrix(fc.torque)
     pose = poses[fc.at.body.name]
-    v = r.diff(t)
+    # sympy's diff without its bookkeeping at every node, the same
+    # expressions (fmigen/derive/derivatives.py)
+    by_t: dict = {}
+    v = sp.Matrix([time_derivative(e, t, by_t) for e in r])
     w = _angular_velocity(pose.frame, N)
     power = F.dot(v) + tau.dot(w)
     if fc.reaction is not None and fc.reaction.body.name != "ground":
         rp = poses[fc.reaction.body.name]
         wr = _angular_velocity(rp.frame, N)
-        vr = rp.r.diff(t) + wr.cross(r - rp.r)
+        vr = sp.Matrix([time_derivative(e, t, by_t) for e in rp.r]) + wr.cross(r - rp.r)
         power -= F.dot(vr) + tau.dot(wr)
     # only the speeds the power reads (the vehicle's tire loads: 16 of 74)
     rates = power.atoms(sp.Derivative)
     for c in m.coordinates:
         if c.symbol.diff(t) not in rates:
             continue
-        Q = sp.diff(power, c.symbol.diff(t))
+        Q = FunctionDerivative(c.symbol.diff(t))(power)
         if Q != 0:
             m.generalized_force(c.name, Q)
 

@@ -73,6 +73,7 @@ from fmigen.generate import codegen_slp as slp
 from fmigen.generate.chunking import CHUNK_ABOVE, _split_inputs, chunked
 from fmigen.generate.embedding_blockwise import (_blockwise_reduced, _blockwise_structure,
                                                  _blockwise_transposed, _lane_blocks, _lane_roles)
+from fmigen.generate.operation_count import OperationCount
 from fmigen.generate.printer import SymbolMap, c
 from fmigen.derive.embed import Embedding
 from fmigen.generate.unrolled_algebra import _Code, _factor_block, _ldlt_solve
@@ -215,13 +216,17 @@ def is_large(exprs, limit=LARGE_MODEL_OPS) -> bool:
     return False
 
 
+_OPERATIONS = OperationCount()
+
+
 @functools.lru_cache(maxsize=100_000)
 def _expression_operations(e) -> int:
     """``sp.count_ops(e)``, kept: the same quantities are counted again by
     ``is_large`` (per quantity, then all of them) and the two joint CSEs of
     ``_joint_cse_with_gamma`` share all their temporaries but γ's.  sympy's
-    count of a list is the sum of its items' counts."""
-    return sp.count_ops(e)
+    count of a list is the sum of its items' counts; each sub-expression
+    is counted once (``operation_count``)."""
+    return _OPERATIONS.count(e)
 
 
 def _operations(cse) -> int:
