@@ -13,6 +13,20 @@ from fmigen.verify.validate import validate
 # tests/test_fmi_variants.py looks at the DLL (its variants are built
 # without this setting, as a user's are).
 os.environ["FMIGEN_WINDOWS"] = "0"
+# Nor the model's AVX copy (fmu.avx_variant): a second compilation of every
+# new model.c, in the .so and in the benchmark's harness, which ends in the
+# same bits as the SSE2 copy; tests/test_avx_variant.py checks that on
+# its own builds, which set FMIGEN_AVX back (use_avx_copy below), as do the
+# tests of how the copy is compiled and cached.
+os.environ["FMIGEN_AVX"] = "0"
+
+
+@pytest.fixture
+def use_avx_copy(monkeypatch):
+    """The test's builds hold the model's AVX copy, as a user's do where
+    the compiler targets x86-64 Linux (the suite's setting above leaves it
+    out)."""
+    monkeypatch.setenv("FMIGEN_AVX", "1")
 
 
 def toggle_fourbar():
