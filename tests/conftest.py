@@ -13,6 +13,20 @@ from fmigen.verify.validate import validate
 # tests/test_fmi_variants.py looks at the DLL (its variants are built
 # without this setting, as a user's are).
 os.environ["FMIGEN_WINDOWS"] = "0"
+# Nor the model's AVX copy (fmu.avx_variant): a second compilation of every
+# new model.c, in the .so and in the benchmark's harness, which ends in the
+# same bits as the SSE2 copy; tests/test_avx_variant.py checks that on
+# its own builds, which set FMIGEN_AVX back (use_avx_copy below), as do the
+# tests of how the copy is compiled and cached.
+os.environ["FMIGEN_AVX"] = "0"
+
+
+@pytest.fixture
+def use_avx_copy(monkeypatch):
+    """The test's builds hold the model's AVX copy, as a user's do where
+    the compiler targets x86-64 Linux (the suite's setting above leaves it
+    out)."""
+    monkeypatch.setenv("FMIGEN_AVX", "1")
 
 
 def toggle_fourbar():
@@ -97,6 +111,21 @@ def compiled_model(spec):
 @pytest.fixture(scope="session")
 def fourbar_compiled():
     return compiled_model("fourbar")
+
+
+@pytest.fixture(scope="session")
+def vehicle_fmu(tmp_path_factory):
+    """The shipped full vehicle (``mechanisms/vehicle.py``) as an FMI 2
+    Co-Simulation FMU (RK4, 1 ms, no win64 DLL), built once per session for
+    tests/test_masters.py's libcosim test, tests/test_vehicle.py and
+    tests/test_examples.py, which must not modify it.  SHARED below puts
+    them in one xdist unit, so one worker builds it: a cold derivation is
+    minutes, and even packaging the cached derivation again converts the
+    joint description anew.  ``reuse``: a derivation recorded in the cache
+    is packaged without deriving."""
+    d = tmp_path_factory.mktemp("vehicle")
+    (path,), _ = build_fmus("vehicle", [(d / "vehicle.fmu", "2", "cs")], windows=False, reuse=True)
+    return Path(path)
 
 
 @pytest.fixture(scope="session")
@@ -258,9 +287,9 @@ ALONE = {"test_masters.py::test_libcosim_runs_the_full_vehicle_like_fmpy"}
 TOGETHER = {"test_joint_model.py::test_five_link_joints_matches_five_link": "five_link_joints",
             "test_joint_model.py::test_five_link_joints_validates_against_both_references": "five_link_joints"}
 #: units across files, by name: a test or a whole file listed here runs on
-#: the worker of the others with the same name, in collection order, so the
-#: first derives their common FMU and the rest package it from the cache
-#: (the full vehicle: a cold derivation of minutes, which two workers would
+#: the worker of the others with the same name, in collection order, so
+#: their common session-scoped FMU is built once (the full vehicle,
+#: ``vehicle_fmu``: a cold derivation of minutes, which two workers would
 #: otherwise both make at once)
 SHARED = {"test_masters.py::test_libcosim_runs_the_full_vehicle_like_fmpy": "vehicle",
           "test_examples.py": "vehicle", "test_vehicle.py": "vehicle"}

@@ -34,8 +34,10 @@ def _has_avx():
 
 
 # without AVX both builds run the SSE2 copy: equal bits would prove nothing
-pytestmark = [pytest.mark.skipif(not fmu.avx_variant("gcc"), reason="gcc does not target x86-64 Linux here"),
-              pytest.mark.skipif(not _has_avx(), reason="this processor has no AVX")]
+pytestmark = [pytest.mark.skipif(not fmu.avx_target("gcc"), reason="gcc does not target x86-64 Linux here"),
+              pytest.mark.skipif(not _has_avx(), reason="this processor has no AVX"),
+              # the builds hold the AVX copy, as a user's do (not the suite's setting)
+              pytest.mark.usefixtures("use_avx_copy")]
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 
 

@@ -102,7 +102,7 @@ def test_cli_check_help(capsys):
     assert "branch" in capsys.readouterr().out
 
 
-def test_check_after_a_build_reuses_its_derivation_and_objects(tmp_path, monkeypatch):
+def test_check_after_a_build_reuses_its_derivation_and_objects(tmp_path, monkeypatch, use_avx_copy):
     """``fmigen check`` after ``fmigen build`` reads the build's generated C
     from the derived-model cache (no C generation) and links the build's
     object files (no compile of model.c), and still finds the kinematics on

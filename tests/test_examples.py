@@ -1,17 +1,15 @@
 """examples/vehicle_bump.py: the vehicle FMU in a 1 kHz driving-simulator
 loop with Python tyres, over a bump under its left wheels.
 
-The script runs as a user runs it (a subprocess, ``--json --plot``) on the
-FMU the suite builds for tests/test_masters.py (the same ``build_fmus`` call,
-so the same derived-model cache entry: conftest.py's ``work_unit`` runs both
-tests on one worker, the masters' first, and this one packages the cached
-derivation instead of deriving the vehicle again).  What it asserts is
-physics the script does not compute itself: the tyres carry the weight of
-every body the vehicle module declares, the bump reaches each left wheel
-when the coasting car's geometry says, the first milliseconds of contact
-follow the tyre's spring and damper on the road profile (the wheel has not
-moved yet), and the right side feels the bump only later, through the
-chassis."""
+The script runs as a user runs it (a subprocess, ``--json --plot``) on
+conftest.py's ``vehicle_fmu``, the FMU built once per session for this
+file, tests/test_masters.py's libcosim test and tests/test_vehicle.py.
+What it asserts is physics the script does not compute itself: the tyres
+carry the weight of every body the vehicle module declares, the bump
+reaches each left wheel when the coasting car's geometry says, the first
+milliseconds of contact follow the tyre's spring and damper on the road
+profile (the wheel has not moved yet), and the right side feels the bump
+only later, through the chassis."""
 import importlib.util
 import json
 import math
@@ -23,8 +21,6 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from fmigen.build.pipeline import build_fmus
-
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vehicle_bump.py"
 SPEED = 10.0            # m/s
 BUMP_AHEAD = 0.5        # m: the front-left wheel reaches the bump at 0.05 s
@@ -33,11 +29,9 @@ CORNERS = ("fl_", "fr_", "rl_", "rr_")
 
 
 @pytest.fixture(scope="module")
-def bump_run(tmp_path_factory):
-    d = tmp_path_factory.mktemp("vehicle")
-    (path,), _ = build_fmus("vehicle", [(d / "vehicle.fmu", "2", "cs")], windows=False, reuse=True)
-    png = d / "bump.png"
-    proc = subprocess.run([sys.executable, str(EXAMPLE), "--fmu", str(path), "--stop-time", str(STOP_TIME),
+def bump_run(vehicle_fmu, tmp_path_factory):
+    png = tmp_path_factory.mktemp("bump") / "bump.png"
+    proc = subprocess.run([sys.executable, str(EXAMPLE), "--fmu", str(vehicle_fmu), "--stop-time", str(STOP_TIME),
                            "--speed", str(SPEED), "--bump-ahead", str(BUMP_AHEAD), "--json", "--plot", str(png)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
@@ -131,16 +125,17 @@ def test_first_contact_follows_the_tyres_spring_and_damper_on_the_profile(bump_r
     """Over the first 5 ms on the bump the front-left wheel has barely moved,
     so the load's rise is the tyre's spring on the road's height plus its
     damper on the height's rate, k h + c v h', at the wheel's distance onto
-    the bump at SPEED, with the (1 − cos) profile of the script's defaults
-    (0.03 m high, 0.5 m long).  The wheel's own displacement, relative to
-    h, grows as k t²/(6 m_u) + c t/(2 m_u) (the spring's and the damper's
-    share; unsprung mass m_u ≈ 50 kg): 3.6 % at 5 ms, so within 5 %
-    (measured 0.01 % at the first step, 2.7 % at the fifth).  Without the
-    damper's term the first step would be off by 70 %."""
+    the bump at SPEED, with the (1 − cos) profile of the road the script
+    reports in its summary (its defaults: 0.03 m high, 0.5 m long).  The
+    wheel's own displacement, relative to h, grows as k t²/(6 m_u) +
+    c t/(2 m_u) (the spring's and the damper's share; unsprung mass
+    m_u ≈ 50 kg): 3.6 % at 5 ms, so within 5 % (measured 0.01 % at the
+    first step, 2.7 % at the fifth).  Without the damper's term the first
+    step would be off by 70 %."""
     summary, series, _ = bump_run
     tyre = summary["tyre"]
     k, c = tyre["vertical_stiffness"], tyre["vertical_damping"]
-    height, length = 0.03, 0.5
+    height, length = summary["road"]["height"], summary["road"]["length"]
     t = series["t"]
     onto = (t - BUMP_AHEAD / SPEED) * SPEED
     window = (onto > 1e-9) & (t < BUMP_AHEAD / SPEED + 5e-3 + 1e-9)

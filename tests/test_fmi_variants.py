@@ -23,21 +23,23 @@ COORDS = ["theta", "alpha", "phi", "der(theta)", "der(alpha)", "der(phi)"]
 @pytest.fixture(scope="session")
 def variant_fmus(fourbar_compiled, tmp_path_factory):
     """All four variants with RK4 at 1 ms, built as a user's build is (the
-    environment without the suite's FMIGEN_WINDOWS=0, tests/conftest.py: with
-    the win64 DLL when mingw-w64 is installed), plus an Euler CS build for
-    the ME comparison (under the suite's setting: no DLL).  With the object
+    environment without the suite's FMIGEN_WINDOWS=0 and FMIGEN_AVX=0,
+    tests/conftest.py: with the win64 DLL when mingw-w64 is installed, and
+    the model's AVX copy), plus an Euler CS build for the ME comparison
+    (under the suite's settings: no DLL, no AVX copy).  With the object
     cache, as the CLI builds: model.c is compiled once per compiler."""
     d = tmp_path_factory.mktemp("variants")
     c = fourbar_compiled
     out = {}
-    suite_setting = os.environ.pop("FMIGEN_WINDOWS", None)
+    suite_settings = {name: os.environ.pop(name, None) for name in ("FMIGEN_WINDOWS", "FMIGEN_AVX")}
     try:
         for fmi, kind in VARIANTS:
             out[fmi, kind] = fmu_mod.package(c.embedding, c.generated, d / f"fourbar_{fmi}{kind}.fmu",
                                              solver="rk4", step=1e-3, fmi=fmi, kind=kind, use_cache=True)
     finally:
-        if suite_setting is not None:
-            os.environ["FMIGEN_WINDOWS"] = suite_setting
+        for name, value in suite_settings.items():
+            if value is not None:
+                os.environ[name] = value
     for fmi in "23":
         out[fmi, "cs-euler"] = fmu_mod.package(c.embedding, c.generated, d / f"fourbar_{fmi}cs_euler.fmu",
                                                solver="euler", step=1e-3, fmi=fmi, kind="cs", use_cache=True)

@@ -132,7 +132,7 @@ def test_a_solver_or_step_change_compiles_only_the_config_unit(tmp_path, monkeyp
 
 
 def test_a_second_model_takes_the_numerical_kernels_from_the_object_cache(tmp_path, monkeypatch,
-                                                                           compiled_sources):
+                                                                           compiled_sources, use_avx_copy):
     """The numerical kernels (LU, atan2, sin/cos, polynomial roots:
     runtime/fmigen_numeric.h) are the same code for every model.  A binary
     build compiles them in a unit that reads no model's header

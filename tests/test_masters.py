@@ -189,7 +189,7 @@ def test_fmutool_check_accepts_every_variant(fmus, mech, fmi, kind):
     assert "ERROR" not in text and "WARNING" not in text, text
 
 
-def test_libcosim_runs_the_full_vehicle_like_fmpy(tmp_path_factory):
+def test_libcosim_runs_the_full_vehicle_like_fmpy(vehicle_fmu, tmp_path):
     """The full vehicle (75 coordinates, four closed-loop corners, a steering
     rack; a cold build of about 100 s) in libcosim against fmpy's FMU2Slave
     on the same 10 ms grid for 1 s from its bump start: every output (346, the chassis-mount reactions among them)
@@ -203,12 +203,11 @@ def test_libcosim_runs_the_full_vehicle_like_fmpy(tmp_path_factory):
     from libcosimpy.CosimExecution import CosimExecution
     from libcosimpy.CosimObserver import CosimObserver
     from libcosimpy.CosimSlave import CosimLocalSlave
-    d = tmp_path_factory.mktemp("vehicle")
-    (path,), _ = build_fmus("vehicle", [(d / "vehicle.fmu", "2", "cs")], windows=False, reuse=True)
+    path = vehicle_fmu
     md = read_model_description(str(path))
     outs = _outputs(path)
     vrs = list(outs.values())
-    s = FMU2Slave(guid=md.guid, unzipDirectory=extract(str(path), unzipdir=str(d / "x")),
+    s = FMU2Slave(guid=md.guid, unzipDirectory=extract(str(path), unzipdir=str(tmp_path / "x")),
                   modelIdentifier=md.coSimulation.modelIdentifier, instanceName="v")
     s.instantiate()
     s.setupExperiment(startTime=0.0)

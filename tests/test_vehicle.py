@@ -3,10 +3,9 @@ engineer reads it: its trimmed ride height, the loads at its chassis mounts
 and its bump and rebound stops, on the FMU (FMI 2 Co-Simulation, RK4 at
 1 ms) against numbers computed here from the mechanism's data alone.
 
-The FMU is the one ``tests/test_masters.py``'s libcosim test builds: the
-same ``build_fmus`` call with ``reuse=True`` packages the derived model
-recorded in the cache (the vehicle's derivation is minutes of CPU; this file
-derives it only when nothing has before).  The shipped start has the
+The FMU is conftest.py's ``vehicle_fmu``, built once per session for this
+file, ``tests/test_masters.py``'s libcosim test and ``tests/test_examples.py``
+(the vehicle's derivation is minutes of CPU).  The shipped start has the
 front-left wheel moving up at 0.5 m/s and every wheel spinning; the rest
 start sets those rates to 0 (they are the independent coordinates'
 ``der()``, settable before initialization).
@@ -18,7 +17,6 @@ import numpy as np
 import pytest
 from fmpy import read_model_description, simulate_fmu
 
-from fmigen.build.pipeline import build_fmus
 from mechanisms.five_link import GRAVITY, carrier_mass
 from mechanisms.front_corner import DOUBLE_WISHBONE, RACK_MASS
 from mechanisms.quarter_car_joints import WHEEL_MASS, static_preload
@@ -28,13 +26,6 @@ from mechanisms.vehicle import (BUMP_STOP_AT, BUMP_STOP_TABLE, CHASSIS_MASS, COR
 
 AT_REST = {**{f"der({p}spin)": 0.0 for p in CORNERS}, "der(fl_z)": 0.0}
 WEIGHT = CHASSIS_MASS * GRAVITY
-
-
-@pytest.fixture(scope="module")
-def vehicle_fmu(tmp_path_factory):
-    d = tmp_path_factory.mktemp("vehicle")
-    (path,), _ = build_fmus("vehicle", [(d / "vehicle.fmu", "2", "cs")], windows=False, reuse=True)
-    return str(path)
 
 
 def unsprung_mass(prefix):
@@ -54,7 +45,7 @@ def reaction(res, joint):
 
 @pytest.fixture(scope="module")
 def at_rest(vehicle_fmu):
-    return simulate_fmu(vehicle_fmu, stop_time=1.0, output_interval=0.01, start_values=AT_REST)
+    return simulate_fmu(str(vehicle_fmu), stop_time=1.0, output_interval=0.01, start_values=AT_REST)
 
 
 def test_trimmed_vehicle_rests_at_its_design_ride_height(at_rest):
@@ -127,7 +118,7 @@ def test_bump_stop_pushes_back_with_its_table_force(vehicle_fmu):
     through its joint is the table's at the travel past contact, along the
     chassis' z, and zero out of contact."""
     start = {**AT_REST, "fl_Fz": static_tire_load("fl_") + 5000.0}
-    res = simulate_fmu(vehicle_fmu, stop_time=0.5, output_interval=0.005, start_values=start)
+    res = simulate_fmu(str(vehicle_fmu), stop_time=0.5, output_interval=0.005, start_values=start)
     deflection = res["fl_travel"] - BUMP_STOP_AT
     assert deflection.max() > BUMP_STOP_TABLE[1][0]           # past the table's first point
     along, off = stop_force_along_chassis_z(res, "fl_")
@@ -141,7 +132,7 @@ def test_rebound_stop_holds_an_unloaded_wheel(vehicle_fmu):
     """With no tire load the front-left wheel drops under its coil-over until
     the rebound stop catches it: the force along the chassis' z is
     max(0, k (lower − z) − c ż) while the travel is below the stop."""
-    res = simulate_fmu(vehicle_fmu, stop_time=0.5, output_interval=0.005, start_values={**AT_REST, "fl_Fz": 0.0})
+    res = simulate_fmu(str(vehicle_fmu), stop_time=0.5, output_interval=0.005, start_values={**AT_REST, "fl_Fz": 0.0})
     z, zdot = res["fl_travel"], res["der(fl_z)"]
     assert z.min() < REBOUND_STOP_AT - 1e-3
     along, off = stop_force_along_chassis_z(res, "fl_")

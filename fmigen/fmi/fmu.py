@@ -326,13 +326,22 @@ def windows_by_default() -> bool:
     return os.environ.get("FMIGEN_WINDOWS", "1") != "0" and mingw_available()
 
 
-@functools.lru_cache(maxsize=None)
 def avx_variant(cc: str) -> bool:
     """Whether a binary built with ``cc`` also holds model.c compiled for
     processors with AVX (AVX_SOURCE; fmigen_runtime.h, FMIGEN_MODEL_FN, says
-    why): gcc or clang targeting x86-64 Linux.  Not the Windows DLL: mingw-w64's
-    gcc keeps the stack 16-byte aligned, and AVX's 32-byte spills then fault
-    (GCC bug 54412)."""
+    why): where ``avx_target`` allows it, unless the environment sets
+    FMIGEN_AVX=0.  The test suite sets it (tests/conftest.py): the copy is a
+    second compilation of every new model.c that ends in the same bits, and
+    the tests of the copy itself (tests/test_avx_variant.py) and of its
+    compilation set it back."""
+    return os.environ.get("FMIGEN_AVX", "1") != "0" and avx_target(cc)
+
+
+@functools.lru_cache(maxsize=None)
+def avx_target(cc: str) -> bool:
+    """Whether ``cc`` can build the AVX copy: gcc or clang targeting x86-64
+    Linux.  Not the Windows DLL: mingw-w64's gcc keeps the stack 16-byte
+    aligned, and AVX's 32-byte spills then fault (GCC bug 54412)."""
     if "mingw" in Path(cc).name:
         return False
     try:
