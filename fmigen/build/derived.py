@@ -274,7 +274,6 @@ def generated_of(mech, options: dict, emb, tri):
     return None if gen is None else (gen, False)
 
 
-#: the start-free body entries' format (``body_key``): a new format changes every key
 #: the format of ``partition_graph``'s entries
 GRAPH_FORMAT = "partition-graph-1"
 
@@ -282,8 +281,9 @@ GRAPH_FORMAT = "partition-graph-1"
 def partition_graph(inc) -> dict:
     """``partition.matching_and_components(inc)`` (the partition's matching
     and strongly connected components of a constraint incidence), kept in
-    the cache by the incidence and the scipy version, of which alone it is
-    a function.  Why: a build after a start change partitions again, and
+    the cache by the incidence, the scipy version and the derivation's
+    sources (``source_digest``, as every derived entry: an edit of
+    ``matching_and_components`` must not be served an old graph).  Why: a build after a start change partitions again, and
     importing scipy's sparse graphs (and what scipy's own imports pull in)
     was about a sixth of the four-bar's such rebuild, for the same graph."""
     import importlib.metadata
@@ -292,11 +292,12 @@ def partition_graph(inc) -> dict:
         version = importlib.metadata.version("scipy")
     except importlib.metadata.PackageNotFoundError:   # no version to key by: no entry
         return matching_and_components(inc)
-    key = "\n".join([GRAPH_FORMAT, version, json.dumps(inc.tolist())])
+    key = "\n".join([GRAPH_FORMAT, version, source_digest(), json.dumps(inc.tolist())])
     text, _, _ = groebner.disk_cache(key, lambda: json.dumps(matching_and_components(inc)), subdir="partition")
     return json.loads(text)
 
 
+#: the start-free body entries' format (``body_key``): a new format changes every key
 BODY_FORMAT = "body-1"
 
 

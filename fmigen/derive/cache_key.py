@@ -29,17 +29,19 @@ CONSUMERS = {"__init__.py", "__main__.py", "cli.py", "fmi/fmu.py", "fmi/fmi3.py"
              "fmi/variables.py", "verify/validate.py", "verify/check.py", "tools/bench.py", "bench_build.py",
              "verify/reference.py", "pyfmu/pyruntime.py", "pyfmu/slave.py", "pyfmu/numeric.py",
              "generate/formulation.py", "build/progress.py", "tools/sweep.py", "tools/sweep_worker.py",
-             "verify/bundle.py", "tools/modelica.py", "tools/modelica_fmu.py",
-             # the references and the peer: they read the joint description, no derived model
+             "verify/bundle.py", "tools/modelica.py", "tools/modelica_printer.py", "tools/modelica_fmu.py",
+             # the references and the peer: no module of the derivation imports them
+             # (prescribed.py reads a DAE, but only the references call it)
              "verify/cartesian.py", "verify/cartesian_solve.py", "verify/prescribed.py", "verify/rigid_motion.py",
              "verify/mujoco_peer.py"}
 
 
 @functools.cache
 def source_digest() -> str:
-    """sha256 over the fmigen modules that take part in a derivation.  Once
-    per process: the modules it reads are the ones this process imported
-    (or will), and a build keys five to seven entries."""
+    """sha256 over the fmigen modules that take part in a derivation: every
+    module of the package but CONSUMERS.  Once per process: the sources do
+    not change under a running build, and a build keys five to seven
+    entries."""
     h = hashlib.sha256()
     root = Path(__file__).resolve().parent.parent   # the fmigen package
     for path in sorted(root.rglob("*.py")):

@@ -171,8 +171,9 @@ def _svd_failed(err, flag):
 
 def _linalg_gufuncs():
     """numpy's own linear-algebra gufuncs behind ``numpy.linalg.solve`` and
-    ``svd`` (a private module, present in numpy 1.8 to 2.x); None where it
-    is missing, and ``solve``/``cond`` then call the public functions."""
+    ``svd`` (a private module; ``svd`` is numpy 2's name, numpy 1 names
+    its SVD gufuncs otherwise); None where either is missing, and ``solve``/``cond``
+    then call the public functions, with the same results."""
     try:
         from numpy.linalg import _umath_linalg
     except ImportError:

@@ -472,8 +472,10 @@ def _listed(names, most=3) -> str:
 
 def refuse_mechanism(mech):
     """A clear error for a mechanism whose features the export does not
-    write, all of them named in one message; read before the derivation, so
-    that a refused mechanism costs no Gröbner bases."""
+    write: a kinematic mechanism on its own, the others all named in one
+    message.  Called on the loaded mechanism (its start already assembled),
+    before the equations of motion and the triangularization, so a refusal
+    costs no derivation."""
     if mech.kinematic:
         raise ModelError(f"'{mech.name}' is a kinematic mechanism (its independent coordinates are inputs); "
                          "the Modelica export writes the embedded equations of motion")
