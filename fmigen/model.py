@@ -447,7 +447,7 @@ class Mechanism:
         g = sp.Matrix(self.gravity)
         # sympy's diff by t, q_i(t) and q̇_i(t) without its bookkeeping at
         # every node, each sub-expression once over all bodies (the same
-        # expressions: fmigen/derive/derivatives.py)
+        # expressions: fmigen/differentiation.py)
         by_t: dict = {}
         by_q = [FunctionDerivative(qi) for qi in q]
         by_qdot = [FunctionDerivative(qd) for qd in qdot]

@@ -684,7 +684,7 @@ def _marker_force(m, fc, poses, marker_pose):
     F, tau = sp.Matrix(fc.force), sp.Matrix(fc.torque)
     pose = poses[fc.at.body.name]
     # sympy's diff without its bookkeeping at every node, the same
-    # expressions (fmigen/derive/derivatives.py)
+    # expressions (fmigen/differentiation.py)
     by_t: dict = {}
     v = sp.Matrix([time_derivative(e, t, by_t) for e in r])
     w = _angular_velocity(pose.frame, N)
