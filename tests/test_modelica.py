@@ -341,7 +341,7 @@ def test_hard_point_is_a_ranged_parameter_and_the_export_holds_across_its_range(
     root = Path(__file__).resolve().parent.parent
     spec = str(root / "tests" / "data" / "fourbar_hard_point.py")
     text, name, compiled = export_mechanism(spec)
-    lower, upper = (2.3, 2.7)   # tests/data/fourbar_hard_point.py's L3_RANGE
+    lower, upper = next(p.range for p in compiled.dae.mechanism.parameters if p.name == "l3")
     model = rumoca.Session().loads(text, model=name)
     assert model.structure().is_balanced
     assert (model.parameters["l3"].min, model.parameters["l3"].max) == (lower, upper)
