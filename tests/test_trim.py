@@ -211,9 +211,8 @@ def test_references_solve_the_quarter_car_trim_through_its_loop():
     starts = {c.name: c.start for c in to_mechanism(s).coordinates}     # the assembled start
     times = np.linspace(0.0, 1e-3, 3)
     independent = s.independent
-    cartesian = CartesianModel(s)
-    cartesian.simulate(starts, {}, independent, times)
-    assert cartesian.trim_preloads["coilover"] == pytest.approx(qc.static_preload(), rel=1e-9)
+    sol = CartesianModel(s).simulate(starts, {}, independent, times)
+    assert sol.trims["coilover"] == pytest.approx(qc.static_preload(), rel=1e-9)
     pytest.importorskip("mujoco")
     from fmigen.verify.mujoco_peer import run_mujoco
     peer = run_mujoco(s, starts, {}, times, independent=independent)
@@ -228,13 +227,12 @@ def test_energy_balance_solves_the_trim_on_its_own():
     from fmigen.verify.cartesian import CartesianModel
     from fmigen.verify.energy import energy_drift
     times = np.linspace(0.0, 0.3, 301)
-    runner = CartesianModel(sprung_pendulum())
-    sol = runner.simulate({"z": Z0, "swing": 0.6}, {}, ["z", "swing"], times)
+    sol = CartesianModel(sprung_pendulum()).simulate({"z": Z0, "swing": 0.6}, {}, ["z", "swing"], times)
     fresh = CartesianModel(sprung_pendulum())
     T, V, W = fresh.energy_balance(sol.t, {n: sol.column(n) for n in sol.names},
                                    {n: sol.v[:, i] for i, n in enumerate(sol.names)}, ["z", "swing"])
-    assert fresh.trim_preloads == pytest.approx(runner.trim_preloads, rel=1e-12)
-    assert runner.trim_preloads["coil"] == pytest.approx(-(M + 0.5) * G - K * (Z0 - L0), rel=1e-12)
+    assert fresh.trim_preloads == pytest.approx(sol.trims, rel=1e-12)
+    assert sol.trims["coil"] == pytest.approx(-(M + 0.5) * G - K * (Z0 - L0), rel=1e-12)
     assert energy_drift(T, V, W) < 1e-6
     fresh.trim_preloads = {"coil": 0.0}     # the spring at preload 0: the balance does not close
     T, V, W = fresh.energy_balance(sol.t, {n: sol.column(n) for n in sol.names},

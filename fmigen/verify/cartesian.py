@@ -167,6 +167,7 @@ class CartesianSolution:
     max_constraint_residual: float   # |Φ| of the integrated state before projection
     rtol: float
     evaluations: int = 0
+    trims: dict | None = None        # the trimmed springs' preloads (``solve_trims``)
 
     @property
     def energy(self):
@@ -820,7 +821,7 @@ class CartesianModel:
             vs[i] = self.joint_velocity_maps(Xy, Ry, qs[i]) @ Vy
             E[i] = self.energy(Xy, Vy)
         return CartesianSolution(times, list(self.coord_names), qs, vs, list(self.is_angle), E[:, 0], E[:, 1],
-                                 W, worst, rtol, self.evaluations)
+                                 W, worst, rtol, self.evaluations, dict(self.trim_preloads))
 
     # --- an external trajectory (the FMU's) ------------------------------------
     def energy_balance(self, times, q: dict, qd: dict, independent=None):
