@@ -263,7 +263,7 @@ def test_energy_drift_at_rest_is_measured_against_the_precision_of_E():
     """A body held at rest under loads moves next to nothing: its rounding
     (1e-12 J in a potential of 4 kJ) is not a drift of the order of the
     1e-10 J the motion moves, but a real loss is still one."""
-    from fmigen.verify.cartesian import energy_drift
+    from fmigen.verify.energy import energy_drift
     n = 101
     V = 3.7e3 + 1e-10 * np.sin(np.linspace(0, 3, n)) + 1e-12 * (-1.0) ** np.arange(n)
     T = np.full(n, 1e-14)

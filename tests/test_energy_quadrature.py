@@ -65,7 +65,7 @@ def test_the_work_from_the_model_stage_is_exact_at_every_sample():
 
 
 def test_the_work_integral_converges_at_its_order_and_takes_uneven_samples():
-    from fmigen.verify.cartesian import work_integral
+    from fmigen.verify.energy import work_integral
     # P = λ e^(−λt) + cos t, W = 1 − e^(−λt) + sin t; halving h divides the
     # error by about 2⁸ (degree 7), until rounding
     errors = []

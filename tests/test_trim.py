@@ -159,3 +159,82 @@ def test_reaction_carries_the_trimmed_preload():
     values = {p.symbol: p.value for p in m.parameters}
     fz = sp.sympify(m.outputs["reaction_z_fz"]).xreplace(at_rest).xreplace({z: Z0}).xreplace(values)
     assert abs(float(fz)) < 1e-12 * M * G
+
+
+def sprung_pendulum(trim=True) -> JointSystem:
+    """The sprung mass with a pendulum hinged on it, started 0.6 rad out:
+    the trim balances z with the swing angle held (the weight of both
+    bodies), so z does not stay at rest — the references must solve the
+    trim's own condition, not ż̈ = 0."""
+    s = sprung_mass(trim=False)
+    s.name = "trim_pendulum" if trim else "trim_pendulum_untrimmed"
+    bob = s.body("bob", 0.5, (0.05, 0.05, 0.05), com=(0, 0, -0.2))
+    s.revolute("swing", s.bodies["mass"].origin, bob.origin, axis=(1, 0, 0), start=0.6)
+    if trim:
+        s.trim("coil", "z")
+    return s
+
+
+@pytest.mark.parametrize("peer", [None, "mujoco"])
+def test_trimmed_mechanism_validates_against_the_independent_references(peer):
+    """``fmigen validate`` on a trimmed mechanism: the Cartesian reference,
+    the energy balance from the joint description and MuJoCo each solve the
+    trim from their own equations and agree with the FMU (they ran the
+    spring at preload 0, and the sprung mass fell away from the FMU)."""
+    if peer:
+        pytest.importorskip("mujoco")
+    from fmigen.verify.validate import validate
+    r = validate(sprung_pendulum(), stop_time=0.3, solver="rk4", step=1e-4, peer=peer)
+    assert r.passed, (r.references, r.energy_drift)
+    assert r.references["cartesian"]["passed"]
+    assert r.references["cartesian"]["max_abs_error"]["z"] < 1e-8
+    if peer:
+        assert r.references["mujoco"]["passed"]
+    # the trim moves the start: z leaves Z0 through the swing alone
+    assert np.abs(r.fmu_result["z"] - Z0).max() > 1e-4
+
+
+def test_references_solve_the_quarter_car_trim_through_its_loop():
+    """Through the quarter car's closed loop (z and two more independent,
+    the links dependent): the Cartesian reference (virtual power along its
+    own constrained twists) and MuJoCo (its tree forces projected on the
+    twists its loop equalities allow) each find the preload of the hand-made
+    virtual-work balance, ``quarter_car_joints.static_preload`` (central
+    differences limit the agreement)."""
+    import dataclasses
+    from mechanisms import quarter_car_joints as qc
+    from fmigen.verify.cartesian import CartesianModel
+    s = qc.build()
+    s.springs = [dataclasses.replace(sd, preload=0) if sd.name == "coilover" else sd for sd in s.springs]
+    s.trim("coilover", "z")
+    from fmigen.frontends.joint_model import to_mechanism
+    starts = {c.name: c.start for c in to_mechanism(s).coordinates}     # the assembled start
+    times = np.linspace(0.0, 1e-3, 3)
+    independent = s.independent
+    sol = CartesianModel(s).simulate(starts, {}, independent, times)
+    assert sol.trims["coilover"] == pytest.approx(qc.static_preload(), rel=1e-9)
+    pytest.importorskip("mujoco")
+    from fmigen.verify.mujoco_peer import run_mujoco
+    peer = run_mujoco(s, starts, {}, times, independent=independent)
+    assert peer.settings["trims"]["coilover"] == pytest.approx(qc.static_preload(), rel=1e-9)
+
+
+def test_energy_balance_solves_the_trim_on_its_own():
+    """The energy balance of a trajectory given from outside (as the FMU's
+    is), by a Cartesian model that has not simulated: it solves the trim at
+    the first sample, the trimmed spring's work counts its preload, and the
+    balance closes on the reference's own trajectory."""
+    from fmigen.verify.cartesian import CartesianModel
+    from fmigen.verify.energy import energy_drift
+    times = np.linspace(0.0, 0.3, 301)
+    sol = CartesianModel(sprung_pendulum()).simulate({"z": Z0, "swing": 0.6}, {}, ["z", "swing"], times)
+    fresh = CartesianModel(sprung_pendulum())
+    T, V, W = fresh.energy_balance(sol.t, {n: sol.column(n) for n in sol.names},
+                                   {n: sol.v[:, i] for i, n in enumerate(sol.names)}, ["z", "swing"])
+    assert fresh.trim_preloads == pytest.approx(sol.trims, rel=1e-12)
+    assert sol.trims["coil"] == pytest.approx(-(M + 0.5) * G - K * (Z0 - L0), rel=1e-12)
+    assert energy_drift(T, V, W) < 1e-6
+    fresh.trim_preloads = {"coil": 0.0}     # the spring at preload 0: the balance does not close
+    T, V, W = fresh.energy_balance(sol.t, {n: sol.column(n) for n in sol.names},
+                                   {n: sol.v[:, i] for i, n in enumerate(sol.names)}, ["z", "swing"])
+    assert energy_drift(T, V, W) > 1e-2

@@ -73,10 +73,12 @@ from fmigen.joints import JointSystem
 from fmigen.model import ModelError, t as T_SYM
 from fmigen.verify.cartesian_solve import (AccelerationSolver, body_columns, joint_rows_matrix, newton_matrix,
                                            svd_rows)
+from fmigen.verify.energy import energy_drift, work_integral
 from fmigen.verify.prescribed import CartesianDrives
 from fmigen.verify.rigid_motion import (EX, EY, EZ, _perpendicular_pair, cross, inverse_joint,
                                         motion_subspace, quat_times_rotvec, quat_to_rot, rot, rot_to_quat,
                                         skew)
+from fmigen.verify.trims import cartesian_trims
 
 TWO_PI = 2 * math.pi
 
@@ -165,6 +167,7 @@ class CartesianSolution:
     max_constraint_residual: float   # |Φ| of the integrated state before projection
     rtol: float
     evaluations: int = 0
+    trims: dict | None = None        # the trimmed springs' preloads (``solve_trims``)
 
     @property
     def energy(self):
@@ -176,63 +179,6 @@ class CartesianSolution:
 
     def column(self, name):
         return self.q[:, self.names.index(name)]
-
-
-#: the smallest energy scale, relative to max |E|: E = T + V is computed to
-#: about 1e-16 of itself, so a mechanism held at rest under loads (a car on
-#: its springs, V ~ 4 kJ, moving 1e-13 m) must not have its rounding
-#: measured against the ~1e-9 J its motion moves
-ENERGY_SCALE_FLOOR = 1e-8
-
-
-def energy_drift(kinetic, potential, work):
-    """max |E(t) − E(0) − W(t)| (E = T + V) over the energy the motion moves
-    around: the largest of max T, max |V − V(0)| and max |W| — so a motion
-    that exchanges nothing (a steady precession) is measured against its
-    kinetic energy, and a mechanism at rest with no loads reports 0 — but
-    at least ``ENERGY_SCALE_FLOOR`` × max |E|, the precision E has."""
-    T, V, W = (np.asarray(x, dtype=float) for x in (kinetic, potential, work))
-    E = T + V
-    err = np.abs(E - E[0] - W).max()
-    scale = max(T.max(), np.abs(V - V[0]).max(), np.abs(W).max(), ENERGY_SCALE_FLOOR * np.abs(E).max())
-    return float(err / scale) if scale > 0 else 0.0
-
-
-#: samples per subinterval rule of ``work_integral``: the interpolant is of
-#: degree WORK_POINTS − 1
-WORK_POINTS = 8
-
-
-def work_integral(power, times):
-    """W(t_i) = ∫₀^t_i P dt at every sample, each subinterval [t_i, t_i+1]
-    integrated exactly for the degree-7 polynomial through the 8 samples
-    around it (centred where the ends allow).
-
-    Not the cumulative Simpson rule: its odd-numbered values come from one
-    subinterval of a parabola, a local error h⁴ P‴/24 that the next pair
-    does not cancel, and where P changes fast — a damper's power in the
-    first milliseconds of a suspension starting from rest — that error at
-    the first samples (2.6e-4 of the work of a transient e^(−300 t) at a
-    1 ms spacing) is larger than the RK4 FMU's own energy error, so the
-    energy check measured the quadrature instead of the FMU.  Here the error
-    is O(h⁸) for a smooth P (7e-8 on that transient), at every sample."""
-    P = np.asarray(power, dtype=float)
-    t = np.asarray(times, dtype=float)
-    n = len(t)
-    if n < 2:
-        return np.zeros(n)
-    m = min(WORK_POINTS, n)
-    i = np.arange(n - 1)
-    first = np.clip(i - (m // 2 - 1), 0, n - m)
-    idx = first[:, None] + np.arange(m)[None, :]
-    h = t[1:] - t[:-1]
-    # the stencil in units of the subinterval, from its left end: the
-    # weights solve Vᵀ w = ∫₀¹ sᵏ ds, the moments of the interval
-    s = (t[idx] - t[:-1, None]) / h[:, None]
-    vander = s[:, None, :] ** np.arange(m)[None, :, None]
-    moments = np.broadcast_to(1.0 / (np.arange(m) + 1.0), (n - 1, m))[..., None]
-    weights = np.linalg.solve(vander, moments)[..., 0]
-    return np.concatenate([[0.0], np.cumsum(h * np.einsum("kl,kl->k", weights, P[idx]))])
 
 
 class CartesianModel:
@@ -309,6 +255,8 @@ class CartesianModel:
         self.angle_index = np.flatnonzero(self.is_angle)
         self.gravity = np.array([self._num(g, "gravity") for g in system.gravity], dtype=float)
         self._build_loads()
+        #: the trimmed springs' preloads (``solve_trims``), by spring name
+        self.trim_preloads = {}
         self._pinv_cache = {}
         self.evaluations = 0
         # prescribed coordinates: their drives are unknowns of ``accelerations``
@@ -351,7 +299,9 @@ class CartesianModel:
             q, v = qs[k], vs[k]
             exprs.append(plain(-(rs.preload + rs.stiffness * (q - rs.free_angle) + rs.damping * v),
                                f"rotational spring-damper '{rs.name}'"))
+        self._rot_spring_names = [rs.name for rs in s.rotational_springs]
         self._springs = []
+        self._spring_names = [sd.name for sd in s.springs]
         for sd in s.springs:
             self._springs.append((self.marker(sd.a), self.marker(sd.b)))
             exprs += [plain(e, f"spring-damper '{sd.name}'")
@@ -526,12 +476,13 @@ class CartesianModel:
         for ci in self._joint_loads:
             gen[ci] += vals[k]
             k += 1
-        for ci in self._rot_springs:
-            gen[ci] += vals[k]
+        for ci, name in zip(self._rot_springs, self._rot_spring_names):
+            gen[ci] += vals[k] - self.trim_preloads.get(name, 0.0)
             k += 1
         Q += D.T @ gen        # the wrench pair S(SᵀS)⁻¹Q on child and parent
-        for a, b in self._springs:
+        for (a, b), name in zip(self._springs, self._spring_names):
             stiff, damp, free, pre = vals[k:k + 4]
+            pre += self.trim_preloads.get(name, 0.0)
             k += 4
             pa = self._point(X, R, V, a.body, a.p)
             pb = self._point(X, R, V, b.body, b.p)
@@ -771,6 +722,12 @@ class CartesianModel:
                                  f"'{self.system.name}' at the start (singular or inconsistent)")
         return V
 
+    def solve_trims(self, tt, X, R, independent, wind=None):
+        """The trimmed springs' preloads from this module's own equations at
+        the rest pose (X, R) (``trims.cartesian_trims``), kept for ``loads``."""
+        self.trim_preloads = cartesian_trims(self, tt, X, R, independent, wind, CartesianError)
+        return self.trim_preloads
+
     def check_mass(self, X, R):
         """M must be positive definite on the null space of J (the motions
         the joints allow), or the accelerations are not determined."""
@@ -816,6 +773,7 @@ class CartesianModel:
         # angles on the branch of the given start (the FMU's), not atan2's
         wind0 = np.array([q0[i] + TWO_PI * round((q_start.get(self.coord_names[i], q0[i]) - q0[i]) / TWO_PI)
                           for i in self.angle_index])
+        self.solve_trims(float(times[0]), X, R, independent, wind0)
         N, na = self.N, len(self.angle_index)
         sl = np.cumsum([0, 3 * N, 4 * N, 6 * N, na, 1])
         y0 = np.r_[X.ravel(), P.ravel(), V, wind0, 0.0]
@@ -863,14 +821,16 @@ class CartesianModel:
             vs[i] = self.joint_velocity_maps(Xy, Ry, qs[i]) @ Vy
             E[i] = self.energy(Xy, Vy)
         return CartesianSolution(times, list(self.coord_names), qs, vs, list(self.is_angle), E[:, 0], E[:, 1],
-                                 W, worst, rtol, self.evaluations)
+                                 W, worst, rtol, self.evaluations, dict(self.trim_preloads))
 
     # --- an external trajectory (the FMU's) ------------------------------------
-    def energy_balance(self, times, q: dict, qd: dict):
+    def energy_balance(self, times, q: dict, qd: dict, independent=None):
         """(T, V, W) along a trajectory given by joint coordinates and
         velocities per name (the FMU's): poses and twists by this module's
         forward kinematics along a tree of the given joints, T and V_gravity
-        from the body masses and inertias, W = ∫ P_in dt by ``work_integral``."""
+        from the body masses and inertias, W = ∫ P_in dt by ``work_integral``.
+        Trimmed springs work with the preloads ``solve_trims`` found (in
+        ``simulate``), or solves at the first sample along ``independent``."""
         times = np.asarray(times, dtype=float)
         E, Pin = np.zeros((len(times), 2)), np.zeros(len(times))
         last = None
@@ -885,6 +845,11 @@ class CartesianModel:
             wind = np.array([qi.get(self.coord_names[k], last[a]) for a, k in enumerate(self.angle_index)])
             qq = self._on_branch(q_plain, wind)
             last = qq[self.angle_index]
+            if i == 0 and self.system.trims and not self.trim_preloads:
+                if independent is None:
+                    raise CartesianError(f"'{self.system.name}' has trims: the energy balance needs the "
+                                         "independent coordinates to solve them")
+                self.solve_trims(tt, X, R, independent, wind)
             D = self.joint_velocity_maps(X, R, qq, maps)
             _, Pin[i] = self.loads(tt, X, R, V, qq, D @ V, D)
             E[i] = self.energy(X, V)

@@ -32,6 +32,7 @@ from fmigen.frontends.mjcf import MJCFError, _mujoco, export_mjcf, parameter_val
 from fmigen.joints import JointSystem
 from fmigen.model import t
 from fmigen.verify.compare import coordinate_error
+from fmigen.verify.trims import affine_preloads
 
 
 @dataclass
@@ -60,13 +61,16 @@ def _load_functions(system: JointSystem, names, input_values):
 
 
 def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=None,
-               solref=(2e-4, 1.0), solimp=(0.9999, 0.9999, 1e-4, 0.5, 2)) -> PeerResult:
+               solref=(2e-4, 1.0), solimp=(0.9999, 0.9999, 1e-4, 0.5, 2), independent=None) -> PeerResult:
     """Integrate ``system`` in MuJoCo from joint coordinates ``q0`` and
     velocities ``v0`` (by name; coordinates of cut joints are ignored) and
     sample at ``times``; ``inputs``: {input name: value or expression in
     t}, the others at their start.  Loads are evaluated from the description in
     MuJoCo's passive-force callback, which runs at every RK4 stage, and so
-    are the drives of prescribed coordinates (module docstring)."""
+    are the drives of prescribed coordinates (module docstring).  Trimmed
+    springs (``JointSystem.trim``) get the preloads ``_solve_trims`` finds at
+    the start along the ``independent`` coordinates (default: the
+    description's ``independent``)."""
     mujoco = _mujoco()
     times = np.asarray(times, dtype=float)
     # the MJCF of the joints and loads: export_mjcf refuses a prescription,
@@ -92,12 +96,14 @@ def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=N
         data.qvel[a] = v0.get(nm, 0.0)
     fn = _load_functions(system, names, inputs or {})
     index = {nm: k for k, nm in enumerate(names)}
-    joint_loads = [(vadr[index[ld.coordinate.name]], fn(ld.expr)) for ld in system.joint_loads]
+    joint_loads = [(vadr[index[ld.coordinate.name]], fn(ld.expr), None) for ld in system.joint_loads]
     # stiffness and damping are in the XML (joint springs, tendons); preloads are not
     for r in system.rotational_springs:
-        joint_loads.append((vadr[index[r.coordinate.name]], fn(-r.preload)))
+        joint_loads.append((vadr[index[r.coordinate.name]], fn(-r.preload), r.name))
+    #: the trimmed springs' preloads by name (``_solve_trims``), read by ``passive``
+    trim = {}
     site_id = {mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SITE, i): i for i in range(model.nsite)}
-    springs = [(site_id[f"{s.name}__a"], site_id[f"{s.name}__b"], fn(s.preload)) for s in system.springs]
+    springs = [(site_id[f"{s.name}__a"], site_id[f"{s.name}__b"], fn(s.preload), s.name) for s in system.springs]
     forces = [(site_id[f"{f.name}__at"], [fn(e) for e in f.force], [fn(e) for e in f.torque],
                None if f.reaction is None or f.reaction.body.name == "ground"
                else mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f.reaction.body.name)) for f in system.forces]
@@ -108,12 +114,12 @@ def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=N
         tt, q, v = float(d.time), [d.qpos[a] for a in qadr], [d.qvel[a] for a in vadr]
         if drives is not None and not drives.busy:
             d.qfrc_passive[drives.dofs] += drives.solve(m, d, tt, q, v)
-        for dof, f in joint_loads:
-            d.qfrc_passive[dof] += f(tt, q, v)
-        for sa, sb, pre in springs:
+        for dof, f, name in joint_loads:
+            d.qfrc_passive[dof] += f(tt, q, v) - trim.get(name, 0.0)
+        for sa, sb, pre, name in springs:
             ra, rb = d.site_xpos[sa].copy(), d.site_xpos[sb].copy()
             u = (rb - ra) / float(np.linalg.norm(rb - ra))
-            tension = pre(tt, q, v)
+            tension = pre(tt, q, v) + trim.get(name, 0.0)
             mujoco.mj_applyFT(m, d, tension * u, np.zeros(3), ra, int(m.site_bodyid[sa]), d.qfrc_passive)
             mujoco.mj_applyFT(m, d, -tension * u, np.zeros(3), rb, int(m.site_bodyid[sb]), d.qfrc_passive)
         for sid, F, Tq, reaction in forces:
@@ -141,6 +147,9 @@ def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=N
     worst = 0.0
     mujoco.set_mjcb_passive(passive)
     try:
+        if system.trims:
+            trim.update(_solve_trims(model, data, system, index, vadr,
+                                     system.independent if independent is None else independent, trim))
         mujoco.mj_forward(model, data)
         for k, target in enumerate(times):
             while data.time < target - dt / 2:
@@ -152,7 +161,60 @@ def run_mujoco(system: JointSystem, q0: dict, v0: dict, times, dt=1e-4, inputs=N
         mujoco.set_mjcb_passive(None)
     return PeerResult(times, {nm: qs[:, i] for i, nm in enumerate(names)},
                       {nm: vs[:, i] for i, nm in enumerate(names)}, worst,
-                      {"timestep": dt, "integrator": "RK4", "solref": list(solref), "solimp": list(solimp)})
+                      {"timestep": dt, "integrator": "RK4", "solref": list(solref), "solimp": list(solimp),
+                       "trims": dict(trim)})
+
+
+def _solve_trims(model, data, system, index, vadr, independent, trim):
+    """The trimmed preloads from MuJoCo's own equations at the start pose,
+    at rest: the generalized force along each trimmed coordinate with the
+    other independent ones held is zero.  The tree's force qfrc_passive −
+    qfrc_bias (gravity at rest) is projected on the tree velocities that
+    keep the loop equalities (their rows of efc_J) and give the independent
+    rates, a unit rate of one trimmed coordinate; it is affine in the
+    preloads (``trim``, which the passive callback reads): at 0 and per
+    unit preload."""
+    mujoco = _mujoco()
+    if independent is None:
+        raise MJCFError(f"'{system.name}' has trims: the MuJoCo peer needs its independent coordinates")
+    off_tree = [n for n in [*independent, *(c for _, c in system.trims)] if n not in index]
+    if off_tree:
+        raise MJCFError(f"the MuJoCo peer solves trims along coordinates of its tree; {off_tree} are "
+                        "coordinates of cut joints")
+    absent = [c for _, c in system.trims if c not in independent]
+    if absent:
+        raise MJCFError(f"trimmed coordinates {absent} are not independent coordinates of '{system.name}' "
+                        f"(have {', '.join(independent)})")
+    qvel = data.qvel.copy()
+    data.qvel[:] = 0.0
+    trim.clear()
+    mujoco.mj_forward(model, data)
+    rows = np.flatnonzero(data.efc_type[:data.nefc] == int(mujoco.mjtConstraint.mjCNSTR_EQUALITY))
+    J = np.zeros((data.nefc, model.nv))
+    if mujoco.mj_isSparse(model):
+        mujoco.mju_sparse2dense(J, data.efc_J, data.efc_J_rownnz, data.efc_J_rowadr, data.efc_J_colind)
+    else:
+        J[:] = data.efc_J[:data.nefc * model.nv].reshape(data.nefc, model.nv)
+    E = np.zeros((len(independent), model.nv))
+    E[np.arange(len(independent)), [vadr[index[n]] for n in independent]] = 1.0
+    A = np.vstack([J[rows], E])
+    B = np.zeros((len(A), len(system.trims)))
+    for i, (_, c) in enumerate(system.trims):
+        B[len(rows) + independent.index(c), i] = 1.0
+    twists = np.linalg.lstsq(A, B, rcond=1e-10)[0]
+
+    def along():
+        mujoco.mj_forward(model, data)
+        return twists.T @ (data.qfrc_passive - data.qfrc_bias)
+
+    def set_preloads(p):
+        trim.clear()
+        trim.update(p)
+
+    try:
+        return affine_preloads(system, set_preloads, along, MJCFError)
+    finally:
+        data.qvel[:] = qvel
 
 
 class _Drives:
@@ -209,7 +271,7 @@ class _Drives:
 # --- import --------------------------------------------------------------------
 
 
-def compare_with_mujoco(mech, result, dt=5e-5, log=None, inputs=None) -> dict:
+def compare_with_mujoco(mech, result, dt=5e-5, log=None, inputs=None, independent=None) -> dict:
     """MuJoCo as a peer of an FMU run: ``result`` is fmpy's structured array
     (time, every coordinate and its der()); MuJoCo starts from the FMU's
     first row and is sampled at its times.  ``inputs``: {input name: value
@@ -224,7 +286,7 @@ def compare_with_mujoco(mech, result, dt=5e-5, log=None, inputs=None) -> dict:
     q0 = {n: float(result[n][0]) for n in names}
     v0 = {n: float(result[f"der({n})"][0]) for n in names}
     (log or (lambda m: None))(f"running MuJoCo (RK4, dt = {dt:g} s) as a peer")
-    peer = run_mujoco(mech.joint_system, q0, v0, result["time"], dt=dt, inputs=inputs)
+    peer = run_mujoco(mech.joint_system, q0, v0, result["time"], dt=dt, inputs=inputs, independent=independent)
     errors, verrors = {}, {}
     for c in mech.coordinates:
         if c.name not in peer.q:

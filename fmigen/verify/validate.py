@@ -19,7 +19,7 @@ and per velocity der(q)):
 And the energy balance of the FMU's own trajectory: E = T + V (gravity) and
 W = ∫ P_in dt, the work of every other load (generalized forces, point
 forces, springs), give ``energy_drift`` = max |E(t) − E(0) − W(t)| over the
-largest energy exchanged (``cartesian.energy_drift``).  For a joint-described
+largest energy exchanged (``energy.energy_drift``).  For a joint-described
 mechanism T, V and P_in come from the joint description (body masses,
 inertias and twists by the Cartesian forward kinematics): independent of the
 model stage.  Otherwise T = ½ vᵀ M v uses the DAE's M — shared with the
@@ -48,7 +48,7 @@ import fmpy
 import numpy as np
 
 from fmigen.model import ModelError
-from fmigen.verify.cartesian import energy_drift, work_integral
+from fmigen.verify.energy import energy_drift, work_integral
 from fmigen.verify.compare import coordinate_error
 from fmigen.build.pipeline import Compiled, as_mechanism, build_fmu, load_mechanism
 from fmigen.verify.prescribed import cartesian_drives_along
@@ -317,7 +317,7 @@ def model_energy_balance(dae, times, q, v, signals=None):
     Mechanism: T = ½ vᵀ M v with the DAE's M — the model stage's own M, so
     this checks the integration, not the equations of motion — V from gravity
     and the bodies' centre-of-mass heights, W = ∫ (Σ Q_i v_i + Σ f · ṗ) dt
-    by ``cartesian.work_integral`` (inputs at their start values, or the
+    by ``energy.work_integral`` (inputs at their start values, or the
     expressions in t of ``signals``)."""
     import sympy as sp
 
@@ -520,7 +520,7 @@ def _computed_rows(result, per, stop_time, sample_interval, log):
     return fine, result, stopped_early
 
 
-def _mujoco_entry(mech, result, signals, coord_tol, velocity_tol, log):
+def _mujoco_entry(mech, result, signals, coord_tol, velocity_tol, log, independent=None):
     """The MuJoCo peer's report entry: the joint description run in MuJoCo
     from the FMU's start and compared with its trajectory ``result``."""
     from fmigen.frontends.mjcf import MJCFError
@@ -528,7 +528,7 @@ def _mujoco_entry(mech, result, signals, coord_tol, velocity_tol, log):
     try:
         # the same input signals as the FMU and the references: MuJoCo
         # evaluates each expression in t at every RK4 stage
-        entry = compare_with_mujoco(mech, result, log=log, inputs=signals)
+        entry = compare_with_mujoco(mech, result, log=log, inputs=signals, independent=independent)
         entry["passed"] = _reference_entry(entry["max_abs_error"], entry["max_abs_velocity_error"],
                                            coord_tol, velocity_tol)["passed"]
     except MJCFError as e:
@@ -625,14 +625,15 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
                                                        energy_drift=cart.energy_drift)
         _check_drives(mech, dae, references, result, fine, per, independent, signal_fns, ref, model, cart, drive_tol)
         log("energy balance of the FMU's trajectory from the joint description")
-        T, V, W = model.energy_balance(fine["time"], dict(zip(dae.names, q_fmu.T)), dict(zip(dae.names, v_fmu.T)))
+        T, V, W = model.energy_balance(fine["time"], dict(zip(dae.names, q_fmu.T)), dict(zip(dae.names, v_fmu.T)),
+                                       independent)
         source = "the joint description (independent of the model stage)"
     else:
         _check_drives(mech, dae, references, result, fine, per, independent, signal_fns, ref, None, None, drive_tol)
         T, V, W = model_energy_balance(dae, fine["time"], q_fmu, v_fmu, signals)
         source = "the DAE's M (shared with the model stage: checks the integration only)"
     if peer == "mujoco":
-        references["mujoco"] = _mujoco_entry(mech, result, signals, coord_tol, velocity_tol, log)
+        references["mujoco"] = _mujoco_entry(mech, result, signals, coord_tol, velocity_tol, log, independent)
     drift = energy_drift(T, V, W)
     energy = {"t": np.asarray(fine["time"], dtype=float), "T": np.asarray(T), "V": np.asarray(V),
               "W": np.asarray(W)}

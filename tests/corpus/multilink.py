@@ -52,7 +52,7 @@ with the wheel 25 kg, rods 1 kg (slim rods).
 # in the motion; the balance's work integral of the stiff, overdamped
 # coil-over (a pole near −86 1/s) sampled every 1 ms: the cumulative
 # Simpson rule's first samples.  With validate's degree-7 work integral
-# (``cartesian.work_integral``) the case passes: energy drift 9.1e-8,
+# (``energy.work_integral``) the case passes: energy drift 9.1e-8,
 # IDA and Cartesian 3.0e-9, MuJoCo 1.1e-8 (docs/corpus.md).  C generation took 1266 s wall at load average 20 (the whole
 # case 170 s CPU).
 """
