@@ -66,6 +66,19 @@ def test_unknown_mechanism_lists_the_known_ones():
         load_mechanism("nosuch")
 
 
+def test_a_mechanism_module_that_does_not_import_names_its_cause(tmp_path):
+    # a module copied away from its siblings: its sibling import has nothing
+    # to resolve against (this was a traceback through the loader)
+    module = tmp_path / "mine.py"
+    module.write_text("from my_mechanisms.stephenson3 import THETA0\n")
+    with pytest.raises(ModelError, match=r"mine.py does not import: ModuleNotFoundError: "
+                                         r"No module named 'my_mechanisms'; its own imports resolve from"):
+        load_mechanism(str(module))
+    module.write_text("def build(:\n")
+    with pytest.raises(ModelError, match=r"mine.py does not import: SyntaxError: .*line 1"):
+        load_mechanism(str(module))
+
+
 def test_nonpositive_step_is_rejected(tmp_path):
     from fmigen.fmi.fmu import BuildError
     with pytest.raises(BuildError, match="step must be > 0"):

@@ -59,7 +59,15 @@ def load_mechanism(spec: str, use_cache=True) -> Mechanism:
     root = str(path.resolve().parent.parent)
     if root not in sys.path:
         sys.path.append(root)
-    module_spec.loader.exec_module(module)
+    try:
+        module_spec.loader.exec_module(module)
+    except (ImportError, SyntaxError) as exc:
+        # the user's own module: its file and the failing import or line, not
+        # a traceback through fmigen's loader
+        del sys.modules[mod_name]
+        where = (f"; its own imports resolve from {root} (the folder above its folder) and the "
+                 f"installed packages" if isinstance(exc, ImportError) else "")
+        raise ModelError(f"{path} does not import: {type(exc).__name__}: {exc}{where}") from exc
     if not hasattr(module, "build"):
         raise ModelError(f"{path} has no build() -> Mechanism function")
     return as_mechanism(module.build(), f"{path}: build()", use_cache)
