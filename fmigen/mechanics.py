@@ -9,7 +9,7 @@ So ``sympy.physics`` is registered here as its own module object, with its
 package path but its ``__init__`` not yet run: subpackages import as usual,
 a subpackage reached as an attribute (``from sympy.physics import
 vector``, as ``mechanics`` does) is imported then, and the first other
-attribute it lacks (the matrices' names) runs the real ``__init__`` once
+attribute it lacks (the matrices' names, or ``__all__`` for a star import) runs the real ``__init__`` once
 and is looked up again, so code that uses ``sympy.physics`` sees the
 package it always saw.
 """
@@ -31,8 +31,9 @@ def _register_sympy_physics():
     module = importlib.util.module_from_spec(spec)
 
     def __getattr__(name):
-        if name.startswith("__"):
-            # the import system's probes (__path__ is set; others absent)
+        if name.startswith("__") and name != "__all__":
+            # the import system's probes (__path__ is set; others absent);
+            # ``__all__`` is the real package's (a star import asks for it)
             raise AttributeError(name)
         if importlib.util.find_spec(f"sympy.physics.{name}") is not None:
             # a subpackage (``from sympy.physics import vector``, as

@@ -111,3 +111,15 @@ print(json.dumps({"units": units, "scipy": "scipy" in sys.modules, "blocks": [b.
     assert second["blocks"] == [b.unknowns for b in choose_partition(derived.dae_of(prepare_mechanism("fourbar"))).blocks]
     import sympy.physics                                          # the package still works as sympy's
     assert sympy.physics.units.meter is not None and callable(sympy.physics.mgamma)
+
+
+def test_a_star_import_of_sympy_physics_after_fmigen_gets_the_real_package():
+    names = json.loads(_run("""
+import json
+import fmigen.mechanics
+from sympy.physics import *
+print(json.dumps(sorted(k for k in ("mgamma", "msigma", "hydrogen", "qapply") if k in globals())))
+"""))
+    import sympy.physics
+    assert names == sorted(k for k in ("mgamma", "msigma", "hydrogen", "qapply") if k in sympy.physics.__all__)
+    assert "mgamma" in names
