@@ -11,8 +11,8 @@ import fmpy
 import numpy as np
 import pytest
 
+from fmigen.build.derived import dae_of
 from fmigen.build.pipeline import build_fmu, compile_model, prepare_mechanism
-from fmigen.derive.dae import build_dae
 from fmigen.model import Mechanism, ModelError
 from fmigen.verify.reference import assemble_newton, solve_reference
 
@@ -64,7 +64,9 @@ def test_retuned_hard_point_matches_ida(fmus):
     """IDA on the hard-point DAE at the new length (its Φ, M and F evaluated
     with l3 = RETUNED; nothing of the triangularization or the C)."""
     mech = prepare_mechanism(_module().build())
-    dae = build_dae(mech).at_hard_points({"l3": RETUNED})
+    # the DAE the builds of the fixture derived (derived.dae_of: the same
+    # equations, read from the DAE cache)
+    dae = dae_of(mech).at_hard_points({"l3": RETUNED})
     q0 = assemble_newton(dae, dae.start_guess(), ["theta"])
     times = np.linspace(0.0, STOP, round(STOP / DT) + 1)
     ref = solve_reference(dae, q0, dae.start_velocity_guess(), times, ["theta"], rtol=1e-12)
@@ -145,7 +147,7 @@ def test_quarter_car_chassis_point_retuned_matches_ida(tmp_path):
     names = ["zc", "z", "spin", "x", "y", "psi", "theta", "phi"]
     got = fmpy.simulate_fmu(str(fmu_path), stop_time=stop, output_interval=dt, start_values={"C1z": moved},
                             output=[*names, "constraint_residual"])
-    dae = build_dae(mech).at_hard_points({"C1z": moved})
+    dae = dae_of(mech).at_hard_points({"C1z": moved})      # the build's DAE, from the DAE cache
     q0 = assemble_newton(dae, dae.start_guess(), independent)
     times = np.linspace(0.0, stop, round(stop / dt) + 1)
     ref = solve_reference(dae, q0, dae.start_velocity_guess(), times, independent, rtol=1e-12)

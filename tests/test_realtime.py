@@ -36,7 +36,7 @@ def _member(fmu, name):
 def test_realtime_caps_are_the_sweeps_measured_need_plus_the_margin(fmus):
     """The caps in the realtime FMU's model_config.h and documentation
     against a separate run of `fmigen bench --worst-case`'s harness (its own
-    derivation): each loop's is 2 × the most iterations it took over the
+    derivation, the C from the derived-model cache as a build reads it): each loop's is 2 × the most iterations it took over the
     workspace samples' steps and their assembly, + 2, at most the global
     cap.  The sweep does run Newton, so the Newton cap is below the global
     one: a build with the global caps fails this.  model.c is the default

@@ -82,7 +82,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fmigen.generate import codegen, codegen_newton, formulation
-from fmigen.derive.dae import build_dae
 from fmigen.derive.embed import embed
 from fmigen.model import ModelError
 from fmigen.derive.partition import choose_partition
@@ -151,18 +150,43 @@ def generate_sources(mech, kinematics, log=None, augmented=(), dynamics="auto"):
     --dynamics`` chooses it."""
     from fmigen.kinematics.triangular import triangularize
     log = log or (lambda m: None)
-    dae, part, emb, dynamics, why = derivation(mech, dynamics)
+    option = dynamics
+    dae, part, emb, dynamics, why = derivation(mech, option)
     log(f"dynamics: {dynamics} ({why})")
     for form in augmented:
         formulation.check_model(emb, form)
     out, shared = {}, {}
     for k in kinematics:
-        log(f"generating C for kinematics '{k}'")
         tri = triangularize(dae, part, kinematics=k, log=lambda m: log("  " + m))
-        out[k] = (codegen.generate(emb, tri, mech.name, shared=shared, dynamics=dynamics), dae.names)
+        out[k] = (_generated(mech, k, option, dae, part, emb, tri, dynamics, shared, log), dae.names)
     for form in augmented:
         out[form.name] = (formulation.apply(out["groebner"][0], form, emb), dae.names)
     return out
+
+
+def _generated(mech, kinematics, dynamics_option, dae, part, emb, tri, dynamics, shared, log):
+    """``codegen.generate`` of one formulation, through the derived-model
+    cache as ``fmigen build --kinematics K`` derives (``derived.generated_of``:
+    the same bytes), and recorded there when generated: a bench after a
+    build (or a build after a bench) of the same mechanism does not generate
+    its C again.  Not for a mechanism with coordinate switching, whose
+    build adds the other sets' kinematics that the harness leaves out."""
+    from fmigen.build import derived
+    from fmigen.build.pipeline import Compiled, derivation_options
+    use_cache = not mech.switch_independent
+    options = derivation_options(kinematics=kinematics, dynamics=dynamics_option)
+    found = derived.generated_of(mech, options, emb, tri) if use_cache else None
+    if found is not None:
+        log(f"C for kinematics '{kinematics}' from the derived-model cache")
+        return found[0]
+    log(f"generating C for kinematics '{kinematics}'")
+    t0 = time.perf_counter()
+    gen = codegen.generate(emb, tri, mech.name, shared=shared, dynamics=dynamics)
+    if use_cache:
+        failed = any(solved_block.engine_failed for solved_block in tri.blocks)
+        derived.remember(Compiled(mech, dae, part, emb, tri, gen, {"codegen": time.perf_counter() - t0}, dynamics,
+                                  failed), options)
+    return gen
 
 
 def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, cc="gcc", opt=None,
@@ -595,7 +619,6 @@ def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, k
     ``fmigen build --realtime`` builds it, with the caps that build derives
     from this run (``realtime_caps``), which the result reports."""
     from fmigen.build.pipeline import prepare_mechanism
-    from fmigen.generate.codegen_recursive import choose as choose_dynamics
     from fmigen.kinematics.triangular import triangularize
     if instructions and not shutil.which("valgrind"):
         raise ModelError("fmigen bench --worst-case counts instructions with valgrind, which is not installed")
@@ -603,12 +626,10 @@ def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, k
     mech = prepare_mechanism(spec, log)
     if mech.kinematic:
         raise ModelError(f"'{mech.name}' is a kinematic mechanism; --worst-case steps its dynamics")
-    dae = build_dae(mech)
-    part = choose_partition(dae)
-    emb = embed(dae, part)
-    dynamics, _ = choose_dynamics("auto", emb, part)
+    # the build's model: the derivation and its C as generate_sources takes them
+    dae, part, emb, dynamics, _ = derivation(mech)
     tri = triangularize(dae, part, kinematics="groebner", log=lambda m: log("  " + m))
-    gen = codegen.generate(emb, tri, mech.name, dynamics=dynamics)
+    gen = _generated(mech, "groebner", "auto", dae, part, emb, tri, dynamics, None, log)
     run = dict(stop_time=stop_time, step=step, seed=seed, solver=solver, keep=keep)
     if not realtime:
         return run_worst_case(mech, dae, gen, tri.sweep, instructions=instructions, **run)
