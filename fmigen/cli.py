@@ -180,6 +180,8 @@ def cmd_validate(args):
               f"(tolerance {report.tolerances['constraint_residual']:g})")
         print(f"  energy drift             = {report.energy_drift:.3e}   "
               f"(tolerance {report.tolerances['energy']:g}; T from {report.energy_source})")
+        if report.energy_error:
+            print(f"    could not be computed: {report.energy_error}")
         if report.reference_error_estimate is not None:
             print(f"  reference self-check: |ref(rtol) − ref(100·rtol)| = {report.reference_error_estimate:.3e}")
         if args.plot:

@@ -368,7 +368,7 @@ def _cartesian_key(model, args, kwargs):
     from sympy.matrices import MatrixBase
 
     from fmigen import joints
-    from fmigen.verify import cartesian, prescribed, rigid_motion, trims
+    from fmigen.verify import cartesian, cartesian_solve, energy, prescribed, rigid_motion, trims
     inputs = []
     for fn in model.input_fns:
         # CartesianModel.__init__ wraps an input given as a value in a lambda
@@ -386,8 +386,8 @@ def _cartesian_key(model, args, kwargs):
     except (TypeError, ValueError):      # an argument that is not numbers
         return None
     h = hashlib.sha256()
-    for part in [Path(cartesian.__file__).read_bytes(), Path(rigid_motion.__file__).read_bytes(),
-                 Path(prescribed.__file__).read_bytes(), Path(trims.__file__).read_bytes(),
+    for part in [*(Path(m.__file__).read_bytes() for m in (cartesian, cartesian_solve, energy, rigid_motion,
+                                                            prescribed, trims)),
                  Path(joints.__file__).read_bytes(), sksundae.__version__, np.__version__, sp.__version__,
                  system, repr(model.baumgarte), repr(list(map(float, model.param_values))), repr(inputs),
                  *call]:

@@ -275,3 +275,86 @@ def test_energy_drift_at_rest_is_measured_against_the_precision_of_E():
     t = np.linspace(0, 1, n)
     assert energy_drift(0.5 * np.sin(t) ** 2, 3.7e3 - 0.5 * np.sin(t) ** 2 + 1e-9 * t, np.zeros(n)) == \
         pytest.approx(1e-9 / (0.5 * np.sin(1.0) ** 2), rel=1e-3)
+
+
+#: the parallelogram RSSR's crank (= rocker) and coupler length [m]
+CRANK, COUPLER = 1.0, 3.0
+
+
+def rssr_parallelogram() -> JointSystem:
+    """A spatial four-bar: revolute crank and rocker about parallel z axes,
+    a coupler on spherical joints (16 constraint rows of rank 16, no
+    redundant ones: the sparse path's kind of J), in parallelogram
+    proportions, so its loop has a change point where it lies flat along x
+    (θ = π): there J loses a rank."""
+    s = JointSystem("rssr_parallelogram")
+    crank = s.body("crank", 1.0, (0.01, CRANK**2 / 12, CRANK**2 / 12), com=(CRANK / 2, 0, 0))
+    coupler = s.body("coupler", 1.0, (0.01, COUPLER**2 / 12, COUPLER**2 / 12), com=(COUPLER / 2, 0, 0))
+    rocker = s.body("rocker", 1.0, (0.01, CRANK**2 / 12, CRANK**2 / 12), com=(CRANK / 2, 0, 0))
+    s.revolute("theta", s.ground.origin, crank.origin)
+    s.spherical("A", crank.marker("A", (CRANK, 0, 0)), coupler.origin)
+    s.spherical("B", coupler.marker("B", (COUPLER, 0, 0)), rocker.marker("B", (CRANK, 0, 0)))
+    s.revolute("phi", s.ground.marker("D", (COUPLER, 0, 0)), rocker.origin)
+    s.gravity = (-9.81, 0, 0)
+    s.joint_force("theta", s.input("tau", 0.0, "N.m"))
+    return s
+
+
+def rssr_pose(model, delta):
+    """The parallelogram at θ = π − δ (coupler level, rocker parallel to the crank), exactly."""
+    th = math.pi - delta
+    q = {"theta": th, "A_1": -th, "A_2": 0.0, "A_3": 0.0, "B_1": th, "B_2": 0.0, "B_3": 0.0, "phi": th}
+    X, R, _ = model.forward_kinematics(q)
+    return X, R
+
+
+def test_sparse_path_falls_back_where_the_svd_path_drops_a_row():
+    """Through the change point of the parallelogram RSSR, with the crank
+    turning at 1 rad/s: the run's solver takes the sparse path (J of full
+    rank at θ = π − 0.3), and at every pose where the SVD path's cut sees a
+    rank loss (σ_min/σ_max of J = 0.24 δ: below 1e-8 from δ ≈ 4e-8) it
+    solves by the SVD path, so its accelerations are that path's; above the
+    cut both paths solve the same full system.  The sparse LU of the whole
+    bordered system alone, the fallback before, kept δ = 3e-8 and 1e-8 and
+    put the crank's acceleration 0.14 and 0.38 (|V̇| = 1) off the SVD path's."""
+    from fmigen.verify.cartesian_solve import svd_rows
+    model = CartesianModel(rssr_parallelogram())
+    X, R = rssr_pose(model, 0.3)
+    solver = model.solver
+    solver.decide(model.constraints(X, R, np.zeros(6 * model.N))[1])
+    assert solver.sparse
+    kept = {}
+    for delta in (1e-2, 1e-4, 1e-6, 1e-7, 3e-8, 1e-8, 1e-9, 1e-12, 0.0):
+        X, R = rssr_pose(model, delta)
+        for turning in (False, True):
+            if turning and delta < 1e-8:
+                # the crank's rate no longer determines the motion (start_velocity refuses)
+                continue
+            V = model.start_velocity(X, R, {"theta": 1.0}) if turning else np.zeros(6 * model.N)
+            wind = model.joint_coordinates(X, R)[model.angle_index]
+            Q = model.body_forces(0.0, X, R, V, wind)[0]
+            Phi, J, gamma = model.constraints(X, R, V, sparse=True)
+            rhs = gamma - 2 * model.baumgarte * (J @ V) - model.baumgarte**2 * Phi
+            before = solver.counts["sparse"]
+            acc, _ = solver.solve(J, rhs, (Q, None, None, None))
+            by_svd, _ = solver._svd(J.toarray(), rhs, Q, None, None, None, len(Q))
+            full = svd_rows(J.toarray())[3] == J.shape[0]
+            assert (solver.counts["sparse"] > before) == full, delta
+            kept[delta] = full
+            assert np.abs(acc - by_svd).max() <= 1e-8 * max(1.0, np.abs(by_svd).max()), (delta, turning)
+    assert kept[1e-7] and not kept[3e-8]
+
+
+def test_solver_counts_are_per_run():
+    """The evaluations by path count one run: simulating twice on one model
+    counts the second run as the first.  (The crank torque is given as a
+    signal, so conftest's memo of Cartesian runs, which keys values only,
+    integrates both.)"""
+    times = np.linspace(0.0, 0.02, 3)
+    th = math.pi - 0.3
+    start = {"theta": th, "A_1": -th, "A_2": 0.0, "A_3": 0.0, "B_1": th, "B_2": 0.0, "B_3": 0.0, "phi": th}
+    model = CartesianModel(rssr_parallelogram(), inputs={"tau": lambda tt: 0.0})
+    model.simulate(start, {"theta": 1.0}, ["theta"], times)
+    first = dict(model.solver.counts)
+    model.simulate(start, {"theta": 1.0}, ["theta"], times)
+    assert first["sparse"] > 0 and model.solver.counts == first

@@ -153,3 +153,83 @@ def test_an_fmu_that_stops_before_its_first_output_is_a_clear_error():
     from fmigen.verify.validate import validate
     with pytest.raises(ModelError, match=r"the FMU stopped at t=0\.8\d* .*before the first output time 1"):
         validate(toggle_fourbar(), stop_time=2.0, output_interval=1.0)
+
+
+def _trimmed_pendulum_file(tmp_path):
+    """tests/test_trim.py's sprung pendulum (a trimmed spring) as a mechanism
+    file for the command line."""
+    path = tmp_path / "trim_pendulum.py"
+    path.write_text("from test_trim import sprung_pendulum\n\n\ndef build():\n    return sprung_pendulum()\n")
+    return str(path)
+
+
+def _validate_cli(capsys, *args):
+    from fmigen import cli
+    code = cli.main(["validate", *args, "--stop-time", "0.05", "--step", "1e-3"])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_a_reference_that_fails_before_its_trims_is_a_failed_entry_with_its_cause(tmp_path, capsys, monkeypatch):
+    """The Cartesian reference failing in its assembly (before it solves the
+    trims) by a numerical library's error, and MuJoCo failing by an error of
+    its own kind: each entry fails naming the cause, the energy balance
+    still solves the trim itself at the FMU's start and closes, and
+    validate ends FAILED, exit 1 — no traceback."""
+    pytest.importorskip("mujoco")
+    from fmigen.verify import cartesian, mujoco_peer
+
+    def no_assembly(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    def no_peer(*args, **kwargs):
+        raise ValueError("mj_forward: mass matrix is not positive definite")
+
+    monkeypatch.setattr(cartesian.CartesianModel, "assemble", no_assembly)
+    monkeypatch.setattr(mujoco_peer, "run_mujoco", no_peer)
+    code, out, err = _validate_cli(capsys, _trimmed_pendulum_file(tmp_path), "--peer", "mujoco")
+    assert code == 1 and "Traceback" not in err
+    assert "vs the DAE reference (IDA on the model's M, F, Φ), rtol 1e-12: passed" in out
+    assert "could not run: LinAlgError: SVD did not converge (raised at test_validation.py:" in out
+    assert "could not run: ValueError: mj_forward: mass matrix is not positive definite" in out
+    drift = float(out.split("energy drift             = ")[1].split()[0])
+    assert drift < 1e-6
+    assert out.rstrip().endswith("FAILED")
+
+
+def test_an_energy_balance_that_cannot_solve_its_trims_fails_with_its_cause(tmp_path, monkeypatch):
+    """The trims unsolvable in the joint description's equations: the
+    Cartesian reference and the energy balance both fail with that
+    message, and the report says so (JSON: energy_drift null and
+    energy_error) instead of raising."""
+    from fmigen.verify import cartesian
+    from fmigen.verify.validate import validate
+    from test_trim import sprung_pendulum
+
+    def unsolvable(*args, **kwargs):
+        raise cartesian.CartesianError("the trims of 'trim_pendulum' do not determine their preloads")
+
+    monkeypatch.setattr(cartesian, "cartesian_trims", unsolvable)
+    r = validate(sprung_pendulum(), stop_time=0.05, step=1e-3)
+    assert not r.passed and r.references["ida"]["passed"]
+    assert r.references["cartesian"]["error"] == "the trims of 'trim_pendulum' do not determine their preloads"
+    assert r.energy_error == "the trims of 'trim_pendulum' do not determine their preloads"
+    out = r.as_json()
+    assert out["energy_drift"] is None and out["energy_error"] == r.energy_error
+
+
+def test_an_ida_reference_that_fails_at_its_start_ends_validate_with_its_cause(tmp_path, capsys, monkeypatch):
+    """IDA failing before its first output time (no trajectory to compare
+    with): validate ends with one line naming the DAE reference and the
+    cause, exit 2."""
+    from fmigen.verify import validate as validate_module
+    from fmigen.verify.reference import ReferenceSolverError
+
+    def fails(*args, **kwargs):
+        raise ReferenceSolverError("IDA failed at t = 0: the corrector could not converge")
+
+    monkeypatch.setattr(validate_module, "solve_reference", fails)
+    code, out, err = _validate_cli(capsys, _trimmed_pendulum_file(tmp_path))
+    assert code == 2 and "Traceback" not in err
+    assert ("fmigen: error: the DAE reference (IDA) failed before its first output time: "
+            "IDA failed at t = 0: the corrector could not converge") in err

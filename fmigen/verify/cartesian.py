@@ -197,7 +197,8 @@ class CartesianModel:
                 raise ModelError(f"'{system.name}' has no parameter '{k}'")
             pvals[k] = float(v)
         self.param_values = [pvals[p.name] for p in system.parameters]
-        self.param_subs = {p.symbol: pvals[p.name] for p in system.parameters}
+        # sympy numbers: xreplace returns a value as given where it replaces the whole expression
+        self.param_subs = {p.symbol: sp.Float(pvals[p.name]) for p in system.parameters}
         inputs = inputs or {}
         unknown = set(inputs) - {i.name for i in system.inputs}
         if unknown:
@@ -215,7 +216,7 @@ class CartesianModel:
         for k, n in enumerate(self.body_names):
             b = system.bodies[n]
             self.mass[k] = self._num(b.mass, f"mass of '{n}'")
-            self.inertia[k] = np.array(b.inertia.subs(self.param_subs), dtype=float)
+            self.inertia[k] = np.array(b.inertia.xreplace(self.param_subs), dtype=float)
             self.com[k] = [self._num(c, f"com of '{n}'") for c in b.com]
         # M is block diagonal; it may be singular (a slender rod with no
         # inertia about its axis) as long as the joints hold that motion,
@@ -233,7 +234,7 @@ class CartesianModel:
             if key not in self._markers:
                 self._markers[key] = _Marker(index[mk.body.name],
                                              np.array([self._num(e, mk.label) for e in mk.position]),
-                                             np.array(mk.rotation.subs(self.param_subs), dtype=float), mk.label)
+                                             np.array(mk.rotation.xreplace(self.param_subs), dtype=float), mk.label)
             return self._markers[key]
 
         self.marker = marker
@@ -263,7 +264,7 @@ class CartesianModel:
         self.drives = CartesianDrives(self) if system.prescribed else None
 
     def _num(self, expr, what):
-        val = sp.sympify(expr).subs(self.param_subs)
+        val = sp.sympify(expr).xreplace(self.param_subs)
         if val.free_symbols:
             raise ModelError(f"{what} of '{self.system.name}' uses {sorted(map(str, val.free_symbols))}: "
                              "body and marker data may only use parameters")

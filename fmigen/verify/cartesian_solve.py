@@ -17,16 +17,18 @@ Baumgarte terms), bordered by the drives of prescribed coordinates
   LU of the bordered system grow as the cube of the bodies' count.
 
 ``AccelerationSolver.decide`` picks the sparse path for a run when J at its
-start has full row rank by a clear margin (``FULL_RANK_MARGIN``), and any
-evaluation whose LU has a pivot below ``PIVOT_FLOOR`` of the largest (J
-near a loss of rank) is solved by the SVD path instead.
+start has full row rank by a clear margin (``FULL_RANK_MARGIN``).  Every
+evaluation on it then asks whether the SVD path would keep all of J's rows,
+by that path's own cut (``RankWatch``): where it would drop one (J at or
+near a loss of rank mid-run), the SVD path solves that evaluation, so the
+two paths never differ by which rows count.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sps
-from scipy.sparse.linalg import splu
+from scipy.sparse.linalg import norm as sparse_norm, splu
 
 from fmigen.verify.prescribed import solve_bordered
 
@@ -35,9 +37,6 @@ from fmigen.verify.prescribed import solve_bordered
 #: path's rank cut (1e-8), so a J that takes the sparse path is not near a
 #: redundancy the cut would see
 FULL_RANK_MARGIN = 1e-6
-#: the smallest |pivot| of the sparse LU, relative to the largest, below
-#: which an evaluation goes to the SVD path
-PIVOT_FLOOR = 1e-10
 #: the SVD path's rank cut, relative to J's largest singular value: between
 #: the redundant rows' singular values off the constraint manifold (of the
 #: order of the drift) and a regular configuration's
@@ -70,8 +69,38 @@ def joint_rows_matrix(rows, cols, n6, sparse=False):
 def svd_rows(J):
     """(u, sv, vt, r): the SVD of a dense J and its rank by ``RANK_CUT``."""
     u, sv, vt = np.linalg.svd(J, full_matrices=False)
-    r = int((sv > RANK_CUT * sv[0]).sum()) if len(sv) and sv[0] > 0 else 0
-    return u, sv, vt, r
+    return u, sv, vt, svd_rows_rank(sv)
+
+
+class RankWatch:
+    """Whether J has full row rank by ``RANK_CUT`` (``svd_rows`` keeps all
+    its rows), decided exactly without an SVD per evaluation: singular
+    values move by at most the change of the matrix (H. Weyl, 1912:
+    |σᵢ(J) − σᵢ(J₀)| ≤ ‖J − J₀‖₂ ≤ ‖J − J₀‖_F), so with the singular values
+    of an earlier J₀, while σ_min(J₀) − d > RANK_CUT (σ_max(J₀) + d),
+    d = ‖J − J₀‖_F, J keeps every row.  Otherwise J's own singular values
+    decide, and J becomes J₀."""
+
+    def __init__(self):
+        self.J0 = None
+        self.sv = None
+        #: SVDs taken (the bound did not decide), for the log and the tests
+        self.svds = 0
+
+    def full_rank(self, J) -> bool:
+        if self.J0 is not None and self.J0.shape == J.shape:
+            d = sparse_norm(J - self.J0) if sps.issparse(J) else np.linalg.norm(J - self.J0)
+            if self.sv[-1] - d > RANK_CUT * (self.sv[0] + d):
+                return True
+        self.svds += 1
+        self.J0 = J.copy()
+        self.sv = np.linalg.svd(J.toarray() if sps.issparse(J) else J, compute_uv=False)
+        return svd_rows_rank(self.sv) == J.shape[0]
+
+
+def svd_rows_rank(sv) -> int:
+    """The rank of a matrix with singular values ``sv`` (descending) by ``RANK_CUT``."""
+    return int((sv > RANK_CUT * sv[0]).sum()) if len(sv) and sv[0] > 0 else 0
 
 
 class AccelerationSolver:
@@ -82,20 +111,24 @@ class AccelerationSolver:
         self.M_sparse = sps.csr_matrix(M)
         #: the sparse path for this run (``decide``); False: the SVD path
         self.sparse = False
-        #: evaluations by path, for the log and the tests
+        #: evaluations by path in this run, for the log and the tests
         self.counts = {"sparse": 0, "svd": 0}
+        self.rank = RankWatch()
 
     def decide(self, J):
-        """The sparse path when the dense J has full row rank by ``FULL_RANK_MARGIN``."""
+        """For a run starting at the dense J: the sparse path when J has
+        full row rank by ``FULL_RANK_MARGIN``; the counts start at 0."""
         sv = np.linalg.svd(J, compute_uv=False) if len(J) else np.zeros(0)
         self.sparse = bool(len(sv)) and len(sv) == J.shape[0] and sv.min() > FULL_RANK_MARGIN * sv.max()
+        self.counts = {"sparse": 0, "svd": 0}
+        self.rank = RankWatch()
 
     def solve(self, J, rhs, border=None):
         """(v̇, d): J (CSR) v̇ = rhs with M v̇ + Jᵀλ (− Bᵀd) = Q; ``border``:
         (Q, B, A, b) with the drive rows A v̇ = b, or (Q, None, None, None)."""
         Q, B, A, b = border
         n = len(Q)
-        if self.sparse:
+        if self.sparse and self.rank.full_rank(J):
             out = self._sparse(J, rhs, Q, B, A, b)
             if out is not None:
                 self.counts["sparse"] += 1
@@ -115,10 +148,7 @@ class AccelerationSolver:
         K = sps.bmat(blocks, format="csc")
         try:
             lu = splu(K)
-        except RuntimeError:      # exactly singular
-            return None
-        piv = np.abs(lu.U.diagonal())
-        if piv.min() <= PIVOT_FLOOR * piv.max():
+        except RuntimeError:      # exactly singular: M singular on a motion J allows
             return None
         sol = lu.solve(np.r_[Q, rhs])
         return sol[:n], (sol[n + m:] if B is not None else None)

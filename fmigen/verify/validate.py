@@ -88,6 +88,8 @@ class Report:
     #: relative energy-balance drift of the FMU's trajectory, and what T was computed from
     energy_drift: float = 0.0
     energy_source: str = ""
+    #: why the energy balance could not be computed (then ``energy_drift`` is nan), else None
+    energy_error: str | None = None
     #: the Cartesian reference's solution, when there is one
     cartesian: object = field(default=None, repr=False)
     #: the energy balance per FMU step: times, kinetic T, potential V, work W
@@ -104,7 +106,9 @@ class Report:
                 "max_abs_velocity_error": self.max_abs_velocity_error,
                 "max_constraint_residual": self.max_constraint_residual,
                 "references": self.references,
-                "energy_drift": self.energy_drift,
+                # JSON has no nan: a balance that could not be computed is null, with its cause
+                "energy_drift": None if self.energy_error else self.energy_drift,
+                **({"energy_error": self.energy_error} if self.energy_error else {}),
                 "passed": self.passed}
 
 
@@ -430,19 +434,38 @@ def cartesian_reference(mech, dae, q0, independent, result, rtol, log, signals=N
                          f"coordinates of '{system.name}' ({', '.join(sorted(joint_names))})")
     sys_params = {p.name for p in system.parameters}
     sys_inputs = {i.name for i in system.inputs}
-    model = CartesianModel(system, parameters={p.name: p.value for p in mech.parameters if p.name in sys_params},
-                           inputs={i.name: (signals or {}).get(i.name, i.start) for i in mech.inputs
-                                   if i.name in sys_inputs})
-    log(f"integrating the Cartesian reference ({model.N} bodies in absolute coordinates, CVODE, rtol={rtol:g})")
-    v0 = dae.start_velocity_guess()
+    model = None
     try:
+        model = CartesianModel(system, parameters={p.name: p.value for p in mech.parameters if p.name in sys_params},
+                               inputs={i.name: (signals or {}).get(i.name, i.start) for i in mech.inputs
+                                       if i.name in sys_inputs})
+        log(f"integrating the Cartesian reference ({model.N} bodies in absolute coordinates, CVODE, rtol={rtol:g})")
+        v0 = dae.start_velocity_guess()
         sol = model.simulate(dict(zip(dae.names, q0)), dict(zip(dae.names, v0)), independent, result["time"],
                              rtol=rtol)
-    except CartesianError as e:
+    except Exception as e:      # noqa: BLE001 — any failure of the reference fails its entry, said why
         # a reference that cannot run is a failed validation, reported as such
-        log(f"the Cartesian reference failed: {e}")
-        return model, None, str(e)
+        message = failure_message(e, CartesianError)
+        log(f"the Cartesian reference failed: {message}")
+        return model, None, message
+    counts = model.solver.counts
+    log(f"the Cartesian reference: {model.evaluations} evaluations, {counts['sparse']} by the sparse path and "
+        f"{counts['svd']} by the SVD path; J's rank by its singular values {model.solver.rank.svds} times")
     return model, sol, None
+
+
+def failure_message(error, *own) -> str:
+    """One line saying why a reference (or the energy balance) failed: the
+    message of one of its ``own`` exception classes as it stands (they name
+    the cause); any other exception — a numerical library's, or a bug —
+    with its type and the line that raised it, so that a validation ends
+    with a failed entry and its cause instead of a traceback."""
+    if isinstance(error, own):
+        return str(error)
+    import traceback
+    where = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
+    at = f" (raised at {Path(where.filename).name}:{where.lineno})" if where else ""
+    return f"{type(error).__name__}: {error}{at}"
 
 
 def _ida_reference(dae, q0, v0, times, independent, rtol, signal_fns, log):
@@ -520,6 +543,34 @@ def _computed_rows(result, per, stop_time, sample_interval, log):
     return fine, result, stopped_early
 
 
+def _energy_balance(mech, dae, model, fine, q_fmu, v_fmu, independent, signals, log):
+    """(drift, {t, T, V, W}, what T came from, None) of the FMU's trajectory
+    (rows ``fine``, every step): from the joint description by the
+    Cartesian ``model`` when the mechanism has one, else from the DAE.
+    When it cannot be computed (the Cartesian model could not be made, or
+    solving the trims at the FMU's start failed): (nan, {}, source, why)."""
+    if mech.joint_system is not None:
+        from fmigen.verify.cartesian import CartesianError
+        source = "the joint description (independent of the model stage)"
+        log("energy balance of the FMU's trajectory from the joint description")
+        try:
+            if model is None:
+                raise CartesianError("the joint description's Cartesian model could not be made (see the "
+                                     "Cartesian reference's error)")
+            T, V, W = model.energy_balance(fine["time"], dict(zip(dae.names, q_fmu.T)),
+                                           dict(zip(dae.names, v_fmu.T)), independent)
+        except Exception as e:      # noqa: BLE001 — a failed balance is reported with its cause
+            message = failure_message(e, CartesianError)
+            log(f"the energy balance failed: {message}")
+            return float("nan"), {}, source, message
+    else:
+        source = "the DAE's M (shared with the model stage: checks the integration only)"
+        T, V, W = model_energy_balance(dae, fine["time"], q_fmu, v_fmu, signals)
+    energy = {"t": np.asarray(fine["time"], dtype=float), "T": np.asarray(T), "V": np.asarray(V),
+              "W": np.asarray(W)}
+    return energy_drift(T, V, W), energy, source, None
+
+
 def _mujoco_entry(mech, result, signals, coord_tol, velocity_tol, log, independent=None):
     """The MuJoCo peer's report entry: the joint description run in MuJoCo
     from the FMU's start and compared with its trajectory ``result``."""
@@ -531,10 +582,12 @@ def _mujoco_entry(mech, result, signals, coord_tol, velocity_tol, log, independe
         entry = compare_with_mujoco(mech, result, log=log, inputs=signals, independent=independent)
         entry["passed"] = _reference_entry(entry["max_abs_error"], entry["max_abs_velocity_error"],
                                            coord_tol, velocity_tol)["passed"]
-    except MJCFError as e:
-        # no MuJoCo, or a description MJCF cannot hold: a failed peer run, said why
-        log(f"the MuJoCo peer could not run: {e}")
-        entry = {"max_abs_error": {}, "max_abs_velocity_error": {}, "passed": False, "error": str(e)}
+    except Exception as e:      # noqa: BLE001 — any failure of the peer fails its entry, said why
+        # no MuJoCo, a description MJCF cannot hold, trims it cannot solve,
+        # or MuJoCo's own error: a failed peer run, said why
+        message = failure_message(e, MJCFError)
+        log(f"the MuJoCo peer could not run: {message}")
+        entry = {"max_abs_error": {}, "max_abs_velocity_error": {}, "passed": False, "error": message}
     return entry
 
 
@@ -591,9 +644,16 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
     fine, result, stopped_early = _computed_rows(result, per, stop_time, sample_interval, log)
     dae = with_input_signals(dae, signals)
     log(f"integrating the DAE reference (IDA, rtol={reference_rtol:g})")
-    q0 = assemble_newton(dae, dae.start_guess(), independent)
-    v0 = dae.start_velocity_guess()
-    ref, ida_failure = _ida_reference(dae, q0, v0, result["time"], independent, reference_rtol, signal_fns, log)
+    try:
+        q0 = assemble_newton(dae, dae.start_guess(), independent)
+        v0 = dae.start_velocity_guess()
+        ref, ida_failure = _ida_reference(dae, q0, v0, result["time"], independent, reference_rtol, signal_fns,
+                                          log)
+    except Exception as e:      # noqa: BLE001 — every comparison needs its start and its trajectory
+        # the other references start from its assembly and the report is
+        # drawn against it: with no trajectory at all the validation ends here
+        raise ModelError(f"the DAE reference (IDA) failed before its first output time: "
+                         f"{failure_message(e, ReferenceSolverError)}") from None
     estimate = None
     if check_reference and ida_failure is None:
         log("re-solving the reference at 100x the tolerance to estimate its own error")
@@ -624,29 +684,23 @@ def validate(spec, stop_time=2.0, solver="rk4", step=1e-3, output_interval=None,
             references["cartesian"] = _reference_entry(cerr, cverr, coord_tol, velocity_tol, rtol=cartesian_rtol,
                                                        energy_drift=cart.energy_drift)
         _check_drives(mech, dae, references, result, fine, per, independent, signal_fns, ref, model, cart, drive_tol)
-        log("energy balance of the FMU's trajectory from the joint description")
-        T, V, W = model.energy_balance(fine["time"], dict(zip(dae.names, q_fmu.T)), dict(zip(dae.names, v_fmu.T)),
-                                       independent)
-        source = "the joint description (independent of the model stage)"
     else:
         _check_drives(mech, dae, references, result, fine, per, independent, signal_fns, ref, None, None, drive_tol)
-        T, V, W = model_energy_balance(dae, fine["time"], q_fmu, v_fmu, signals)
-        source = "the DAE's M (shared with the model stage: checks the integration only)"
+        model = None
+    drift, energy, source, energy_failure = _energy_balance(mech, dae, model, fine, q_fmu, v_fmu, independent,
+                                                            signals, log)
     if peer == "mujoco":
         references["mujoco"] = _mujoco_entry(mech, result, signals, coord_tol, velocity_tol, log, independent)
-    drift = energy_drift(T, V, W)
-    energy = {"t": np.asarray(fine["time"], dtype=float), "T": np.asarray(T), "V": np.asarray(V),
-              "W": np.asarray(W)}
     residual = float(np.abs(fine["constraint_residual"]).max())
     passed = (all(r["passed"] and r.get("drive_passed", True) for r in references.values())
-              and residual <= residual_tol
+              and residual <= residual_tol and energy_failure is None
               and drift <= energy_tol and not stopped_early)
     return Report(mech.name, errors, residual, passed,
                   {"coordinate": coord_tol, "velocity": velocity_tol, "constraint_residual": residual_tol,
                    "energy": energy_tol, "drive": drive_tol},
                   reference_rtol, estimate, build_seconds, result["time"], result, ref,
                   max_abs_velocity_error=verrors, references=references, energy_drift=drift,
-                  energy_source=source, cartesian=cart, energy=energy,
+                  energy_source=source, energy_error=energy_failure, cartesian=cart, energy=energy,
                   settings={"solver": solver, "step": step, "stop_time": stop_time,
                             "output_interval": output_interval, "reference_rtol": reference_rtol,
                             "cartesian_rtol": cartesian_rtol, "fmu": str(existing_fmu) if existing_fmu else None,
