@@ -96,7 +96,7 @@ def test_the_joint_cses_pre_pass_each_expression_once(monkeypatch):
 
 def test_the_joint_cse_is_sympys_without_sympifying_dicts_of_factors(monkeypatch):
     """The joint CSE's pre-pass builds no sympy Dict (sympy's ``Factors`` of
-    a dict of factors sympifies it to compare it with 1: ``_plain_factor_dicts``
+    a dict of factors sympifies it to compare it with 1: ``cse_prepass._plain_factor_dicts``
     spares that) and gives, with it, sympy's ``cse(..., optimizations="basic")``
     to the srepr; afterwards ``Factors`` is sympy's own again."""
     from sympy.core.containers import Dict
@@ -117,13 +117,43 @@ def test_the_joint_cse_is_sympys_without_sympifying_dicts_of_factors(monkeypatch
         return new(cls, *args)
 
     monkeypatch.setattr(Dict, "__new__", staticmethod(counted))
-    init = Factors.__init__
+    init, acp = Factors.__init__, sp.Mul.as_content_primitive
     reps, rows = ce._joint_cse(groups, quantities, G, False, {})
     assert made == []
     assert Factors.__init__ is init
+    assert sp.Mul.as_content_primitive is acp
     monkeypatch.undo()
     ref_reps, ref_rows = sp.cse(J + G + F, symbols=sp.numbered_symbols("w"), order="none", optimizations="basic")
     assert len(reps) > 0
+    assert sp.srepr(reps) == sp.srepr(ref_reps)
+    assert sp.srepr(rows) == sp.srepr(ref_rows)
+
+
+def test_the_joint_cses_pre_pass_factors_a_repeated_sum_once(monkeypatch):
+    """A sum that occurs in many places of the model quantities (a rotation
+    product shared by every entry) has its common factors taken out once
+    (``cse_prepass``), not once per occurrence as sympy's ``factor_terms``
+    does, with sympy's result to the srepr."""
+    from sympy.core import exprtools
+    from fmigen.generate import cse_prepass
+    trig, p = sp.symbols("trig[0:8]"), sp.symbols("p[0:3]")
+    shared = 2 * p[0] * trig[0] * trig[1] + 4 * p[1] * trig[2] * trig[3] - 6 * p[2] * trig[0] * trig[3]
+    J = [trig[k] * (shared * trig[k + 1] + p[k % 3]) for k in range(6)]
+    groups, quantities = [("J", dict(enumerate(J)))], {"J": J}
+    factored = []
+    own = exprtools.gcd_terms
+
+    def counted(terms, *args, **kwargs):
+        factored.append(terms)
+        return own(terms, *args, **kwargs)
+
+    monkeypatch.setattr(exprtools, "gcd_terms", counted)
+    monkeypatch.setattr(cse_prepass, "gcd_terms", counted)
+    reps, rows = ce._joint_cse(groups, quantities, [], False, {})
+    monkeypatch.undo()
+    # the shared sum, factored: once, not six times
+    assert sum(1 for f in factored if f.is_Add and len(f.args) == 3) == 1
+    ref_reps, ref_rows = sp.cse(J, symbols=sp.numbered_symbols("w"), order="none", optimizations="basic")
     assert sp.srepr(reps) == sp.srepr(ref_reps)
     assert sp.srepr(rows) == sp.srepr(ref_rows)
 

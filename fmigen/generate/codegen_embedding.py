@@ -60,16 +60,14 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections import defaultdict
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 
 import sympy as sp
-from sympy.core.exprtools import Factors
-from sympy.core.sympify import CantSympify
 from sympy.simplify.cse_main import basic_optimizations, postprocess_for_cse, preprocess_for_cse
 
 from fmigen.generate import codegen_recursive as recursive
 from fmigen.generate import codegen_slp as slp
+from fmigen.generate import cse_prepass
 from fmigen.generate.chunking import CHUNK_ABOVE, _split_inputs, chunked
 from fmigen.generate.embedding_blockwise import (_blockwise_reduced, _blockwise_structure,
                                                  _blockwise_transposed, _lane_blocks, _lane_roles)
@@ -406,43 +404,6 @@ def _model_quantities(emb: Embedding, symbols: SymbolMap, trig_subs: dict):
     return groups, quantities
 
 
-class _FactorDict(dict, CantSympify):
-    """A dict of factors that sympify refuses at once (``_plain_factor_dicts``)."""
-
-
-class _FactorDefaultDict(defaultdict, CantSympify):
-    """The same for a defaultdict (``Term`` collects its factors in those)."""
-
-
-@contextmanager
-def _plain_factor_dicts():
-    """sympy's ``Factors(d)`` for a dict or defaultdict ``d``, as the same
-    object, without sympifying ``d``.  Why: ``Factors.__init__`` first asks
-    ``d in (None, S.One)``, and ``S.One == d`` sympifies the dict into a
-    sorted sympy ``Dict`` of every factor only to find it is not 1;
-    ``factor_terms`` (the joint CSE's 'basic' pre-pass) builds such a dict
-    for every term of every sum.  A dict that cannot be sympified compares
-    unequal to 1 and 0 at once and takes the same branch, which copies it
-    (a defaultdict's copy is made a plain defaultdict again), so the
-    factors, and everything the pre-pass returns, are the same."""
-    init = Factors.__init__
-
-    def plain(self, factors=None):
-        if type(factors) is dict:
-            init(self, _FactorDict(factors))          # its copy is a plain dict
-        elif type(factors) is defaultdict:
-            init(self, _FactorDefaultDict(factors.default_factory, factors))
-            self.factors = defaultdict(self.factors.default_factory, self.factors)
-        else:
-            init(self, factors)
-
-    Factors.__init__ = plain
-    try:
-        yield
-    finally:
-        Factors.__init__ = init
-
-
 def _joint_cse(groups, quantities, gamma, large: bool, prepared: dict):
     """One CSE over every model quantity, with ``gamma`` for γ's; ``prepared``
     keeps each expression's 'basic' pre-pass across calls."""
@@ -450,15 +411,16 @@ def _joint_cse(groups, quantities, gamma, large: bool, prepared: dict):
     if large:
         return sp.cse(every, symbols=sp.numbered_symbols("w"), order="none", optimizations=None)
     # sp.cse(every, optimizations="basic") in its three steps: the pre-pass
-    # per expression (sympy's factor_terms: most of a joint CSE's time),
+    # per expression (sympy's factor_terms: most of a joint CSE's time;
+    # cse_prepass does it with less work),
     # the CSE proper, the post-pass.  Why by hand: the two joint CSEs
     # of _joint_cse_with_gamma share every quantity but γ, and each
     # expression's pre-pass is done once.  The same replacements and rows,
     # bit for bit, as the one call.
-    with _plain_factor_dicts():
+    with cse_prepass.prepass() as optimizations:
         for e in every:
             if e not in prepared:
-                prepared[e] = preprocess_for_cse(e, basic_optimizations)
+                prepared[e] = preprocess_for_cse(e, optimizations)
     reps, rows = sp.cse([prepared[e] for e in every], symbols=sp.numbered_symbols("w"), order="none",
                         optimizations=None)
     return ([(s, postprocess_for_cse(e, basic_optimizations)) for s, e in reps],
