@@ -580,8 +580,22 @@ def _add_modelica(sub):
     p.set_defaults(func=cmd_export_modelica)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Every verb's parser, in the order --help lists them."""
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """Every verb's parser, in the order --help lists them.  ``verb``: the
+    command line's first word; when it is a verb of this module (build,
+    validate, ...), the parser holds this module's verbs only, without the
+    verbs whose parsers live in the tools' modules (bench, sweep, bundle,
+    doctor), whose imports a build never needs: a command line that names
+    a verb is parsed by that verb's parser alone."""
+    if verb is not None:
+        parser, sub = _parser(tools=False)
+        if verb in sub.choices:
+            return parser
+    return _parser(tools=True)[0]
+
+
+def _parser(tools: bool):
+    """(the parser, its subparsers' action); ``tools``: with the tools' verbs."""
     parser = argparse.ArgumentParser(
         prog="fmigen",
         description="Turn a closed-loop mechanism into an exact, real-time-capable FMU "
@@ -589,24 +603,27 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     _add_build(sub)
-    from fmigen.tools.bench import add_parser as add_bench_parser
-    add_bench_parser(sub)
+    if tools:
+        from fmigen.tools.bench import add_parser as add_bench_parser
+        add_bench_parser(sub)
     _add_validate(sub)
     _add_check_and_triangularize(sub)
     _add_assemble(sub)
     _add_mjcf(sub)
     _add_modelica(sub)
-    from fmigen.tools.sweep import add_parser as add_sweep_parser
-    add_sweep_parser(sub)
-    from fmigen.verify.bundle import add_parser as add_bundle_parser
-    add_bundle_parser(sub)
-    from fmigen.tools.doctor import add_parser as add_doctor_parser
-    add_doctor_parser(sub)
-    return parser
+    if tools:
+        from fmigen.tools.sweep import add_parser as add_sweep_parser
+        add_sweep_parser(sub)
+        from fmigen.verify.bundle import add_parser as add_bundle_parser
+        add_bundle_parser(sub)
+        from fmigen.tools.doctor import add_parser as add_doctor_parser
+        add_doctor_parser(sub)
+    return parser, sub
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(words[0] if words and not words[0].startswith("-") else None).parse_args(words)
     from fmigen.build.progress import Progress
     try:
         with Progress() as args.progress:

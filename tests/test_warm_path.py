@@ -123,3 +123,81 @@ print(json.dumps(sorted(k for k in ("mgamma", "msigma", "hydrogen", "qapply") if
     import sympy.physics
     assert names == sorted(k for k in ("mgamma", "msigma", "hydrogen", "qapply") if k in sympy.physics.__all__)
     assert "mgamma" in names
+
+
+def _nearest_root_one_by_one(co, target):
+    """sweep_measures' cover evaluation before ``nearest_roots``: numpy.roots
+    and min, point by point."""
+    x = np.empty(len(target), dtype=complex)
+    for j in range(len(target)):
+        cj = [c_[j] for c_ in co]
+        rts = np.roots(cj) if np.all(np.isfinite(cj)) else [np.nan]
+        x[j] = min(rts, key=lambda z: abs(z - target[j]))
+    return x
+
+
+def test_nearest_roots_are_numpy_roots_point_by_point_to_the_bit():
+    from fmigen.kinematics.sweep_measures import nearest_roots
+    rng = np.random.default_rng(11)
+    for degree in (3, 4, 6, 8):
+        for scale in (1.0, 1e-12, 1e12):
+            n = 300
+            co = [rng.normal(size=n) * scale + 0j for _ in range(degree + 1)]
+            # what numpy.roots trims or refuses: zero leading and trailing
+            # coefficients, a linear polynomial, NaN and inf, a complex coefficient
+            co[0][:5] = 0
+            co[-1][5:10] = 0
+            co[0][10:12] = co[1][10:12] = 0
+            for c_ in co[:-2]:
+                c_[12] = 0
+            co[2][13], co[1][14], co[0][15] = np.nan, np.inf, np.nan
+            co[3][16] = 1e-300j
+            co[0][17] = 1e-9 * scale               # a leading coefficient near zero
+            target = rng.normal(size=n)
+            target[18] = np.nan
+            with np.errstate(all="ignore"):
+                want = _nearest_root_one_by_one(co, target)
+                got = nearest_roots(co, target)
+            assert got.tobytes() == want.tobytes()
+
+
+def test_nearest_roots_raise_as_numpy_roots_where_it_cannot_answer():
+    """numpy.roots raises where −p[1:]/p[0] overflows to inf (eigvals
+    refuses it), and min where a polynomial is zero (no roots); the batched
+    path leaves such a point to them, so the same errors."""
+    from fmigen.kinematics.sweep_measures import nearest_roots
+    overflow = [np.array([1e-300, 1.0]), np.array([1e300, 1.0]), np.array([1.0, 2.0]), np.array([1.0, 3.0])]
+    zero = [np.array([0.0, 1.0]), np.array([0.0, 1.0]), np.array([0.0, 2.0]), np.array([0.0, 3.0])]
+    for co, error in ((overflow, np.linalg.LinAlgError), (zero, ValueError)):
+        for f in (_nearest_root_one_by_one, nearest_roots):
+            with np.errstate(all="ignore"), pytest.raises(error):
+                f(co, np.zeros(2))
+
+
+def test_a_build_command_line_imports_neither_the_tools_nor_fmpy():
+    """``fmigen build``'s parser leaves out the tools' verbs (their modules
+    import the benchmark harness, the sweep, the bundle and the doctor), and
+    packaging finds fmpy's FMI 3 headers without importing fmpy; the
+    parsers a verb gets are those of the full command line."""
+    result = json.loads(_run("""
+import json, sys
+from fmigen import cli
+parser = cli.build_parser("build")
+from fmigen.fmi import fmu
+heads = str(fmu.fmi_header_dir("3"))
+loaded = sorted(m for m in ("fmpy", "fmigen.tools.bench", "fmigen.tools.sweep", "fmigen.verify.bundle",
+                            "fmigen.tools.doctor", "fmigen.generate.codegen_embedding") if m in sys.modules)
+sub = next(a for a in parser._actions if a.dest == "command")
+full = next(a for a in cli.build_parser()._actions if a.dest == "command")
+print(json.dumps({"loaded": loaded, "heads": heads, "verbs": sorted(sub.choices), "all": sorted(full.choices),
+                  "same_build": sub.choices["build"].format_help() == full.choices["build"].format_help()}))
+"""))
+    import fmpy
+    assert result["loaded"] == []
+    assert result["heads"] == str(Path(fmpy.__file__).parent / "c-code")
+    assert result["same_build"] and "build" in result["verbs"]
+    assert set(result["all"]) - set(result["verbs"]) == {"bench", "sweep", "bundle", "doctor"}
+    from fmigen import cli
+    for verb in ("bench", "doctor", "nonsense", None):   # a tool's verb, or none: the full parser
+        parser = cli.build_parser(verb)
+        assert sorted(next(a for a in parser._actions if a.dest == "command").choices) == result["all"]

@@ -34,6 +34,7 @@ import concurrent.futures
 import dataclasses
 import functools
 import hashlib
+import importlib.util
 import os
 import re
 import shutil
@@ -45,7 +46,6 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import fmpy
 from lxml import etree
 
 from fmigen.generate.codegen import GeneratedModel, define_lines
@@ -212,8 +212,12 @@ def fmi_header_dir(fmi: str) -> Path:
     """The standard's headers: FMI 2.0.5 as the Modelica Association
     publishes them (runtime/fmi2, BSD-2, from modelica/fmi-standard's v2.0.x),
     because fmpy's copy drops FMI2_FUNCTION_PREFIX, which an importer needs
-    to link several source FMUs into one binary; FMI 3.0 from fmpy."""
-    return RUNTIME_DIR / "fmi2" if str(fmi) == "2" else Path(fmpy.__file__).parent / "c-code"
+    to link several source FMUs into one binary; FMI 3.0 from fmpy, found
+    without importing it: packaging needs only this directory, and every
+    build, a warm rebuild too, would otherwise wait for fmpy's imports."""
+    if str(fmi) == "2":
+        return RUNTIME_DIR / "fmi2"
+    return Path(importlib.util.find_spec("fmpy").origin).parent / "c-code"
 
 
 def source_files(fmi: str = "2") -> list[str]:

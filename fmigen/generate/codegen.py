@@ -25,7 +25,6 @@ import sympy as sp
 
 from fmigen.derive.embed import Embedding
 from fmigen.generate.chunking import chunked
-from fmigen.generate.codegen_embedding import embedding_code
 from fmigen.generate.codegen_kinematics import hoisted_knowns, kinematics_code
 from fmigen.generate.codegen_lanes import lane_classes, residual_function
 from fmigen.generate.mass_checks import mass_check_code, mass_check_defaults
@@ -326,6 +325,10 @@ def _partition_code(emb, tri, symbol_map, trig, suffix, shared=None, dynamics="e
     ``dynamics``: the embedding's solver
     (``codegen_embedding.embedding_code``)."""
     import re
+    # here, not at the top: a build that takes its body from the derived-model
+    # cache (a start, solver or step change) generates no embedding and
+    # should not wait for the embedding generator's imports
+    from fmigen.generate.codegen_embedding import embedding_code
     kin, sol_start = kinematics_code(emb, tri, symbol_map, trig)
     if shared is not None and "embedding" in shared:
         embedding, nwork, limit_slot, quantities = shared["embedding"]

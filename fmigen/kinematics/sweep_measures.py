@@ -144,11 +144,7 @@ def sequence_evaluator(dae, solved_block: TriangularBlock, seq: Sequence, scales
                     c_k = np.minimum(c_k, d_k)
                     signed.append((f"discriminant of the degree-2 step for {step.variable}", k, np.real(disc)))
                 else:
-                    x = np.empty(npts, dtype=complex)
-                    for j in range(npts):
-                        cj = [c_[j] for c_ in co]
-                        rts = np.roots(cj) if np.all(np.isfinite(cj)) else [np.nan]
-                        x[j] = min(rts, key=lambda z: abs(z - target[j]))
+                    x = nearest_roots(co, target)
                 c_k = np.where(np.isfinite(c_k), c_k, 0.0)
                 worst = np.where(c_k < cond, k, worst)
                 cond = np.minimum(cond, c_k)
@@ -157,6 +153,51 @@ def sequence_evaluator(dae, solved_block: TriangularBlock, seq: Sequence, scales
                 vals.append(np.real(x))
         return err, cond, worst, signed
     return evaluate
+
+
+def nearest_roots(co, target) -> np.ndarray:
+    """Per point j, the root of the polynomial with the coefficients
+    ``co[k][j]`` (highest degree first) nearest ``target[j]``: the
+    eigenvalues of its companion matrix as ``numpy.roots`` forms it, the
+    first of the nearest (``min``'s choice); NaN where a coefficient is not
+    finite.  Why batched: ``numpy.roots`` point by point was most of a
+    sextic's cover evaluation on the sweep (its per-call overhead, 1,441
+    times), and ``numpy.linalg.eigvals`` of the stacked matrices runs the
+    same LAPACK routine on each, so the same roots, and ``min``'s distances
+    are computed as it computes them, so the same choice.  A point whose
+    polynomial ``numpy.roots`` would trim (a zero leading or trailing
+    coefficient), whose companion matrix or distances are not finite, goes
+    through ``numpy.roots`` and ``min`` as before (same result, same
+    errors)."""
+    C = np.stack([np.asarray(c_, dtype=complex) for c_ in co], axis=1)
+    npts, n = C.shape
+    x = np.empty(npts, dtype=complex)
+    one_by_one = np.ones(npts, dtype=bool)
+    rows = np.flatnonzero(np.isfinite(C).all(axis=1) & (C[:, 0] != 0) & (C[:, -1] != 0))
+    if len(rows) and n > 2:
+        p = C[rows]
+        A = np.zeros((len(rows), n - 1, n - 1), dtype=complex)
+        A[:, np.arange(1, n - 1), np.arange(n - 2)] = 1.0
+        with np.errstate(all="ignore"):
+            A[:, 0, :] = -p[:, 1:] / p[:, :1]
+        ok = np.isfinite(A).all(axis=(1, 2))
+        rows, A = rows[ok], A[ok]
+        if len(rows):
+            r = np.linalg.eigvals(A)
+            # |z − target| as abs() of a complex scalar computes it (hypot):
+            # numpy's vectorized complex absolute differs from it in the last
+            # bit, and a conjugate pair's two distances differ by no more
+            d = r - np.asarray(target)[rows, None]
+            dist = np.hypot(d.real, d.imag)
+            ok = ~np.isnan(dist).any(axis=1)
+            rows, r, dist = rows[ok], r[ok], dist[ok]
+            x[rows] = r[np.arange(len(rows)), np.argmin(dist, axis=1)]
+            one_by_one[rows] = False
+    for j in np.flatnonzero(one_by_one):
+        cj = [c_[j] for c_ in co]
+        rts = np.roots(cj) if np.all(np.isfinite(cj)) else [np.nan]
+        x[j] = min(rts, key=lambda z: abs(z - target[j]))
+    return x
 
 
 def amplification(quality, singular) -> float:
