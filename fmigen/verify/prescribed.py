@@ -24,8 +24,9 @@ coordinate.
 
 * IDA (``reference.py``): a = q̈ of the model's coordinates, so A selects
   the prescribed ones and c = 0; B = ∂F/∂d from the DAE's F (affine in d:
-  the drive is a joint force); the drives are algebraic unknowns of IDA
-  like the multipliers (``DAEDrives``).
+  the drive is a joint force), compiled with the DAE's other functions
+  (``reference.py``); the drives are algebraic unknowns of IDA like the
+  multipliers (``DAEDrives``).
 * Cartesian (``cartesian.py``): a = the bodies' V̇; q̈_k is written from the
   marker frames with the module's own primitives — a translation as the
   child origin's offset along the parent's axis, an angle as atan2 of two
@@ -37,9 +38,8 @@ coordinate.
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
 
-from fmigen.model import ModelError, t as T_SYM
+from fmigen.model import ModelError
 from fmigen.verify.rigid_motion import EX, EY
 
 #: the joint kinds whose coordinates the Cartesian reference can prescribe
@@ -85,7 +85,9 @@ def _demand(name, inputs, demands):
 class DAEDrives:
     """The prescriptions of a DAE's mechanism for the IDA reference:
     coordinate indices, ω, the demands u(t) (``demands``: {input name:
-    f(t)}, else the input's start) and B(t, q, v) = (∂F/∂d)ᵀ."""
+    f(t)}, else the input's start), the drives' input ``symbols`` and
+    B = (∂F/∂d)ᵀ as expressions, which the reference compiles with the
+    DAE's other functions (``reference.CompiledDAE``)."""
 
     def __init__(self, dae, demands=None):
         mech = dae.mechanism
@@ -96,20 +98,16 @@ class DAEDrives:
         self.omega = np.array([1.0 / float(p.time_constant) for p in pr])
         self.demand = [_demand(p.input, mech.inputs, demands) for p in pr]
         by_name = {i.name: i.symbol for i in mech.inputs}
-        drives = [by_name[p.drive] for p in pr]
-        dFdd = dae.F.jacobian(drives)
-        if dFdd.free_symbols & set(drives):
+        self.symbols = [by_name[p.drive] for p in pr]
+        #: (∂F/∂d)ᵀ, p × n: the generalized force of a unit drive
+        self.B = dae.F.jacobian(self.symbols).T
+        if self.B.free_symbols & set(self.symbols):
             # a drive is a joint force (``prescribe``): F is affine in it
             raise ModelError(f"'{mech.name}': the equations of motion are not affine in the drives "
                              f"{', '.join(self.drive_names)}")
         self.p = len(pr)
-        self._B = sp.lambdify([T_SYM, *dae.q_sym, *dae.v_sym, *dae.tunable, *dae.inputs], dFdd.T, "numpy")
-        self._pu = [*dae.tunable_values, *dae.input_values]
         self.A = np.zeros((self.p, dae.n))
         self.A[np.arange(self.p), self.index] = 1.0
-
-    def B(self, tt, q, v):
-        return np.array(self._B(tt, *q, *v, *self._pu), dtype=float).reshape(self.p, len(q))
 
     def target(self, tt, q, v):
         u = np.array([f(tt) for f in self.demand])

@@ -39,20 +39,179 @@ acceleration as one more row (``prescribed.py``):
 the output state (the consistent accelerations, exact there), not read
 from IDA's interpolant of an algebraic unknown.
 
-It uses only the DAE stage (M, F, Φ and its derivatives, lambdified with
-numpy) — no partition, embedding, triangularization or generated C.  Its own
-accuracy is checked by tolerance refinement (``validate --check-reference``).
+It uses only the DAE stage (M, F, Φ and its derivatives) — no partition,
+embedding, triangularization or generated C of the model.  Its own accuracy
+is checked by tolerance refinement (``validate --check-reference``).
+
+The residual's numbers, M, F, Φ, Φ_q, Φ_t, γ and B at (t, q, v), are one
+call of C (``CompiledDAE``): printed here from the DAE's expressions after
+sympy's ``cse`` by sympy's own C99 printer, compiled by the system's C
+compiler (``gcc``, or ``$CC``) and loaded with ctypes.  It shares with the
+code under test the DAE's expressions and nothing of fmigen's code
+generation (``fmigen/generate``) or runtime.  Why: IDA's difference-quotient
+Jacobian evaluates the residual once per unknown, and on a large mechanism
+(the 30-body vehicle) numpy-lambdified expressions made the reference cost
+more than the rest of a validation (docs/validation.md has the figures).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import ctypes
+import hashlib
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
 import numpy as np
+import sympy as sp
 from sksundae.ida import IDA
+from sympy.printing.c import C99CodePrinter
 
 from fmigen.derive.dae import DAE
+from fmigen.model import ModelError, t as T_SYM
 from fmigen.verify.prescribed import DAEDrives, solve_bordered
+
+
+#: compiler flags.  -O0: gcc -O1 on a large mechanism's one long function
+#: costs ten times as much for code barely faster than the Python around
+#: each call; no fast-math and no contraction into fused multiply-adds: IEEE
+#: double arithmetic, operation by operation, as numpy's.
+CFLAGS = ("-O0", "-shared", "-fPIC", "-fno-fast-math", "-ffp-contract=off")
+
+
+def _sparse(matrix: sp.Matrix):
+    """(rows, cols, values) of a matrix's structural non-zeros."""
+    dok = matrix.todok()
+    keys = sorted(dok)
+    return (np.array([k[0] for k in keys], dtype=int), np.array([k[1] for k in keys], dtype=int),
+            [dok[k] for k in keys])
+
+
+class _Printer(C99CodePrinter):
+    """sympy's C99 printer with the arguments' symbols printed as elements
+    of the input array (``names``: no expression is rebuilt for it) and
+    integer powers as products (pow() of an integer exponent is a library
+    call at -O1)."""
+
+    def __init__(self, names: dict):
+        # terms as they are: ordering them is most of the printing's time
+        super().__init__({"order": "none"})
+        self.names = names
+
+    def _print_Symbol(self, expr):
+        name = self.names.get(expr)
+        return name if name is not None else super()._print_Symbol(expr)
+
+    def _print_Pow(self, expr):
+        b, e = expr.as_base_exp()
+        if e.is_Integer and 1 < abs(e) <= 4:
+            prod = "*".join([f"({self._print(b)})"] * int(abs(e)))
+            return f"(1.0/({prod}))" if e < 0 else f"({prod})"
+        return super()._print_Pow(expr)
+
+
+def c_source(exprs: list, args: list, name="dae_eval") -> str:
+    """C of ``void name(const double *x, double *out)``: out[k] = exprs[k]
+    at args = x, after a common-subexpression elimination."""
+    temps, reduced = sp.cse([sp.sympify(e) for e in exprs], symbols=sp.numbered_symbols("w_"), order="none")
+    # after the elimination: each expression is shallow then, while
+    # free_symbols of the whole expressions walks shared subtrees again
+    # at every use
+    stray = set().union(*(e.free_symbols for e in [*(e for _, e in temps), *reduced])) \
+        - {s for s, _ in temps} - set(args)
+    if stray:
+        raise ModelError(f"the DAE's expressions use symbols that are neither coordinates, velocities, time, "
+                         f"parameters nor inputs: {sorted(map(str, stray))}")
+    printer = _Printer({a: f"x[{k}]" for k, a in enumerate(args)})
+    lines = ["#include <math.h>", f"void {name}(const double *x, double *out) {{"]
+    lines += [f"  const double {s} = {printer.doprint(e)};" for s, e in temps]
+    lines += [f"  out[{k}] = {printer.doprint(e)};" for k, e in enumerate(reduced)]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def compile_source(source: str, name="dae_eval"):
+    """Compile ``source`` into a shared library and return its function
+    ``name`` (ctypes).  The library is kept under FMIGEN_CACHE's
+    ``reference/`` by the source's hash (the same DAE again is not compiled
+    again); the file stays open through ctypes after loading."""
+    from fmigen.kinematics.groebner import CACHE_DIR
+    digest = hashlib.sha256((" ".join(CFLAGS) + "\0" + source).encode()).hexdigest()
+    where = Path(CACHE_DIR) / "reference"
+    lib = where / f"{digest}.so"
+    if not lib.exists():
+        where.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "dae.c"
+            src.write_text(source)
+            out = Path(tmp) / "dae.so"
+            try:
+                proc = subprocess.run([os.environ.get("CC", "gcc"), *CFLAGS, str(src), "-o", str(out), "-lm"],
+                                      capture_output=True, text=True)
+            except OSError as e:
+                raise ModelError(f"the IDA reference compiles the DAE's expressions and found no C compiler: "
+                                 f"{e}") from e
+            if proc.returncode != 0:
+                raise ModelError(f"compiling the DAE's expressions for the IDA reference failed:\n"
+                                 f"{proc.stderr[-2000:]}")
+            # atomic: a concurrent process reads a whole library or none
+            part = where / f"{digest}.{os.getpid()}.part"
+            part.write_bytes(out.read_bytes())
+            part.replace(lib)
+    fn = getattr(ctypes.CDLL(str(lib)), name)
+    fn.restype = None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    return fn
+
+
+class CompiledDAE:
+    """M, F, Φ, Φ_q, Φ_t and γ of ``dae.closure`` (every closure row) and,
+    given ``B`` (p × n expressions, the drives' (∂F/∂d)ᵀ), B, evaluated together by ``eval``
+    at the DAE's parameter and input values (``tunable_values``,
+    ``input_values``).  Φ_q and B are written by their structural
+    non-zeros only."""
+
+    def __init__(self, dae, B: sp.Matrix | None = None):
+        full = dae.closure
+        self.n, self.r, self.p = dae.n, len(full.constraint_names), 0 if B is None else B.rows
+        n = self.n
+        self.args = [T_SYM, *dae.q_sym, *dae.v_sym, *dae.tunable, *dae.inputs]
+        self.x = np.zeros(len(self.args))
+        self.x[1 + 2 * n:] = [*dae.tunable_values, *dae.input_values]
+        self._M = _sparse(dae.M)
+        self._Phi_q = _sparse(full.Phi_q) if self.r else (np.zeros(0, int), np.zeros(0, int), [])
+        self._B = _sparse(B) if self.p else (np.zeros(0, int), np.zeros(0, int), [])
+        parts = [self._M[2], list(dae.F), list(full.Phi), self._Phi_q[2], list(full.Phi_t), list(full.gamma),
+                 self._B[2]]
+        sizes = np.cumsum([0, *map(len, parts)])
+        self._slices = [slice(a, b) for a, b in zip(sizes[:-1], sizes[1:])]
+        self.out = np.zeros(sizes[-1])
+        self._fn = compile_source(c_source([e for part in parts for e in part], self.args))
+        self.M = np.zeros((n, n))
+        self.Phi_q = np.zeros((self.r, n))
+        self.B = np.zeros((self.p, n))
+
+    def eval(self, tt, q, v):
+        """Evaluate every function at (t, q, v) into the attributes ``M``,
+        ``F``, ``Phi``, ``Phi_q``, ``Phi_t``, ``gamma``, ``B`` (arrays
+        overwritten by the next call)."""
+        n, x = self.n, self.x
+        x[0] = tt
+        x[1:1 + n] = q
+        x[1 + n:1 + 2 * n] = v
+        self._fn(x.ctypes.data, self.out.ctypes.data)
+        out, (sM, sF, sPhi, sJ, sPt, sG, sB) = self.out, self._slices
+        rows, cols, _ = self._M
+        self.M[rows, cols] = out[sM]
+        self.F, self.Phi, self.Phi_t, self.gamma = out[sF], out[sPhi], out[sPt], out[sG]
+        if self.r:
+            self.Phi_q[self._Phi_q[0], self._Phi_q[1]] = out[sJ]
+        if self.p:
+            self.B[self._B[0], self._B[1]] = out[sB]
+        return self
 
 
 class ReferenceSolverError(RuntimeError):
@@ -104,6 +263,18 @@ def _weights(full: DAE, J, dep):
     return None if full.m == len(dep) else J[:, dep].T
 
 
+def compiled(dae: DAE, drives: DAEDrives | None = None) -> CompiledDAE:
+    """The DAE's M, F, Φ and derivatives (and the drives' B) compiled
+    (``CompiledDAE``), made once per DAE and set of drives: the
+    reference, the consistent accelerations and the drives along an FMU's
+    trajectory evaluate the same functions."""
+    key = ("_reference_compiled", tuple(drives.symbols) if drives is not None else ())
+    made = dae.__dict__.get(key)
+    if made is None:
+        made = dae.__dict__[key] = CompiledDAE(dae, None if drives is None else drives.B)
+    return made
+
+
 def consistent_accelerations(dae: DAE, tt, q, v, dependent=None, drives: DAEDrives | None = None):
     """Solve [[M, Φ_qᵀ], [Φ_q, 0]] [a; λ] = [F; γ]; with redundant rows
     (``dependent``: the dependent coordinates' indices) the rows are those
@@ -112,19 +283,18 @@ def consistent_accelerations(dae: DAE, tt, q, v, dependent=None, drives: DAEDriv
     drives and filter rows, and the second result is λ followed by the
     drives."""
     full = dae.closure
-    num = full.numeric
     n, m = dae.n, dae.m
-    M = num.M(tt, q)
-    F = num.F(tt, q, v)
+    q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+    num = compiled(dae, drives).eval(tt, q, v)
+    M, F = num.M.copy(), num.F.copy()
     if drives is not None:
-        q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
-        bordered = (drives.B(tt, q, v), drives.A, drives.target(tt, q, v))
+        bordered = (num.B.copy(), drives.A, drives.target(tt, q, v))
     if m == 0:
         if drives is None:
             return np.linalg.solve(M, F), np.zeros(0)
         return solve_bordered(M, F, n, *bordered)
-    J = num.Phi_q(tt, q)
-    gamma = num.gamma(tt, q, v)
+    J = num.Phi_q.copy()
+    gamma = num.gamma.copy()
     if full is not dae and dependent is None:
         raise ReferenceSolverError(f"'{dae.mechanism.name}' has redundant closure rows: the consistent "
                                    "accelerations need the dependent coordinates to combine them")
@@ -181,34 +351,35 @@ def solve_reference(dae: DAE, q0, v0, output_times, independent: list[str], rtol
     drives = DAEDrives(dae, demands) if dae.mechanism.prescribed else None
     p = 0 if drives is None else drives.p
     full = dae.closure
-    num = full.numeric
     a = baumgarte
     times = np.asarray(output_times, dtype=float)
     q0 = np.asarray(q0, dtype=float)
     v0 = consistent_velocities(dae, times[0], q0, v0, independent)
     dep = [i for i, nm in enumerate(dae.names) if nm not in independent]
 
+    num = compiled(dae, drives)
+
     def resfn(tt, y, yp, res):
         q, v, lam = y[:n], y[n:2 * n], y[2 * n:2 * n + m]
         qp, vp = yp[:n], yp[n:2 * n]
         res[:n] = qp - v
-        F = num.F(tt, q, v)
+        num.eval(tt, q, v)
+        F = num.F
         if p:
             # the drives, algebraic like λ, and the filters' accelerations
-            F = F + drives.B(tt, q, v).T @ y[2 * n + m:]
+            F = F + num.B.T @ y[2 * n + m:]
             res[2 * n + m:] = vp[drives.index] - drives.target(tt, q, v)
         if m:
-            J = num.Phi_q(tt, q)
-            alg = (J @ vp - num.gamma(tt, q, v)
-                   + 2 * a * (J @ v + num.Phi_t(tt, q)) + a * a * num.Phi(tt, q))
+            J = num.Phi_q
+            alg = J @ vp - num.gamma + 2 * a * (J @ v + num.Phi_t) + a * a * num.Phi
             if full is not dae:
                 # redundant rows: m combinations of all of them (docstring)
                 W = _weights(full, J, dep)
                 J, alg = W @ J, W @ alg
-            res[n:2 * n] = num.M(tt, q) @ vp + J.T @ lam - F
+            res[n:2 * n] = num.M @ vp + J.T @ lam - F
             res[2 * n:2 * n + m] = alg
         else:
-            res[n:2 * n] = num.M(tt, q) @ vp - F
+            res[n:2 * n] = num.M @ vp - F
 
     atol = rtol / 10 if atol is None else atol
     atol_vec = np.r_[np.full(2 * n, atol), np.full(m + p, 1e3)]
