@@ -80,6 +80,16 @@ def c(expr) -> str:
     return _printer.doprint(expr)
 
 
+def sincos_into(k: int, array: str = "trig", slot: int | None = None) -> str:
+    """The C statement that sets ``array[2j]``, ``array[2j + 1]`` to sin and
+    cos of q[k] (j = ``slot``, by default k): one fmigen_sincos call, never
+    libm's sin and cos, whose bits differ between C libraries
+    (docs/portability.md).  Every generator that fills such a pair from q
+    writes it with this."""
+    j = k if slot is None else slot
+    return f"fmigen_sincos(q[{k}], &{array}[{2 * j}], &{array}[{2 * j + 1}]);"
+
+
 
 class SymbolMap:
     """Maps model symbols to the C arrays they live in."""
