@@ -52,18 +52,15 @@ class _Printer(C99CodePrinter):
         # M_PI is not part of strict C99 (-std=c99 hides it)
         return "3.141592653589793"
 
-    # sin, cos and atan2 are fmigen's own (runtime/fmigen_numeric.h), never
-    # libm's: C libraries differ in the last bit (glibc, mingw-w64, musl),
-    # and an FMU gives the same bits on every platform
-    # (docs/portability.md).  sqrt stays: IEEE 754 rounds it exactly.
-    def _print_sin(self, expr):
-        return f"fmigen_sin({self._print(expr.args[0])})"
+    # sin, cos, atan2, asin, acos and atan are fmigen's own
+    # (runtime/fmigen_numeric.h), never libm's: C libraries differ in the
+    # last bit (glibc, mingw-w64, msvcrt, musl), and an FMU gives the same bits on
+    # every platform (docs/portability.md).  sqrt stays: IEEE 754 rounds it
+    # exactly.
+    def _print_own(self, expr):
+        return f"fmigen_{expr.func.__name__}({', '.join(self._print(a) for a in expr.args)})"
 
-    def _print_cos(self, expr):
-        return f"fmigen_cos({self._print(expr.args[0])})"
-
-    def _print_atan2(self, expr):
-        return f"fmigen_atan2({self._print(expr.args[0])}, {self._print(expr.args[1])})"
+    _print_sin = _print_cos = _print_atan2 = _print_asin = _print_acos = _print_atan = _print_own
 
     def _print_Rational(self, expr):
         return f"({float(expr.p)!r}/{float(expr.q)!r})"
