@@ -741,3 +741,63 @@ def test_sin_and_cos_alone_are_fmigen_sincos_bits(tmp_path, flags):
         pytest.skip("no AVX here")
     exe = runtime_harness(tmp_path, SIN_COS_ALONE_HARNESS, "sincos_alone", flags)
     assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split() == ["0"]
+
+
+#: reads "asin|acos|atan x" in hex, prints the runtime's result in hex
+INVERSE_TRIG_HARNESS = r"""
+#include <stdio.h>
+#include <string.h>
+#include "fmigen_runtime.h"
+int main(void) {
+    char what[8];
+    double x;
+    while (scanf("%7s %la", what, &x) == 2)
+        printf("%a\n", !strcmp(what, "asin") ? fmigen_asin(x) : !strcmp(what, "acos") ? fmigen_acos(x)
+                       : fmigen_atan(x));
+    return 0;
+}
+"""
+
+
+def test_asin_acos_atan_within_two_ulps_and_the_python_ports_bits(tmp_path):
+    """fmigen_asin, fmigen_acos and fmigen_atan (the generated code's asin,
+    acos and atan: libm's differ between C libraries, glibc's and
+    msvcrt's asin in the vehicle's wheel pitch) against mpmath at 200
+    bits: within two ulps over 60,000 points, near ±1 and 0 included; the
+    exact values at ±0, ±1 (asin ±π/2, acos 0 and π rounded); NaN beyond
+    ±1; and the Python runtime's ports give the C's bits."""
+    import math
+
+    import mpmath
+
+    from fmigen.pyfmu.numeric import fmigen_acos, fmigen_asin, fmigen_atan
+    exe = runtime_harness(tmp_path, INVERSE_TRIG_HARNESS, "inverse_trig")
+    rng = np.random.default_rng(7)
+    xs = [float(rng.uniform(-1, 1)) for _ in range(10000)] + \
+         [float(math.copysign(1.0 - 10.0 ** -rng.uniform(1, 16), rng.uniform(-1, 1))) for _ in range(5000)] + \
+         [float(rng.uniform(-1, 1) * 10.0 ** -rng.integers(0, 300)) for _ in range(5000)]
+    atans = [float(rng.uniform(-1, 1) * 10.0 ** rng.integers(-300, 300)) for _ in range(20000)]
+    specials = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 5e-324, 1.0000000000000002, -1.5, math.nan]
+    cases = [(f, x) for f in ("asin", "acos") for x in xs + specials] + \
+            [("atan", x) for x in atans + specials + [math.inf, -math.inf, 1e308]]
+    out = subprocess.run([str(exe)], input="".join(f"{f} {x.hex()}\n" for f, x in cases), capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert len(out) == len(cases)
+    port = {"asin": fmigen_asin, "acos": fmigen_acos, "atan": fmigen_atan}
+    exact = {"asin": mpmath.asin, "acos": mpmath.acos, "atan": mpmath.atan}
+    worst, mismatches = {}, 0
+    with mpmath.workprec(200):
+        for (f, x), line in zip(cases, out):
+            got, py = float.fromhex(line), port[f](x)
+            mismatches += not (got == py and math.copysign(1, got) == math.copysign(1, py)
+                               or math.isnan(got) and math.isnan(py))
+            if math.isnan(x) or abs(x) > 1 and f != "atan":
+                assert math.isnan(got), (f, x, got)
+                continue
+            e = exact[f](mpmath.mpf(x))
+            ulp = math.ulp(float(e)) if e != 0 else 5e-324
+            worst[f] = max(worst.get(f, 0.0), float(abs(mpmath.mpf(got) - e)) / ulp)
+    assert mismatches == 0
+    assert all(w <= 2.0 for w in worst.values()), worst
+    assert (fmigen_asin(0.0), fmigen_asin(1.0), fmigen_asin(-1.0)) == (0.0, math.pi / 2, -math.pi / 2)
+    assert math.copysign(1, fmigen_asin(-0.0)) == -1 and fmigen_acos(1.0) == 0.0 and fmigen_acos(-1.0) == math.pi

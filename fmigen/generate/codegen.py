@@ -28,7 +28,7 @@ from fmigen.generate.chunking import chunked
 from fmigen.generate.codegen_kinematics import hoisted_knowns, kinematics_code
 from fmigen.generate.codegen_lanes import lane_classes, residual_function
 from fmigen.generate.mass_checks import mass_check_code, mass_check_defaults
-from fmigen.generate.printer import SymbolMap
+from fmigen.generate.printer import SymbolMap, sincos_into
 from fmigen.generate.statements import _function, assignments
 from fmigen.kinematics.sweep_measures import block_layout
 from fmigen.kinematics.sequences import Triangularization
@@ -282,7 +282,7 @@ def _sincos_prelude(exprs, dae, array=None):
             lines.append(f"    double {s_}, {c_}; fmigen_sincos(q[{k}], &{s_}, &{c_});"
                          f" (void){s_}; (void){c_};")
         else:
-            lines += [f"    fmigen_sincos(q[{k}], &{array}[{2 * j}], &{array}[{2 * j + 1}]);",
+            lines += ["    " + sincos_into(k, array, j),
                       f"    const double {s_} = {array}[{2 * j}];", f"    const double {c_} = {array}[{2 * j + 1}];"]
     return "".join(line + "\n" for line in lines), subs
 
@@ -413,7 +413,7 @@ def reaction_c(dae, symbol_map, sig, quantities, angles) -> str:
     nan = " ".join(f"out[{k}] = NAN;" for k, _ in outs)
     large = quantities.large
     fill = quantities.fill(n, dae.m)
-    trig = "".join(f"    fmigen_sincos(q[{k}], &trig[{2 * k}], &trig[{2 * k + 1}]);\n" for k in angles)
+    trig = "".join(f"    {sincos_into(k)}\n" for k in angles)
     trig = f"    double trig[{2 * n}];\n" + trig if angles else "    const double *trig = 0;\n"
     oprelude, osubs = _sincos_prelude(oexprs, dae, array="sc" if large else None)
     body = assignments([f"out[{k}]" for k, _ in outs], [e.xreplace({**osubs, **symbol_map.subs}) for e in oexprs])

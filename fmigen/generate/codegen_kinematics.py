@@ -14,7 +14,7 @@ from fmigen.derive.embed import Embedding
 from fmigen.generate.codegen_lanes import lane_classes, lane_function
 from fmigen.generate.codegen_newton import (POLISH_ITERATIONS, _newton_call, _newton_function, newton_pairs,
                                            newton_start)
-from fmigen.generate.printer import SymbolMap, c
+from fmigen.generate.printer import SymbolMap, c, sincos_into
 from fmigen.generate.statements import _function, assignments, poly_plan, table_function
 from fmigen.kinematics.completion import ROOT_REFINEMENTS
 from fmigen.kinematics.sweep_measures import abs_sum, block_layout
@@ -538,8 +538,7 @@ class CKinematics:
                 f"    const double dqi = {dq};"]
 
     def trig_from_q(self, depth, i):
-        # fmigen_sincos, not libm's: runtime/fmigen_runtime.h says why
-        return [f"{self.indent[depth]}fmigen_sincos(q[{i}], &trig[{2 * i}], &trig[{2 * i + 1}]);"]
+        return [self.indent[depth] + sincos_into(i)]
 
     def trigs_from_q(self, ks):
         """The pairs of the independent angles ``ks`` a solve starts from:

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from fmigen.generate.printer import sincos_into
 from fmigen.kinematics.sweep_measures import block_layout
 
 LANES = 4
@@ -276,7 +277,7 @@ def _group_code(tri, members, plans, slots, trig_angles, bare, ind):
             else:
                 stores.append(f"q[{i}] = {at[vs[0]]};")
                 if i in trig_angles:
-                    stores.append(f"fmigen_sincos(q[{i}], &trig[{2 * i}], &trig[{2 * i + 1}]);")
+                    stores.append(sincos_into(i))
         out.append(f"if (pass & {1 << lane}u) {{ {' '.join(stores)} }}")
     return [ind + line for line in out]
 

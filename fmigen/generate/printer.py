@@ -52,18 +52,15 @@ class _Printer(C99CodePrinter):
         # M_PI is not part of strict C99 (-std=c99 hides it)
         return "3.141592653589793"
 
-    # sin, cos and atan2 are fmigen's own (runtime/fmigen_numeric.h), never
-    # libm's: C libraries differ in the last bit (glibc, mingw-w64, musl),
-    # and an FMU gives the same bits on every platform
-    # (docs/portability.md).  sqrt stays: IEEE 754 rounds it exactly.
-    def _print_sin(self, expr):
-        return f"fmigen_sin({self._print(expr.args[0])})"
+    # sin, cos, atan2, asin, acos and atan are fmigen's own
+    # (runtime/fmigen_numeric.h), never libm's: C libraries differ in the
+    # last bit (glibc, mingw-w64, msvcrt, musl), and an FMU gives the same bits on
+    # every platform (docs/portability.md).  sqrt stays: IEEE 754 rounds it
+    # exactly.
+    def _print_own(self, expr):
+        return f"fmigen_{expr.func.__name__}({', '.join(self._print(a) for a in expr.args)})"
 
-    def _print_cos(self, expr):
-        return f"fmigen_cos({self._print(expr.args[0])})"
-
-    def _print_atan2(self, expr):
-        return f"fmigen_atan2({self._print(expr.args[0])}, {self._print(expr.args[1])})"
+    _print_sin = _print_cos = _print_atan2 = _print_asin = _print_acos = _print_atan = _print_own
 
     def _print_Rational(self, expr):
         return f"({float(expr.p)!r}/{float(expr.q)!r})"
@@ -78,6 +75,16 @@ _printer = _Printer()
 
 def c(expr) -> str:
     return _printer.doprint(expr)
+
+
+def sincos_into(k: int, array: str = "trig", slot: int | None = None) -> str:
+    """The C statement that sets ``array[2j]``, ``array[2j + 1]`` to sin and
+    cos of q[k] (j = ``slot``, by default k): one fmigen_sincos call, never
+    libm's sin and cos, whose bits differ between C libraries
+    (docs/portability.md).  Every generator that fills such a pair from q
+    writes it with this."""
+    j = k if slot is None else slot
+    return f"fmigen_sincos(q[{k}], &{array}[{2 * j}], &{array}[{2 * j + 1}]);"
 
 
 

@@ -205,6 +205,24 @@ def fmigen_atan2(y, x):
     return math.copysign(a, y)
 
 
+def fmigen_asin(x):
+    """runtime/fmigen_numeric.h's fmigen_asin, the generated code's asin(e):
+    fmigen_atan2(x, sqrt((1 - x)(1 + x))), the same operations."""
+    d = (1.0 - x) * (1.0 + x)
+    return fmigen_atan2(x, math.sqrt(d) if d >= 0.0 else math.nan)
+
+
+def fmigen_acos(x):
+    """fmigen_acos, the generated code's acos(e): fmigen_atan2(sqrt((1 - x)(1 + x)), x)."""
+    d = (1.0 - x) * (1.0 + x)
+    return fmigen_atan2(math.sqrt(d) if d >= 0.0 else math.nan, x)
+
+
+def fmigen_atan(x):
+    """fmigen_atan, the generated code's atan(e): fmigen_atan2(x, 1)."""
+    return fmigen_atan2(x, 1.0)
+
+
 def fmigen_unwrap(a, ref):
     """runtime/fmigen_runtime.h's fmigen_unwrap: the angle a from atan2 moved
     by whole turns k to the representative nearest ref (the last accepted

@@ -11,8 +11,9 @@ to round-off:
 - every model expression is printed by a subclass of codegen's C printer
   (integer powers as multiplications, rationals as double divisions, the same
   sympy CSE), and the C function names resolve to the runtime's ports of
-  fmigen's own (``fmigen_sin``, ``fmigen_cos``, ``fmigen_atan2``: the C's
-  bits, never libm's) or to Python's ``math`` (sqrt, correctly rounded);
+  fmigen's own (``fmigen_sin``, ``fmigen_cos``, ``fmigen_atan2``,
+  ``fmigen_asin``, ``fmigen_acos``, ``fmigen_atan``: the C's bits, never
+  libm's) or to Python's ``math`` (sqrt, correctly rounded);
 - the kinematics comes from model.c's own walker (``codegen_kinematics.kinematics_walk``,
   spelled in Python by ``PyKinematics``), so it is the C statement for statement:
   per block the prediction from the last accepted solution (``Core.base``,
@@ -80,7 +81,8 @@ from fmigen.derive.workspace import mechanism_unit_scales
 from fmigen.pyfmu.numeric import (EULER, FMIGEN_BRANCH_TOL, FMIGEN_LIMIT_GAIN, FMIGEN_MAX_DEGREE,
                                   FMIGEN_MESSAGE_SIZE, FMIGEN_NEWTON_MAX_ITER, FMIGEN_POLISH_TOL,
                                   FMIGEN_SEQ_TOL, FMIGEN_SWITCH_COND, RK4, SYMPLECTIC, all_roots, fmax,
-                                  fmigen_atan2, fmigen_cos, fmigen_powi, fmigen_sin, fmigen_sincos, fmigen_unwrap, fmin, ldlt_factor,
+                                  fmigen_acos, fmigen_asin, fmigen_atan, fmigen_atan2, fmigen_cos, fmigen_powi,
+                                  fmigen_sin, fmigen_sincos, fmigen_unwrap, fmin, ldlt_factor,
                                   ldlt_solve, linear, lu_factor, lu_solve, poly_eval, poly_root,
                                   quadratic_near, quadratic_root, rotate)
 from fmigen.pyfmu.slave import Core, FmuError, SlaveMethods
@@ -93,7 +95,8 @@ from fmigen.pyfmu.slave import Core, FmuError, SlaveMethods
 # --------------------------------------------------------------------------
 
 
-RUNTIME_OBJECTS = [linear, quadratic_near, quadratic_root, rotate, fmigen_sincos, fmigen_sin, fmigen_cos, fmigen_atan2, fmigen_unwrap, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
+RUNTIME_OBJECTS = [linear, quadratic_near, quadratic_root, rotate, fmigen_sincos, fmigen_sin, fmigen_cos, fmigen_atan2,
+                   fmigen_asin, fmigen_acos, fmigen_atan, fmigen_unwrap, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
                    ldlt_factor, ldlt_solve, psd3, checked_value,
                    poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]

@@ -320,6 +320,24 @@ double fmigen_sin(double x);
 __attribute__((const))
 #endif
 double fmigen_cos(double x);
+/* asin, acos and atan of the generated code (printer._Printer), by
+ * fmigen_atan2 and sqrt, for the same reason: C libraries round them
+ * differently (glibc's asin and the Windows C runtime's, msvcrt.dll's,
+ * which the win64 DLL calls, disagree in the last bit;
+ * docs/portability.md).  Within two ulps of the exact value
+ * (tests/test_runtime_lu.py). */
+#if defined(__GNUC__)
+__attribute__((const))
+#endif
+double fmigen_asin(double x);
+#if defined(__GNUC__)
+__attribute__((const))
+#endif
+double fmigen_acos(double x);
+#if defined(__GNUC__)
+__attribute__((const))
+#endif
+double fmigen_atan(double x);
 #define FMIGEN_SINCOS_MAX 8.0e5   /* < 2^19·π/2: n < 2^19, so n·PIO2_k is exact */
 #define FMIGEN_INVPIO2 0x1.45f306dc9c883p-1
 /* π/2 = PIO2_1 + PIO2_1T; PIO2_1T = PIO2_2 + PIO2_2T; PIO2_2T = PIO2_3 + PIO2_3T

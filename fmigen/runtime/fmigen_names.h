@@ -161,5 +161,8 @@
 #define fmigen_sincos_call FMIGEN_KERNEL_NAME(fmigen_sincos_call)
 #define fmigen_sin FMIGEN_KERNEL_NAME(fmigen_sin)
 #define fmigen_cos FMIGEN_KERNEL_NAME(fmigen_cos)
+#define fmigen_asin FMIGEN_KERNEL_NAME(fmigen_asin)
+#define fmigen_acos FMIGEN_KERNEL_NAME(fmigen_acos)
+#define fmigen_atan FMIGEN_KERNEL_NAME(fmigen_atan)
 #endif /* FMIGEN_KERNEL_NAME */
 #endif

@@ -250,6 +250,16 @@ FMIGEN_NOINLINE void fmigen_sincos_call(double x, double *s, double *c) { fmigen
 double fmigen_sin(double x) { double s = 0.0; fmigen_sincos_body(x, &s, &s, 1); return s; }
 double fmigen_cos(double x) { double c = 0.0; fmigen_sincos_body(x, &c, &c, 2); return c; }
 
+/* asin x = atan2(x, √((1 − x)(1 + x))), acos x = atan2(√(…), x),
+ * atan x = atan2(x, 1), all by fmigen_atan2 and the correctly rounded sqrt.
+ * (1 − x)(1 + x) rather than 1 − x²: 1 − x is exact for |x| >= 1/2
+ * (Sterbenz), so the root keeps its relative accuracy near ±1, where
+ * 1 − x² cancels.  |x| > 1 and NaN give NaN, as libm's; ±0 and ±1 the
+ * exact results (±0, ±π/2 rounded, 0, π rounded). */
+double fmigen_asin(double x) { return fmigen_atan2(x, sqrt((1.0 - x) * (1.0 + x))); }
+double fmigen_acos(double x) { return fmigen_atan2(sqrt((1.0 - x) * (1.0 + x)), x); }
+double fmigen_atan(double x) { return fmigen_atan2(x, 1.0); }
+
 /* All complex roots by Aberth–Ehrlich iteration (simultaneous Newton with
  * repulsion; converges cubically to every root, the same roots as the
  * companion-matrix eigenvalues).  Returns 0 when converged. */
