@@ -59,9 +59,8 @@ LOADED = ["fourbar_joints", "fourbar_double_crank", "slider_crank_joints", "four
 REFUSED = {"landing_gear": "is a kinematic mechanism", "landing_gear_joints": "is a kinematic mechanism",
            "slider_crank_from_slider": "has coordinate switching"}
 #: ... and left to docs/modelica.md: exported and balanced there, but each
-#: costs the suite 10 s to minutes of derivation and loading; the vehicle's
-#: refusal (prescribed motion and joint reactions) costs its joint
-#: description's conversion, and the two that do not build minutes of their
+#: costs the suite 10 s to minutes of derivation and loading (the vehicle's
+#: hundreds of seconds), and the two that do not build minutes of their
 #: derivation before they fail
 NOT_HERE = {"stewart_joints", "ladder", "five_link_joints", "quarter_car_joints", "front_corner",
             "stephenson3_joints", "vehicle", "stewart_66", "stewart_66_platform"}
@@ -361,16 +360,6 @@ def test_hard_point_is_a_ranged_parameter_and_the_export_holds_across_its_range(
     with pytest.raises(rumoca.SimulationError, match="hard point l3 outside its declared range"):
         model.simulate((0, stop), dt=H, config=config, params={"l3": upper + 0.1})
 
-
-def test_refusal_names_every_feature():
-    """Prescribed motion and joint reactions (and coordinate switching,
-    ``test_export_refuses``) have no form in the exported model: one message
-    names each such feature (``export_mechanism`` asks before it derives)."""
-    from fmigen.model import ModelError
-    from test_prescribe import cart_pendulum
-    with pytest.raises(ModelError, match=r"prescribed coordinates \(s.prescribe: x\).*; and joint reactions "
-                                         r"\(s.reaction: the outputs reaction_x_fx, .*Build an FMU instead"):
-        export_mechanism(cart_pendulum())
 
 
 def test_stops_and_a_static_trim_export():

@@ -53,8 +53,11 @@ Modelica instead of C:
   parameter Real`` for the reader; inputs as ``input Real`` with their
   start; outputs as ``output Real``; units as ``unit=``.
 
-Refused before the derivation (``refuse_mechanism``): kinematic mechanisms,
-prescribed coordinates, joint reactions and coordinate switching.
+Joint reactions (``s.reaction``: every coordinate's acceleration and the
+constraint multipliers) and prescribed coordinates (``s.prescribe``: the
+filter's acceleration, the drive an unknown force) are equations of the
+model too (``fmigen.tools.modelica_motion``).  Refused before the derivation
+(``refuse_mechanism``): kinematic mechanisms and coordinate switching.
 
 Only Modelica's built-in functions are used (``sin``, ``atan2``, ``sqrt``,
 ``abs``, ...), no Modelica Standard Library, no external C: the model runs in
@@ -80,6 +83,10 @@ from dataclasses import dataclass
 import sympy as sp
 
 from fmigen.model import ModelError, t
+from fmigen.tools.modelica_motion import embedding_columns as _embedding_columns
+from fmigen.tools.modelica_motion import mass_entry as _mass_entry
+from fmigen.tools.modelica_motion import prescribed_equations, reaction_equations, reaction_symbols
+from fmigen.tools.modelica_motion import scalar_rows as _scalar_rows
 from fmigen.tools.modelica_printer import mo
 
 #: Newton iterations of a Newton block or a fallback from the prediction
@@ -480,16 +487,6 @@ def refuse_mechanism(mech):
         raise ModelError(f"'{mech.name}' is a kinematic mechanism (its independent coordinates are inputs); "
                          "the Modelica export writes the embedded equations of motion")
     why = []
-    if mech.prescribed:
-        # the runtime solves the driving force from the filter's acceleration
-        # at every stage; the embedded ODE has no such solve
-        why.append(f"prescribed coordinates (s.prescribe: {_listed(p.coordinate for p in mech.prescribed)}), "
-                   "which the FMU runtime drives by a force it solves for at every stage")
-    if mech.reactions:
-        # they read the multipliers, which the exported model (the embedded
-        # ODE) never solves for
-        why.append(f"joint reactions (s.reaction: the outputs {_listed(mech.reactions)}), which read the constraint "
-                   "multipliers: the exported embedded ODE has none, so it does not write them")
     if mech.switch_independent:
         # a fixed state set meets the singularity of its Φ_d that the switch
         # exists to avoid (a dead centre), and the model's solve fails there
@@ -527,14 +524,23 @@ class _ModelNames:
         self.an = {i: claim("a_" + self.qn[i], f"the acceleration of {mech.coordinates[i].name}") for i in I}
         self.tunable = [p for p in mech.parameters if p.tunable]
         self.pn = [claim(identifier(p.name, "parameter"), f"parameter {p.name}") for p in self.tunable]
-        self.un = [claim(identifier(u.name, "input"), f"input {u.name}") for u in mech.inputs]
+        # a prescribed coordinate's driving force (a hidden input) is an
+        # unknown of the model: the output of its name (prescribed_equations)
+        self.un = [identifier(u.name, "input") if u.hidden else claim(identifier(u.name, "input"), f"input {u.name}")
+                   for u in mech.inputs]
         self.on = {name: claim(identifier(name, "output"), f"output {name}") for name in dae.outputs}
+        for u, name in zip(mech.inputs, self.un):
+            if u.hidden and self.on.get(u.name) != name:
+                raise ModelError(f"the hidden input {u.name} is no output of the same name: the export "
+                                 "writes a prescribed coordinate's drive as that output")
         self.structural = [p for p in mech.parameters if not p.tunable and identifier(p.name, "") not in self.used]
         subs = {qs: sp.Symbol(self.qn[i]) for i, qs in enumerate(dae.q_sym)}
         subs.update({vs: sp.Symbol(self.vn[i]) for i, vs in enumerate(dae.v_sym)})
         subs.update({s: sp.Symbol(self.pn[k]) for k, s in enumerate(dae.tunable)})
         subs.update({s: sp.Symbol(self.un[k]) for k, s in enumerate(dae.inputs)})
         subs[t] = sp.Symbol("time")
+        if mech.reactions:
+            subs.update(reaction_symbols(dae))
         self.subs = subs
 
     def claim(self, name, what):
@@ -558,7 +564,10 @@ def _kinematics(model, emb, tri, names):
     dae, D = emb.dae, list(emb.dependent)
     functions, sizes, degrees, decls, equations = [], set(), set(), [], []
     pvec = "{" + (", ".join(names.pn) if names.pn else "0.0") + "}"
-    uvec = "{" + (", ".join(names.un) if names.un else "0.0") + "}"
+    # a drive (a hidden input) is a force: the kinematics never read it, and
+    # passing it would tie every block to the dynamics' linear system
+    uvec = "{" + (", ".join("0.0" if u.hidden else un for u, un in zip(dae.mechanism.inputs, names.un))
+                  if names.un else "0.0") + "}"
     qn = names.qn
     slot = {i: k for k, i in enumerate(D)}   # a dependent coordinate's predictor slot
     for bi, solved_block in enumerate(tri.blocks):
@@ -610,6 +619,8 @@ def _variables(mech, dae, I, names, start, predictor_period) -> list[str]:
     lines.append(f"    parameter Real predictorPeriod(unit=\"s\") = {predictor_period!r} "
                  "\"period of the branch predictor's samples of the dependent coordinates\";")
     for u, name in zip(mech.inputs, names.un):
+        if u.hidden:
+            continue    # a drive: declared as its output
         # its start as a binding: the model simulates standalone, and a model
         # that uses it replaces the binding by a modification (plant(tau = u))
         lines.append(f"    input Real {name}{_mods(_unit(u.unit))} = {float(u.start)!r} "
@@ -649,13 +660,6 @@ def _hard_point_asserts(names) -> list[str]:
     return out
 
 
-def _scalar_rows(lhs_rows, rhs) -> list[str]:
-    """One scalar equation per row, ``Σ_c J[r, c]·x_c = rhs_r`` (``lhs_rows``
-    the products' terms already printed).  Why not ``J * x = b``: rumoca
-    0.10.2 lowers an array equation once per scalar row and re-lowers the
-    whole right-hand side array each time, so array equations cost the
-    square of their size in its setup (docs/modelica.md)."""
-    return [f"    {' + '.join(terms) if terms else '0.0'} = {r};" for terms, r in zip(lhs_rows, rhs)]
 
 
 def _block_velocity_equations(emb, tri, names):
@@ -692,28 +696,8 @@ def _block_velocity_equations(emb, tri, names):
     return decls, lines
 
 
-def _embedding_columns(emb, tri):
-    """B (n×f, rows of lists) and a_c (n) as sympy entries: 1 and 0 at the
-    independent coordinates, and each dependent coordinate's entries the
-    variables of its block (``fmigen_B<b>[r, k]``, ``fmigen_a<b>[r]``)."""
-    I, f, n = list(emb.independent), emb.f, emb.dae.n
-    where = {i: (bi, k) for bi, solved_block in enumerate(tri.blocks) for k, i in enumerate(solved_block.block.unknowns)}
-    B, ac = [], []
-    for i in range(n):
-        if i in I:
-            B.append([sp.S.One if I.index(i) == k else sp.S.Zero for k in range(f)])
-            ac.append(sp.S.Zero)
-        else:
-            bi, r = where[i]
-            B.append([sp.Symbol(f"fmigen_B{bi + 1}[{r + 1}, {k + 1}]") for k in range(f)])
-            ac.append(sp.Symbol(f"fmigen_a{bi + 1}[{r + 1}]"))
-    return B, ac
 
 
-def _mass_entry(r, c) -> str:
-    """The model's variable of the mass matrix entry M[r, c] (0-based),
-    declared only where M is structurally nonzero."""
-    return f"fmigen_M_{r + 1}_{c + 1}"
 
 
 def _ode_equations(emb, tri, names) -> list[str]:
@@ -746,7 +730,9 @@ def _ode_equations(emb, tri, names) -> list[str]:
                      f"{' + '.join(f'{mo(B[r][a])}*(fmigen_F[{r + 1}] - fmigen_Mac[{r + 1}])' for r in rows) or '0.0'};")
     lines += _scalar_rows([[f"fmigen_Mr[{a + 1}, {b + 1}]*{names.an[i]}" for b, i in enumerate(I)] for a in range(f)],
                           [f"fmigen_h[{a + 1}]" for a in range(f)])
-    lines += [f"    {names.on[name]} = {m(expr)};" for name, expr in dae.outputs.items()]
+    # a drive's output is the unknown force itself (prescribed_equations)
+    drives = {p.drive for p in dae.mechanism.prescribed}
+    lines += [f"    {names.on[name]} = {m(expr)};" for name, expr in dae.outputs.items() if name not in drives]
     return lines
 
 
@@ -796,6 +782,8 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
     if nd:
         decls, block_lines = _block_velocity_equations(emb, tri, names)
         lines += sequence_decls + decls
+    reactions = reaction_equations(emb, tri, names) if mech.reactions else ([], [])
+    lines += reactions[0]
     lines.append("  equation")
     lines += _hard_point_asserts(names)
     for i in I:
@@ -813,7 +801,9 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
                   "    // the kinematics, block by block"]
         lines += kinematics
         lines += block_lines
+    lines += prescribed_equations(mech, names)
     lines += _ode_equations(emb, tri, names)
+    lines += reactions[1]
     doc = CITATION.format(name=mech.name, independent=", ".join(dae.names[i] for i in I),
                           blocks=len(tri.blocks))
     lines.append(f"    annotation(Documentation(info={_string('<html>' + doc + '</html>')}));")
