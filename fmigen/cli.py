@@ -564,10 +564,12 @@ def _add_modelica(sub):
                                    "Gröbner sequence with the root nearest a prediction, Newton with fixed "
                                    "iteration bounds), the branch predictor as sampled discrete variables, the "
                                    "mass matrix and right-hand side as equations, parameters, inputs and outputs "
-                                   "with their units (a hard point with its range as min/max and an assert). "
-                                   "Built-in Modelica functions only (no Modelica Standard Library, no external "
-                                   "C). Refused, with a message naming each: kinematic mechanisms, prescribed "
-                                   "coordinates, joint reactions and coordinate switching.")
+                                   "with their units (a hard point with its range as min/max and an assert), "
+                                   "joint reactions (the accelerations and multipliers as equations) and "
+                                   "prescribed coordinates (the filter's acceleration, the drive an unknown); a "
+                                   "kinematic mechanism as its kinematics alone (the independent coordinates and "
+                                   "velocities inputs). Built-in Modelica functions only (no Modelica Standard "
+                                   "Library, no external C). Refused, with a message: coordinate switching.")
     _common(p, solver=False)
     p.add_argument("-o", "--output", required=True, help=".mo file to write")
     p.add_argument("--package", help="name of the enclosing package (default: the mechanism's name)")

@@ -54,14 +54,14 @@ MOVES = 1e-3
 #: (docs/modelica.md's table has each one's outcome and cost): loaded and
 #: checked balanced here, each in a few seconds of CPU ...
 LOADED = ["fourbar_joints", "fourbar_double_crank", "slider_crank_joints", "fourbar_chain", "eight_link",
-          "landing_gear_dynamic", "landing_gear_dynamic_joints"]
+          "landing_gear_dynamic", "landing_gear_dynamic_joints", "landing_gear_joints"]
 #: ... refused, the message naming the feature ...
-REFUSED = {"landing_gear": "is a kinematic mechanism", "landing_gear_joints": "is a kinematic mechanism",
-           "slider_crank_from_slider": "has coordinate switching"}
+REFUSED = {"slider_crank_from_slider": "has coordinate switching"}
+#: ... simulated in tests/test_modelica_motion.py (a kinematic mechanism) ...
+MOTION = ["landing_gear"]
 #: ... and left to docs/modelica.md: exported and balanced there, but each
-#: costs the suite 10 s to minutes of derivation and loading; the vehicle's
-#: refusal (prescribed motion and joint reactions) costs its joint
-#: description's conversion, and the two that do not build minutes of their
+#: costs the suite 10 s to minutes of derivation and loading (the vehicle's
+#: hundreds of seconds), and the two that do not build minutes of their
 #: derivation before they fail
 NOT_HERE = {"stewart_joints", "ladder", "five_link_joints", "quarter_car_joints", "front_corner",
             "stephenson3_joints", "vehicle", "stewart_66", "stewart_66_platform"}
@@ -89,7 +89,7 @@ def test_every_shipped_mechanism_has_its_outcome():
     (and docs/modelica.md's table)."""
     from pathlib import Path
     shipped = {p.stem for p in (Path(__file__).resolve().parent.parent / "mechanisms").glob("*.py")}
-    listed = [*SIMULATED, *LOADED, *REFUSED, *NOT_HERE, "corner_geometry"]   # the last a helper module
+    listed = [*SIMULATED, *LOADED, *REFUSED, *MOTION, *NOT_HERE, "corner_geometry"]   # the last a helper module
     assert len(listed) == len(set(listed)) and set(listed) == shipped
 
 
@@ -98,7 +98,9 @@ def test_exported_model_loads_balanced(mech):
     text, name, compiled = export_mechanism(mech)
     structure = rumoca.Session().loads(text, model=name).structure()
     assert structure.is_balanced
-    assert structure.n_states == 2 * len(compiled.independent_names)
+    # a kinematic mechanism's independent coordinates are inputs, not states
+    kinematic = compiled.dae.mechanism.kinematic
+    assert structure.n_states == (0 if kinematic else 2 * len(compiled.independent_names))
 
 
 @pytest.mark.parametrize("mech", REFUSED)
@@ -178,7 +180,7 @@ def test_printer():
     assert mo(x**7) == "(x)^(7)"
 
 
-def test_cli_writes_the_model_and_refuses_a_kinematic_mechanism(tmp_path):
+def test_cli_writes_the_model_and_refuses_coordinate_switching(tmp_path):
     import json
     import subprocess
     import sys
@@ -191,9 +193,9 @@ def test_cli_writes_the_model_and_refuses_a_kinematic_mechanism(tmp_path):
     assert json.loads(run.stdout) == {"modelica": str(out), "model": "Plant.fourbar"}
     model = rumoca.Session().loads(out.read_text(), model="Plant.fourbar")
     assert model.structure().is_balanced
-    bad = subprocess.run([sys.executable, "-m", "fmigen.cli", "export-modelica", "landing_gear", "-o",
-                          str(tmp_path / "lg.mo")], capture_output=True, text=True, cwd=root)
-    assert bad.returncode == 2 and "kinematic mechanism" in bad.stderr and "Traceback" not in bad.stderr
+    bad = subprocess.run([sys.executable, "-m", "fmigen.cli", "export-modelica", "slider_crank_from_slider", "-o",
+                          str(tmp_path / "sc.mo")], capture_output=True, text=True, cwd=root)
+    assert bad.returncode == 2 and "coordinate switching" in bad.stderr and "Traceback" not in bad.stderr
 
 
 # --- the FMU wrapper (export-modelica --fmu) ---------------------------------
@@ -361,16 +363,6 @@ def test_hard_point_is_a_ranged_parameter_and_the_export_holds_across_its_range(
     with pytest.raises(rumoca.SimulationError, match="hard point l3 outside its declared range"):
         model.simulate((0, stop), dt=H, config=config, params={"l3": upper + 0.1})
 
-
-def test_refusal_names_every_feature():
-    """Prescribed motion and joint reactions (and coordinate switching,
-    ``test_export_refuses``) have no form in the exported model: one message
-    names each such feature (``export_mechanism`` asks before it derives)."""
-    from fmigen.model import ModelError
-    from test_prescribe import cart_pendulum
-    with pytest.raises(ModelError, match=r"prescribed coordinates \(s.prescribe: x\).*; and joint reactions "
-                                         r"\(s.reaction: the outputs reaction_x_fx, .*Build an FMU instead"):
-        export_mechanism(cart_pendulum())
 
 
 def test_stops_and_a_static_trim_export():

@@ -215,13 +215,6 @@ def test_rssr_tree_joints_match_mujoco(tmp_path):
     assert checked == {"theta", "phi", "U"}
 
 
-def test_modelica_export_refuses_reactions():
-    from fmigen.build.pipeline import compile_model, prepare_mechanism
-    from fmigen.tools.modelica import export
-    compiled = compile_model(prepare_mechanism(rod_pendulum()), generate_c=False)
-    with pytest.raises(ModelError, match="does not write them"):
-        export(compiled)
-
 
 def test_reactions_fill_k_with_the_embeddings_statements():
     """K = [[M, Φ_qᵀ], [Φ_q, 0]] and [F; γ] are filled by the statements of

@@ -53,8 +53,14 @@ Modelica instead of C:
   parameter Real`` for the reader; inputs as ``input Real`` with their
   start; outputs as ``output Real``; units as ``unit=``.
 
-Refused before the derivation (``refuse_mechanism``): kinematic mechanisms,
-prescribed coordinates, joint reactions and coordinate switching.
+Joint reactions (``s.reaction``: every coordinate's acceleration and the
+constraint multipliers) and prescribed coordinates (``s.prescribe``: the
+filter's acceleration, the drive an unknown force) are equations of the
+model too (``fmigen.tools.modelica_motion``).  A kinematic mechanism is its
+kinematics alone, with the kinematic FMU's interface: the independent
+coordinates and their velocities inputs, the dependent ones and their
+velocities outputs (the blocks and the velocity solve, no dynamics).
+Refused before the derivation (``refuse_mechanism``): coordinate switching.
 
 Only Modelica's built-in functions are used (``sin``, ``atan2``, ``sqrt``,
 ``abs``, ...), no Modelica Standard Library, no external C: the model runs in
@@ -80,6 +86,10 @@ from dataclasses import dataclass
 import sympy as sp
 
 from fmigen.model import ModelError, t
+from fmigen.tools.modelica_motion import embedding_columns as _embedding_columns
+from fmigen.tools.modelica_motion import mass_entry as _mass_entry
+from fmigen.tools.modelica_motion import prescribed_equations, reaction_equations, reaction_symbols
+from fmigen.tools.modelica_motion import scalar_rows as _scalar_rows
 from fmigen.tools.modelica_printer import mo
 
 #: Newton iterations of a Newton block or a fallback from the prediction
@@ -113,6 +123,11 @@ CITATION = (
     "Algorithms</i>, Springer, 1992 (lexicographic bases and triangular sets).</p>"
     "<p>The branch predictor samples the dependent coordinates every <code>predictorPeriod</code> "
     "seconds: keep it short against the motion between two assembly branches.</p>")
+
+
+KINEMATIC = ("<p>A kinematic model: the independent coordinates and their velocities are inputs (the FMU's "
+             "<code>q</code> and <code>der(q)</code>), the dependent ones and their velocities outputs, solved "
+             "from the constraints alone; no dynamics.</p>")
 
 
 def identifier(name: str, what: str) -> str:
@@ -472,24 +487,10 @@ def _listed(names, most=3) -> str:
 
 def refuse_mechanism(mech):
     """A clear error for a mechanism whose features the export does not
-    write: a kinematic mechanism on its own, the others all named in one
-    message.  Called on the loaded mechanism (its start already assembled),
+    write, all named in one message.  Called on the loaded mechanism (its start already assembled),
     before the equations of motion and the triangularization, so a refusal
     costs no derivation."""
-    if mech.kinematic:
-        raise ModelError(f"'{mech.name}' is a kinematic mechanism (its independent coordinates are inputs); "
-                         "the Modelica export writes the embedded equations of motion")
     why = []
-    if mech.prescribed:
-        # the runtime solves the driving force from the filter's acceleration
-        # at every stage; the embedded ODE has no such solve
-        why.append(f"prescribed coordinates (s.prescribe: {_listed(p.coordinate for p in mech.prescribed)}), "
-                   "which the FMU runtime drives by a force it solves for at every stage")
-    if mech.reactions:
-        # they read the multipliers, which the exported model (the embedded
-        # ODE) never solves for
-        why.append(f"joint reactions (s.reaction: the outputs {_listed(mech.reactions)}), which read the constraint "
-                   "multipliers: the exported embedded ODE has none, so it does not write them")
     if mech.switch_independent:
         # a fixed state set meets the singularity of its Φ_d that the switch
         # exists to avoid (a dead centre), and the model's solve fails there
@@ -527,14 +528,23 @@ class _ModelNames:
         self.an = {i: claim("a_" + self.qn[i], f"the acceleration of {mech.coordinates[i].name}") for i in I}
         self.tunable = [p for p in mech.parameters if p.tunable]
         self.pn = [claim(identifier(p.name, "parameter"), f"parameter {p.name}") for p in self.tunable]
-        self.un = [claim(identifier(u.name, "input"), f"input {u.name}") for u in mech.inputs]
+        # a prescribed coordinate's driving force (a hidden input) is an
+        # unknown of the model: the output of its name (prescribed_equations)
+        self.un = [identifier(u.name, "input") if u.hidden else claim(identifier(u.name, "input"), f"input {u.name}")
+                   for u in mech.inputs]
         self.on = {name: claim(identifier(name, "output"), f"output {name}") for name in dae.outputs}
+        for u, name in zip(mech.inputs, self.un):
+            if u.hidden and self.on.get(u.name) != name:
+                raise ModelError(f"the hidden input {u.name} is no output of the same name: the export "
+                                 "writes a prescribed coordinate's drive as that output")
         self.structural = [p for p in mech.parameters if not p.tunable and identifier(p.name, "") not in self.used]
         subs = {qs: sp.Symbol(self.qn[i]) for i, qs in enumerate(dae.q_sym)}
         subs.update({vs: sp.Symbol(self.vn[i]) for i, vs in enumerate(dae.v_sym)})
         subs.update({s: sp.Symbol(self.pn[k]) for k, s in enumerate(dae.tunable)})
         subs.update({s: sp.Symbol(self.un[k]) for k, s in enumerate(dae.inputs)})
         subs[t] = sp.Symbol("time")
+        if mech.reactions:
+            subs.update(reaction_symbols(dae))
         self.subs = subs
 
     def claim(self, name, what):
@@ -558,7 +568,10 @@ def _kinematics(model, emb, tri, names):
     dae, D = emb.dae, list(emb.dependent)
     functions, sizes, degrees, decls, equations = [], set(), set(), [], []
     pvec = "{" + (", ".join(names.pn) if names.pn else "0.0") + "}"
-    uvec = "{" + (", ".join(names.un) if names.un else "0.0") + "}"
+    # a drive (a hidden input) is a force: the kinematics never read it, and
+    # passing it would tie every block to the dynamics' linear system
+    uvec = "{" + (", ".join("0.0" if u.hidden else un for u, un in zip(dae.mechanism.inputs, names.un))
+                  if names.un else "0.0") + "}"
     qn = names.qn
     slot = {i: k for k, i in enumerate(D)}   # a dependent coordinate's predictor slot
     for bi, solved_block in enumerate(tri.blocks):
@@ -610,6 +623,8 @@ def _variables(mech, dae, I, names, start, predictor_period) -> list[str]:
     lines.append(f"    parameter Real predictorPeriod(unit=\"s\") = {predictor_period!r} "
                  "\"period of the branch predictor's samples of the dependent coordinates\";")
     for u, name in zip(mech.inputs, names.un):
+        if u.hidden:
+            continue    # a drive: declared as its output
         # its start as a binding: the model simulates standalone, and a model
         # that uses it replaces the binding by a modification (plant(tau = u))
         lines.append(f"    input Real {name}{_mods(_unit(u.unit))} = {float(u.start)!r} "
@@ -617,7 +632,16 @@ def _variables(mech, dae, I, names, start, predictor_period) -> list[str]:
     qn, vn = names.qn, names.vn
     for i, c in enumerate(mech.coordinates):
         vunit = c.unit + "/s" if c.unit else ""
-        if i in I:
+        if mech.kinematic:
+            # the kinematic FMU's interface: the independent coordinates and
+            # their velocities (der(q) in the FMU) inputs, the rest outputs
+            kind, what = ("input", "independent; input") if i in I else ("output", "dependent")
+            lines.append(f"    {kind} Real {qn[i]}{_mods(_unit(c.unit))}"
+                         f"{f' = {float(start[c.name])!r}' if i in I else ''} "
+                         f"{_string((c.description + ' ' if c.description else '') + f'({what})')};")
+            lines.append(f"    {kind} Real {vn[i]}{_mods(_unit(vunit))}"
+                         f"{f' = {float(c.velocity_start)!r}' if i in I else ''} {_string(f'velocity of {c.name}')};")
+        elif i in I:
             lines.append(f"    Real {qn[i]}{_mods(_unit(c.unit), f'start = {float(start[c.name])!r}', 'fixed = true')}"
                          f" {_string((c.description + ' ' if c.description else '') + '(independent; state)')};")
             lines.append(f"    Real {vn[i]}{_mods(_unit(vunit), f'start = {float(c.velocity_start)!r}', 'fixed = true')}"
@@ -649,21 +673,15 @@ def _hard_point_asserts(names) -> list[str]:
     return out
 
 
-def _scalar_rows(lhs_rows, rhs) -> list[str]:
-    """One scalar equation per row, ``Σ_c J[r, c]·x_c = rhs_r`` (``lhs_rows``
-    the products' terms already printed).  Why not ``J * x = b``: rumoca
-    0.10.2 lowers an array equation once per scalar row and re-lowers the
-    whole right-hand side array each time, so array equations cost the
-    square of their size in its setup (docs/modelica.md)."""
-    return [f"    {' + '.join(terms) if terms else '0.0'} = {r};" for terms, r in zip(lhs_rows, rhs)]
 
 
-def _block_velocity_equations(emb, tri, names):
+def _block_velocity_equations(emb, tri, names, velocities_only=False):
     """(declarations, equations) of the per-block solves.  Φ_d is
     block-triangular (the blocks in solving order): the velocities, the
     columns of B and the dependent accelerations block by block, each from
     its diagonal block Φ_bb and what earlier blocks solved; every equation
-    scalar (``_scalar_rows``)."""
+    scalar (``_scalar_rows``); only the velocities for a kinematic
+    mechanism, which has no dynamics to read B and a_c."""
     dae, I, f = emb.dae, list(emb.independent), emb.f
     lines = ["    // per block b: Φ_bb v_b = −(Φ_t,b + Σ_known Φ_bj v_j), Φ_bb B_b = −Σ_known Φ_bj B_j, "
              "Φ_bb a_c,b = γ_b − Σ_known Φ_bj a_c,j"]
@@ -674,9 +692,10 @@ def _block_velocity_equations(emb, tri, names):
         U, E, K = solved_block.block.unknowns, solved_block.block.equations, solved_block.block.knowns
         nb = len(U)
         jb = f"fmigen_J{bi + 1}"
-        decls += [f"    Real {jb}[{nb}, {nb}] \"Φ_q of block {bi + 1}, its unknowns' columns\";",
-                  f"    Real fmigen_B{bi + 1}[{nb}, {f}] \"rows of B of block {bi + 1}\";",
-                  f"    Real fmigen_a{bi + 1}[{nb}] \"a_c of block {bi + 1}\";"]
+        decls.append(f"    Real {jb}[{nb}, {nb}] \"Φ_q of block {bi + 1}, its unknowns' columns\";")
+        if not velocities_only:
+            decls += [f"    Real fmigen_B{bi + 1}[{nb}, {f}] \"rows of B of block {bi + 1}\";",
+                      f"    Real fmigen_a{bi + 1}[{nb}] \"a_c of block {bi + 1}\";"]
         lines += [f"    {jb}[{r + 1}, {c + 1}] = {m(emb.Phi_q[e, i])};" for r, e in enumerate(E) for c, i in enumerate(U)]
 
         def rows(x):
@@ -684,6 +703,8 @@ def _block_velocity_equations(emb, tri, names):
 
         vel = [emb.Phi_t[e] + sum((emb.Phi_q[e, j] * dae.v_sym[j] for j in K), sp.S.Zero) for e in E]
         lines += _scalar_rows(rows(lambda i: vn[i]), [f"-({m(x)})" for x in vel])
+        if velocities_only:
+            continue
         for k in range(f):
             rhs = [sum((emb.Phi_q[e, j] * B[j][k] for j in K), sp.S.Zero) for e in E]
             lines += _scalar_rows(rows(lambda i: str(B[i][k])), [f"-({m(x)})" for x in rhs])
@@ -692,28 +713,8 @@ def _block_velocity_equations(emb, tri, names):
     return decls, lines
 
 
-def _embedding_columns(emb, tri):
-    """B (n×f, rows of lists) and a_c (n) as sympy entries: 1 and 0 at the
-    independent coordinates, and each dependent coordinate's entries the
-    variables of its block (``fmigen_B<b>[r, k]``, ``fmigen_a<b>[r]``)."""
-    I, f, n = list(emb.independent), emb.f, emb.dae.n
-    where = {i: (bi, k) for bi, solved_block in enumerate(tri.blocks) for k, i in enumerate(solved_block.block.unknowns)}
-    B, ac = [], []
-    for i in range(n):
-        if i in I:
-            B.append([sp.S.One if I.index(i) == k else sp.S.Zero for k in range(f)])
-            ac.append(sp.S.Zero)
-        else:
-            bi, r = where[i]
-            B.append([sp.Symbol(f"fmigen_B{bi + 1}[{r + 1}, {k + 1}]") for k in range(f)])
-            ac.append(sp.Symbol(f"fmigen_a{bi + 1}[{r + 1}]"))
-    return B, ac
 
 
-def _mass_entry(r, c) -> str:
-    """The model's variable of the mass matrix entry M[r, c] (0-based),
-    declared only where M is structurally nonzero."""
-    return f"fmigen_M_{r + 1}_{c + 1}"
 
 
 def _ode_equations(emb, tri, names) -> list[str]:
@@ -746,8 +747,14 @@ def _ode_equations(emb, tri, names) -> list[str]:
                      f"{' + '.join(f'{mo(B[r][a])}*(fmigen_F[{r + 1}] - fmigen_Mac[{r + 1}])' for r in rows) or '0.0'};")
     lines += _scalar_rows([[f"fmigen_Mr[{a + 1}, {b + 1}]*{names.an[i]}" for b, i in enumerate(I)] for a in range(f)],
                           [f"fmigen_h[{a + 1}]" for a in range(f)])
-    lines += [f"    {names.on[name]} = {m(expr)};" for name, expr in dae.outputs.items()]
-    return lines
+    return lines + _output_equations(dae, names)
+
+
+def _output_equations(dae, names) -> list[str]:
+    """The outputs' equations; a drive's output is the unknown force itself
+    (``prescribed_equations``), with none of its own."""
+    drives = {p.drive for p in dae.mechanism.prescribed}
+    return [f"    {names.on[name]} = {names(expr)};" for name, expr in dae.outputs.items() if name not in drives]
 
 
 def export(compiled, package: str | None = None, predictor_period: float = 1e-3) -> str:
@@ -786,19 +793,23 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
             "    discrete Real fmigen_ts(start = 0.0, fixed = true) \"the last sample's time\";",
             f"    Real fmigen_pred[{nd}] \"the dependent coordinates predicted from the last sample\";",
         ]
-    lines += [f"    Real {_mass_entry(r, c)} \"mass matrix entry\";"
-              for r in range(n) for c in range(n) if emb.M[r, c] != 0]
-    lines += [f"    Real fmigen_F[{n}] \"forces\";",
-              f"    Real fmigen_MB[{n}, {f}] \"M B (q̇ = B q̇_i + c)\";",
-              f"    Real fmigen_Mac[{n}] \"M a_c (a_c = [Φ_d⁻¹ γ ; 0])\";",
-              f"    Real fmigen_Mr[{f}, {f}] \"Bᵀ M B\";",
-              f"    Real fmigen_h[{f}] \"Bᵀ (F − M a_c)\";"]
+    kinematic = mech.kinematic   # the kinematics alone: no mass matrix, forces or ODE
+    if not kinematic:
+        lines += [f"    Real {_mass_entry(r, c)} \"mass matrix entry\";"
+                  for r in range(n) for c in range(n) if emb.M[r, c] != 0]
+        lines += [f"    Real fmigen_F[{n}] \"forces\";",
+                  f"    Real fmigen_MB[{n}, {f}] \"M B (q̇ = B q̇_i + c)\";",
+                  f"    Real fmigen_Mac[{n}] \"M a_c (a_c = [Φ_d⁻¹ γ ; 0])\";",
+                  f"    Real fmigen_Mr[{f}, {f}] \"Bᵀ M B\";",
+                  f"    Real fmigen_h[{f}] \"Bᵀ (F − M a_c)\";"]
     if nd:
-        decls, block_lines = _block_velocity_equations(emb, tri, names)
+        decls, block_lines = _block_velocity_equations(emb, tri, names, velocities_only=kinematic)
         lines += sequence_decls + decls
+    reactions = reaction_equations(emb, tri, names) if mech.reactions else ([], [])
+    lines += reactions[0]
     lines.append("  equation")
     lines += _hard_point_asserts(names)
-    for i in I:
+    for i in I if not kinematic else ():
         lines += [f"    der({names.qn[i]}) = {names.vn[i]};", f"    der({names.vn[i]}) = {names.an[i]};"]
     if nd:
         lines += ["    // the branch predictor: the last sample, moved on by its velocity",
@@ -813,8 +824,10 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
                   "    // the kinematics, block by block"]
         lines += kinematics
         lines += block_lines
-    lines += _ode_equations(emb, tri, names)
-    doc = CITATION.format(name=mech.name, independent=", ".join(dae.names[i] for i in I),
+    lines += prescribed_equations(mech, names)
+    lines += _output_equations(dae, names) if kinematic else _ode_equations(emb, tri, names)
+    lines += reactions[1]
+    doc = (KINEMATIC if kinematic else "") + CITATION.format(name=mech.name, independent=", ".join(dae.names[i] for i in I),
                           blocks=len(tri.blocks))
     lines.append(f"    annotation(Documentation(info={_string('<html>' + doc + '</html>')}));")
     lines.append(f"  end {model};")
