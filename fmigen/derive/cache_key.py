@@ -34,7 +34,8 @@ CONSUMERS = {"__init__.py", "__main__.py", "cli.py", "fmi/fmu.py", "fmi/fmi3.py"
              # the references and the peer: no module of the derivation imports them
              # (prescribed.py reads a DAE, but only the references call it)
              "verify/cartesian.py", "verify/cartesian_solve.py", "verify/prescribed.py", "verify/rigid_motion.py",
-             "verify/mujoco_peer.py"}
+             "verify/mujoco_peer.py", "verify/trims.py", "verify/energy.py", "verify/compare.py",
+             "verify/report.py"}
 
 
 @functools.cache
