@@ -28,6 +28,9 @@ from __future__ import annotations
 
 import sympy as sp
 from sympy.core.function import AppliedUndef
+from sympy.core.exprtools import factor_terms
+from sympy.ntheory.multinomial import multinomial_coefficients_iterator
+from sympy.simplify.simplify import signsimp
 
 
 def is_plain(e) -> bool:
@@ -68,6 +71,40 @@ def time_derivative(e, x: sp.Symbol, memo: dict):
     expression, and making its ``Derivative`` nodes canonical, which
     derivatives by one variable already are) changes nothing here."""
     return derivative(sp.sympify(e), x, memo)
+
+
+def second_time_derivative(e, x: sp.Symbol, memo: dict, first: dict):
+    """``e.diff(x, 2)`` for an expression in functions of ``x``: the
+    expression sympy gives, which is not ``diff`` taken twice.
+    ``Derivative`` with a count of 2 differentiates a commutative product
+    by ``Mul._eval_derivative_n_times`` (the general Leibniz rule: one term
+    per multinomial coefficient, each factor differentiated 0, 1 or 2
+    times, a factor's second derivative again by this rule) and a sum by
+    ``Basic._eval_derivative_n_times`` (its first derivative differentiated
+    once more, here by ``derivative``'s rules), then returns a vanishing
+    result as it is and any other as ``factor_terms(signsimp(...))``;
+    every other node goes to ``diff`` itself.  ``memo``: the second
+    derivatives already taken, ``first``: the first ones
+    (``time_derivative``'s memo), both shared between calls."""
+    found = memo.get(e)
+    if found is not None:
+        return found
+    if x not in e.free_symbols:
+        d = sp.S.Zero
+    elif e.is_Mul and e.is_commutative or e.is_Add:
+        if e.is_Add:
+            d = derivative(derivative(e, x, first), x, first)
+        else:
+            orders = (lambda a: a, lambda a: derivative(a, x, first),
+                      lambda a: second_time_derivative(a, x, memo, first))
+            d = sp.Add(*[c * sp.Mul(*[orders[k](a) for k, a in zip(ks, e.args)])
+                         for ks, c in multinomial_coefficients_iterator(len(e.args), 2)])
+        if not d.is_zero:
+            d = factor_terms(signsimp(d))
+    else:
+        d = e.diff(x, 2)
+    memo[e] = d
+    return d
 
 
 class FunctionDerivative:

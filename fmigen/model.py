@@ -411,11 +411,14 @@ class Mechanism:
         F = [sp.Integer(0)] * len(q)
         g = sp.Matrix(self.gravity)
         loads = [(b.com, b.mass * g) for b in self.bodies] + list(self.point_forces)
+        # sympy's diff by q_i(t), each sub-expression once over all points
+        # (the same expressions: fmigen/differentiation.py)
+        by_q = [FunctionDerivative(qi) for qi in q]
         for point, force in loads:
             point = [sp.sympify(e) for e in point]
             force = [sp.sympify(f).xreplace(rest) for f in force]
             for qi in {f for e in point for f in e.atoms(sp.Function) if f in index}:
-                F[index[qi]] += sum(e.diff(qi) * f for e, f in zip(point, force) if f != 0)
+                F[index[qi]] += sum(by_q[index[qi]](e) * f for e, f in zip(point, force) if f != 0)
         for i, c in enumerate(self.coordinates):
             if c.name in self.generalized_forces:
                 F[i] += sp.sympify(self.generalized_forces[c.name]).xreplace(rest)

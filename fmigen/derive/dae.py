@@ -205,8 +205,9 @@ class NumericDAE:
 def build_dae(mech: Mechanism, at_rest: bool = False) -> DAE:
     """Turn a Mechanism into a DAE and check its degrees of freedom.
     ``at_rest``: F only at q̇ = 0 (``Mechanism.forces_at_rest``, the applied
-    loads) and M None, for a static question (the trim) that must not pay
-    for the equations of motion."""
+    loads), M None and no outputs, for a static question (the trim) that
+    must not pay for the equations of motion or the outputs (a vehicle's
+    joint reactions are most of its expressions)."""
     if not mech.coordinates:
         raise ModelError(f"mechanism '{mech.name}' has no coordinates")
     names = [c.name for c in mech.coordinates]
@@ -265,7 +266,7 @@ def build_dae(mech: Mechanism, at_rest: bool = False) -> DAE:
               [p.symbol for p in tunable], [float(p.value) for p in tunable],
               [i.symbol for i in mech.inputs], [i.start for i in mech.inputs],
               M, F, Phi, [c.name for c in mech.constraints],
-              {k: plain(v) for k, v in mech.outputs.items()},
+              {} if at_rest else {k: plain(v) for k, v in mech.outputs.items()},
               Phi_redundant, [c.name for c in redundant])
     check_dof(dae)
     # here too, not only in codegen.finish: before the Gröbner bases

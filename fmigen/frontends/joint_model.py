@@ -73,7 +73,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from fmigen.differentiation import FunctionDerivative, time_derivative
+from fmigen.differentiation import FunctionDerivative, second_time_derivative, time_derivative
 from fmigen.floats import check_rule, rational
 from fmigen.frontends.closure_rows import _Numeric, _select_constraints, _shared_frames
 from fmigen.frontends.joint_poses import _Tree, _world_poses, joint_transform, rot
@@ -497,6 +497,9 @@ def _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, fram
     eps = sp.symbols("_reaction_eps0:6", real=True)
     at_zero = {e: 0 for e in eps}
     cut_wrench_cache = {}
+    # sympy's diff(t) and diff(t, 2), each sub-expression once over every subtree
+    # (they share the chassis' and corners' poses): the same expressions (differentiation.py)
+    by_t, by_tt = {}, {}
 
     def loop_pose(mk, frame_body):
         if frame_body == system.ground.name:
@@ -550,9 +553,9 @@ def _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, fram
                 continue
             pose = poses[name]
             com = pose.point(b.com)
-            acc = sp.Matrix([e.diff(t, 2) for e in com])
+            acc = sp.Matrix([second_time_derivative(sp.sympify(e), t, by_tt, by_t) for e in com])
             omega = _angular_velocity(pose.frame, N)
-            alpha = sp.Matrix([e.diff(t) for e in omega])
+            alpha = sp.Matrix([time_derivative(e, t, by_t) for e in omega])
             Iw = pose.R * b.inertia * pose.R.T
             force += b.mass * acc
             moment += (com - rC).cross(b.mass * acc) + Iw * alpha + omega.cross(Iw * omega)
