@@ -59,3 +59,26 @@ def test_a_stray_symbol_is_named():
     x, y = sp.symbols("x y")
     with pytest.raises(Exception, match="neither coordinates.*'y'"):
         c_source([sp.sin(x) * y], [x])
+
+
+def test_a_parameter_changed_after_compiling_is_the_one_evaluated():
+    """A tunable parameter changed in ``dae.numeric.pu`` between two runs
+    of the reference (tests/test_fmu_robustness.py's mass step) is the value
+    the compiled functions read, as the lambdified ones do (the compiled
+    ones had fixed the values when made, and the reference integrated the
+    old mass: test_fmu_robustness's mass step 0.31 off)."""
+    dae = dae_of(load_mechanism("fourbar"))
+    num = dae.numeric
+    c = CompiledDAE(dae)
+    k = [str(s) for s in dae.tunable].index("m2")
+    q, v = dae.start_guess(), np.array([1.0, -0.5, 0.3])
+    before = c.eval(0.0, q, v).M.copy()
+    default = num.pu[k]
+    try:
+        num.pu[k] = 3 * default
+        c.eval(0.0, q, v)
+        _close(c.M, num.M(0.0, q))
+        _close(c.F, num.F(0.0, q, v))
+        assert np.abs(c.M - before).max() > 0.1
+    finally:
+        num.pu[k] = default

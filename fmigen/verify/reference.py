@@ -170,8 +170,8 @@ def compile_source(source: str, name="dae_eval"):
 class CompiledDAE:
     """M, F, Φ, Φ_q, Φ_t and γ of ``dae.closure`` (every closure row) and,
     given ``B`` (p × n expressions, the drives' (∂F/∂d)ᵀ), B, evaluated together by ``eval``
-    at the DAE's parameter and input values (``tunable_values``,
-    ``input_values``).  Φ_q and B are written by their structural
+    at the DAE's current parameter and input values (``dae.numeric.pu``,
+    which starts at ``tunable_values`` and ``input_values``).  Φ_q and B are written by their structural
     non-zeros only."""
 
     def __init__(self, dae, B: sp.Matrix | None = None):
@@ -180,7 +180,10 @@ class CompiledDAE:
         n = self.n
         self.args = [T_SYM, *dae.q_sym, *dae.v_sym, *dae.tunable, *dae.inputs]
         self.x = np.zeros(len(self.args))
-        self.x[1 + 2 * n:] = [*dae.tunable_values, *dae.input_values]
+        # the parameter and input values the lambdified DAE evaluates at
+        # (``NumericDAE.pu``): read at every call, since a caller may change a
+        # tunable parameter between two runs of the reference (a mass step)
+        self._values = dae.numeric
         self._M = _sparse(dae.M)
         self._Phi_q = _sparse(full.Phi_q) if self.r else (np.zeros(0, int), np.zeros(0, int), [])
         self._B = _sparse(B) if self.p else (np.zeros(0, int), np.zeros(0, int), [])
@@ -202,6 +205,7 @@ class CompiledDAE:
         x[0] = tt
         x[1:1 + n] = q
         x[1 + n:1 + 2 * n] = v
+        x[1 + 2 * n:] = self._values.pu
         self._fn(x.ctypes.data, self.out.ctypes.data)
         out, (sM, sF, sPhi, sJ, sPt, sG, sB) = self.out, self._slices
         rows, cols, _ = self._M
