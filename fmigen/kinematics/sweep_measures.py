@@ -156,8 +156,10 @@ def sequence_evaluator(dae, solved_block: TriangularBlock, seq: Sequence, scales
 
 
 def nearest_roots(co, target) -> np.ndarray:
-    """Per point j, the root of the polynomial with the coefficients
-    ``co[k][j]`` (highest degree first) nearest ``target[j]``: the
+    """Per point j, the root of the polynomial with the complex
+    coefficients ``co[k][j]`` (highest degree first; complex arrays, as the
+    cover's evaluation makes them: ``numpy.roots`` of real ones would take
+    LAPACK's real eigenvalue routine, other bits) nearest ``target[j]``: the
     eigenvalues of its companion matrix as ``numpy.roots`` forms it, the
     first of the nearest (``min``'s choice); NaN where a coefficient is not
     finite.  Why batched: ``numpy.roots`` point by point was most of a

@@ -138,12 +138,10 @@ def compile_source(source: str, name="dae_eval"):
     ``name`` (ctypes).  The library is kept under FMIGEN_CACHE's
     ``reference/`` by the source's hash (the same DAE again is not compiled
     again); the file stays open through ctypes after loading."""
-    from fmigen.kinematics.groebner import CACHE_DIR
+    from fmigen.kinematics.groebner import CACHE_DIR, write_atomically
     digest = hashlib.sha256((" ".join(CFLAGS) + "\0" + source).encode()).hexdigest()
-    where = Path(CACHE_DIR) / "reference"
-    lib = where / f"{digest}.so"
+    lib = Path(CACHE_DIR) / "reference" / f"{digest}.so"
     if not lib.exists():
-        where.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
             src = Path(tmp) / "dae.c"
             src.write_text(source)
@@ -157,10 +155,8 @@ def compile_source(source: str, name="dae_eval"):
             if proc.returncode != 0:
                 raise ModelError(f"compiling the DAE's expressions for the IDA reference failed:\n"
                                  f"{proc.stderr[-2000:]}")
-            # atomic: a concurrent process reads a whole library or none
-            part = where / f"{digest}.{os.getpid()}.part"
-            part.write_bytes(out.read_bytes())
-            part.replace(lib)
+            # a concurrent process (the suite's workers) reads a whole library or none
+            write_atomically(lib, out.read_bytes())
     fn = getattr(ctypes.CDLL(str(lib)), name)
     fn.restype = None
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
