@@ -12,7 +12,7 @@ import dataclasses
 import importlib.util
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fmigen.generate import codegen
@@ -124,6 +124,10 @@ class Compiled:
     #: a block (of any coordinate set) is solved by Newton because the
     #: Gröbner engine failed: ``derived.remember`` does not record the build
     engine_failed: bool = False
+    #: coordinate switching (``Mechanism.switch_independent``): the
+    #: (embedding, triangularization) of each further set of independent
+    #: coordinates, in the order the FMU numbers its partitions
+    alternatives: list = field(default_factory=list)
 
     @property
     def independent_names(self) -> list[str]:
@@ -225,7 +229,7 @@ def compile_model(mech: Mechanism, order=None, use_cache=True, log=None, kinemat
     log(f"      stages: equations of motion {times['dae']:.2f} s, triangularization and workspace cover "
         f"{times['triangular']:.2f} s, C generation {times['codegen']:.2f} s")
     failed = any(solved_block.engine_failed for t in [tri, *(t for _, t in alternatives)] for solved_block in t.blocks)
-    compiled = Compiled(mech, dae, part, emb, tri, gen, times, dynamics, failed)
+    compiled = Compiled(mech, dae, part, emb, tri, gen, times, dynamics, failed, alternatives)
     if (generated_now or from_body) and use_cache:
         derived.remember(compiled, options)
     return compiled

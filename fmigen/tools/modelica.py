@@ -60,7 +60,11 @@ model too (``fmigen.tools.modelica_motion``).  A kinematic mechanism is its
 kinematics alone, with the kinematic FMU's interface: the independent
 coordinates and their velocities inputs, the dependent ones and their
 velocities outputs (the blocks and the velocity solve, no dynamics).
-Refused before the derivation (``refuse_mechanism``): coordinate switching.
+Coordinate switching (``switch_independent``): every partition's kinematics,
+the states the active partition's independent coordinates, and a ``when``
+that switches where the C runtime does (``fmigen.tools.modelica_switching``);
+refused before the derivation (``refuse_mechanism``) together with a
+kinematic interface, joint reactions or prescribed coordinates.
 
 Only Modelica's built-in functions are used (``sin``, ``atan2``, ``sqrt``,
 ``abs``, ...), no Modelica Standard Library, no external C: the model runs in
@@ -84,13 +88,14 @@ import re
 import sympy as sp
 
 from fmigen.model import ModelError, t
-from fmigen.tools.modelica_blocks import _string, block_velocity_equations, kinematics_equations
+from fmigen.tools.modelica_blocks import _mods, _string, _unit, block_velocity_equations, kinematics_equations
 from fmigen.tools.modelica_blocks import solve_function, step_function
 from fmigen.tools.modelica_motion import embedding_columns as _embedding_columns
 from fmigen.tools.modelica_motion import mass_entry as _mass_entry
 from fmigen.tools.modelica_motion import prescribed_equations, reaction_equations, reaction_symbols
 from fmigen.tools.modelica_motion import scalar_rows as _scalar_rows
 from fmigen.tools.modelica_printer import mo
+from fmigen.tools.modelica_switching import switching_model
 
 #: Modelica's reserved words (MLS 3.6 §2.3.3) and the built-in names a
 #: variable must not shadow here
@@ -134,15 +139,6 @@ def identifier(name: str, what: str) -> str:
     return out
 
 
-def _unit(unit: str) -> str:
-    return f'unit={_string(unit)}' if unit else ""
-
-
-def _mods(*items) -> str:
-    items = [i for i in items if i]
-    return f"({', '.join(items)})" if items else ""
-
-
 # --------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------
@@ -160,10 +156,14 @@ def refuse_mechanism(mech):
     costs no derivation."""
     why = []
     if mech.switch_independent:
-        # a fixed state set meets the singularity of its Φ_d that the switch
-        # exists to avoid (a dead centre), and the model's solve fails there
-        why.append(f"coordinate switching (switch_independent {mech.switch_independent}), which changes the "
-                   "independent coordinates at run time: a Modelica model's states are one fixed set")
+        # the switching model's states are the active partition's chart
+        # (modelica_switching); these read the declared partition's
+        with_ = [what for what, has in (("a kinematic interface", mech.kinematic), ("joint reactions", mech.reactions),
+                                        ("prescribed coordinates", mech.prescribed)) if has]
+        if with_:
+            why.append(f"coordinate switching (switch_independent {mech.switch_independent}) together with "
+                       f"{' and '.join(with_)}, which the export writes for one fixed set of independent "
+                       "coordinates only")
     if why:
         raise ModelError(f"export-modelica: '{mech.name}' has " + "; and ".join(why) +
                          ". Build an FMU instead (fmigen build), or export the mechanism without them "
@@ -227,10 +227,10 @@ class _ModelNames:
 
 
 
-def _variables(mech, dae, I, names, start, predictor_period) -> list[str]:
+def _variables(mech, dae, I, names, start, predictor_period, switching=False) -> list[str]:
     """The model's declarations up to its embedded-ODE arrays: parameters,
-    inputs, coordinates and velocities (the independent ones states),
-    outputs."""
+    inputs, coordinates and velocities (the independent ones states; with
+    ``switching`` none: the active partition's chart is), outputs."""
     lines = []
     for p, name in zip(names.tunable, names.pn):
         # a hard point's range as min/max: the sequence over Q(K) holds for
@@ -253,6 +253,7 @@ def _variables(mech, dae, I, names, start, predictor_period) -> list[str]:
         lines.append(f"    input Real {name}{_mods(_unit(u.unit))} = {float(u.start)!r} "
                      f"{_string(u.description or 'input')};")
     qn, vn = names.qn, names.vn
+    dependent = "(from the active partition)" if switching else "(dependent)"
     for i, c in enumerate(mech.coordinates):
         vunit = c.unit + "/s" if c.unit else ""
         if mech.kinematic:
@@ -273,7 +274,7 @@ def _variables(mech, dae, I, names, start, predictor_period) -> list[str]:
             lines.append(f"    Real {names.an[i]}{_mods(_unit(aunit))} {_string(f'acceleration of {c.name}')};")
         else:
             lines.append(f"    Real {qn[i]}{_mods(_unit(c.unit))} "
-                         f"{_string((c.description + ' ' if c.description else '') + '(dependent)')};")
+                         f"{_string((c.description + ' ' if c.description else '') + dependent)};")
             lines.append(f"    Real {vn[i]}{_mods(_unit(vunit))} {_string(f'velocity of {c.name}')};")
     info = mech.output_info
     for name, mname in names.on.items():
@@ -299,14 +300,17 @@ def _hard_point_asserts(names) -> list[str]:
 
 
 
-def _ode_equations(emb, tri, names) -> list[str]:
+def _ode_equations(emb, tri, names, columns=None, accelerations=None) -> list[str]:
     """The embedded ODE (Bᵀ M B) q̈_i = Bᵀ (F − M a_c) in scalar equations:
     the structurally nonzero entries of M, the forces F, M B and M a_c
     through those entries only, Bᵀ M B and Bᵀ (F − M a_c), then the
-    independent accelerations row by row; and the outputs."""
+    independent accelerations row by row; and the outputs.  ``columns``
+    (B, a_c) and the ``accelerations`` q̈_i: a switching model's active
+    partition's (default: the embedding's)."""
     dae, I, f, n = emb.dae, list(emb.independent), emb.f, emb.dae.n
     m = names
-    B, ac = _embedding_columns(emb, tri)
+    B, ac = columns or _embedding_columns(emb, tri)
+    accelerations = accelerations or [names.an[i] for i in I]
     nonzero = [[c for c in range(n) if emb.M[r, c] != 0] for r in range(n)]
     lines = ["    // the embedded ODE: (Bᵀ M B) q̈_i = Bᵀ (F − M a_c)"]
     lines += [f"    {_mass_entry(r, c)} = {m(emb.M[r, c])};" for r in range(n) for c in nonzero[r]]
@@ -327,7 +331,7 @@ def _ode_equations(emb, tri, names) -> list[str]:
                          f"{' + '.join(f'{mo(B[r][a])}*fmigen_MB[{r + 1}, {b + 1}]' for r in rows) or '0.0'};")
         lines.append(f"    fmigen_h[{a + 1}] = "
                      f"{' + '.join(f'{mo(B[r][a])}*(fmigen_F[{r + 1}] - fmigen_Mac[{r + 1}])' for r in rows) or '0.0'};")
-    lines += _scalar_rows([[f"fmigen_Mr[{a + 1}, {b + 1}]*{names.an[i]}" for b, i in enumerate(I)] for a in range(f)],
+    lines += _scalar_rows([[f"fmigen_Mr[{a + 1}, {b + 1}]*{acc}" for b, acc in enumerate(accelerations)] for a in range(f)],
                           [f"fmigen_h[{a + 1}]" for a in range(f)])
     return lines + _output_equations(dae, names)
 
@@ -350,8 +354,17 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
     I, D = list(emb.independent), list(emb.dependent)
     model = identifier(mech.name, "the mechanism")
     pkg = identifier(package, "--package") if package else model
-    names = _ModelNames(mech, dae, I)
-    functions, sizes, degrees, sequence_decls, kinematics = kinematics_equations(model, emb, tri, names)
+    kinematic = mech.kinematic   # the kinematics alone: no mass matrix, forces or ODE
+    # coordinate switching: the states are the active partition's chart, every
+    # coordinate an algebraic variable, and the predictor samples them all
+    names = _ModelNames(mech, dae, [] if compiled.alternatives else I)
+    if compiled.alternatives:
+        sw = switching_model(model, compiled, names)
+        functions, sizes, degrees, kin_decls, kin_lines = sw.functions, sw.sizes, sw.degrees, [], []
+        D, states = list(range(n)), []
+    else:
+        sw, states, kin_decls, kin_lines = None, ([] if kinematic else I), [], []
+        functions, sizes, degrees, sequence_decls, kinematics = kinematics_equations(model, emb, tri, names)
     nd = len(D)
     # the Newton steps inside the block functions solve by generated
     # elimination; the model's own linear systems are equations (J x = b),
@@ -365,17 +378,16 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
     lines += solve_text + functions
     desc = mech.description or f"{mech.name}, exported by fmigen"
     lines.append(f"  model {model} {_string(desc)}")
-    lines += _variables(mech, dae, I, names, tri.start, predictor_period)
+    lines += _variables(mech, dae, states if sw else I, names, tri.start, predictor_period, bool(sw))
     if nd:
         lines += [
             f"    discrete Real fmigen_qs[{nd}](start = {{{', '.join(repr(float(tri.start[dae.names[i]])) for i in D)}}}, "
-            "each fixed = true) \"the dependent coordinates at the last sample\";",
+            f"each fixed = true) \"the {'' if sw else 'dependent '}coordinates at the last sample\";",
             f"    discrete Real fmigen_vs[{nd}](start = fill(0.0, {nd}), each fixed = true) "
             "\"their velocities at the last sample\";",
             "    discrete Real fmigen_ts(start = 0.0, fixed = true) \"the last sample's time\";",
-            f"    Real fmigen_pred[{nd}] \"the dependent coordinates predicted from the last sample\";",
+            f"    Real fmigen_pred[{nd}] \"the {'' if sw else 'dependent '}coordinates predicted from the last sample\";",
         ]
-    kinematic = mech.kinematic   # the kinematics alone: no mass matrix, forces or ODE
     if not kinematic:
         lines += [f"    Real {_mass_entry(r, c)} \"mass matrix entry\";"
                   for r in range(n) for c in range(n) if emb.M[r, c] != 0]
@@ -384,14 +396,17 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
                   f"    Real fmigen_Mac[{n}] \"M a_c (a_c = [Φ_d⁻¹ γ ; 0])\";",
                   f"    Real fmigen_Mr[{f}, {f}] \"Bᵀ M B\";",
                   f"    Real fmigen_h[{f}] \"Bᵀ (F − M a_c)\";"]
-    if nd:
+    if sw:
+        kin_decls, kin_lines = sw.declarations, sw.equations
+    elif nd:
         decls, block_lines = block_velocity_equations(emb, tri, names, velocities_only=kinematic)
-        lines += sequence_decls + decls
+        kin_decls, kin_lines = sequence_decls + decls, kinematics + block_lines
+    lines += kin_decls
     reactions = reaction_equations(emb, tri, names) if mech.reactions else ([], [])
     lines += reactions[0]
     lines.append("  equation")
     lines += _hard_point_asserts(names)
-    for i in I if not kinematic else ():
+    for i in states:
         lines += [f"    der({names.qn[i]}) = {names.vn[i]};", f"    der({names.vn[i]}) = {names.an[i]};"]
     if nd:
         lines += ["    // the branch predictor: the last sample, moved on by its velocity",
@@ -404,13 +419,17 @@ def export(compiled, package: str | None = None, predictor_period: float = 1e-3)
                   "      fmigen_ts = time;",
                   "    end when;",
                   "    // the kinematics, block by block"]
-        lines += kinematics
-        lines += block_lines
+        lines += kin_lines
     lines += prescribed_equations(mech, names)
-    lines += _output_equations(dae, names) if kinematic else _ode_equations(emb, tri, names)
+    lines += _output_equations(dae, names) if kinematic else \
+        _ode_equations(emb, tri, names, *((sw.columns, sw.accelerations) if sw else ()))
     lines += reactions[1]
-    doc = (KINEMATIC if kinematic else "") + CITATION.format(name=mech.name, independent=", ".join(dae.names[i] for i in I),
-                          blocks=len(tri.blocks))
+    independent = ", ".join(dae.names[i] for i in I)
+    if sw:
+        independent += "; by coordinate switching also " + "; ".join(
+            ", ".join(dae.names[i] for i in e.independent) for e, _ in compiled.alternatives)
+    doc = (KINEMATIC if kinematic else "") + CITATION.format(name=mech.name, independent=independent,
+                                                            blocks=len(tri.blocks))
     lines.append(f"    annotation(Documentation(info={_string('<html>' + doc + '</html>')}));")
     lines.append(f"  end {model};")
     lines.append(f"end {pkg};")

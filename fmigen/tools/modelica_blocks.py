@@ -25,6 +25,15 @@ def _string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _unit(unit: str) -> str:
+    return f'unit={_string(unit)}' if unit else ""
+
+
+def _mods(*items) -> str:
+    items = [i for i in items if i]
+    return f"({', '.join(items)})" if items else ""
+
+
 #: Newton iterations of a Newton block or a fallback from the prediction
 #: (the C runtime's FMIGEN_NEWTON_MAX_ITER default), and of the polish after a
 #: sequence (the C's polish takes at most 4 too)
@@ -205,12 +214,13 @@ class Sequence:
     ok: str
 
 
-def sequence_equations(bi, solved_block, dae, names, scales, at) -> Sequence:
+def sequence_equations(bi, solved_block, dae, names, scales, at, tag="") -> Sequence:
     """The ``Sequence`` of block ``bi`` (0-based); ``at(i)`` is the model's
     text of coordinate i as the block function receives it (a known
-    coordinate, or an unknown's prediction)."""
+    coordinate, or an unknown's prediction); ``tag`` a partition's
+    (``Chart.tag``)."""
     from fmigen.kinematics.sweep_measures import block_layout
-    prefix = f"fmigen_b{bi + 1}_"
+    prefix = f"fmigen_{tag}b{bi + 1}_"
     decl, eqs, value = [], [], {}
 
     def define(sym, kind, text, what):
@@ -354,11 +364,29 @@ def block_function(fname: str, emb, solved_block, label: str, sequence: Sequence
     return "\n".join(text), {nb} - {1}
 
 
-def kinematics_equations(model, emb, tri, names):
+@dataclass(frozen=True)
+class Chart:
+    """Which partition the kinematics are written for.  A model without
+    coordinate switching has one (the default: no prefix, its equations
+    always hold).  A switching model writes every partition's kinematics,
+    each prefixed by its ``tag`` (``p2_``), and each of its equations holds
+    while ``active`` (``fmigen_part == 2``); otherwise it gives a value that
+    needs no solve (a block's unknowns their predictions, a linear system
+    the identity): the inactive partition is singular exactly where the
+    switch left it."""
+    tag: str = ""
+    active: str = ""
+
+    def guard(self, text: str, idle: str) -> str:
+        return f"(if {self.active} then {text} else {idle})" if self.active else text
+
+
+def kinematics_equations(model, emb, tri, names, chart=Chart(), predicted=None):
     """The block functions, the linear-solve sizes and sequence-step
     degrees they call, the model's declarations for the Gröbner sequences,
     and the equations: each sequence's, then the call of its block's
-    function."""
+    function.  ``predicted(i)``: the model's prediction of coordinate i
+    (default: the dependent coordinates' predictor slots)."""
     from fmigen.derive.workspace import unit_scales
     from fmigen.kinematics.sequences import block_name
     dae, D = emb.dae, list(emb.dependent)
@@ -370,22 +398,23 @@ def kinematics_equations(model, emb, tri, names):
                   if names.un else "0.0") + "}"
     qn = names.qn
     slot = {i: k for k, i in enumerate(D)}   # a dependent coordinate's predictor slot
+    predicted = predicted or (lambda i: f"fmigen_pred[{slot[i] + 1}]")
     for bi, solved_block in enumerate(tri.blocks):
-        fname = f"{model}_block{bi + 1}"
+        fname = f"{model}_{chart.tag}block{bi + 1}"
         unknowns, known = solved_block.block.unknowns, set(solved_block.block.knowns)
 
         def at(i):
             # the knowns the block reads, the predictions of its unknowns, and
             # 0 for every other coordinate (a later block's: passing it would
             # make the blocks one algebraic loop)
-            return f"fmigen_pred[{slot[i] + 1}]" if i in unknowns else qn[i] if i in known else "0.0"
+            return predicted(i) if i in unknowns else qn[i] if i in known else "0.0"
 
         names_b = ", ".join(dae.names[i] for i in unknowns)
         what = (f"Gröbner: the primary lex sequence {' > '.join(map(str, solved_block.variables))}, then Newton"
                 if solved_block.method == "groebner" else f"Newton ({solved_block.reason or 'no Gröbner sequence'})")
         sequence, extra = None, ""
         if solved_block.method == "groebner":
-            sequence = sequence_equations(bi, solved_block, dae, names, unit_scales(dae), at)
+            sequence = sequence_equations(bi, solved_block, dae, names, unit_scales(dae), at, chart.tag)
             decls += sequence.declarations
             equations += [f"    // block {bi + 1}'s primary lex sequence", *sequence.equations]
             degrees |= sequence.degrees
@@ -395,12 +424,13 @@ def kinematics_equations(model, emb, tri, names):
         functions.append(text)
         sizes |= s
         args = ", ".join(at(i) for i in range(dae.n))
+        call = f"{fname}(time, {{{args}}}, {pvec}, {uvec}{extra})"
         equations.append(f"    {{{', '.join(qn[i] for i in unknowns)}}} = "
-                         f"{fname}(time, {{{args}}}, {pvec}, {uvec}{extra});")
+                         f"{chart.guard(call, '{' + ', '.join(predicted(i) for i in unknowns) + '}')};")
     return functions, sizes, degrees, decls, equations
 
 
-def block_velocity_equations(emb, tri, names, velocities_only=False):
+def block_velocity_equations(emb, tri, names, velocities_only=False, chart=Chart()):
     """(declarations, equations) of the per-block solves.  Φ_d is
     block-triangular (the blocks in solving order): the velocities, the
     columns of B and the dependent accelerations block by block, each from
@@ -412,27 +442,29 @@ def block_velocity_equations(emb, tri, names, velocities_only=False):
              "Φ_bb a_c,b = γ_b − Σ_known Φ_bj a_c,j"]
     decls = []
     m, vn = names, names.vn
-    B, ac = _embedding_columns(emb, tri)
+    B, ac = _embedding_columns(emb, tri, chart.tag)
+    tag, guard = chart.tag, chart.guard
     for bi, solved_block in enumerate(tri.blocks):
         U, E, K = solved_block.block.unknowns, solved_block.block.equations, solved_block.block.knowns
         nb = len(U)
-        jb = f"fmigen_J{bi + 1}"
+        jb = f"fmigen_{tag}J{bi + 1}"
         decls.append(f"    Real {jb}[{nb}, {nb}] \"Φ_q of block {bi + 1}, its unknowns' columns\";")
         if not velocities_only:
-            decls += [f"    Real fmigen_B{bi + 1}[{nb}, {f}] \"rows of B of block {bi + 1}\";",
-                      f"    Real fmigen_a{bi + 1}[{nb}] \"a_c of block {bi + 1}\";"]
-        lines += [f"    {jb}[{r + 1}, {c + 1}] = {m(emb.Phi_q[e, i])};" for r, e in enumerate(E) for c, i in enumerate(U)]
+            decls += [f"    Real fmigen_{tag}B{bi + 1}[{nb}, {f}] \"rows of B of block {bi + 1}\";",
+                      f"    Real fmigen_{tag}a{bi + 1}[{nb}] \"a_c of block {bi + 1}\";"]
+        lines += [f"    {jb}[{r + 1}, {c + 1}] = {guard(m(emb.Phi_q[e, i]), '1.0' if r == c else '0.0')};"
+                  for r, e in enumerate(E) for c, i in enumerate(U)]
 
         def rows(x):
             return [[f"{jb}[{r + 1}, {c + 1}]*{x(i)}" for c, i in enumerate(U)] for r in range(nb)]
 
         vel = [emb.Phi_t[e] + sum((emb.Phi_q[e, j] * dae.v_sym[j] for j in K), sp.S.Zero) for e in E]
-        lines += _scalar_rows(rows(lambda i: vn[i]), [f"-({m(x)})" for x in vel])
+        lines += _scalar_rows(rows(lambda i: vn[i]), [guard(f"-({m(x)})", "0.0") for x in vel])
         if velocities_only:
             continue
         for k in range(f):
             rhs = [sum((emb.Phi_q[e, j] * B[j][k] for j in K), sp.S.Zero) for e in E]
-            lines += _scalar_rows(rows(lambda i: str(B[i][k])), [f"-({m(x)})" for x in rhs])
+            lines += _scalar_rows(rows(lambda i: str(B[i][k])), [guard(f"-({m(x)})", "0.0") for x in rhs])
         acc = [emb.gamma[e] - sum((emb.Phi_q[e, j] * ac[j] for j in K if j not in I), sp.S.Zero) for e in E]
-        lines += _scalar_rows(rows(lambda i: str(ac[i])), [m(x) for x in acc])
+        lines += _scalar_rows(rows(lambda i: str(ac[i])), [guard(m(x), "0.0") for x in acc])
     return decls, lines

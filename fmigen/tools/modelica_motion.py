@@ -45,10 +45,11 @@ def scalar_rows(lhs_rows, rhs) -> list[str]:
     return [f"    {' + '.join(terms) if terms else '0.0'} = {r};" for terms, r in zip(lhs_rows, rhs)]
 
 
-def embedding_columns(emb, tri):
+def embedding_columns(emb, tri, tag=""):
     """B (n×f, rows of lists) and a_c (n) as sympy entries: 1 and 0 at the
     independent coordinates, and each dependent coordinate's entries the
-    variables of its block (``fmigen_B<b>[r, k]``, ``fmigen_a<b>[r]``)."""
+    variables of its block (``fmigen_B<b>[r, k]``, ``fmigen_a<b>[r]``; a
+    switching model's partition's with its ``tag``, ``fmigen_p2_B1``)."""
     I, f, n = list(emb.independent), emb.f, emb.dae.n
     where = {i: (bi, k) for bi, solved_block in enumerate(tri.blocks) for k, i in enumerate(solved_block.block.unknowns)}
     B, ac = [], []
@@ -58,8 +59,8 @@ def embedding_columns(emb, tri):
             ac.append(sp.S.Zero)
         else:
             bi, r = where[i]
-            B.append([sp.Symbol(f"fmigen_B{bi + 1}[{r + 1}, {k + 1}]") for k in range(f)])
-            ac.append(sp.Symbol(f"fmigen_a{bi + 1}[{r + 1}]"))
+            B.append([sp.Symbol(f"fmigen_{tag}B{bi + 1}[{r + 1}, {k + 1}]") for k in range(f)])
+            ac.append(sp.Symbol(f"fmigen_{tag}a{bi + 1}[{r + 1}]"))
     return B, ac
 
 
