@@ -14,6 +14,13 @@ from fmigen.verify.validate import simulate  # noqa: E402
 STOP_LARGE = 0.1
 H = 0.01
 
+#: the coordinate-switching mechanisms simulated against the FMU's partition
+#: sequence, with their horizons (s): the slider-crank driven from its slider
+#: switches to the crank at its start and passes the inner (0.16 s) and outer
+#: (0.34 s) dead centres; the four-bar of test_limit_position switches to its
+#: rocker angle at 0.82 s, ahead of its crank angle's limit position
+SWITCHING = {"slider_crank_from_slider": 0.4, "limit_fourbar": 1.0}
+
 
 def _rumoca(text, name, stop, params=None):
     model = rumoca.Session().loads(text, model=name)
@@ -36,7 +43,7 @@ def _at(result, name, times):
 #: still covers their motion at many predictor samples (docs/modelica.md
 #: has what each costs)
 SIMULATED = {"fourbar": 1.0, "slider_crank": 1.0, "stewart": STOP_LARGE, "five_link": STOP_LARGE,
-             "stephenson3": STOP_LARGE}
+             "stephenson3": STOP_LARGE, "slider_crank_from_slider": SWITCHING["slider_crank_from_slider"]}
 
 #: tunable parameters set away from their defaults, the same in rumoca, the
 #: FMU and the IDA reference: at their defaults the Stewart platform (g = 0,
@@ -55,8 +62,6 @@ MOVES = 1e-3
 #: checked balanced here, each in a few seconds of CPU ...
 LOADED = ["fourbar_joints", "fourbar_double_crank", "slider_crank_joints", "fourbar_chain", "eight_link",
           "landing_gear_dynamic", "landing_gear_dynamic_joints", "landing_gear_joints"]
-#: ... refused, the message naming the feature ...
-REFUSED = {"slider_crank_from_slider": "has coordinate switching"}
 #: ... simulated in tests/test_modelica_motion.py (a kinematic mechanism) ...
 MOTION = ["landing_gear"]
 #: ... and left to docs/modelica.md: exported and balanced there, but each
@@ -89,7 +94,7 @@ def test_every_shipped_mechanism_has_its_outcome():
     (and docs/modelica.md's table)."""
     from pathlib import Path
     shipped = {p.stem for p in (Path(__file__).resolve().parent.parent / "mechanisms").glob("*.py")}
-    listed = [*SIMULATED, *LOADED, *REFUSED, *MOTION, *NOT_HERE, "corner_geometry"]   # the last a helper module
+    listed = [*SIMULATED, *LOADED, *MOTION, *NOT_HERE, "corner_geometry"]   # the last a helper module
     assert len(listed) == len(set(listed)) and set(listed) == shipped
 
 
@@ -103,11 +108,80 @@ def test_exported_model_loads_balanced(mech):
     assert structure.n_states == (0 if kinematic else 2 * len(compiled.independent_names))
 
 
-@pytest.mark.parametrize("mech", REFUSED)
-def test_export_refuses(mech):
+def _limit_fourbar(reaction=False):
+    """The four-bar of test_limit_position whose crank angle reaches a limit
+    position, with its rocker angle as a second set of independent
+    coordinates (and optionally a joint reaction)."""
+    from test_limit_position import fuzz_fourbar
+    from fmigen.build.pipeline import as_mechanism
+    s = fuzz_fourbar()
+    if reaction:
+        s.reaction("A")
+    m = as_mechanism(s)
+    m.switch_independent = [["phi"]]
+    return m
+
+
+def test_switching_with_reactions_is_refused():
     from fmigen.model import ModelError
-    with pytest.raises(ModelError, match=REFUSED[mech]):
-        export_mechanism(mech)
+    with pytest.raises(ModelError, match="has coordinate switching .* together with joint reactions"):
+        export_mechanism(_limit_fourbar(reaction=True))
+
+
+def _fmu_partitions(fmu, names, stop):
+    """The FMU's trajectory at every 1 ms and its switches: (the end of the
+    1 ms communication step in which it switched, the new independent
+    coordinates), from its log."""
+    import fmpy
+    from conftest import reset_fmpy_logger
+    messages, switches = [], []
+
+    def logger(component, instance, status, category, message):
+        messages.append(message.decode())
+
+    def step_finished(time, recorder):
+        switches.extend((time, m.split("independent coordinates now ")[1].split(" (")[0]) for m in messages
+                        if "coordinate switching" in m)
+        messages.clear()
+        return True
+    ref = fmpy.simulate_fmu(str(fmu), stop_time=stop, output_interval=1e-3, logger=logger, debug_logging=True,
+                            step_finished=step_finished, output=[*names, *[f"der({c})" for c in names]])
+    reset_fmpy_logger()   # later FMUs must not log through the freed logger
+    return ref, switches
+
+
+@pytest.mark.parametrize("mech", SWITCHING)
+def test_switching_follows_the_fmus_partitions(mech, tmp_path):
+    """Coordinate switching: the model switches to the same independent
+    coordinates as the FMU, at the same time (the FMU at the first step
+    start past the model's event, so within the 1 ms communication step
+    that logs it, plus its 0.1 ms step), and their trajectories agree to
+    1e-6 through the switches; the FMU does switch on the horizon."""
+    stop = SWITCHING[mech]
+    spec = _limit_fourbar() if mech == "limit_fourbar" else mech
+    text, name, compiled = export_mechanism(spec)
+    structure, result = _rumoca(text, name, stop)
+    assert structure.is_balanced and structure.n_states == 2 * len(compiled.independent_names)
+    fmu, _ = build_fmu(spec, tmp_path / "switching.fmu", solver="rk4", step=1e-4, windows=False)
+    names = compiled.dae.names
+    ref, fmu_switches = _fmu_partitions(fmu, names, stop)
+    assert fmu_switches and ref["time"][-1] == pytest.approx(stop)
+    sets = [", ".join(names[i] for i in e.independent)
+            for e, _ in [(compiled.embedding, None), *compiled.alternatives]]
+    t, part = np.asarray(result.time), np.asarray(result["fmigen_part"]).astype(int)
+    # a switch at the start shows in the first sample already
+    model_switches = [(float(t[0]), sets[part[0] - 1])] if part[0] != 1 else []
+    model_switches += [(float(t[k + 1]), sets[part[k + 1] - 1]) for k in np.nonzero(np.diff(part))[0]]
+    print(f"{mech}: switches, model {model_switches}, FMU {fmu_switches}")
+    assert [s for _, s in model_switches] == [s for _, s in fmu_switches]
+    for (tm, _), (tf, _) in zip(model_switches, fmu_switches):
+        assert tm <= tf <= tm + 1e-3 + 1e-4 + 1e-9
+    worst = 0.0
+    for c in names:
+        for mname, fname in ((c, c), ("v_" + c, f"der({c})")):
+            worst = max(worst, float(np.max(np.abs(_at(result, mname, ref["time"]) - ref[fname]))))
+    print(f"{mech}: max |Modelica - FMU| over {stop} s = {worst:.3g}")
+    assert worst <= 1e-6
 
 
 def test_exported_model_loads_balanced_and_matches_the_fmu(simulated):
@@ -180,7 +254,7 @@ def test_printer():
     assert mo(x**7) == "(x)^(7)"
 
 
-def test_cli_writes_the_model_and_refuses_coordinate_switching(tmp_path):
+def test_cli_writes_the_model_and_refuses_what_it_cannot_write(tmp_path):
     import json
     import subprocess
     import sys
@@ -193,9 +267,15 @@ def test_cli_writes_the_model_and_refuses_coordinate_switching(tmp_path):
     assert json.loads(run.stdout) == {"modelica": str(out), "model": "Plant.fourbar"}
     model = rumoca.Session().loads(out.read_text(), model="Plant.fourbar")
     assert model.structure().is_balanced
-    bad = subprocess.run([sys.executable, "-m", "fmigen.cli", "export-modelica", "slider_crank_from_slider", "-o",
+    # coordinate switching with a kinematic interface: the independent
+    # coordinates are the interface's inputs, one fixed set
+    spec = tmp_path / "switching_kinematic.py"
+    spec.write_text("from mechanisms.slider_crank_from_slider import build as _build\n\n\n"
+                    "def build():\n    m = _build()\n    m.kinematic = True\n    return m\n")
+    bad = subprocess.run([sys.executable, "-m", "fmigen.cli", "export-modelica", str(spec), "-o",
                           str(tmp_path / "sc.mo")], capture_output=True, text=True, cwd=root)
-    assert bad.returncode == 2 and "coordinate switching" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "coordinate switching" in bad.stderr and "together with a kinematic interface" in bad.stderr
 
 
 # --- the FMU wrapper (export-modelica --fmu) ---------------------------------
