@@ -568,8 +568,12 @@ def _add_modelica(sub):
                                    "joint reactions (the accelerations and multipliers as equations) and "
                                    "prescribed coordinates (the filter's acceleration, the drive an unknown); a "
                                    "kinematic mechanism as its kinematics alone (the independent coordinates and "
-                                   "velocities inputs). Built-in Modelica functions only (no Modelica Standard "
-                                   "Library, no external C). Refused, with a message: coordinate switching.")
+                                   "velocities inputs); coordinate switching (switch_independent) as every "
+                                   "partition's kinematics, the active one's independent coordinates as states and "
+                                   "a when/reinit that switches where the FMU does. Built-in Modelica functions "
+                                   "only (no Modelica Standard Library, no external C). Refused, with a message: "
+                                   "coordinate switching together with a kinematic interface, joint reactions or "
+                                   "prescribed coordinates.")
     _common(p, solver=False)
     p.add_argument("-o", "--output", required=True, help=".mo file to write")
     p.add_argument("--package", help="name of the enclosing package (default: the mechanism's name)")
