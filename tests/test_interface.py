@@ -131,6 +131,44 @@ def test_a_solver_or_step_change_compiles_only_the_config_unit(tmp_path, monkeyp
     assert per_variant[1:] == [["fmu_config.c"], ["fmu_config.c"]]
 
 
+@pytest.mark.parametrize("hard_point", [False, True])
+def test_the_start_and_config_units_include_no_system_header(tmp_path, hard_point):
+    """model_start.c and fmu_config.c, the units a start, solver or step
+    change compiles again for each binary, include model_config.h and
+    fmigen_values.h (with its fmigen_names.h) only: through
+    fmigen_runtime.h and fmigen_instance.h they read math.h, string.h and
+    the SSE2 intrinsics, which were nearly all of the compiler's work on
+    them.  Their definitions agree with the declarations the runtime reads
+    (one header, strict C99), with hard points (the parameters' defaults in
+    model_start.c) too, and the FMU runs from them."""
+    import subprocess
+    import zipfile
+    from fmigen.build.pipeline import build_fmu
+    mech = importlib.import_module("mechanisms.fourbar").build(l3_range=(2.0, 3.0) if hard_point else None)
+    path, _ = build_fmu(mech, tmp_path / "fb.fmu", windows=False, use_cache=False)
+    src = tmp_path / "src"
+    zipfile.ZipFile(path).extractall(src)
+    (src / "empty.c").write_text("")
+
+    def dependencies(unit):   # every file gcc reads for ``unit`` (-M), system headers too
+        deps = subprocess.run(["gcc", "-M", "-I.", unit], cwd=src / "sources", capture_output=True, text=True,
+                              check=True).stdout
+        return set(deps.replace("\\\n", " ").split()[1:])
+    implicit = dependencies("../empty.c") - {"../empty.c"}   # what gcc reads for any unit (stdc-predef.h)
+    for unit in ("model_start.c", "fmu_config.c"):
+        assert dependencies(unit) - implicit == {unit, "model_config.h", "fmigen_values.h", "fmigen_names.h"}
+    text = (src / "sources" / "model_start.c").read_text()
+    assert ("fmigen_p_default" in text) == hard_point
+    strict = ["gcc", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-I.", "-fsyntax-only"]
+    # each unit with the runtime's declarations in view: a definition that
+    # disagreed with its extern declaration would not compile
+    for unit in ("model_start.c", "fmu_config.c"):
+        subprocess.run([*strict, "-include", "fmigen_runtime.h", "-include", "fmigen_instance.h", unit],
+                       cwd=src / "sources", check=True)
+    result = fmpy.simulate_fmu(str(path), stop_time=0.01, output=["theta"])
+    assert result["theta"][0] == mech.coordinates[0].start
+
+
 def test_a_second_model_takes_the_numerical_kernels_from_the_object_cache(tmp_path, monkeypatch,
                                                                            compiled_sources, use_avx_copy):
     """The numerical kernels (LU, atan2, sin/cos, polynomial roots:

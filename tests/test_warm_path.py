@@ -2,7 +2,7 @@
 results: the sweep's solves and condition numbers (workspace.solve, cond),
 the Gröbner Polys built from integers (groebner.poly_from_terms), lambdify's
 numpy namespace (derive/lambdify_numpy.py), and what is no longer imported
-(fmigen/mechanics.py's sympy.physics, no scipy for a four-bar)."""
+(fmigen/mechanics.py's sympy.physics, no scipy nor importlib.metadata for a four-bar)."""
 import json
 import os
 import subprocess
@@ -88,7 +88,7 @@ print(json.dumps({"lazy": lazy_loaded, "missing_not_modules": sorted(k for k in 
     assert result == {"lazy": False, "missing_not_modules": [], "extra": [], "other": []}
 
 
-def test_a_four_bars_start_and_partition_import_neither_units_nor_scipy():
+def test_a_four_bars_start_and_partition_import_neither_units_scipy_nor_metadata():
     """What a start change of the four-bar runs before its sweep: the
     module (Mechanism), the start assembly, the DAE and the partition,
     whose scipy graph the first process here writes to the cache."""
@@ -100,14 +100,21 @@ from fmigen.derive.partition import choose_partition
 mech = prepare_mechanism("fourbar")
 units = "sympy.physics.units" in sys.modules
 part = choose_partition(derived.dae_of(mech), derived.partition_graph)
-print(json.dumps({"units": units, "scipy": "scipy" in sys.modules, "blocks": [b.unknowns for b in part.blocks]}))
+print(json.dumps({"units": units, "scipy": "scipy" in sys.modules, "blocks": [b.unknowns for b in part.blocks],
+                  "metadata": "importlib.metadata" in sys.modules}))
 """
     first, second = json.loads(_run(code)), json.loads(_run(code))
-    assert first["units"] is False and second == {**first, "scipy": False}
+    # nor importlib.metadata (with its email parser), for the scipy version
+    # that keys the graph
+    assert first["units"] is False and second == {**first, "scipy": False, "metadata": False}
     # the cached graph's blocks are those of scipy's graph computed here
     from fmigen.build.pipeline import prepare_mechanism
     from fmigen.build import derived
     from fmigen.derive.partition import choose_partition
+    import importlib.metadata
+    import scipy
+    version = derived._scipy_version_text()   # the graph's key: the installed scipy's version and revision
+    assert f'version = "{importlib.metadata.version("scipy")}"' in version and scipy.version.git_revision in version
     assert second["blocks"] == [b.unknowns for b in choose_partition(derived.dae_of(prepare_mechanism("fourbar"))).blocks]
     import sympy.physics                                          # the package still works as sympy's
     assert sympy.physics.units.meter is not None and callable(sympy.physics.mgamma)

@@ -46,6 +46,7 @@ import pickle
 import platform
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import sympy as sp
 
@@ -286,15 +287,31 @@ def partition_graph(inc) -> dict:
     ``matching_and_components`` must not be served an old graph).  Why: a build after a start change partitions again, and
     importing scipy's sparse graphs (and what scipy's own imports pull in)
     was about a sixth of the four-bar's such rebuild, for the same graph."""
-    import importlib.metadata
     from fmigen.derive.partition import matching_and_components
-    try:
-        version = importlib.metadata.version("scipy")
-    except importlib.metadata.PackageNotFoundError:   # no version to key by: no entry
+    version = _scipy_version_text()
+    if version is None:   # no version to key by: no entry
         return matching_and_components(inc)
     key = "\n".join([GRAPH_FORMAT, version, source_digest(), json.dumps(inc.tolist())])
     text, _, _ = groebner.disk_cache(key, lambda: json.dumps(matching_and_components(inc)), subdir="partition")
     return json.loads(text)
+
+
+def _scipy_version_text() -> str | None:
+    """The text of the installed scipy's ``scipy/version.py`` (its version
+    and git revision), found without importing scipy; None without one.
+    Not ``importlib.metadata.version``: importing ``importlib.metadata``
+    (its email parser among it) took a build after a start change longer
+    than reading the graph's entry."""
+    import importlib.util
+    spec = importlib.util.find_spec("scipy")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        try:
+            return (Path(folder) / "version.py").read_text()
+        except OSError:
+            continue
+    return None
 
 
 #: the start-free body entries' format (``body_key``): a new format changes every key

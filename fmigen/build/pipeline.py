@@ -76,12 +76,14 @@ def load_mechanism(spec: str, use_cache=True) -> Mechanism:
 def as_mechanism(obj, what="the mechanism", use_cache=True) -> Mechanism:
     """A ``Mechanism`` as it is, a ``JointSystem`` converted to one (read
     from the conversion cache with ``use_cache``, ``derived.mechanism_of``)."""
+    if isinstance(obj, Mechanism):
+        return obj
+    # here, and only for what is not a Mechanism: a low-level module's
+    # build does not wait for the joint API's import
     from fmigen.joints import JointSystem
     if isinstance(obj, JointSystem):
         return derived.mechanism_of(obj, use_cache)
-    if not isinstance(obj, Mechanism):
-        raise ModelError(f"{what} returned {type(obj).__name__}, not a Mechanism or a JointSystem")
-    return obj
+    raise ModelError(f"{what} returned {type(obj).__name__}, not a Mechanism or a JointSystem")
 
 
 def _copy(mech: Mechanism) -> Mechanism:

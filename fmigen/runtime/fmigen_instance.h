@@ -27,6 +27,7 @@
 #ifndef FMIGEN_SHARED_GLUE
 #include "model_config.h"
 #endif
+#include "fmigen_values.h"
 #include "fmigen_kernels.h"
 #include "fmigen_core_head.h"
 
@@ -54,12 +55,7 @@ typedef struct {
 } FgModel;
 extern const FgModel fg_model;
 
-/* this build's values (fmu_config.c) */
-/* a GUID as written in modelDescription.xml: braces, 36 characters, NUL */
-#define FMIGEN_GUID_SIZE 39
-extern const char fmigen_model_guid[FMIGEN_GUID_SIZE];
-extern const int fmigen_default_solver;
-extern const double fmigen_default_step;
+/* this build's values (fmu_config.c): fmigen_values.h */
 
 /* ---- what needs the model's code (fmigen_instance_model.c) ---- */
 /* q_d, v_d for c's t, q_i, v_i, p (an augmented formulation after

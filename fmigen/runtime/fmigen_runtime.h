@@ -11,6 +11,7 @@
 
 #include "model_config.h"
 #include "fmigen_names.h"
+#include "fmigen_values.h"
 #include "fmigen_kernels.h"
 #include "fmigen_core_head.h"
 
@@ -126,11 +127,8 @@ int fmigen_embedded_finish(double t, const double *q, const double *v, const dou
 extern const int fmigen_independent[];
 extern const int fmigen_dependent[];
 extern const int fmigen_sol_layout[];
-extern const double fmigen_q_start[];
 extern const double fmigen_v_start[];
-extern const double fmigen_p_default[];
 extern const double fmigen_u_default[];
-extern const double fmigen_sol_start[];
 extern const char *const fmigen_coordinate_names[];
 extern const double fmigen_unit_scale[];
 /* Prescribed coordinates (model.Prescription, codegen._prescribed_tables):
