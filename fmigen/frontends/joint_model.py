@@ -817,7 +817,7 @@ def _trim(system, m, placeholders):
     # Φ_q's there): a hard point enters it at its default, and setting one in
     # the FMU moves the start without trimming again
     hard = {p.symbol: rational(p.value, m.float_rule) for p in m.parameters if p.is_hard_point}
-    F = [sp.sympify(f).xreplace(at_rest).xreplace(hard) for f in dae.F]
+    F = [sp.sympify(f).xreplace({**at_rest, **hard}) for f in dae.F]
     rows = []
     for spring, coord in system.trims:
         col = independent.index(coord)
