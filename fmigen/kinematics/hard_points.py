@@ -157,8 +157,11 @@ def _block_checks(dae: DAE, tri: Triangularization, scales) -> dict:
 def _continue(dae: DAE, q, values: dict, dependent) -> np.ndarray | None:
     """The start continued by Newton from the default hard points to
     ``values`` in CONTINUATION_STEPS equal steps (independent coordinates
-    fixed), or None where a step does not converge."""
+    fixed), or None where a step does not converge.  Without dependent
+    coordinates there is nothing to continue: the start is the sample's."""
     q = q.copy()
+    if not len(dependent):
+        return q
     defaults = {str(s): v for s, v in zip(dae.tunable, dae.tunable_values)}
     for s in np.linspace(0.0, 1.0, CONTINUATION_STEPS + 1)[1:]:
         step = dae.at_hard_points({k: defaults[k] + s * (v - defaults[k]) for k, v in values.items()})
