@@ -60,19 +60,30 @@ included).  At rest they balance the weights to 1e-9
 (``tests/test_vehicle.py``).
 
 Hard points (``HARD_POINTS``; docs/writing-mechanisms.md, "Hard points"):
-the height of the front-left tie rod's inner point, ``fl_C5z`` (design
-−0.024 m in the corner's frame, on the rack), is tunable within ±5 mm:
-the FMU takes a new value before initialization without a rebuild and
-assembles the start there, exact (the knuckle's pose block is solved by
-Newton, the tie rod's angles by sequences whose coefficients hold the
-point).  It sets the bump steer, what a tie-rod point's height is moved
-for (numpy geometry of ``corner_geometry``, knuckle yaw φ): ±5 mm change
-the yaw at ±80 mm of travel by up to 0.8°, and by 0.15° at the design
-pose, the range of a rack-height or tie-rod-end spacer adjustment.  The
-other corners' hard points, and the rest of this one's, are structural
-(numbers in the Gröbner bases).  The trim is solved at the design pose
-(``s.trim``): with the point moved the start pose shifts (the knuckle's
-yaw by 2.2 mrad at 4 mm) and the trim is not solved again for it.
+the front-left corner's whole hard-point table is tunable, 35 parameters:
+every coordinate of each rod's chassis point ``fl_C1x … fl_C5z`` (the
+tie rod's, ``fl_C5*``, on the rack) and knuckle point ``fl_W1x …
+fl_W5z`` within ±5 mm (``POINT_RANGE``), and each rod's length ``fl_L1 …
+fl_L5`` within ±10 mm (``LENGTH_RANGE``).  The FMU takes new values before
+initialization without a rebuild and assembles the start there, exact (the
+knuckle's pose block is solved by Newton, each rod's angles by sequences
+whose coefficients hold the points).  The lengths are hard points of their
+own, not functions of the points: a rod is a part, and a mount moved with
+the same rod moves the knuckle (the tie rod's inner point 4 mm lower, its
+length kept, yaws the knuckle by 2.2 mrad at the design pose: the bump
+steer adjustment of a rack-height spacer); setting ``fl_Lk`` to |W_k − C_k|
+at the new points keeps the design pose instead (what a hard-point table
+with derived lengths means).  ±10 mm on a length holds that value for any
+move of up to 5 mm of two of its rod's end coordinates.  The ranges are
+ones the geometry admits: at the box's extreme corners and at random
+vertices of it the knuckle's five rod equations solve, well conditioned,
+from the rebound stop to 30 mm into the bump stop with the rack at ±30 mm
+(``tests/test_vehicle.py``), and the build assembles the start on its
+branch at all 142 of its samples of the ranges.  The other corners' hard
+points are structural (numbers in the Gröbner bases).  The trim is solved
+at the design pose of the default geometry (``s.trim``; the coil-over sits
+on rod 4, so ``fl_C4*`` are in it): with hard points moved the start pose
+may shift and the preload is not solved again for them.
 
 Every corner's loops close in the chassis frame (``joint_model``): four
 five-rod blocks (a 5×5 Newton block in the carrier pose, triangular rod
@@ -127,10 +138,14 @@ BUMP_STOP_TABLE = ((0.0, 0.0), (0.010, 1.0e3), (0.020, 3.5e3), (0.030, 10.0e3))
 REBOUND_STOP_AT = -0.070
 REBOUND_STOP_STIFFNESS = 5.0e5
 REBOUND_STOP_DAMPING = 1.0e3
+#: half-widths [m] of the front-left corner's hard-point ranges: every
+#: coordinate of a rod's chassis (or rack) point C_k and knuckle point W_k,
+#: and each rod's length L_k (module docstring, "Hard points")
+POINT_RANGE, LENGTH_RANGE = 0.005, 0.010
 #: the front-left corner's tunable hard points (``Parameter.range``), each
-#: ± this [m] around its design value: the tie rod's inner point height
-#: (module docstring, "Hard points")
-HARD_POINTS = {"fl_C5z": 0.005}
+#: ± its value [m] around its design value
+HARD_POINTS = {**{f"fl_{k}{i}{ax}": POINT_RANGE for i in range(1, 6) for k in "CW" for ax in "xyz"},
+               **{f"fl_L{i}": LENGTH_RANGE for i in range(1, 6)}}
 
 
 def geometry_of(prefix):

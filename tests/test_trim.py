@@ -18,19 +18,25 @@ from fmigen.joints import JointSystem, Z
 from fmigen.model import ModelError
 
 M, G, K, L0, Z0 = 2.0, 9.81, 1000.0, 0.4, 0.3
+#: the spring's ground end along x when it is a hard point, and its range [m]
+ANCHOR, ANCHOR_RANGE = 0.2, (0.15, 0.25)
 
 
 def preload(m=M, g=G):
     return -m * g - K * (Z0 - L0)
 
 
-def sprung_mass(trim=True) -> JointSystem:
+def sprung_mass(trim=True, anchor=None) -> JointSystem:
+    """``anchor``: the spring's ground end at (a, 0, 0), ``a`` a hard point
+    of that default and the range ``ANCHOR_RANGE`` (else at the origin)."""
     s = JointSystem("trim_mass")
     m = s.parameter("m", M, "kg", tunable=True)
     g = s.parameter("g", G, "m/s2", tunable=True)
     body = s.body("mass", m, (0.1, 0.1, 0.1))
     s.prismatic("z", s.ground.origin, body.origin, axis=Z, start=Z0)
-    s.spring_damper("coil", s.ground.origin, body.origin, K, damping=50.0, free_length=L0)
+    end = s.ground.origin if anchor is None else \
+        s.ground.marker("anchor", (s.parameter("a", anchor, "m", tunable=True, range=ANCHOR_RANGE), 0, 0))
+    s.spring_damper("coil", end, body.origin, K, damping=50.0, free_length=L0)
     s.gravity = (0, 0, -g)
     if trim:
         s.trim("coil", "z")
@@ -71,6 +77,27 @@ def test_python_runtime_trim_equals_the_c_fmu(trim_fmus, tmp_path):
     py = simulate_fmu(str(path), stop_time=0.3, output_interval=0.05, start_values={"m": 5.0})
     assert py["trim_coil"] == pytest.approx(preload(5.0), abs=1e-12 * K)
     assert np.abs(py["z"] - Z0).max() < 1e-12
+
+
+def test_a_hard_point_enters_the_trim_at_its_default(tmp_path):
+    """A hard point in a trimmed spring's geometry: the spring's ground end
+    at (a, 0, 0), ``a`` a hard point, so its tension's vertical share
+    Z0/ℓ holds ``a``.  The trim is solved at the design pose of the default
+    geometry (the build refused such a mass before): the preload is the
+    closed form P = −m g ℓ/Z0 − k (ℓ − L0), ℓ = √(a² + Z0²), at the default
+    ``a``, the mass rests there, and an ``a`` set in the FMU keeps that
+    preload (it is not trimmed again) and the mass moves."""
+    from fmigen.build.pipeline import build_fmu
+    path = build_fmu(sprung_mass(anchor=ANCHOR), tmp_path / "trim_hard_point.fmu", solver="rk4", step=1e-3)
+    path = str(path[0] if isinstance(path, tuple) else path)
+    length = np.hypot(ANCHOR, Z0)
+    closed = -M * G * length / Z0 - K * (length - L0)
+    res = simulate_fmu(path, stop_time=0.5, output_interval=0.05)
+    assert res["trim_coil"] == pytest.approx(closed, abs=1e-12 * K)
+    assert np.abs(res["z"] - Z0).max() < 1e-12
+    moved = simulate_fmu(path, stop_time=0.5, output_interval=0.05, start_values={"a": 0.24})
+    assert moved["trim_coil"] == pytest.approx(closed, abs=1e-12 * K)
+    assert np.abs(moved["z"] - Z0).max() > 1e-3
 
 
 def test_bad_trims_are_clear_errors():

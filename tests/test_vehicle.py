@@ -145,8 +145,41 @@ def test_rebound_stop_holds_an_unloaded_wheel(vehicle_fmu):
 
 
 #: the front-left tie rod's inner point height moved inside its declared range [m]
-MOVED = -0.004
+#: moved front-left hard points [m]: the arms' pivots C1, C3 and their
+#: knuckle points W1, W3 with those rods' lengths following (the design pose
+#: kept), the tie rod's ends with its length kept (the toe changes), and the
+#: lower rear rod's length alone
+MOVED_POINTS = {"fl_C1z": 0.004, "fl_C1x": -0.003, "fl_W1y": 0.002, "fl_C3y": -0.004, "fl_W3z": 0.003,
+                "fl_C5z": -0.004, "fl_W5x": 0.002, "fl_L4": 0.006}
 KNUCKLE_POSE = ["fl_x", "fl_y", "fl_phi", "fl_theta", "fl_psi"]
+
+
+def moved_corner(moved):
+    """``DOUBLE_WISHBONE`` with the front-left hard points {name: offset}
+    moved, and the rods whose ends moved but whose length is not given
+    (rods 1 and 3 in ``MOVED_POINTS``) made |W_k − C_k| at the new points,
+    but for the tie rod, which keeps its length: the geometry the FMU is
+    given in absolute values (``moved_values``)."""
+    C, W, L = (np.array(DOUBLE_WISHBONE.C), np.array(DOUBLE_WISHBONE.W), np.array(DOUBLE_WISHBONE.L))
+    for name, d in moved.items():
+        k = int(name[4]) - 1
+        if name[3] == "L":
+            L[k] += d
+        else:
+            ({"C": C, "W": W}[name[3]])[k, "xyz".index(name[5])] += d
+    for k in {int(n[4]) - 1 for n in moved if n[3] in "CW"} - {4} - {int(n[4]) - 1 for n in moved if n[3] == "L"}:
+        L[k] = np.linalg.norm(W[k] - C[k])
+    return dataclasses.replace(DOUBLE_WISHBONE, C=tuple(map(tuple, C)), W=tuple(map(tuple, W)), L=tuple(L))
+
+
+def moved_values(geometry):
+    """The FMU's start values of the front-left hard points for ``geometry``."""
+    out = {}
+    for k in range(5):
+        out[f"fl_L{k + 1}"] = float(geometry.L[k])
+        for j, ax in enumerate("xyz"):
+            out[f"fl_C{k + 1}{ax}"], out[f"fl_W{k + 1}{ax}"] = float(geometry.C[k][j]), float(geometry.W[k][j])
+    return out
 
 
 def knuckle_poses(geometry, res):
@@ -162,34 +195,80 @@ def knuckle_poses(geometry, res):
     return np.array(out)
 
 
-def test_front_left_tie_rod_height_is_a_hard_point(vehicle_fmu):
-    """The front-left tie rod's inner point height ``fl_C5z`` is a hard
-    point (``vehicle.HARD_POINTS``): set in fmpy 4 mm lower, the FMU
+def test_front_left_corner_hard_points_are_tunable(vehicle_fmu):
+    """Every hard point of the front-left corner (``vehicle.HARD_POINTS``:
+    the chassis and rack points C_k, the knuckle points W_k, the rods'
+    lengths L_k) is a fixed parameter with its declared range: with eight
+    of them moved in fmpy (two arms' points with their lengths following,
+    the tie rod's ends with its length kept, a rod's length alone) the FMU
     assembles the knuckle there and keeps its loops closed through the bump
     and a steering step; the knuckle's pose at every output point is the
-    numpy geometry's with that tie-rod point, and not the design's (the
-    move changes the bump steer).  The other corners' tie rods stay
-    structural, and a value outside the range is refused."""
+    numpy geometry's with those points, and not the design's.  The other
+    corners' hard points stay structural, and a value outside a range is
+    refused."""
     md = read_model_description(vehicle_fmu)
     variables = {v.name: v for v in md.modelVariables}
-    design = DOUBLE_WISHBONE.C[4]
-    v = variables["fl_C5z"]
-    half = HARD_POINTS["fl_C5z"]
-    assert (v.variability, float(v.min), float(v.max)) == ("fixed", design[2] - half, design[2] + half)
-    assert not ({f"{p}C5{ax}" for p in CORNERS for ax in "xyz"} - {"fl_C5z"}) & set(variables)
-    res = simulate_fmu(vehicle_fmu, stop_time=0.1, output_interval=0.005,
-                       start_values={"fl_C5z": design[2] + MOVED, "rack_demand": 0.01},
+    design = moved_values(DOUBLE_WISHBONE)
+    assert set(HARD_POINTS) == set(design)
+    for name, half in HARD_POINTS.items():
+        v = variables[name]
+        assert (v.variability, float(v.min), float(v.max)) == ("fixed", design[name] - half, design[name] + half)
+    others = {f"{p}{k}{i}{ax}" for p in CORNERS if p != "fl_" for k in "CW" for i in range(1, 6) for ax in "xyz"}
+    assert not (others | {f"{p}L{i}" for p in CORNERS if p != "fl_" for i in range(1, 6)}) & set(variables)
+    moved = moved_corner(MOVED_POINTS)
+    start = moved_values(moved)
+    assert all(abs(start[n] - design[n]) <= HARD_POINTS[n] for n in start)
+    res = simulate_fmu(vehicle_fmu, stop_time=0.1, output_interval=0.005, start_values={**start, "rack_demand": 0.01},
                        output=[*KNUCKLE_POSE, "fl_z", "rack", "constraint_residual"])
-    assert res["rack"].max() > 0.005 and res["fl_z"].max() > 0.005          # measured 10.0 mm, 9.1 mm
+    assert res["rack"].max() > 0.005 and res["fl_z"].max() > 0.005          # measured 10.0 mm, 10.1 mm
     got = np.stack([res[n] for n in KNUCKLE_POSE], axis=1)
-    moved = dataclasses.replace(DOUBLE_WISHBONE, C=(*DOUBLE_WISHBONE.C[:4], (design[0], design[1], design[2] + MOVED)))
     err = np.abs(got - knuckle_poses(moved, res)).max()
-    # measured 5.1e-16 (fl_phi); the move itself changes the pose by 2.2e-3
-    assert err < 1e-14, f"max |knuckle pose - numpy geometry at the moved tie-rod point| = {err:.3g}"
+    # measured 5.3e-16 (fl_theta); the move itself changes the pose by 2.3e-2
+    assert err < 1e-14, f"max |knuckle pose - numpy geometry at the moved hard points| = {err:.3g}"
     assert np.abs(got - knuckle_poses(DOUBLE_WISHBONE, res)).max() > 1e-3
     assert res["constraint_residual"].max() < 1e-12
-    with pytest.raises(Exception, match="fmi2SetReal failed"):
-        simulate_fmu(vehicle_fmu, stop_time=0.01, start_values={"fl_C5z": design[2] + 1.01 * half})
+    for name in ("fl_W2y", "fl_L5"):
+        with pytest.raises(Exception, match="fmi2SetReal failed"):
+            simulate_fmu(vehicle_fmu, stop_time=0.01, start_values={name: design[name] - 1.01 * HARD_POINTS[name]})
+
+
+def test_front_left_corner_assembles_over_its_hard_point_ranges():
+    """The declared ranges are ones the geometry admits: at the box's two
+    extreme corners and at random vertices of it (every hard point at a
+    bound; 35 of them, so the vertices are sampled), the knuckle's pose
+    solves (numpy Newton on the rods' lengths, continued along the travel)
+    from 70 mm below to 90 mm above the design pose (the rebound stop to
+    the bump stop's 30 mm of compression) at the rack's centre and ±30 mm,
+    its five rod equations well conditioned all the way."""
+    rng = np.random.default_rng(0)
+    names = list(HARD_POINTS)
+    signs = [np.full(len(names), -1.0), np.full(len(names), 1.0)] + \
+        [rng.choice([-1.0, 1.0], len(names)) for _ in range(10)]
+    travel = np.round(np.arange(-7, 10) * 0.01, 3)
+    worst = np.inf
+    for sign in signs:
+        geometry = moved_corner({n: s * HARD_POINTS[n] for n, s in zip(names, sign)})
+        for rack in (-0.03, 0.0, 0.03):
+            design = geometry.solve_pose(0.0, rack=rack)
+            for branch in (travel[travel > 0], travel[travel < 0][::-1]):
+                pose = design
+                for z in branch:
+                    pose = geometry.solve_pose(z, pose, rack=rack)
+                    assert np.abs(geometry.distance_residuals(pose, z, rack)).max() < 1e-14
+                    worst = min(worst, 1 / np.linalg.cond(_pose_jacobian(geometry, pose, z, rack)))
+    # measured 0.029 (70 mm rebound, rack -30 mm); the design corner's 0.042
+    assert worst > 0.01
+
+
+def _pose_jacobian(geometry, pose, z, rack, h=1e-7):
+    """∂(rod distance residuals)/∂(x, y, φ, θ, ψ) by central differences."""
+    cols = []
+    for j in range(5):
+        d = np.zeros(5)
+        d[j] = h
+        cols.append((geometry.distance_residuals(pose + d, z, rack) - geometry.distance_residuals(pose - d, z, rack))
+                    / (2 * h))
+    return np.stack(cols, axis=1)
 
 
 #: the horizon over which the FMU is checked against the independent references [s]

@@ -790,7 +790,7 @@ def _trim(system, m, placeholders):
     tunable parameters, which the FMU evaluates with their current values:
     a parameter set before initialization re-trims.  The start pose is the
     design pose the build assembled; the trim holds there, not at a start
-    changed in the FMU."""
+    changed in the FMU, and a hard point enters it at its default value."""
     from fmigen.derive.dae import build_dae
     from fmigen.derive.partition import choose_partition
     dae = build_dae(m, at_rest=True)
@@ -813,7 +813,11 @@ def _trim(system, m, placeholders):
         N[dep, :] = -np.linalg.solve(J[:, dep], J[:, ind])
     at_rest = {**dict(zip(dae.q_sym, q0.tolist())), **{v: 0 for v in dae.v_sym}, t: 0,
                **dict(zip(dae.inputs, dae.input_values))}
-    F = [sp.sympify(f).xreplace(at_rest) for f in dae.F]
+    # the trim holds at the design pose of the default geometry (N above is
+    # Φ_q's there): a hard point enters it at its default, and setting one in
+    # the FMU moves the start without trimming again
+    hard = {p.symbol: rational(p.value, m.float_rule) for p in m.parameters if p.is_hard_point}
+    F = [sp.sympify(f).xreplace({**at_rest, **hard}) for f in dae.F]
     rows = []
     for spring, coord in system.trims:
         col = independent.index(coord)

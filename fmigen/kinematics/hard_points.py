@@ -13,10 +13,11 @@ ExitInitializationMode, from the build's branch signs.
 What depends on the value is checked here, on samples of the declared
 range (``range_samples``): that the start assembles there on the build's
 branch (the sequence's assembly with the build-time signs is the one that
-Newton continuation in the hard points reaches from the default), and where
-the primary sequence degenerates on the workspace swept at that value and
-the exact completion chosen at the default does not cover it (the run-time
-Newton fallback solves those configurations, as it does at the default).  The FMU refuses a value outside the range; one inside at which
+Newton continuation in the hard points reaches from the default), and, at
+the box's two extreme corners (``swept_samples``), where the primary
+sequence degenerates on the workspace swept at that value and the exact
+completion chosen at the default does not cover it (the run-time Newton
+fallback solves those configurations, as it does at the default).  The FMU refuses a value outside the range; one inside at which
 the start cannot be assembled fails ExitInitializationMode.
 """
 
@@ -63,13 +64,27 @@ def range_samples(mech) -> list[dict]:
     return out
 
 
+def swept_samples(mech) -> list[dict]:
+    """The samples of ``range_samples`` at which the workspace is swept as
+    well: the box's two extreme corners, every hard point at its lower and
+    every one at its upper bound (one hard point: its two bounds).  A sweep
+    of the whole mechanism costs what the build's own does, and its finding
+    is a log line (the run-time Newton fallback solves degenerate
+    configurations either way), while the assembly on the build's branch,
+    checked at every sample, is what the FMU's start rests on: so a
+    corner's thirty-odd hard points cost two sweeps, not four per point."""
+    hard = hard_points(mech)
+    return [{p.name: p.range[0] for p in hard}, {p.name: p.range[1] for p in hard}] if hard else []
+
+
 def sweep_hard_point_range(dae: DAE, tri: Triangularization, log=None) -> list[dict]:
     """The range check of the module docstring, one record per sample:
     ``at`` (the sample), ``assembled`` (False: the FMU refuses the value at
     ExitInitializationMode), ``branch`` ("kept" or what changed), and per
     Gröbner block the swept configurations where its primary sequence
     degenerates, how many of those its exact completion does not cover, and
-    how many were swept (``degenerate``: {block: (count, missed, of)}).  Warnings go to the
+    how many were swept (``degenerate``: {block: (count, missed, of)}; empty
+    but at the ``swept_samples``).  Warnings go to the
     log; stored in ``tri.hard_point_range``."""
     log = log or (lambda msg: None)
     records = []
@@ -80,6 +95,7 @@ def sweep_hard_point_range(dae: DAE, tri: Triangularization, log=None) -> list[d
     indep = {dae.names[i]: tri.start[dae.names[i]] for i in part.independent}
     q_default = np.array([tri.start[n] for n in dae.names], dtype=float)
     checks = _block_checks(dae, tri, scales)
+    swept = swept_samples(dae.mechanism)
     for values in range_samples(dae.mechanism):
         at = ", ".join(f"{k}={v:g}" for k, v in values.items())
         sample = dae.at_hard_points(values)
@@ -98,6 +114,8 @@ def sweep_hard_point_range(dae: DAE, tri: Triangularization, log=None) -> list[d
                                 "the build's branch signs give another assembly than continuation from the default")
             log(f"warning: hard points at {at}: {record['branch']}: the start there may not be the described "
                 "branch's")
+        if values not in swept:
+            continue
         sw = sweep(sample, part, start)
         hard = hard_point_values(sample)
         for name, (primary, completion) in checks.items():
@@ -139,8 +157,11 @@ def _block_checks(dae: DAE, tri: Triangularization, scales) -> dict:
 def _continue(dae: DAE, q, values: dict, dependent) -> np.ndarray | None:
     """The start continued by Newton from the default hard points to
     ``values`` in CONTINUATION_STEPS equal steps (independent coordinates
-    fixed), or None where a step does not converge."""
+    fixed), or None where a step does not converge.  Without dependent
+    coordinates there is nothing to continue: the start is the sample's."""
     q = q.copy()
+    if not len(dependent):
+        return q
     defaults = {str(s): v for s, v in zip(dae.tunable, dae.tunable_values)}
     for s in np.linspace(0.0, 1.0, CONTINUATION_STEPS + 1)[1:]:
         step = dae.at_hard_points({k: defaults[k] + s * (v - defaults[k]) for k, v in values.items()})
