@@ -625,7 +625,11 @@ class _TrigFunctions:
         angles = {a.args[0] for e in M for a in sp.sympify(e).atoms(sp.sin, sp.cos)} & set(dae.q_sym)
         trig_lines, unit = self.unit_pairs(angles)
         exprs = [sp.sympify(e).xreplace(unit) for e in M]
-        reads_angle = any(e.free_symbols & angles for e in exprs)
+        # an angle read bare, or in a sin/cos of a sum (sin(α + θ)), which
+        # the pairs do not replace: a deferred one must be in q first
+        deferrable = {q for k, q in enumerate(dae.q_sym) if sp.sin(q) in self.trig[1]
+                      and k not in self.always_independent}
+        reads_angle = any(e.free_symbols & (angles | deferrable) for e in exprs)
         prelude, subs = _sincos_prelude(exprs, dae)
         flat = [self.symbols(e.xreplace(subs)) for e in exprs]
         lanes, done = self.row_lanes(classes, trig_lines, unit, flat)

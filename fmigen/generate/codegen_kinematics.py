@@ -155,7 +155,7 @@ def q_from_vars(layout, prefix="", sums=None, printer=None):
     variables (``prefix`` "P_": from their predictions): atan2(s, c) for an
     angle, by the runtime's fmigen_atan2 (a Newton start: libm's is a large
     part of a step's cost); the same text in C
-    and Python (numeric.fmigen_atan2, bit for bit).  ``sums`` (``angle_sums``): an
+    and Python (elementary.fmigen_atan2, bit for bit).  ``sums`` (``angle_sums``): an
     angle whose variables are an angle sum's is atan2 of its sine and cosine
     by angle addition, printed by ``printer`` (C's or Python's)."""
     sums = sums or {}

@@ -17,6 +17,7 @@ import math
 import sympy as sp
 
 from fmigen.derive.dae import PSD3_MINORS, mass_checks, psd3
+from fmigen.generate import elementary
 from fmigen.generate.printer import c, pyexpr
 from fmigen.model import ModelError
 
@@ -102,6 +103,8 @@ def mass_check_defaults(mech):
         return
     namespace = {name: getattr(math, name) for name in dir(math) if not name.startswith("_")}
     namespace.update(psd3=psd3, checked_value=checked_value, fabs=math.fabs)
+    # the printer's fmigen_sin, fmigen_exp, ...: the ports of the C's (pyexpr)
+    namespace.update({name: getattr(elementary, name) for name in dir(elementary) if name.startswith("fmigen_")})
     exec(source, namespace)   # noqa: S102 - our own generated code
     j, value, minor = namespace["fmigen_mass_check"]([float(p_.value) for p_ in mech.parameters if p_.tunable])
     if j and minor < 0:

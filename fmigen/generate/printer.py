@@ -48,19 +48,34 @@ class _Printer(C99CodePrinter):
         # statement per line
         return re.sub(r"\s*\n\s*", " ", super()._print_Piecewise(expr))
 
+    def __init__(self, settings=None):
+        # no M_PI_2, M_LN10, M_SQRT2, ... for the constants sympy's C
+        # printer knows: strict C99 (-std=c99) does not define them, nor
+        # does Python's math; _print_NumberSymbol writes their doubles
+        super().__init__({"math_macros": {}, **(settings or {})})
+
     def _print_Pi(self, expr):
         # M_PI is not part of strict C99 (-std=c99 hides it)
         return "3.141592653589793"
 
-    # sin, cos, atan2, asin, acos and atan are fmigen's own
+    def _print_NumberSymbol(self, expr):
+        # E, EulerGamma, GoldenRatio, ...: the double nearest (sympy's C
+        # printer would declare a const variable inside the expression)
+        return repr(float(expr))
+
+    _print_Exp1 = _print_NumberSymbol
+
+    # sin, cos, tan, atan2, asin, acos, atan, exp and log are fmigen's own
     # (runtime/fmigen_numeric.h), never libm's: C libraries differ in the
     # last bit (glibc, mingw-w64, msvcrt, musl), and an FMU gives the same bits on
     # every platform (docs/portability.md).  sqrt stays: IEEE 754 rounds it
-    # exactly.
+    # exactly.  pow (a non-integer power), cbrt and the hyperbolic functions
+    # stay libm's (docs/portability.md says so).
     def _print_own(self, expr):
         return f"fmigen_{expr.func.__name__}({', '.join(self._print(a) for a in expr.args)})"
 
-    _print_sin = _print_cos = _print_atan2 = _print_asin = _print_acos = _print_atan = _print_own
+    _print_sin = _print_cos = _print_tan = _print_atan2 = _print_asin = _print_acos = _print_atan = _print_own
+    _print_exp = _print_log = _print_own
 
     def _print_Rational(self, expr):
         return f"({float(expr.p)!r}/{float(expr.q)!r})"

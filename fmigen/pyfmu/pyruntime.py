@@ -11,9 +11,10 @@ to round-off:
 - every model expression is printed by a subclass of codegen's C printer
   (integer powers as multiplications, rationals as double divisions, the same
   sympy CSE), and the C function names resolve to the runtime's ports of
-  fmigen's own (``fmigen_sin``, ``fmigen_cos``, ``fmigen_atan2``,
-  ``fmigen_asin``, ``fmigen_acos``, ``fmigen_atan``: the C's bits, never
-  libm's) or to Python's ``math`` (sqrt, correctly rounded);
+  fmigen's own (``fmigen_sin``, ``fmigen_cos``, ``fmigen_tan``,
+  ``fmigen_atan2``, ``fmigen_asin``, ``fmigen_acos``, ``fmigen_atan``,
+  ``fmigen_exp``, ``fmigen_log``: the C's bits, never libm's) or to
+  Python's ``math`` (sqrt, correctly rounded);
 - the kinematics comes from model.c's own walker (``codegen_kinematics.kinematics_walk``,
   spelled in Python by ``PyKinematics``), so it is the C statement for statement:
   per block the prediction from the last accepted solution (``Core.base``,
@@ -78,13 +79,13 @@ from fmigen.generate.printer import PythonRuntimeError, SymbolMap, pyexpr
 from fmigen.generate.codegen_embedding import structure_tables
 from fmigen.derive.dae import PSD3_MINORS, psd3
 from fmigen.derive.workspace import mechanism_unit_scales
+from fmigen.generate.elementary import (fmigen_acos, fmigen_asin, fmigen_atan, fmigen_atan2, fmigen_cos, fmigen_exp,
+                                        fmigen_log, fmigen_powi, fmigen_sin, fmigen_sincos, fmigen_tan)
 from fmigen.pyfmu.numeric import (EULER, FMIGEN_BRANCH_TOL, FMIGEN_LIMIT_GAIN, FMIGEN_MAX_DEGREE,
                                   FMIGEN_MESSAGE_SIZE, FMIGEN_NEWTON_MAX_ITER, FMIGEN_POLISH_TOL,
                                   FMIGEN_SEQ_TOL, FMIGEN_SWITCH_COND, RK4, SYMPLECTIC, all_roots, fmax,
-                                  fmigen_acos, fmigen_asin, fmigen_atan, fmigen_atan2, fmigen_cos, fmigen_powi,
-                                  fmigen_sin, fmigen_sincos, fmigen_unwrap, fmin, ldlt_factor,
-                                  ldlt_solve, linear, lu_factor, lu_solve, poly_eval, poly_root,
-                                  quadratic_near, quadratic_root, rotate)
+                                  fmigen_unwrap, fmin, ldlt_factor, ldlt_solve, linear, lu_factor, lu_solve,
+                                  poly_eval, poly_root, quadratic_near, quadratic_root, rotate)
 from fmigen.pyfmu.slave import Core, FmuError, SlaveMethods
 
 
@@ -96,7 +97,8 @@ from fmigen.pyfmu.slave import Core, FmuError, SlaveMethods
 
 
 RUNTIME_OBJECTS = [linear, quadratic_near, quadratic_root, rotate, fmigen_sincos, fmigen_sin, fmigen_cos, fmigen_atan2,
-                   fmigen_asin, fmigen_acos, fmigen_atan, fmigen_unwrap, fmigen_powi, fmax, fmin, lu_factor, lu_solve,
+                   fmigen_tan, fmigen_asin, fmigen_acos, fmigen_atan, fmigen_exp, fmigen_log, fmigen_unwrap,
+                   fmigen_powi, fmax, fmin, lu_factor, lu_solve,
                    ldlt_factor, ldlt_solve, psd3, checked_value,
                    poly_eval, all_roots, poly_root,
                    Core, FmuError, SlaveMethods]

@@ -338,6 +338,22 @@ double fmigen_acos(double x);
 __attribute__((const))
 #endif
 double fmigen_atan(double x);
+/* tan, exp and log of the generated code (printer._Printer), for the same
+ * reason: tan by fmigen_sincos, exp and log after fdlibm's, plain IEEE
+ * arithmetic in a fixed order (fmigen_numeric.h).  Their accuracy against
+ * mpmath: tests/test_runtime_lu.py and docs/portability.md. */
+#if defined(__GNUC__)
+__attribute__((const))
+#endif
+double fmigen_tan(double x);
+#if defined(__GNUC__)
+__attribute__((const))
+#endif
+double fmigen_exp(double x);
+#if defined(__GNUC__)
+__attribute__((const))
+#endif
+double fmigen_log(double x);
 #define FMIGEN_SINCOS_MAX 8.0e5   /* < 2^19·π/2: n < 2^19, so n·PIO2_k is exact */
 #define FMIGEN_INVPIO2 0x1.45f306dc9c883p-1
 /* π/2 = PIO2_1 + PIO2_1T; PIO2_1T = PIO2_2 + PIO2_2T; PIO2_2T = PIO2_3 + PIO2_3T

@@ -164,5 +164,8 @@
 #define fmigen_asin FMIGEN_KERNEL_NAME(fmigen_asin)
 #define fmigen_acos FMIGEN_KERNEL_NAME(fmigen_acos)
 #define fmigen_atan FMIGEN_KERNEL_NAME(fmigen_atan)
+#define fmigen_tan FMIGEN_KERNEL_NAME(fmigen_tan)
+#define fmigen_exp FMIGEN_KERNEL_NAME(fmigen_exp)
+#define fmigen_log FMIGEN_KERNEL_NAME(fmigen_log)
 #endif /* FMIGEN_KERNEL_NAME */
 #endif

@@ -260,6 +260,108 @@ double fmigen_asin(double x) { return fmigen_atan2(x, sqrt((1.0 - x) * (1.0 + x)
 double fmigen_acos(double x) { return fmigen_atan2(sqrt((1.0 - x) * (1.0 + x)), x); }
 double fmigen_atan(double x) { return fmigen_atan2(x, 1.0); }
 
+/* tan x = sin x / cos x of fmigen_sincos: one more rounding on its two
+ * results, each within one ulp.  cos x of a double x is never 0. */
+double fmigen_tan(double x)
+{
+    double s, c;
+    fmigen_sincos(x, &s, &c);
+    return s / c;
+}
+
+/* 2^k as a double, -1022 <= k <= 1023: its exponent bits */
+static double fmigen_pow2(int k)
+{
+    const uint64_t u = (uint64_t)(k + 1023) << 52;
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/* exp x after fdlibm's e_exp.c (Sun Microsystems, 1993): x = k·ln2 + r,
+ * |r| <= ln2/2, with ln2 in two parts (LN2_HI of 32 bits: k·LN2_HI and
+ * x − k·LN2_HI exact), exp r by fdlibm's rational form of a degree-5
+ * Remez polynomial in r², then 2^k by exponent bits (in two factors where
+ * 2^k or the result is not a normal double, so that a subnormal result
+ * rounds once).  Its branch tests on values rather than high words.
+ * Overflow gives +inf, underflow below the least subnormal's half +0, NaN
+ * NaN; exp(±0) = 1.  Error: tests/test_runtime_lu.py. */
+#define FMIGEN_LN2_HI 0x1.62e42feep-1
+#define FMIGEN_LN2_LO 0x1.a39ef35793c76p-33
+double fmigen_exp(double x)
+{
+#if defined(__FAST_MATH__)
+    /* the reduction's two-part subtraction would be reassociated */
+    return exp(x);
+#endif
+    if (x != x) return x + x;
+    if (x > 0x1.62e42fefa39efp+9) return INFINITY;   /* exp x > DBL_MAX */
+    if (x < -0x1.74910d52d3051p+9) return 0.0;       /* exp x < 2^-1075 */
+    int k = 0;
+    double hi = x, lo = 0.0;
+    if (fabs(x) > 0x1.62e42fefa39efp-2) {             /* ln2/2 */
+        k = (int)(0x1.71547652b82fep+0 * x + (x < 0.0 ? -0.5 : 0.5));
+        const double dk = (double)k;
+        hi = x - dk * FMIGEN_LN2_HI;
+        lo = dk * FMIGEN_LN2_LO;
+    }
+    const double r = hi - lo, t = r * r;
+    const double c = r - t * (0x1.555555555553ep-3 + t * (-0x1.6c16c16bebd93p-9 + t * (0x1.1566aaf25de2cp-14
+                     + t * (-0x1.bbd41c5d26bf1p-20 + t * 0x1.6376972bea4d0p-25))));
+    if (k == 0) return 1.0 - ((r * c) / (c - 2.0) - r);
+    const double y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi);
+    if (k > 1023) return (y * 2.0) * 0x1p1023;
+    if (k < -1021) return (y * fmigen_pow2(k + 1000)) * 0x1p-1000;
+    return y * fmigen_pow2(k);
+}
+
+/* log x after fdlibm's e_log.c: x = 2^k (1 + f), 1 + f in [√2/2, √2) by
+ * the high word's leading mantissa bits (fdlibm's test), then with
+ * s = f/(2 + f) log(1 + f) = f − s(f − R), R by fdlibm's degree-14
+ * polynomial in s, and k·ln2 in two parts; 2^-20 around 1 a short series.
+ * +0 and −0 give −inf, x < 0 NaN, +inf +inf, NaN NaN, log 1 = +0.
+ * Error: tests/test_runtime_lu.py. */
+double fmigen_log(double x)
+{
+#if defined(__FAST_MATH__)
+    return log(x);
+#endif
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    int k = 0;
+    if (u >> 52 == 0 || u >> 63) {                   /* ±0, subnormal, negative */
+        if ((u << 1) == 0) return -INFINITY;
+        if (u >> 63) return NAN;
+        k = -54;
+        x *= 0x1p54;
+        memcpy(&u, &x, sizeof u);
+    }
+    if (u >> 52 >= 0x7ff) return x + x;               /* +inf, NaN */
+    k += (int)(u >> 52) - 1023;
+    const uint32_t hx = (uint32_t)(u >> 32) & 0x000fffffu;
+    const uint32_t i = (hx + 0x95f64u) & 0x100000u;   /* 1.f >= √2: halve it */
+    u = (u & 0x000fffffffffffffULL) | ((uint64_t)(i ^ 0x3ff00000u) << 32);
+    memcpy(&x, &u, sizeof x);
+    k += (int)(i >> 20);
+    const double f = x - 1.0, dk = (double)k;
+    if (((2 + hx) & 0x000fffffu) < 3) {               /* -2^-20 <= f < 2^-20 */
+        if (f == 0.0) return k == 0 ? 0.0 : dk * FMIGEN_LN2_HI + dk * FMIGEN_LN2_LO;
+        const double R = f * f * (0.5 - 0.33333333333333333 * f);
+        return k == 0 ? f - R : dk * FMIGEN_LN2_HI - ((R - dk * FMIGEN_LN2_LO) - f);
+    }
+    const double s = f / (2.0 + f), z = s * s, w = z * z;
+    const double t1 = w * (0x1.999999997fa04p-2 + w * (0x1.c71c51d8e78afp-3 + w * 0x1.39a09d078c69fp-3));
+    const double t2 = z * (0x1.5555555555593p-1 + w * (0x1.2492494229359p-2 + w * (0x1.7466496cb03dep-3
+                      + w * 0x1.2f112df3e5244p-3)));
+    const double R = t2 + t1;
+    if (hx >= 0x6147au && hx <= 0x6b851u) {           /* |f| largest: 1.f near √2 */
+        const double hfsq = 0.5 * f * f;
+        return k == 0 ? f - (hfsq - s * (hfsq + R))
+                      : dk * FMIGEN_LN2_HI - ((hfsq - (s * (hfsq + R) + dk * FMIGEN_LN2_LO)) - f);
+    }
+    return k == 0 ? f - s * (f - R) : dk * FMIGEN_LN2_HI - ((s * (f - R) - dk * FMIGEN_LN2_LO) - f);
+}
+
 /* All complex roots by Aberth–Ehrlich iteration (simultaneous Newton with
  * repulsion; converges cubically to every root, the same roots as the
  * companion-matrix eigenvalues).  Returns 0 when converged. */
