@@ -27,7 +27,7 @@ def test_constants_and_elementary_functions_print_as_strict_c99_with_the_python_
     for e, p in zip(exprs, printed):
         assert "M_" not in p and "const" not in p and not any(f"{f}(" in p.replace(f"fmigen_{f}(", "")
                                                               for f in ("tan", "exp", "log")), (e, p)
-    (tmp_path / "model_config.h").write_text("#define NQ 1\n#define NC 0\n#define NI 1\n#define NP 0\n"
+    (tmp_path / "model_config.h").write_text("#define MODEL_IDENTIFIER h\n#define NQ 1\n#define NC 0\n#define NI 1\n#define NP 0\n"
                                              "#define NU 0\n#define NY 0\n#define NSOL 0\n")
     body = "\n".join(f'        printf("%a\\n", {p});' for p in printed)
     (tmp_path / "h.c").write_text('#include <stdio.h>\n#include "fmigen_runtime.h"\nint main(void) {\n'
