@@ -630,6 +630,9 @@ def _parser(tools: bool):
 def main(argv=None):
     words = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(words[0] if words and not words[0].startswith("-") else None).parse_args(words)
+    # after the parse: --help should not wait for sympy's import
+    from fmigen.build.process import tune
+    tune()
     from fmigen.build.progress import Progress
     try:
         with Progress() as args.progress:

@@ -30,7 +30,7 @@ CONSUMERS = {"__init__.py", "__main__.py", "cli.py", "fmi/fmu.py", "fmi/fmi3.py"
              "verify/reference.py", "pyfmu/pyruntime.py", "pyfmu/slave.py", "pyfmu/numeric.py",
              "generate/formulation.py", "build/progress.py", "tools/sweep.py", "tools/sweep_worker.py",
              "verify/bundle.py", "tools/modelica.py", "tools/modelica_printer.py", "tools/modelica_fmu.py",
-             "tools/modelica_motion.py",
+             "tools/modelica_motion.py", "build/process.py",
              # the references and the peer: no module of the derivation imports them
              # (prescribed.py reads a DAE, but only the references call it)
              "verify/cartesian.py", "verify/cartesian_solve.py", "verify/prescribed.py", "verify/rigid_motion.py",
