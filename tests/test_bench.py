@@ -294,11 +294,14 @@ def test_the_iteration_caps_hold_over_the_swept_workspace():
     against what the eight-link -- a mechanism whose kinematics runs Newton
     blocks -- needs: at every point of its workspace sweep (random velocities)
     and along its motion up to the singular configuration it runs into, every
-    loop stays below its cap; only the step that fails there runs its Newton
-    block to the cap, and not past it.  The sweep does exercise Newton (at
-    least one iteration), so the bound is not vacuous.  Before: the harness
-    reported one maximum over everything (28: that failed step), which could
-    not tell a genuine need from a non-converging attempt."""
+    loop stays below its cap, and so does the step that fails there.  The
+    sweep does exercise Newton (at least one iteration), so the bound is not
+    vacuous.  Near that configuration the Newton steps stop contracting at
+    their round-off floor (codegen_newton.STALL_STOP): the iteration is
+    accepted there, or ends unconverged, instead of wandering to the cap.
+    Before: every solve of the last doSteps wandered at that floor, one of
+    them ran to the cap of 28 unconverged and failed its doStep, whose four
+    solves took 78 iterations (4.19 x the median doStep's instructions)."""
     from fmigen.tools import bench
     w = bench.worst_case("eight_link", instructions=False)
     cap = w["caps"]
@@ -308,5 +311,7 @@ def test_the_iteration_caps_hold_over_the_swept_workspace():
     for loop in bench.LOOPS:
         assert ws[loop] < cap[loop] and motion[loop] < cap[loop], (loop, w)
         assert failed[loop] <= cap[loop] and w["iterations"][loop] <= cap[loop], (loop, w)
-    # the one failed step, at the motion's singular configuration, ran to the cap
-    assert w["failed"] == 1 and failed["newton"] == cap["newton"], w
+    # the one failed step, at the motion's singular configuration, ends it;
+    # no solve of the motion or of that step wanders at the floor for long
+    assert w["failed"] == 1 and w["motion_steps"] >= 939, w
+    assert failed["newton"] <= 8 and motion["newton"] <= 8, w

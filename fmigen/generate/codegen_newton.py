@@ -98,6 +98,25 @@ def newton_start(pairs, layout, prefix, sums=None, printer=None):
 #: contract, at most 8 more.  C and Python, the same text.
 CHORD_STOP = ("{p} > 0.0 && {p} <= 1e-4 * (1.0 + {q}) && {d} <= 1e-3 * {p} && "
               "1e3 * {d} * {d} <= 1e-14 * (1.0 + {q}) * {p}")
+#: Two more ends, so that an iteration that cannot reach round-off does not
+#: run to the cap (a budget for the work per step must hold for the steps
+#: that fail too):
+#: - At its round-off floor: a step that does not halve the one before it,
+#:   which was already below 1e-12·(1 + max|q|), is accepted as converged.
+#:   Near a singular configuration the Jacobian's condition number scales
+#:   the round-off of each step: the steps stop contracting at ~cond·ε·|q|
+#:   and wander there, above the 1e-14 test, until one falls below it by
+#:   chance or the cap ends the solve.  The iterate is as accurate as
+#:   the Jacobian allows, and 100 × the round-off test bounds that.  Where
+#:   Newton converges it contracts far more than twofold at every step until
+#:   the round-off test stops it, so a well-conditioned solve never ends here.
+#: - No progress: a fresh step at least as long as the fresh step before it
+#:   ends the iteration unconverged.  A fresh step is a full Newton step from
+#:   the current iterate, so its length measures the iterate's error; not
+#:   shorter after a whole cycle (chord steps included) means the iteration
+#:   diverges, or wanders at a round-off floor above the one accepted above
+#:   (the Jacobian too close to singular): more steps do not help.
+STALL_STOP = "{p} > 0.0 && {d} > 0.5 * {p} && {p} <= 1e-12 * (1.0 + {q})"
 #: chord steps allowed beyond the fresh steps' limit
 CHORD_EXTRA = 8
 #: fresh steps of the polish from a sequence's result that missed
@@ -115,7 +134,9 @@ def _newton_code(emb, solved_block, symbol_map, tag, iterations, indent="       
     stops at the absolute step tolerance FMIGEN_NEWTON_TOL: the textbook
     Newton those formulations stand for.  Every other takes chord steps with
     the last LU factors once near the solution and stops at round-off
-    (``CHORD_STOP``'s comment); ``iterations`` then limits its fresh steps.
+    (``CHORD_STOP``'s comment), at its round-off floor or where a fresh step
+    makes no progress (``STALL_STOP``'s); ``iterations`` then limits its
+    fresh steps.
     A step that is not finite (NaN or ±inf) ends it unconverged."""
     unk = solved_block.block.unknowns
     nb = len(unk)
@@ -132,10 +153,14 @@ def _newton_code(emb, solved_block, symbol_map, tag, iterations, indent="       
         evaluate = (f"{ind}        const int fresh = !reuse;\n{ind}        if (fresh) {{\n{body}\n{factor}\n"
                     f"{inner}nfresh++;\n{ind}        }} else {{\n{residual}\n{ind}        }}")
         chord = CHORD_STOP.format(d="dmax", p="dprev", q="qmax")
-        test = (f"converged = dmax <= 1e-14 * (1.0 + qmax) || (!fresh && chord_prev && ({chord}));"
+        stall = STALL_STOP.format(d="dmax", p="dprev", q="qmax")
+        test = (f"if ({stall}) {{ converged = 1; break; }}"
+                f"\n{ind}        if (fresh && dmax >= dfresh) break;"
+                f"\n{ind}        if (fresh) dfresh = dmax;"
+                f"\n{ind}        converged = dmax <= 1e-14 * (1.0 + qmax) || (!fresh && chord_prev && ({chord}));"
                 f"\n{ind}        reuse = fresh ? dmax <= 1e-4 * (1.0 + qmax) : dmax <= 1e-3 * dprev;"
                 f"\n{ind}        chord_prev = !fresh; dprev = dmax;")
-        state = f"\n{ind}    int reuse = 0, chord_prev = 0, nfresh = 0;"
+        state = f"\n{ind}    int reuse = 0, chord_prev = 0, nfresh = 0;\n{ind}    double dfresh = HUGE_VAL;"
         loop = (f"for (int it = 0; (reuse || nfresh < {iterations}) && it < {iterations} + {CHORD_EXTRA} "
                 f"&& !converged; it++)")
     else:

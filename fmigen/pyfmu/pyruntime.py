@@ -148,10 +148,14 @@ def _newton_lines(emb, solved_block, symbol_map, tag, iterations, ind):
         evaluate = [f"{ind}    _fresh = not _reuse", f"{ind}    if _fresh:", *body, *factor,
                     f"{inner}_nfresh += 1", f"{ind}    else:", *residual]
         chord = py(codegen_newton.CHORD_STOP.format(d="_dmax", p="_dprev", q="_qmax"))
-        test = [f"{ind}    _conv = _dmax <= 1e-14 * (1.0 + _qmax) or (not _fresh and _chord_prev and ({chord}))",
+        stall = py(codegen_newton.STALL_STOP.format(d="_dmax", p="_dprev", q="_qmax"))
+        test = [f"{ind}    if {stall}:", f"{ind}        _conv = True", f"{ind}        break",
+                f"{ind}    if _fresh and _dmax >= _dfresh: break",
+                f"{ind}    if _fresh: _dfresh = _dmax",
+                f"{ind}    _conv = _dmax <= 1e-14 * (1.0 + _qmax) or (not _fresh and _chord_prev and ({chord}))",
                 f"{ind}    _reuse = _dmax <= 1e-4 * (1.0 + _qmax) if _fresh else _dmax <= 1e-3 * _dprev",
                 f"{ind}    _chord_prev = not _fresh"]
-        state = [f"{ind}_reuse = False", f"{ind}_chord_prev = False", f"{ind}_nfresh = 0"]
+        state = [f"{ind}_reuse = False", f"{ind}_chord_prev = False", f"{ind}_nfresh = 0", f"{ind}_dfresh = math.inf"]
         loop = (f"{ind}while (_reuse or _nfresh < {iterations}) and _it < {iterations} + {codegen_newton.CHORD_EXTRA} "
                 f"and not _conv:")
     else:
