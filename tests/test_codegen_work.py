@@ -6,6 +6,8 @@
 - the two joint CSEs pre-pass each expression once, without sympifying
   the pre-pass's dicts of factors, to sympy's result;
 - fmigen enlarges sympy's cache when imported first;
+- the replacement and atom walks that visit each shared sub-expression
+  once give sympy's xreplace and atoms;
 - the Gröbner sequences' large coefficient functions are compiled at -O1,
   the largest are tables, and both give the bits the model's -O2 gives."""
 import re
@@ -256,3 +258,24 @@ def test_the_six_bars_large_steps_are_tables():
     for name in tables:
         assert f"{name}_terms, {name}_coefficients, a);" in gen.model_c
         assert f"#ifdef FMIGEN_MODEL_VARIANT\nvoid FMIGEN_NAME({name})(" in gen.model_c
+
+
+def test_shared_xreplace_and_atoms_are_sympys():
+    """``printer.shared_xreplace`` and ``shared_atoms`` visit each
+    sub-expression object once: the results must be sympy's xreplace and
+    atoms, on expressions that share objects, where a replaced node holds
+    another key of the rule (the node is replaced before its arguments),
+    where a replacement merges terms (the rebuilt node evaluates), and with
+    one memo over several expressions."""
+    from fmigen.generate.printer import shared_atoms, shared_xreplace
+    x, y, z = sp.symbols("x y z", real=True)
+    shared = sp.sin(x) * sp.cos(y) + x * y
+    exprs = [shared, shared ** 2 + 3 * shared, sp.sin(x + shared) * shared, sp.Integer(5),
+             sp.Piecewise((shared, x > 0), (y, True)), sp.sin(x) + sp.sin(y) - x]
+    rules = [{sp.sin(x): z, x: y}, {x: y}, {sp.sin(x) * sp.cos(y): z}, {}]
+    for rule in rules:
+        memo = {}
+        assert [shared_xreplace(e, rule, memo) for e in exprs] == [e.xreplace(rule) for e in exprs]
+        assert [shared_xreplace(e, rule) for e in exprs] == [e.xreplace(rule) for e in exprs]
+    for types in [(sp.sin, sp.cos), (sp.Symbol,), (sp.Mul,)]:
+        assert shared_atoms(exprs, *types) == set().union(*(e.atoms(*types) for e in exprs))

@@ -468,3 +468,29 @@ def test_deriving_a_floating_base_leaves_its_key_as_it_was():
     described = key_text(mech, options)
     mech.equations_of_motion()
     assert key_text(mech, options) == described
+
+
+def test_key_text_prints_each_expression_as_srepr_does(monkeypatch):
+    """The key's printer prints each sub-expression object once
+    (``cache_key._SharedRepr``): the text must be srepr's, character for
+    character, for expressions that share objects, for equal floats of
+    other precisions, for matrices and tuples, and for a whole mechanism's
+    key."""
+    import sympy as sp
+    from fmigen.derive import cache_key
+    x, y = sp.symbols("x y", real=True)
+    shared = sp.sin(x) * sp.cos(y) + 3 * x
+    exprs = [shared, shared ** 2 + shared, sp.Float(0.1, 15) * x, sp.Float(0.1, 30) * x,
+             sp.Matrix([[shared, 0], [x, sp.Rational(1, 3)]]), (shared, x, sp.Integer(2)), sp.pi * shared]
+    printer = cache_key._SharedRepr()
+    assert [printer.doprint(e) for e in exprs] == [sp.srepr(e, order="none") for e in exprs]
+
+    class Plain:
+        def doprint(self, e):
+            return sp.srepr(e, order="none")
+    mech = load_mechanism("quarter_car_joints")
+    options = {"order": None, "kinematics": "groebner"}
+    shared_text = [cache_key.key_text(mech, options, start=s) for s in (True, False)]
+    monkeypatch.setattr(cache_key, "_SharedRepr", Plain)
+    plain_text = [cache_key.key_text(mech, options, start=s) for s in (True, False)]
+    assert shared_text == plain_text

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 import sympy as sp
+from sympy.printing.repr import ReprPrinter
 
 FORMAT = "derived-1"
 
@@ -53,6 +54,37 @@ def source_digest() -> str:
     return h.hexdigest()
 
 
+class _SharedRepr(ReprPrinter):
+    """``sp.srepr(expr, order="none")``, the same text, with each
+    sub-expression object printed once for all the expressions one printer
+    prints (a dict by identity that holds the objects, so no id is reused
+    while it lives).
+
+    Why order="none": the arguments in sympy's own canonical order; the
+    printer's term ordering was most of srepr's time on a large model, and
+    adds nothing to a key (equal expressions have their arguments in the
+    same order, whatever process built them).  Why shared: the expressions a
+    derivation builds share their sub-expression objects (a vehicle's joint
+    reactions repeat the same products of its rotations), which srepr
+    prints again at every occurrence.  The repr printer's text of a node
+    depends on the node alone (no precedence, no state), so a printed
+    sub-expression's text can stand for it."""
+
+    def __init__(self):
+        super().__init__({"order": "none"})
+        self._printed = {}
+
+    def _print(self, expr, **kwargs):
+        if kwargs or not isinstance(expr, sp.Basic):
+            return super()._print(expr, **kwargs)
+        found = self._printed.get(id(expr))
+        if found is not None and found[0] is expr:
+            return found[1]
+        text = super()._print(expr)
+        self._printed[id(expr)] = (expr, text)
+        return text
+
+
 def key_text(mech, options: dict, start: bool = True) -> str:
     """What the derived model is a function of (build/derived.py's docstring), as text.
 
@@ -62,12 +94,9 @@ def key_text(mech, options: dict, start: bool = True) -> str:
     equations of motion (``derived.dae_of``), so that a build after a
     start-value change does not derive them again."""
     from fmigen.derive.workspace import mechanism_unit_scales
-    # the arguments in sympy's own canonical order (order="none"): the
-    # printer's term ordering was most of this function's time on a large
-    # model, and adds nothing to a key (equal expressions have their arguments in the same
-    # order, whatever process built them)
-    def s(expr):
-        return sp.srepr(expr, order="none")
+    # sp.srepr(expr, order="none") of each expression, through one printer
+    # that prints every sub-expression object once (_SharedRepr)
+    s = _SharedRepr().doprint
     w = mech.world
     model = {
         "name": mech.name,

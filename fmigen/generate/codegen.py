@@ -28,7 +28,7 @@ from fmigen.generate.chunking import chunked
 from fmigen.generate.codegen_kinematics import hoisted_knowns, kinematics_code
 from fmigen.generate.codegen_lanes import lane_classes, residual_function
 from fmigen.generate.mass_checks import mass_check_code, mass_check_defaults
-from fmigen.generate.printer import SymbolMap, sincos_into
+from fmigen.generate.printer import SymbolMap, shared_atoms, shared_xreplace, sincos_into
 from fmigen.generate.statements import _function, assignments
 from fmigen.kinematics.sweep_measures import block_layout
 from fmigen.kinematics.sequences import Triangularization
@@ -247,10 +247,9 @@ def trig_plan(emb: Embedding):
     exprs = [*emb.Phi_q, *emb.Phi_t, *emb.gamma, *emb.M, *emb.F]
     qset = set(dae.q_sym)
     angles = set()
-    for e in exprs:
-        for a in sp.sympify(e).atoms(sp.sin, sp.cos):
-            if a.args[0] in qset:
-                angles.add(dae.q_sym.index(a.args[0]))
+    for a in shared_atoms(exprs, sp.sin, sp.cos):
+        if a.args[0] in qset:
+            angles.add(dae.q_sym.index(a.args[0]))
     subs = {}
     for k in sorted(angles):
         subs[sp.sin(dae.q_sym[k])] = sp.Symbol(f"trig[{2 * k}]")
@@ -268,10 +267,9 @@ def _sincos_prelude(exprs, dae, array=None):
     substitution and CSE, as without)."""
     qset = set(dae.q_sym)
     found = {}
-    for e in exprs:
-        for a in sp.sympify(e).atoms(sp.sin, sp.cos):
-            if a.args[0] in qset:
-                found.setdefault(dae.q_sym.index(a.args[0]), set()).add(a.func)
+    for a in shared_atoms(exprs, sp.sin, sp.cos):
+        if a.args[0] in qset:
+            found.setdefault(dae.q_sym.index(a.args[0]), set()).add(a.func)
     lines, subs = [], {}
     if array is not None and found:
         lines.append(f"    double {array}[{2 * len(found)}];")
@@ -387,7 +385,9 @@ def reaction_system(dae):
     to_arrays = {acceleration_symbol(nm): sp.Symbol(f"a[{i}]") for i, nm in enumerate(dae.names)}
     to_arrays.update({multiplier_symbol(nm): sp.Symbol(f"lam[{j}]") for j, nm in enumerate(dae.constraint_names)})
     names = list(dae.outputs)
-    outs = [(names.index(k), sp.sympify(dae.outputs[k]).xreplace(to_arrays)) for k in dae.mechanism.reactions]
+    memo = {}
+    outs = [(names.index(k), shared_xreplace(sp.sympify(dae.outputs[k]), to_arrays, memo))
+            for k in dae.mechanism.reactions]
     return entries, rhs, outs
 
 
@@ -416,7 +416,8 @@ def reaction_c(dae, symbol_map, sig, quantities, angles) -> str:
     trig = "".join(f"    {sincos_into(k)}\n" for k in angles)
     trig = f"    double trig[{2 * n}];\n" + trig if angles else "    const double *trig = 0;\n"
     oprelude, osubs = _sincos_prelude(oexprs, dae, array="sc" if large else None)
-    body = assignments([f"out[{k}]" for k, _ in outs], [e.xreplace({**osubs, **symbol_map.subs}) for e in oexprs])
+    memo, rule = {}, {**osubs, **symbol_map.subs}
+    body = assignments([f"out[{k}]" for k, _ in outs], [shared_xreplace(e, rule, memo) for e in oexprs])
     head = "    (void)t; (void)q; (void)v; (void)p; (void)u;\n"
     if large:
         functions = [chunked("fmigen_reaction_fill", f"{sig}, const double *trig, double *K, double *b",
@@ -622,16 +623,18 @@ class _TrigFunctions:
         then take the max of their row vectors in place, instead of storing
         every row for fmigen_max_abs to load again (Stewart: 18 rows)."""
         dae = self.dae
-        angles = {a.args[0] for e in M for a in sp.sympify(e).atoms(sp.sin, sp.cos)} & set(dae.q_sym)
+        angles = {a.args[0] for a in shared_atoms(M, sp.sin, sp.cos)} & set(dae.q_sym)
         trig_lines, unit = self.unit_pairs(angles)
-        exprs = [sp.sympify(e).xreplace(unit) for e in M]
+        memo = {}
+        exprs = [shared_xreplace(sp.sympify(e), unit, memo) for e in M]
         # an angle read bare, or in a sin/cos of a sum (sin(α + θ)), which
         # the pairs do not replace: a deferred one must be in q first
         deferrable = {q for k, q in enumerate(dae.q_sym) if sp.sin(q) in self.trig[1]
                       and k not in self.always_independent}
         reads_angle = any(e.free_symbols & (angles | deferrable) for e in exprs)
         prelude, subs = _sincos_prelude(exprs, dae)
-        flat = [self.symbols(e.xreplace(subs)) for e in exprs]
+        memo = {}
+        flat = [self.symbols(shared_xreplace(e, subs, memo)) for e in exprs]
         lanes, done = self.row_lanes(classes, trig_lines, unit, flat)
         # the pairs a lane scales itself are not scaled again in the prelude
         in_lanes = {k for *_, angles_c in lanes for k in angles_c}

@@ -72,7 +72,7 @@ from fmigen.generate.chunking import CHUNK_ABOVE, _split_inputs, chunked
 from fmigen.generate.embedding_blockwise import (_blockwise_reduced, _blockwise_structure,
                                                  _blockwise_transposed, _lane_blocks, _lane_roles)
 from fmigen.generate.operation_count import OperationCount
-from fmigen.generate.printer import SymbolMap, c
+from fmigen.generate.printer import SymbolMap, c, shared_xreplace
 from fmigen.derive.embed import Embedding
 from fmigen.generate.unrolled_algebra import _Code, _factor_block, _ldlt_solve
 from fmigen.model import t as TIME
@@ -399,7 +399,9 @@ def _model_quantities(emb: Embedding, symbols: SymbolMap, trig_subs: dict):
                 Mm[(i, k)] = emb.M[i, k]
     Fv = {i: emb.F[i] for i in range(n) if emb.F[i] != 0}
     groups = [("J", J), ("Pt", Pt), ("G", G), ("M", Mm), ("F", Fv)]
-    quantities = {g: circle_where_cheaper([symbols(sp.sympify(e).xreplace(trig_subs)) for e in d.values()])
+    memo = {}
+    quantities = {g: circle_where_cheaper([symbols(shared_xreplace(sp.sympify(e), trig_subs, memo))
+                                           for e in d.values()])
                   for g, d in groups}
     return groups, quantities
 
@@ -444,7 +446,7 @@ def _joint_cse_with_gamma(dae, groups, quantities, symbols: SymbolMap, trig_subs
     G = dict(groups)["G"]
     jet_rows = gamma_by_jets(dae) if G and not large else None
     if jet_rows is not None:
-        jets = [symbols(sp.sympify(jet_rows[j]).xreplace(trig_subs)) for j in G]
+        jets = [symbols(shared_xreplace(sp.sympify(jet_rows[j]), trig_subs)) for j in G]
         if _cse_ops(jets) < 0.9 * _cse_ops(quantities["G"]):
             with_jets = _joint_cse(groups, quantities, jets, large, prepared)
             if _operations(with_jets) < _operations(joint):
