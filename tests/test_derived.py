@@ -107,12 +107,13 @@ def test_joint_conversion_is_read_back_as_converted(cache, monkeypatch):
     from fmigen.derive.cache_key import key_text
     fresh = joint_model.to_mechanism(_joint_system())
     first = mechanism_of(_joint_system())
+    # this start's entry and the start-free one (``joint_start``)
     entries = list((cache / "joint_models").glob("*.pickle"))
-    assert len(entries) == 1
+    assert len(entries) == 2
 
     def refuse(system):
         raise AssertionError("converted again although the entry exists")
-    monkeypatch.setattr(joint_model, "to_mechanism", refuse)
+    monkeypatch.setattr(joint_model, "convert", refuse)
     second = mechanism_of(_joint_system())
     options = {"order": None, "kinematics": "groebner"}
     assert key_text(second, options) == key_text(fresh, options) == key_text(first, options)
@@ -130,25 +131,27 @@ def test_joint_conversion_key_follows_the_system(cache, monkeypatch):
     p = next(p for p in changed.parameters if not p.tunable)
     p.value = float(p.value) * 1.1
     other = mechanism_of(changed)
+    # each with its start-free entry (``joint_start``)
     entries = sorted((cache / "joint_models").glob("*.pickle"))
-    assert len(entries) == 2
+    assert len(entries) == 4
     assert next(q.value for q in other.parameters if q.name == p.name) == p.value
     assert [c.start for c in other.coordinates] != [c.start for c in base.coordinates]
     mechanism_of(_joint_system("slider_crank_joints"), use_cache=False)
-    assert len(list((cache / "joint_models").glob("*.pickle"))) == 2
+    assert len(list((cache / "joint_models").glob("*.pickle"))) == 4
     import fmigen.frontends.joint_model as joint_model
     calls = []
-    convert = joint_model.to_mechanism
+    convert = joint_model.convert
     # ... and does not read one that exists
-    monkeypatch.setattr(joint_model, "to_mechanism", lambda s: calls.append(s) or convert(s))
+    monkeypatch.setattr(joint_model, "convert", lambda s: calls.append(s) or convert(s))
     mechanism_of(_joint_system("fourbar_joints"), use_cache=False)
     assert len(calls) == 1
-    monkeypatch.setattr(joint_model, "to_mechanism", convert)
+    monkeypatch.setattr(joint_model, "convert", convert)
     for e in entries:
         e.write_bytes(b"not a pickle")
     again = mechanism_of(_joint_system("fourbar_joints"))
     assert [c.start for c in again.coordinates] == [c.start for c in base.coordinates]
-    assert sorted(e.read_bytes() == b"not a pickle" for e in entries) == [False, True]
+    # the damaged fourbar_joints entries rewritten, the changed system's left
+    assert sorted(e.read_bytes() == b"not a pickle" for e in entries) == [False, False, True, True]
 
 
 def test_a_joint_systems_start_assemblies_are_solved_once(cache, monkeypatch):

@@ -33,7 +33,10 @@ low-level ``Mechanism`` that ``joint_model.to_mechanism`` makes of a
 the same source digest.  Why: for a large joint system the conversion,
 not the derivation, is what a warm build waits for (the vehicle: ~9 s of
 sympy differentiation and constraint selection before the derived-model key
-can even be computed).
+can even be computed).  A second entry per system is keyed without the
+coordinates' start values and replayed at another start
+(``joint_model.at_start``): a start change redoes only the conversion's
+start-dependent steps (row selection, start checks, start assembly).
 """
 
 from __future__ import annotations
@@ -77,60 +80,92 @@ class Derived:
 #: the joint-system conversion's entries (``mechanism_of``): a new format
 #: changes every key
 JOINT_FORMAT = "joint-model-1"
+#: the start-free entries' format (``mechanism_of``)
+JOINT_START_FREE_FORMAT = "joint-model-start-free-1"
 
 
 def mechanism_of(system, use_cache=True):
     """``joint_model.to_mechanism(system)``, read from the cache when the same
-    joint system was converted by the same code before.
+    joint system was converted by the same code before, or converted at
+    other start values (``joint_model.at_start``).
 
     The key is the sha256 of the joint system's canonical text
     (``_canonical``: every body, marker, joint, load, output and option it
     holds; the conversion reads nothing else), the fmigen source digest, and
     the sympy, numpy and Python versions (the start projection is numeric).
-    A joint system holding something the text cannot describe is converted
-    every time.  An entry is a pickle of the Mechanism, written atomically;
-    one that cannot be read is converted again and rewritten.  (Like any
-    local cache, its directory must be the user's own: a pickle runs code
-    when read.)"""
-    import numpy
+    A second entry is keyed by the same text without the coordinates'
+    start values (whether a coordinate has one stays: the spanning tree
+    prefers such joints): the conversion at some start with its
+    ``joint_start.StartFree`` record, from which ``at_start`` makes the
+    conversion at this start when the start-dependent selection agrees
+    (else the system is converted in full).  A joint system holding
+    something the text cannot describe is converted every time.  An entry
+    is a pickle, written atomically; one that cannot be read is converted
+    again and rewritten.  (Like any local cache, its directory must be the
+    user's own: a pickle runs code when read.)"""
     from fmigen.model import Mechanism
 
-    def to_mechanism(system):
+    def convert(system):
         # imported here: a build that reads the entry does not wait for the
         # conversion's imports (scipy among them)
-        from fmigen.frontends.joint_model import to_mechanism
-        return to_mechanism(system)
+        from fmigen.frontends.joint_model import convert
+        return convert(system)
     if not use_cache:
-        return to_mechanism(system)
+        return convert(system)[0]
     try:
-        data = json.dumps(_canonical(system))
+        path, free_path = (_joint_entry(system, JOINT_FORMAT, True),
+                           _joint_entry(system, JOINT_START_FREE_FORMAT, False))
     except (TypeError, ValueError, RecursionError):   # something the key cannot describe: no entry
-        return to_mechanism(system)
+        return convert(system)[0]
+    mech = _read_pickle(path)
+    if isinstance(mech, Mechanism):
+        return mech
+    entry = _read_pickle(free_path)
+    if isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], Mechanism):
+        from fmigen.frontends.joint_model import at_start
+        mech = at_start(system, *entry)
+        if mech is not None:
+            _write_pickle(path, mech)
+            return mech
+    mech, record = convert(system)
+    _write_pickle(path, mech)
+    if record is not None:
+        _write_pickle(free_path, (mech, record))
+    return mech
+
+
+def _joint_entry(system, form: str, starts: bool):
+    """The path of a joint-system conversion's entry: ``form`` and the
+    system's canonical text, with or without its start values."""
+    import numpy
+    data = json.dumps(_canonical(system, starts))
     h = hashlib.sha256()
-    for part in (JOINT_FORMAT, source_digest(), sp.__version__, numpy.__version__, platform.python_version(),
-                 data):
+    for part in (form, source_digest(), sp.__version__, numpy.__version__, platform.python_version(), data):
         h.update(part.encode() + b"\0")
-    path = groebner.CACHE_DIR / "joint_models" / f"{h.hexdigest()}.pickle"
-    if path.exists():
-        try:
-            mech = pickle.loads(path.read_bytes())
-            if isinstance(mech, Mechanism):
-                return mech
-        except Exception:   # a damaged or foreign entry: convert and rewrite it
-            pass
-    mech = to_mechanism(system)
-    # the cache is optional: a mechanism that does not pickle, or a cache
-    # directory that cannot be written, costs the next load a conversion,
-    # never this one its result
+    return groebner.CACHE_DIR / "joint_models" / f"{h.hexdigest()}.pickle"
+
+
+def _read_pickle(path):
+    """The object pickled at ``path``; None when there is none or it cannot
+    be read (a damaged or foreign entry is converted again and rewritten)."""
     try:
-        blob = pickle.dumps(mech, protocol=4)
+        return pickle.loads(path.read_bytes())
+    except Exception:
+        return None
+
+
+def _write_pickle(path, obj):
+    """Write ``obj``'s pickle to ``path`` atomically.  The cache is
+    optional: an object that does not pickle, or a directory that cannot be
+    written, costs the next load a conversion, never this one its result."""
+    try:
+        blob = pickle.dumps(obj, protocol=4)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_bytes(blob)
         tmp.replace(path)
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError, OSError):
         pass
-    return mech
 
 
 #: the DAE entries' format (``dae_of``): a new format changes every key
@@ -201,16 +236,19 @@ def dae_of(mech, use_cache=True):
     return dae
 
 
-def _canonical(x):
+def _canonical(x, starts=True):
     """A joint system as JSON-able data that is the same for equal systems:
     sympy objects by ``srepr``, dataclasses by their fields, a marker by its
     body's name (not the body: the body lists its markers).  Why not the
     pickle: its bytes follow object identity (sympy's cache hands a second
     build the first one's objects, which pickle as references), so the same
-    mechanism built twice in one process pickled differently."""
-    from fmigen.joints import Marker
+    mechanism built twice in one process pickled differently.  Without
+    ``starts``, a joint coordinate's start is only whether it has one."""
+    from fmigen.joints import JointCoordinate, Marker
     if isinstance(x, Marker):
         return ["Marker", x.body.name, x.name, _canonical(x.position), _canonical(x.rotation)]
+    if isinstance(x, JointCoordinate) and not starts:
+        x = dataclasses.replace(x, start=x.start is not None)
     if isinstance(x, (sp.Basic, sp.MatrixBase)):
         return sp.srepr(x)
     if isinstance(x, (bool, int, str)) or x is None:
@@ -218,11 +256,11 @@ def _canonical(x):
     if isinstance(x, float):   # tagged: the float 1.0 is not the string "1.0"
         return ["float", repr(x)]
     if isinstance(x, (list, tuple)):
-        return [type(x).__name__] + [_canonical(v) for v in x]
+        return [type(x).__name__] + [_canonical(v, starts) for v in x]
     if isinstance(x, dict):
-        return [[_canonical(k), _canonical(v)] for k, v in x.items()]
+        return [[_canonical(k, starts), _canonical(v, starts)] for k, v in x.items()]
     if dataclasses.is_dataclass(x):
-        return [type(x).__name__] + [[f.name, _canonical(getattr(x, f.name))] for f in dataclasses.fields(x)]
+        return [type(x).__name__] + [[f.name, _canonical(getattr(x, f.name), starts)] for f in dataclasses.fields(x)]
     raise TypeError(f"no canonical form of {type(x).__name__}")
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.linalg
 import sympy as sp
 
 from fmigen.differentiation import derivative, is_plain
@@ -250,6 +249,10 @@ def _regular_choice(preferred, coords, qs, chosen, dof, J):
         tol = _RANK_TOL * max(1.0, np.abs(J).max())
         if np.linalg.matrix_rank(J[:, rest], tol=tol) < r:
             return None, "Φ_d is singular at the start with them independent"
+        # scipy here, not at the top: a conversion with its independent
+        # coordinates declared never takes this choice, and importing scipy
+        # was a large part of such a conversion at a new start
+        import scipy.linalg
         _, _, piv = scipy.linalg.qr(J[:, rest], pivoting=True)
         dependent = {rest[k] for k in piv[:r]}
     else:

@@ -207,6 +207,17 @@ def _check_start_closes(system, coords, position_checks, projected):
 
 def to_mechanism(system: JointSystem) -> Mechanism:
     """The low-level mechanism of a joint system; see the module docstring."""
+    return convert(system)[0]
+
+
+def convert(system: JointSystem):
+    """(``to_mechanism(system)``, its ``joint_start.StartFree`` record or
+    None): the record holds what the conversion computed that does not
+    depend on the coordinates' start values, and the decisions that did
+    (``at_start`` replays them at another start); None when a
+    start change can change more than those decisions (a trim, loops
+    closing in frames that ``_shared_frames`` chooses at the start)."""
+    from fmigen.frontends.joint_start import StartFree, selection_of
     if not isinstance(system, JointSystem):
         raise ModelError(f"to_mechanism wants a JointSystem, got {type(system).__name__}")
     tree, cut = spanning_tree(system)
@@ -271,6 +282,8 @@ def to_mechanism(system: JointSystem) -> Mechanism:
 
     frames = {j.name: tree_links.common_ancestor(j.parent.body.name, j.child.body.name) for j in cut}
     rows = {j.name: loop_rows(j, frames[j.name]) for j in cut}
+    # (the frames are chosen at the start only when the loops close in more than one)
+    start_free = len(set(frames.values())) < 2 and not system.trims
     shared = _shared_frames(system, m, coords, cut, frames, rows, loop_rows, tree_links)
     for j in cut:
         if shared[j.name] != frames[j.name]:
@@ -278,6 +291,7 @@ def to_mechanism(system: JointSystem) -> Mechanism:
     candidates = [row for j in cut for row in rows[j.name][0]]
     position_checks = [rows[j.name][1] for j in cut if rows[j.name][1] is not None]
     projected = _select_constraints(system, m, coords, candidates)
+    selection = selection_of(m)
     _check_start_closes(system, coords, position_checks, projected)
 
     # a trimmed spring's preload is a placeholder until _trim solves it
@@ -288,9 +302,38 @@ def to_mechanism(system: JointSystem) -> Mechanism:
     _pass_through_options(system, m, cut_coords)
     _reaction_outputs(system, m, tree, cut, poses, marker_pose, tree_links, shared, relative_cache, trim_preloads)
     _limits_as_documentation(m)
-    _start_assembly(system, m, poses, marker_pose)
+    hints = _hint_values(system, m, marker_pose)
+    record = StartFree.of(candidates, selection, position_checks, hints) if start_free else None
+    _start_assembly(system, m, hints)
     if trim_preloads:
         _trim(system, m, trim_preloads)
+    m.joint_system = system
+    m.described_start = {c.name: float(c.start) for c in m.coordinates}
+    return m, record
+
+
+def at_start(system, m: Mechanism, record) -> Mechanism | None:
+    """``joint_model.to_mechanism(system)`` from ``m``, the conversion of
+    ``system`` at other start values (``record`` its ``joint_start.StartFree``), which
+    this changes; None when the selection at ``system``'s starts differs
+    from ``m``'s (then only a full conversion gives the model).  A start
+    that cannot be converted raises what the conversion raises."""
+    from fmigen.frontends.joint_start import selection_of
+    tree, _ = spanning_tree(system)
+    scratch = Mechanism(system.name)
+    scratch.parameters = list(system.parameters)
+    coords = _tree_coordinates(system, scratch, tree)
+    if [c.name for c in scratch.coordinates] != [c.name for c in m.coordinates]:
+        return None
+    projected = _select_constraints(system, scratch, coords, record.candidates)
+    if selection_of(scratch) != record.selection:
+        return None
+    for mine, fresh in zip(m.coordinates, scratch.coordinates):
+        mine.start = fresh.start
+    checks = [(system.joints[j], closure, system.joints[u], system.bodies[body].markers[marker])
+              for j, closure, u, (body, marker) in record.position_checks]
+    _check_start_closes(system, coords, checks, projected)
+    _start_assembly(system, m, list(zip(system.branch_hints, record.hints)))
     m.joint_system = system
     m.described_start = {c.name: float(c.start) for c in m.coordinates}
     return m
@@ -725,11 +768,11 @@ def _hint_values(system, m, marker_pose):
     return out
 
 
-def _start_assembly(system, m, poses, marker_pose):
-    """With branch hints: the real assembly nearest the guesses among those
-    that satisfy every hint (all assemblies when the system is small enough
-    for ``assemble``; Newton from the guesses otherwise, then checked)."""
-    hints = _hint_values(system, m, marker_pose)
+def _start_assembly(system, m, hints):
+    """With branch hints (``_hint_values``): the real assembly nearest the
+    guesses among those that satisfy every hint (all assemblies when the
+    system is small enough for ``assemble``; Newton from the guesses
+    otherwise, then checked)."""
     if not hints or not m.constraints:
         return
     from fmigen.kinematics import assemble
