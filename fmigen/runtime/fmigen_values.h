@@ -29,11 +29,12 @@ extern const char fmigen_model_guid[FMIGEN_GUID_SIZE];
 extern const int fmigen_default_solver;
 extern const double fmigen_default_step;
 
-#ifdef MODEL_IDENTIFIER
-/* model_start.c (fmigen_p_default there with hard points, else in model.c) */
+/* model_start.c (fmigen_p_default there with hard points, else in model.c);
+ * declared in every unit, as fmigen_runtime.h did: a unit that defines no
+ * model (the shared FMI glue, the tests' stand-in model_config.h) reads
+ * none of them */
 extern const double fmigen_q_start[];
 extern const double fmigen_sol_start[];
 extern const double fmigen_p_default[];
-#endif
 
 #endif /* FMIGEN_VALUES_H */
