@@ -73,7 +73,9 @@ def test_sources_build_with_tcc_and_give_the_shipped_bits(fmus, mech):
     check stopped at the shipped binary's failure and compared nothing)."""
     row = _one(fmus, mech, "tcc")
     if mech == "eight_link":
-        assert row["reference_stopped"] == "doStep 939 failed" and row["values"] == 938 * 18, row
+        # the Newton solves end at their round-off floor (STALL_STOP): doStep
+        # 939, which wandered to the iteration cap before, converges
+        assert row["reference_stopped"] == "doStep 940 failed" and row["values"] == 939 * 18, row
     if mech != "stewart":
         assert row["status"] == "identical", row
     else:
