@@ -396,7 +396,10 @@ def test_inverse_trig_tan_exp_log_outputs_agree_with_the_c_fmu(tmp_path, data, o
     rc = simulate_fmu(str(c_path), stop_time=0.5, output_interval=0.01, output=outs)
     rp = simulate_fmu(str(py_path), stop_time=0.5, output_interval=0.01, output=outs)
     for n in outs:
-        assert np.max(np.abs(rc[n] - rp[n])) <= 1e-13 * max(1.0, np.max(np.abs(rc[n]))), n
+        # round-off relative to the output's size for exp (up to e^3), an
+        # absolute 1e-13 for the inverse trig outputs (|x| <= pi), as before
+        scale = 1.0 if data == "fourbar_inverse_trig" else max(1.0, np.max(np.abs(rc[n])))
+        assert np.max(np.abs(rc[n] - rp[n])) <= 1e-13 * scale, n
         if n == "log10_g":   # of a parameter: constant, log10(9.8)
             assert abs(rc[n][-1] - math.log10(9.8)) <= 2.3e-16, rc[n]
         else:
