@@ -131,8 +131,12 @@ def count_operations(prof: dict, exe: Path, steps: int) -> dict | None:
                 pass
     ops = {"add": 0, "mul": 0, "div": 0, "sqrt": 0, "fma": 0}
     exe_name = str(exe.resolve())
+    # each object's path resolved once, not once per instruction address
+    # (a profile holds tens of thousands of them in a handful of objects)
+    is_exe = {ob: ob is not None and Path(ob).resolve().as_posix() == exe_name
+              for ob in {ob for ob, _ in prof["ir"]}}
     for (ob, addr), n in prof["ir"].items():
-        if ob is None or Path(ob).resolve().as_posix() != exe_name:
+        if not is_exe[ob]:
             continue
         t = _flop_type(*mnemonic.get(addr, ("",)))
         if t:
