@@ -168,6 +168,27 @@ def test_an_fmu_with_the_avx_copy_gives_fmpy_the_same_bits(name, kw, settings, t
         assert np.array_equal(a[key], b[key]), key
 
 
+@pytest.mark.parametrize("name", ["fourbar", "landing_gear_dynamic"])
+def test_the_models_own_units_compile_alike_with_and_without_the_dispatch(name, tmp_path):
+    """model.c and model_start.c are compiled without fmu.AVX_DISPATCH
+    (fmu.copy_flags), so that a build with the AVX copy takes them from
+    the object cache of one without: the define only declares the AVX
+    copy's names and the runtime's FMIGEN_MODEL_FN, which the generated C
+    never calls.  Compiled with it, as they were, both give the same object
+    bytes (the landing gear: polynomial roots and a Newton-first block)."""
+    from fmigen.fmi import variables
+    c = compiled_model(name)
+    src = tmp_path / "sources"
+    fmu.write_sources(src, c.generated, variables.table(fmu.Interface.of(c.embedding), 1e-3))
+    assert "FMIGEN_MODEL_FN" not in c.generated.model_c and "FMIGEN_PART" not in c.generated.model_c
+    flags = [*fmu.CFLAGS, fmu.AVX_DISPATCH, fmu.SHARED_KERNELS, fmu.SHARED_GLUE, f"-I{src}"]
+    assert fmu.AVX_DISPATCH not in fmu.copy_flags(flags)
+    for source in fmu.MODEL_SOURCES:
+        objects = [fmu._compile_object("gcc", fl, src / source, tmp_path / f"{k}_{source}.o")[0].read_bytes()
+                   for k, fl in enumerate((flags, fmu.copy_flags(flags)))]
+        assert objects[0] == objects[1], source
+
+
 def test_a_rebuild_takes_both_copies_from_the_object_cache(tmp_path, monkeypatch):
     """The AVX wrapper is compiled from a temporary directory of its own:
     the object cache must key it by the files' names and contents, not

@@ -66,6 +66,9 @@ AVX_SOURCE = "fmigen_model_avx.c"
 #: same for every model, so the object cache compiles it once per compiler and
 #: flags; not in source FMUs, whose fmigen_core.c includes the kernels
 KERNELS_SOURCE = "fmigen_kernels.c"
+#: the define under which the runtime calls the model copy the processor runs
+#: (runtime/fmigen_runtime.h: FMIGEN_MODEL_FN)
+AVX_DISPATCH = "-DFMIGEN_AVX_DISPATCH=1"
 SHARED_KERNELS = "-DFMIGEN_SHARED_KERNELS=1"
 #: the kernels' AVX copy (for the model's: its names end in _avx)
 AVX_KERNEL_FLAGS = ["-DFMIGEN_MODEL_VARIANT=1"]
@@ -87,6 +90,8 @@ GLUE_MODEL_SOURCE = "fmigen_instance_model.c"
 SHARED_GLUE = "-DFMIGEN_SHARED_GLUE=1"
 #: the start values' translation unit (``GeneratedModel.start_c``, codegen.finish)
 START_SOURCE = "model_start.c"
+#: the model's own translation units: its SSE2 copy and its start values
+MODEL_SOURCES = ("model.c", START_SOURCE)
 #: the translation unit of this build's values (``fmu_config_source``)
 CONFIG_SOURCE = "fmu_config.c"
 FMI_HEADERS = {"2": ["fmi2Functions.h", "fmi2FunctionTypes.h", "fmi2TypesPlatform.h"],
@@ -218,6 +223,15 @@ def fmi_header_dir(fmi: str) -> Path:
     if str(fmi) == "2":
         return RUNTIME_DIR / "fmi2"
     return Path(importlib.util.find_spec("fmpy").origin).parent / "c-code"
+
+
+def copy_flags(flags: list) -> list:
+    """``flags`` for the model's own units (MODEL_SOURCES): without
+    AVX_DISPATCH, which only the runtime's units that call into the model
+    read (FMIGEN_MODEL_FN); model.c is the SSE2 copy itself and compiles to
+    the same object either way, so a build with the AVX copy and one without
+    share its object in the cache instead of compiling it twice."""
+    return [f for f in flags if f != AVX_DISPATCH]
 
 
 def source_files(fmi: str = "2") -> list[str]:
@@ -404,12 +418,12 @@ def compile_shared(src: Path, out: Path, fmi: str = "2", cc="gcc", extra=(), use
     # sources written before the glue read its model from fg_model compile
     # it with the model's headers, as the other units
     glue = glue_sources(fmi) if (src / GLUE_MODEL_SOURCE).exists() else []
-    flags = [*base, *(["-DFMIGEN_AVX_DISPATCH=1"] if avx else []), *([SHARED_KERNELS] if shared_kernels else []),
+    flags = [*base, *([AVX_DISPATCH] if avx else []), *([SHARED_KERNELS] if shared_kernels else []),
              *([SHARED_GLUE] if glue else []), f"-I{src}", *extra]
     with tempfile.TemporaryDirectory() as tmp:
         # (source, its flags, its object's name without the cache)
-        units = [(src / f, flags, f) for f in source_files(fmi) if f not in glue] + \
-            [(Path(f), flags, f) for f in extra_sources]
+        units = [(src / f, copy_flags(flags) if f in MODEL_SOURCES else flags, f)
+                 for f in source_files(fmi) if f not in glue] + [(Path(f), flags, f) for f in extra_sources]
         # the AVX wrapper has next to nothing of its own: model.c and the
         # kernels it includes come from src through -I, as the SSE2 copy's do
         wrapper = Path(tmp) / AVX_SOURCE

@@ -197,8 +197,8 @@ def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, 
     every solve takes a path it otherwise rarely takes; ``avx``: link the
     model's AVX copy, as a binary FMU does (default: where the FMU would,
     unless ``opt`` is given: a rebuild with its own flags has one copy)."""
-    from fmigen.fmi.fmu import (AVX_SOURCE, SHARED_KERNELS, START_SOURCE, _cached_object, avx_variant,
-                                model_copy_units, realtime_config)
+    from fmigen.fmi.fmu import (AVX_DISPATCH, AVX_SOURCE, SHARED_KERNELS, START_SOURCE, _cached_object,
+                                avx_variant, copy_flags, model_copy_units, realtime_config)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "model.c").write_text(gen.model_c)
     # the start values apart, as in the FMU: both model copies read them
@@ -210,11 +210,11 @@ def compile_harness(gen: codegen.GeneratedModel, workdir: Path, tolerance=None, 
     # the numerical kernels in their own unit, as compile_shared builds them
     # (in fmigen_core.c for a realtime build, whose caps they read)
     shared = not realtime_config(workdir / "model_config.h")
-    common = [*flags, *defs, *([SHARED_KERNELS] if shared else []), *(["-DFMIGEN_AVX_DISPATCH=1"] if avx else []),
+    common = [*flags, *defs, *([SHARED_KERNELS] if shared else []), *([AVX_DISPATCH] if avx else []),
               f"-I{workdir}", f"-I{RUNTIME_DIR}"]
-    # (source, its flags), in the order they are linked; the model's AVX
-    # copy and the kernels as compile_shared builds them
-    units = [(workdir / "model.c", common), (workdir / START_SOURCE, common)]
+    # (source, its flags), in the order they are linked; the model's own
+    # units, its AVX copy and the kernels as compile_shared builds them
+    units = [(workdir / "model.c", copy_flags(common)), (workdir / START_SOURCE, copy_flags(common))]
     units += [(source, unit_flags) for source, unit_flags, _ in
               model_copy_units(RUNTIME_DIR / AVX_SOURCE, common, avx, shared)]
     units += [(RUNTIME_DIR / f, common) for f in ("fmigen_core.c", "fmigen_augmented.c", "bench_harness.c")]
