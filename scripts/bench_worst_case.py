@@ -1,7 +1,7 @@
 """The worst-case table of docs/benchmarks.md: `fmigen bench MECH
 --worst-case` (fmigen/tools/bench.py, ``worst_case``) for each mechanism.
 
-    python scripts/bench_worst_case.py [MECH ...]      # default: every shipped dynamic mechanism
+    python scripts/bench_worst_case.py [MECH ...]      # default: every shipped mechanism
     python scripts/bench_worst_case.py --iterations [MECH ...]
     python scripts/bench_worst_case.py --realtime [MECH ...]
 
@@ -15,8 +15,8 @@ docs/benchmarks_worst_case_realtime.json and the section "Realtime builds".
 Writes docs/benchmarks_worst_case.json (merged with the mechanisms already
 there) and the section "Worst case per doStep" at the end of
 docs/benchmarks.md (scripts/bench_report.py keeps a section it does not write
-when it rewrites that file).  A mechanism that cannot be stepped (a kinematic one,
-or one that does not build) is recorded with its reason.
+when it rewrites that file).  A mechanism that cannot be stepped (one that does
+not build) is recorded with its reason.
 """
 from __future__ import annotations
 
@@ -51,9 +51,12 @@ def section(results: dict) -> str:
             "",
             "Every shipped mechanism that builds as an FMU, with these exceptions: `stewart_66` and "
             "`stewart_66_platform` are paper 001's assembly examples for `fmigen assemble` and do not build "
-            "as FMUs; `landing_gear` and `landing_gear_joints` are kinematic (their doStep is one kinematic "
-            "solve, and the harness steps dynamics): their rows give the reason. How the vehicle's row was "
-            "measured: the next section.",
+            "as FMUs. `landing_gear` and `landing_gear_joints` are kinematic FMUs: the piston length and its "
+            "rate are their inputs, and a doStep solves the kinematics and velocities at them. Their motion "
+            "holds the inputs at their start; each workspace sample sets them to the point and a random rate, "
+            "and the step counted is the solve there from the previous point's solution (a dynamic FMU's "
+            "sample is assembled outside the count, and its step integrates from it). How the vehicle's row "
+            "was measured: the next section.",
             "",
             "Why instructions and not the per-step clock of the tables above: their *max step* is a wall-clock "
             "outlier of a shared machine. The five-link's 25.5× there has a p99 of 1.0× the median, and every "

@@ -289,6 +289,37 @@ def test_worst_case_counts_every_dostep_and_they_add_up_to_one_count_of_the_loop
     assert np.isfinite(w["median"]) and w["median"] > 1000
 
 
+def test_worst_case_of_a_kinematic_fmu_counts_the_solve_at_each_workspace_point(tmp_path):
+    """A kinematic FMU (the landing gear: its piston length and rate are
+    its inputs) has a worst case too: its doStep is the kinematics solved
+    at its inputs.  The motion holds them at their start; each workspace
+    sample sets them to the point and counts the solve there, from the
+    previous point's solution, so the sweep's Newton iterations are the
+    steps' (not an assembly's outside the count), and more than the held
+    inputs need.  The motion's per-step counts average to one count of the
+    FMU's stepping loop over it, as for a dynamic FMU.  Before: --worst-case
+    refused a kinematic mechanism ("steps its dynamics"), and the harness
+    solved each sample outside the count and counted a step at inputs
+    already solved."""
+    from fmigen.build.pipeline import prepare_mechanism
+    from fmigen.tools import bench
+    w = bench.worst_case("landing_gear", stop_time=0.2, keep=tmp_path / "keep")
+    assert w["motion_steps"] == 200 and w["workspace_samples"] > 400, w
+    assert w["failed"] == 0 and w["unset"] == 0 and w["steps"] == 200 + w["workspace_samples"], w
+    motion, ws, assembly = w["iterations_motion"], w["iterations_workspace"], w["iterations_assembly"]
+    # no sample is solved outside the count: the assembly is the start's
+    # alone, which finds the branch by the Gröbner sequence (no Newton block)
+    assert assembly["newton"] == 0, w
+    assert motion["newton"] == 1 and ws["newton"] > 2 * motion["newton"], w
+    assert w["max_ok_over_median"] <= 3.0, w
+    assert w["workspace_max"] > w["motion_max"], w
+    mech = prepare_mechanism("landing_gear", lambda m: None)
+    gen = bench.generate_sources(mech, ["groebner"])["groebner"][0]
+    exe = bench.compile_harness(gen, tmp_path / "plain")
+    per_step, _ = bench.callgrind_instructions(exe, 0.2, 1e-3, fmu=True)
+    assert abs(w["motion_mean"] - per_step) <= 20, (w["motion_mean"], per_step)
+
+
 def test_the_iteration_caps_hold_over_the_swept_workspace():
     """The caps a HIL target budgets for (codegen_newton.iteration_caps),
     against what the eight-link -- a mechanism whose kinematics runs Newton

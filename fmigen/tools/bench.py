@@ -562,7 +562,8 @@ def add_parser(sub):
     p.add_argument("--worst-case", action="store_true",
                    help="instead: callgrind instructions of every FMU doStep (rk4, outputs read after it) "
                         "over the motion from the start and over the workspace sweep with random "
-                        "velocities and inputs; reports the maximum against the median")
+                        "velocities and inputs (a kinematic FMU's: its coordinates and velocities, which are its "
+                        "inputs, set to each point and random velocities); reports the maximum against the median")
     p.add_argument("--realtime", action="store_true",
                    help="with --worst-case: the model as fmigen build --realtime builds it, each loop capped "
                         "at what the workspace sweep needs plus the margin")
@@ -613,7 +614,11 @@ def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, k
     samples failed (a step into a singular configuration) or did not
     assemble; and the most iterations each bounded loop took, over the
     motion's steps and the workspace samples' that succeeded, the steps that
-    failed and the assembly apart.
+    failed and the assembly apart.  A kinematic FMU's doStep is the
+    kinematics and velocities solved at its inputs, the independent
+    coordinates and velocities: its motion holds them at their start, and
+    each workspace sample sets them to the point and its random velocities
+    and counts that solve (from the previous point's solution).
     ``instructions=False``: the same run without valgrind, only the counts
     of steps and iterations (``iterations_of``).  ``realtime``: the model as
     ``fmigen build --realtime`` builds it, with the caps that build derives
@@ -624,8 +629,6 @@ def worst_case(spec, stop_time=3.0, step=1e-3, seed=0, solver="rk4", log=None, k
         raise ModelError("fmigen bench --worst-case counts instructions with valgrind, which is not installed")
     log = log or (lambda m: None)
     mech = prepare_mechanism(spec, log)
-    if mech.kinematic:
-        raise ModelError(f"'{mech.name}' is a kinematic mechanism; --worst-case steps its dynamics")
     # the build's model: the derivation and its C as generate_sources takes them
     dae, part, emb, dynamics, _ = derivation(mech)
     tri = triangularize(dae, part, kinematics="groebner", log=lambda m: log("  " + m))
