@@ -54,6 +54,23 @@ def block_layout(solved_block: TriangularBlock, scales):
     return out
 
 
+def solution_start_values(dae, solved_block: TriangularBlock, layout, start: dict) -> list[float]:
+    """A block's slots of the solution vector at ``start`` (coordinate name
+    -> value), in ``layout``'s order (``block_layout``): sin and cos of an
+    angle (or of the angle sum its variables stand for), a length itself.
+    The generated kinematics' start (``codegen_kinematics.block_plan``, and
+    ``codegen.solution_start_definition``, which writes it into a body taken
+    from the cache without importing the generators)."""
+    out = []
+    for i, kind, _, _ in layout:
+        if i in solved_block.angle_sums:
+            angle = sum(k * start[dae.names[j]] for j, k in solved_block.angle_sums[i][2].items())
+        else:
+            angle = start[dae.names[i]]
+        out += [math.sin(angle), math.cos(angle)] if kind == "angle" else [start[dae.names[i]]]
+    return out
+
+
 def _true_values(dae, solved_block, points):
     """Polynomial-variable values at the swept configurations (columns)."""
     out = {}
