@@ -4,6 +4,7 @@ the Gröbner Polys built from integers (groebner.poly_from_terms), lambdify's
 numpy namespace (derive/lambdify_numpy.py), and what is no longer imported
 (fmigen/mechanics.py's sympy.physics, no scipy nor importlib.metadata for a four-bar)."""
 import json
+import math
 import os
 import subprocess
 import sys
@@ -184,7 +185,9 @@ def test_nearest_roots_raise_as_numpy_roots_where_it_cannot_answer():
 def test_a_build_command_line_imports_neither_the_tools_nor_fmpy():
     """``fmigen build``'s parser leaves out the tools' verbs (their modules
     import the benchmark harness, the sweep, the bundle and the doctor), and
-    packaging finds fmpy's FMI 3 headers without importing fmpy; the
+    packaging finds fmpy's FMI 3 headers without importing fmpy, and the
+    pipeline and the derived-model cache (codegen's ``finish``) import none
+    of the C generators, which a body from the cache does not run; the
     parsers a verb gets are those of the full command line."""
     result = json.loads(_run("""
 import json, sys
@@ -192,8 +195,11 @@ from fmigen import cli
 parser = cli.build_parser("build")
 from fmigen.fmi import fmu
 heads = str(fmu.fmi_header_dir("3"))
+from fmigen.build import derived, pipeline
 loaded = sorted(m for m in ("fmpy", "fmigen.tools.bench", "fmigen.tools.sweep", "fmigen.verify.bundle",
-                            "fmigen.tools.doctor", "fmigen.generate.codegen_embedding") if m in sys.modules)
+                            "fmigen.tools.doctor", "fmigen.generate.codegen_embedding",
+                            "fmigen.generate.codegen_kinematics", "fmigen.generate.codegen_lanes",
+                            "fmigen.generate.chunking", "fmigen.generate.statements") if m in sys.modules)
 sub = next(a for a in parser._actions if a.dest == "command")
 full = next(a for a in cli.build_parser()._actions if a.dest == "command")
 print(json.dumps({"loaded": loaded, "heads": heads, "verbs": sorted(sub.choices), "all": sorted(full.choices),
@@ -208,3 +214,87 @@ print(json.dumps({"loaded": loaded, "heads": heads, "verbs": sorted(sub.choices)
     for verb in ("bench", "doctor", "nonsense", None):   # a tool's verb, or none: the full parser
         parser = cli.build_parser(verb)
         assert sorted(next(a for a in parser._actions if a.dest == "command").choices) == result["all"]
+
+
+def test_a_joint_systems_conversion_loads_none_of_numpys_lazy_submodules():
+    """The closure rows' lambdified system is a joint system's first numpy
+    lambdify (before the DAE's): it takes the namespace
+    ``lambdify_numpy.prepare`` makes, not sympy's star import of numpy,
+    which loads ``numpy.testing``, ``numpy.f2py`` and the rest."""
+    result = json.loads(_run("""
+import importlib, json, sys
+from fmigen.build import derived
+m = derived.mechanism_of(importlib.import_module("mechanisms.fourbar_joints").build(), use_cache=False)
+print(json.dumps({"lazy": sorted(x for x in ("numpy.testing", "numpy.f2py") if x in sys.modules),
+                  "dof": m.dof}))
+"""))
+    assert result == {"lazy": [], "dof": 1}
+
+
+def test_exact_evaluation_of_sequence_coefficients_is_the_exact_value():
+    """``sequences.poly_value`` and ``poly_values_scaled`` (the start's
+    branch choice) from the terms' power tables: the exact value of the
+    polynomial at the Floats, rounded once, against Fractions; zero,
+    negative, tiny and huge values, constant and zero polynomials."""
+    import fractions
+    from fmigen.kinematics import sequences
+    rng = np.random.default_rng(3)
+    gens = sp.symbols("K1 K2 x", real=True)
+    values = [0.0, -0.0, 1.0, -1.5, 0.1, 1e-300, -3e250, 2.0**-60, 7.25, -1e-5]
+    for trial in range(40):
+        terms = {tuple(int(e) for e in rng.integers(0, 4, 3)): int(c) * 10**int(rng.integers(0, 30)) + int(d)
+                 for c, d in rng.integers(-10**6, 10**6, (int(rng.integers(1, 12)), 2))}
+        if trial == 0:
+            terms = {(0, 0, 0): 12345678901234567890123}
+        if trial == 1:
+            terms = {}
+        P = sp.Poly.from_dict({m: sp.Integer(c) for m, c in terms.items()}, *gens, domain=sp.ZZ)
+        env = {g: sp.Float(float(rng.choice(values)) if trial % 2 else float(rng.uniform(-3, 3))) for g in gens}
+        exact = sum((fractions.Fraction(c) * math.prod(fractions.Fraction(float(env[g])) ** e
+                                                       for g, e in zip(gens, m))
+                     for m, c in terms.items()), fractions.Fraction(0))
+        try:
+            want = float(exact)
+        except OverflowError:
+            want = None
+        if want is not None:
+            assert sequences.poly_value(P, env) == want
+        Q = sp.Poly.from_dict({(0, 1, 0): 3, (2, 0, 1): -7}, *gens, domain=sp.ZZ)
+        x0, x1, x2 = (fractions.Fraction(float(env[g])) for g in gens)
+        q_exact = 3 * x1 - 7 * x0 ** 2 * x2
+        # both divided by the one power of two 2^top that brings the larger
+        # below 1 (top: ⌊log2 |v|⌋ + 1 of the larger), each rounded once
+        top = max((_floor_log2(abs(v)) + 1 for v in (exact, q_exact) if v), default=0)
+        assert sequences.poly_values_scaled([P, Q], env) == [float(exact / fractions.Fraction(2) ** top),
+                                                             float(q_exact / fractions.Fraction(2) ** top)]
+
+
+def _floor_log2(v) -> int:
+    """⌊log2 v⌋ of a positive Fraction."""
+    import fractions
+    k = v.numerator.bit_length() - v.denominator.bit_length()
+    return k - 1 if fractions.Fraction(2) ** k > v else k
+
+
+def test_a_coefficient_without_its_scale_is_the_same_value():
+    """``poly_evaluator(..., scale=False)``: the value to the bit, no scale
+    (the cover evaluates a step's other coefficients so), the terms read
+    once per Poly."""
+    from fmigen.kinematics import sequences
+    rng = np.random.default_rng(5)
+    gens = sp.symbols("K1 K2 x", real=True)
+    terms = {tuple(int(e) for e in rng.integers(0, 5, 3)): int(c) for c in rng.integers(-10**9, 10**9, 30)}
+    P = sp.Poly.from_dict({m: sp.Integer(c) for m, c in terms.items()}, *gens, domain=sp.ZZ)
+    f = sequences.poly_evaluator(P, list(gens))
+    vals = [rng.uniform(-2, 2, 50) for _ in gens]
+    value, scale = f(*vals)
+    plain, none = f(*vals, scale=False)
+    assert none is None and value.tobytes() == plain.tobytes()
+    # what the evaluator computed before: every monomial from ones, factor by factor
+    pos, E, coeffs = sequences._exponents(P, list(gens))
+    mono = np.ones((len(coeffs), 50))
+    for j, k in enumerate(pos):
+        mono *= np.stack([vals[k] ** e for e in range(E[:, j].max() + 1)])[E[:, j]]
+    c = np.array([float(x) for x in coeffs])
+    assert value.tobytes() == (c @ mono).tobytes() and scale.tobytes() == (np.abs(c) @ np.abs(mono)).tobytes()
+    assert sequences._terms_of(P) is sequences._terms_of(P)

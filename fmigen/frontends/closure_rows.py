@@ -11,6 +11,7 @@ import math
 import numpy as np
 import sympy as sp
 
+from fmigen.derive import lambdify_numpy
 from fmigen.differentiation import derivative, is_plain
 from fmigen.floats import rational
 from fmigen.model import Constraint, ModelError, t
@@ -34,6 +35,9 @@ class _Numeric:
         self.exprs = [e.subs(t, 0) for e in exprs]
         self.m = len(self.exprs)
         vec = sp.Matrix(self.exprs) if self.exprs else sp.zeros(0, 1)
+        # a joint system's first numpy lambdify (the DAE's come later): its
+        # namespace without numpy's lazy submodules (lambdify_numpy)
+        lambdify_numpy.prepare()
         self._f = sp.lambdify(self.q, vec, "numpy", cse=True)
         self._J = None
 

@@ -24,13 +24,9 @@ from dataclasses import dataclass
 import sympy as sp
 
 from fmigen.derive.embed import Embedding
-from fmigen.generate.chunking import chunked
-from fmigen.generate.codegen_kinematics import hoisted_knowns, kinematics_code
-from fmigen.generate.codegen_lanes import lane_classes, residual_function
 from fmigen.generate.mass_checks import mass_check_code, mass_check_defaults
 from fmigen.generate.printer import SymbolMap, shared_atoms, shared_xreplace, sincos_into
-from fmigen.generate.statements import _function, assignments
-from fmigen.kinematics.sweep_measures import block_layout
+from fmigen.kinematics.sweep_measures import block_layout, solution_start_values
 from fmigen.kinematics.sequences import Triangularization
 from fmigen.model import t
 
@@ -323,10 +319,12 @@ def _partition_code(emb, tri, symbol_map, trig, suffix, shared=None, dynamics="e
     ``dynamics``: the embedding's solver
     (``codegen_embedding.embedding_code``)."""
     import re
-    # here, not at the top: a build that takes its body from the derived-model
-    # cache (a start, solver or step change) generates no embedding and
-    # should not wait for the embedding generator's imports
+    # here, not at the top (and the other generators' imports in the
+    # functions that generate): a build that takes its body from the
+    # derived-model cache (a start, solver or step change) generates no C
+    # and should not wait for the generators' imports
     from fmigen.generate.codegen_embedding import embedding_code
+    from fmigen.generate.codegen_kinematics import kinematics_code
     kin, sol_start = kinematics_code(emb, tri, symbol_map, trig)
     if shared is not None and "embedding" in shared:
         embedding, nwork, limit_slot, quantities = shared["embedding"]
@@ -407,6 +405,8 @@ def reaction_c(dae, symbol_map, sig, quantities, angles) -> str:
     embedding's: one function of thousands of statements is what gcc's
     register allocation takes superlinear time in.  The same statements in
     the same order either way, so the same bits."""
+    from fmigen.generate.chunking import chunked
+    from fmigen.generate.statements import _function, assignments
     _, _, outs = reaction_system(dae)
     n, nk = dae.n, dae.n + dae.m
     oexprs = [e for _, e in outs]
@@ -455,16 +455,16 @@ SOLUTION_START = re.compile(r"^const double fmigen_sol_start\[\] = \{[^}]*\};\n"
 
 def solution_start_definition(emb: Embedding, tri: Triangularization) -> str:
     """The primary partition's ``fmigen_sol_start`` definition as ``generate``
-    writes it into the body (each block's ``block_plan`` start values, in
+    writes it into the body (each block's ``block_plan`` start values,
+    ``sweep_measures.solution_start_values``, in
     block order, as ``kinematics_walk`` lays them out): the one line of the
     body that follows the start assembly, so the derived-model cache
     (build/derived.py, ``body_of``) can put another start's into a body
     recorded at one start."""
     from fmigen.derive.workspace import unit_scales
-    from fmigen.generate.codegen_kinematics import block_plan
     scales = unit_scales(emb.dae)
     values = [x for solved_block in tri.blocks
-              for x in block_plan(emb.dae, solved_block, scales, tri.start, 0)[3]]
+              for x in solution_start_values(emb.dae, solved_block, block_layout(solved_block, scales), tri.start)]
     return _arr("double", "fmigen_sol_start", values)
 
 
@@ -539,6 +539,7 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
 def _matrix_function(dae, symbols: SymbolMap, name: str, sig: str, M) -> str:
     """``void name(sig, double *out)``: the entries of ``M`` from q itself
     (sin/cos of the angles computed in a prelude)."""
+    from fmigen.generate.statements import _function, assignments
     prelude, subs = _sincos_prelude(list(M), dae)
     flat = [symbols(sp.sympify(e).xreplace(subs)) for e in M]
     body = assignments([f"out[{k}]" for k in range(len(flat))], flat) or "    (void)out;"
@@ -554,6 +555,9 @@ def _observation_functions(emb: Embedding, tri: Triangularization, symbols: Symb
     (FMIGEN_RESIDUAL_ANGLES, FMIGEN_OUTPUTS_ANGLES).  ``quantities``: the
     primary embedding's ``JointQuantities`` and the angles its ``trig``
     holds, for the joint reactions (``reaction_c``)."""
+    from fmigen.generate.codegen_kinematics import hoisted_knowns
+    from fmigen.generate.codegen_lanes import lane_classes
+    from fmigen.generate.statements import _function
     from fmigen.derive.workspace import unit_scales
     dae = emb.dae
     mech = dae.mechanism
@@ -672,6 +676,7 @@ class _TrigFunctions:
         scalar rows stay for a compiler without vector types.  Returns
         (class, helper C, its rows, the angles it scales onto the circle
         itself) per class, and the rows they compute."""
+        from fmigen.generate.codegen_lanes import residual_function
         dae, tri = self.dae, self.tri
         lanes, own_angles = [], set()
         for cls in classes:
@@ -697,6 +702,7 @@ class _TrigFunctions:
     def rows_function(name, sig, flat, prelude, lanes, done, trig_lines, peak) -> str:
         """The C of the rows ``flat``: the lanes' helpers, then ``name`` (and
         with ``peak`` its inline body and fmigen_residual_trig)."""
+        from fmigen.generate.statements import _function, assignments
         body, helpers = [], ""
         # the rows go to out, or (peak, out NULL) to a local the max reads
         dest = "rows" if peak else "out"

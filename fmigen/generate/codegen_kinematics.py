@@ -6,8 +6,6 @@ as C (``CKinematics``) or, by the Python runtime, as Python.
 
 from __future__ import annotations
 
-import math
-
 import sympy as sp
 
 from fmigen.derive.embed import Embedding
@@ -17,7 +15,7 @@ from fmigen.generate.codegen_newton import (POLISH_ITERATIONS, _newton_call, _ne
 from fmigen.generate.printer import SymbolMap, c, sincos_into
 from fmigen.generate.statements import _function, assignments, poly_plan, table_function
 from fmigen.kinematics.completion import ROOT_REFINEMENTS
-from fmigen.kinematics.sweep_measures import abs_sum, block_layout
+from fmigen.kinematics.sweep_measures import abs_sum, block_layout, solution_start_values
 from fmigen.kinematics.sequences import Triangularization, block_name
 
 
@@ -115,7 +113,7 @@ def block_plan(dae, solved_block, scales, start, woff, sol="base->sol", vel="bas
     coordinate.  Also the block's slots in the solution vector and their
     start values (``start``: the start assembly)."""
     layout = block_layout(solved_block, scales)
-    slot, defs, sol_start = {}, [], []
+    slot, defs = {}, []
     for i, kind, vs, scale in layout:
         w = f"w{i}"
         if i in solved_block.angle_sums:
@@ -124,10 +122,8 @@ def block_plan(dae, solved_block, scales, start, woff, sol="base->sol", vel="bas
             combo = solved_block.angle_sums[i][2]
             rate = " + ".join(f"{vel}[{j}]" if k == 1 else f"{float(k)!r} * {vel}[{j}]" for j, k in combo.items())
             defs.append((w, f"({rate}) * dt"))
-            angle = sum(k * start[dae.names[j]] for j, k in combo.items())
         else:
             defs.append((w, f"{vel}[{i}] * dt"))
-            angle = start[dae.names[i]]
         if kind == "angle":
             # (s, c) rotated by ω·dt, to second order
             s_, c_ = vs
@@ -135,14 +131,12 @@ def block_plan(dae, solved_block, scales, start, woff, sol="base->sol", vel="bas
             defs += [(f"P_{s_}", f"{sol}[{slot[s_]}] * (1.0 - 0.5 * {w} * {w}) + {sol}[{slot[c_]}] * {w}"),
                      (f"P_{c_}", f"{sol}[{slot[c_]}] * (1.0 - 0.5 * {w} * {w}) - {sol}[{slot[s_]}] * {w}"),
                      (f"T{i}", f"FMIGEN_BRANCH_TOL + fabs({w}) + dqi")]
-            sol_start += [math.sin(angle), math.cos(angle)]
         else:
             v = vs[0]
             slot[v] = woff + len(slot)
             defs += [(f"P_{v}", f"{sol}[{slot[v]}] + {w}"),
                      (f"T{i}", f"(FMIGEN_BRANCH_TOL + dqi) * {scale!r} + fabs({w})")]
-            sol_start.append(start[dae.names[i]])
-    return layout, slot, defs, sol_start
+    return layout, slot, defs, solution_start_values(dae, solved_block, layout, start)
 
 
 def block_failure(dae, solved_block) -> str:

@@ -195,7 +195,7 @@ def completion_evaluator(dae, solved_block: TriangularBlock, plan: Completion, s
                 A2, A1, A0, r = (float(x) for x in quad(*kv))
                 x = min(((-A1 + r) / (2 * A2), (-A1 - r) / (2 * A2)), key=lambda z: abs(z - target))
             else:
-                co = [complex(f(*[np.array([v]) for v in kv])[0][0]) for f in coeff_fns]
+                co = [complex(f(*[np.array([v]) for v in kv], scale=False)[0][0]) for f in coeff_fns]
                 if not (co[0] != 0 and all(np.isfinite(co))):
                     err[j] = np.inf
                     continue

@@ -227,13 +227,39 @@ def _exponents(P: sp.Poly, args) -> tuple[list, np.ndarray, list[int]]:
     positions in args, as a list; exponent matrix terms × those generators;
     integer coefficients).  A generator that occurs and is not in args is an
     error (the evaluation would not know its value)."""
-    terms = P.terms()
-    used = [k for k, g in enumerate(P.gens) if any(m[k] for m, _ in terms)]
+    used, E, coeffs = _terms_of(P)
     missing = [P.gens[k] for k in used if P.gens[k] not in args]
     if missing:
         raise ValueError(f"cannot evaluate a polynomial in {missing}: not among {list(args)}")
+    return [list(args).index(P.gens[k]) for k in used], E, coeffs
+
+
+#: ``_terms_of``'s results by the Poly's identity: (the Poly, its result),
+#: the Poly held so that its id is not reused while the entry lives
+_TERMS: dict = {}
+_TERMS_KEPT = 512
+
+
+def _terms_of(P: sp.Poly) -> tuple[list[int], np.ndarray, list[int]]:
+    """P's terms: (the indices of the generators that occur; the exponent
+    matrix, terms × those generators; the integer coefficients), once per
+    Poly object.  Why: a build evaluates the same sequence coefficients at
+    the start (``branches``, exactly) and on the workspace sweep
+    (``poly_evaluator``), and reading a six-bar's thousands of terms out of
+    sympy's representation was most of either.  The caller must not change
+    what it gets (the matrix is shared)."""
+    found = _TERMS.get(id(P))
+    if found is not None and found[0] is P:
+        return found[1]
+    terms = P.terms()
+    used = [k for k, g in enumerate(P.gens) if any(m[k] for m, _ in terms)]
     E = np.array([[m[k] for k in used] for m, _ in terms], dtype=int).reshape(len(terms), len(used))
-    return [list(args).index(P.gens[k]) for k in used], E, [int(c) for _, c in terms]
+    E.flags.writeable = False
+    out = (used, E, [int(c) for _, c in terms])
+    while len(_TERMS) >= _TERMS_KEPT:
+        _TERMS.pop(next(iter(_TERMS)))
+    _TERMS[id(P)] = (P, out)
+    return out
 
 
 def poly_evaluator(P: sp.Poly, args):
@@ -241,18 +267,26 @@ def poly_evaluator(P: sp.Poly, args):
     returning (P, Σ|term of P|) there, in double precision, from P's terms:
     what lambdify of the expression and of ``abs_sum`` computed, without
     making and printing the expression (for a six-bar's thousands of terms
-    that took seconds per sequence)."""
+    that took seconds per sequence).  With ``scale=False`` the second value
+    is None and not computed (a step's coefficients other than its leading
+    one need no scale: half the work of each)."""
     pos, E, coeffs = _exponents(P, args)
     c = np.array([float(x) for x in coeffs])
 
-    def evaluate(*vals):
+    def evaluate(*vals, scale=True):
         n = len(np.asarray(vals[0])) if vals else 1
-        mono = np.ones((len(c), n))
+        mono = None
         for j, k in enumerate(pos):
             x = np.asarray(vals[k], dtype=float)
             powers = np.stack([x ** e for e in range(E[:, j].max() + 1)])
-            mono *= powers[E[:, j]]
-        return c @ mono, np.abs(c) @ np.abs(mono)
+            # the first factor taken as it is: 1·x is x, to the bit
+            if mono is None:
+                mono = powers[E[:, j]]
+            else:
+                mono *= powers[E[:, j]]
+        if mono is None:
+            mono = np.ones((len(c), n))
+        return c @ mono, (np.abs(c) @ np.abs(mono) if scale else None)
     return evaluate
 
 
@@ -284,16 +318,18 @@ def _poly_exact(P: sp.Poly, env: dict) -> tuple[int, int]:
         sign, man, exp, _ = sp.Float(vals[k])._mpf_
         mant.append(-man if sign else man)
         expo.append(exp)
-    powers = {}
+    # per generator, its mantissa's powers and their binary exponents,
+    # indexed by the power: each term then costs a few integer products
+    # (exact, so any order of them gives the same n·2^x)
+    top = E.max(axis=0).tolist() if len(E) else []
+    powers = [[m ** e for e in range(d + 1)] for m, d in zip(mant, top)]
+    shifts = [[x * e for e in range(d + 1)] for x, d in zip(expo, top)]
     terms = []
     for row, coeff in zip(E.tolist(), coeffs):
         n, x = coeff, 0
-        for j, e in enumerate(row):
-            if e:
-                if (j, e) not in powers:
-                    powers[j, e] = mant[j] ** e
-                n *= powers[j, e]
-                x += e * expo[j]
+        for p, h, e in zip(powers, shifts, row):
+            n *= p[e]
+            x += h[e]
         terms.append((n, x))
     if not terms:
         return 0, 0

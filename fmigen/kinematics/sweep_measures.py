@@ -54,6 +54,23 @@ def block_layout(solved_block: TriangularBlock, scales):
     return out
 
 
+def solution_start_values(dae, solved_block: TriangularBlock, layout, start: dict) -> list[float]:
+    """A block's slots of the solution vector at ``start`` (coordinate name
+    -> value), in ``layout``'s order (``block_layout``): sin and cos of an
+    angle (or of the angle sum its variables stand for), a length itself.
+    The generated kinematics' start (``codegen_kinematics.block_plan``, and
+    ``codegen.solution_start_definition``, which writes it into a body taken
+    from the cache without importing the generators)."""
+    out = []
+    for i, kind, _, _ in layout:
+        if i in solved_block.angle_sums:
+            angle = sum(k * start[dae.names[j]] for j, k in solved_block.angle_sums[i][2].items())
+        else:
+            angle = start[dae.names[i]]
+        out += [math.sin(angle), math.cos(angle)] if kind == "angle" else [start[dae.names[i]]]
+    return out
+
+
 def _true_values(dae, solved_block, points):
     """Polynomial-variable values at the swept configurations (columns)."""
     out = {}
@@ -111,9 +128,14 @@ def sequence_evaluator(dae, solved_block: TriangularBlock, seq: Sequence, scales
     vscale = {v: scale for _, _, vs, scale in block_layout(solved_block, scales) for v in vs}
     compiled, args = [], list(knowns)
     for step in seq.steps:
-        fns = [poly_evaluator(c, args) for c in step.coeff_polys]
-        compiled.append((lambda *v, fns=fns: [f(*v)[0] for f in fns], lambda *v, f=fns[0]: f(*v)[1]))
+        compiled.append([poly_evaluator(c, args) for c in step.coeff_polys])
         args = args + [step.variable]
+
+    def coefficients(fns, vals):
+        """The step's coefficients at ``vals`` and its leading one's scale
+        (Σ|term|), each coefficient evaluated once"""
+        lead, lead_scale = fns[0](*vals)
+        return [lead, *(f(*vals, scale=False)[0] for f in fns[1:])], lead_scale
 
     def evaluate(points, hard=None):
         npts = len(points)
@@ -125,9 +147,10 @@ def sequence_evaluator(dae, solved_block: TriangularBlock, seq: Sequence, scales
         worst = np.zeros(npts, dtype=int)
         err = np.zeros(npts)
         with np.errstate(all="ignore"):
-            for k, (step, (coeffs_fn, lead_fn)) in enumerate(zip(seq.steps, compiled)):
-                co = [col(c_, complex) for c_ in coeffs_fn(*vals)]
-                lead_scale = col(lead_fn(*vals))
+            for k, (step, fns) in enumerate(zip(seq.steps, compiled)):
+                values, lead_scale = coefficients(fns, vals)
+                co = [col(c_, complex) for c_ in values]
+                lead_scale = col(lead_scale)
                 c_k = np.abs(co[0]) / np.where(lead_scale > 0, lead_scale, 1.0) / COVER_CONDITION
                 signed.append((f"leading coefficient of the degree-{step.degree} step for {step.variable}",
                                k, np.real(co[0])))
