@@ -69,6 +69,7 @@ from fmigen.generate import codegen_recursive as recursive
 from fmigen.generate import codegen_slp as slp
 from fmigen.generate import cse_prepass
 from fmigen.generate.chunking import CHUNK_ABOVE, _split_inputs, chunked
+from fmigen.generate.exact_expansion import ExactExpansion
 from fmigen.generate.embedding_blockwise import (_blockwise_reduced, _blockwise_structure,
                                                  _blockwise_transposed, _lane_blocks, _lane_roles)
 from fmigen.generate.operation_count import OperationCount
@@ -138,11 +139,18 @@ def on_the_circle(exprs: list) -> list:
         n = int(x.exp)
         return x.base ** (n % 2) * (1 - pairs[x.base] ** 2) ** (n // 2)
 
+    # exact polynomials (Φ_q's) by polynomial arithmetic: the same expansion
+    exact = ExactExpansion(syms, pairs)
     out = []
     for e in exprs:
-        e = sp.expand(sp.sympify(e))
-        if pairs:
-            e = sp.expand(e.replace(is_high_sine, reduce_sine))
+        e = sp.sympify(e)
+        poly = exact.polynomial(e)
+        if poly is not None:
+            e = exact.expression(exact.on_the_circle(poly) if pairs else poly)
+        else:
+            e = sp.expand(e)
+            if pairs:
+                e = sp.expand(e.replace(is_high_sine, reduce_sine))
         # by the velocities this entry has: collecting by all n of them
         # costs n per entry, O(n²) over a model (a 32-cell ladder's 160)
         mine = [v for v in vel if v in e.free_symbols]
