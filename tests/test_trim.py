@@ -79,25 +79,96 @@ def test_python_runtime_trim_equals_the_c_fmu(trim_fmus, tmp_path):
     assert np.abs(py["z"] - Z0).max() < 1e-12
 
 
-def test_a_hard_point_enters_the_trim_at_its_default(tmp_path):
-    """A hard point in a trimmed spring's geometry: the spring's ground end
-    at (a, 0, 0), ``a`` a hard point, so its tension's vertical share
-    Z0/ℓ holds ``a``.  The trim is solved at the design pose of the default
-    geometry (the build refused such a mass before): the preload is the
-    closed form P = −m g ℓ/Z0 − k (ℓ − L0), ℓ = √(a² + Z0²), at the default
-    ``a``, the mass rests there, and an ``a`` set in the FMU keeps that
-    preload (it is not trimmed again) and the mass moves."""
-    from fmigen.build.pipeline import build_fmu
-    path = build_fmu(sprung_mass(anchor=ANCHOR), tmp_path / "trim_hard_point.fmu", solver="rk4", step=1e-3)
-    path = str(path[0] if isinstance(path, tuple) else path)
-    length = np.hypot(ANCHOR, Z0)
-    closed = -M * G * length / Z0 - K * (length - L0)
-    res = simulate_fmu(path, stop_time=0.5, output_interval=0.05)
-    assert res["trim_coil"] == pytest.approx(closed, abs=1e-12 * K)
-    assert np.abs(res["z"] - Z0).max() < 1e-12
-    moved = simulate_fmu(path, stop_time=0.5, output_interval=0.05, start_values={"a": 0.24})
-    assert moved["trim_coil"] == pytest.approx(closed, abs=1e-12 * K)
-    assert np.abs(moved["z"] - Z0).max() > 1e-3
+def cartesian_trim(system):
+    """The trimmed preloads of ``system`` at its assembled start by the
+    Cartesian reference (``verify/trims.py``: its own constrained twists
+    and body wrenches, nothing of the model stage's)."""
+    from fmigen.frontends.joint_model import to_mechanism
+    from fmigen.verify.cartesian import CartesianModel
+    starts = {c.name: c.start for c in to_mechanism(system).coordinates}
+    return CartesianModel(system).simulate(starts, {}, system.independent or list(starts),
+                                           np.linspace(0.0, 1e-3, 3)).trims
+
+
+@pytest.fixture(scope="module")
+def hard_point_fmus(tmp_path_factory):
+    out = tmp_path_factory.mktemp("trim_hard_point")
+    return build_fmi_variants(sprung_mass(anchor=ANCHOR), out, "trim_hard_point")
+
+
+def hard_point_preload(a, m=M, g=G):
+    """The closed form with the spring's ground end at (a, 0, 0): its
+    tension's vertical share is Z0/ℓ, ℓ = √(a² + Z0²)."""
+    length = np.hypot(a, Z0)
+    return -m * g * length / Z0 - K * (length - L0)
+
+
+@pytest.mark.parametrize("variant", [("2", "cs"), ("2", "me"), ("3", "cs"), ("3", "me")])
+def test_the_trim_follows_a_hard_point_set_before_initialization(hard_point_fmus, variant):
+    """A hard point in a trimmed spring's geometry (the spring's ground end
+    at (a, 0, 0)): the FMU solves the trim at initialization, at the start
+    it assembled for the ``a`` set, so the preload is the closed form and
+    the Cartesian reference's at that ``a``, and the mass rests there
+    (on main the preload stayed the default geometry's and the mass moved
+    by millimetres)."""
+    path = str(hard_point_fmus[variant])
+    for a, m in ((ANCHOR, M), (0.24, M), (0.16, 5.0)):
+        res = simulate_fmu(path, stop_time=0.5, output_interval=0.05, start_values={"a": a, "m": m})
+        assert res["trim_coil"] == pytest.approx(hard_point_preload(a, m), abs=1e-12 * K)
+        assert np.abs(res["z"] - Z0).max() < 1e-12
+        assert np.abs(res["der(z)"]).max() < 1e-11
+    reference = cartesian_trim(sprung_mass(anchor=0.24))["coil"]
+    moved = simulate_fmu(path, stop_time=0.1, output_interval=0.05, start_values={"a": 0.24})
+    assert moved["trim_coil"][0] == pytest.approx(reference, abs=1e-12 * K)
+
+
+def test_python_runtime_trim_follows_a_hard_point(tmp_path):
+    pytest.importorskip("pythonfmu")
+    from fmigen.pyfmu.pyruntime import build_python_fmu
+    path, _ = build_python_fmu(sprung_mass(anchor=ANCHOR), tmp_path / "trim_hard_point_py.fmu", step=1e-3)
+    py = simulate_fmu(str(path), stop_time=0.3, output_interval=0.05, start_values={"a": 0.24})
+    assert py["trim_coil"] == pytest.approx(hard_point_preload(0.24), abs=1e-12 * K)
+    assert np.abs(py["z"] - Z0).max() < 1e-12
+
+
+def singular_trim_mass() -> JointSystem:
+    """The sprung mass with the spring's ground end at (0.2, 0, h), ``h`` a
+    hard point whose range reaches the mass's height Z0: there the spring
+    lies horizontal and no preload acts along z."""
+    s = JointSystem("trim_singular")
+    m = s.parameter("m", M, "kg", tunable=True)
+    body = s.body("mass", m, (0.1, 0.1, 0.1))
+    s.prismatic("z", s.ground.origin, body.origin, axis=Z, start=Z0)
+    h = s.parameter("h", 0.0, "m", tunable=True, range=(-0.1, Z0))
+    s.spring_damper("coil", s.ground.marker("anchor", (0.2, 0, h)), body.origin, K, damping=50.0, free_length=L0)
+    s.gravity = (0, 0, -G)
+    s.trim("coil", "z")
+    return s
+
+
+def test_a_trim_singular_at_a_set_hard_point_is_an_error(tmp_path):
+    """A hard point set where the trim has no solution: ExitInitializationMode
+    fails with the trim's message (C, CS and ME), and the Python runtime
+    refuses it too, never a preload of garbage."""
+    variants = build_fmi_variants(singular_trim_mass(), tmp_path, "trim_singular")
+    for variant, path in variants.items():
+        ok = simulate_fmu(str(path), stop_time=0.05, output_interval=0.05, start_values={"h": 0.1})
+        assert np.isfinite(ok["trim_coil"]).all()
+        messages = []
+        with pytest.raises(Exception):
+            simulate_fmu(str(path), stop_time=0.05, output_interval=0.05, start_values={"h": Z0},
+                         logger=lambda *args: messages.append(args[-1]), debug_logging=True)
+        text = b" ".join(m if isinstance(m, bytes) else str(m).encode() for m in messages).decode()
+        assert "static trim has no unique solution" in text, (variant, text)
+    pytest.importorskip("pythonfmu")
+    from fmigen.pyfmu.pyruntime import build_python_fmu
+    path, _ = build_python_fmu(singular_trim_mass(), tmp_path / "trim_singular_py.fmu", step=1e-3)
+    messages = []
+    with pytest.raises(Exception):
+        simulate_fmu(str(path), stop_time=0.05, output_interval=0.05, start_values={"h": Z0},
+                     logger=lambda *args: messages.append(args[-1]), debug_logging=True)
+    text = b" ".join(m if isinstance(m, bytes) else str(m).encode() for m in messages).decode()
+    assert "static trim has no unique solution" in text, text
 
 
 def test_bad_trims_are_clear_errors():
@@ -128,11 +199,13 @@ def test_quarter_car_trim_matches_the_hand_made_virtual_work_balance():
     import dataclasses
     from mechanisms import quarter_car_joints as qc
     from fmigen.frontends.joint_model import to_mechanism
+    from fmigen.frontends.joint_trim import trim_solution
     s = qc.build()
     s.springs = [dataclasses.replace(sd, preload=0) if sd.name == "coilover" else sd for sd in s.springs]
     s.trim("coilover", "z")
     m = to_mechanism(s)
-    trimmed = m.outputs["trim_coilover"].xreplace({p.symbol: p.value for p in m.parameters})
+    (trimmed,) = trim_solution(m).values()
+    trimmed = trimmed.xreplace({p.symbol: p.value for p in m.parameters})
     assert float(trimmed) == pytest.approx(qc.static_preload(), rel=1e-9)
     # the coordinate must be independent
     s = qc.build()
@@ -177,6 +250,7 @@ def test_reaction_carries_the_trimmed_preload():
     spring's declared preload, 0).  At rest the accelerations are 0."""
     import sympy as sp
     from fmigen.frontends.joint_model import to_mechanism
+    from fmigen.frontends.joint_trim import trim_solution
     from fmigen.model import t
     s = sprung_mass()
     s.reaction("z")
@@ -184,7 +258,9 @@ def test_reaction_carries_the_trimmed_preload():
     z = s.coordinate_by_name("z").symbol
     at_rest = {z.diff(t, 2): 0, z.diff(t): 0}
     values = {p.symbol: p.value for p in m.parameters}
-    fz = sp.sympify(m.outputs["reaction_z_fz"]).xreplace(at_rest).xreplace({z: Z0}).xreplace(values)
+    # the preload is a hidden input the runtime solves: here the build's solution
+    trimmed = {u: e.xreplace(values) for u, e in trim_solution(m).items()}
+    fz = sp.sympify(m.outputs["reaction_z_fz"]).xreplace(at_rest).xreplace({z: Z0}).xreplace({**values, **trimmed})
     assert abs(float(fz)) < 1e-12 * M * G
 
 
