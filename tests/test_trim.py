@@ -79,13 +79,16 @@ def test_python_runtime_trim_equals_the_c_fmu(trim_fmus, tmp_path):
     assert np.abs(py["z"] - Z0).max() < 1e-12
 
 
-def cartesian_trim(system):
-    """The trimmed preloads of ``system`` at its assembled start by the
-    Cartesian reference (``verify/trims.py``: its own constrained twists
-    and body wrenches, nothing of the model stage's)."""
+def cartesian_trim(system, fmu_result=None):
+    """The trimmed preloads of ``system`` by the Cartesian reference
+    (``verify/trims.py``: its own constrained twists and body wrenches,
+    nothing of the model stage's), at the start the FMU assembled
+    (``fmu_result``'s first row, as ``validate`` does), else at the
+    conversion's start."""
     from fmigen.frontends.joint_model import to_mechanism
     from fmigen.verify.cartesian import CartesianModel
-    starts = {c.name: c.start for c in to_mechanism(system).coordinates}
+    starts = {c.name: c.start if fmu_result is None else float(fmu_result[c.name][0])
+              for c in to_mechanism(system).coordinates}
     return CartesianModel(system).simulate(starts, {}, system.independent or list(starts),
                                            np.linspace(0.0, 1e-3, 3)).trims
 
@@ -341,3 +344,32 @@ def test_energy_balance_solves_the_trim_on_its_own():
     T, V, W = fresh.energy_balance(sol.t, {n: sol.column(n) for n in sol.names},
                                    {n: sol.v[:, i] for i, n in enumerate(sol.names)}, ["z", "swing"])
     assert energy_drift(T, V, W) > 1e-2
+
+
+def test_quarter_car_trim_follows_a_hard_point_through_its_loop(tmp_path):
+    """Through a closed loop: the quarter car with link 1's chassis point
+    height ``C1z`` a hard point and its coil-over trimmed along the travel
+    z (``tests/data/quarter_car_trim_hard_point.py``).  ``C1z`` moves the
+    loop, so N = [I; −Φ_d⁻¹Φ_i] at the start, and the preload, follow it:
+    moved by 5 mm in fmpy, the FMU's preload is the Cartesian reference's
+    at that geometry (its own constrained twists), which differs from the
+    design geometry's (what main kept), and the corner stays at rest."""
+    import importlib.util
+    from pathlib import Path
+    from fmigen.build.pipeline import build_fmu
+    path = Path(__file__).parent / "data" / "quarter_car_trim_hard_point.py"
+    spec = importlib.util.spec_from_file_location("quarter_car_trim_hard_point", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fmu_path, _ = build_fmu(module.build(), tmp_path / "quarter_car_trim.fmu", solver="rk4", step=1e-3)
+    design = float(next(p.value for p in module.build().parameters if p.name == "C1z"))
+    rest = {"der(z)": 0.0, "der(spin)": 0.0, "der(zc)": 0.0}
+    trims = []
+    for c1z in (design, design + 0.005):
+        res = simulate_fmu(str(fmu_path), stop_time=0.2, output_interval=0.01, start_values={**rest, "C1z": c1z})
+        reference = cartesian_trim(module.build(c1z), res)["coilover"]
+        assert res["trim_coilover"][0] == pytest.approx(reference, rel=1e-9)
+        assert np.abs(res["z"] - res["z"][0]).max() < 1e-9
+        assert np.abs(res["der(z)"]).max() < 1e-8
+        trims.append(reference)
+    assert abs(trims[1] - trims[0]) > 1e-4 * abs(trims[0])

@@ -203,6 +203,9 @@ int fmigen_core_trim(FmigenCore *c)
     const double *trig = FMIGEN_MEMO_TRIG(&c->solved);
     double N[NT][NQ], zero[NQ], F0[NQ], F[NQ], A[NT * NT], b[NT];
     int piv[NT];
+    /* q complete: fmigen_rest_forces reads the angles the kinematics
+     * defers (held in trig only until observed) */
+    fmigen_core_observe_some(c, FMIGEN_OBSERVE_ANGLES);
     for (int j = 0; j < NT; j++) c->u[fmigen_trim_input[j]] = 0.0;
     memset(zero, 0, sizeof zero);
     int k = P->velocities(c->t, c->q, zero, c->p, c->u, trig);
@@ -236,7 +239,8 @@ int fmigen_core_trim(FmigenCore *c)
     fmigen_lu_solve(NT, A, piv, b);
     if (!fmigen_all_finite(b, NT)) return fmigen_core_fail(c, FMIGEN_ERR_TRIM, 1, c->t);
     for (int j = 0; j < NT; j++) c->u[fmigen_trim_input[j]] = b[j];
-    c->observe_pending = FMIGEN_OBSERVE_ALL;
+    /* the outputs read the preloads */
+    c->observe_pending |= FMIGEN_OBSERVE_RESIDUAL | FMIGEN_OBSERVE_OUTPUTS;
     return 0;
 }
 #else
