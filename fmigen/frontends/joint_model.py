@@ -78,7 +78,7 @@ from fmigen.floats import check_rule, rational
 from fmigen.frontends.closure_rows import _Numeric, _select_constraints, _shared_frames
 from fmigen.frontends.joint_poses import _Tree, _world_poses, joint_transform, rot
 from fmigen.frontends.joint_tree import spanning_tree
-from fmigen.frontends.joint_trim import declare_trims, finish_trims, trim_solution
+from fmigen.frontends.joint_trim import declare_trims, finish_trims
 from fmigen.joints import JointSystem, Marker
 from fmigen.model import FloatingBase, Mechanism, ModelError, t
 
@@ -338,8 +338,10 @@ def at_start(system, m: Mechanism, record) -> Mechanism | None:
               for j, closure, u, (body, marker) in record.position_checks]
     _check_start_closes(system, coords, checks, projected)
     _start_assembly(system, m, list(zip(system.branch_hints, record.hints)))
-    if m.trims:
-        trim_solution(m)   # the build's check that the trims are well posed at this start
+    # (no trim_solution here: the trims are along the same independent
+    # coordinates as at the recorded start, and whether they are singular at
+    # this one is the runtime's check at initialization; the build's check
+    # re-derives the loads at rest, most of a vehicle's replay)
     m.joint_system = system
     m.described_start = {c.name: float(c.start) for c in m.coordinates}
     return m

@@ -31,8 +31,9 @@ than one frame (``_shared_frames`` picks their common frame from the blocks
 at the start).  A hard point's value is geometry of the start in the same
 way (the conversion is symbolic in it): the entry is keyed without it, and
 ``at_start`` replays the selection, the checks and the assembly at the new
-value, and the trims' check (``joint_trim.trim_solution``; the trims
-themselves are solved by the runtime at initialization).
+value.  The trims (solved by the runtime at initialization) are checked at
+the build's start by the full conversion only (``joint_trim.trim_solution``);
+at a replayed start the runtime's solve is the check.
 """
 
 from __future__ import annotations
