@@ -638,7 +638,7 @@ class JointSystem:
         ``rotational_spring_damper``, by name) becomes the value that makes
         the start pose a static equilibrium along ``coordinate`` (an
         independent coordinate): at rest there, the generalized force on it
-        (gravity, every load, the inputs as set) is zero.  The FMU solves
+        (gravity, every load, the inputs at their starts) is zero.  The FMU solves
         the preload at initialization, at the start it assembled for the
         parameters set (masses, stiffnesses, g, hard points), so any of them
         set before initialization re-trims (``frontends/joint_trim.py``);

@@ -289,8 +289,11 @@ class Core:
         message when the system is singular."""
         m = self.m
         NQ, NI, ND, NT = m.NQ, m.NI, m.ND, len(m.trims)
+        # the inputs at their declared starts: the design loads the trim
+        # balances (as fmigen_core_trim)
+        u = list(m.u_default)
         for _, inp in m.trims:
-            self.u[inp] = 0.0
+            u[inp] = 0.0
         st, _, _, X = self.velocities(self.t, self.q, list(self.v))
         if st:
             return 1
@@ -301,14 +304,14 @@ class Core:
             return [F[m.independent[k]] - sum(X[r * NI + k] * F[m.dependent[r]] for r in range(ND)) for k in cols]
 
         F0 = [0.0] * NQ
-        m.forcing(self.t, self.q, zero, self.p, self.u, F0)
+        m.forcing(self.t, self.q, zero, self.p, u, F0)
         b = [-x for x in along(F0)]
         A = [0.0] * (NT * NT)
         for j, (_, inp) in enumerate(m.trims):
             F = [0.0] * NQ
-            self.u[inp] = 1.0
-            m.forcing(self.t, self.q, zero, self.p, self.u, F)
-            self.u[inp] = 0.0
+            u[inp] = 1.0
+            m.forcing(self.t, self.q, zero, self.p, u, F)
+            u[inp] = 0.0
             for i, a in enumerate(along([F[k] - F0[k] for k in range(NQ)])):
                 A[i * NT + j] = a
         piv = [0] * NT

@@ -201,32 +201,36 @@ int fmigen_core_trim(FmigenCore *c)
     enum { NT = FMIGEN_NTRIM };
     const FmigenPartition *P = FMIGEN_PART(c);
     const double *trig = FMIGEN_MEMO_TRIG(&c->solved);
-    double N[NT][NQ], zero[NQ], F0[NQ], F[NQ], A[NT * NT], b[NT];
+    double N[NT][NQ], zero[NQ], F0[NQ], F[NQ], A[NT * NT], b[NT], u[NU];
     int piv[NT];
     /* q complete: fmigen_rest_forces reads the angles the kinematics
      * defers (held in trig only until observed) */
     fmigen_core_observe_some(c, FMIGEN_OBSERVE_ANGLES);
-    for (int j = 0; j < NT; j++) c->u[fmigen_trim_input[j]] = 0.0;
+    /* the inputs at their declared starts: the design loads the trim
+     * balances (a tire load set before initialization is a disturbance
+     * the preload does not absorb) */
+    memcpy(u, fmigen_u_default, sizeof u);
+    for (int j = 0; j < NT; j++) u[fmigen_trim_input[j]] = 0.0;
     memset(zero, 0, sizeof zero);
-    int k = P->velocities(c->t, c->q, zero, c->p, c->u, trig);
+    int k = P->velocities(c->t, c->q, zero, c->p, u, trig);
     for (int i = 0; i < NT && !k; i++) {
         memset(N[i], 0, sizeof N[i]);
         N[i][fmigen_trim_coordinate[i]] = 1.0;
-        k = P->velocities(c->t, c->q, N[i], c->p, c->u, trig);
+        k = P->velocities(c->t, c->q, N[i], c->p, u, trig);
         for (int m = 0; m < NQ; m++) N[i][m] -= zero[m];
     }
     if (k) return fmigen_core_fail(c, FMIGEN_ERR_EMBEDDING, k, c->t);
     memset(zero, 0, sizeof zero);
-    FMIGEN_MODEL_FN(fmigen_rest_forces)(c->t, c->q, zero, c->p, c->u, F0);
+    FMIGEN_MODEL_FN(fmigen_rest_forces)(c->t, c->q, zero, c->p, u, F0);
     for (int i = 0; i < NT; i++) {
         double s = 0.0;
         for (int m = 0; m < NQ; m++) s += N[i][m] * F0[m];
         b[i] = -s;
     }
     for (int j = 0; j < NT; j++) {
-        c->u[fmigen_trim_input[j]] = 1.0;
-        FMIGEN_MODEL_FN(fmigen_rest_forces)(c->t, c->q, zero, c->p, c->u, F);
-        c->u[fmigen_trim_input[j]] = 0.0;
+        u[fmigen_trim_input[j]] = 1.0;
+        FMIGEN_MODEL_FN(fmigen_rest_forces)(c->t, c->q, zero, c->p, u, F);
+        u[fmigen_trim_input[j]] = 0.0;
         for (int i = 0; i < NT; i++) {
             double s = 0.0;
             for (int m = 0; m < NQ; m++) s += N[i][m] * (F[m] - F0[m]);
