@@ -638,14 +638,14 @@ class JointSystem:
         ``rotational_spring_damper``, by name) becomes the value that makes
         the start pose a static equilibrium along ``coordinate`` (an
         independent coordinate): at rest there, the generalized force on it
-        (gravity, every load, the inputs at their starts) is zero.  The
-        preload is solved at build time as an expression in the tunable
-        parameters (it is linear in them through the loads), so the FMU
-        recomputes it whenever a tunable mass, stiffness or g is set before
-        initialization; it is reported as the output ``trim_<spring>``
-        (initial="calculated").  Several trims are solved together (one
-        linear system).  Leave the spring's own ``preload`` at 0: the trim
-        replaces it."""
+        (gravity, every load, the inputs at their starts) is zero.  The FMU solves
+        the preload at initialization, at the start it assembled for the
+        parameters set (masses, stiffnesses, g, hard points), so any of them
+        set before initialization re-trims (``frontends/joint_trim.py``);
+        it is reported as the output ``trim_<spring>``
+        (initial="calculated") and fixed after initialization.  Several
+        trims are solved together (one linear system).  Leave the spring's
+        own ``preload`` at 0: the trim replaces it."""
         if not any(sd.name == spring for sd in [*self.springs, *self.rotational_springs]):
             have = [sd.name for sd in [*self.springs, *self.rotational_springs]]
             raise ModelError(f"trim: unknown spring '{spring}' (have {', '.join(have) or 'no springs'})")

@@ -96,8 +96,9 @@ class Input:
     unit: str
     description: str = ""
     #: an input of the generated code only, not of the FMU: a prescribed
-    #: coordinate's driving force (``Prescription.drive``), which the runtime
-    #: sets itself; absent from the modelDescription
+    #: coordinate's driving force (``Prescription.drive``) or a trimmed
+    #: preload (``Trim.input``), which the runtime sets itself; absent from
+    #: the modelDescription
     hidden: bool = False
 
 
@@ -118,6 +119,21 @@ class Prescription:
     input: str
     drive: str
     time_constant: float
+
+
+@dataclass
+class Trim:
+    """A static trim (``JointSystem.trim``): the preload of ``spring`` is
+    the hidden input ``input``, which the runtime solves at initialization,
+    after the start is assembled at the current parameters, so that the
+    start is at rest along the independent coordinate ``coordinate``: the
+    projected generalized force at rest, Nᵀ F with N = [I; −Φ_d⁻¹ Φ_i], is 0
+    on the trimmed coordinates' rows.  Nᵀ F is affine in the preloads, so
+    one evaluation at preload 0 and one per unit preload give the linear
+    system (``fmigen_core.c``, ``fmigen_core_trim``)."""
+    spring: str
+    coordinate: str
+    input: str
 
 
 @dataclass
@@ -239,6 +255,8 @@ class Mechanism:
     reactions: list[str] = field(default_factory=list)
     #: Coordinates that follow an input (``Prescription``), in request order.
     prescribed: list[Prescription] = field(default_factory=list)
+    #: Static trims (``Trim``), in request order.
+    trims: list[Trim] = field(default_factory=list)
     #: Names of the independent coordinates; None lets ``partition`` pick them.
     independent: list[str] | None = None
     #: Why a ``JointSystem``'s preferred independent coordinates were not

@@ -99,9 +99,9 @@ def add_wheel_and_suspension(s: JointSystem, chassis, carrier, sprung_mass, pref
 
     ``trim``: the coil-over's preload is not ``static_preload``'s parameter
     but the static trim along the travel ``{prefix}z`` (``s.trim``): solved
-    by the build from the model's own equations at the design pose, and
-    recomputed by the FMU when a tunable mass, rate or g is set before
-    initialization (output ``trim_{prefix}coilover``)."""
+    by the FMU at initialization from the model's own equations, at the
+    start it assembled for the parameters set (masses, rates, g, hard
+    points; output ``trim_{prefix}coilover``)."""
     mirror = np.array([1.0, side, 1.0])
     mw = s.parameter(f"{prefix}m_wheel", WHEEL_MASS, "kg", tunable=True, description="wheel and tire mass")
     Iw = [s.parameter(f"{prefix}I_wheel_{ax}", v, "kg.m2", tunable=True, description=f"wheel inertia about {ax}")

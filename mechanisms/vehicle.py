@@ -26,9 +26,9 @@ The design pose at rest is a static equilibrium: each corner's tire load
 ``*_Fz`` starts at its share of the car's weight from the whole car's
 vertical and pitch balance (``axle_loads``: the links' weights act off the
 axle, and the rack rides on the front axle line), and its coil-over preload
-is the static trim along its travel (``s.trim``: the build solves it from
-the model's own equations at the design pose, the output
-``trim_*_coilover``; it equals ``quarter_car_joints.static_preload``'s
+is the static trim along its travel (``s.trim``: the FMU solves it from
+the model's own equations at initialization, at the start it assembled, the
+output ``trim_*_coilover``; at the design pose it equals ``quarter_car_joints.static_preload``'s
 hand-made virtual-work balance to 2e-14).  Started at rest
 (``build(bump=False)``, or the shipped FMU with ``der(fl_z)`` and the
 spins' rates set to 0) the chassis stays at its ride height: within
@@ -81,9 +81,8 @@ from the rebound stop to 30 mm into the bump stop with the rack at ±30 mm
 (``tests/test_vehicle.py``), and the build assembles the start on its
 branch at all 142 of its samples of the ranges.  The other corners' hard
 points are structural (numbers in the Gröbner bases).  The trim is solved
-at the design pose of the default geometry (``s.trim``; the coil-over sits
-on rod 4, so ``fl_C4*`` are in it): with hard points moved the start pose
-may shift and the preload is not solved again for them.
+at initialization at the start the FMU assembled for the hard points set
+(``s.trim``; the coil-over sits on rod 4, so ``fl_C4*`` move it).
 
 Every corner's loops close in the chassis frame (``joint_model``): four
 five-rod blocks (a 5×5 Newton block in the carrier pose, triangular rod

@@ -2,8 +2,8 @@
 a build after a start change replays only what follows the start (the row
 selection, the start checks and assembly) on the conversion cached without
 the start, and its FMU is, file for file, the one a build with an empty cache
-makes of the new start; a start at which the selection decides otherwise,
-and a trimmed system, are converted in full."""
+makes of the new start; a start at which the selection decides otherwise
+is converted in full."""
 
 import importlib
 import math
@@ -113,25 +113,32 @@ def test_a_start_where_the_selection_decides_otherwise_converts_in_full(tmp_path
     assert key_text(moved, options) == key_text(fresh, options) != key_text(first, options)
 
 
-def test_a_start_change_of_a_trimmed_system_converts_in_full(tmp_path, monkeypatch):
-    """A trim solves the preloads at rest at the start pose, so they follow
-    the start: such a conversion keeps no start-free entry, and a start
-    change converts again, to a model of its own."""
-    from test_trim import sprung_mass
+def test_a_trimmed_system_replays_a_start_or_hard_point_change(tmp_path, monkeypatch):
+    """A trim is solved by the runtime at initialization (its preload a
+    hidden input), so nothing of the conversion follows the start beyond
+    what ``at_start`` replays: a start change, and a change of a hard
+    point's value (the spring's anchor), reuse the start-free entry with no
+    conversion, to the mechanism a conversion with no cache makes (on main
+    the trimmed preload's numbers followed the start: a conversion each
+    time, and another derivation)."""
+    from test_trim import ANCHOR, sprung_mass
     monkeypatch.setattr(groebner, "CACHE_DIR", tmp_path / "cache")
-    assert joint_model.convert(sprung_mass())[1] is None
-    first = derived.mechanism_of(sprung_mass())
+    assert joint_model.convert(sprung_mass(anchor=ANCHOR))[1] is not None
+    first = derived.mechanism_of(sprung_mass(anchor=ANCHOR))
     calls, convert = [], joint_model.convert
     monkeypatch.setattr(joint_model, "convert", lambda s: calls.append(s) or convert(s))
-    moved_system = sprung_mass()
+    moved_system = sprung_mass(anchor=ANCHOR)
     moved_system.joints["z"].coordinates[0].start += 0.01
     moved = derived.mechanism_of(moved_system)
-    assert len(calls) == 1
-    assert len(list((tmp_path / "cache" / "joint_models").glob("*.pickle"))) == 2
+    anchored = derived.mechanism_of(sprung_mass(anchor=0.24))
+    assert calls == []
     options = {"order": None}
-    assert key_text(moved, options) != key_text(first, options)
-    # the start is not all that differs: the trimmed preload is another expression
-    assert key_text(moved, options, start=False) != key_text(first, options, start=False)
+    for mech, system in ((moved, moved_system), (anchored, sprung_mass(anchor=0.24))):
+        fresh = convert(system)[0]
+        assert key_text(mech, options) == key_text(fresh, options)
+        assert [(p.name, p.value) for p in mech.parameters] == [(p.name, p.value) for p in fresh.parameters]
+        assert key_text(mech, options, start=False) == key_text(first, options, start=False)
+    assert next(p.value for p in anchored.parameters if p.name == "a") == 0.24
 
 
 def test_a_start_change_replays_the_conversion(tmp_path, monkeypatch):

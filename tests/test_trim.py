@@ -79,25 +79,99 @@ def test_python_runtime_trim_equals_the_c_fmu(trim_fmus, tmp_path):
     assert np.abs(py["z"] - Z0).max() < 1e-12
 
 
-def test_a_hard_point_enters_the_trim_at_its_default(tmp_path):
-    """A hard point in a trimmed spring's geometry: the spring's ground end
-    at (a, 0, 0), ``a`` a hard point, so its tension's vertical share
-    Z0/ℓ holds ``a``.  The trim is solved at the design pose of the default
-    geometry (the build refused such a mass before): the preload is the
-    closed form P = −m g ℓ/Z0 − k (ℓ − L0), ℓ = √(a² + Z0²), at the default
-    ``a``, the mass rests there, and an ``a`` set in the FMU keeps that
-    preload (it is not trimmed again) and the mass moves."""
-    from fmigen.build.pipeline import build_fmu
-    path = build_fmu(sprung_mass(anchor=ANCHOR), tmp_path / "trim_hard_point.fmu", solver="rk4", step=1e-3)
-    path = str(path[0] if isinstance(path, tuple) else path)
-    length = np.hypot(ANCHOR, Z0)
-    closed = -M * G * length / Z0 - K * (length - L0)
-    res = simulate_fmu(path, stop_time=0.5, output_interval=0.05)
-    assert res["trim_coil"] == pytest.approx(closed, abs=1e-12 * K)
-    assert np.abs(res["z"] - Z0).max() < 1e-12
-    moved = simulate_fmu(path, stop_time=0.5, output_interval=0.05, start_values={"a": 0.24})
-    assert moved["trim_coil"] == pytest.approx(closed, abs=1e-12 * K)
-    assert np.abs(moved["z"] - Z0).max() > 1e-3
+def cartesian_trim(system, fmu_result=None):
+    """The trimmed preloads of ``system`` by the Cartesian reference
+    (``verify/trims.py``: its own constrained twists and body wrenches,
+    nothing of the model stage's), at the start the FMU assembled
+    (``fmu_result``'s first row, as ``validate`` does), else at the
+    conversion's start."""
+    from fmigen.frontends.joint_model import to_mechanism
+    from fmigen.verify.cartesian import CartesianModel
+    starts = {c.name: c.start if fmu_result is None else float(fmu_result[c.name][0])
+              for c in to_mechanism(system).coordinates}
+    return CartesianModel(system).simulate(starts, {}, system.independent or list(starts),
+                                           np.linspace(0.0, 1e-3, 3)).trims
+
+
+@pytest.fixture(scope="module")
+def hard_point_fmus(tmp_path_factory):
+    out = tmp_path_factory.mktemp("trim_hard_point")
+    return build_fmi_variants(sprung_mass(anchor=ANCHOR), out, "trim_hard_point")
+
+
+def hard_point_preload(a, m=M, g=G):
+    """The closed form with the spring's ground end at (a, 0, 0): its
+    tension's vertical share is Z0/ℓ, ℓ = √(a² + Z0²)."""
+    length = np.hypot(a, Z0)
+    return -m * g * length / Z0 - K * (length - L0)
+
+
+@pytest.mark.parametrize("variant", [("2", "cs"), ("2", "me"), ("3", "cs"), ("3", "me")])
+def test_the_trim_follows_a_hard_point_set_before_initialization(hard_point_fmus, variant):
+    """A hard point in a trimmed spring's geometry (the spring's ground end
+    at (a, 0, 0)): the FMU solves the trim at initialization, at the start
+    it assembled for the ``a`` set, so the preload is the closed form and
+    the Cartesian reference's at that ``a``, and the mass rests there
+    (on main the preload stayed the default geometry's and the mass moved
+    by millimetres)."""
+    path = str(hard_point_fmus[variant])
+    for a, m in ((ANCHOR, M), (0.24, M), (0.16, 5.0)):
+        res = simulate_fmu(path, stop_time=0.5, output_interval=0.05, start_values={"a": a, "m": m})
+        assert res["trim_coil"] == pytest.approx(hard_point_preload(a, m), abs=1e-12 * K)
+        assert np.abs(res["z"] - Z0).max() < 1e-12
+        assert np.abs(res["der(z)"]).max() < 1e-11
+    reference = cartesian_trim(sprung_mass(anchor=0.24))["coil"]
+    moved = simulate_fmu(path, stop_time=0.1, output_interval=0.05, start_values={"a": 0.24})
+    assert moved["trim_coil"][0] == pytest.approx(reference, abs=1e-12 * K)
+
+
+def test_python_runtime_trim_follows_a_hard_point(tmp_path):
+    pytest.importorskip("pythonfmu")
+    from fmigen.pyfmu.pyruntime import build_python_fmu
+    path, _ = build_python_fmu(sprung_mass(anchor=ANCHOR), tmp_path / "trim_hard_point_py.fmu", step=1e-3)
+    py = simulate_fmu(str(path), stop_time=0.3, output_interval=0.05, start_values={"a": 0.24})
+    assert py["trim_coil"] == pytest.approx(hard_point_preload(0.24), abs=1e-12 * K)
+    assert np.abs(py["z"] - Z0).max() < 1e-12
+
+
+def singular_trim_mass() -> JointSystem:
+    """The sprung mass with the spring's ground end at (0.2, 0, h), ``h`` a
+    hard point whose range reaches the mass's height Z0: there the spring
+    lies horizontal and no preload acts along z."""
+    s = JointSystem("trim_singular")
+    m = s.parameter("m", M, "kg", tunable=True)
+    body = s.body("mass", m, (0.1, 0.1, 0.1))
+    s.prismatic("z", s.ground.origin, body.origin, axis=Z, start=Z0)
+    h = s.parameter("h", 0.0, "m", tunable=True, range=(-0.1, Z0))
+    s.spring_damper("coil", s.ground.marker("anchor", (0.2, 0, h)), body.origin, K, damping=50.0, free_length=L0)
+    s.gravity = (0, 0, -G)
+    s.trim("coil", "z")
+    return s
+
+
+def test_a_trim_singular_at_a_set_hard_point_is_an_error(tmp_path):
+    """A hard point set where the trim has no solution: ExitInitializationMode
+    fails with the trim's message (C, CS and ME), and the Python runtime
+    refuses it too, never a preload of garbage."""
+    variants = build_fmi_variants(singular_trim_mass(), tmp_path, "trim_singular")
+    for variant, path in variants.items():
+        ok = simulate_fmu(str(path), stop_time=0.05, output_interval=0.05, start_values={"h": 0.1})
+        assert np.isfinite(ok["trim_coil"]).all()
+        messages = []
+        with pytest.raises(Exception):
+            simulate_fmu(str(path), stop_time=0.05, output_interval=0.05, start_values={"h": Z0},
+                         logger=lambda *args: messages.append(args[-1]), debug_logging=True)
+        text = b" ".join(m if isinstance(m, bytes) else str(m).encode() for m in messages).decode()
+        assert "static trim has no unique solution" in text, (variant, text)
+    pytest.importorskip("pythonfmu")
+    from fmigen.pyfmu.pyruntime import build_python_fmu
+    path, _ = build_python_fmu(singular_trim_mass(), tmp_path / "trim_singular_py.fmu", step=1e-3)
+    messages = []
+    with pytest.raises(Exception):
+        simulate_fmu(str(path), stop_time=0.05, output_interval=0.05, start_values={"h": Z0},
+                     logger=lambda *args: messages.append(args[-1]), debug_logging=True)
+    text = b" ".join(m if isinstance(m, bytes) else str(m).encode() for m in messages).decode()
+    assert "static trim has no unique solution" in text, text
 
 
 def test_bad_trims_are_clear_errors():
@@ -128,11 +202,13 @@ def test_quarter_car_trim_matches_the_hand_made_virtual_work_balance():
     import dataclasses
     from mechanisms import quarter_car_joints as qc
     from fmigen.frontends.joint_model import to_mechanism
+    from fmigen.frontends.joint_trim import trim_solution
     s = qc.build()
     s.springs = [dataclasses.replace(sd, preload=0) if sd.name == "coilover" else sd for sd in s.springs]
     s.trim("coilover", "z")
     m = to_mechanism(s)
-    trimmed = m.outputs["trim_coilover"].xreplace({p.symbol: p.value for p in m.parameters})
+    (trimmed,) = trim_solution(m).values()
+    trimmed = trimmed.xreplace({p.symbol: p.value for p in m.parameters})
     assert float(trimmed) == pytest.approx(qc.static_preload(), rel=1e-9)
     # the coordinate must be independent
     s = qc.build()
@@ -177,6 +253,7 @@ def test_reaction_carries_the_trimmed_preload():
     spring's declared preload, 0).  At rest the accelerations are 0."""
     import sympy as sp
     from fmigen.frontends.joint_model import to_mechanism
+    from fmigen.frontends.joint_trim import trim_solution
     from fmigen.model import t
     s = sprung_mass()
     s.reaction("z")
@@ -184,7 +261,9 @@ def test_reaction_carries_the_trimmed_preload():
     z = s.coordinate_by_name("z").symbol
     at_rest = {z.diff(t, 2): 0, z.diff(t): 0}
     values = {p.symbol: p.value for p in m.parameters}
-    fz = sp.sympify(m.outputs["reaction_z_fz"]).xreplace(at_rest).xreplace({z: Z0}).xreplace(values)
+    # the preload is a hidden input the runtime solves: here the build's solution
+    trimmed = {u: e.xreplace(values) for u, e in trim_solution(m).items()}
+    fz = sp.sympify(m.outputs["reaction_z_fz"]).xreplace(at_rest).xreplace({z: Z0}).xreplace({**values, **trimmed})
     assert abs(float(fz)) < 1e-12 * M * G
 
 
@@ -265,3 +344,32 @@ def test_energy_balance_solves_the_trim_on_its_own():
     T, V, W = fresh.energy_balance(sol.t, {n: sol.column(n) for n in sol.names},
                                    {n: sol.v[:, i] for i, n in enumerate(sol.names)}, ["z", "swing"])
     assert energy_drift(T, V, W) > 1e-2
+
+
+def test_quarter_car_trim_follows_a_hard_point_through_its_loop(tmp_path):
+    """Through a closed loop: the quarter car with link 1's chassis point
+    height ``C1z`` a hard point and its coil-over trimmed along the travel
+    z (``tests/data/quarter_car_trim_hard_point.py``).  ``C1z`` moves the
+    loop, so N = [I; −Φ_d⁻¹Φ_i] at the start, and the preload, follow it:
+    moved by 5 mm in fmpy, the FMU's preload is the Cartesian reference's
+    at that geometry (its own constrained twists), which differs from the
+    design geometry's (what main kept), and the corner stays at rest."""
+    import importlib.util
+    from pathlib import Path
+    from fmigen.build.pipeline import build_fmu
+    path = Path(__file__).parent / "data" / "quarter_car_trim_hard_point.py"
+    spec = importlib.util.spec_from_file_location("quarter_car_trim_hard_point", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fmu_path, _ = build_fmu(module.build(), tmp_path / "quarter_car_trim.fmu", solver="rk4", step=1e-3)
+    design = float(next(p.value for p in module.build().parameters if p.name == "C1z"))
+    rest = {"der(z)": 0.0, "der(spin)": 0.0, "der(zc)": 0.0}
+    trims = []
+    for c1z in (design, design + 0.005):
+        res = simulate_fmu(str(fmu_path), stop_time=0.2, output_interval=0.01, start_values={**rest, "C1z": c1z})
+        reference = cartesian_trim(module.build(c1z), res)["coilover"]
+        assert res["trim_coilover"][0] == pytest.approx(reference, rel=1e-9)
+        assert np.abs(res["z"] - res["z"][0]).max() < 1e-9
+        assert np.abs(res["der(z)"]).max() < 1e-8
+        trims.append(reference)
+    assert abs(trims[1] - trims[0]) > 1e-4 * abs(trims[0])

@@ -243,12 +243,18 @@ def _canonical(x, starts=True):
     pickle: its bytes follow object identity (sympy's cache hands a second
     build the first one's objects, which pickle as references), so the same
     mechanism built twice in one process pickled differently.  Without
-    ``starts``, a joint coordinate's start is only whether it has one."""
+    ``starts``, a joint coordinate's start is only whether it has one, and
+    a hard point's value is left out."""
     from fmigen.joints import JointCoordinate, Marker
+    from fmigen.model import Parameter
     if isinstance(x, Marker):
         return ["Marker", x.body.name, x.name, _canonical(x.position), _canonical(x.rotation)]
     if isinstance(x, JointCoordinate) and not starts:
         x = dataclasses.replace(x, start=x.start is not None)
+    if isinstance(x, Parameter) and x.is_hard_point and not starts:
+        # a hard point's value is the start's geometry: the conversion is
+        # symbolic in it and ``at_start`` replays what follows from it
+        x = dataclasses.replace(x, value=None)
     if isinstance(x, (sp.Basic, sp.MatrixBase)):
         return sp.srepr(x)
     if isinstance(x, (bool, int, str)) or x is None:

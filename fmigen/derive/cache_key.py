@@ -137,6 +137,8 @@ def key_text(mech, options: dict, start: bool = True) -> str:
     if mech.prescribed:
         # only when there are any: the keys of every other mechanism stay as they were
         model["prescribed"] = [[p.coordinate, p.input, p.drive, repr(float(p.time_constant))] for p in mech.prescribed]
+    if mech.trims:
+        model["trims"] = [[tr.spring, tr.coordinate, tr.input] for tr in mech.trims]
     import numpy
     # sympy prints the generated C and numpy computes the workspace cover
     # that picks its sequences: another version may make other bytes

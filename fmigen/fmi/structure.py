@@ -63,7 +63,10 @@ def dependencies(emb: Embedding) -> Dependencies:
     # a prescribed coordinate's driving force is no FMU variable: it is
     # solved from the state and the input the coordinate follows
     drive_of = {p.drive: p.input for p in dae.mechanism.prescribed}
-    hidden = {s: drive_of[i.name] for s, i in zip(dae.inputs, dae.mechanism.inputs) if i.hidden}
+    hidden = {s: drive_of[i.name] for s, i in zip(dae.inputs, dae.mechanism.inputs) if i.name in drive_of}
+    # a trimmed preload is solved at initialization from the start and every
+    # parameter, and constant after it
+    trimmed = {i.symbol for i in dae.mechanism.inputs if any(tr.input == i.name for tr in dae.mechanism.trims)}
     indep_states = {qname[i] for i in emb.independent} | {vname[i] for i in emb.independent}
 
     def of_q(i):
@@ -87,6 +90,8 @@ def dependencies(emb: Embedding) -> Dependencies:
                 rt.add(input_name[s])
             elif s in hidden:
                 rt |= indep_states | {hidden[s]}
+            elif s in trimmed:
+                params |= set(param_name.values()) | set(input_name.values()) | {qname[i] for i in indep}
             elif s in param_name:
                 params.add(param_name[s])
             elif s == t:

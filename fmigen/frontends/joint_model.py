@@ -78,6 +78,7 @@ from fmigen.floats import check_rule, rational
 from fmigen.frontends.closure_rows import _Numeric, _select_constraints, _shared_frames
 from fmigen.frontends.joint_poses import _Tree, _world_poses, joint_transform, rot
 from fmigen.frontends.joint_tree import spanning_tree
+from fmigen.frontends.joint_trim import declare_trims, finish_trims
 from fmigen.joints import JointSystem, Marker
 from fmigen.model import FloatingBase, Mechanism, ModelError, t
 
@@ -213,10 +214,11 @@ def to_mechanism(system: JointSystem) -> Mechanism:
 def convert(system: JointSystem):
     """(``to_mechanism(system)``, its ``joint_start.StartFree`` record or
     None): the record holds what the conversion computed that does not
-    depend on the coordinates' start values, and the decisions that did
-    (``at_start`` replays them at another start); None when a
-    start change can change more than those decisions (a trim, loops
-    closing in frames that ``_shared_frames`` chooses at the start)."""
+    depend on the coordinates' start values or the hard points' values,
+    and the decisions that did (``at_start`` replays them at another start
+    or geometry); None when a start change can change more than those
+    decisions (loops closing in frames that ``_shared_frames`` chooses at
+    the start)."""
     from fmigen.frontends.joint_start import StartFree, selection_of
     if not isinstance(system, JointSystem):
         raise ModelError(f"to_mechanism wants a JointSystem, got {type(system).__name__}")
@@ -283,7 +285,7 @@ def convert(system: JointSystem):
     frames = {j.name: tree_links.common_ancestor(j.parent.body.name, j.child.body.name) for j in cut}
     rows = {j.name: loop_rows(j, frames[j.name]) for j in cut}
     # (the frames are chosen at the start only when the loops close in more than one)
-    start_free = len(set(frames.values())) < 2 and not system.trims
+    start_free = len(set(frames.values())) < 2
     shared = _shared_frames(system, m, coords, cut, frames, rows, loop_rows, tree_links)
     for j in cut:
         if shared[j.name] != frames[j.name]:
@@ -294,8 +296,8 @@ def convert(system: JointSystem):
     selection = selection_of(m)
     _check_start_closes(system, coords, position_checks, projected)
 
-    # a trimmed spring's preload is a placeholder until _trim solves it
-    trim_preloads = {spring: sp.Symbol(f"_trim_{spring}", real=True) for spring, _ in system.trims}
+    # a trimmed spring's preload is a hidden input, solved at initialization
+    trim_preloads = declare_trims(system, m)
     _loads(system, m, poses, marker_pose, in_base, base, trim_preloads)
 
     cut_coords = _outputs_and_independent(system, m, cut, marker_pose)
@@ -306,7 +308,7 @@ def convert(system: JointSystem):
     record = StartFree.of(candidates, selection, position_checks, hints) if start_free else None
     _start_assembly(system, m, hints)
     if trim_preloads:
-        _trim(system, m, trim_preloads)
+        finish_trims(system, m, trim_preloads)
     m.joint_system = system
     m.described_start = {c.name: float(c.start) for c in m.coordinates}
     return m, record
@@ -314,8 +316,8 @@ def convert(system: JointSystem):
 
 def at_start(system, m: Mechanism, record) -> Mechanism | None:
     """``joint_model.to_mechanism(system)`` from ``m``, the conversion of
-    ``system`` at other start values (``record`` its ``joint_start.StartFree``), which
-    this changes; None when the selection at ``system``'s starts differs
+    ``system`` at other start values or hard points' values (``record`` its
+    ``joint_start.StartFree``), which this changes; None when the selection at ``system``'s starts differs
     from ``m``'s (then only a full conversion gives the model).  A start
     that cannot be converted raises what the conversion raises."""
     from fmigen.frontends.joint_start import selection_of
@@ -330,10 +332,16 @@ def at_start(system, m: Mechanism, record) -> Mechanism | None:
         return None
     for mine, fresh in zip(m.coordinates, scratch.coordinates):
         mine.start = fresh.start
+    # the hard points' values (the start-free entry is keyed without them)
+    m.parameters = list(system.parameters)
     checks = [(system.joints[j], closure, system.joints[u], system.bodies[body].markers[marker])
               for j, closure, u, (body, marker) in record.position_checks]
     _check_start_closes(system, coords, checks, projected)
     _start_assembly(system, m, list(zip(system.branch_hints, record.hints)))
+    # (no trim_solution here: the trims are along the same independent
+    # coordinates as at the recorded start, and whether they are singular at
+    # this one is the runtime's check at initialization; the build's check
+    # re-derives the loads at rest, most of a vehicle's replay)
     m.joint_system = system
     m.described_start = {c.name: float(c.start) for c in m.coordinates}
     return m
@@ -362,7 +370,7 @@ def _loads(system, m, poses, marker_pose, in_base, base, preloads=None):
     """The joint loads, rotational springs, spring-dampers and marker forces
     of ``system`` as generalized and point forces of ``m``.  ``preloads``:
     spring name -> the preload to use instead of the declared one (the
-    trimmed springs' placeholders, ``_trim``)."""
+    trimmed springs' hidden inputs, ``joint_trim.declare_trims``)."""
     preloads = preloads or {}
     for ld in system.joint_loads:
         m.generalized_force(ld.coordinate.name, ld.expr)
@@ -815,85 +823,3 @@ def _start_assembly(system, m, hints):
 
 
 __all__ = ["to_mechanism", "spanning_tree", "closure_equations", "joint_transform", "rot"]
-
-
-def _trim(system, m, placeholders):
-    """Static trim (``JointSystem.trim``): solve each trimmed spring's
-    preload so that the start pose is at rest along its coordinate, and put
-    the solution in place of the placeholder everywhere ``m`` holds it.
-
-    At rest (q̇ = 0) the equations of motion M q̈ = F + Φ_qᵀ λ have q̈ = 0
-    when the generalized force projected on the motions the constraints
-    allow vanishes: Nᵀ F = 0 with N = [I; −Φ_d⁻¹ Φ_i] (rows ordered as the
-    coordinates), one row per independent coordinate.  The rows of the
-    trimmed coordinates are linear in the preloads (a spring's tension is
-    linear in its preload), with coefficients that are numbers at the start
-    pose; their constant parts are sums of tunable parameters (masses, g,
-    stiffnesses) times numbers.  So the preloads are expressions in the
-    tunable parameters, which the FMU evaluates with their current values:
-    a parameter set before initialization re-trims.  The start pose is the
-    design pose the build assembled; the trim holds there, not at a start
-    changed in the FMU, and a hard point enters it at its default value."""
-    from fmigen.derive.dae import build_dae
-    from fmigen.derive.partition import choose_partition
-    dae = build_dae(m, at_rest=True)
-    names = list(dae.names)
-    start = {c.name: float(c.start) for c in m.coordinates}
-    # the independent set the build will use (declared, or chosen as the build chooses it)
-    independent = [names[k] for k in choose_partition(dae).independent]
-    for spring, coord in system.trims:
-        if coord not in independent:
-            raise ModelError(f"'{system.name}': trim of spring '{spring}' along '{coord}': '{coord}' is a dependent "
-                             f"coordinate (the independent ones are {', '.join(independent)}); trim along an "
-                             "independent coordinate, or declare s.independent")
-    q0 = np.array([start[n] for n in names])
-    ind = [names.index(n) for n in independent]
-    dep = [k for k in range(len(names)) if k not in ind]
-    N = np.zeros((len(names), len(ind)))
-    N[ind, range(len(ind))] = 1.0
-    if dep:
-        J = dae.numeric.Phi_q(0.0, q0)
-        N[dep, :] = -np.linalg.solve(J[:, dep], J[:, ind])
-    at_rest = {**dict(zip(dae.q_sym, q0.tolist())), **{v: 0 for v in dae.v_sym}, t: 0,
-               **dict(zip(dae.inputs, dae.input_values))}
-    # the trim holds at the design pose of the default geometry (N above is
-    # Φ_q's there): a hard point enters it at its default, and setting one in
-    # the FMU moves the start without trimming again
-    hard = {p.symbol: rational(p.value, m.float_rule) for p in m.parameters if p.is_hard_point}
-    F = [sp.sympify(f).xreplace({**at_rest, **hard}) for f in dae.F]
-    rows = []
-    for spring, coord in system.trims:
-        col = independent.index(coord)
-        rows.append(sp.Add(*[sp.Float(N[k, col]) * F[k] for k in range(len(names)) if N[k, col] != 0 and F[k] != 0]))
-    unknowns = [placeholders[spring] for spring, _ in system.trims]
-    A, b = sp.linear_eq_to_matrix([sp.expand(r) for r in rows], unknowns)
-    stray = set().union(*(e.free_symbols for e in A)) if A else set()
-    if stray:
-        raise ModelError(f"'{system.name}': the trimmed preloads' coefficients depend on {sorted(map(str, stray))}; "
-                         "a trim needs them to be numbers at the start pose")
-    An = np.array(A.tolist(), dtype=float)
-    if np.linalg.matrix_rank(An, tol=1e-12 * max(1.0, np.abs(An).max())) < len(unknowns):
-        pairs = ", ".join(f"'{s}' along '{c}'" for s, c in system.trims)
-        raise ModelError(f"'{system.name}': the trim ({pairs}) has no unique solution: at the start pose a "
-                         "trimmed spring does not act on its coordinate, or two act the same way")
-    Ainv = np.linalg.inv(An)
-    solution = {}
-    for i, (spring, _) in enumerate(system.trims):
-        solution[placeholders[spring]] = sp.Add(*[sp.Float(Ainv[i, j]) * b[j] for j in range(len(unknowns))])
-    # build_dae replaced structural parameters by numbers and kept tunable
-    # ones as their own symbols, the same symbols m uses: the solution
-    # substitutes into m directly
-    def put(e):
-        return sp.sympify(e).xreplace(solution)
-
-    # point forces (and their floating-base forms) are (point, force) pairs of tuples
-    m.point_forces = [tuple(tuple(put(x) for x in part) for part in pf) for pf in m.point_forces]
-    m.point_forces_in_base = [None if pb is None else tuple(tuple(put(x) for x in part) for part in pb)
-                              for pb in m.point_forces_in_base]
-    m.generalized_forces = {k: put(v) for k, v in m.generalized_forces.items()}
-    m.outputs = {k: put(v) for k, v in m.outputs.items()}
-    for spring, _ in system.trims:
-        sd = next(sd for sd in [*system.springs, *system.rotational_springs] if sd.name == spring)
-        unit = "N" if sd in system.springs else "N.m"
-        m.output(f"trim_{spring}", solution[placeholders[spring]], unit,
-                 f"trimmed preload of spring '{spring}' (static equilibrium at the start pose)")

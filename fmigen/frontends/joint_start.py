@@ -26,10 +26,14 @@ Why: a build after a start change converted the joint system again (the
 Stephenson III six-bar: world poses and closure rows, ~0.3 s of sympy),
 though only the selection, the checks and the assembly follow the start.
 A conversion whose other steps read the start is not recorded
-(``joint_model.convert`` returns no ``StartFree``): a trim (the preload at rest at the
-start pose is in the model's expressions) and loops closing in more than
-one frame (``_shared_frames`` picks their common frame from the blocks at
-the start).
+(``joint_model.convert`` returns no ``StartFree``): loops closing in more
+than one frame (``_shared_frames`` picks their common frame from the blocks
+at the start).  A hard point's value is geometry of the start in the same
+way (the conversion is symbolic in it): the entry is keyed without it, and
+``at_start`` replays the selection, the checks and the assembly at the new
+value.  The trims (solved by the runtime at initialization) are checked at
+the build's start by the full conversion only (``joint_trim.trim_solution``);
+at a replayed start the runtime's solve is the check.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from fmigen.generate.mass_checks import mass_check_code, mass_check_defaults
 from fmigen.generate.printer import SymbolMap, shared_atoms, shared_xreplace, sincos_into
 from fmigen.kinematics.sweep_measures import block_layout, solution_start_values
 from fmigen.kinematics.sequences import Triangularization
-from fmigen.model import t
+from fmigen.model import ModelError, t
 
 
 @dataclass
@@ -499,6 +499,8 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     residual_angles, outputs_angles = _observation_functions(emb, tri, symbols, observe, sig, parts,
                                                              (quantities, sorted(trig[0])))
     parts.append(_partition_table(emb, tri, alternatives))
+    trim_parts = _trim_code(dae, symbols, sig)
+    parts += trim_parts
     # time events (Model Exchange nextEventTime): breakpoints of loads piecewise in t
     events = dae_time_events(dae)
     if events:
@@ -528,6 +530,8 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
               # cache at the commit then keys on t too
               "FMIGEN_EMBEDDING_TIME": int(any(sp.sympify(e).has(t) for e in
                                                [*dae.Phi, *emb.M, *emb.F])),}
+    if trim_parts:
+        macros["FMIGEN_NTRIM"] = len(mech.trims)
     if dynamics == "recursive":
         # informational (the runtime calls the same three functions): which
         # solver the embedding's right-hand side was generated with
@@ -588,6 +592,24 @@ def _observation_functions(emb: Embedding, tri: Triangularization, symbols: Symb
     parts.append(outputs_fn)
     parts += [phi_trig, outputs_trig]
     return residual_angles, outputs_angles
+
+
+def _trim_code(dae, symbols: SymbolMap, sig: str) -> list[str]:
+    """What ``fmigen_core_trim`` reads (``model.Trim``): the generalized
+    force at rest, F(q, p, u) at v = 0 (``Mechanism.forces_at_rest``: the
+    loads without the equations of motion), per trim its coordinate's index
+    in q and its preload's input's in u.  Nothing without trims."""
+    from fmigen.derive.dae import build_dae
+    mech = dae.mechanism
+    if not mech.trims:
+        return []
+    if mech.kinematic:
+        raise ModelError(f"'{mech.name}' is a kinematic mechanism (no dynamics): it has no static trim to solve")
+    rest = build_dae(mech, at_rest=True)
+    inputs = [str(u) for u in dae.inputs]
+    return [_matrix_function(dae, symbols, "fmigen_rest_forces", sig, rest.F),
+            _arr("int", "fmigen_trim_coordinate", [dae.names.index(tr.coordinate) for tr in mech.trims]),
+            _arr("int", "fmigen_trim_input", [inputs.index(tr.input) for tr in mech.trims])]
 
 
 def _partition_table(emb: Embedding, tri: Triangularization, alternatives) -> str:

@@ -139,6 +139,10 @@ def check_model(emb, form: Augmented):
     if dae.mechanism.kinematic:
         raise ModelError(f"'{dae.mechanism.name}' is a kinematic mechanism (no dynamics): the {form.name} "
                          "formulation integrates the equations of motion and does not apply")
+    if dae.mechanism.trims:
+        # fmigen_core_trim projects with the embedding's velocities
+        raise ModelError(f"'{dae.mechanism.name}' has static trims (s.trim), which the runtime solves with the "
+                         f"embedded formulation; the {form.name} formulation does not solve them")
     names = {p.name for p in dae.mechanism.parameters} | {i.name for i in dae.mechanism.inputs} | set(dae.names)
     for n, *_ in form.parameters():
         if n in names:

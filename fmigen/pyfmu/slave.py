@@ -281,8 +281,56 @@ class Core:
                 rh[i] += lam[r] * S[r][i]
         self.u_drives = u
 
-    def assemble(self):
-        """fmigen_core_assemble: complete q, v from q_i, v_i; residual, outputs."""
+    def trim(self):
+        """fmigen_core_trim: the static trims' preloads (hidden inputs) at
+        the assembled start, so that Nᵀ F = 0 on the trimmed coordinates'
+        rows, F the generalized force at v = 0 (affine in the preloads: at
+        preload 0 and at each unit preload), N = [I; −Φ_d⁻¹Φ_i]; 1 with the
+        message when the system is singular."""
+        m = self.m
+        NQ, NI, ND, NT = m.NQ, m.NI, m.ND, len(m.trims)
+        # the inputs at their declared starts: the design loads the trim
+        # balances (as fmigen_core_trim)
+        u = list(m.u_default)
+        for _, inp in m.trims:
+            u[inp] = 0.0
+        st, _, _, X = self.velocities(self.t, self.q, list(self.v))
+        if st:
+            return 1
+        cols = [m.independent.index(coord) for coord, _ in m.trims]
+        zero = [0.0] * NQ
+
+        def along(F):
+            return [F[m.independent[k]] - sum(X[r * NI + k] * F[m.dependent[r]] for r in range(ND)) for k in cols]
+
+        F0 = [0.0] * NQ
+        m.forcing(self.t, self.q, zero, self.p, u, F0)
+        b = [-x for x in along(F0)]
+        A = [0.0] * (NT * NT)
+        for j, (_, inp) in enumerate(m.trims):
+            F = [0.0] * NQ
+            u[inp] = 1.0
+            m.forcing(self.t, self.q, zero, self.p, u, F)
+            u[inp] = 0.0
+            for i, a in enumerate(along([F[k] - F0[k] for k in range(NQ)])):
+                A[i * NT + j] = a
+        piv = [0] * NT
+        bad = lu_factor(NT, A, piv)
+        if not bad:
+            lu_solve(NT, A, piv, b)
+        if bad or not all(isfinite(x) for x in b):
+            self.message = ("the static trim has no unique solution at the start (t=%.9g): %s" % (
+                self.t, "the solved preloads are not finite" if not bad else
+                "a trimmed spring does not act on its coordinate there, or two act alike"))
+            return 1
+        for (_, inp), x in zip(m.trims, b):
+            self.u[inp] = x
+        return 0
+
+    def assemble(self, trim=False):
+        """fmigen_core_assemble: complete q, v from q_i, v_i; residual,
+        outputs.  ``trim``: and the static trims at that start (``trim``,
+        initialization)."""
         m = self.m
         for k in range(m.NI):
             if not isfinite(self.q[m.independent[k]]) or not isfinite(self.v[m.independent[k]]):
@@ -295,6 +343,8 @@ class Core:
             return 1
         # the accepted solution: the next solve predicts from it
         self.base_accept(self.t, self.q, self.v, sol)
+        if trim and m.trims and self.trim():
+            return 1
         if m.NC > 0:
             phi = [0.0] * m.NC
             m.phi(self.t, self.q, self.v, self.p, self.u, phi)
@@ -561,9 +611,9 @@ class SlaveMethods:
         except FmuError:
             self.fg_state = "error"
             raise
-        if self.core.assemble():
+        if self.core.assemble(trim=True):
             self.fg_state = "error"
-            self._fail("the start cannot be assembled: %s" % self.core.message)
+            self._fail("fmi2ExitInitializationMode: %s" % self.core.message)
         self.assembled = True
         self.last_successful_time = self.core.t
         self.fg_state = "step"
@@ -576,7 +626,8 @@ class SlaveMethods:
         if self.assembled:
             return
         snap = self.core.snapshot()
-        if self.core.assemble():
+        # in initialization the trims follow the start (as fmigen_instance.c)
+        if self.core.assemble(trim=self.fg_state == "init"):
             msg = self.core.message
             self.core.restore(snap)
             self._fail("%s: %s" % ("the start cannot be assembled" if self.fg_state == "init" else "GetReal", msg))

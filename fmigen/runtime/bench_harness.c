@@ -87,7 +87,7 @@ static double seconds(clockid_t id)
 static void start_state(FmigenCore *c, double *x)
 {
     fmigen_core_init(c, FMIGEN_EULER);
-    if (fmigen_core_assemble(c)) { fprintf(stderr, "assemble failed: %s\n", fmigen_core_message(c)); exit(2); }
+    if (fmigen_core_assemble(c) || fmigen_core_trim(c)) { fprintf(stderr, "assemble failed: %s\n", fmigen_core_message(c)); exit(2); }
     fmigen_state_get(c, x);
 }
 
@@ -211,7 +211,7 @@ static int worst_case_main(double T, double h, long nsteps, int solver)
     long counted = 0, failed = 0, unset = 0;
     fmigen_core_init(&c, solver);
     c.h = h;
-    if (fmigen_core_assemble(&c)) { fprintf(stderr, "assemble failed: %s\n", fmigen_core_message(&c)); return 2; }
+    if (fmigen_core_assemble(&c) || fmigen_core_trim(&c)) { fprintf(stderr, "assemble failed: %s\n", fmigen_core_message(&c)); return 2; }
     /* the motion: up to a step that fails (a motion that runs into a
      * singular configuration, the eight-link's at 0.94 s), which is counted */
     long motion = 0;
@@ -342,7 +342,7 @@ static int kinematic_main(double T, double h, long nsteps, int repeats, int call
     static FmigenCore c;
     fmigen_core_init(&c, FMIGEN_EULER);
     c.h = h;
-    if (fmigen_core_assemble(&c)) { fprintf(stderr, "assemble failed: %s\n", fmigen_core_message(&c)); return 2; }
+    if (fmigen_core_assemble(&c) || fmigen_core_trim(&c)) { fprintf(stderr, "assemble failed: %s\n", fmigen_core_message(&c)); return 2; }
     const FmigenCore start = c;
     if (callgrind) {
         if (run_kinematic(&c, nsteps, qi, vi, NULL)) return 1;

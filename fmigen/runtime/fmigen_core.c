@@ -188,6 +188,73 @@ static int prescribe(const FmigenCore *c, const FmigenPartition *P, double t, co
 }
 #endif
 
+#if FMIGEN_NTRIM > 0 && !FMIGEN_FORMULATION && !FMIGEN_KINEMATIC
+/* The static trims (model.Trim, fmigen/frontends/joint_trim.py) at the
+ * assembled start: the preloads (hidden inputs) that make Nᵀ F = 0 on the
+ * trimmed coordinates' rows, N = [I; −Φ_d⁻¹Φ_i], F the generalized force at
+ * rest (fmigen_rest_forces).  N's column of an independent coordinate is
+ * what the embedding completes v to from a unit rate of it, the other
+ * independent rates 0, less what it completes from all 0 (Φ_t); F is affine
+ * in the preloads: evaluated at preload 0 and at each unit preload. */
+int fmigen_core_trim(FmigenCore *c)
+{
+    enum { NT = FMIGEN_NTRIM };
+    const FmigenPartition *P = FMIGEN_PART(c);
+    const double *trig = FMIGEN_MEMO_TRIG(&c->solved);
+    double N[NT][NQ], zero[NQ], F0[NQ], F[NQ], A[NT * NT], b[NT], u[NU];
+    int piv[NT];
+    /* q complete: fmigen_rest_forces reads the angles the kinematics
+     * defers (held in trig only until observed) */
+    fmigen_core_observe_some(c, FMIGEN_OBSERVE_ANGLES);
+    /* the inputs at their declared starts: the design loads the trim
+     * balances (a tire load set before initialization is a disturbance
+     * the preload does not absorb) */
+    memcpy(u, fmigen_u_default, sizeof u);
+    for (int j = 0; j < NT; j++) u[fmigen_trim_input[j]] = 0.0;
+    memset(zero, 0, sizeof zero);
+    int k = P->velocities(c->t, c->q, zero, c->p, u, trig);
+    for (int i = 0; i < NT && !k; i++) {
+        memset(N[i], 0, sizeof N[i]);
+        N[i][fmigen_trim_coordinate[i]] = 1.0;
+        k = P->velocities(c->t, c->q, N[i], c->p, u, trig);
+        for (int m = 0; m < NQ; m++) N[i][m] -= zero[m];
+    }
+    if (k) return fmigen_core_fail(c, FMIGEN_ERR_EMBEDDING, k, c->t);
+    memset(zero, 0, sizeof zero);
+    FMIGEN_MODEL_FN(fmigen_rest_forces)(c->t, c->q, zero, c->p, u, F0);
+    for (int i = 0; i < NT; i++) {
+        double s = 0.0;
+        for (int m = 0; m < NQ; m++) s += N[i][m] * F0[m];
+        b[i] = -s;
+    }
+    for (int j = 0; j < NT; j++) {
+        u[fmigen_trim_input[j]] = 1.0;
+        FMIGEN_MODEL_FN(fmigen_rest_forces)(c->t, c->q, zero, c->p, u, F);
+        u[fmigen_trim_input[j]] = 0.0;
+        for (int i = 0; i < NT; i++) {
+            double s = 0.0;
+            for (int m = 0; m < NQ; m++) s += N[i][m] * (F[m] - F0[m]);
+            A[i * NT + j] = s;
+        }
+    }
+    /* LU with partial pivoting: a pivot below 1e-13 of the largest entry,
+     * or a non-finite one, is a trim the start leaves singular */
+    if (fmigen_lu_factor(NT, A, piv)) return fmigen_core_fail(c, FMIGEN_ERR_TRIM, 0, c->t);
+    fmigen_lu_solve(NT, A, piv, b);
+    if (!fmigen_all_finite(b, NT)) return fmigen_core_fail(c, FMIGEN_ERR_TRIM, 1, c->t);
+    for (int j = 0; j < NT; j++) c->u[fmigen_trim_input[j]] = b[j];
+    /* the outputs read the preloads */
+    c->observe_pending |= FMIGEN_OBSERVE_RESIDUAL | FMIGEN_OBSERVE_OUTPUTS;
+    return 0;
+}
+#else
+int fmigen_core_trim(FmigenCore *c)
+{
+    (void)c;
+    return 0;
+}
+#endif
+
 /* ``uout`` (NULL: not wanted) receives the inputs the accelerations used,
  * the prescribed coordinates' drives included. */
 static int rhs(FmigenCore *c, double t, const double *x, double *dx, int accept, double *uout)
@@ -714,6 +781,11 @@ const char *fmigen_core_message(FmigenCore *c)
     case FMIGEN_ERR_STEPS:
         snprintf(m, size, "a step of %g s needs more than %.0f internal steps", c->err_x[0],
                  (double)FMIGEN_MAX_STEPS_PER_CALL);
+        break;
+    case FMIGEN_ERR_TRIM:
+        snprintf(m, size, "the static trim has no unique solution at the start (t=%.9g): %s", t,
+                 c->err_code ? "the solved preloads are not finite"
+                             : "a trimmed spring does not act on its coordinate there, or two act alike");
         break;
     default:
         fmigen_formulation_message(c);   /* fmigen_augmented.c's kinds */

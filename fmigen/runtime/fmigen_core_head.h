@@ -46,7 +46,8 @@ enum {
     FMIGEN_ERR_LIMIT,             /* limit position: err_x = max|v_i| (or max|v_d|/‖B‖), max|v_d|, 2 steps apart */
     FMIGEN_ERR_STEPS,             /* a step of err_x[0] s over FMIGEN_MAX_STEPS_PER_CALL internal steps */
     FMIGEN_ERR_AUGMENTED_STATE,   /* augmented formulation: non-finite coordinate or velocity */
-    FMIGEN_ERR_AUGMENTED_SINGULAR /* augmented formulation: matrix err_code singular */
+    FMIGEN_ERR_AUGMENTED_SINGULAR, /* augmented formulation: matrix err_code singular */
+    FMIGEN_ERR_TRIM               /* static trim singular (0) or not finite (1) at the start */
 };
 
 /* The first fields of every model's FmigenCore (fmigen_runtime.h), the same
@@ -72,6 +73,10 @@ void fmigen_core_init(FmigenCore *c, int solver);
  * nobody reads bare, residual and outputs follow in fmigen_core_observe.  0
  * on success, else an error recorded in c (fmigen_core_message). */
 int fmigen_core_assemble(FmigenCore *c);
+/* After the start is assembled (initialization): the static trims' preloads
+ * (model.Trim) at it, into their inputs; 0, else an error recorded in c.
+ * Nothing to do (0) for a model without trims. */
+int fmigen_core_trim(FmigenCore *c);
 /* Before q, residual or y are read: complete them for the assembled (or,
  * augmented, integrated) q, v, unless that was done already.  _some: only
  * `what` (FMIGEN_OBSERVE_* bits), and what that needs (the residual and the

@@ -250,6 +250,12 @@ int fg_exit_initialization(FgInstance *in)
         in->s.state = S_ERROR;
         return fg_fail(in, "the start cannot be assembled: %s", fmigen_core_message(core_of(in)));
     }
+    /* the static trims at the start just assembled, from the parameters
+     * set (hard points included): fixed from here on */
+    if (fmigen_core_trim(core_of(in))) {
+        in->s.state = S_ERROR;
+        return fg_fail(in, "ExitInitializationMode: %s", fmigen_core_message(core_of(in)));
+    }
     in->s.assembled = 1;
     in->s.have_rhs = 0;
     in->s.last_successful_time = in->s.core.t;
@@ -294,7 +300,9 @@ static int ensure_assembled(FgInstance *in)
      * and the last accepted state, never on the trials before it */
     const int keep_base = in->kind == FG_ME && in->s.state != S_INIT;
     /* on failure the error as recorded (formatted when read: eval_failure) */
-    if (fg_core_assemble_trial(core_of(in), project, keep_base)) return 1;
+    /* in initialization the trims follow the start (ExitInitializationMode
+     * solves them once more) */
+    if (fg_core_assemble_trial(core_of(in), project, keep_base, in->s.state == S_INIT)) return 1;
     in->s.assembled = 1;
     return 0;
 }

@@ -62,8 +62,9 @@ extern const FgModel fg_model;
  * initialization: its check of the integrated q, v; project = 0), on a
  * copy: on failure only c's error record changes.  keep_base: c's
  * accepted kinematics solution stays (the warm start moves only where the
- * importer accepts a state).  0, or 1 on failure. */
-int fg_core_assemble_trial(FmigenCore *c, int project, int keep_base);
+ * importer accepts a state).  trim: then the static trims at that start
+ * (fmigen_core_trim; in initialization).  0, or 1 on failure. */
+int fg_core_assemble_trial(FmigenCore *c, int project, int keep_base, int trim);
 /* the state derivative at (t, c's x) into dx (nx entries); accept: the
  * solve becomes the base the next one continues.  0, or 1 on failure. */
 int fg_core_derivatives(FmigenCore *c, double t, int accept, double *dx);

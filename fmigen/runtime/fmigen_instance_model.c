@@ -57,10 +57,10 @@ const FgModel fg_model = {
 #endif
 };
 
-int fg_core_assemble_trial(FmigenCore *c, int project, int keep_base)
+int fg_core_assemble_trial(FmigenCore *c, int project, int keep_base, int trim)
 {
     FmigenCore tmp = *c;
-    if (project ? fmigen_core_assemble(&tmp) : fmigen_core_refresh(&tmp)) {
+    if ((project ? fmigen_core_assemble(&tmp) : fmigen_core_refresh(&tmp)) || (trim && fmigen_core_trim(&tmp))) {
         c->err_kind = tmp.err_kind;
         c->err_code = tmp.err_code;
         c->err_t = tmp.err_t;

@@ -74,6 +74,7 @@
 #define fg_terminate FMIGEN_NAME(fg_terminate)
 #define fg_update_discrete_states FMIGEN_NAME(fg_update_discrete_states)
 #define fmigen_core_assemble FMIGEN_NAME(fmigen_core_assemble)
+#define fmigen_core_trim FMIGEN_NAME(fmigen_core_trim)
 #define fmigen_core_init FMIGEN_NAME(fmigen_core_init)
 #define fmigen_core_message FMIGEN_NAME(fmigen_core_message)
 #define fmigen_core_observe FMIGEN_NAME(fmigen_core_observe)
@@ -130,6 +131,9 @@
 #define fmigen_prescribed_input FMIGEN_MODEL_NAME(fmigen_prescribed_input)
 #define fmigen_prescribed_drive FMIGEN_MODEL_NAME(fmigen_prescribed_drive)
 #define fmigen_prescribed_omega FMIGEN_MODEL_NAME(fmigen_prescribed_omega)
+#define fmigen_rest_forces FMIGEN_MODEL_NAME(fmigen_rest_forces)
+#define fmigen_trim_coordinate FMIGEN_MODEL_NAME(fmigen_trim_coordinate)
+#define fmigen_trim_input FMIGEN_MODEL_NAME(fmigen_trim_input)
 #define fmigen_v_start FMIGEN_MODEL_NAME(fmigen_v_start)
 #endif /* MODEL_IDENTIFIER */
 

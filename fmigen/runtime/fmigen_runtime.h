@@ -143,6 +143,17 @@ extern const int fmigen_prescribed_input[];
 extern const int fmigen_prescribed_drive[];
 extern const double fmigen_prescribed_omega[];
 #endif
+/* Static trims (model.Trim, codegen._trim_code): per trim the coordinate's
+ * index in q and its preload's input (index in u), and the generalized
+ * force at rest F(q, p, u) (v = 0), which fmigen_core_trim projects. */
+#ifndef FMIGEN_NTRIM
+#define FMIGEN_NTRIM 0
+#endif
+#if FMIGEN_NTRIM > 0
+extern const int fmigen_trim_coordinate[];
+extern const int fmigen_trim_input[];
+void fmigen_rest_forces(double t, const double *q, const double *v, const double *p, const double *u, double *out);
+#endif
 /* A body's mass >= 0 and its central inertia positive semidefinite at the
  * tunable parameters p (generated from dae.mass_checks, the conditions that
  * read tunable parameters; a mass must also be finite): 0, or 1 + the first
@@ -460,6 +471,9 @@ extern __typeof__(fmigen_outputs) FMIGEN_AVX_NAME(fmigen_outputs);
 extern __typeof__(fmigen_outputs_trig) FMIGEN_AVX_NAME(fmigen_outputs_trig);
 #if FMIGEN_NZ > 0
 extern __typeof__(fmigen_event_indicators) FMIGEN_AVX_NAME(fmigen_event_indicators);
+#endif
+#if FMIGEN_NTRIM > 0
+extern __typeof__(fmigen_rest_forces) FMIGEN_AVX_NAME(fmigen_rest_forces);
 #endif
 extern __typeof__(fmigen_atan2) FMIGEN_AVX_NAME(fmigen_atan2);
 extern __typeof__(fmigen_sincos) FMIGEN_AVX_NAME(fmigen_sincos);

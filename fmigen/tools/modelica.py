@@ -155,6 +155,9 @@ def refuse_mechanism(mech):
     before the equations of motion and the triangularization, so a refusal
     costs no derivation."""
     why = []
+    if mech.trims:
+        # export_mechanism folds them (joint_trim.fold_trims)
+        why.append(f"static trims ({', '.join(tr.spring for tr in mech.trims)}) as the runtime's hidden inputs")
     if mech.switch_independent:
         # the switching model's states are the active partition's chart
         # (modelica_switching); these read the declared partition's
@@ -441,7 +444,10 @@ def export_mechanism(spec, package=None, log=None, use_cache=True, predictor_per
     derivation) of a mechanism (a spec ``pipeline.load_mechanism`` reads or a
     mechanism object), derived as ``fmigen build`` derives it."""
     from fmigen.build.pipeline import compile_model, prepare_mechanism
-    mech = prepare_mechanism(spec, log, use_cache)
+    from fmigen.frontends.joint_trim import fold_trims
+    # static trims solved at the build's start and default geometry (no
+    # initialization here to solve them at a set hard point)
+    mech = fold_trims(prepare_mechanism(spec, log, use_cache))
     refuse_mechanism(mech)   # before deriving: export() refuses it too
     compiled = compile_model(mech, use_cache=use_cache, log=log, generate_c=False)
     text = export(compiled, package, predictor_period)

@@ -73,6 +73,7 @@ from sympy.printing.c import C99CodePrinter
 from fmigen.derive.dae import DAE
 from fmigen.model import ModelError, t as T_SYM
 from fmigen.verify.prescribed import DAEDrives, solve_bordered
+from fmigen.verify.trims import dae_trims
 
 
 #: compiler flags.  -O0: gcc -O1 on a large mechanism's one long function
@@ -358,6 +359,9 @@ def solve_reference(dae: DAE, q0, v0, output_times, independent: list[str], rtol
     dep = [i for i, nm in enumerate(dae.names) if nm not in independent]
 
     num = compiled(dae, drives)
+    if dae.mechanism.trims:
+        # the trimmed preloads at this start, in the DAE's input values
+        dae_trims(dae, num, times[0], q0, independent, ReferenceSolverError)
 
     def resfn(tt, y, yp, res):
         q, v, lam = y[:n], y[n:2 * n], y[2 * n:2 * n + m]

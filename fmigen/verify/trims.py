@@ -12,6 +12,8 @@ solved (as the drives of ``prescribed.py`` are).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 
@@ -57,3 +59,44 @@ def cartesian_trims(model, tt, X, R, independent, wind, error):
 
     return affine_preloads(model.system, set_preloads,
                            lambda: twists @ model.body_forces(tt, X, R, rest, wind)[0], error)
+
+
+def dae_trims(dae, num, tt, q0, independent, error):
+    """{spring: preload} of the mechanism's trims (``model.Trim``) in the
+    reference on the DAE (``reference.py``) at its assembled start ``q0``,
+    put into the DAE's input values (``dae.numeric.pu``) that its
+    evaluations read: the generalized force at rest (``num``, a
+    ``CompiledDAE``, at v = 0) along the motions the constraints allow
+    with the trimmed coordinate moving at unit rate and the other
+    independent ones held (Φ_q's own solve, numpy).  ``error``: the
+    reference's exception class."""
+    mech = dae.mechanism
+    inputs = [str(u) for u in dae.inputs]
+    slot = {tr.spring: len(dae.tunable) + inputs.index(tr.input) for tr in mech.trims}
+    pu, n = dae.numeric.pu, dae.n
+    dep = [k for k, name in enumerate(dae.names) if name not in independent]
+    rest = np.zeros(n)
+    num.eval(tt, q0, rest)
+    J = num.Phi_q
+    N = np.zeros((len(mech.trims), n))
+    for i, tr in enumerate(mech.trims):
+        if tr.coordinate not in independent:
+            raise error(f"trimmed coordinate '{tr.coordinate}' is not an independent coordinate of "
+                        f"'{mech.name}' (have {', '.join(independent)})")
+        j = dae.names.index(tr.coordinate)
+        N[i, j] = 1.0
+        if dep:
+            N[i, dep] = -np.linalg.lstsq(J[:, dep], J[:, j], rcond=None)[0]
+
+    def set_preloads(p):
+        for spring, k in slot.items():
+            pu[k] = p.get(spring, 0.0)
+
+    def along():
+        num.eval(tt, q0, rest)
+        return N @ num.F
+
+    described = SimpleNamespace(name=mech.name, trims=[(tr.spring, tr.coordinate) for tr in mech.trims])
+    values = affine_preloads(described, set_preloads, along, error)
+    set_preloads(values)
+    return values
