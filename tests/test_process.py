@@ -87,8 +87,10 @@ def test_a_remembered_deduction_sets_what_sympys_sets():
     # pair and as a dict: the first telling deduces, the second replays
     sympys = _sympys_deduction()
     remembered = process._remembered_deduction(sympys)
+    # classes made at run time (sympy's undefined functions, as another test
+    # in the same worker may have made) have no module: sort them by name
     classes = sorted((c for c in set(_subclasses(Basic)) if "default_assumptions" in c.__dict__),
-                     key=lambda c: (c.__module__, c.__qualname__))
+                     key=lambda c: (c.__module__ or "", c.__qualname__))
     facts = sorted(StdFactKB(()).rules.defined_facts)
     compared = inconsistent = 0
     for cls in classes:
