@@ -80,6 +80,7 @@ from fmigen.frontends.joint_poses import _Tree, _world_poses, joint_transform, r
 from fmigen.frontends.joint_tree import spanning_tree
 from fmigen.joints import JointSystem, Marker
 from fmigen.model import FloatingBase, Mechanism, ModelError, t
+from fmigen.symbolic import shared_xreplace
 
 
 # --- closure equations ----------------------------------------------------------
@@ -856,9 +857,8 @@ def _trim(system, m, placeholders):
         N[dep, :] = -np.linalg.solve(J[:, dep], J[:, ind])
     at_rest = {**dict(zip(dae.q_sym, q0.tolist())), **{v: 0 for v in dae.v_sym}, t: 0,
                **dict(zip(dae.inputs, dae.input_values))}
-    # the trim holds at the design pose of the default geometry (N above is
-    # Φ_q's there): a hard point enters it at its default, and setting one in
-    # the FMU moves the start without trimming again
+    # the trim holds at the design pose of the default geometry (N above is Φ_q's there): a hard
+    # point enters it at its default, and setting one in the FMU moves the start without trimming again
     hard = {p.symbol: rational(p.value, m.float_rule) for p in m.parameters if p.is_hard_point}
     F = [sp.sympify(f).xreplace({**at_rest, **hard}) for f in dae.F]
     rows = []
@@ -880,11 +880,12 @@ def _trim(system, m, placeholders):
     solution = {}
     for i, (spring, _) in enumerate(system.trims):
         solution[placeholders[spring]] = sp.Add(*[sp.Float(Ainv[i, j]) * b[j] for j in range(len(unknowns))])
-    # build_dae replaced structural parameters by numbers and kept tunable
-    # ones as their own symbols, the same symbols m uses: the solution
-    # substitutes into m directly
+    # build_dae replaced structural parameters by numbers and kept tunable ones as their own
+    # symbols, the same symbols m uses: the solution substitutes into m directly
+    shared = {}   # each sub-expression object once over m's expressions (symbolic.shared_xreplace)
+
     def put(e):
-        return sp.sympify(e).xreplace(solution)
+        return shared_xreplace(sp.sympify(e), solution, shared)
 
     # point forces (and their floating-base forms) are (point, force) pairs of tuples
     m.point_forces = [tuple(tuple(put(x) for x in part) for part in pf) for pf in m.point_forces]

@@ -28,7 +28,8 @@ from fmigen.generate.chunking import chunked
 from fmigen.generate.codegen_kinematics import hoisted_knowns, kinematics_code
 from fmigen.generate.codegen_lanes import lane_classes, residual_function
 from fmigen.generate.mass_checks import mass_check_code, mass_check_defaults
-from fmigen.generate.printer import SymbolMap, shared_atoms, shared_xreplace, sincos_into
+from fmigen.generate.printer import SymbolMap, sincos_into
+from fmigen.symbolic import shared_atoms, shared_xreplace
 from fmigen.generate.statements import _function, assignments
 from fmigen.kinematics.sweep_measures import block_layout
 from fmigen.kinematics.sequences import Triangularization
