@@ -26,21 +26,26 @@ def shared_xreplace(expr, rule: dict, memo: dict | None = None):
     replaced once.  ``memo`` ({id: (object, result)}, holding the objects,
     so no id is reused while it lives) may be shared by calls with the same
     rule."""
-    memo = {} if memo is None else memo
+    return _walk(expr, rule, {} if memo is None else memo, False) if rule else expr
 
+
+def _walk(expr, rule: dict, memo: dict, as_msubs: bool):
+    """``shared_xreplace`` or, ``as_msubs``, ``shared_msubs``."""
     def walk(e):
         found = memo.get(id(e))
         if found is not None:
             return found[1]
         if e in rule:
             out = rule[e]
+        elif as_msubs and (not e.args or e.is_Derivative):
+            out = e
         else:
             args = e.args
             new = [walk(a) if isinstance(a, sp.Basic) else a for a in args]
-            out = e.func(*new) if any(n is not a for n, a in zip(new, args)) else e
+            out = e.func(*new) if as_msubs or any(n is not a for n, a in zip(new, args)) else e
         memo[id(e)] = (e, out)
         return out
-    return walk(expr) if rule else expr
+    return walk(expr)
 
 
 def shared_atoms(exprs, *types) -> set:
@@ -67,19 +72,7 @@ def shared_msubs(expr, rule: dict, memo: dict):
     rebuilds them all, which can change a node that is not in canonical
     form).  Each sub-expression object once; ``memo`` as in
     ``shared_xreplace``, for calls with the same rule."""
-    def walk(e):
-        found = memo.get(id(e))
-        if found is not None:
-            return found[1]
-        if e in rule:
-            out = rule[e]
-        elif not e.args or e.is_Derivative:
-            out = e
-        else:
-            out = e.func(*[walk(a) for a in e.args])
-        memo[id(e)] = (e, out)
-        return out
-    return walk(expr)
+    return _walk(expr, rule, memo, True)
 
 
 def times(A, B):
