@@ -30,6 +30,7 @@ import sympy as sp
 from fmigen.mechanics import me
 
 from fmigen.differentiation import FunctionDerivative, time_derivative
+from fmigen.kanes_method import KanesMethod
 
 #: The time symbol shared with ``sympy.physics.mechanics``.
 t = me.dynamicsymbols._t
@@ -635,7 +636,7 @@ class Mechanism:
                     loads.append((place(point, None, f"F_{k}"), self._vec(force)))
                 else:
                     loads.append((place(point, rel[0], f"F_{k}"), in_base(rel[1])))
-            kane = me.KanesMethod(N, q_ind=q, u_ind=u, kd_eqs=kd, kd_eqs_solver=_identity_solver)
+            kane = KanesMethod(N, q_ind=q, u_ind=u, kd_eqs=kd, kd_eqs_solver=_identity_solver)
             kane.kanes_equations(bodies, loads)
             Mt, Ft = kane.mass_matrix, kane.forcing
         finally:

@@ -267,7 +267,7 @@ def test_shared_xreplace_and_atoms_are_sympys():
     another key of the rule (the node is replaced before its arguments),
     where a replacement merges terms (the rebuilt node evaluates), and with
     one memo over several expressions."""
-    from fmigen.generate.printer import shared_atoms, shared_xreplace
+    from fmigen.symbolic import shared_atoms, shared_xreplace
     x, y, z = sp.symbols("x y z", real=True)
     shared = sp.sin(x) * sp.cos(y) + x * y
     exprs = [shared, shared ** 2 + 3 * shared, sp.sin(x + shared) * shared, sp.Integer(5),

@@ -24,6 +24,7 @@ from fmigen.derive import lambdify_numpy
 from fmigen.derive.derivatives import jacobian
 from fmigen.floats import exact_floats, rational
 from fmigen.model import Mechanism, ModelError, acceleration_symbol, t
+from fmigen.symbolic import shared_xreplace, times
 
 
 #: the DAE's derivatives of Φ (cached properties), which take tunable
@@ -90,8 +91,10 @@ class DAE:
 
         γ = −(Φ_q q̇)_q q̇ − 2 Φ_qt q̇ − Φ_tt."""
         v = sp.Matrix(self.v_sym)
-        Phiq_v = self.Phi_q * v
-        return -(jacobian(Phiq_v, self.q_sym) * v) - 2 * (self.Phi_q.diff(t) * v) - self.Phi_t.diff(t)
+        # the products by times: sympy's, without its search for infinite
+        # entries in Φ_q (symbolic.py)
+        Phiq_v = times(self.Phi_q, v)
+        return -times(jacobian(Phiq_v, self.q_sym), v) - 2 * times(self.Phi_q.diff(t), v) - self.Phi_t.diff(t)
 
     @cached_property
     def hard_points(self) -> dict:
@@ -107,7 +110,8 @@ class DAE:
     def at_hard_points(self, values: dict) -> "DAE":
         """The same DAE with hard points {name: value} set (the others kept):
         the build samples each hard point's range with it."""
-        by_name = {str(s): k for k, s in enumerate(self.tunable)}
+        # (a symbol's name, not str(): the printer costs the sweep of a vehicle's samples seconds)
+        by_name = {s.name: k for k, s in enumerate(self.tunable)}
         tunable_values = list(self.tunable_values)
         for name, v in values.items():
             tunable_values[by_name[name]] = float(v)
@@ -230,10 +234,14 @@ def build_dae(mech: Mechanism, at_rest: bool = False) -> DAE:
     # the derivative of a constant, zero)
     replace.update({qd.diff(t, 2): acceleration_symbol(n) for qd, n in zip(dyn, names)})
 
+    shared = {}
+
     def plain(expr):
         # xreplace, not subs: structural replacement is all that is needed and
-        # subs is ~50x slower on the Stewart platform's forcing vector.
-        return sp.sympify(expr).xreplace(replace)
+        # subs is ~50x slower on the Stewart platform's forcing vector; each
+        # sub-expression object once over M, F, Φ and the outputs, which
+        # share them (symbolic.shared_xreplace)
+        return shared_xreplace(sp.sympify(expr), replace, shared)
 
     def plain_exact(expr):
         # floats exact before the geometry is substituted: 0.3·l with l = 0.7

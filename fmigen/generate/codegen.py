@@ -25,10 +25,11 @@ import sympy as sp
 
 from fmigen.derive.embed import Embedding
 from fmigen.generate.mass_checks import mass_check_code, mass_check_defaults
-from fmigen.generate.printer import SymbolMap, shared_atoms, shared_xreplace, sincos_into
+from fmigen.generate.printer import SymbolMap, sincos_into
 from fmigen.kinematics.sweep_measures import block_layout, solution_start_values
 from fmigen.kinematics.sequences import Triangularization
 from fmigen.model import ModelError, t
+from fmigen.symbolic import shared_atoms, shared_xreplace
 
 
 @dataclass
