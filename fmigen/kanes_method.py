@@ -16,8 +16,7 @@ own), with three changes:
   "auxiliary speeds to zero", of which there are none) stay: msubs
   rebuilds every node from its arguments, and a product the vector algebra
   left out of canonical form comes out another expression (equal in
-  value, not in form: without them the vehicle's mass matrix differed in
-  85 entries);
+  value, not in form);
 * the product of the mass matrix and u̇ in Fr* skips sympy's search for
   infinite entries (``symbolic.times``).
 """

@@ -57,13 +57,16 @@ def _harness_run(gen, workdir, avx, seconds="0.4"):
     return exe, json.loads(r.stdout)
 
 
-@pytest.mark.parametrize("name", ["stewart", "five_link", "landing_gear_dynamic", "fourbar_chain", "stephenson3"])
+@pytest.mark.parametrize("name", ["stewart", "five_link", "landing_gear_dynamic", "fourbar_chain", "stephenson3",
+                                  "tests/data/quarter_car_trim_hard_point.py"])
 def test_the_avx_copy_ends_in_the_same_bits_as_the_sse2_copy(name, tmp_path):
     """Stewart: the embedding's straight-line code; the five-link: its 5×5
     Newton block with the LU, and its kinematic run (q_i driven, q_d and v_d
     solved every step); the landing gear: polynomial roots and a
     Newton-first block; fourbar_chain: γ by forward differentiation; the
-    Stephenson six-bar: sequence steps the AVX copy calls in the SSE2 copy.  The
+    Stephenson six-bar: sequence steps the AVX copy calls in the SSE2 copy;
+    the trimmed quarter car: both runs start from the preload the runtime
+    solved (an untrimmed one sags away from it).  The
     benchmark's loop (final_q, final_v) and one fmigen_core_step over the
     whole run (core_step_max_diff against that loop: 0 in both builds)."""
     mech = load_mechanism(name)

@@ -373,3 +373,21 @@ def test_quarter_car_trim_follows_a_hard_point_through_its_loop(tmp_path):
         assert np.abs(res["der(z)"]).max() < 1e-8
         trims.append(reference)
     assert abs(trims[1] - trims[0]) > 1e-4 * abs(trims[0])
+
+
+def test_the_generators_refuse_a_trim_along_a_coordinate_their_partition_makes_dependent():
+    """The runtime's trim balances the independent coordinates' rows, so
+    both generators take the trims' coordinates from the embedding, which
+    refuses one its partition makes dependent (a numerically chosen
+    partition can change with a replayed start, which skips the build's own
+    check); here the trimmed travel swapped with a dependent coordinate."""
+    import dataclasses
+    from conftest import compiled_model
+    emb = compiled_model("tests/data/quarter_car_trim_hard_point.py").embedding
+    names = list(emb.dae.names)
+    z, other = names.index("z"), emb.dependent[0]
+    assert emb.trim_coordinates() == [z]
+    swapped = dataclasses.replace(emb, independent=[other if k == z else k for k in emb.independent],
+                                  dependent=[z if k == other else k for k in emb.dependent])
+    with pytest.raises(ModelError, match="along 'z': 'z' is a dependent coordinate"):
+        swapped.trim_coordinates()

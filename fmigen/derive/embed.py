@@ -22,6 +22,7 @@ import sympy as sp
 
 from fmigen.derive.dae import DAE
 from fmigen.derive.partition import Partition
+from fmigen.model import ModelError
 
 
 @dataclass
@@ -38,6 +39,24 @@ class Embedding:
     @property
     def f(self):
         return len(self.independent)
+
+    def trim_coordinates(self) -> list[int]:
+        """Per static trim (``model.Trim``) its coordinate's index in q,
+        which must be independent in this partition: the runtime's trim
+        balances the independent coordinates' rows.  The build's own check
+        (``joint_trim.trim_solution``) is skipped where a start change
+        replays the conversion, and a partition chosen numerically at the
+        start can change with it, so the generators check here."""
+        names = list(self.dae.names)
+        mech = self.dae.mechanism
+        independent = [names[k] for k in self.independent]
+        for tr in mech.trims:
+            if tr.coordinate not in independent:
+                raise ModelError(f"'{mech.name}': trim of spring '{tr.spring}' along '{tr.coordinate}': "
+                                 f"'{tr.coordinate}' is a dependent coordinate (the independent ones are "
+                                 f"{', '.join(independent)}); trim along an independent coordinate, "
+                                 "or declare s.independent")
+        return [names.index(tr.coordinate) for tr in mech.trims]
 
 
 def embed(dae: DAE, part: Partition) -> Embedding:

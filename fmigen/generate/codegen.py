@@ -500,7 +500,7 @@ def generate(emb: Embedding, tri: Triangularization, model_identifier: str, shar
     residual_angles, outputs_angles = _observation_functions(emb, tri, symbols, observe, sig, parts,
                                                              (quantities, sorted(trig[0])))
     parts.append(_partition_table(emb, tri, alternatives))
-    trim_parts = _trim_code(dae, symbols, sig)
+    trim_parts = _trim_code(emb, symbols, sig)
     parts += trim_parts
     # time events (Model Exchange nextEventTime): breakpoints of loads piecewise in t
     events = dae_time_events(dae)
@@ -595,12 +595,13 @@ def _observation_functions(emb: Embedding, tri: Triangularization, symbols: Symb
     return residual_angles, outputs_angles
 
 
-def _trim_code(dae, symbols: SymbolMap, sig: str) -> list[str]:
+def _trim_code(emb: Embedding, symbols: SymbolMap, sig: str) -> list[str]:
     """What ``fmigen_core_trim`` reads (``model.Trim``): the generalized
     force at rest, F(q, p, u) at v = 0 (``Mechanism.forces_at_rest``: the
     loads without the equations of motion), per trim its coordinate's index
     in q and its preload's input's in u.  Nothing without trims."""
     from fmigen.derive.dae import build_dae
+    dae = emb.dae
     mech = dae.mechanism
     if not mech.trims:
         return []
@@ -609,7 +610,7 @@ def _trim_code(dae, symbols: SymbolMap, sig: str) -> list[str]:
     rest = build_dae(mech, at_rest=True)
     inputs = [str(u) for u in dae.inputs]
     return [_matrix_function(dae, symbols, "fmigen_rest_forces", sig, rest.F),
-            _arr("int", "fmigen_trim_coordinate", [dae.names.index(tr.coordinate) for tr in mech.trims]),
+            _arr("int", "fmigen_trim_coordinate", emb.trim_coordinates()),
             _arr("int", "fmigen_trim_input", [inputs.index(tr.input) for tr in mech.trims])]
 
 

@@ -81,8 +81,8 @@ def solve_block_numeric(dae, solved_block: TriangularBlock, q: dict, tt: float, 
     warm = warm or choose_from or {c.name: c.start for c in dae.mechanism.coordinates}
     if solved_block.method == "newton":
         return newton_numeric(dae, solved_block, q, tt, warm)
-    # only the coordinates the block's expressions read: a vehicle's block reads a
-    # few of its 75, and making each an 80-digit Float took a tenth of its build's sweeps
+    # only the coordinates the block's expressions read: a block of a large model
+    # reads a few of them, and an 80-digit Float of each of the others is wasted work
     reads = set().union(*(e.free_symbols for e in (*solved_block.abstractions.values(),
                                                    *solved_block.known_ring.values(), *solved_block.recover.values())))
     known = {s: sp.Float(q[s.name], PREC) for s in dae.q_sym if s.name in q and s in reads}

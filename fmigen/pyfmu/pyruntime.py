@@ -480,7 +480,8 @@ def generate(compiled, solver="rk4", step=1e-3) -> tuple[str, str, str]:
                      [str(u) for u in dae.inputs].index(p.drive), 1.0 / float(p.time_constant))
                     for p in mech.prescribed],
         # (coordinate, preload's input) per static trim (Core.trim)
-        trims=[(dae.names.index(tr.coordinate), [str(u) for u in dae.inputs].index(tr.input)) for tr in mech.trims],
+        trims=[(coord, [str(u) for u in dae.inputs].index(tr.input))
+               for coord, tr in zip(emb.trim_coordinates(), mech.trims)],
         # {index in p: (lower, upper)} per hard point (fmigen_instance.c's range check)
         hard_points={k: tuple(p.range) for k, p in enumerate(p_ for p_ in mech.parameters if p_.tunable)
                      if p.is_hard_point},

@@ -212,6 +212,12 @@ static int worst_case_main(double T, double h, long nsteps, int solver)
     fmigen_core_init(&c, solver);
     c.h = h;
     if (fmigen_core_assemble(&c) || fmigen_core_trim(&c)) { fprintf(stderr, "assemble failed: %s\n", fmigen_core_message(&c)); return 2; }
+#if FMIGEN_NTRIM > 0
+    /* the trimmed preloads are inputs the runtime solved at the start: a
+     * sample's inputs replace the others, never these */
+    double trims[FMIGEN_NTRIM];
+    for (int j = 0; j < FMIGEN_NTRIM; j++) trims[j] = c.u[fmigen_trim_input[j]];
+#endif
     /* the motion: up to a step that fails (a motion that runs into a
      * singular configuration, the eight-link's at 0.94 s), which is counted */
     long motion = 0;
@@ -227,7 +233,7 @@ static int worst_case_main(double T, double h, long nsteps, int solver)
         if (tag[0] == 'P') {
             fmigen_core_init(&c, solver);
             c.h = h;
-            broken = fmigen_core_assemble(&c) != 0;
+            broken = fmigen_core_assemble(&c) != 0 || fmigen_core_trim(&c) != 0;
             continue;
         }
         double x[NX], u[FMIGEN_DIM(NU)];
@@ -237,6 +243,9 @@ static int worst_case_main(double T, double h, long nsteps, int solver)
         if (broken) continue;
         fmigen_state_set(&c, x);
         for (int k = 0; k < NU; k++) c.u[k] = u[k];
+#if FMIGEN_NTRIM > 0
+        for (int j = 0; j < FMIGEN_NTRIM; j++) c.u[fmigen_trim_input[j]] = trims[j];
+#endif
 #if !FMIGEN_KINEMATIC
         if (fmigen_core_refresh(&c)) { unset++; broken = 1; continue; }
 #endif
@@ -448,7 +457,7 @@ int main(int argc, char **argv)
     static FmigenCore f;
     fmigen_core_init(&f, FMIGEN_EULER);
     f.h = h;
-    if (fmigen_core_assemble(&f) || fmigen_core_step(&f, T)) { fprintf(stderr, "core step: %s\n", fmigen_core_message(&f)); return 1; }
+    if (fmigen_core_assemble(&f) || fmigen_core_trim(&f) || fmigen_core_step(&f, T)) { fprintf(stderr, "core step: %s\n", fmigen_core_message(&f)); return 1; }
     fmigen_core_observe(&f);
     double diff = 0.0;
     for (int i = 0; i < NQ; i++) {
