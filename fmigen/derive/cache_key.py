@@ -131,6 +131,12 @@ def key_text(mech, options: dict, start: bool = True) -> str:
         model["described_start"] = None if mech.described_start is None else \
             {k: repr(float(v)) for k, v in mech.described_start.items()}
         model["unit_scales"] = [repr(float(x)) for x in mechanism_unit_scales(mech)]
+        # a hard point's default is the start's geometry: the derivation
+        # assembles the start there, and the code holds that assembly (the
+        # same coordinate guesses at another default assemble elsewhere)
+        hard_points = {p.name: repr(float(p.value)) for p in mech.parameters if p.is_hard_point}
+        if hard_points:
+            model["hard_points"] = hard_points
     if mech.redundant_constraints:
         # only when there are any, as below; the DAE's Phi_redundant is built from them
         model["redundant_constraints"] = [[c.name, s(c.expr)] for c in mech.redundant_constraints]
