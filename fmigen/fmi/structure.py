@@ -65,7 +65,8 @@ def dependencies(emb: Embedding) -> Dependencies:
     drive_of = {p.drive: p.input for p in dae.mechanism.prescribed}
     hidden = {s: drive_of[i.name] for s, i in zip(dae.inputs, dae.mechanism.inputs) if i.name in drive_of}
     # a trimmed preload is solved at initialization from the start and every
-    # parameter, and constant after it
+    # parameter, and constant after it; the loads it balances are the inputs'
+    # declared starts (fmigen_core_trim), not the inputs the importer sets
     trimmed = {i.symbol for i in dae.mechanism.inputs if any(tr.input == i.name for tr in dae.mechanism.trims)}
     indep_states = {qname[i] for i in emb.independent} | {vname[i] for i in emb.independent}
 
@@ -91,7 +92,7 @@ def dependencies(emb: Embedding) -> Dependencies:
             elif s in hidden:
                 rt |= indep_states | {hidden[s]}
             elif s in trimmed:
-                params |= set(param_name.values()) | set(input_name.values()) | {qname[i] for i in indep}
+                params |= set(param_name.values()) | {qname[i] for i in indep}
             elif s in param_name:
                 params.add(param_name[s])
             elif s == t:

@@ -73,17 +73,16 @@ def trim_solution(m) -> dict:
     them).  Raises ModelError for a trim along a dependent coordinate or a
     trim the start leaves singular."""
     from fmigen.derive.dae import build_dae
+    from fmigen.derive.embed import embed
     from fmigen.derive.partition import choose_partition
     name = m.name
     dae = build_dae(m, at_rest=True)
     names = list(dae.names)
-    # the independent set the build will use (declared, or chosen as the build chooses it)
-    independent = [names[k] for k in choose_partition(dae).independent]
-    for tr in m.trims:
-        if tr.coordinate not in independent:
-            raise ModelError(f"'{name}': trim of spring '{tr.spring}' along '{tr.coordinate}': '{tr.coordinate}' "
-                             f"is a dependent coordinate (the independent ones are {', '.join(independent)}); "
-                             "trim along an independent coordinate, or declare s.independent")
+    # the independent set the build will use (declared, or chosen as the
+    # build chooses it), which must hold every trimmed coordinate
+    emb = embed(dae, choose_partition(dae))
+    emb.trim_coordinates()
+    independent = [names[k] for k in emb.independent]
     q0 = np.array([float(c.start) for c in m.coordinates])
     ind = [names.index(n) for n in independent]
     dep = [k for k in range(len(names)) if k not in ind]

@@ -73,11 +73,12 @@ from fmigen.generate.exact_expansion import ExactExpansion
 from fmigen.generate.embedding_blockwise import (_blockwise_reduced, _blockwise_structure,
                                                  _blockwise_transposed, _lane_blocks, _lane_roles)
 from fmigen.generate.operation_count import OperationCount
-from fmigen.generate.printer import SymbolMap, c, shared_xreplace
+from fmigen.generate.printer import SymbolMap, c
 from fmigen.derive.embed import Embedding
 from fmigen.generate.unrolled_algebra import _Code, _factor_block, _ldlt_solve
 from fmigen.model import t as TIME
 from fmigen.kinematics.sequences import Triangularization
+from fmigen.symbolic import shared_xreplace
 
 
 def _late(reps, seeds):

@@ -11,7 +11,7 @@ tuples to rationals) and its ``as_expr``: Φ_q's entries, whose geometry
 is exact (``fmigen.floats``).  An expression with anything else (a
 ``Float``, whose sums sympy rounds in its own order, a function, a negative
 or fractional power) is left to sympy's ``expand``
-(``ExactExpansion.expand`` returns None).
+(``ExactExpansion.polynomial`` returns None).
 """
 
 from __future__ import annotations

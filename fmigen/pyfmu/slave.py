@@ -330,7 +330,9 @@ class Core:
     def assemble(self, trim=False):
         """fmigen_core_assemble: complete q, v from q_i, v_i; residual,
         outputs.  ``trim``: and the static trims at that start (``trim``,
-        initialization)."""
+        initialization).  0; 1 when the start cannot be assembled; 2 when
+        the trims cannot be solved at it (the messages differ, as in
+        fmigen_instance.c)."""
         m = self.m
         for k in range(m.NI):
             if not isfinite(self.q[m.independent[k]]) or not isfinite(self.v[m.independent[k]]):
@@ -344,7 +346,7 @@ class Core:
         # the accepted solution: the next solve predicts from it
         self.base_accept(self.t, self.q, self.v, sol)
         if trim and m.trims and self.trim():
-            return 1
+            return 2
         if m.NC > 0:
             phi = [0.0] * m.NC
             m.phi(self.t, self.q, self.v, self.p, self.u, phi)
@@ -611,9 +613,13 @@ class SlaveMethods:
         except FmuError:
             self.fg_state = "error"
             raise
-        if self.core.assemble(trim=True):
+        failed = self.core.assemble(trim=True)
+        if failed:
             self.fg_state = "error"
-            self._fail("fmi2ExitInitializationMode: %s" % self.core.message)
+            # (the messages of fmigen_instance.c; the method is copied into
+            # the generated module alone, so no module constant)
+            self._fail("%s: %s" % ("the start cannot be assembled" if failed == 1 else "fmi2ExitInitializationMode",
+                                   self.core.message))
         self.assembled = True
         self.last_successful_time = self.core.t
         self.fg_state = "step"
@@ -627,10 +633,12 @@ class SlaveMethods:
             return
         snap = self.core.snapshot()
         # in initialization the trims follow the start (as fmigen_instance.c)
-        if self.core.assemble(trim=self.fg_state == "init"):
+        failed = self.core.assemble(trim=self.fg_state == "init")
+        if failed:
             msg = self.core.message
             self.core.restore(snap)
-            self._fail("%s: %s" % ("the start cannot be assembled" if self.fg_state == "init" else "GetReal", msg))
+            what = "the start cannot be assembled" if failed == 1 else "fmi2ExitInitializationMode"
+            self._fail("%s: %s" % (what if self.fg_state == "init" else "GetReal", msg))
         self.assembled = True
 
     def get_real(self, vrs):
